@@ -1,0 +1,173 @@
+"""Cross-reference checks over a loaded control plane: every name that points somewhere must land.
+
+Also turns ConfigMaps and ConfigSchemas into the plain inputs of composition and validation.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from ruamel.yaml import YAML
+from ruamel.yaml.error import YAMLError
+
+from fleetflow.composition import ConfigSource
+from fleetflow.controlplane import PLATFORM_CONFIG_LABEL, PRIORITY_ANNOTATION, ControlPlane
+from fleetflow.errors import Location, Problems
+from fleetflow.validation import SchemaSource, check_schema
+
+_TEMPLATE_ROLES = (("reconciler", "reconciler"), ("namespace_service", "namespace"), ("config_type", "config"))
+
+
+def check_references(plane: ControlPlane, environment: str | None, problems: Problems) -> None:
+    """Templates of cluster types, cluster types of clusters, environment chain, singletons."""
+    for name, ct in sorted(plane.cluster_types.items()):
+        for attr, ttype in _TEMPLATE_ROLES:
+            ref = getattr(ct.spec, attr)
+            field = "".join(w.capitalize() if i else w for i, w in enumerate(attr.split("_")))
+            template = plane.templates.get(ref)
+            if template is None:
+                known = ", ".join(sorted(t for t, r in plane.templates.items() if r.spec.type == ttype)) or "none"
+                problems.add(
+                    f"ClusterType {name}: {field} names unknown template {ref!r}",
+                    ct.where("spec", field),
+                    f"define a Template of type {ttype} named {ref} on main (known {ttype} templates: {known})",
+                )
+            elif template.spec.type != ttype:
+                problems.add(
+                    f"ClusterType {name}: {field} names template {ref!r} of type {template.spec.type}, not {ttype}",
+                    ct.where("spec", field),
+                    f"point {field} at a Template whose spec.type is {ttype}",
+                )
+    for name, cluster in sorted(plane.clusters.items()):
+        if cluster.spec.cluster_type not in plane.cluster_types:
+            problems.add(
+                f"Cluster {name}: unknown clusterType {cluster.spec.cluster_type!r}",
+                cluster.where("spec", "clusterType"),
+                "name a ClusterType defined on this environment branch",
+            )
+    _check_environments(plane, environment, problems)
+    for kind, table in (("GitOpsRepo", plane.gitops_repos), ("BaseRepo", plane.base_repos)):
+        if len(table) > 1:
+            for res in list(table.values())[1:]:
+                problems.add(f"more than one {kind} on the environment branch", res.location, f"keep a single {kind}")
+
+
+def _check_environments(plane: ControlPlane, environment: str | None, problems: Problems) -> None:
+    envs = plane.environments
+    for name, env in sorted(envs.items()):
+        for i, upstream in enumerate(env.spec.after):
+            if upstream not in envs:
+                problems.add(
+                    f"Environment {name}: after names unknown environment {upstream!r}",
+                    env.where("spec", "after", i),
+                    "known environments: " + ", ".join(sorted(envs)),
+                )
+    # cycles: depth-first search over `after`
+    state: dict[str, int] = {}
+
+    def visit(name: str, path: list[str]) -> None:
+        state[name] = 1
+        for upstream in envs[name].spec.after:
+            if upstream not in envs:
+                continue
+            if state.get(upstream) == 1:
+                cycle = " -> ".join([*path[path.index(upstream):], upstream]) if upstream in path else upstream
+                problems.add(
+                    f"Environment chain has a cycle: {cycle}",
+                    envs[name].where("spec", "after"),
+                    "an environment cannot (indirectly) come after itself",
+                )
+            elif upstream not in state:
+                visit(upstream, [*path, upstream])
+        state[name] = 2
+
+    for name in sorted(envs):
+        if name not in state:
+            visit(name, [name])
+    if environment is not None and envs and environment not in envs:
+        problems.add(
+            f"unknown environment {environment!r}",
+            None,
+            "environments defined on main: " + ", ".join(sorted(envs)),
+        )
+    if envs:
+        for wl_name, wl in sorted(plane.workloads.items()):
+            for i, dt in enumerate(wl.spec.deployment_targets):
+                if dt.environment not in envs:
+                    problems.add(
+                        f"workload {wl_name}: target {dt.name} names unknown environment {dt.environment!r}",
+                        wl.where("spec", "deploymentTargets", i, "environment"),
+                        "known environments: " + ", ".join(sorted(envs)),
+                    )
+
+
+def config_sources(plane: ControlPlane, problems: Problems) -> list[ConfigSource]:
+    sources: list[ConfigSource] = []
+    for name, cm in sorted(plane.config_maps.items()):
+        raw = cm.annotations.get(PRIORITY_ANNOTATION, "0")
+        try:
+            priority = int(raw)
+        except ValueError:
+            problems.add(
+                f"ConfigMap {name}: annotation {PRIORITY_ANNOTATION} must be an integer, not {raw!r}",
+                cm.where("metadata", "annotations", PRIORITY_ANNOTATION),
+                'write e.g. fleetflow.dev/priority: "10"',
+            )
+            continue
+        data = cm.spec.data
+        if not isinstance(data, dict):
+            problems.add(f"ConfigMap {name}: data must be a mapping", cm.where("data"))
+            continue
+        sources.append(
+            ConfigSource(
+                name=name,
+                location=cm.location,
+                labels={k: v for k, v in cm.labels.items() if k != PLATFORM_CONFIG_LABEL},
+                priority=priority,
+                data=data,
+                key_locations=cm.doc.key_locations("data"),
+            )
+        )
+    return sources
+
+
+def parse_schema_text(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except ValueError:
+        pass
+    try:
+        return YAML(typ="safe").load(text)
+    except YAMLError as exc:
+        raise ValueError(str(exc).splitlines()[0]) from exc
+
+
+def schema_sources(plane: ControlPlane, problems: Problems) -> dict[str, SchemaSource]:
+    """Every ConfigSchema resource, parsed and checked against its metaschema."""
+    sources: dict[str, SchemaSource] = {}
+    for name, res in sorted(plane.config_schemas.items()):
+        schema: Any = res.spec.schema_
+        if isinstance(schema, str):
+            try:
+                schema = parse_schema_text(schema)
+            except ValueError as exc:
+                problems.add(f"ConfigSchema {name}: schema text does not parse: {exc}", res.where("spec", "schema"))
+                continue
+        if not isinstance(schema, dict):
+            problems.add(f"ConfigSchema {name}: schema must be an object", res.where("spec", "schema"))
+            continue
+        source = SchemaSource(name=name, schema=schema, location=res.where("spec", "schema"), labels=res.labels)
+        errors = check_schema(source)
+        problems.extend(errors)
+        if not errors:
+            sources[name] = source
+    return sources
+
+
+def inline_schema(ref: dict[str, Any], where: Location, owner: str, index: int,
+                  problems: Problems) -> SchemaSource | None:
+    source = SchemaSource(name=f"{owner} configSchemas[{index}]", schema=ref, location=where, labels={})
+    errors = check_schema(source)
+    problems.extend(errors)
+    return None if errors else source

@@ -1,0 +1,39 @@
+"""fleetflow's command line. One module per command; each is thin: parse, call the core, print."""
+
+from __future__ import annotations
+
+import click
+
+from fleetflow import __version__
+from fleetflow.cli.explain import explain
+from fleetflow.cli.plan import plan
+from fleetflow.cli.render import render
+from fleetflow.cli.validate import validate
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 110})
+@click.version_option(__version__, prog_name="fleetflow")
+def main() -> None:
+    """fleetflow: promote one control-plane commit through your fleet, dev → qa → prod.
+
+    \b
+    The control-plane repo's main branch holds what is promoted (environments, templates, workloads);
+    each environment branch holds what belongs to that environment (cluster types, clusters, config,
+    scheduling policies, where its GitOps output goes). fleetflow schedules, composes, validates and
+    renders them into the platform GitOps repo.
+
+    \b
+    Try it:
+      fleetflow validate --main examples/control-plane/main --env examples/control-plane/envs/dev
+      fleetflow render   --main examples/control-plane/main --env examples/control-plane/envs/dev \\
+                         --environment dev --output out/dev
+      fleetflow explain  --main ... --env ... --environment dev --assignment CLUSTERTYPE/TARGET
+
+    Exit codes: 0 done, 1 the input (or the gate) says no, 2 usage error, 3 forge or git failure.
+    """
+
+
+main.add_command(render)
+main.add_command(validate)
+main.add_command(explain)
+main.add_command(plan)

@@ -1,0 +1,61 @@
+"""Options and edge helpers shared by the commands: reading trees, finding commits, printing."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+from fleetflow.controlplane import ControlPlane, load_control_plane
+from fleetflow.errors import GitError, InputError
+from fleetflow.registrations import RegistrationFetcher
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+FORMAT = click.option(
+    "--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,
+    help="text for people, json for scripts and actions.",
+)
+MAIN = click.option(
+    "--main", "main_dir", required=True, type=click.Path(file_okay=False, path_type=Path),
+    help="Checkout of the control-plane main branch (environments, templates, workloads).",
+)
+ENV = click.option(
+    "--env", "env_dir", required=True, type=click.Path(file_okay=False, path_type=Path),
+    help="Checkout of the environment branch (cluster types, clusters, configs, policies, GitOps repo).",
+)
+
+
+def trees(func: F) -> F:
+    return MAIN(ENV(func))
+
+
+def load(main_dir: Path, env_dir: Path) -> ControlPlane:
+    """Load and structurally check both trees; raise every problem at once (git failures exit 3)."""
+    fetcher = RegistrationFetcher()
+    plane, problems = load_control_plane(
+        main_dir, env_dir, main_label=str(main_dir), env_label=str(env_dir), fetch=fetcher
+    )
+    if fetcher.failures:
+        raise GitError("\n".join(str(p) for p in fetcher.failures))
+    if problems:
+        raise InputError(problems)
+    return plane
+
+
+def head_commit(directory: Path) -> str | None:
+    """The commit checked out in ``directory`` when it is the top of a git work tree, else None."""
+    try:
+        import git
+
+        repo = git.Repo(directory, search_parent_directories=False)
+        return str(repo.head.commit.hexsha)
+    except Exception:  # not a repo, no commits yet, git missing: the commit is simply unknown
+        return None
+
+
+def print_json(data: Any) -> None:
+    click.echo(json.dumps(data, indent=2, sort_keys=False, default=str))

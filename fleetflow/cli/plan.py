@@ -1,0 +1,63 @@
+"""``fleetflow plan``: what render would change in --output, written nowhere."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from fleetflow.cli.common import FORMAT, head_commit, load, print_json, trees
+from fleetflow.cli.errors import handled
+from fleetflow.diffing import unified_diff
+from fleetflow.engine import Meta, RenderResult, render_environment
+from fleetflow.outputtree import read_assignment_files, read_state
+from fleetflow.reporting import changes_text, headline
+from fleetflow.state import STATE_PATH
+
+
+def plan_diff(output: Path, result: RenderResult) -> str:
+    """Unified diff of every assignment folder render would touch, plus state.json."""
+    old: dict[str, bytes] = {}
+    for aid in [*result.rendered, *result.removed]:
+        old.update(read_assignment_files(output, aid))
+    new = dict(result.files)
+    state_file = output / STATE_PATH
+    if state_file.is_file():
+        old[STATE_PATH] = state_file.read_bytes()
+    new[STATE_PATH] = result.state.to_bytes()
+    return unified_diff(old, new)
+
+
+@click.command()
+@trees
+@click.option("--environment", required=True, help="Environment to plan.")
+@click.option("--output", required=True, type=click.Path(file_okay=False, path_type=Path),
+              help="The current output root to compare against (may be empty or missing).")
+@click.option("--main-commit", help="main commit to record (default: HEAD of --main if a git repo).")
+@click.option("--env-commit", help="Environment-branch commit to record (default: HEAD of --env).")
+@click.option("--diff/--no-diff", default=True, show_default=True, help="Print the unified diff after the summary.")
+@FORMAT
+def plan(main_dir: Path, env_dir: Path, environment: str, output: Path, main_commit: str | None,
+         env_commit: str | None, diff: bool, fmt: str) -> None:
+    """Show what `fleetflow render` would change in --output: assignments added, removed and changed,
+    config keys changed, and a unified diff. Nothing is written. Exit 0 when valid, 1 when not.
+    """
+    with handled(fmt):
+        plane = load(main_dir, env_dir)
+        previous, _ = read_state(output)
+        meta = Meta(main_commit or head_commit(main_dir), env_commit or head_commit(env_dir))
+        result = render_environment(plane, environment, previous=previous, meta=meta)
+        text = plan_diff(output, result) if diff else ""
+        if fmt == "json":
+            print_json({"ok": True, "environment": environment, "changes": result.changes.to_json(),
+                        "assignments": len(result.state.assignments), "diff": text})
+            return
+        click.echo(f"Plan for {headline(result)}")
+        lines = changes_text(result.changes)
+        for line in lines:
+            click.echo(line)
+        if result.changes.empty:
+            click.echo("  no rendered file changes")
+        if text:
+            click.echo("")
+            click.echo(text, nl=False)

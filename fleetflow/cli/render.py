@@ -1,0 +1,73 @@
+"""``fleetflow render``: write an environment's GitOps tree to a directory."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from fleetflow.cli.common import FORMAT, head_commit, load, print_json, trees
+from fleetflow.cli.errors import emit_failure, handled
+from fleetflow.engine import Meta, render_environment
+from fleetflow.errors import InputError
+from fleetflow.outputtree import apply_result, read_state
+from fleetflow.reporting import changes_text, headline
+
+
+@click.command()
+@trees
+@click.option("--environment", required=True, help="Environment to render (an Environment on main).")
+@click.option(
+    "--output", "output", required=True, type=click.Path(file_okay=False, path_type=Path),
+    help="The environment's output root (the GitOpsRepo path in a checkout of the GitOps branch).",
+)
+@click.option("--full", is_flag=True, help="Re-render every assignment, even those whose inputs did not change.")
+@click.option(
+    "--keep-last-good", is_flag=True,
+    help="Invalid assignments keep their previous files; everything else is rendered; still exits 1.",
+)
+@click.option("--main-commit", help="main commit recorded in state.json (default: HEAD of --main if a git repo).")
+@click.option("--env-commit", help="Environment-branch commit recorded in state.json (default: HEAD of --env).")
+@FORMAT
+def render(main_dir: Path, env_dir: Path, environment: str, output: Path, full: bool, keep_last_good: bool,
+           main_commit: str | None, env_commit: str | None, fmt: str) -> None:
+    """Render ENVIRONMENT into --output: <clusterType>/<target>/{reconciler,namespace,platform-config}.<ext>
+    plus .fleetflow/state.json.
+
+    \b
+    Incremental: when --output holds a previous state.json, only assignments whose inputs changed are
+    rendered again; the result is byte-identical to a full render. Unchanged files are not rewritten.
+    Nothing is written when any input is invalid (unless --keep-last-good).
+    """
+    with handled(fmt):
+        plane = load(main_dir, env_dir)
+        previous, warning = read_state(output)
+        meta = Meta(main_commit or head_commit(main_dir), env_commit or head_commit(env_dir))
+        result = render_environment(
+            plane, environment, previous=previous, meta=meta, keep_last_good=keep_last_good, reuse=not full
+        )
+        report = apply_result(output, result, previous)
+        if fmt == "json":
+            print_json({
+                "ok": result.ok,
+                "environment": environment,
+                "output": str(output),
+                "assignments": len(result.state.assignments),
+                "rendered": len(result.rendered),
+                "changes": result.changes.to_json(),
+                "written": report.written,
+                "deleted": report.deleted,
+                "problems": [p.to_json() for p in result.problems],
+            })
+        else:
+            if warning:
+                click.echo(f"warning: {warning}", err=True)
+            click.echo(f"Rendered {headline(result)}")
+            for line in changes_text(result.changes):
+                click.echo(line)
+            click.echo(f"Wrote {len(report.written)} files, deleted {len(report.deleted)} into {output}")
+        if result.problems:
+            if fmt != "json":
+                emit_failure(InputError(result.problems), fmt)
+            sys.exit(1)

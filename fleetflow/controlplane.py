@@ -1,0 +1,298 @@
+"""Load a control plane (``main`` + one environment branch) into typed resources, checking all of it at once.
+
+``load_control_plane`` is pure apart from reading the two trees: workload registrations are resolved through
+a ``WorkloadFetcher`` the caller passes in (git lives in ``fleetflow.registrations``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Generic, TypeVar
+
+from pydantic import ValidationError
+
+from fleetflow.documents import ACCEPTED_APIS, FLEETFLOW_API, Document, Tree, read_tree
+from fleetflow.errors import Location, Problem, Problems
+from fleetflow.resources import (
+    KIND_ORIGINS,
+    LABEL_KEY_PATTERN,
+    NAME_PATTERN,
+    SPEC_MODELS,
+    BaseRepoSpec,
+    ClusterSpec,
+    ClusterTypeSpec,
+    ConfigSchemaSpec,
+    EnvironmentSpec,
+    GitOpsRepoSpec,
+    Open,
+    SchedulingPolicySpec,
+    Spec,
+    TemplateSpec,
+    WorkloadRegistrationSpec,
+    WorkloadSpec,
+)
+
+PLATFORM_CONFIG_LABEL = "platform-config"
+PRIORITY_ANNOTATION = "fleetflow.dev/priority"
+DEFAULT_WORKSPACE = "default"
+
+S = TypeVar("S", bound=Spec)
+
+
+class ConfigMapSpec(Open):
+    data: dict[str, Any] = {}
+
+
+@dataclass(frozen=True)
+class Resource(Generic[S]):
+    """A loaded, validated document: metadata, typed spec, and the document for locations."""
+
+    kind: str
+    name: str
+    labels: dict[str, str]
+    annotations: dict[str, str]
+    spec: S
+    doc: Document
+    origin: str  # "main", "env" or "app"
+
+    @property
+    def location(self) -> Location:
+        return self.doc.location
+
+    def where(self, *path: str | int) -> Location:
+        return self.doc.where(*path)
+
+
+WorkloadFetcher = Callable[[Resource[WorkloadRegistrationSpec]], tuple[list[Document], list[Problem]]]
+
+
+@dataclass
+class ControlPlane:
+    environments: dict[str, Resource[EnvironmentSpec]] = field(default_factory=dict)
+    templates: dict[str, Resource[TemplateSpec]] = field(default_factory=dict)
+    workloads: dict[str, Resource[WorkloadSpec]] = field(default_factory=dict)
+    workspaces: dict[str, str] = field(default_factory=dict)  # workload name -> workspace
+    registrations: dict[str, Resource[WorkloadRegistrationSpec]] = field(default_factory=dict)
+    config_schemas: dict[str, Resource[ConfigSchemaSpec]] = field(default_factory=dict)
+    cluster_types: dict[str, Resource[ClusterTypeSpec]] = field(default_factory=dict)
+    clusters: dict[str, Resource[ClusterSpec]] = field(default_factory=dict)
+    policies: dict[str, Resource[SchedulingPolicySpec]] = field(default_factory=dict)
+    config_maps: dict[str, Resource[ConfigMapSpec]] = field(default_factory=dict)
+    gitops_repos: dict[str, Resource[GitOpsRepoSpec]] = field(default_factory=dict)
+    base_repos: dict[str, Resource[BaseRepoSpec]] = field(default_factory=dict)
+
+    def gitops_repo(self) -> Resource[GitOpsRepoSpec] | None:
+        return next(iter(self.gitops_repos.values()), None)
+
+    def base_repo(self) -> Resource[BaseRepoSpec] | None:
+        return self.base_repos.get("main") or next(iter(self.base_repos.values()), None)
+
+
+_TABLES = {
+    "Environment": "environments",
+    "Template": "templates",
+    "Workload": "workloads",
+    "WorkloadRegistration": "registrations",
+    "ConfigSchema": "config_schemas",
+    "ClusterType": "cluster_types",
+    "Cluster": "clusters",
+    "SchedulingPolicy": "policies",
+    "ConfigMap": "config_maps",
+    "GitOpsRepo": "gitops_repos",
+    "BaseRepo": "base_repos",
+}
+
+_ORIGIN_TEXT = {"main": "the main branch", "env": "an environment branch", "app": "a workload repo"}
+
+
+def _format_loc(loc: tuple[int | str, ...]) -> str:
+    return ".".join(str(p) for p in loc) if loc else "spec"
+
+
+def _string_map(doc: Document, key: str, problems: Problems) -> dict[str, str]:
+    raw = doc.metadata.get(key)
+    if raw is None:
+        return {}
+    if not isinstance(raw, dict):
+        problems.add(f"metadata.{key} must be a mapping", doc.where("metadata", key))
+        return {}
+    result: dict[str, str] = {}
+    for k, v in raw.items():
+        if isinstance(v, dict | list):
+            problems.add(
+                f"metadata.{key}.{k} must be a string, not a {type(v).__name__}",
+                doc.where("metadata", key, k),
+                "quote the value",
+            )
+            continue
+        if key == "labels" and not LABEL_KEY_PATTERN.match(k):
+            problems.add(f"invalid label key {k!r}", doc.where("metadata", key, k), "use [A-Za-z0-9._-] and an optional prefix/")
+        result[k] = "true" if v is True else "false" if v is False else "" if v is None else str(v)
+    return result
+
+
+def build_resource(doc: Document, origin: str, problems: Problems) -> Resource[Any] | None:
+    """Validate one document's envelope and spec. Returns None (and records problems) when it is broken."""
+    before = len(problems)
+    api, kind = doc.api_version, doc.kind
+    if "apiVersion" not in doc.body or "kind" not in doc.body:
+        missing = [k for k in ("apiVersion", "kind") if k not in doc.body]
+        problems.add(
+            f"document has no {' or '.join(missing)}",
+            doc.location,
+            "every document needs apiVersion, kind, metadata.name (or list the file in .fleetflowignore)",
+        )
+        return None
+    if kind == "ConfigMap":
+        if api != "v1":
+            problems.add(f"ConfigMap must have apiVersion v1, not {api!r}", doc.where("apiVersion"))
+    elif kind in SPEC_MODELS:
+        if api not in ACCEPTED_APIS:
+            problems.add(
+                f"unsupported apiVersion {api!r} for {kind}",
+                doc.where("apiVersion"),
+                f"use {FLEETFLOW_API} (or scheduler.kalypso.io/v1alpha1)",
+            )
+    else:
+        problems.add(
+            f"unknown kind {kind!r}",
+            doc.where("kind"),
+            "fleetflow reads " + ", ".join(sorted([*SPEC_MODELS, "ConfigMap"]))
+            + "; list files of other tools in .fleetflowignore",
+        )
+        return None
+    allowed = KIND_ORIGINS[kind]
+    if origin not in allowed:
+        where_ok = " or ".join(_ORIGIN_TEXT[o] for o in sorted(allowed))
+        problems.add(f"{kind} does not belong on {_ORIGIN_TEXT[origin]}", doc.where("kind"), f"move it to {where_ok}")
+    name = doc.name
+    if not name:
+        problems.add("metadata.name is missing", doc.where("metadata"), "give the resource a name")
+    elif not NAME_PATTERN.match(name):
+        problems.add(
+            f"invalid name {name!r}",
+            doc.where("metadata", "name"),
+            "use lowercase letters, digits, '-' and '.', starting and ending with a letter or digit",
+        )
+    labels = _string_map(doc, "labels", problems)
+    annotations = _string_map(doc, "annotations", problems)
+    if kind == "ConfigMap":
+        if labels.get(PLATFORM_CONFIG_LABEL) != "true":
+            problems.add(
+                "ConfigMap is not labelled platform-config: \"true\"",
+                doc.where("metadata"),
+                "label config containers platform-config: \"true\", or list the file in .fleetflowignore",
+            )
+        model: type[Spec] = ConfigMapSpec
+        raw_spec: Any = {"data": doc.body.get("data") or {}}
+        spec_path: tuple[str, ...] = ()
+    else:
+        model = SPEC_MODELS[kind]
+        raw_spec = doc.body.get("spec")
+        spec_path = ("spec",)
+        if raw_spec is None:
+            raw_spec = {}
+        if not isinstance(raw_spec, dict):
+            problems.add(f"{kind} spec must be a mapping", doc.where("spec"))
+            return None
+    try:
+        spec = model.model_validate(raw_spec)
+    except ValidationError as exc:
+        for error in exc.errors():
+            loc = tuple(error["loc"])
+            field_path = ".".join(str(p) for p in (*spec_path, *loc)) or kind
+            message = error["msg"].removeprefix("Value error, ")
+            if error["type"] == "missing":
+                message = "required field is missing"
+            elif error["type"] == "extra_forbidden":
+                message = "unknown field"
+            problems.add(
+                f"{kind} {name or '?'}: {field_path}: {message}",
+                doc.where(*spec_path, *loc),
+                _hint_for(error["type"], field_path),
+            )
+    if len(problems) > before:
+        return None
+    return Resource(kind, name, labels, annotations, spec, doc, origin)
+
+
+def _hint_for(error_type: str, field_path: str) -> str | None:
+    if error_type == "extra_forbidden":
+        return "check the spelling against DESIGN.md §2 (fields are camelCase)"
+    if error_type == "missing":
+        return f"add {field_path}"
+    if error_type == "literal_error":
+        return "use one of the values listed"
+    return None
+
+
+def _add(plane: ControlPlane, res: Resource[Any], problems: Problems) -> None:
+    table: dict[str, Resource[Any]] = getattr(plane, _TABLES[res.kind])
+    other = table.get(res.name)
+    if other is not None:
+        problems.add(
+            f"duplicate {res.kind} name {res.name!r} (also defined at {other.where('metadata', 'name')})",
+            res.where("metadata", "name"),
+            "names must be unique per kind across main and the environment branch",
+        )
+        return
+    table[res.name] = res
+
+
+def load_documents(
+    documents: Iterable[tuple[Document, str]], fetch: WorkloadFetcher | None = None
+) -> tuple[ControlPlane, Problems]:
+    """Build a control plane from (document, origin) pairs. Problems are returned, not raised."""
+    plane = ControlPlane()
+    problems = Problems()
+    for doc, origin in documents:
+        res = build_resource(doc, origin, problems)
+        if res is not None:
+            _add(plane, res, problems)
+    for name, reg in sorted(plane.registrations.items()):
+        if fetch is None:
+            problems.add(
+                f"WorkloadRegistration {name}: cannot read workload repos here",
+                reg.location,
+                "run with git access (the CLI fetches registrations)",
+            )
+            continue
+        docs, errors = fetch(reg)
+        problems.extend(errors)
+        found = 0
+        for doc in docs:
+            if doc.kind != "Workload":
+                continue  # workload repos hold other files too; only Workload documents are read
+            res = build_resource(doc, "app", problems)
+            if res is not None:
+                found += 1
+                _add(plane, res, problems)
+                plane.workspaces[res.name] = res.spec.workspace or reg.spec.workspace or DEFAULT_WORKSPACE
+        if found == 0 and not errors:
+            problems.add(
+                f"WorkloadRegistration {name}: no Workload found in {reg.spec.workload.repo} "
+                f"(branch {reg.spec.workload.branch}, path {reg.spec.workload.path})",
+                reg.where("spec", "workload"),
+                "check repo, branch and path",
+            )
+    for name, wl in plane.workloads.items():
+        plane.workspaces.setdefault(name, wl.spec.workspace or DEFAULT_WORKSPACE)
+    return plane, problems
+
+
+def load_control_plane(
+    main: Path, env: Path, *, main_label: str | None = None, env_label: str | None = None,
+    fetch: WorkloadFetcher | None = None,
+) -> tuple[ControlPlane, Problems]:
+    """Read both trees and build the control plane. Structural problems are returned (not raised)."""
+    problems = Problems()
+    pairs: list[tuple[Document, str]] = []
+    for root, label, origin in ((main, main_label, "main"), (env, env_label, "env")):
+        docs, errors = read_tree(Tree(root, label if label is not None else str(root)))
+        problems.extend(errors)
+        pairs.extend((d, origin) for d in docs)
+    plane, more = load_documents(pairs, fetch)
+    problems.extend(more)
+    return plane, problems

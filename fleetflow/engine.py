@@ -1,0 +1,295 @@
+"""The pure pipeline: control plane in, rendered tree out.
+
+load (done by the caller) → check references → schedule → compose → validate → render. Given the previous
+``RenderState``, assignments whose inputs did not change are not rendered again (incremental); the state and
+the files that are written are byte-identical to what a full render gives.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from ruamel.yaml.scalarstring import FoldedScalarString, LiteralScalarString
+
+from fleetflow import __version__
+from fleetflow.checks import check_references, config_sources, inline_schema, schema_sources
+from fleetflow.composition import Composed, Composer, Subject, applies
+from fleetflow.controlplane import ControlPlane
+from fleetflow.errors import InputError, Location, Problem, Problems
+from fleetflow.rendering import CompiledTemplate, TemplateEngine, TemplateRenderError, TemplateSource
+from fleetflow.scheduling import Assignment, Schedule, Target, schedule
+from fleetflow.state import AssignmentState, ExpectedCluster, RenderState
+from fleetflow.validation import ConfigValidator, SchemaSource
+
+ENGINE = f"fleetflow {__version__}"
+ROLES = (("reconciler", "reconciler"), ("namespace", "namespace_service"), ("platform-config", "config_type"))
+
+
+@dataclass(frozen=True)
+class Meta:
+    """Facts about the inputs that are not in the files: the commits they were read at."""
+
+    main_commit: str | None = None
+    env_commit: str | None = None
+
+
+@dataclass
+class Changes:
+    added: list[str] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
+    changed: list[str] = field(default_factory=list)
+    unchanged: int = 0
+    config_keys: list[str] = field(default_factory=list)  # "configmap: KEY (added|changed|removed)"
+    held_back: list[str] = field(default_factory=list)
+
+    @property
+    def empty(self) -> bool:
+        return not (self.added or self.removed or self.changed)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "added": self.added, "removed": self.removed, "changed": self.changed,
+            "unchanged": self.unchanged, "configKeys": self.config_keys, "heldBack": self.held_back,
+        }
+
+
+@dataclass
+class RenderResult:
+    environment: str
+    state: RenderState
+    files: dict[str, bytes]  # path (relative to the output root) -> bytes, for every assignment rendered now
+    rendered: list[str]  # assignment ids rendered this run (their folders must hold exactly their files)
+    removed: list[str]  # assignment ids whose folders must go
+    changes: Changes
+    schedule: Schedule
+    composed: dict[str, Composed]
+    problems: list[Problem] = field(default_factory=list)  # held-back assignments (--keep-last-good)
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+
+def _sha(text: str | bytes) -> str:
+    return hashlib.sha256(text.encode() if isinstance(text, str) else text).hexdigest()
+
+
+def template_source(plane: ControlPlane, name: str) -> TemplateSource:
+    res = plane.templates[name]
+    manifest_locations = []
+    raw_manifests = res.doc.node["spec"]["manifests"]
+    for i in range(len(res.spec.manifests)):
+        loc = res.where("spec", "manifests", i)
+        if isinstance(raw_manifests[i], LiteralScalarString | FoldedScalarString) and loc.line is not None:
+            loc = Location(loc.file, loc.line + 1, None)  # a block scalar's text starts on the next line
+        manifest_locations.append(loc)
+    return TemplateSource(
+        name=name,
+        type=res.spec.type,
+        content_type=res.spec.content_type,
+        manifests=tuple(res.spec.manifests),
+        location=res.location,
+        manifest_locations=tuple(manifest_locations),
+    )
+
+
+def _compile_templates(
+    plane: ControlPlane, engine: TemplateEngine, problems: Problems
+) -> tuple[dict[str, CompiledTemplate], dict[str, str]]:
+    compiled: dict[str, CompiledTemplate] = {}
+    fingerprints: dict[str, str] = {}
+    for name in sorted(plane.templates):
+        source = template_source(plane, name)
+        try:
+            compiled[name] = engine.compile(source)
+        except InputError as exc:
+            problems.extend(exc.problems())
+            continue
+        fingerprints[name] = _sha(json.dumps([source.type, source.content_type, list(source.manifests)]))
+    return compiled, fingerprints
+
+
+def _target_schemas(target: Target, named: dict[str, SchemaSource], problems: Problems) -> list[SchemaSource]:
+    result: list[SchemaSource] = []
+    for index, (ref, where, owner) in enumerate(target.schema_refs):
+        if isinstance(ref, str):
+            if ref in named:
+                result.append(named[ref])
+            else:
+                problems.add(
+                    f"{owner}: configSchemas names unknown ConfigSchema {ref!r}",
+                    where,
+                    "define a ConfigSchema with that name, or write the JSON schema inline",
+                )
+        else:
+            source = inline_schema(ref, where, owner, index, problems)
+            if source is not None:
+                result.append(source)
+    return result
+
+
+def config_key_hashes(plane: ControlPlane) -> dict[str, dict[str, str]]:
+    return {
+        name: {key: _sha(json.dumps(value, sort_keys=True))[:16] for key, value in sorted(cm.spec.data.items())}
+        for name, cm in plane.config_maps.items()
+        if isinstance(cm.spec.data, dict)
+    }
+
+
+def variables_for(environment: str, ct_name: str, ct_labels: dict[str, str], target: Target,
+                  composed: Composed) -> dict[str, Any]:
+    return {
+        "DeploymentTargetName": target.id,
+        "Namespace": f"{environment}-{target.workspace}-{target.id}",
+        "Environment": environment,
+        "Workspace": target.workspace,
+        "Workload": target.workload,
+        "ClusterType": ct_name,
+        "ClusterTypeLabels": ct_labels,
+        "Labels": target.labels,
+        "Manifests": target.manifests,
+        "ConfigData": composed.values,
+    }
+
+
+def render_environment(
+    plane: ControlPlane,
+    environment: str,
+    *,
+    previous: RenderState | None = None,
+    meta: Meta | None = None,
+    keep_last_good: bool = False,
+    reuse: bool = True,
+    templates: TemplateEngine | None = None,
+) -> RenderResult:
+    """Render one environment. Raises InputError with every problem when the input is wrong.
+
+    ``reuse=False`` renders every assignment even when its inputs did not change (``--full``). With
+    ``keep_last_good``, assignments that fail validation or rendering keep their previous state (their
+    files are left as they are) and are listed in ``result.problems``; everything else is rendered.
+    """
+    meta = meta or Meta()
+    problems = Problems()
+    check_references(plane, environment, problems)
+    sources = config_sources(plane, problems)
+    named_schemas = schema_sources(plane, problems)
+    sched = schedule(plane, environment, problems)
+    compiled, fingerprints = _compile_templates(plane, templates or TemplateEngine(), problems)
+    target_schemas = {tid: _target_schemas(t, named_schemas, problems) for tid, t in sched.targets.items()}
+    problems.raise_if_any()
+
+    composer = Composer(sources)
+    validator = ConfigValidator()
+    selective = [s for s in named_schemas.values() if s.labels]
+    universal = [s for s in named_schemas.values() if not s.labels]
+    old = previous.assignments if previous is not None and previous.engine == ENGINE else {}
+    reusable = old if reuse else {}
+
+    files: dict[str, bytes] = {}
+    rendered: list[str] = []
+    composed_by_id: dict[str, Composed] = {}
+    states: dict[str, AssignmentState] = {}
+    failed: dict[str, list[Problem]] = {}
+    for assignment in sched.assignments:
+        aid = assignment.id
+        ct = plane.cluster_types[assignment.cluster_type]
+        target = sched.targets[assignment.target]
+        subject = Subject(environment, ct.name, ct.labels, target.id, target.labels, target.workload)
+        composed = composer.compose(subject)
+        composed_by_id[aid] = composed
+        schemas = universal + [s for s in selective if applies(s.labels, subject)] + target_schemas[target.id]
+        errors = validator.validate(aid, composed, schemas)
+        if errors:
+            failed[aid] = errors
+            continue
+        variables = variables_for(environment, ct.name, ct.labels, target, composed)
+        roles = [(role, getattr(ct.spec, attr)) for role, attr in ROLES]
+        input_hash = _sha(json.dumps(
+            [ENGINE, [fingerprints[t] for _, t in roles],
+             {k: v for k, v in variables.items() if k != "ConfigData"}, composed.fingerprint],
+            sort_keys=True,
+        ))
+        before = reusable.get(aid)
+        if before is not None and before.input_hash == input_hash:
+            states[aid] = before
+            continue
+        try:
+            produced = _render_assignment(assignment, roles, compiled, variables)
+        except TemplateRenderError as exc:
+            failed[aid] = exc.problems()
+            continue
+        content = hashlib.sha256()
+        for path in sorted(produced):
+            content.update(path.encode() + b"\0" + produced[path] + b"\0")
+        states[aid] = AssignmentState(input_hash, content.hexdigest(), tuple(sorted(p.rsplit("/", 1)[1] for p in produced)))
+        files.update(produced)
+        rendered.append(aid)
+
+    held: list[Problem] = [p for aid in sorted(failed) for p in failed[aid]]
+    if failed and not keep_last_good:
+        raise InputError(held)
+    for aid in failed:
+        if aid in old:
+            states[aid] = old[aid]
+
+    state = RenderState(
+        environment=environment,
+        main_commit=meta.main_commit,
+        env_commit=meta.env_commit,
+        engine=ENGINE,
+        assignments=states,
+        config_keys=config_key_hashes(plane),
+        clusters=_expected_clusters(plane, {a.cluster_type for a in sched.assignments}),
+    )
+    changes = diff_states(previous, state)
+    changes.held_back = sorted(failed)
+    removed = sorted(set(previous.assignments) - set(states)) if previous is not None else []
+    return RenderResult(environment, state, files, rendered, removed, changes, sched, composed_by_id, held)
+
+
+def _render_assignment(
+    assignment: Assignment, roles: list[tuple[str, str]], compiled: dict[str, CompiledTemplate],
+    variables: dict[str, Any],
+) -> dict[str, bytes]:
+    produced: dict[str, bytes] = {}
+    subject = f"assignment {assignment.id}"
+    for role, template_name in roles:
+        template = compiled[template_name]
+        data = template.render(variables, subject)
+        if data is not None:
+            produced[f"{assignment.id}/{role}.{template.source.content_type}"] = data
+    return produced
+
+
+def _expected_clusters(plane: ControlPlane, used_types: set[str]) -> list[ExpectedCluster]:
+    return [
+        ExpectedCluster(name, c.spec.cluster_type, c.spec.status_context)
+        for name, c in sorted(plane.clusters.items())
+        if c.spec.cluster_type in used_types
+    ]
+
+
+def diff_states(previous: RenderState | None, current: RenderState) -> Changes:
+    """Assignments added/removed/changed and config keys changed between two states."""
+    before = previous.assignments if previous is not None else {}
+    after = current.assignments
+    changes = Changes(
+        added=sorted(set(after) - set(before)),
+        removed=sorted(set(before) - set(after)),
+        changed=sorted(a for a in set(after) & set(before) if after[a].content_hash != before[a].content_hash),
+    )
+    changes.unchanged = len(after) - len(changes.added) - len(changes.changed)
+    old_keys = previous.config_keys if previous is not None else {}
+    for name in sorted(set(old_keys) | set(current.config_keys)):
+        a, b = old_keys.get(name, {}), current.config_keys.get(name, {})
+        for key in sorted(set(a) | set(b)):
+            if key not in a:
+                changes.config_keys.append(f"{name}: {key} (added)")
+            elif key not in b:
+                changes.config_keys.append(f"{name}: {key} (removed)")
+            elif a[key] != b[key]:
+                changes.config_keys.append(f"{name}: {key} (changed)")
+    return changes

@@ -1,0 +1,152 @@
+"""One error family for fleetflow.
+
+Every error a user can cause is a :class:`Problem` (what is wrong, where, how to fix it). Problems are
+collected, never raised one by one, so that a run reports all of them at once. The command line maps the
+error classes to exit codes in one place (``fleetflow.cli.errors``):
+
+* :class:`InputError` (exit 1): the input is wrong: YAML, schema, template, selector, names...
+* :class:`GateError` (exit 1): the rollout gate or the promotion guarantee says no.
+* :class:`UsageError` (exit 2): the command line itself is wrong.
+* :class:`ForgeError` / :class:`GitError` (exit 3): the forge or git failed after retries.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True, order=True)
+class Location:
+    """A place in a file. ``line`` and ``column`` are 1-based; either may be unknown."""
+
+    file: str
+    line: int | None = None
+    column: int | None = None
+
+    def __str__(self) -> str:
+        text = self.file
+        if self.line is not None:
+            text += f":{self.line}"
+            if self.column is not None:
+                text += f":{self.column}"
+        return text
+
+    def to_json(self) -> dict[str, Any]:
+        return {"file": self.file, "line": self.line, "column": self.column}
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One thing wrong with the input: a message, where it is, and how to fix it."""
+
+    message: str
+    location: Location | None = None
+    hint: str | None = None
+
+    def __str__(self) -> str:
+        text = f"{self.location}: {self.message}" if self.location else self.message
+        if self.hint:
+            text += f" (hint: {self.hint})"
+        return text
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "message": self.message,
+            "location": self.location.to_json() if self.location else None,
+            "hint": self.hint,
+        }
+
+
+class FleetflowError(Exception):
+    """Base of every error fleetflow raises on purpose. ``exit_code`` is what the CLI exits with."""
+
+    exit_code = 1
+
+    def problems(self) -> list[Problem]:
+        return [Problem(str(self))]
+
+
+class InputError(FleetflowError):
+    """The input is wrong. Carries every problem found, not just the first."""
+
+    exit_code = 1
+
+    def __init__(self, problems: Iterable[Problem]) -> None:
+        self._problems = sorted(set(problems), key=_problem_order)
+        super().__init__("\n".join(str(p) for p in self._problems))
+
+    def problems(self) -> list[Problem]:
+        return list(self._problems)
+
+
+class GateError(FleetflowError):
+    """The rollout gate or the promotion guarantee refuses."""
+
+    exit_code = 1
+
+
+class UsageError(FleetflowError):
+    """The command line is wrong (missing option, conflicting flags)."""
+
+    exit_code = 2
+
+
+class GitError(FleetflowError):
+    """A git operation failed (clone, fetch, push), after retries where retrying makes sense."""
+
+    exit_code = 3
+
+
+@dataclass
+class ForgeRequest:
+    method: str
+    url: str
+    status: int | None = None
+
+
+class ForgeError(FleetflowError):
+    """The forge (GitHub, or the local forge) failed after retries. Carries the request that failed."""
+
+    exit_code = 3
+
+    def __init__(self, message: str, request: ForgeRequest | None = None) -> None:
+        self.request = request
+        if request is not None:
+            status = f" -> {request.status}" if request.status is not None else ""
+            message = f"{message} [{request.method} {request.url}{status}]"
+        super().__init__(message)
+
+
+def _problem_order(problem: Problem) -> tuple[str, int, int, str]:
+    loc = problem.location
+    if loc is None:
+        return ("", 0, 0, problem.message)
+    return (loc.file, loc.line or 0, loc.column or 0, problem.message)
+
+
+@dataclass
+class Problems:
+    """Collects problems while a stage runs; ``raise_if_any`` ends the stage with all of them."""
+
+    items: list[Problem] = field(default_factory=list)
+
+    def add(self, message: str, location: Location | None = None, hint: str | None = None) -> None:
+        self.items.append(Problem(message, location, hint))
+
+    def extend(self, problems: Iterable[Problem]) -> None:
+        self.items.extend(problems)
+
+    def __bool__(self) -> bool:
+        return bool(self.items)
+
+    def __iter__(self) -> Iterator[Problem]:
+        return iter(self.items)
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def raise_if_any(self) -> None:
+        if self.items:
+            raise InputError(self.items)

@@ -1,0 +1,37 @@
+"""Human summaries of a render: used by the CLI, plan, job summaries and PR bodies."""
+
+from __future__ import annotations
+
+from fleetflow.engine import Changes, RenderResult
+
+MAX_LISTED = 20
+
+
+def _listing(title: str, items: list[str]) -> list[str]:
+    if not items:
+        return []
+    lines = [f"  {title} ({len(items)}):"]
+    lines += [f"    {item}" for item in items[:MAX_LISTED]]
+    if len(items) > MAX_LISTED:
+        lines.append(f"    ... and {len(items) - MAX_LISTED} more")
+    return lines
+
+
+def changes_text(changes: Changes) -> list[str]:
+    lines = []
+    lines += _listing("added", changes.added)
+    lines += _listing("removed", changes.removed)
+    lines += _listing("changed", changes.changed)
+    lines += _listing("config keys changed", changes.config_keys)
+    lines += _listing("held back (kept their last good files)", changes.held_back)
+    return lines
+
+
+def headline(result: RenderResult) -> str:
+    c = result.changes
+    total = len(result.state.assignments)
+    return (
+        f"{result.environment}: {total} assignments, {len(c.added)} added, {len(c.changed)} changed, "
+        f"{len(c.removed)} removed, {c.unchanged} unchanged"
+        + (f", {len(c.held_back)} held back" if c.held_back else "")
+    )

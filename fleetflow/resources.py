@@ -1,0 +1,203 @@
+"""The resource kinds of DESIGN.md §2, as pydantic models of their ``spec``.
+
+Field names are camelCase in YAML (as Kalypso), snake_case in Python. Unknown fields are errors, so a typo
+(``reconciller:``) is reported with its line instead of being silently ignored.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic.alias_generators import to_camel
+
+NAME_PATTERN = re.compile(r"^[a-z0-9]([a-z0-9._-]{0,251}[a-z0-9])?$")
+LABEL_KEY_PATTERN = re.compile(r"^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$")
+
+
+class Spec(BaseModel):
+    model_config = ConfigDict(
+        extra="forbid", populate_by_name=True, alias_generator=to_camel, frozen=True
+    )
+
+
+class Open(Spec):
+    """A spec part that accepts extra keys (kept as given)."""
+
+    model_config = ConfigDict(extra="allow")
+
+
+# --- selectors -----------------------------------------------------------------------------------------------
+
+
+class LabelSelectorRequirement(Spec):
+    key: str
+    operator: Literal["In", "NotIn", "Exists", "DoesNotExist"]
+    values: list[str] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _values_fit_operator(self) -> LabelSelectorRequirement:
+        if self.operator in ("In", "NotIn") and not self.values:
+            raise ValueError(f"operator {self.operator} needs a non-empty 'values' list")
+        if self.operator in ("Exists", "DoesNotExist") and self.values:
+            raise ValueError(f"operator {self.operator} takes no 'values'")
+        return self
+
+
+class LabelSelector(Spec):
+    match_labels: dict[str, str] = Field(default_factory=dict)
+    match_expressions: list[LabelSelectorRequirement] = Field(default_factory=list)
+
+
+class DeploymentTargetSelector(Spec):
+    workspace: str | None = None
+    label_selector: LabelSelector = Field(default_factory=LabelSelector)
+
+
+class ClusterTypeSelector(Spec):
+    label_selector: LabelSelector = Field(default_factory=LabelSelector)
+
+
+# --- main ----------------------------------------------------------------------------------------------------
+
+
+class RolloutPolicy(Spec):
+    min_clusters: int | None = Field(default=None, ge=0)
+    context_pattern: str | None = None
+    soak_time: str | int = 0
+    timeout: str | int = "30m"
+    allow_empty: bool = False
+
+
+class PullRequestPolicy(Spec):
+    auto_merge: bool = False
+    labels: list[str] = Field(default_factory=list)
+    reviewers: list[str] = Field(default_factory=list)
+
+
+class ControlPlaneRef(Open):
+    repo: str | None = None
+    branch: str | None = None
+    path: str | None = None
+
+
+class EnvironmentSpec(Spec):
+    after: list[str] = Field(default_factory=list)
+    branch: str | None = None
+    control_plane: ControlPlaneRef | None = None
+    rollout: RolloutPolicy = Field(default_factory=RolloutPolicy)
+    pull_request: PullRequestPolicy = Field(default_factory=PullRequestPolicy)
+    concurrency: Literal["supersede", "queue"] = "supersede"
+
+
+class TemplateSpec(Spec):
+    type: Literal["reconciler", "namespace", "config"]
+    content_type: str = "yaml"
+    manifests: list[str] = Field(min_length=1)
+
+    @field_validator("content_type")
+    @classmethod
+    def _extension(cls, value: str) -> str:
+        if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9.+-]{0,15}", value):
+            raise ValueError("contentType must be a file extension such as yaml, json, sh, env, properties")
+        return value
+
+
+class ManifestsRef(Open):
+    repo: str | None = None
+    branch: str | None = None
+    path: str | None = None
+
+
+SchemaRef = str | dict[str, Any]
+
+
+class DeploymentTarget(Spec):
+    name: str
+    labels: dict[str, str] = Field(default_factory=dict)
+    environment: str
+    manifests: ManifestsRef = Field(default_factory=ManifestsRef)
+    config_schemas: list[SchemaRef] = Field(default_factory=list)
+
+
+class WorkloadSpec(Spec):
+    workspace: str | None = None
+    deployment_targets: list[DeploymentTarget] = Field(default_factory=list)
+    config_schemas: list[SchemaRef] = Field(default_factory=list)
+
+
+class WorkloadSource(Spec):
+    repo: str
+    branch: str = "main"
+    path: str = "."
+
+
+class WorkloadRegistrationSpec(Spec):
+    workload: WorkloadSource
+    workspace: str | None = None
+
+
+class ConfigSchemaSpec(Spec):
+    schema_: dict[str, Any] | str = Field(alias="schema")
+
+
+# --- environment branch --------------------------------------------------------------------------------------
+
+
+class ClusterTypeSpec(Spec):
+    reconciler: str
+    namespace_service: str
+    config_type: str
+
+
+class ClusterSpec(Spec):
+    cluster_type: str
+    status_context: str | None = None
+
+
+class SchedulingPolicySpec(Spec):
+    deployment_target_selector: DeploymentTargetSelector = Field(default_factory=DeploymentTargetSelector)
+    cluster_type_selector: ClusterTypeSelector = Field(default_factory=ClusterTypeSelector)
+
+
+class GitOpsRepoSpec(Spec):
+    repo: str
+    branch: str | None = None
+    path: str = "."
+
+
+class BaseRepoSpec(Spec):
+    repo: str = ""
+    branch: str = "main"
+    path: str = "."
+    commit: str = ""
+
+
+SPEC_MODELS: dict[str, type[Spec]] = {
+    "Environment": EnvironmentSpec,
+    "Template": TemplateSpec,
+    "Workload": WorkloadSpec,
+    "WorkloadRegistration": WorkloadRegistrationSpec,
+    "ConfigSchema": ConfigSchemaSpec,
+    "ClusterType": ClusterTypeSpec,
+    "Cluster": ClusterSpec,
+    "SchedulingPolicy": SchedulingPolicySpec,
+    "GitOpsRepo": GitOpsRepoSpec,
+    "BaseRepo": BaseRepoSpec,
+}
+
+# Where each kind may live: "main", "env", or both. Workloads also come from app repos (registrations).
+KIND_ORIGINS: dict[str, frozenset[str]] = {
+    "Environment": frozenset({"main"}),
+    "Template": frozenset({"main"}),
+    "Workload": frozenset({"main", "app"}),
+    "WorkloadRegistration": frozenset({"main"}),
+    "ConfigSchema": frozenset({"main", "env"}),
+    "ClusterType": frozenset({"env"}),
+    "Cluster": frozenset({"env"}),
+    "SchedulingPolicy": frozenset({"env"}),
+    "ConfigMap": frozenset({"main", "env"}),
+    "GitOpsRepo": frozenset({"env"}),
+    "BaseRepo": frozenset({"env"}),
+}

@@ -1,0 +1,131 @@
+"""Scheduling: which deployment targets go to which cluster types.
+
+A deployment target takes part when its ``environment`` is the one being scheduled. Every scheduling policy
+selects targets (workspace + label selector) and cluster types (label selector); each selected pair is an
+assignment. Several policies selecting the same pair give one assignment.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from fleetflow.controlplane import ControlPlane
+from fleetflow.errors import Location, Problems
+from fleetflow.resources import NAME_PATTERN, SchemaRef
+from fleetflow.selectors import matches
+
+
+@dataclass(frozen=True)
+class Target:
+    """A deployment target of one workload, with its effective labels."""
+
+    id: str  # "<workload>-<target>": the folder name in the output
+    workload: str
+    name: str
+    workspace: str
+    environment: str
+    labels: dict[str, str]
+    manifests: dict[str, Any]
+    schema_refs: tuple[tuple[SchemaRef, Location, str], ...]  # (ref, where it is written, owner description)
+    location: Location
+
+
+@dataclass(frozen=True, order=True)
+class Assignment:
+    cluster_type: str
+    target: str
+
+    @property
+    def id(self) -> str:
+        return f"{self.cluster_type}/{self.target}"
+
+
+@dataclass
+class Schedule:
+    targets: dict[str, Target] = field(default_factory=dict)
+    assignments: list[Assignment] = field(default_factory=list)
+    policies: dict[Assignment, list[str]] = field(default_factory=dict)  # which policies selected each pair
+
+
+def effective_labels(target_labels: dict[str, str], workload_labels: dict[str, str], workload: str,
+                     workspace: str) -> dict[str, str]:
+    """Target labels, then workload labels (workload wins), then workload= and workspace=."""
+    labels = dict(target_labels)
+    labels.update(workload_labels)
+    labels["workload"] = workload
+    labels["workspace"] = workspace
+    return labels
+
+
+def deployment_targets(plane: ControlPlane, environment: str, problems: Problems) -> dict[str, Target]:
+    """The targets of ``environment``, keyed by id. Invalid or clashing names are recorded as problems."""
+    targets: dict[str, Target] = {}
+    for wl_name in sorted(plane.workloads):
+        wl = plane.workloads[wl_name]
+        workspace = plane.workspaces.get(wl_name, "default")
+        wl_refs = tuple(
+            (ref, wl.where("spec", "configSchemas", i), f"workload {wl_name}")
+            for i, ref in enumerate(wl.spec.config_schemas)
+        )
+        for index, dt in enumerate(wl.spec.deployment_targets):
+            if dt.environment != environment:
+                continue
+            where = wl.where("spec", "deploymentTargets", index, "name")
+            target_id = f"{wl_name}-{dt.name}"
+            if not NAME_PATTERN.match(dt.name) or not NAME_PATTERN.match(target_id):
+                problems.add(
+                    f"deployment target name {dt.name!r} of workload {wl_name} is not a valid folder name",
+                    where,
+                    "use lowercase letters, digits and '-' (it becomes <workload>-<target> in the GitOps repo)",
+                )
+                continue
+            if target_id in targets:
+                problems.add(
+                    f"deployment target {target_id!r} is defined twice (also at {targets[target_id].location})",
+                    where,
+                    "give each target of a workload a unique name for an environment",
+                )
+                continue
+            refs = wl_refs + tuple(
+                (ref, wl.where("spec", "deploymentTargets", index, "configSchemas", i), f"target {target_id}")
+                for i, ref in enumerate(dt.config_schemas)
+            )
+            targets[target_id] = Target(
+                id=target_id,
+                workload=wl_name,
+                name=dt.name,
+                workspace=workspace,
+                environment=environment,
+                labels=effective_labels(dt.labels, wl.labels, wl_name, workspace),
+                manifests=dt.manifests.model_dump(by_alias=True, exclude_none=True),
+                schema_refs=refs,
+                location=where,
+            )
+    return targets
+
+
+def schedule(plane: ControlPlane, environment: str, problems: Problems) -> Schedule:
+    """Targets of the environment × cluster types, as selected by the scheduling policies."""
+    result = Schedule(targets=deployment_targets(plane, environment, problems))
+    chosen: dict[Assignment, list[str]] = {}
+    cluster_types = sorted(plane.cluster_types.items())
+    targets = sorted(result.targets.items())
+    for policy_name in sorted(plane.policies):
+        spec = plane.policies[policy_name].spec
+        dts = spec.deployment_target_selector
+        selected_targets = [
+            tid for tid, t in targets
+            if (dts.workspace is None or dts.workspace == t.workspace) and matches(dts.label_selector, t.labels)
+        ]
+        if not selected_targets:
+            continue
+        selected_types = [
+            name for name, ct in cluster_types if matches(spec.cluster_type_selector.label_selector, ct.labels)
+        ]
+        for ct_name in selected_types:
+            for tid in selected_targets:
+                chosen.setdefault(Assignment(ct_name, tid), []).append(policy_name)
+    result.assignments = sorted(chosen)
+    result.policies = chosen
+    return result

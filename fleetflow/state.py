@@ -1,0 +1,110 @@
+"""``.fleetflow/state.json``: what was rendered, from what, for whom.
+
+It records the environment, the ``main`` and environment-branch commits, one line per assignment (input hash,
+content hash, files), the key hashes of every config container (to report which config keys changed), and the
+clusters expected to report a rollout. The file is written one assignment per line, sorted, so git diffs of it
+stay small and readable, and the same state always gives the same bytes.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+STATE_PATH = ".fleetflow/state.json"
+STATE_VERSION = 1
+
+
+@dataclass(frozen=True)
+class AssignmentState:
+    input_hash: str
+    content_hash: str
+    files: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class ExpectedCluster:
+    name: str
+    cluster_type: str
+    status_context: str | None
+
+
+@dataclass
+class RenderState:
+    environment: str
+    main_commit: str | None = None
+    env_commit: str | None = None
+    engine: str = ""
+    assignments: dict[str, AssignmentState] = field(default_factory=dict)
+    config_keys: dict[str, dict[str, str]] = field(default_factory=dict)  # ConfigMap -> key -> value hash
+    clusters: list[ExpectedCluster] = field(default_factory=list)
+
+    def to_bytes(self) -> bytes:
+        head = {
+            "apiVersion": "fleetflow.dev/v1alpha1",
+            "kind": "RenderState",
+            "version": STATE_VERSION,
+            "environment": self.environment,
+            "mainCommit": self.main_commit,
+            "envCommit": self.env_commit,
+            "engine": self.engine,
+        }
+        lines = ["{"]
+        for key, value in head.items():
+            lines.append(f"  {json.dumps(key)}: {json.dumps(value)},")
+        lines.append('  "clusters": [')
+        cluster_lines = [
+            "    " + _compact({"name": c.name, "clusterType": c.cluster_type, "statusContext": c.status_context})
+            for c in sorted(self.clusters, key=lambda c: c.name)
+        ]
+        lines.append(",\n".join(cluster_lines))
+        lines.append("  ],")
+        lines.append('  "configKeys": {')
+        lines.append(",\n".join(
+            f"    {json.dumps(name)}: {_compact(keys)}" for name, keys in sorted(self.config_keys.items())
+        ))
+        lines.append("  },")
+        lines.append('  "assignments": {')
+        lines.append(",\n".join(
+            f"    {json.dumps(aid)}: "
+            + _compact({"input": a.input_hash, "content": a.content_hash, "files": list(a.files)})
+            for aid, a in sorted(self.assignments.items())
+        ))
+        lines.append("  }")
+        lines.append("}")
+        text = "\n".join(line for line in lines if line)
+        return (text + "\n").encode()
+
+    @classmethod
+    def from_bytes(cls, data: bytes) -> RenderState:
+        """Parse a state file; raises ValueError with a readable reason when it is not one."""
+        raw = json.loads(data.decode())
+        if not isinstance(raw, dict) or raw.get("kind") != "RenderState":
+            raise ValueError("not a fleetflow RenderState")
+        if raw.get("version") != STATE_VERSION:
+            raise ValueError(f"state version {raw.get('version')!r} is not {STATE_VERSION}")
+        return cls(
+            environment=str(raw.get("environment", "")),
+            main_commit=raw.get("mainCommit"),
+            env_commit=raw.get("envCommit"),
+            engine=str(raw.get("engine", "")),
+            assignments={
+                aid: AssignmentState(str(a["input"]), str(a["content"]), tuple(a.get("files", ())))
+                for aid, a in _mapping(raw.get("assignments")).items()
+            },
+            config_keys={k: dict(v) for k, v in _mapping(raw.get("configKeys")).items()},
+            clusters=[
+                ExpectedCluster(str(c["name"]), str(c["clusterType"]), c.get("statusContext"))
+                for c in raw.get("clusters") or []
+            ],
+        )
+
+
+def _mapping(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _compact(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(", ", ": "), ensure_ascii=False)

@@ -1,0 +1,23 @@
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+
+@pytest.fixture(autouse=True)
+def clean_environment(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """The runner's environment never leaks into a test: no GITHUB_*, a fixed git identity, a private cache."""
+    for name in list(os.environ):
+        if name.startswith(("GITHUB_", "FLEETFLOW_", "GIT_")):
+            monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("GIT_AUTHOR_NAME", "fleetflow tests")
+    monkeypatch.setenv("GIT_AUTHOR_EMAIL", "tests@fleetflow.invalid")
+    monkeypatch.setenv("GIT_COMMITTER_NAME", "fleetflow tests")
+    monkeypatch.setenv("GIT_COMMITTER_EMAIL", "tests@fleetflow.invalid")
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    cache: Path = tmp_path_factory.mktemp("cache")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(cache))
+    yield
