@@ -174,7 +174,7 @@ def _ignore_spec(root: Path) -> pathspec.PathSpec | None:
     ignore = root / IGNORE_FILE
     if not ignore.is_file():
         return None
-    return pathspec.PathSpec.from_lines("gitwildmatch", ignore.read_text(encoding="utf-8").splitlines())
+    return pathspec.GitIgnoreSpec.from_lines(ignore.read_text(encoding="utf-8").splitlines())
 
 
 def yaml_files(tree: Tree) -> Iterator[Path]:

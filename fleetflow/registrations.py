@@ -44,10 +44,13 @@ class RegistrationFetcher:
         try:
             commit = self._fetch(src.repo, src.branch)
         except git.GitCommandError as exc:
-            reason = (exc.stderr or str(exc)).strip().splitlines()
+            text = (exc.stderr or str(exc)).strip().removeprefix("stderr:").strip().strip("'")
+            lines = [line.strip() for line in text.splitlines() if line.strip()]
+            fatal = [line for line in lines if line.startswith(("fatal:", "error:"))]
+            reason = fatal or lines
             problem = Problem(
                 f"WorkloadRegistration {reg.name}: cannot fetch branch {src.branch!r} of {src.repo}: "
-                + (reason[-1] if reason else "git failed"),
+                + (reason[0] if reason else "git failed"),
                 where,
                 "check the repo URL, the branch name and the credentials",
             )

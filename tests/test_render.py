@@ -1,0 +1,252 @@
+"""Rendering end to end through the CLI: layout, state, incremental, determinism, failure isolation."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+from fleetflow.state import RenderState
+from tests.helpers import build_file_tree, make_plane, run_cli, tree_bytes
+
+
+def render(main: Path, env: Path, out: Path, *extra: str) -> tuple[int, str]:
+    result = run_cli("render", "--main", main, "--env", env, "--environment", "dev", "--output", out, *extra)
+    return result.exit_code, result.output
+
+
+def test_layout_and_state(tmp_path: Path) -> None:
+    main, env = make_plane(tmp_path)
+    out = tmp_path / "out"
+    code, output = render(main, env, out, "--main-commit", "a" * 40, "--env-commit", "b" * 40)
+    assert code == 0, output
+    files = tree_bytes(out)
+    assert sorted(files) == [
+        ".fleetflow/state.json",
+        "cloud-eu/app-dev/namespace.yaml",
+        "cloud-eu/app-dev/platform-config.yaml",
+        "cloud-eu/app-dev/reconciler.yaml",
+        "edge-line1/app-dev/namespace.yaml",
+        "edge-line1/app-dev/platform-config.yaml",
+        "edge-line1/app-dev/reconciler.yaml",
+    ]
+    config = files["edge-line1/app-dev/platform-config.yaml"].decode()
+    assert "LOG_LEVEL: debug" in config  # the edge ConfigMap is more specific than the env-wide one
+    assert 'REPLICAS: "1"' in config
+    assert "namespace: dev-team-a-app-dev" in config
+    state = RenderState.from_bytes(files[".fleetflow/state.json"])
+    assert state.environment == "dev"
+    assert state.main_commit == "a" * 40 and state.env_commit == "b" * 40
+    assert sorted(state.assignments) == ["cloud-eu/app-dev", "edge-line1/app-dev"]
+    assert [c.name for c in state.clusters] == ["cloud-eu-1"]
+    assert state.clusters[0].status_context == "flux/cloud-eu-1"
+
+
+def test_deterministic_bytes(tmp_path: Path) -> None:
+    main, env = make_plane(tmp_path)
+    render(main, env, tmp_path / "a")
+    render(main, env, tmp_path / "b")
+    assert tree_bytes(tmp_path / "a") == tree_bytes(tmp_path / "b")
+
+
+def test_rerender_without_change_writes_nothing(tmp_path: Path) -> None:
+    main, env = make_plane(tmp_path)
+    out = tmp_path / "out"
+    render(main, env, out)
+    mtimes = {p: p.stat().st_mtime_ns for p in out.rglob("*") if p.is_file()}
+    code, output = render(main, env, out, "--format", "json")
+    assert code == 0
+    data = json.loads(output)
+    assert data["written"] == [] and data["deleted"] == [] and data["rendered"] == 0
+    assert {p: p.stat().st_mtime_ns for p in out.rglob("*") if p.is_file()} == mtimes
+
+
+def test_incremental_equals_full_and_reports_changes(tmp_path: Path) -> None:
+    main, env = make_plane(tmp_path)
+    out = tmp_path / "out"
+    render(main, env, out)
+    (out / "README.md").write_text("left alone")
+    # change a value that applies only to edge cluster types
+    cfg = env / "configs.yaml"
+    cfg.write_text(cfg.read_text().replace("LOG_LEVEL: debug", "LOG_LEVEL: trace"))
+    code, output = render(main, env, out, "--format", "json")
+    assert code == 0, output
+    data = json.loads(output)
+    assert data["rendered"] == 1
+    assert data["changes"]["changed"] == ["edge-line1/app-dev"]
+    assert data["changes"]["configKeys"] == ["edge: LOG_LEVEL (changed)"]
+    assert data["written"] == ["edge-line1/app-dev/platform-config.yaml", ".fleetflow/state.json"]
+    full = tmp_path / "full"
+    render(main, env, full)
+    incremental = tree_bytes(out)
+    assert incremental.pop("README.md") == b"left alone"
+    assert incremental == tree_bytes(full)
+
+
+def test_removed_assignments_lose_their_folders(tmp_path: Path) -> None:
+    main, env = make_plane(tmp_path)
+    out = tmp_path / "out"
+    render(main, env, out)
+    (out / "cloud-eu" / "notes.txt").write_text("a file in a cluster-type folder is left alone")
+    types = env / "cluster-types" / "types.yaml"
+    types.write_text(types.read_text().replace("region: eu\n    kind: cloud", "region: us\n    kind: cloud"))
+    code, output = render(main, env, out, "--format", "json")
+    assert code == 0, output
+    assert json.loads(output)["changes"]["removed"] == ["cloud-eu/app-dev"]
+    assert not (out / "cloud-eu" / "app-dev").exists()
+    assert (out / "cloud-eu" / "notes.txt").exists()
+
+
+def test_full_flag_rerenders_and_repairs(tmp_path: Path) -> None:
+    main, env = make_plane(tmp_path)
+    out = tmp_path / "out"
+    render(main, env, out)
+    expected = tree_bytes(out)
+    (out / "cloud-eu" / "app-dev" / "reconciler.yaml").write_text("hand edit")
+    (out / "cloud-eu" / "app-dev" / "stray.yaml").write_text("stray")
+    code, _ = render(main, env, out, "--full")
+    assert code == 0
+    assert tree_bytes(out) == expected
+
+
+def test_keep_last_good_holds_back_invalid_assignments(tmp_path: Path) -> None:
+    main, env = make_plane(tmp_path)
+    out = tmp_path / "out"
+    render(main, env, out)
+    before = tree_bytes(out)
+    # a schema that only the edge assignment violates, plus a change that touches both assignments
+    build_file_tree(main, {"schemas/s.yaml": """
+        apiVersion: fleetflow.dev/v1alpha1
+        kind: ConfigSchema
+        metadata:
+          name: levels
+        spec:
+          schema:
+            properties:
+              LOG_LEVEL: {enum: [info, warn]}
+    """})
+    cfg = env / "configs.yaml"
+    cfg.write_text(cfg.read_text().replace('REPLICAS: "1"', 'REPLICAS: "2"'))
+    code, output = render(main, env, out)
+    assert code == 1
+    assert "edge-line1/app-dev" in output and "LOG_LEVEL" in output
+    assert tree_bytes(out) == before  # default: nothing written
+    code, output = render(main, env, out, "--keep-last-good")
+    assert code == 1
+    assert "held back" in output
+    after = tree_bytes(out)
+    for name in ("namespace.yaml", "platform-config.yaml", "reconciler.yaml"):
+        assert after[f"edge-line1/app-dev/{name}"] == before[f"edge-line1/app-dev/{name}"]
+    assert after["cloud-eu/app-dev/platform-config.yaml"] != before["cloud-eu/app-dev/platform-config.yaml"]
+    assert 'REPLICAS: "2"' in after["cloud-eu/app-dev/platform-config.yaml"].decode()
+
+
+def test_empty_renders_are_dropped_and_other_content_types(tmp_path: Path) -> None:
+    main, env = make_plane(tmp_path, main={
+        "templates/namespace.yaml": """
+            apiVersion: fleetflow.dev/v1alpha1
+            kind: Template
+            metadata:
+              name: namespace
+            spec:
+              type: namespace
+              manifests:
+                - "{% if Labels.get('needs-namespace') %}kind: Namespace{% endif %}"
+        """,
+        "templates/config.yaml": """
+            apiVersion: fleetflow.dev/v1alpha1
+            kind: Template
+            metadata:
+              name: config
+            spec:
+              type: config
+              contentType: json
+              manifests:
+                - "{{ ConfigData | toJson }}"
+        """,
+    })
+    out = tmp_path / "out"
+    code, output = render(main, env, out)
+    assert code == 0, output
+    files = tree_bytes(out)
+    assert "cloud-eu/app-dev/namespace.yaml" not in files
+    assert json.loads(files["cloud-eu/app-dev/platform-config.json"]) == {"LOG_LEVEL": "info", "REPLICAS": "1"}
+
+
+def test_state_json_is_unreadable_then_full_render(tmp_path: Path) -> None:
+    main, env = make_plane(tmp_path)
+    out = tmp_path / "out"
+    build_file_tree(out, {".fleetflow/state.json": "{ not json"})
+    code, output = render(main, env, out)
+    assert code == 0
+    assert "unreadable" in output
+
+
+def test_explain_shows_provenance_and_overrides(tmp_path: Path) -> None:
+    main, env = make_plane(tmp_path)
+    result = run_cli("explain", "--main", main, "--env", env, "--environment", "dev",
+                     "--assignment", "edge-line1/app-dev")
+    assert result.exit_code == 0, result.output
+    assert "LOG_LEVEL = 'debug'" in result.output
+    assert "from edge at" in result.output and "configs.yaml:19" in result.output
+    assert "overrides 'info' from env-wide at" in result.output
+    result = run_cli("explain", "--main", main, "--env", env, "--environment", "dev",
+                     "--assignment", "edge-line1/app-dev", "--key", "REPLICAS", "--format", "json")
+    data = json.loads(result.output)
+    assert [v["key"] for v in data["values"]] == ["REPLICAS"]
+    assert data["values"][0]["from"]["configMap"] == "env-wide"
+    assert data["values"][0]["from"]["line"] == 9
+
+
+def test_explain_unknown_assignment(tmp_path: Path) -> None:
+    main, env = make_plane(tmp_path)
+    result = run_cli("explain", "--main", main, "--env", env, "--environment", "dev", "--assignment", "x/y")
+    assert result.exit_code == 1
+    assert "not scheduled" in result.output and "cloud-eu/app-dev" in result.output
+
+
+def test_plan_writes_nothing_and_shows_a_diff(tmp_path: Path) -> None:
+    main, env = make_plane(tmp_path)
+    out = tmp_path / "out"
+    render(main, env, out)
+    before = tree_bytes(out)
+    cfg = env / "configs.yaml"
+    cfg.write_text(cfg.read_text().replace("LOG_LEVEL: info", "LOG_LEVEL: warn"))
+    result = run_cli("plan", "--main", main, "--env", env, "--environment", "dev", "--output", out)
+    assert result.exit_code == 0, result.output
+    assert "changed (1):" in result.output and "cloud-eu/app-dev" in result.output
+    assert "-  LOG_LEVEL: info" in result.output and "+  LOG_LEVEL: warn" in result.output
+    assert tree_bytes(out) == before
+    result = run_cli("plan", "--main", main, "--env", env, "--environment", "dev", "--output", tmp_path / "none",
+                     "--format", "json")
+    data = json.loads(result.output)
+    assert data["changes"]["added"] == ["cloud-eu/app-dev", "edge-line1/app-dev"]
+    assert not (tmp_path / "none").exists()
+
+
+def test_validate_all_environments(tmp_path: Path) -> None:
+    main, env = make_plane(tmp_path)
+    result = run_cli("validate", "--main", main, "--env", env)
+    assert result.exit_code == 0, result.output
+    assert "ok: dev: 2 assignments" in result.output
+
+
+def test_ignore_file_and_hidden_folders(tmp_path: Path) -> None:
+    main, env = make_plane(tmp_path, env={
+        ".fleetflowignore": "helm/\n*.values.yaml\n",
+        "helm/chart.yaml": "apiVersion: v2\nkind: NotOurs\n",
+        "x.values.yaml": "replicas: 3\n",
+        ".github/workflows/ci.yaml": "on: push\n",
+    })
+    code, output = render(main, env, tmp_path / "out")
+    assert code == 0, output
+
+
+def test_render_into_copy_of_previous_output_is_idempotent(tmp_path: Path) -> None:
+    main, env = make_plane(tmp_path)
+    out = tmp_path / "out"
+    render(main, env, out)
+    copy = tmp_path / "copy"
+    shutil.copytree(out, copy)
+    code, output = render(main, env, copy, "--format", "json")
+    assert json.loads(output)["written"] == []

@@ -1,0 +1,73 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+from fleetflow.controlplane import load_control_plane
+from fleetflow.errors import Problems
+from fleetflow.scheduling import Assignment, effective_labels, schedule
+from tests.helpers import make_plane
+
+POLICY = """
+    apiVersion: fleetflow.dev/v1alpha1
+    kind: SchedulingPolicy
+    metadata:
+      name: {name}
+    spec:
+      deploymentTargetSelector:
+        {workspace}
+        labelSelector:
+          matchLabels: {{{labels}}}
+      clusterTypeSelector:
+        labelSelector:
+          matchLabels: {{{ct_labels}}}
+"""
+
+
+def plan(
+    tmp_path: Path, env: dict[str, str] | None = None, main: dict[str, str] | None = None
+) -> list[Assignment]:
+    main_dir, env_dir = make_plane(tmp_path, main, env)
+    plane, problems = load_control_plane(main_dir, env_dir)
+    assert not problems, list(problems)
+    p = Problems()
+    result = schedule(plane, "dev", p)
+    assert not p, list(p)
+    return result.assignments
+
+
+def test_policy_selects_targets_by_labels_and_cluster_types(tmp_path: Path) -> None:
+    assert plan(tmp_path) == [Assignment("cloud-eu", "app-dev"), Assignment("edge-line1", "app-dev")]
+
+
+def test_only_targets_of_the_environment_take_part(tmp_path: Path) -> None:
+    env = {"policies.yaml": POLICY.format(name="all", workspace="", labels="", ct_labels="")}
+    assert {a.target for a in plan(tmp_path, env)} == {"app-dev"}  # app-qa is for qa
+
+
+def test_overlapping_policies_give_one_assignment(tmp_path: Path) -> None:
+    env = {
+        "p2.yaml": POLICY.format(
+            name="edge", workspace="workspace: team-a", labels="workload: app", ct_labels="kind: edge"
+        ),
+    }
+    assert plan(tmp_path, env).count(Assignment("edge-line1", "app-dev")) == 1
+
+
+def test_workspace_filter(tmp_path: Path) -> None:
+    env = {
+        "policies.yaml": POLICY.format(name="other", workspace="workspace: team-b", labels="", ct_labels="")
+    }
+    assert plan(tmp_path, env) == []
+
+
+def test_no_policy_no_assignment(tmp_path: Path) -> None:
+    main_dir, env_dir = make_plane(tmp_path, drop=("policies.yaml",))
+    plane, _ = load_control_plane(main_dir, env_dir)
+    assert schedule(plane, "dev", Problems()).assignments == []
+
+
+def test_effective_labels_precedence() -> None:
+    labels = effective_labels({"tier": "db", "purpose": "x"}, {"tier": "web"}, "app", "team-a")
+    assert labels == {"tier": "web", "purpose": "x", "workload": "app", "workspace": "team-a"}
+    # workload= and workspace= always win
+    assert effective_labels({"workload": "spoof"}, {}, "app", "w")["workload"] == "app"
