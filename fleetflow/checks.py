@@ -12,11 +12,15 @@ from ruamel.yaml import YAML
 from ruamel.yaml.error import YAMLError
 
 from fleetflow.composition import ConfigSource
-from fleetflow.controlplane import PLATFORM_CONFIG_LABEL, PRIORITY_ANNOTATION, ControlPlane
+from fleetflow.controlplane import PLATFORM_CONFIG_LABEL, PRIORITY_ANNOTATION, ControlPlane, Resource
 from fleetflow.errors import Location, Problems
 from fleetflow.validation import SchemaSource, check_schema
 
-_TEMPLATE_ROLES = (("reconciler", "reconciler"), ("namespace_service", "namespace"), ("config_type", "config"))
+_TEMPLATE_ROLES = (
+    ("reconciler", "reconciler"),
+    ("namespace_service", "namespace"),
+    ("config_type", "config"),
+)
 
 
 def check_references(plane: ControlPlane, environment: str | None, problems: Problems) -> None:
@@ -27,7 +31,9 @@ def check_references(plane: ControlPlane, environment: str | None, problems: Pro
             field = "".join(w.capitalize() if i else w for i, w in enumerate(attr.split("_")))
             template = plane.templates.get(ref)
             if template is None:
-                known = ", ".join(sorted(t for t, r in plane.templates.items() if r.spec.type == ttype)) or "none"
+                known = (
+                    ", ".join(sorted(t for t, r in plane.templates.items() if r.spec.type == ttype)) or "none"
+                )
                 problems.add(
                     f"ClusterType {name}: {field} names unknown template {ref!r}",
                     ct.where("spec", field),
@@ -47,10 +53,16 @@ def check_references(plane: ControlPlane, environment: str | None, problems: Pro
                 "name a ClusterType defined on this environment branch",
             )
     _check_environments(plane, environment, problems)
-    for kind, table in (("GitOpsRepo", plane.gitops_repos), ("BaseRepo", plane.base_repos)):
-        if len(table) > 1:
-            for res in list(table.values())[1:]:
-                problems.add(f"more than one {kind} on the environment branch", res.location, f"keep a single {kind}")
+    singletons: list[tuple[str, list[Resource[Any]]]] = [
+        ("GitOpsRepo", list(plane.gitops_repos.values())),
+        ("BaseRepo", list(plane.base_repos.values())),
+    ]
+    for kind, found in singletons:
+        if len(found) > 1:
+            for res in found[1:]:
+                problems.add(
+                    f"more than one {kind} on the environment branch", res.location, f"keep a single {kind}"
+                )
 
 
 def _check_environments(plane: ControlPlane, environment: str | None, problems: Problems) -> None:
@@ -72,7 +84,9 @@ def _check_environments(plane: ControlPlane, environment: str | None, problems: 
             if upstream not in envs:
                 continue
             if state.get(upstream) == 1:
-                cycle = " -> ".join([*path[path.index(upstream):], upstream]) if upstream in path else upstream
+                cycle = (
+                    " -> ".join([*path[path.index(upstream) :], upstream]) if upstream in path else upstream
+                )
                 problems.add(
                     f"Environment chain has a cycle: {cycle}",
                     envs[name].where("spec", "after"),
@@ -152,12 +166,16 @@ def schema_sources(plane: ControlPlane, problems: Problems) -> dict[str, SchemaS
             try:
                 schema = parse_schema_text(schema)
             except ValueError as exc:
-                problems.add(f"ConfigSchema {name}: schema text does not parse: {exc}", res.where("spec", "schema"))
+                problems.add(
+                    f"ConfigSchema {name}: schema text does not parse: {exc}", res.where("spec", "schema")
+                )
                 continue
         if not isinstance(schema, dict):
             problems.add(f"ConfigSchema {name}: schema must be an object", res.where("spec", "schema"))
             continue
-        source = SchemaSource(name=name, schema=schema, location=res.where("spec", "schema"), labels=res.labels)
+        source = SchemaSource(
+            name=name, schema=schema, location=res.where("spec", "schema"), labels=res.labels
+        )
         errors = check_schema(source)
         problems.extend(errors)
         if not errors:
@@ -165,8 +183,9 @@ def schema_sources(plane: ControlPlane, problems: Problems) -> dict[str, SchemaS
     return sources
 
 
-def inline_schema(ref: dict[str, Any], where: Location, owner: str, index: int,
-                  problems: Problems) -> SchemaSource | None:
+def inline_schema(
+    ref: dict[str, Any], where: Location, owner: str, index: int, problems: Problems
+) -> SchemaSource | None:
     source = SchemaSource(name=f"{owner} configSchemas[{index}]", schema=ref, location=where, labels={})
     errors = check_schema(source)
     problems.extend(errors)

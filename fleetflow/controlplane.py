@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
-from pydantic import ValidationError
+from pydantic import Field, ValidationError
 
 from fleetflow.documents import ACCEPTED_APIS, FLEETFLOW_API, Document, Tree, read_tree
 from fleetflow.errors import Location, Problem, Problems
@@ -42,7 +42,7 @@ S = TypeVar("S", bound=Spec)
 
 
 class ConfigMapSpec(Open):
-    data: dict[str, Any] = {}
+    data: dict[str, Any] = Field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -128,7 +128,11 @@ def _string_map(doc: Document, key: str, problems: Problems) -> dict[str, str]:
             )
             continue
         if key == "labels" and not LABEL_KEY_PATTERN.match(k):
-            problems.add(f"invalid label key {k!r}", doc.where("metadata", key, k), "use [A-Za-z0-9._-] and an optional prefix/")
+            problems.add(
+                f"invalid label key {k!r}",
+                doc.where("metadata", key, k),
+                "use [A-Za-z0-9._-] and an optional prefix/",
+            )
         result[k] = "true" if v is True else "false" if v is False else "" if v is None else str(v)
     return result
 
@@ -159,14 +163,17 @@ def build_resource(doc: Document, origin: str, problems: Problems) -> Resource[A
         problems.add(
             f"unknown kind {kind!r}",
             doc.where("kind"),
-            "fleetflow reads " + ", ".join(sorted([*SPEC_MODELS, "ConfigMap"]))
+            "fleetflow reads "
+            + ", ".join(sorted([*SPEC_MODELS, "ConfigMap"]))
             + "; list files of other tools in .fleetflowignore",
         )
         return None
     allowed = KIND_ORIGINS[kind]
     if origin not in allowed:
         where_ok = " or ".join(_ORIGIN_TEXT[o] for o in sorted(allowed))
-        problems.add(f"{kind} does not belong on {_ORIGIN_TEXT[origin]}", doc.where("kind"), f"move it to {where_ok}")
+        problems.add(
+            f"{kind} does not belong on {_ORIGIN_TEXT[origin]}", doc.where("kind"), f"move it to {where_ok}"
+        )
     name = doc.name
     if not name:
         problems.add("metadata.name is missing", doc.where("metadata"), "give the resource a name")
@@ -181,9 +188,9 @@ def build_resource(doc: Document, origin: str, problems: Problems) -> Resource[A
     if kind == "ConfigMap":
         if labels.get(PLATFORM_CONFIG_LABEL) != "true":
             problems.add(
-                "ConfigMap is not labelled platform-config: \"true\"",
+                'ConfigMap is not labelled platform-config: "true"',
                 doc.where("metadata"),
-                "label config containers platform-config: \"true\", or list the file in .fleetflowignore",
+                'label config containers platform-config: "true", or list the file in .fleetflowignore',
             )
         model: type[Spec] = ConfigMapSpec
         raw_spec: Any = {"data": doc.body.get("data") or {}}
@@ -283,7 +290,11 @@ def load_documents(
 
 
 def load_control_plane(
-    main: Path, env: Path, *, main_label: str | None = None, env_label: str | None = None,
+    main: Path,
+    env: Path,
+    *,
+    main_label: str | None = None,
+    env_label: str | None = None,
     fetch: WorkloadFetcher | None = None,
 ) -> tuple[ControlPlane, Problems]:
     """Read both trees and build the control plane. Structural problems are returned (not raised)."""

@@ -20,10 +20,13 @@ def unified_diff(old: Mapping[str, bytes], new: Mapping[str, bytes]) -> str:
         if a == b:
             continue
         diff = difflib.unified_diff(
-            _lines(a), _lines(b),
+            _lines(a),
+            _lines(b),
             fromfile=f"a/{path}" if a is not None else "/dev/null",
             tofile=f"b/{path}" if b is not None else "/dev/null",
         )
-        text = "".join(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in diff)
+        text = "".join(
+            line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in diff
+        )
         chunks.append(text)
     return "".join(chunks)

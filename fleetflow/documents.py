@@ -90,7 +90,9 @@ def _scalar(value: Any) -> bool:
     return not isinstance(value, CommentedMap | CommentedSeq)
 
 
-def _collect_keys(node: Any, prefix: tuple[str, ...], file: str, out: dict[tuple[str, ...], Location]) -> None:
+def _collect_keys(
+    node: Any, prefix: tuple[str, ...], file: str, out: dict[tuple[str, ...], Location]
+) -> None:
     if not isinstance(node, CommentedMap):
         return
     for key in node:
@@ -170,7 +172,7 @@ class Tree:
         return os.path.join(self.label, path.relative_to(self.root).as_posix())
 
 
-def _ignore_spec(root: Path) -> pathspec.PathSpec | None:
+def _ignore_spec(root: Path) -> pathspec.GitIgnoreSpec | None:
     ignore = root / IGNORE_FILE
     if not ignore.is_file():
         return None
@@ -206,7 +208,9 @@ def read_tree(tree: Tree) -> tuple[list[Document], list[Problem]]:
     documents: list[Document] = []
     problems: list[Problem] = []
     if not tree.root.is_dir():
-        return [], [Problem(f"directory not found: {tree.label}", None, "check the path given on the command line")]
+        return [], [
+            Problem(f"directory not found: {tree.label}", None, "check the path given on the command line")
+        ]
     for path in yaml_files(tree):
         display = tree.display(path)
         try:

@@ -51,8 +51,12 @@ class Changes:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "added": self.added, "removed": self.removed, "changed": self.changed,
-            "unchanged": self.unchanged, "configKeys": self.config_keys, "heldBack": self.held_back,
+            "added": self.added,
+            "removed": self.removed,
+            "changed": self.changed,
+            "unchanged": self.unchanged,
+            "configKeys": self.config_keys,
+            "heldBack": self.held_back,
         }
 
 
@@ -133,14 +137,17 @@ def _target_schemas(target: Target, named: dict[str, SchemaSource], problems: Pr
 
 def config_key_hashes(plane: ControlPlane) -> dict[str, dict[str, str]]:
     return {
-        name: {key: _sha(json.dumps(value, sort_keys=True))[:16] for key, value in sorted(cm.spec.data.items())}
+        name: {
+            key: _sha(json.dumps(value, sort_keys=True))[:16] for key, value in sorted(cm.spec.data.items())
+        }
         for name, cm in plane.config_maps.items()
         if isinstance(cm.spec.data, dict)
     }
 
 
-def variables_for(environment: str, ct_name: str, ct_labels: dict[str, str], target: Target,
-                  composed: Composed) -> dict[str, Any]:
+def variables_for(
+    environment: str, ct_name: str, ct_labels: dict[str, str], target: Target, composed: Composed
+) -> dict[str, Any]:
     return {
         "DeploymentTargetName": target.id,
         "Namespace": f"{environment}-{target.workspace}-{target.id}",
@@ -207,11 +214,17 @@ def render_environment(
             continue
         variables = variables_for(environment, ct.name, ct.labels, target, composed)
         roles = [(role, getattr(ct.spec, attr)) for role, attr in ROLES]
-        input_hash = _sha(json.dumps(
-            [ENGINE, [fingerprints[t] for _, t in roles],
-             {k: v for k, v in variables.items() if k != "ConfigData"}, composed.fingerprint],
-            sort_keys=True,
-        ))
+        input_hash = _sha(
+            json.dumps(
+                [
+                    ENGINE,
+                    [fingerprints[t] for _, t in roles],
+                    {k: v for k, v in variables.items() if k != "ConfigData"},
+                    composed.fingerprint,
+                ],
+                sort_keys=True,
+            )
+        )
         before = reusable.get(aid)
         if before is not None and before.input_hash == input_hash:
             states[aid] = before
@@ -224,7 +237,9 @@ def render_environment(
         content = hashlib.sha256()
         for path in sorted(produced):
             content.update(path.encode() + b"\0" + produced[path] + b"\0")
-        states[aid] = AssignmentState(input_hash, content.hexdigest(), tuple(sorted(p.rsplit("/", 1)[1] for p in produced)))
+        states[aid] = AssignmentState(
+            input_hash, content.hexdigest(), tuple(sorted(p.rsplit("/", 1)[1] for p in produced))
+        )
         files.update(produced)
         rendered.append(aid)
 
@@ -251,7 +266,9 @@ def render_environment(
 
 
 def _render_assignment(
-    assignment: Assignment, roles: list[tuple[str, str]], compiled: dict[str, CompiledTemplate],
+    assignment: Assignment,
+    roles: list[tuple[str, str]],
+    compiled: dict[str, CompiledTemplate],
     variables: dict[str, Any],
 ) -> dict[str, bytes]:
     produced: dict[str, bytes] = {}
@@ -279,7 +296,9 @@ def diff_states(previous: RenderState | None, current: RenderState) -> Changes:
     changes = Changes(
         added=sorted(set(after) - set(before)),
         removed=sorted(set(before) - set(after)),
-        changed=sorted(a for a in set(after) & set(before) if after[a].content_hash != before[a].content_hash),
+        changed=sorted(
+            a for a in set(after) & set(before) if after[a].content_hash != before[a].content_hash
+        ),
     )
     changes.unchanged = len(after) - len(changes.added) - len(changes.changed)
     old_keys = previous.config_keys if previous is not None else {}

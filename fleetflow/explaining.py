@@ -37,7 +37,8 @@ class Explanation:
                     "value": p.winner.value,
                     "from": {"configMap": p.winner.source, **p.winner.location.to_json()},
                     "overrode": [
-                        {"configMap": c.source, "value": c.value, **c.location.to_json()} for c in p.overridden
+                        {"configMap": c.source, "value": c.value, **c.location.to_json()}
+                        for c in p.overridden
                     ],
                 }
                 for p in self.entries(key)

@@ -51,9 +51,7 @@ def read_assignment_files(root: Path, assignment_id: str) -> dict[str, bytes]:
     folder = safe_path(root, assignment_id)
     if not folder.is_dir():
         return {}
-    return {
-        f"{assignment_id}/{p.name}": p.read_bytes() for p in sorted(folder.iterdir()) if p.is_file()
-    }
+    return {f"{assignment_id}/{p.name}": p.read_bytes() for p in sorted(folder.iterdir()) if p.is_file()}
 
 
 def _write_if_changed(path: Path, data: bytes) -> bool:

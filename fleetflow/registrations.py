@@ -76,7 +76,9 @@ class RegistrationFetcher:
     def _read(commit: git.Commit, url: str, path: str) -> tuple[list[Document], list[Problem]]:
         clean = PurePosixPath(path.strip("/") or ".")
         if ".." in clean.parts:
-            return [], [Problem(f"workload path {path!r} leaves the repository", None, "use a path inside the repo")]
+            return [], [
+                Problem(f"workload path {path!r} leaves the repository", None, "use a path inside the repo")
+            ]
         tree = commit.tree
         if str(clean) != ".":
             try:
@@ -85,11 +87,16 @@ class RegistrationFetcher:
                 return [], [Problem(f"path {path!r} not found in {url} at {commit.hexsha[:12]}")]
         documents: list[Document] = []
         problems: list[Problem] = []
-        blobs = [tree] if tree.type == "blob" else [b for b in tree.traverse() if b.type == "blob"]
-        for blob in sorted(blobs, key=lambda b: b.path):
-            if not blob.path.endswith(YAML_SUFFIXES):
+        blobs: list[git.Blob] = []
+        if isinstance(tree, git.Blob):
+            blobs.append(tree)
+        elif isinstance(tree, git.Tree):
+            blobs.extend(item for item in tree.traverse() if isinstance(item, git.Blob))
+        for blob in sorted(blobs, key=lambda b: str(b.path)):
+            blob_path = str(blob.path)
+            if not blob_path.endswith(YAML_SUFFIXES):
                 continue
-            display = f"{url}@{commit.hexsha[:12]}:{blob.path}"
+            display = f"{url}@{commit.hexsha[:12]}:{blob_path}"
             found, errors = parse_documents(blob.data_stream.read().decode("utf-8", "replace"), display)
             documents.extend(found)
             problems.extend(errors)

@@ -48,8 +48,9 @@ class Schedule:
     policies: dict[Assignment, list[str]] = field(default_factory=dict)  # which policies selected each pair
 
 
-def effective_labels(target_labels: dict[str, str], workload_labels: dict[str, str], workload: str,
-                     workspace: str) -> dict[str, str]:
+def effective_labels(
+    target_labels: dict[str, str], workload_labels: dict[str, str], workload: str, workspace: str
+) -> dict[str, str]:
     """Target labels, then workload labels (workload wins), then workload= and workspace=."""
     labels = dict(target_labels)
     labels.update(workload_labels)
@@ -115,13 +116,17 @@ def schedule(plane: ControlPlane, environment: str, problems: Problems) -> Sched
         spec = plane.policies[policy_name].spec
         dts = spec.deployment_target_selector
         selected_targets = [
-            tid for tid, t in targets
-            if (dts.workspace is None or dts.workspace == t.workspace) and matches(dts.label_selector, t.labels)
+            tid
+            for tid, t in targets
+            if (dts.workspace is None or dts.workspace == t.workspace)
+            and matches(dts.label_selector, t.labels)
         ]
         if not selected_targets:
             continue
         selected_types = [
-            name for name, ct in cluster_types if matches(spec.cluster_type_selector.label_selector, ct.labels)
+            name
+            for name, ct in cluster_types
+            if matches(spec.cluster_type_selector.label_selector, ct.labels)
         ]
         for ct_name in selected_types:
             for tid in selected_targets:

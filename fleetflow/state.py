@@ -56,22 +56,27 @@ class RenderState:
             lines.append(f"  {json.dumps(key)}: {json.dumps(value)},")
         lines.append('  "clusters": [')
         cluster_lines = [
-            "    " + _compact({"name": c.name, "clusterType": c.cluster_type, "statusContext": c.status_context})
+            "    "
+            + _compact({"name": c.name, "clusterType": c.cluster_type, "statusContext": c.status_context})
             for c in sorted(self.clusters, key=lambda c: c.name)
         ]
         lines.append(",\n".join(cluster_lines))
         lines.append("  ],")
         lines.append('  "configKeys": {')
-        lines.append(",\n".join(
-            f"    {json.dumps(name)}: {_compact(keys)}" for name, keys in sorted(self.config_keys.items())
-        ))
+        lines.append(
+            ",\n".join(
+                f"    {json.dumps(name)}: {_compact(keys)}" for name, keys in sorted(self.config_keys.items())
+            )
+        )
         lines.append("  },")
         lines.append('  "assignments": {')
-        lines.append(",\n".join(
-            f"    {json.dumps(aid)}: "
-            + _compact({"input": a.input_hash, "content": a.content_hash, "files": list(a.files)})
-            for aid, a in sorted(self.assignments.items())
-        ))
+        lines.append(
+            ",\n".join(
+                f"    {json.dumps(aid)}: "
+                + _compact({"input": a.input_hash, "content": a.content_hash, "files": list(a.files)})
+                for aid, a in sorted(self.assignments.items())
+            )
+        )
         lines.append("  }")
         lines.append("}")
         text = "\n".join(line for line in lines if line)

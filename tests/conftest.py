@@ -8,7 +8,9 @@ import pytest
 
 
 @pytest.fixture(autouse=True)
-def clean_environment(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+def clean_environment(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[None]:
     """The runner's environment never leaks into a test: no GITHUB_*, a fixed git identity, a private cache."""
     for name in list(os.environ):
         if name.startswith(("GITHUB_", "FLEETFLOW_", "GIT_")):

@@ -197,8 +197,12 @@ ENV_FILES: dict[str, str] = {
 }
 
 
-def make_plane(tmp_path: Path, main: dict[str, str] | None = None, env: dict[str, str] | None = None,
-               drop: tuple[str, ...] = ()) -> tuple[Path, Path]:
+def make_plane(
+    tmp_path: Path,
+    main: dict[str, str] | None = None,
+    env: dict[str, str] | None = None,
+    drop: tuple[str, ...] = (),
+) -> tuple[Path, Path]:
     """A small control plane; ``main``/``env`` override or add files, ``drop`` removes files by path."""
     main_files = {**MAIN_FILES, **(main or {})}
     env_files = {**ENV_FILES, **(env or {})}

@@ -63,93 +63,290 @@ SCHEMA = """
 
 # (id, main overrides, env overrides, expected text in the message, expected "file:line" fragment)
 CASES: list[tuple[str, dict[str, str], dict[str, str], str, str]] = [
-    ("broken-yaml-indent", {}, {"bad.yaml": "kind: ConfigMap\n  name: x\n bad: [\n"}, "invalid YAML", "bad.yaml:"),
+    (
+        "broken-yaml-indent",
+        {},
+        {"bad.yaml": "kind: ConfigMap\n  name: x\n bad: [\n"},
+        "invalid YAML",
+        "bad.yaml:",
+    ),
     ("broken-yaml-unclosed-quote", {}, {"bad.yaml": 'a: "unclosed\nb: 1\n'}, "invalid YAML", "bad.yaml:"),
-    ("duplicate-key", {}, {"dup.yaml": "apiVersion: v1\napiVersion: v1\nkind: ConfigMap\n"}, "duplicate key", "dup.yaml:2"),
+    (
+        "duplicate-key",
+        {},
+        {"dup.yaml": "apiVersion: v1\napiVersion: v1\nkind: ConfigMap\n"},
+        "duplicate key",
+        "dup.yaml:2",
+    ),
     ("document-not-mapping", {}, {"list.yaml": "- a\n- b\n"}, "not a mapping", "list.yaml"),
-    ("missing-kind", {}, {"nokind.yaml": "apiVersion: v1\nmetadata:\n  name: x\n"}, "has no kind", "nokind.yaml:1"),
-    ("unknown-kind", {}, {"dep.yaml": "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: x\n"},
-     "unknown kind 'Deployment'", "dep.yaml:2"),
-    ("unknown-api-version", {}, {"ct.yaml": ct("x").replace("fleetflow.dev/v1alpha1", "fleetflow.dev/v9")},
-     "unsupported apiVersion", "ct.yaml:1"),
-    ("configmap-wrong-api", {}, {"cm.yaml": "apiVersion: v2\nkind: ConfigMap\nmetadata:\n  name: c\n  labels:\n"
-                                            "    platform-config: 'true'\ndata: {}\n"}, "apiVersion v1", "cm.yaml:1"),
-    ("configmap-not-platform", {}, {"cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\ndata: {}\n"},
-     "not labelled platform-config", "cm.yaml:3"),
-    ("missing-name", {}, {"ct.yaml": "apiVersion: fleetflow.dev/v1alpha1\nkind: Cluster\nmetadata: {}\n"
-                                     "spec:\n  clusterType: cloud-eu\n"}, "metadata.name is missing", "ct.yaml:3"),
+    (
+        "missing-kind",
+        {},
+        {"nokind.yaml": "apiVersion: v1\nmetadata:\n  name: x\n"},
+        "has no kind",
+        "nokind.yaml:1",
+    ),
+    (
+        "unknown-kind",
+        {},
+        {"dep.yaml": "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: x\n"},
+        "unknown kind 'Deployment'",
+        "dep.yaml:2",
+    ),
+    (
+        "unknown-api-version",
+        {},
+        {"ct.yaml": ct("x").replace("fleetflow.dev/v1alpha1", "fleetflow.dev/v9")},
+        "unsupported apiVersion",
+        "ct.yaml:1",
+    ),
+    (
+        "configmap-wrong-api",
+        {},
+        {
+            "cm.yaml": "apiVersion: v2\nkind: ConfigMap\nmetadata:\n  name: c\n  labels:\n"
+            "    platform-config: 'true'\ndata: {}\n"
+        },
+        "apiVersion v1",
+        "cm.yaml:1",
+    ),
+    (
+        "configmap-not-platform",
+        {},
+        {"cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\ndata: {}\n"},
+        "not labelled platform-config",
+        "cm.yaml:3",
+    ),
+    (
+        "missing-name",
+        {},
+        {
+            "ct.yaml": "apiVersion: fleetflow.dev/v1alpha1\nkind: Cluster\nmetadata: {}\n"
+            "spec:\n  clusterType: cloud-eu\n"
+        },
+        "metadata.name is missing",
+        "ct.yaml:3",
+    ),
     ("invalid-name", {}, {"ct.yaml": ct("Bad_Name")}, "invalid name 'Bad_Name'", "ct.yaml:4"),
     ("name-escapes-output", {}, {"ct.yaml": ct("../../etc")}, "invalid name '../../etc'", "ct.yaml:4"),
-    ("target-name-escapes-output", {"workloads/evil.yaml": WL.format(name="evil", target="../../x")}, {},
-     "not a valid folder name", "evil.yaml:8"),
-    ("duplicate-name", {}, {"ct2.yaml": ct("cloud-eu")}, "duplicate ClusterType name 'cloud-eu'", "ct2.yaml:4"),
-    ("duplicate-target", {"workloads/two.yaml": WL.format(name="app2", target="dev") + "        - name: dev\n"
-                                                "          environment: dev\n"},
-     {}, "defined twice", "two.yaml:14"),
-    ("missing-required-field", {}, {"ct.yaml": ct("x", "reconciler: flux\n  namespaceService: namespace")},
-     "spec.configType: required field is missing", "ct.yaml"),
-    ("unknown-field-typo", {}, {"ct.yaml": ct("x", "reconciller: flux\n  reconciler: flux\n  namespaceService: "
-                                                   "namespace\n  configType: config")},
-     "spec.reconciller: unknown field", "ct.yaml:8"),
-    ("wrong-type", {}, {"cl.yaml": "apiVersion: fleetflow.dev/v1alpha1\nkind: Cluster\nmetadata:\n  name: c\n"
-                                   "spec:\n  clusterType: [a]\n"}, "clusterType", "cl.yaml:6"),
-    ("unknown-template", {}, {"ct.yaml": ct("x", "reconciler: flucks\n  namespaceService: namespace\n"
-                                                 "  configType: config")},
-     "unknown template 'flucks'", "ct.yaml:8"),
-    ("template-of-wrong-type", {}, {"ct.yaml": ct("x", "reconciler: namespace\n  namespaceService: namespace\n"
-                                                       "  configType: config")},
-     "of type namespace, not reconciler", "ct.yaml:8"),
-    ("unknown-cluster-type-in-cluster", {}, {"clusters.yaml": "apiVersion: fleetflow.dev/v1alpha1\nkind: Cluster\n"
-                                             "metadata:\n  name: c1\nspec:\n  clusterType: nope\n"},
-     "unknown clusterType 'nope'", "clusters.yaml:6"),
-    ("selector-bad-operator", {}, {"policies.yaml": "apiVersion: fleetflow.dev/v1alpha1\nkind: SchedulingPolicy\n"
-                                   "metadata:\n  name: p\nspec:\n  clusterTypeSelector:\n    labelSelector:\n"
-                                   "      matchExpressions:\n        - key: region\n          operator: Equals\n"
-                                   "          values: [eu]\n"},
-     "operator", "policies.yaml:10"),
-    ("selector-in-without-values", {}, {"policies.yaml": "apiVersion: fleetflow.dev/v1alpha1\n"
-                                        "kind: SchedulingPolicy\nmetadata:\n  name: p\nspec:\n"
-                                        "  clusterTypeSelector:\n    labelSelector:\n      matchExpressions:\n"
-                                        "        - key: region\n          operator: In\n"},
-     "needs a non-empty 'values'", "policies.yaml:9"),
-    ("template-syntax-error", {"templates/flux.yaml": TPL.format(body="{{ DeploymentTargetName ")}, {},
-     "flux", "flux.yaml:10"),
-    ("template-undefined-variable", {"templates/flux.yaml": TPL.format(body="{{ NoSuchVariable }}")}, {},
-     "NoSuchVariable", "flux.yaml:10"),
-    ("template-sandbox-escape", {"templates/flux.yaml": TPL.format(body="{{ ''.__class__.__mro__[1].__subclasses__() }}")},
-     {}, "unsafe", "flux.yaml"),
-    ("template-unknown-filter", {"templates/flux.yaml": TPL.format(body="{{ Namespace | nosuchfilter }}")}, {},
-     "nosuchfilter", "flux.yaml:10"),
-    ("template-bad-type", {"templates/flux.yaml": TPL.format(body="x").replace("type: reconciler", "type: operator")},
-     {}, "spec.type", "flux.yaml:6"),
-    ("schema-violation", {"schemas/s.yaml": SCHEMA.format(name="s", schema="{type: object, properties: "
-                                                          "{REPLICAS: {pattern: '^[0-9]+$', maxLength: 0}}}")},
-     {}, "REPLICAS", "configs.yaml:9"),
-    ("schema-missing-required", {"schemas/s.yaml": SCHEMA.format(name="s", schema="{required: [DB_HOST]}")}, {},
-     "DB_HOST", "s.yaml:6"),
-    ("schema-itself-invalid", {"schemas/s.yaml": SCHEMA.format(name="s", schema="{type: 12}")}, {},
-     "invalid JSON Schema", "s.yaml:6"),
-    ("unknown-schema-ref", {"workloads/app.yaml": WL.format(name="app", target="dev").replace(
-        "      workspace: team-a", "      workspace: team-a\n      configSchemas: [nope]")}, {},
-     "unknown ConfigSchema 'nope'", "app.yaml:7"),
-    ("bad-priority-annotation", {}, {"cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\n  labels:\n"
-                                                "    platform-config: 'true'\n  annotations:\n"
-                                                "    fleetflow.dev/priority: high\ndata: {}\n"},
-     "must be an integer", "cm.yaml:8"),
-    ("environment-unknown-after", {".environments/prod.yaml": "apiVersion: fleetflow.dev/v1alpha1\n"
-                                   "kind: Environment\nmetadata:\n  name: prod\nspec:\n  after: [staging]\n"},
-     {}, "unknown environment 'staging'", "prod.yaml:6"),
-    ("environment-cycle", {".environments/dev.yaml": "apiVersion: fleetflow.dev/v1alpha1\nkind: Environment\n"
-                           "metadata:\n  name: dev\nspec:\n  after: [qa]\n---\napiVersion: fleetflow.dev/v1alpha1\n"
-                           "kind: Environment\nmetadata:\n  name: qa\nspec:\n  after: [dev]\n"},
-     {}, "cycle", "dev.yaml"),
+    (
+        "target-name-escapes-output",
+        {"workloads/evil.yaml": WL.format(name="evil", target="../../x")},
+        {},
+        "not a valid folder name",
+        "evil.yaml:8",
+    ),
+    (
+        "duplicate-name",
+        {},
+        {"ct2.yaml": ct("cloud-eu")},
+        "duplicate ClusterType name 'cloud-eu'",
+        "ct2.yaml:4",
+    ),
+    (
+        "duplicate-target",
+        {
+            "workloads/two.yaml": WL.format(name="app2", target="dev") + "        - name: dev\n"
+            "          environment: dev\n"
+        },
+        {},
+        "defined twice",
+        "two.yaml:14",
+    ),
+    (
+        "missing-required-field",
+        {},
+        {"ct.yaml": ct("x", "reconciler: flux\n  namespaceService: namespace")},
+        "spec.configType: required field is missing",
+        "ct.yaml",
+    ),
+    (
+        "unknown-field-typo",
+        {},
+        {
+            "ct.yaml": ct(
+                "x",
+                "reconciller: flux\n  reconciler: flux\n  namespaceService: namespace\n  configType: config",
+            )
+        },
+        "spec.reconciller: unknown field",
+        "ct.yaml:8",
+    ),
+    (
+        "wrong-type",
+        {},
+        {
+            "cl.yaml": "apiVersion: fleetflow.dev/v1alpha1\nkind: Cluster\nmetadata:\n  name: c\n"
+            "spec:\n  clusterType: [a]\n"
+        },
+        "clusterType",
+        "cl.yaml:6",
+    ),
+    (
+        "unknown-template",
+        {},
+        {"ct.yaml": ct("x", "reconciler: flucks\n  namespaceService: namespace\n  configType: config")},
+        "unknown template 'flucks'",
+        "ct.yaml:8",
+    ),
+    (
+        "template-of-wrong-type",
+        {},
+        {"ct.yaml": ct("x", "reconciler: namespace\n  namespaceService: namespace\n  configType: config")},
+        "of type namespace, not reconciler",
+        "ct.yaml:8",
+    ),
+    (
+        "unknown-cluster-type-in-cluster",
+        {},
+        {
+            "clusters.yaml": "apiVersion: fleetflow.dev/v1alpha1\nkind: Cluster\n"
+            "metadata:\n  name: c1\nspec:\n  clusterType: nope\n"
+        },
+        "unknown clusterType 'nope'",
+        "clusters.yaml:6",
+    ),
+    (
+        "selector-bad-operator",
+        {},
+        {
+            "policies.yaml": "apiVersion: fleetflow.dev/v1alpha1\nkind: SchedulingPolicy\n"
+            "metadata:\n  name: p\nspec:\n  clusterTypeSelector:\n    labelSelector:\n"
+            "      matchExpressions:\n        - key: region\n          operator: Equals\n"
+            "          values: [eu]\n"
+        },
+        "operator",
+        "policies.yaml:10",
+    ),
+    (
+        "selector-in-without-values",
+        {},
+        {
+            "policies.yaml": "apiVersion: fleetflow.dev/v1alpha1\n"
+            "kind: SchedulingPolicy\nmetadata:\n  name: p\nspec:\n"
+            "  clusterTypeSelector:\n    labelSelector:\n      matchExpressions:\n"
+            "        - key: region\n          operator: In\n"
+        },
+        "needs a non-empty 'values'",
+        "policies.yaml:9",
+    ),
+    (
+        "template-syntax-error",
+        {"templates/flux.yaml": TPL.format(body="{{ DeploymentTargetName ")},
+        {},
+        "flux",
+        "flux.yaml:10",
+    ),
+    (
+        "template-undefined-variable",
+        {"templates/flux.yaml": TPL.format(body="{{ NoSuchVariable }}")},
+        {},
+        "NoSuchVariable",
+        "flux.yaml:10",
+    ),
+    (
+        "template-sandbox-escape",
+        {"templates/flux.yaml": TPL.format(body="{{ ''.__class__.__mro__[1].__subclasses__() }}")},
+        {},
+        "unsafe",
+        "flux.yaml",
+    ),
+    (
+        "template-unknown-filter",
+        {"templates/flux.yaml": TPL.format(body="{{ Namespace | nosuchfilter }}")},
+        {},
+        "nosuchfilter",
+        "flux.yaml:10",
+    ),
+    (
+        "template-bad-type",
+        {"templates/flux.yaml": TPL.format(body="x").replace("type: reconciler", "type: operator")},
+        {},
+        "spec.type",
+        "flux.yaml:6",
+    ),
+    (
+        "schema-violation",
+        {
+            "schemas/s.yaml": SCHEMA.format(
+                name="s", schema="{type: object, properties: {REPLICAS: {pattern: '^[0-9]+$', maxLength: 0}}}"
+            )
+        },
+        {},
+        "REPLICAS",
+        "configs.yaml:9",
+    ),
+    (
+        "schema-missing-required",
+        {"schemas/s.yaml": SCHEMA.format(name="s", schema="{required: [DB_HOST]}")},
+        {},
+        "DB_HOST",
+        "s.yaml:6",
+    ),
+    (
+        "schema-itself-invalid",
+        {"schemas/s.yaml": SCHEMA.format(name="s", schema="{type: 12}")},
+        {},
+        "invalid JSON Schema",
+        "s.yaml:6",
+    ),
+    (
+        "unknown-schema-ref",
+        {
+            "workloads/app.yaml": WL.format(name="app", target="dev").replace(
+                "      workspace: team-a", "      workspace: team-a\n      configSchemas: [nope]"
+            )
+        },
+        {},
+        "unknown ConfigSchema 'nope'",
+        "app.yaml:7",
+    ),
+    (
+        "bad-priority-annotation",
+        {},
+        {
+            "cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\n  labels:\n"
+            "    platform-config: 'true'\n  annotations:\n"
+            "    fleetflow.dev/priority: high\ndata: {}\n"
+        },
+        "must be an integer",
+        "cm.yaml:8",
+    ),
+    (
+        "environment-unknown-after",
+        {
+            ".environments/prod.yaml": "apiVersion: fleetflow.dev/v1alpha1\n"
+            "kind: Environment\nmetadata:\n  name: prod\nspec:\n  after: [staging]\n"
+        },
+        {},
+        "unknown environment 'staging'",
+        "prod.yaml:6",
+    ),
+    (
+        "environment-cycle",
+        {
+            ".environments/dev.yaml": "apiVersion: fleetflow.dev/v1alpha1\nkind: Environment\n"
+            "metadata:\n  name: dev\nspec:\n  after: [qa]\n---\napiVersion: fleetflow.dev/v1alpha1\n"
+            "kind: Environment\nmetadata:\n  name: qa\nspec:\n  after: [dev]\n"
+        },
+        {},
+        "cycle",
+        "dev.yaml",
+    ),
     ("kind-on-wrong-branch", {"ct.yaml": ct("stray")}, {}, "does not belong on the main branch", "ct.yaml:2"),
-    ("label-not-string", {}, {"ct.yaml": ct("x").replace("region: eu", "region: {a: 1}")}, "must be a string",
-     "ct.yaml:6"),
+    (
+        "label-not-string",
+        {},
+        {"ct.yaml": ct("x").replace("region: eu", "region: {a: 1}")},
+        "must be a string",
+        "ct.yaml:6",
+    ),
 ]
 
 
-@pytest.mark.parametrize(("main", "env", "message", "where"), [c[1:] for c in CASES], ids=[c[0] for c in CASES])
+@pytest.mark.parametrize(
+    ("main", "env", "message", "where"), [c[1:] for c in CASES], ids=[c[0] for c in CASES]
+)
 def test_broken_input_is_reported_and_nothing_is_written(
     tmp_path: Path, main: dict[str, str], env: dict[str, str], message: str, where: str
 ) -> None:
@@ -167,10 +364,14 @@ def test_broken_input_is_reported_and_nothing_is_written(
 
 def test_all_problems_are_reported_at_once(tmp_path: Path) -> None:
     main_dir, env_dir = make_plane(
-        tmp_path, {}, {"a.yaml": "x: [\n", "ct.yaml": ct("x", "reconciler: nope\n  namespaceService: namespace\n"
-                                                              "  configType: config"),
-                       "cl.yaml": "apiVersion: fleetflow.dev/v1alpha1\nkind: Cluster\nmetadata:\n  name: c\n"
-                                  "spec:\n  clusterType: ghost\n"},
+        tmp_path,
+        {},
+        {
+            "a.yaml": "x: [\n",
+            "ct.yaml": ct("x", "reconciler: nope\n  namespaceService: namespace\n  configType: config"),
+            "cl.yaml": "apiVersion: fleetflow.dev/v1alpha1\nkind: Cluster\nmetadata:\n  name: c\n"
+            "spec:\n  clusterType: ghost\n",
+        },
     )
     result = run_cli("validate", "--main", main_dir, "--env", env_dir, "--environment", "dev")
     assert result.exit_code == 1
@@ -192,7 +393,9 @@ def test_json_format_lists_problems(tmp_path: Path) -> None:
 
 
 def test_missing_directory_is_an_input_error(tmp_path: Path) -> None:
-    result = run_cli("validate", "--main", tmp_path / "nope", "--env", tmp_path / "nope2", "--environment", "dev")
+    result = run_cli(
+        "validate", "--main", tmp_path / "nope", "--env", tmp_path / "nope2", "--environment", "dev"
+    )
     assert result.exit_code == 1
     assert "directory not found" in result.output
 

@@ -43,13 +43,18 @@ def block(text: str, indent: int = 6) -> str:
 
 
 def kalypso_template(name: str, ttype: str, go_text: str) -> str:
-    return (f"apiVersion: {K}\nkind: Template\nmetadata:\n  name: {name}\nspec:\n  type: {ttype}\n"
-            f"  manifests:\n    - |\n{block(convert_go_template(go_text))}\n")
+    return (
+        f"apiVersion: {K}\nkind: Template\nmetadata:\n  name: {name}\nspec:\n  type: {ttype}\n"
+        f"  manifests:\n    - |\n{block(convert_go_template(go_text))}\n"
+    )
 
 
 def make_app_repo(path: Path) -> str:
     repo = git.Repo.init(path, initial_branch="main")
-    build_file_tree(path, {"workload/workload.yaml": f"""
+    build_file_tree(
+        path,
+        {
+            "workload/workload.yaml": f"""
         apiVersion: {K}
         kind: Workload
         metadata:
@@ -77,7 +82,10 @@ def make_app_repo(path: Path) -> str:
                 repo: https://github.com/kaizentm/hello-world-app-gitops
                 branch: dev
                 path: ./performance-test
-    """, "README.md": "app repo\n"})
+    """,
+            "README.md": "app repo\n",
+        },
+    )
     repo.git.add("-A")
     repo.index.commit("workload")
     return path.as_uri()
@@ -85,8 +93,10 @@ def make_app_repo(path: Path) -> str:
 
 def test_kalypso_control_plane(tmp_path: Path) -> None:
     app_url = make_app_repo(tmp_path / "app")
-    main = build_file_tree(tmp_path / "main", {
-        ".environments/dev.yaml": f"""
+    main = build_file_tree(
+        tmp_path / "main",
+        {
+            ".environments/dev.yaml": f"""
             apiVersion: {K}
             kind: Environment
             metadata:
@@ -97,11 +107,14 @@ def test_kalypso_control_plane(tmp_path: Path) -> None:
                 branch: dev
                 path: .
         """,
-        "templates/reconciler.yaml": kalypso_template("arc-flux", "reconciler", GO_RECONCILER),
-        "templates/namespace.yaml": kalypso_template(
-            "default", "namespace", "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: {{ .Namespace}}\n"),
-        "templates/config.yaml": kalypso_template("configmap", "config", GO_CONFIG),
-        "workloads/hello-world-app.yaml": f"""
+            "templates/reconciler.yaml": kalypso_template("arc-flux", "reconciler", GO_RECONCILER),
+            "templates/namespace.yaml": kalypso_template(
+                "default",
+                "namespace",
+                "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: {{ .Namespace}}\n",
+            ),
+            "templates/config.yaml": kalypso_template("configmap", "config", GO_CONFIG),
+            "workloads/hello-world-app.yaml": f"""
             apiVersion: {K}
             kind: WorkloadRegistration
             metadata:
@@ -115,9 +128,12 @@ def test_kalypso_control_plane(tmp_path: Path) -> None:
                 path: workload/
               workspace: kaizen-app-team
         """,
-    })
-    env = build_file_tree(tmp_path / "env", {
-        "cluster-types/drone.yaml": f"""
+        },
+    )
+    env = build_file_tree(
+        tmp_path / "env",
+        {
+            "cluster-types/drone.yaml": f"""
             apiVersion: {K}
             kind: ClusterType
             metadata:
@@ -131,7 +147,7 @@ def test_kalypso_control_plane(tmp_path: Path) -> None:
               namespaceService: default
               configType: configmap
         """,
-        "cluster-types/large.yaml": f"""
+            "cluster-types/large.yaml": f"""
             apiVersion: {K}
             kind: ClusterType
             metadata:
@@ -145,7 +161,7 @@ def test_kalypso_control_plane(tmp_path: Path) -> None:
               namespaceService: default
               configType: configmap
         """,
-        "configs/west-us-config.yaml": """
+            "configs/west-us-config.yaml": """
             apiVersion: v1
             kind: ConfigMap
             metadata:
@@ -157,7 +173,7 @@ def test_kalypso_control_plane(tmp_path: Path) -> None:
               REGION: West US
               DATABASE_URL: mysql://west-stage:8806/mysql
         """,
-        "configs/drone-config.yaml": """
+            "configs/drone-config.yaml": """
             apiVersion: v1
             kind: ConfigMap
             metadata:
@@ -171,7 +187,7 @@ def test_kalypso_control_plane(tmp_path: Path) -> None:
                 cpu: 200m
                 memory: 128Mi
         """,
-        "scheduling/functional-test-policy.yaml": f"""
+            "scheduling/functional-test-policy.yaml": f"""
             apiVersion: {K}
             kind: SchedulingPolicy
             metadata:
@@ -188,7 +204,7 @@ def test_kalypso_control_plane(tmp_path: Path) -> None:
                   matchLabels:
                     edge: "true"
         """,
-        "scheduling/performance-test-policy.yaml": f"""
+            "scheduling/performance-test-policy.yaml": f"""
             apiVersion: {K}
             kind: SchedulingPolicy
             metadata:
@@ -204,7 +220,7 @@ def test_kalypso_control_plane(tmp_path: Path) -> None:
                   matchLabels:
                     size: large
         """,
-        "gitops-repo.yaml": f"""
+            "gitops-repo.yaml": f"""
             apiVersion: {K}
             kind: GitOpsRepo
             metadata:
@@ -214,7 +230,7 @@ def test_kalypso_control_plane(tmp_path: Path) -> None:
               branch: dev
               path: .
         """,
-        "base-repo.yaml": f"""
+            "base-repo.yaml": f"""
             apiVersion: {K}
             kind: BaseRepo
             metadata:
@@ -225,13 +241,16 @@ def test_kalypso_control_plane(tmp_path: Path) -> None:
               path: .
               commit: 0123456789abcdef0123456789abcdef01234567
         """,
-    })
+        },
+    )
     out = tmp_path / "out"
-    result = run_cli("render", "--main", main, "--env", env, "--environment", "dev", "--output", out,
-                     "--format", "json")
+    result = run_cli(
+        "render", "--main", main, "--env", env, "--environment", "dev", "--output", out, "--format", "json"
+    )
     assert result.exit_code == 0, result.output
     assert json.loads(result.output)["changes"]["added"] == [
-        "drone/hello-world-app-functional-test", "large/hello-world-app-performance-test",
+        "drone/hello-world-app-functional-test",
+        "large/hello-world-app-performance-test",
     ]
     files = tree_bytes(out)
     reconciler = files["drone/hello-world-app-functional-test/reconciler.yaml"].decode()
@@ -248,20 +267,27 @@ def test_kalypso_control_plane(tmp_path: Path) -> None:
 
 
 def test_unreachable_workload_repo_exits_3(tmp_path: Path) -> None:
-    main = build_file_tree(tmp_path / "main", {"reg.yaml": f"""
+    main = build_file_tree(
+        tmp_path / "main",
+        {
+            "reg.yaml": f"""
         apiVersion: {K}
         kind: WorkloadRegistration
         metadata:
           name: ghost
         spec:
           workload:
-            repo: {(tmp_path / 'missing').as_uri()}
+            repo: {(tmp_path / "missing").as_uri()}
             branch: main
             path: .
           workspace: w
-    """})
+    """
+        },
+    )
     env = build_file_tree(tmp_path / "env", {"x.yaml": "# empty\n"})
-    result = run_cli("render", "--main", main, "--env", env, "--environment", "dev", "--output", tmp_path / "o")
+    result = run_cli(
+        "render", "--main", main, "--env", env, "--environment", "dev", "--output", tmp_path / "o"
+    )
     assert result.exit_code == 3, result.output
     assert "cannot fetch branch 'main'" in result.output and "reg.yaml:7" in result.output
     assert not (tmp_path / "o").exists()

@@ -115,7 +115,10 @@ def test_keep_last_good_holds_back_invalid_assignments(tmp_path: Path) -> None:
     render(main, env, out)
     before = tree_bytes(out)
     # a schema that only the edge assignment violates, plus a change that touches both assignments
-    build_file_tree(main, {"schemas/s.yaml": """
+    build_file_tree(
+        main,
+        {
+            "schemas/s.yaml": """
         apiVersion: fleetflow.dev/v1alpha1
         kind: ConfigSchema
         metadata:
@@ -124,7 +127,9 @@ def test_keep_last_good_holds_back_invalid_assignments(tmp_path: Path) -> None:
           schema:
             properties:
               LOG_LEVEL: {enum: [info, warn]}
-    """})
+    """
+        },
+    )
     cfg = env / "configs.yaml"
     cfg.write_text(cfg.read_text().replace('REPLICAS: "1"', 'REPLICAS: "2"'))
     code, output = render(main, env, out)
@@ -142,8 +147,10 @@ def test_keep_last_good_holds_back_invalid_assignments(tmp_path: Path) -> None:
 
 
 def test_empty_renders_are_dropped_and_other_content_types(tmp_path: Path) -> None:
-    main, env = make_plane(tmp_path, main={
-        "templates/namespace.yaml": """
+    main, env = make_plane(
+        tmp_path,
+        main={
+            "templates/namespace.yaml": """
             apiVersion: fleetflow.dev/v1alpha1
             kind: Template
             metadata:
@@ -153,7 +160,7 @@ def test_empty_renders_are_dropped_and_other_content_types(tmp_path: Path) -> No
               manifests:
                 - "{% if Labels.get('needs-namespace') %}kind: Namespace{% endif %}"
         """,
-        "templates/config.yaml": """
+            "templates/config.yaml": """
             apiVersion: fleetflow.dev/v1alpha1
             kind: Template
             metadata:
@@ -164,13 +171,17 @@ def test_empty_renders_are_dropped_and_other_content_types(tmp_path: Path) -> No
               manifests:
                 - "{{ ConfigData | toJson }}"
         """,
-    })
+        },
+    )
     out = tmp_path / "out"
     code, output = render(main, env, out)
     assert code == 0, output
     files = tree_bytes(out)
     assert "cloud-eu/app-dev/namespace.yaml" not in files
-    assert json.loads(files["cloud-eu/app-dev/platform-config.json"]) == {"LOG_LEVEL": "info", "REPLICAS": "1"}
+    assert json.loads(files["cloud-eu/app-dev/platform-config.json"]) == {
+        "LOG_LEVEL": "info",
+        "REPLICAS": "1",
+    }
 
 
 def test_state_json_is_unreadable_then_full_render(tmp_path: Path) -> None:
@@ -184,14 +195,28 @@ def test_state_json_is_unreadable_then_full_render(tmp_path: Path) -> None:
 
 def test_explain_shows_provenance_and_overrides(tmp_path: Path) -> None:
     main, env = make_plane(tmp_path)
-    result = run_cli("explain", "--main", main, "--env", env, "--environment", "dev",
-                     "--assignment", "edge-line1/app-dev")
+    result = run_cli(
+        "explain", "--main", main, "--env", env, "--environment", "dev", "--assignment", "edge-line1/app-dev"
+    )
     assert result.exit_code == 0, result.output
     assert "LOG_LEVEL = 'debug'" in result.output
     assert "from edge at" in result.output and "configs.yaml:19" in result.output
     assert "overrides 'info' from env-wide at" in result.output
-    result = run_cli("explain", "--main", main, "--env", env, "--environment", "dev",
-                     "--assignment", "edge-line1/app-dev", "--key", "REPLICAS", "--format", "json")
+    result = run_cli(
+        "explain",
+        "--main",
+        main,
+        "--env",
+        env,
+        "--environment",
+        "dev",
+        "--assignment",
+        "edge-line1/app-dev",
+        "--key",
+        "REPLICAS",
+        "--format",
+        "json",
+    )
     data = json.loads(result.output)
     assert [v["key"] for v in data["values"]] == ["REPLICAS"]
     assert data["values"][0]["from"]["configMap"] == "env-wide"
@@ -217,8 +242,19 @@ def test_plan_writes_nothing_and_shows_a_diff(tmp_path: Path) -> None:
     assert "changed (1):" in result.output and "cloud-eu/app-dev" in result.output
     assert "-  LOG_LEVEL: info" in result.output and "+  LOG_LEVEL: warn" in result.output
     assert tree_bytes(out) == before
-    result = run_cli("plan", "--main", main, "--env", env, "--environment", "dev", "--output", tmp_path / "none",
-                     "--format", "json")
+    result = run_cli(
+        "plan",
+        "--main",
+        main,
+        "--env",
+        env,
+        "--environment",
+        "dev",
+        "--output",
+        tmp_path / "none",
+        "--format",
+        "json",
+    )
     data = json.loads(result.output)
     assert data["changes"]["added"] == ["cloud-eu/app-dev", "edge-line1/app-dev"]
     assert not (tmp_path / "none").exists()
@@ -232,12 +268,15 @@ def test_validate_all_environments(tmp_path: Path) -> None:
 
 
 def test_ignore_file_and_hidden_folders(tmp_path: Path) -> None:
-    main, env = make_plane(tmp_path, env={
-        ".fleetflowignore": "helm/\n*.values.yaml\n",
-        "helm/chart.yaml": "apiVersion: v2\nkind: NotOurs\n",
-        "x.values.yaml": "replicas: 3\n",
-        ".github/workflows/ci.yaml": "on: push\n",
-    })
+    main, env = make_plane(
+        tmp_path,
+        env={
+            ".fleetflowignore": "helm/\n*.values.yaml\n",
+            "helm/chart.yaml": "apiVersion: v2\nkind: NotOurs\n",
+            "x.values.yaml": "replicas: 3\n",
+            ".github/workflows/ci.yaml": "on: push\n",
+        },
+    )
     code, output = render(main, env, tmp_path / "out")
     assert code == 0, output
 
@@ -248,5 +287,5 @@ def test_render_into_copy_of_previous_output_is_idempotent(tmp_path: Path) -> No
     render(main, env, out)
     copy = tmp_path / "copy"
     shutil.copytree(out, copy)
-    code, output = render(main, env, copy, "--format", "json")
+    _, output = render(main, env, copy, "--format", "json")
     assert json.loads(output)["written"] == []

@@ -16,15 +16,25 @@ from fleetflow.registrations import RegistrationFetcher
 F = TypeVar("F", bound=Callable[..., Any])
 
 FORMAT = click.option(
-    "--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,
+    "--format",
+    "fmt",
+    type=click.Choice(["text", "json"]),
+    default="text",
+    show_default=True,
     help="text for people, json for scripts and actions.",
 )
 MAIN = click.option(
-    "--main", "main_dir", required=True, type=click.Path(file_okay=False, path_type=Path),
+    "--main",
+    "main_dir",
+    required=True,
+    type=click.Path(file_okay=False, path_type=Path),
     help="Checkout of the control-plane main branch (environments, templates, workloads).",
 )
 ENV = click.option(
-    "--env", "env_dir", required=True, type=click.Path(file_okay=False, path_type=Path),
+    "--env",
+    "env_dir",
+    required=True,
+    type=click.Path(file_okay=False, path_type=Path),
     help="Checkout of the environment branch (cluster types, clusters, configs, policies, GitOps repo).",
 )
 

@@ -18,8 +18,12 @@ F = TypeVar("F", bound=Callable[..., Any])
 def emit_failure(error: FleetflowError, fmt: str) -> None:
     problems = error.problems()
     if fmt == "json":
-        click.echo(json.dumps({"ok": False, "exitCode": error.exit_code,
-                               "problems": [p.to_json() for p in problems]}, indent=2))
+        click.echo(
+            json.dumps(
+                {"ok": False, "exitCode": error.exit_code, "problems": [p.to_json() for p in problems]},
+                indent=2,
+            )
+        )
         return
     label = {1: "error", 2: "usage error", 3: "forge/git error"}.get(error.exit_code, "error")
     for problem in problems:

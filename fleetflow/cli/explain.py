@@ -20,11 +20,17 @@ def _show(value: object) -> str:
 @click.command()
 @trees
 @click.option("--environment", required=True, help="Environment the assignment belongs to.")
-@click.option("--assignment", required=True, metavar="CLUSTERTYPE/TARGET",
-              help="The assignment, as its output folder: cluster type / <workload>-<target>.")
+@click.option(
+    "--assignment",
+    required=True,
+    metavar="CLUSTERTYPE/TARGET",
+    help="The assignment, as its output folder: cluster type / <workload>-<target>.",
+)
 @click.option("--key", help="Only this key (dotted path, e.g. db.host) and what is below it.")
 @FORMAT
-def explain(main_dir: Path, env_dir: Path, environment: str, assignment: str, key: str | None, fmt: str) -> None:
+def explain(
+    main_dir: Path, env_dir: Path, environment: str, assignment: str, key: str | None, fmt: str
+) -> None:
     """Show every composed config value of ASSIGNMENT: its value, the ConfigMap, file and line it came from,
     and the lower-precedence values it overrode (highest first).
 
@@ -36,14 +42,23 @@ def explain(main_dir: Path, env_dir: Path, environment: str, assignment: str, ke
         explanation = explain_assignment(plane, environment, assignment)
         entries = explanation.entries(key)
         if key is not None and not entries:
-            raise InputError([Problem(f"key {key!r} is not set for {assignment}", None,
-                                      "run without --key to list every key")])
+            raise InputError(
+                [
+                    Problem(
+                        f"key {key!r} is not set for {assignment}",
+                        None,
+                        "run without --key to list every key",
+                    )
+                ]
+            )
         if fmt == "json":
             print_json(explanation.to_json(key))
             return
         click.echo(f"{assignment} (environment {environment})")
         click.echo(f"  selected by policies: {', '.join(explanation.policies)}")
-        click.echo(f"  ConfigMaps applied, lowest precedence first: {', '.join(explanation.composed.sources) or 'none'}")
+        click.echo(
+            f"  ConfigMaps applied, lowest precedence first: {', '.join(explanation.composed.sources) or 'none'}"
+        )
         for entry in entries:
             click.echo(f"{'.'.join(entry.path)} = {_show(entry.winner.value)}")
             click.echo(f"    from {entry.winner.source} at {entry.winner.location}")

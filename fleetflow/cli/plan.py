@@ -31,14 +31,28 @@ def plan_diff(output: Path, result: RenderResult) -> str:
 @click.command()
 @trees
 @click.option("--environment", required=True, help="Environment to plan.")
-@click.option("--output", required=True, type=click.Path(file_okay=False, path_type=Path),
-              help="The current output root to compare against (may be empty or missing).")
+@click.option(
+    "--output",
+    required=True,
+    type=click.Path(file_okay=False, path_type=Path),
+    help="The current output root to compare against (may be empty or missing).",
+)
 @click.option("--main-commit", help="main commit to record (default: HEAD of --main if a git repo).")
 @click.option("--env-commit", help="Environment-branch commit to record (default: HEAD of --env).")
-@click.option("--diff/--no-diff", default=True, show_default=True, help="Print the unified diff after the summary.")
+@click.option(
+    "--diff/--no-diff", default=True, show_default=True, help="Print the unified diff after the summary."
+)
 @FORMAT
-def plan(main_dir: Path, env_dir: Path, environment: str, output: Path, main_commit: str | None,
-         env_commit: str | None, diff: bool, fmt: str) -> None:
+def plan(
+    main_dir: Path,
+    env_dir: Path,
+    environment: str,
+    output: Path,
+    main_commit: str | None,
+    env_commit: str | None,
+    diff: bool,
+    fmt: str,
+) -> None:
     """Show what `fleetflow render` would change in --output: assignments added, removed and changed,
     config keys changed, and a unified diff. Nothing is written. Exit 0 when valid, 1 when not.
     """
@@ -49,8 +63,15 @@ def plan(main_dir: Path, env_dir: Path, environment: str, output: Path, main_com
         result = render_environment(plane, environment, previous=previous, meta=meta)
         text = plan_diff(output, result) if diff else ""
         if fmt == "json":
-            print_json({"ok": True, "environment": environment, "changes": result.changes.to_json(),
-                        "assignments": len(result.state.assignments), "diff": text})
+            print_json(
+                {
+                    "ok": True,
+                    "environment": environment,
+                    "changes": result.changes.to_json(),
+                    "assignments": len(result.state.assignments),
+                    "diff": text,
+                }
+            )
             return
         click.echo(f"Plan for {headline(result)}")
         lines = changes_text(result.changes)

@@ -19,19 +19,38 @@ from fleetflow.reporting import changes_text, headline
 @trees
 @click.option("--environment", required=True, help="Environment to render (an Environment on main).")
 @click.option(
-    "--output", "output", required=True, type=click.Path(file_okay=False, path_type=Path),
+    "--output",
+    "output",
+    required=True,
+    type=click.Path(file_okay=False, path_type=Path),
     help="The environment's output root (the GitOpsRepo path in a checkout of the GitOps branch).",
 )
-@click.option("--full", is_flag=True, help="Re-render every assignment, even those whose inputs did not change.")
 @click.option(
-    "--keep-last-good", is_flag=True,
+    "--full", is_flag=True, help="Re-render every assignment, even those whose inputs did not change."
+)
+@click.option(
+    "--keep-last-good",
+    is_flag=True,
     help="Invalid assignments keep their previous files; everything else is rendered; still exits 1.",
 )
-@click.option("--main-commit", help="main commit recorded in state.json (default: HEAD of --main if a git repo).")
-@click.option("--env-commit", help="Environment-branch commit recorded in state.json (default: HEAD of --env).")
+@click.option(
+    "--main-commit", help="main commit recorded in state.json (default: HEAD of --main if a git repo)."
+)
+@click.option(
+    "--env-commit", help="Environment-branch commit recorded in state.json (default: HEAD of --env)."
+)
 @FORMAT
-def render(main_dir: Path, env_dir: Path, environment: str, output: Path, full: bool, keep_last_good: bool,
-           main_commit: str | None, env_commit: str | None, fmt: str) -> None:
+def render(
+    main_dir: Path,
+    env_dir: Path,
+    environment: str,
+    output: Path,
+    full: bool,
+    keep_last_good: bool,
+    main_commit: str | None,
+    env_commit: str | None,
+    fmt: str,
+) -> None:
     """Render ENVIRONMENT into --output: <clusterType>/<target>/{reconciler,namespace,platform-config}.<ext>
     plus .fleetflow/state.json.
 
@@ -49,17 +68,19 @@ def render(main_dir: Path, env_dir: Path, environment: str, output: Path, full: 
         )
         report = apply_result(output, result, previous)
         if fmt == "json":
-            print_json({
-                "ok": result.ok,
-                "environment": environment,
-                "output": str(output),
-                "assignments": len(result.state.assignments),
-                "rendered": len(result.rendered),
-                "changes": result.changes.to_json(),
-                "written": report.written,
-                "deleted": report.deleted,
-                "problems": [p.to_json() for p in result.problems],
-            })
+            print_json(
+                {
+                    "ok": result.ok,
+                    "environment": environment,
+                    "output": str(output),
+                    "assignments": len(result.state.assignments),
+                    "rendered": len(result.rendered),
+                    "changes": result.changes.to_json(),
+                    "written": report.written,
+                    "deleted": report.deleted,
+                    "problems": [p.to_json() for p in result.problems],
+                }
+            )
         else:
             if warning:
                 click.echo(f"warning: {warning}", err=True)

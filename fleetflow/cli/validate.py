@@ -14,7 +14,9 @@ from fleetflow.errors import InputError, Problem, UsageError
 
 @click.command()
 @trees
-@click.option("--environment", help="Environment to check (default: the one the --env branch belongs to, or all).")
+@click.option(
+    "--environment", help="Environment to check (default: the one the --env branch belongs to, or all)."
+)
 @FORMAT
 def validate(main_dir: Path, env_dir: Path, environment: str | None, fmt: str) -> None:
     """Load, schedule, compose, validate and render in memory; report every problem; write nothing.

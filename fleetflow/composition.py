@@ -1,0 +1,448 @@
+"""Config composition: merge the ConfigMaps that apply to an assignment, keeping provenance (DESIGN §3).
+
+Pure: takes loaded :class:`ConfigSource` values and returns plain data. Built for fleets of 100,000
+assignments:
+
+* A ConfigMap's labels are a set of *requirements* ``(key, value)``; an assignment offers a set of *facts*
+  (its cluster type, environment, target and workload, plus the non-reserved labels of its cluster type and
+  of its target). A ConfigMap applies exactly when its requirements are a subset of the facts. Every
+  ConfigMap is indexed under its most selective requirement, so :meth:`Composer.compose` only looks at the
+  few ConfigMaps that could apply, never at all of them.
+* String values that hold a YAML map or list are parsed once per ConfigMap, when the composer is built.
+* Merged results are cached by the tuple of applied ConfigMaps (and every prefix of it), so an identical set
+  is merged once and its :class:`Composed` shared. Provenance and the fingerprint are computed on first use.
+"""
+
+from __future__ import annotations
+
+import datetime
+import hashlib
+import json
+from collections import Counter
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any
+
+from ruamel.yaml import YAML
+
+from fleetflow.errors import Location
+
+PLATFORM_CONFIG_LABEL = "platform-config"
+CLUSTER_TYPE = "cluster-type"
+DEPLOYMENT_TARGET = "deployment-target"
+WORKLOAD = "workload"
+ENVIRONMENT = "environment"
+RESERVED_LABELS = frozenset({CLUSTER_TYPE, DEPLOYMENT_TARGET, WORKLOAD, ENVIRONMENT})
+# Preference for the index key of a ConfigMap: the most selective label kinds first.
+_ANCHOR_RANK = {CLUSTER_TYPE: 0, DEPLOYMENT_TARGET: 1, WORKLOAD: 2}
+
+Path = tuple[str, ...]
+Fact = tuple[str, str]
+
+
+@dataclass(frozen=True)
+class ConfigSource:
+    """One ``platform-config`` ConfigMap, as loaded."""
+
+    name: str
+    location: Location
+    labels: Mapping[str, str]
+    priority: int
+    data: Mapping[str, Any]
+    key_locations: Mapping[tuple[str, ...], Location] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Subject:
+    """The assignment (deployment target on a cluster type) being composed."""
+
+    environment: str
+    cluster_type: str
+    cluster_type_labels: Mapping[str, str]
+    deployment_target: str
+    target_labels: Mapping[str, str]
+    workload: str
+
+
+@dataclass(frozen=True)
+class Contribution:
+    """The value one ConfigMap gives to one key path, and where it is written."""
+
+    source: str
+    location: Location
+    value: Any
+
+
+@dataclass(frozen=True)
+class Provenance:
+    path: tuple[str, ...]
+    winner: Contribution
+    overridden: tuple[Contribution, ...]  # lower-precedence values it replaced, highest first
+
+
+def _label_facts(labels: Mapping[str, str]) -> set[Fact]:
+    return {(key, str(value)) for key, value in labels.items() if key not in RESERVED_LABELS}
+
+
+def _cluster_facts(subject: Subject) -> frozenset[Fact]:
+    """What the cluster type side of a subject offers (plus its environment)."""
+    facts = _label_facts(subject.cluster_type_labels)
+    facts.add((CLUSTER_TYPE, subject.cluster_type))
+    facts.add((ENVIRONMENT, subject.environment))
+    return frozenset(facts)
+
+
+def _target_facts(subject: Subject) -> frozenset[Fact]:
+    """What the deployment target side of a subject offers."""
+    facts = _label_facts(subject.target_labels)
+    facts.add((DEPLOYMENT_TARGET, subject.deployment_target))
+    facts.add((WORKLOAD, subject.workload))
+    return frozenset(facts)
+
+
+def _requirements(labels: Mapping[str, str]) -> frozenset[Fact]:
+    return frozenset((k, str(v)) for k, v in labels.items() if k != PLATFORM_CONFIG_LABEL)
+
+
+def applies(labels: Mapping[str, str], subject: Subject) -> bool:
+    """Whether a ConfigMap (or ConfigSchema) with ``labels`` applies to ``subject`` (DESIGN §3).
+
+    ``cluster-type``, ``deployment-target``, ``workload`` and ``environment`` match the subject itself; any
+    other ``k: v`` matches when the cluster type or the deployment target carries it. No label: applies.
+    """
+    for key, value in labels.items():
+        wanted = str(value)
+        if key == PLATFORM_CONFIG_LABEL:
+            continue
+        if key == CLUSTER_TYPE:
+            ok = subject.cluster_type == wanted
+        elif key == DEPLOYMENT_TARGET:
+            ok = subject.deployment_target == wanted
+        elif key == WORKLOAD:
+            ok = subject.workload == wanted
+        elif key == ENVIRONMENT:
+            ok = subject.environment == wanted
+        else:
+            ok = any(
+                (found := carrier.get(key)) is not None and str(found) == wanted
+                for carrier in (subject.cluster_type_labels, subject.target_labels)
+            )
+        if not ok:
+            return False
+    return True
+
+
+# --- plain data ------------------------------------------------------------------------------------------
+
+
+def _plain_key(key: Any) -> str:
+    if isinstance(key, str):
+        return str(key)
+    if key is None or isinstance(key, bool):
+        return json.dumps(key)
+    return str(key)
+
+
+def _plain(value: Any) -> Any:
+    """Turn loaded YAML (ruamel types included) into plain JSON-like data."""
+    if isinstance(value, str):
+        return str(value)
+    if isinstance(value, bool) or value is None:
+        return value
+    if type(value).__name__ == "ScalarBoolean":  # ruamel round-trip boolean (an int subclass)
+        return bool(value)
+    if isinstance(value, int):
+        return int(value)
+    if isinstance(value, float):
+        return float(value)
+    if isinstance(value, Mapping):
+        return {_plain_key(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    if isinstance(value, datetime.date):  # YAML timestamps: keep them text, as Kalypso (Go) does
+        return value.isoformat()
+    return str(value)
+
+
+_COLLECTION_START = frozenset("[{-!?&*|>#%")
+
+
+def _may_be_collection(text: str) -> bool:
+    """Cheap pre-check: only strings that could be a YAML map or list are handed to the parser."""
+    stripped = text.lstrip()
+    return bool(stripped) and (stripped[0] in _COLLECTION_START or ":" in stripped)
+
+
+def _parse_value(yaml: YAML, text: str) -> Any:
+    """A string holding a YAML map or list becomes that map or list; anything else stays the string."""
+    if not _may_be_collection(text):
+        return text
+    try:
+        parsed = yaml.load(text)
+    except Exception:  # not YAML: a plain string value
+        return text
+    if isinstance(parsed, Mapping | list):
+        return _plain(parsed)
+    return text
+
+
+def canonical_json(values: Any) -> str:
+    return json.dumps(values, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+
+
+def _merge(base: dict[str, Any], overlay: Mapping[str, Any]) -> dict[str, Any]:
+    """Deep merge without touching either side: maps merge, anything else replaces. Untouched subtrees are
+    shared with ``base``/``overlay`` (the results are treated as immutable)."""
+    out = dict(base)
+    for key, value in overlay.items():
+        if isinstance(value, dict):
+            current = out.get(key)
+            out[key] = _merge(current, value) if isinstance(current, dict) and current else value
+        else:
+            out[key] = value
+    return out
+
+
+_MISSING = object()
+
+
+def _value_at(data: Mapping[str, Any], path: Sequence[Any]) -> Any:
+    node: Any = data
+    for part in path:
+        if not isinstance(node, dict) or part not in node:
+            return _MISSING
+        node = node[part]
+    return node
+
+
+def _leaves(values: Mapping[str, Any], prefix: Path = ()) -> Iterator[Path]:
+    for key, value in values.items():
+        path = (*prefix, key)
+        if isinstance(value, dict) and value:
+            yield from _leaves(value, path)
+        else:
+            yield path
+
+
+# --- layers and composed results -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, eq=False)
+class _Layer:
+    """A ConfigSource ready to merge: its parsed data and its rank in the precedence order."""
+
+    rank: int
+    source: ConfigSource
+    data: dict[str, Any]
+    requirements: frozenset[Fact]
+
+    def location_of(self, path: Path) -> Location:
+        locations = self.source.key_locations
+        for end in range(len(path), 0, -1):
+            found = locations.get(path[:end])
+            if found is not None:
+                return found
+        return self.source.location
+
+    def contribution(self, path: Path, value: Any) -> Contribution:
+        return Contribution(self.source.name, self.location_of(path), value)
+
+
+class _LazyProvenance(Mapping[Path, Provenance]):
+    """Provenance of every leaf path of a composed value, computed per path on first access."""
+
+    def __init__(self, values: dict[str, Any], layers: tuple[_Layer, ...]) -> None:
+        self._values = values
+        self._layers = layers
+        self._cache: dict[Path, Provenance] = {}
+        self._paths: list[Path] | None = None
+
+    def __getitem__(self, path: Path) -> Provenance:
+        found = self._cache.get(path)
+        if found is not None:
+            return found
+        path = tuple(path)
+        value = _value_at(self._values, path)
+        if not path or value is _MISSING or (isinstance(value, dict) and value):
+            raise KeyError(path)
+        contributions = [
+            layer.contribution(path, here)
+            for layer in reversed(self._layers)
+            if (here := _value_at(layer.data, path)) is not _MISSING
+        ]
+        provenance = Provenance(path, contributions[0], tuple(contributions[1:]))
+        self._cache[path] = provenance
+        return provenance
+
+    def _all_paths(self) -> list[Path]:
+        if self._paths is None:
+            self._paths = list(_leaves(self._values))
+        return self._paths
+
+    def __iter__(self) -> Iterator[Path]:
+        return iter(self._all_paths())
+
+    def __len__(self) -> int:
+        return len(self._all_paths())
+
+    def __contains__(self, path: object) -> bool:
+        try:
+            self[path]  # type: ignore[index]
+        except (KeyError, TypeError):
+            return False
+        return True
+
+
+@dataclass(frozen=True)
+class Composed:
+    """The merged config of one assignment. Shared between assignments with the same applied ConfigMaps;
+    treat ``values`` as immutable. ``fingerprint`` is the sha256 of the canonical JSON of ``values``."""
+
+    values: dict[str, Any]
+    provenance: Mapping[tuple[str, ...], Provenance]  # every leaf path (scalar, list, empty map)
+    sources: tuple[str, ...]  # applied ConfigMaps, lowest precedence first
+
+    @cached_property
+    def fingerprint(self) -> str:
+        return hashlib.sha256(canonical_json(self.values).encode()).hexdigest()
+
+    def locate(self, path: Sequence[str | int]) -> Provenance | None:
+        """Provenance of ``path`` or of its longest leaf prefix (a list item points at its list). For a
+        non-empty map, the first leaf below it."""
+        keys: list[str] = []
+        for part in path:
+            if not isinstance(part, str):
+                break
+            keys.append(part)
+        for end in range(len(keys), 0, -1):
+            found = self.provenance.get(tuple(keys[:end]))
+            if found is not None:
+                return found
+        if keys and len(keys) == len(path) and isinstance(_value_at(self.values, keys), dict):
+            prefix = tuple(keys)
+            below = sorted(p for p in self.provenance if p[: len(prefix)] == prefix)
+            if below:
+                return self.provenance[below[0]]
+        return None
+
+
+@dataclass(frozen=True)
+class _ClusterPlan:
+    """Per cluster type: the ConfigMaps its side alone satisfies, and those that also need target labels."""
+
+    facts: frozenset[Fact]
+    hits: tuple[int, ...]
+    pending: tuple[tuple[int, frozenset[Fact]], ...]  # (rank, requirements the cluster type lacks)
+
+
+@dataclass(frozen=True)
+class _TargetPlan:
+    """Per deployment target: the ConfigMaps indexed under one of its facts."""
+
+    facts: frozenset[Fact]
+    entries: tuple[tuple[Fact, int, frozenset[Fact]], ...]  # (index key, rank, requirements)
+
+
+def precedence_key(source: ConfigSource) -> tuple[int, int, str, str, int]:
+    """Lowest first: priority, then specificity (number of labels besides platform-config), then name."""
+    return (
+        source.priority,
+        len(_requirements(source.labels)),
+        source.name,
+        source.location.file,
+        source.location.line or 0,
+    )
+
+
+class Composer:
+    """Composes config for many subjects from one environment's ConfigMaps."""
+
+    def __init__(self, sources: Sequence[ConfigSource]) -> None:
+        yaml = YAML(typ="safe", pure=True)
+        ordered = sorted(sources, key=precedence_key)
+        self._layers = tuple(
+            _Layer(
+                rank,
+                source,
+                {
+                    _plain_key(k): _parse_value(yaml, v) if isinstance(v, str) else _plain(v)
+                    for k, v in source.data.items()
+                },
+                _requirements(source.labels),
+            )
+            for rank, source in enumerate(ordered)
+        )
+        counts = Counter(fact for layer in self._layers for fact in layer.requirements)
+        self._always: list[int] = []
+        self._index: dict[Fact, list[tuple[int, frozenset[Fact]]]] = {}
+        for layer in self._layers:
+            if not layer.requirements:
+                self._always.append(layer.rank)
+                continue
+            anchor = min(layer.requirements, key=lambda f: (_ANCHOR_RANK.get(f[0], 3), counts[f], f))
+            self._index.setdefault(anchor, []).append((layer.rank, layer.requirements))
+        self._merged: dict[tuple[int, ...], dict[str, Any]] = {(): {}}
+        self._composed: dict[tuple[int, ...], Composed] = {}
+        self._cluster_plans: dict[tuple[str, str, frozenset[tuple[str, str]]], _ClusterPlan] = {}
+        self._target_plans: dict[tuple[str, str, frozenset[tuple[str, str]]], _TargetPlan] = {}
+
+    def applied(self, subject: Subject) -> tuple[int, ...]:
+        """Ranks of the ConfigMaps that apply to ``subject``, lowest precedence first."""
+        key = (subject.environment, subject.cluster_type, frozenset(subject.cluster_type_labels.items()))
+        cluster = self._cluster_plans.get(key)
+        if cluster is None:
+            cluster = self._cluster_plans[key] = self._plan_cluster(_cluster_facts(subject))
+        key = (subject.deployment_target, subject.workload, frozenset(subject.target_labels.items()))
+        target = self._target_plans.get(key)
+        if target is None:
+            target = self._target_plans[key] = self._plan_target(_target_facts(subject))
+        if not cluster.pending and not target.entries:
+            return cluster.hits
+        ours, theirs = cluster.facts, target.facts
+        extra = [rank for rank, residual in cluster.pending if residual <= theirs]
+        extra.extend(
+            rank
+            for anchor, rank, needs in target.entries
+            if anchor not in ours and all(f in ours or f in theirs for f in needs)
+        )
+        return tuple(sorted(cluster.hits + tuple(extra))) if extra else cluster.hits
+
+    def _plan_cluster(self, facts: frozenset[Fact]) -> _ClusterPlan:
+        hits = list(self._always)
+        pending: list[tuple[int, frozenset[Fact]]] = []
+        for fact in facts:
+            for rank, needs in self._index.get(fact, ()):
+                if needs <= facts:
+                    hits.append(rank)
+                else:
+                    pending.append((rank, needs - facts))
+        return _ClusterPlan(facts, tuple(sorted(hits)), tuple(pending))
+
+    def _plan_target(self, facts: frozenset[Fact]) -> _TargetPlan:
+        entries = tuple((fact, rank, needs) for fact in facts for rank, needs in self._index.get(fact, ()))
+        return _TargetPlan(facts, entries)
+
+    def compose(self, subject: Subject) -> Composed:
+        key = self.applied(subject)
+        composed = self._composed.get(key)
+        if composed is None:
+            values = self._merge_prefix(key)
+            layers = tuple(self._layers[rank] for rank in key)
+            composed = Composed(
+                values=values,
+                provenance=_LazyProvenance(values, layers),
+                sources=tuple(layer.source.name for layer in layers),
+            )
+            self._composed[key] = composed
+        return composed
+
+    def _merge_prefix(self, key: tuple[int, ...]) -> dict[str, Any]:
+        end = len(key)
+        while key[:end] not in self._merged:
+            end -= 1
+        values = self._merged[key[:end]]
+        for stop in range(end + 1, len(key) + 1):
+            values = _merge(values, self._layers[key[stop - 1]].data)
+            self._merged[key[:stop]] = values
+        return values

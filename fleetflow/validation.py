@@ -1,0 +1,263 @@
+"""Validation of composed config against JSON Schemas (DESIGN §3). Pure, no I/O.
+
+:func:`check_schema` checks a schema against the metaschema of its ``$schema`` (Draft 2020-12 when absent).
+:class:`ConfigValidator` checks composed values; it compiles each schema once and validates each distinct
+(config fingerprint, schema) pair once, since many assignments share their config. Only the mapping of a
+violation to a file:line is done per assignment, because two equal configs may come from different ConfigMaps.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import weakref
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from jsonschema import Draft4Validator, Draft202012Validator
+from jsonschema.exceptions import ValidationError, best_match
+from jsonschema.protocols import Validator
+from jsonschema.validators import validator_for
+
+from fleetflow.composition import Composed, canonical_json
+from fleetflow.errors import Location, Problem
+
+DEFAULT_DIALECT = "https://json-schema.org/draft/2020-12/schema"
+_MAX_MESSAGE = 300
+
+
+@dataclass(frozen=True)
+class SchemaSource:
+    """One JSON Schema that config is checked against: a ConfigSchema, or a workload/target configSchemas
+    entry (then ``labels`` is empty)."""
+
+    name: str
+    schema: Mapping[str, Any]
+    location: Location
+    labels: Mapping[str, str] = field(default_factory=dict)
+
+
+Path = tuple[str | int, ...]
+
+
+def format_path(path: Sequence[str | int]) -> str:
+    """``("db", "hosts", 0)`` -> ``db.hosts[0]``; the root is ``(root)``."""
+    text = ""
+    for part in path:
+        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
+    return text or "(root)"
+
+
+def _shorten(text: str) -> str:
+    return text if len(text) <= _MAX_MESSAGE else text[: _MAX_MESSAGE - 3] + "..."
+
+
+def _dialect(schema: Mapping[str, Any]) -> tuple[type[Validator], bool]:
+    """The validator class for ``schema`` and whether its ``$schema`` is known."""
+    cls = validator_for(schema, default=Draft202012Validator)
+    if "$schema" not in schema:
+        return cls, True
+    known = validator_for(schema, default=Draft4Validator) is cls
+    return cls, known
+
+
+def check_schema(source: SchemaSource) -> list[Problem]:
+    """Problems with the schema itself (not a map, unknown ``$schema``, metaschema violations)."""
+    schema: Any = source.schema
+    hint = "fix the schema so that it is a valid JSON Schema"
+    if not isinstance(schema, Mapping):
+        return [Problem(f"schema {source.name}: a JSON Schema must be a map", source.location, hint)]
+    uri = schema.get("$schema")
+    if uri is not None and not isinstance(uri, str):
+        return [Problem(f"schema {source.name}: $schema must be a string URI", source.location, hint)]
+    cls, known = _dialect(schema)
+    if not known:
+        return [
+            Problem(
+                f"schema {source.name}: unknown $schema {uri!r}",
+                source.location,
+                f"use a JSON Schema draft URI such as {DEFAULT_DIALECT}, or leave $schema out",
+            )
+        ]
+    meta = cls(cls.META_SCHEMA, format_checker=cls.FORMAT_CHECKER)
+    errors = sorted(meta.iter_errors(schema), key=lambda e: (_sort_path(e.absolute_path), e.message))
+    return [
+        Problem(
+            f"schema {source.name}: invalid JSON Schema at {format_path(list(e.absolute_path))}: "
+            f"{_shorten(e.message)}",
+            source.location,
+            f"{hint} ({cls.META_SCHEMA.get('$id', cls.META_SCHEMA.get('$schema', 'metaschema'))})",
+        )
+        for e in errors
+    ]
+
+
+def _sort_path(path: Sequence[Any]) -> tuple[tuple[int, Any], ...]:
+    return tuple((0, p) if isinstance(p, int) else (1, str(p)) for p in path)
+
+
+@dataclass(frozen=True)
+class _Violation:
+    """One way a config breaks a schema, independent of where the config came from."""
+
+    path: Path
+    message: str
+    hint: str
+    missing: bool = False  # a required key is absent: located at the schema, not at a value
+
+
+@dataclass(eq=False)
+class _Compiled:
+    source: SchemaSource
+    key: str
+    problems: list[Problem]
+    validator: Validator | None
+
+
+class ConfigValidator:
+    """Validates composed config against schemas, caching compiled schemas and results."""
+
+    def __init__(self) -> None:
+        self._by_id: dict[int, tuple[weakref.ref[SchemaSource], _Compiled]] = {}
+        self._by_content: dict[str, _Compiled] = {}
+        self._results: dict[tuple[str, str], tuple[_Violation, ...]] = {}
+
+    def validate(self, assignment: str, composed: Composed, schemas: Sequence[SchemaSource]) -> list[Problem]:
+        """Every violation of every schema by ``composed``, one :class:`Problem` each, in a stable order.
+
+        An invalid schema gives the problems :func:`check_schema` reports (equal problems, so a caller that
+        collects them into an :class:`~fleetflow.errors.InputError` shows them once)."""
+        problems: list[Problem] = []
+        for source in schemas:
+            compiled = self._compile(source)
+            if compiled.validator is None:
+                problems.extend(compiled.problems)
+                continue
+            for violation in self._violations(compiled, composed):
+                problems.append(self._problem(assignment, composed, source, violation))
+        return problems
+
+    def _compile(self, source: SchemaSource) -> _Compiled:
+        entry = self._by_id.get(id(source))
+        if entry is not None and entry[0]() is source:
+            return entry[1]
+        key = hashlib.sha256(
+            canonical_json([source.name, str(source.location), source.schema]).encode()
+        ).hexdigest()
+        compiled = self._by_content.get(key)
+        if compiled is None:
+            problems = check_schema(source)
+            validator = None
+            if not problems:
+                cls, _ = _dialect(source.schema)
+                validator = cls(source.schema, format_checker=cls.FORMAT_CHECKER)
+            compiled = self._by_content[key] = _Compiled(source, key, problems, validator)
+        self._by_id[id(source)] = (weakref.ref(source), compiled)
+        return compiled
+
+    def _violations(self, compiled: _Compiled, composed: Composed) -> tuple[_Violation, ...]:
+        key = (compiled.key, composed.fingerprint)
+        found = self._results.get(key)
+        if found is None:
+            assert compiled.validator is not None
+            try:
+                found = tuple(_collect(compiled.validator, composed.values))
+            except Exception as exc:  # e.g. an unresolvable $ref: the schema is at fault, not the config
+                message = f"the schema cannot be evaluated: {_shorten(str(exc))}"
+                hint = "fix the schema (a $ref must point inside the schema; nothing is fetched)"
+                found = (_Violation((), message, hint, missing=True),)
+            found = tuple(sorted(set(found), key=lambda v: (_sort_path(v.path), v.message)))
+            self._results[key] = found
+        return found
+
+    @staticmethod
+    def _problem(assignment: str, composed: Composed, source: SchemaSource, violation: _Violation) -> Problem:
+        where = format_path(violation.path)
+        location = source.location
+        if not violation.missing:
+            provenance = composed.locate(violation.path)
+            if provenance is not None:
+                location = provenance.winner.location
+                where += f" (from ConfigMap {provenance.winner.source})"
+        message = f"{assignment}: {where}: {violation.message} [schema {source.name}]"
+        return Problem(message, location, violation.hint or None)
+
+
+def _collect(validator: Validator, values: Any) -> Iterator[_Violation]:
+    seen_required: set[tuple[Any, ...]] = set()
+    for error in validator.iter_errors(values):
+        path: Path = tuple(error.absolute_path)
+        instance: Any = error.instance
+        if error.validator == "required" and isinstance(instance, Mapping):
+            marker = (path, tuple(error.absolute_schema_path))
+            if marker in seen_required:
+                continue
+            seen_required.add(marker)
+            required: Any = error.validator_value
+            for name in required:
+                if name not in instance:
+                    key = (*path, name)
+                    yield _Violation(
+                        key,
+                        "required key is missing",
+                        f"set {format_path(key)} in a ConfigMap that applies to this assignment",
+                        missing=True,
+                    )
+        elif error.validator == "additionalProperties" and error.validator_value is False:
+            yield from _unexpected_keys(error, path)
+        else:
+            yield _Violation(path, _shorten(error.message), _hint(error))
+
+
+def _unexpected_keys(error: ValidationError, path: Path) -> Iterator[_Violation]:
+    schema: Any = error.schema if isinstance(error.schema, Mapping) else {}
+    instance: Any = error.instance
+    allowed = schema.get("properties", {})
+    patterns = list(schema.get("patternProperties", {}))
+    try:
+        extras = [
+            key for key in instance if key not in allowed and not any(re.search(p, key) for p in patterns)
+        ]
+    except (re.error, TypeError):
+        extras = []
+    if not extras:
+        yield _Violation(path, _shorten(error.message), "remove the key or add it to the schema")
+    for key in extras:
+        yield _Violation(
+            (*path, key),
+            "key is not allowed by the schema (additionalProperties is false)",
+            f"remove {key} from the ConfigMap, or add it to the schema's properties",
+        )
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, default=str)
+
+
+def _hint(error: ValidationError) -> str:
+    kind = error.validator
+    expected: Any = error.validator_value
+    instance: Any = error.instance
+    if kind == "type":
+        names = expected if isinstance(expected, list) else [expected]
+        text = f"value must be of type {' or '.join(str(n) for n in names)}"
+        top_level = len(error.absolute_path) == 1
+        if top_level and isinstance(instance, str) and set(names) & {"integer", "number", "boolean"}:
+            text += (
+                "; ConfigMap data values are strings, so declare this key as a string in the schema"
+                ' (with a "pattern"), or write the value inside a YAML map or list'
+            )
+        return text
+    if kind == "enum":
+        return "value must be one of " + ", ".join(_json(v) for v in expected)
+    if kind == "const":
+        return f"value must be {_json(expected)}"
+    if kind == "pattern":
+        return f"value must match the pattern {expected}"
+    if kind == "format":
+        return f"value must be a valid {expected}"
+    if kind in ("anyOf", "oneOf") and error.context:
+        return f"closest match: {_shorten(best_match(error.context).message)}"
+    return f"change the value so that it satisfies {kind}: {_shorten(_json(expected))}"

@@ -1,0 +1,214 @@
+"""Validation of composed config against JSON Schemas."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from fleetflow.composition import Composed, Composer, ConfigSource, Subject
+from fleetflow.errors import InputError, Location
+from fleetflow.validation import ConfigValidator, SchemaSource, check_schema, format_path
+
+SUBJECT = Subject("dev", "edge", {}, "shop-web", {"workload": "shop"}, "shop")
+SCHEMA_AT = Location("schemas/app.yaml", 4)
+
+
+def composed(*data: dict[str, Any]) -> Composed:
+    """Compose ConfigMaps ``cm0``, ``cm1``... whose keys sit on lines 10, 11... of ``cmN.yaml``."""
+    sources = [
+        ConfigSource(
+            f"cm{n}",
+            Location(f"cm{n}.yaml", 1),
+            {},
+            0,
+            values,
+            {(key,): Location(f"cm{n}.yaml", 10 + i) for i, key in enumerate(values)},
+        )
+        for n, values in enumerate(data)
+    ]
+    return Composer(sources).compose(SUBJECT)
+
+
+def schema(body: dict[str, Any], name: str = "app-schema") -> SchemaSource:
+    return SchemaSource(name, body, SCHEMA_AT, {})
+
+
+APP_SCHEMA = schema(
+    {
+        "type": "object",
+        "required": ["db", "replicas"],
+        "properties": {
+            "db": {
+                "type": "object",
+                "required": ["host", "user"],
+                "properties": {"port": {"type": "integer"}, "host": {"type": "string"}},
+            },
+            "replicas": {"type": "string", "pattern": "^[0-9]+$"},
+            "ports": {"type": "array", "items": {"type": "integer"}},
+            "mode": {"enum": ["blue", "green"]},
+        },
+    }
+)
+
+
+def test_valid_config_has_no_problems() -> None:
+    config = composed({"db": "host: db\nuser: app\nport: 5432", "replicas": "3"})
+    assert ConfigValidator().validate("edge/shop-web", config, [APP_SCHEMA]) == []
+
+
+def test_type_error_names_assignment_key_schema_and_line() -> None:
+    config = composed({"db": "host: db\nuser: u"}, {"db": "port: abc", "replicas": "three"})
+    problems = ConfigValidator().validate("edge/shop-web", config, [APP_SCHEMA])
+    assert [p.location for p in problems] == [Location("cm1.yaml", 10), Location("cm1.yaml", 11)]
+    port, replicas = problems
+    assert "edge/shop-web" in port.message
+    assert "db.port" in port.message
+    assert "app-schema" in port.message
+    assert "'abc' is not of type 'integer'" in port.message
+    assert "cm1" in port.message
+    assert port.hint is not None and "integer" in port.hint
+    assert "replicas" in replicas.message
+    assert replicas.hint is not None and "pattern" in replicas.hint
+
+
+def test_missing_required_keys_point_at_the_schema() -> None:
+    config = composed({"db": "port: 1"})
+    problems = ConfigValidator().validate("edge/shop-web", config, [APP_SCHEMA])
+    assert [p.location for p in problems] == [SCHEMA_AT] * 3
+    messages = " | ".join(p.message for p in problems)
+    for key in ("db.host", "db.user", "replicas"):
+        assert f"{key}: required key is missing" in messages
+    assert problems[0].hint == "set db.host in a ConfigMap that applies to this assignment"
+
+
+def test_nested_and_list_item_errors_point_at_the_value() -> None:
+    nested = ConfigSource(
+        "nested",
+        Location("env/cm.yaml", 1),
+        {},
+        0,
+        {"db": {"host": "h", "user": "u", "port": "x"}, "replicas": "1", "ports": "[80, http]"},
+        {
+            ("db",): Location("env/cm.yaml", 5),
+            ("db", "port"): Location("env/cm.yaml", 8),
+            ("ports",): Location("env/cm.yaml", 9),
+        },
+    )
+    config = Composer([nested]).compose(SUBJECT)
+    problems = ConfigValidator().validate("edge/shop-web", config, [APP_SCHEMA])
+    assert [(p.location, p.message.split(":")[1].strip()) for p in problems] == [
+        (Location("env/cm.yaml", 8), "db.port (from ConfigMap nested)"),
+        (Location("env/cm.yaml", 9), "ports[1] (from ConfigMap nested)"),
+    ]
+
+
+def test_every_violation_is_reported_in_a_stable_order() -> None:
+    config = composed({"db": "[1]", "replicas": "x", "mode": "red", "ports": "[a, b]"})
+    first = ConfigValidator().validate("a", config, [APP_SCHEMA])
+    second = ConfigValidator().validate("a", config, [APP_SCHEMA])
+    assert first == second
+    paths: list[list[str | int]] = [["db"], ["mode"], ["ports", 0], ["ports", 1], ["replicas"]]
+    assert [format_path(p) for p in paths] == [m.message.split(": ")[1].split(" (")[0] for m in first]
+    mode = first[1]
+    assert mode.hint == 'value must be one of "blue", "green"'
+
+
+def test_additional_properties_name_each_unexpected_key() -> None:
+    strict = schema({"type": "object", "properties": {"a": {}}, "additionalProperties": False}, "strict")
+    config = composed({"a": "1", "b": "2", "c": "3"})
+    problems = ConfigValidator().validate("x", config, [strict])
+    assert [p.location for p in problems] == [Location("cm0.yaml", 11), Location("cm0.yaml", 12)]
+    assert problems[0].hint == "remove b from the ConfigMap, or add it to the schema's properties"
+
+
+def test_several_schemas_each_report() -> None:
+    other = schema({"required": ["team"]}, "team-schema")
+    problems = ConfigValidator().validate("x", composed({"replicas": "1"}), [APP_SCHEMA, other])
+    assert [p.message.split("[schema ")[1] for p in problems] == ["app-schema]", "team-schema]"]
+
+
+def test_results_are_cached_per_fingerprint_but_located_per_assignment() -> None:
+    validator = ConfigValidator()
+    a = composed({"replicas": "x", "db": "host: h\nuser: u"})
+    b = composed({"db": "host: h\nuser: u"}, {"replicas": "x"})
+    assert a.fingerprint == b.fingerprint
+    first = validator.validate("a", a, [APP_SCHEMA])
+    assert validator.validate("a", a, [APP_SCHEMA]) == first
+    assert len(validator._results) == 1
+    second = validator.validate("b", b, [APP_SCHEMA])
+    assert len(validator._results) == 1
+    assert first[0].location == Location("cm0.yaml", 10)
+    assert second[0].location == Location("cm1.yaml", 10)
+    assert "b:" in second[0].message
+
+
+def test_schemas_are_compiled_once_per_content() -> None:
+    validator = ConfigValidator()
+    config = composed({"replicas": "1"})
+    copy = SchemaSource(APP_SCHEMA.name, dict(APP_SCHEMA.schema), APP_SCHEMA.location, {})
+    validator.validate("a", config, [APP_SCHEMA])
+    validator.validate("a", config, [copy])
+    assert len(validator._by_content) == 1
+
+
+def test_invalid_schema_is_reported_by_check_schema() -> None:
+    bad = schema({"type": "objekt", "properties": {"a": {"minimum": "one"}}}, "bad")
+    problems = check_schema(bad)
+    assert len(problems) == 2
+    assert all(p.location == SCHEMA_AT for p in problems)
+    assert "bad" in problems[0].message
+    assert "properties.a.minimum" in problems[0].message
+    assert "type" in problems[1].message
+
+
+def test_invalid_schema_in_validate_gives_the_same_problems_once() -> None:
+    bad = schema({"type": "objekt"}, "bad")
+    validator = ConfigValidator()
+    first = validator.validate("a", composed({}), [bad])
+    second = validator.validate("b", composed({"x": "1"}), [bad])
+    assert first == second == check_schema(bad)
+    assert len(InputError(first + second).problems()) == 1
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"type": "object"},
+        {"$schema": "http://json-schema.org/draft-07/schema#", "type": "object"},
+        {"$schema": "http://json-schema.org/draft-04/schema#", "properties": {"a": {"type": "string"}}},
+        {"$schema": "https://json-schema.org/draft/2020-12/schema", "$defs": {"x": {}}},
+    ],
+)
+def test_valid_schemas_pass_check_schema(body: dict[str, Any]) -> None:
+    assert check_schema(schema(body)) == []
+
+
+def test_metaschema_follows_schema_keyword() -> None:
+    # exclusiveMinimum is a boolean in draft 4 and a number in 2020-12
+    draft4 = {"$schema": "http://json-schema.org/draft-04/schema#", "exclusiveMinimum": 3}
+    assert check_schema(schema(draft4)) != []
+    assert check_schema(schema({"exclusiveMinimum": 3})) == []
+
+
+def test_unknown_dialect_and_non_map_schema() -> None:
+    unknown = check_schema(schema({"$schema": "https://example.com/my-schema"}))
+    assert len(unknown) == 1
+    assert "unknown $schema" in unknown[0].message
+    not_a_map: Any = ["type", "object"]
+    assert "must be a map" in check_schema(SchemaSource("list", not_a_map, SCHEMA_AT, {}))[0].message
+
+
+def test_unresolvable_ref_is_a_problem_not_a_crash() -> None:
+    remote = schema({"$ref": "https://example.com/schema.json"}, "remote")
+    problems = ConfigValidator().validate("a", composed({"x": "1"}), [remote])
+    assert len(problems) == 1
+    assert problems[0].location == SCHEMA_AT
+    assert "cannot be evaluated" in problems[0].message
+
+
+def test_format_is_checked() -> None:
+    ipv4 = schema({"properties": {"ip": {"type": "string", "format": "ipv4"}}}, "net")
+    problems = ConfigValidator().validate("a", composed({"ip": "300.1.1.1"}), [ipv4])
+    assert len(problems) == 1
+    assert problems[0].hint == "value must be a valid ipv4"
