@@ -1,0 +1,94 @@
+"""The forge protocol: what fleetflow needs from GitHub (or the local stand-in), and nothing more.
+
+A repo is named by a string the forge understands: ``owner/name`` for GitHub, a path or git URL for the local
+forge. Every write is idempotent: calling it again with the same arguments leaves the same state and makes no
+second object (a retried create finds what the first attempt made).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Literal, Protocol
+
+StatusState = Literal["pending", "success", "failure", "error"]
+
+# The hidden marker that identifies fleetflow's pull requests (the environment follows it).
+PR_MARKER = "<!-- fleetflow:environment="
+
+
+@dataclass(frozen=True)
+class CommitStatus:
+    """The latest report of one context on one commit (a commit status, or a check run mapped onto one)."""
+
+    context: str
+    state: StatusState
+    description: str = ""
+    updated_at: datetime | None = None
+    kind: Literal["status", "check"] = "status"
+
+
+@dataclass(frozen=True)
+class PullRequest:
+    number: int
+    head: str  # branch name, without owner
+    base: str
+    title: str
+    body: str
+    state: Literal["open", "closed"]
+    merged: bool = False
+    head_sha: str = ""
+    merge_commit_sha: str | None = None
+    url: str = ""
+    labels: tuple[str, ...] = field(default_factory=tuple)
+
+
+class Forge(Protocol):
+    """What fleetflow asks of a forge. Implementations: ``GitHubForge``, ``LocalForge``."""
+
+    name: str  # "github" | "local"
+
+    def git_url(self, repo: str) -> str:
+        """A URL git can fetch from and push to (with credentials where needed; never printed)."""
+        ...
+
+    def default_branch(self, repo: str) -> str: ...
+
+    def statuses(self, repo: str, sha: str) -> list[CommitStatus]:
+        """Latest state per context on ``sha``: commit statuses and check runs (completed conclusions mapped:
+        success/neutral/skipped → success, failure/timed_out/cancelled/action_required → failure;
+        queued/in_progress → pending)."""
+        ...
+
+    def set_status(self, repo: str, sha: str, context: str, state: StatusState, description: str,
+                   target_url: str | None = None) -> bool:
+        """Post a commit status unless the latest one for ``context`` already has this state and description.
+        Returns True when something was written."""
+        ...
+
+    def open_pull(self, repo: str, head: str, base: str) -> PullRequest | None:
+        """The open PR from branch ``head`` into ``base``, if any."""
+        ...
+
+    def pulls(self, repo: str, head: str, state: Literal["open", "closed", "all"] = "all") -> list[PullRequest]:
+        """PRs whose head branch is ``head``, newest first."""
+        ...
+
+    def create_pull(self, repo: str, head: str, base: str, title: str, body: str) -> PullRequest:
+        """Open a PR; if one is already open for head → base (e.g. a retried create), return that one."""
+        ...
+
+    def update_pull(self, repo: str, number: int, *, title: str | None = None, body: str | None = None,
+                    state: Literal["open", "closed"] | None = None) -> PullRequest: ...
+
+    def add_labels(self, repo: str, number: int, labels: list[str]) -> None: ...
+
+    def request_reviewers(self, repo: str, number: int, reviewers: list[str]) -> None: ...
+
+    def merge_pull(self, repo: str, number: int) -> str:
+        """Merge (merge commit). Returns the merge commit sha. Merging a merged PR returns its sha again."""
+        ...
+
+    def dispatch(self, repo: str, event_type: str, payload: dict[str, object]) -> None:
+        """Fire a repository_dispatch event (the local forge records it)."""
+        ...

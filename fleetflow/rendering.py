@@ -1,0 +1,479 @@
+"""Render ``Template`` manifests with sandboxed Jinja2.
+
+Pure: a :class:`TemplateSource` and plain variables in, bytes out. One :class:`TemplateEngine` holds one
+sandboxed Jinja2 environment (strict undefined, no autoescape, trailing newlines kept) with the
+fleetflow filters registered both as filters and as globals, so ``{{ ConfigData | toYaml }}`` and
+``{{ toYaml(ConfigData) }}`` both work. Templates are compiled once and rendered many times; a render does no
+per-call setup beyond Jinja's own context.
+
+Every failure becomes a :class:`~fleetflow.errors.Problem` that points at the file and line of the template
+line that failed (``manifest_locations`` give the first content line of each manifest string).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from jinja2 import StrictUndefined, Template, TemplateSyntaxError, Undefined, UndefinedError
+from jinja2.exceptions import SecurityError
+from jinja2.sandbox import ImmutableSandboxedEnvironment
+from ruamel.yaml import YAML
+
+from fleetflow.errors import InputError, Location, Problem
+from fleetflow.yamlemit import to_yaml
+
+__all__ = [
+    "CompiledTemplate",
+    "TemplateEngine",
+    "TemplateRenderError",
+    "TemplateSource",
+    "convert_go_template",
+]
+
+_YAML_TYPES = frozenset({"yaml", "yml"})
+_MAX_REPEAT = 1_000_000  # longest string/list a template may build with * or **
+_GO_SYNTAX = re.compile(r"\{\{-?\s*(?:\.|/\*|(?:if|range|with|end)\b)")
+_GO_HINT = "templates are Jinja2, not Go templates: write {{ Namespace }}, not {{ .Namespace }}"
+
+
+@dataclass(frozen=True)
+class TemplateSource:
+    """One ``Template`` document, as the loader read it."""
+
+    name: str
+    type: str
+    content_type: str
+    manifests: tuple[str, ...]
+    location: Location
+    manifest_locations: tuple[Location, ...]
+
+
+class TemplateRenderError(InputError):
+    """A template failed to render for one assignment. Carries exactly one problem."""
+
+    def __init__(self, problem: Problem) -> None:
+        super().__init__([problem])
+        self.problem = problem
+
+
+class TemplateRequiredError(Exception):
+    """Raised by the ``required`` filter; its message is the template author's."""
+
+
+# -- filters -------------------------------------------------------------------------------------------
+
+
+def _defined(value: Any) -> Any:
+    if isinstance(value, Undefined):
+        value._fail_with_undefined_error()
+    return value
+
+
+def to_yaml_filter(value: Any) -> str:
+    """``toYaml``: block YAML without the final newline (as sprig's ``toYaml``)."""
+    return to_yaml(_defined(value))[:-1]
+
+
+def to_json_filter(value: Any, indent: int | None = None) -> str:
+    """``toJson``: sorted keys; compact unless ``indent`` is given."""
+    if indent is None:
+        return json.dumps(_defined(value), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return json.dumps(_defined(value), sort_keys=True, indent=indent, ensure_ascii=False)
+
+
+_yaml_loader = YAML(typ="safe", pure=True)
+
+
+def from_yaml_filter(text: str) -> Any:
+    """``fromYaml``: parse a YAML string (safe loader)."""
+    return _yaml_loader.load(str(_defined(text)))
+
+
+def from_json_filter(text: str) -> Any:
+    """``fromJson``: parse a JSON string."""
+    return json.loads(str(_defined(text)))
+
+
+def indent_filter(text: Any, width: int = 4, first: bool = True, blank: bool = False) -> str:
+    """``indent``: prefix lines with ``width`` spaces, **sprig semantics**.
+
+    This deliberately replaces Jinja's builtin ``indent``, which leaves the first line alone: Kalypso
+    templates write ``data:\\n{{ toYaml(ConfigData) | indent(2) }}`` and need every line indented.
+    ``first=False`` skips the first line (Jinja's default behaviour); blank lines stay blank unless
+    ``blank=True``.
+    """
+    pad = " " * width
+    lines = str(_defined(text)).split("\n")
+    out = [line if not (blank or line.strip()) else pad + line for line in lines]
+    if not first:
+        out[0] = lines[0]
+    return "\n".join(out)
+
+
+def nindent_filter(text: Any, width: int = 4) -> str:
+    """``nindent``: a newline, then ``indent(width)`` (sprig)."""
+    return "\n" + indent_filter(text, width)
+
+
+def hash_filter(value: Any, length: int | None = None) -> str:
+    """``hash``: sha256 hex of a string (other values: of their compact sorted JSON), optionally truncated."""
+    value = _defined(value)
+    text = value if isinstance(value, str) else _compact_json(value)
+    digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
+    return digest if length is None else digest[: int(length)]
+
+
+def _compact_json(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def _stringify_scalar(value: Any) -> str:
+    if type(value) is str or isinstance(value, str):
+        return value
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return str(value)
+    return _compact_json(value)
+
+
+def stringify_filter(value: Any) -> Any:
+    """``stringify``: a mapping whose values are all strings (for ConfigMap ``data``), or one string.
+
+    str unchanged, bool → ``true``/``false``, None → ``""``, numbers → ``str``, maps and lists → compact
+    sorted JSON.
+    """
+    value = _defined(value)
+    if isinstance(value, Mapping):
+        return {str(k): _stringify_scalar(v) for k, v in value.items()}
+    return _stringify_scalar(value)
+
+
+def quote_filter(value: Any) -> str:
+    """``quote``: a double-quoted string (JSON escaping), non-strings stringified first."""
+    return json.dumps(_stringify_scalar(_defined(value)), ensure_ascii=False)
+
+
+def required_filter(value: Any, message: str = "a required value is missing") -> Any:
+    """``required``: the value, or a render error with ``message`` if it is undefined, None or empty."""
+    if (
+        isinstance(value, Undefined)
+        or value is None
+        or (isinstance(value, str | Mapping | list) and not value)
+    ):
+        raise TemplateRequiredError(str(message))
+    return value
+
+
+FILTERS: dict[str, Any] = {
+    "toYaml": to_yaml_filter,
+    "toJson": to_json_filter,
+    "fromYaml": from_yaml_filter,
+    "fromJson": from_json_filter,
+    "indent": indent_filter,
+    "nindent": nindent_filter,
+    "hash": hash_filter,
+    "stringify": stringify_filter,
+    "quote": quote_filter,
+    "required": required_filter,
+}
+
+
+# -- environment ---------------------------------------------------------------------------------------
+
+
+class _Sandbox(ImmutableSandboxedEnvironment):
+    """Jinja's sandbox, immutable flavour, plus a size limit on ``*`` and ``**``.
+
+    Immutable: the variables are shared between renders (never copied, for speed), so a template must not be
+    able to ``update``/``pop``/``append`` them. The size limit keeps a template from exhausting memory.
+    """
+
+    intercepted_binops = frozenset({"*", "**"})
+
+    def call_binop(self, context: Any, operator: str, left: Any, right: Any) -> Any:
+        if operator == "**":
+            if isinstance(right, int | float) and abs(right) > 1000:
+                raise SecurityError("exponent too large in the template sandbox")
+            return left**right
+        if (
+            isinstance(left, str | list | tuple)
+            and isinstance(right, int)
+            and len(left) * right > _MAX_REPEAT
+        ) or (
+            isinstance(right, str | list | tuple)
+            and isinstance(left, int)
+            and len(right) * left > _MAX_REPEAT
+        ):
+            raise SecurityError("repetition too large in the template sandbox")
+        return left * right
+
+
+class TemplateEngine:
+    """Compiles :class:`TemplateSource` objects; holds the one sandboxed environment."""
+
+    def __init__(self) -> None:
+        env = _Sandbox(
+            undefined=StrictUndefined,
+            autoescape=False,
+            keep_trailing_newline=True,
+            auto_reload=False,
+        )
+        env.filters.update(FILTERS)
+        env.globals.update(FILTERS)
+        self.environment = env
+
+    def compile(self, template: TemplateSource) -> CompiledTemplate:
+        """Compile every manifest; raise :class:`InputError` with one problem per broken manifest."""
+        env = self.environment
+        globals_ = dict(env.make_globals(None))  # a plain dict: Jinja copies it on every render
+        compiled: list[tuple[Template, str, Location]] = []
+        problems: list[Problem] = []
+        for index, text in enumerate(template.manifests):
+            location = _manifest_location(template, index)
+            filename = f"<fleetflow-template {template.name}#{index}>"
+            try:
+                code = env.compile(text, name=template.name, filename=filename)
+            except TemplateSyntaxError as exc:
+                hint = _GO_HINT if _GO_SYNTAX.search(text) else None
+                message = (
+                    f"template {template.name!r}, manifest {index + 1}: syntax error: {exc.message or exc}"
+                )
+                problems.append(Problem(message, _line_in(location, exc.lineno), hint))
+                continue
+            compiled.append((env.template_class.from_code(env, code, globals_), filename, location))
+        if problems:
+            raise InputError(problems)
+        return CompiledTemplate(template, tuple(compiled))
+
+
+class CompiledTemplate:
+    """A template ready to render; cheap to render many times."""
+
+    __slots__ = ("_manifests", "_yaml", "source")
+
+    def __init__(self, source: TemplateSource, manifests: tuple[tuple[Template, str, Location], ...]) -> None:
+        self.source = source
+        self._manifests = manifests
+        self._yaml = source.content_type.lower() in _YAML_TYPES
+
+    def render(self, variables: Mapping[str, Any], subject: str) -> bytes | None:
+        """Render every manifest and join the non-empty ones; None when all of them are empty.
+
+        Leading and trailing blank lines of each rendered manifest are dropped and each ends with one newline;
+        YAML documents are then joined with ``---`` lines, other content types simply follow each other (a
+        single ``\\n`` between manifests, no blank line). The result ends with exactly one newline.
+        """
+        docs: list[str] = []
+        for index, (template, filename, location) in enumerate(self._manifests):
+            try:
+                text = template.render(variables)
+            except Exception as exc:
+                raise TemplateRenderError(
+                    self._problem(exc, index, filename, location, variables, subject)
+                ) from exc
+            doc = _trim_blank_lines(text)
+            if doc is not None:
+                docs.append(doc)
+        if not docs:
+            return None
+        if self._yaml:
+            return "---\n".join(docs).encode("utf-8")
+        return "".join(docs).encode("utf-8")  # each ends with its newline: one "\n" between manifests
+
+    def _problem(
+        self,
+        exc: Exception,
+        index: int,
+        filename: str,
+        location: Location,
+        variables: Mapping[str, Any],
+        subject: str,
+    ) -> Problem:
+        lineno = _template_lineno(exc, filename)
+        where = f"template {self.source.name!r}, manifest {index + 1}, rendering {subject}"
+        hint: str | None = None
+        if isinstance(exc, SecurityError):
+            detail = f"blocked by the template sandbox: {exc}"
+            hint = "templates may only read the variables they are given, not Python internals"
+        elif isinstance(exc, UndefinedError):
+            missing = "missing key" if "has no attribute" in str(exc.message) else "undefined variable"
+            detail = f"{missing}: {exc.message}"
+            hint = "variables: " + ", ".join(sorted(variables))
+        elif isinstance(exc, TemplateRequiredError):
+            detail = f"required value missing: {exc}"
+        else:
+            detail = f"{type(exc).__name__}: {exc}"
+        return Problem(f"{where}: {detail}", _line_in(location, lineno), hint)
+
+
+def _manifest_location(template: TemplateSource, index: int) -> Location:
+    if index < len(template.manifest_locations):
+        return template.manifest_locations[index]
+    return template.location
+
+
+def _line_in(location: Location, lineno: int | None) -> Location:
+    if lineno is None or location.line is None:
+        return location
+    return Location(location.file, location.line + lineno - 1)
+
+
+def _template_lineno(exc: BaseException, filename: str) -> int | None:
+    """The template line of the innermost ``filename`` frame (Jinja rewrites tracebacks to template lines)."""
+    lineno: int | None = None
+    tb = exc.__traceback__
+    while tb is not None:
+        if tb.tb_frame.f_code.co_filename == filename:
+            lineno = tb.tb_lineno
+        tb = tb.tb_next
+    return lineno
+
+
+def _trim_blank_lines(text: str) -> str | None:
+    """Drop whole blank lines at both ends and end with one newline; None if only whitespace is left."""
+    body = text.rstrip()
+    if not body:
+        return None
+    begin = text.rfind("\n", 0, len(text) - len(text.lstrip())) + 1
+    end = text.find("\n", len(body))
+    return (text[begin:end] if end != -1 else text[begin:]) + "\n"
+
+
+# -- Go template conversion ----------------------------------------------------------------------------
+
+_ACTION = re.compile(r"\{\{(-?)(\s*)(.*?)(\s*)(-?)\}\}", re.DOTALL)
+_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|`[^`]*`|\|\||\||[^\s|]+')
+_FIELD = re.compile(r"\.[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*")
+_LITERAL = re.compile(r'"(?:[^"\\]|\\.)*"|-?[0-9]+(?:\.[0-9]+)?|true|false')
+_FUNCTIONS = frozenset(FILTERS) | {"upper", "lower", "trim", "default"}
+_GO_FUNCTIONS = {"sha256sum": "hash"}
+_COMPARISONS = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
+
+
+def convert_go_template(text: str) -> str:
+    """Convert the simple Go-template forms Kalypso templates use into Jinja2.
+
+    * ``{{ .Namespace }}`` → ``{{ Namespace }}``, ``{{ .Manifests.repo }}`` → ``{{ Manifests.repo }}``;
+    * ``{{ toYaml .ConfigData | indent 2 }}`` → ``{{ ConfigData | toYaml | indent(2) }}`` (sprig functions
+      take the piped value last, so ``fn a .X`` is ``X | fn(a)``);
+    * ``{{ index .Labels "k" }}`` → ``{{ Labels["k"] }}``;
+    * ``{{ if .X }}`` / ``{{ else if eq .X "a" }}`` / ``{{ else }}`` / ``{{ end }}`` → ``{% if %}``...;
+    * ``{{/* comment */}}`` → ``{# comment #}``.
+
+    Anything else (variables, ``range``, ``with``, parentheses, unknown functions) is left untouched.
+    """
+    blocks: list[bool] = []  # for each open Go block: converted to a Jinja {% if %}?
+
+    def action(match: re.Match[str]) -> str:
+        ltrim, lspace, body, rspace, rtrim = match.groups()
+        if body.startswith("/*") and body.endswith("*/"):
+            return "{#" + ltrim + " " + body[2:-2].strip() + " " + rtrim + "#}"
+        words = body.split(None, 1)
+        keyword = words[0] if words else ""
+        rest = words[1] if len(words) > 1 else ""
+        statement: str | None = None
+        if keyword == "if":
+            condition = _condition(rest)
+            blocks.append(condition is not None)
+            if condition is not None:
+                statement = f"if {condition}"
+        elif keyword == "else" and blocks and blocks[-1]:
+            if not rest:
+                statement = "else"
+            elif rest.startswith("if "):
+                condition = _condition(rest[3:])
+                statement = None if condition is None else f"elif {condition}"
+        elif keyword == "end":
+            if blocks and blocks.pop():
+                statement = "endif"
+        elif keyword in {"range", "with", "define", "block"}:
+            blocks.append(False)
+        else:
+            expression = _pipeline(body)
+            if expression is not None:
+                return "{{" + ltrim + lspace + expression + rspace + rtrim + "}}"
+        if statement is None:
+            return match.group(0)
+        return "{%" + ltrim + lspace + statement + rspace + rtrim + "%}"
+
+    return _ACTION.sub(action, text)
+
+
+def _operand(token: str) -> str | None:
+    if _FIELD.fullmatch(token):
+        return token[1:]
+    if token.startswith("`") and token.endswith("`") and len(token) >= 2:
+        return json.dumps(token[1:-1])
+    if _LITERAL.fullmatch(token):
+        return token
+    if token == "nil":
+        return "none"
+    return None
+
+
+def _command(tokens: list[str], piped: str | None) -> str | None:
+    """One pipeline stage. ``piped`` is the expression flowing in from the previous stage, if any."""
+    head, args = tokens[0], tokens[1:]
+    if piped is None and not args:
+        return _operand(head)
+    operands = [_operand(a) for a in args]
+    if any(o is None for o in operands):
+        return None
+    values: list[str] = [o for o in operands if o is not None]
+    if head == "index" and piped is None and len(values) >= 2:
+        return values[0] + "".join(f"[{key}]" for key in values[1:])
+    name = _GO_FUNCTIONS.get(head, head)
+    if name not in _FUNCTIONS:
+        return None
+    if piped is None:
+        if not values:
+            return None
+        piped, values = values[-1], values[:-1]
+    if name == "default":
+        values.append("true")  # Go's default also replaces empty values
+    return f"{piped} | {name}({', '.join(values)})" if values else f"{piped} | {name}"
+
+
+def _pipeline(body: str) -> str | None:
+    tokens = _TOKEN.findall(body)
+    if not tokens or "||" in tokens or any(t.startswith(("(", "$")) or t.endswith(")") for t in tokens):
+        return None
+    stages: list[list[str]] = [[]]
+    for token in tokens:
+        if token == "|":
+            stages.append([])
+        else:
+            stages[-1].append(token)
+    if any(not stage for stage in stages):
+        return None
+    expression: str | None = None
+    for stage in stages:
+        expression = _command(stage, expression)
+        if expression is None:
+            return None
+    return expression
+
+
+def _condition(body: str) -> str | None:
+    tokens = _TOKEN.findall(body)
+    if not tokens:
+        return None
+    head, args = tokens[0], [_operand(t) for t in tokens[1:]]
+    if head in _COMPARISONS or head in {"and", "or", "not"}:
+        if any(a is None for a in args) or not args:
+            return None
+        values = [a for a in args if a is not None]
+        if head == "not":
+            return f"not {values[0]}" if len(values) == 1 else None
+        if head in {"and", "or"}:
+            return f" {head} ".join(values)
+        return f"{values[0]} {_COMPARISONS[head]} {values[1]}" if len(values) == 2 else None
+    return _pipeline(body)

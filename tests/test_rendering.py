@@ -1,0 +1,416 @@
+"""Template rendering: joining, filters, error locations, the sandbox, Go-template conversion."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+import pytest
+from ruamel.yaml import YAML
+
+from fleetflow.errors import InputError, Location
+from fleetflow.rendering import (
+    TemplateEngine,
+    TemplateRenderError,
+    TemplateSource,
+    convert_go_template,
+)
+
+SUBJECT = "assignment eu-west/app-dev"
+_SAFE = YAML(typ="safe")
+
+
+def source(
+    *manifests: str, content_type: str = "yaml", name: str = "tpl", first_line: int = 10
+) -> TemplateSource:
+    """A template whose manifests start at ``first_line``, 5 lines apart, in templates/tpl.yaml."""
+    return TemplateSource(
+        name=name,
+        type="config",
+        content_type=content_type,
+        manifests=tuple(manifests),
+        location=Location("templates/tpl.yaml", 1),
+        manifest_locations=tuple(
+            Location("templates/tpl.yaml", first_line + 5 * i) for i in range(len(manifests))
+        ),
+    )
+
+
+def variables(**overrides: Any) -> dict[str, Any]:
+    base: dict[str, Any] = {
+        "DeploymentTargetName": "app-dev",
+        "Namespace": "dev-team-a-app-dev",
+        "Environment": "dev",
+        "Workspace": "team-a",
+        "Workload": "app",
+        "ClusterType": "eu-west",
+        "Labels": {"region": "eu", "workload": "app"},
+        "Manifests": {"repo": "https://example.com/app.git", "branch": "main", "path": "deploy/dev"},
+        "ConfigData": {"REPLICAS": 3, "DB": {"host": "db", "port": 5432}, "DEBUG": True, "NAME": "app"},
+    }
+    base.update(overrides)
+    return base
+
+
+@pytest.fixture(scope="module")
+def engine() -> TemplateEngine:
+    return TemplateEngine()
+
+
+def render(engine: TemplateEngine, *manifests: str, content_type: str = "yaml", **vars_: Any) -> str | None:
+    result = engine.compile(source(*manifests, content_type=content_type)).render(variables(**vars_), SUBJECT)
+    return None if result is None else result.decode("utf-8")
+
+
+# -- joining -------------------------------------------------------------------------------------------
+
+
+def test_yaml_documents_are_joined_with_separators(engine: TemplateEngine) -> None:
+    out = render(engine, "kind: A\nname: {{ Namespace }}\n", "kind: B\nns: {{ Namespace }}")
+    assert out == "kind: A\nname: dev-team-a-app-dev\n---\nkind: B\nns: dev-team-a-app-dev\n"
+    assert list(_SAFE.load_all(out)) == [
+        {"kind": "A", "name": "dev-team-a-app-dev"},
+        {"kind": "B", "ns": "dev-team-a-app-dev"},
+    ]
+
+
+def test_empty_renders_are_dropped(engine: TemplateEngine) -> None:
+    out = render(
+        engine,
+        "{% if Environment == 'prod' %}kind: ProdOnly\n{% endif %}",
+        "kind: Always\n",
+        "  \n\n",
+        content_type="yml",
+    )
+    assert out == "kind: Always\n"
+    assert render(engine, "{% if false %}x{% endif %}", "\n\n   \n") is None
+    assert render(engine) is None
+
+
+def test_blank_lines_at_the_ends_are_trimmed_but_content_is_kept(engine: TemplateEngine) -> None:
+    out = render(engine, "\n\n{% if true %}\n  indented: {{ Workload }}\nlast: x  \n{% endif %}\n\n")
+    assert out == "  indented: app\nlast: x  \n"
+
+
+@pytest.mark.parametrize("content_type", ["json", "sh", "env", "properties"])
+def test_other_content_types_join_with_a_newline(engine: TemplateEngine, content_type: str) -> None:
+    out = render(engine, "A={{ Workload }}\n\n", "B={{ Environment }}", content_type=content_type)
+    assert out == "A=app\nB=dev\n"
+
+
+def test_json_content(engine: TemplateEngine) -> None:
+    out = render(
+        engine,
+        '{"namespace": {{ Namespace | toJson }}, "config": {{ toJson(ConfigData) }}}',
+        content_type="json",
+    )
+    assert out is not None
+    assert json.loads(out) == {"namespace": "dev-team-a-app-dev", "config": variables()["ConfigData"]}
+
+
+def test_shell_content(engine: TemplateEngine) -> None:
+    template = (
+        "#!/bin/sh\nset -eu\n"
+        "{% for key, value in ConfigData | stringify | dictsort %}"
+        "export {{ key }}={{ value | quote }}\n{% endfor %}"
+    )
+    out = render(engine, "\n" + template, content_type="sh")
+    assert out == (
+        "#!/bin/sh\nset -eu\n"
+        'export DB="{\\"host\\":\\"db\\",\\"port\\":5432}"\n'
+        'export DEBUG="true"\nexport NAME="app"\nexport REPLICAS="3"\n'
+    )
+
+
+def test_render_is_deterministic(engine: TemplateEngine) -> None:
+    compiled = engine.compile(source("data:\n{{ toYaml(ConfigData) | indent(2) }}\n"))
+    a = compiled.render(variables(ConfigData={"b": 1, "a": {"q": 2, "p": 1}}), SUBJECT)
+    b = compiled.render(variables(ConfigData={"a": {"p": 1, "q": 2}, "b": 1}), SUBJECT)
+    assert a == b == b"data:\n  a:\n    p: 1\n    q: 2\n  b: 1\n"
+    assert compiled.render(variables(ConfigData={"a": {"p": 1, "q": 2}, "b": 1}), SUBJECT) == a
+
+
+@pytest.mark.parametrize(
+    "mutation",
+    [
+        "ConfigData.update({'x': 1})",
+        "ConfigData.pop('NAME')",
+        "Labels.clear()",
+        "Manifests.setdefault('x', 1)",
+    ],
+)
+def test_variables_cannot_be_modified(engine: TemplateEngine, mutation: str) -> None:
+    """Variables are shared between renders (never copied), so templates may not mutate them."""
+    vars_ = variables()
+    before = json.dumps(vars_, sort_keys=True)
+    compiled = engine.compile(source("{% set _ = " + mutation + " %}{{ ConfigData }}"))
+    with pytest.raises(TemplateRenderError, match="sandbox"):
+        compiled.render(vars_, SUBJECT)
+    assert json.dumps(vars_, sort_keys=True) == before
+
+
+# -- filters -------------------------------------------------------------------------------------------
+
+
+def test_kalypso_config_map(engine: TemplateEngine) -> None:
+    template = (
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: platform-config\n  namespace: {{ Namespace }}\n"
+        "data:\n{{ toYaml(stringify(ConfigData)) | indent(2) }}\n"
+    )
+    out = render(engine, template)
+    assert out is not None
+    assert _SAFE.load(out)["data"] == {
+        "REPLICAS": "3",
+        "DB": '{"host":"db","port":5432}',
+        "DEBUG": "true",
+        "NAME": "app",
+    }
+
+
+def test_to_yaml(engine: TemplateEngine) -> None:
+    assert render(engine, "{{ ConfigData.DB | toYaml }}|") == "host: db\nport: 5432|\n"
+    assert render(engine, "{{ toYaml(Labels) }}|") == "region: eu\nworkload: app|\n"
+    assert render(engine, "v: {{ 'yes' | toYaml }}") == 'v: "yes"\n'
+
+
+def test_to_json(engine: TemplateEngine) -> None:
+    assert (
+        render(engine, "{{ Labels | toJson }}", content_type="json") == '{"region":"eu","workload":"app"}\n'
+    )
+    assert render(engine, "{{ ConfigData.DB | toJson(indent=2) }}", content_type="json") == (
+        '{\n  "host": "db",\n  "port": 5432\n}\n'
+    )
+    assert render(engine, "{{ toJson('é') }}", content_type="json") == '"é"\n'
+
+
+def test_from_yaml_and_from_json(engine: TemplateEngine) -> None:
+    out = render(
+        engine,
+        "{{ (Manifests.extra | fromYaml).a.b }} {{ (Manifests.j | fromJson)[1] }}",
+        Manifests={"extra": "a:\n  b: deep\n", "j": "[1, 2]"},
+    )
+    assert out == "deep 2\n"
+
+
+def test_indent_uses_sprig_semantics(engine: TemplateEngine) -> None:
+    assert render(engine, "x:\n{{ 'a: 1\nb:\n\n  c: 2' | indent(2) }}") == "x:\n  a: 1\n  b:\n\n    c: 2\n"
+    assert render(engine, "{{ 'a\nb' | indent }}|") == "    a\n    b|\n"
+    assert render(engine, "x: {{ 'a\nb' | indent(2, first=False) }}") == "x: a\n  b\n"
+    assert render(engine, "{{ indent('a\n\nb', 1, blank=True) }}|") == " a\n \n b|\n"
+
+
+def test_nindent(engine: TemplateEngine) -> None:
+    assert (
+        render(engine, "data:{{ toYaml(Labels) | nindent(2) }}") == "data:\n  region: eu\n  workload: app\n"
+    )
+
+
+def test_hash(engine: TemplateEngine) -> None:
+    digest = hashlib.sha256(b"app").hexdigest()
+    assert render(engine, "{{ Workload | hash }}") == digest + "\n"
+    assert render(engine, "{{ hash(Workload, 8) }}") == digest[:8] + "\n"
+    labels_json = json.dumps({"region": "eu", "workload": "app"}, sort_keys=True, separators=(",", ":"))
+    assert render(engine, "{{ Labels | hash }}") == hashlib.sha256(labels_json.encode()).hexdigest() + "\n"
+
+
+def test_stringify(engine: TemplateEngine) -> None:
+    config = {
+        "s": "x",
+        "t": True,
+        "f": False,
+        "n": None,
+        "i": 3,
+        "x": 1.5,
+        "m": {"b": 1, "a": [1]},
+        "l": [1, "a"],
+    }
+    out = render(engine, "{{ stringify(ConfigData) | toJson }}", content_type="json", ConfigData=config)
+    assert out is not None
+    assert json.loads(out) == {
+        "s": "x",
+        "t": "true",
+        "f": "false",
+        "n": "",
+        "i": "3",
+        "x": "1.5",
+        "m": '{"a":[1],"b":1}',
+        "l": '[1,"a"]',
+    }
+    assert render(engine, "{{ ConfigData.DEBUG | stringify }}") == "true\n"
+
+
+def test_quote(engine: TemplateEngine) -> None:
+    assert (
+        render(engine, "{{ 'say \"hi\"' | quote }} {{ 3 | quote }} {{ true | quote }}")
+        == '"say \\"hi\\"" "3" "true"\n'
+    )
+
+
+def test_required(engine: TemplateEngine) -> None:
+    assert render(engine, "{{ required(Manifests.repo, 'repo needed') }}") == "https://example.com/app.git\n"
+    for expression in ["Manifests.nope", "Manifests.empty", "none"]:
+        with pytest.raises(TemplateRenderError, match="required value missing: repo needed"):
+            render(engine, f"{{{{ {expression} | required('repo needed') }}}}", Manifests={"empty": ""})
+
+
+# -- errors --------------------------------------------------------------------------------------------
+
+
+def test_syntax_errors_name_every_broken_manifest_and_its_file_line(engine: TemplateEngine) -> None:
+    broken = source(
+        "ok: {{ Namespace }}\n", "line1\nline2 {{ Namespace \n", "a\nb\n{% if x %}\n", first_line=7
+    )
+    with pytest.raises(InputError) as info:
+        engine.compile(broken)
+    problems = info.value.problems()
+    assert len(problems) == 2
+    assert problems[0].location == Location("templates/tpl.yaml", 13)  # manifest 2 starts at 12, line 2
+    assert "template 'tpl', manifest 2: syntax error" in problems[0].message
+    assert (
+        problems[1].location is not None and problems[1].location.line == 19
+    )  # manifest 3 at 17, ends line 3
+    assert "manifest 3" in problems[1].message and "endif" in problems[1].message
+    assert not isinstance(info.value, TemplateRenderError)
+
+
+def test_go_syntax_gets_a_hint(engine: TemplateEngine) -> None:
+    with pytest.raises(InputError) as info:
+        engine.compile(source("name: {{ .Namespace }}\n"))
+    assert "{{ Namespace }}" in (info.value.problems()[0].hint or "")
+
+
+def test_undefined_variable_names_the_variable_and_the_line(engine: TemplateEngine) -> None:
+    compiled = engine.compile(source("a: 1\nb: {{ Namespace }}\nc: {{ NoSuchVariable }}\n", first_line=20))
+    with pytest.raises(TemplateRenderError) as info:
+        compiled.render(variables(), SUBJECT)
+    problem = info.value.problem
+    assert problem.location == Location("templates/tpl.yaml", 22)
+    assert "'NoSuchVariable' is undefined" in problem.message
+    assert "template 'tpl'" in problem.message and SUBJECT in problem.message
+    assert problem.hint is not None and "ConfigData" in problem.hint
+    assert info.value.problems() == [problem]
+
+
+def test_missing_key_is_an_error_not_an_empty_string(engine: TemplateEngine) -> None:
+    with pytest.raises(TemplateRenderError, match="has no attribute 'nope'"):
+        render(engine, "repo: {{ Manifests.nope }}")
+    with pytest.raises(TemplateRenderError, match="is undefined"):
+        render(engine, "{{ toYaml(Missing) }}")
+
+
+@pytest.mark.parametrize(
+    "expression",
+    [
+        "''.__class__.__mro__",
+        "''.__class__.__mro__[1].__subclasses__()",
+        "Labels.__class__",
+        "toYaml.__globals__",
+        "Labels.update({'x': 1})",
+        "cycler.__init__.__globals__",
+        "'a' * 100000000",
+        "range(100000000) | list",
+    ],
+)
+def test_sandbox_escapes_are_blocked(engine: TemplateEngine, expression: str) -> None:
+    compiled = engine.compile(source("ok: 1\nbad: {{ " + expression + " }}\n", first_line=3))
+    with pytest.raises(TemplateRenderError) as info:
+        compiled.render(variables(), SUBJECT)
+    problem = info.value.problem
+    assert problem.location == Location("templates/tpl.yaml", 4)
+    assert SUBJECT in problem.message
+    assert "sandbox" in problem.message or "unsafe" in problem.message or "range" in problem.message
+
+
+def test_sandbox_message_is_clear(engine: TemplateEngine) -> None:
+    with pytest.raises(TemplateRenderError) as info:
+        render(engine, "{{ ''.__class__.__mro__ }}")
+    message = info.value.problem.message
+    assert "blocked by the template sandbox" in message
+    assert "'__class__'" in message and "unsafe" in message
+
+
+def test_exceptions_inside_filters_become_render_errors(engine: TemplateEngine) -> None:
+    compiled = engine.compile(source("a\n\n{{ Workload | fromJson }}\n", first_line=40))
+    with pytest.raises(TemplateRenderError) as info:
+        compiled.render(variables(), SUBJECT)
+    assert info.value.problem.location == Location("templates/tpl.yaml", 42)
+    assert "JSONDecodeError" in info.value.problem.message
+    with pytest.raises(TemplateRenderError, match="cannot represent a value of type"):
+        render(engine, "{{ toYaml(toYaml) }}")
+    with pytest.raises(TemplateRenderError, match="ZeroDivisionError"):
+        render(engine, "{{ 1 // 0 }}")
+    with pytest.raises(InputError, match="No filter named 'nosuch'"):
+        render(engine, "{{ 1 | nosuch }}")
+
+
+def test_error_without_manifest_locations_uses_the_template_location(engine: TemplateEngine) -> None:
+    bare = TemplateSource("t", "config", "yaml", ("{{ x }}",), Location("t.yaml", 5), ())
+    with pytest.raises(TemplateRenderError) as info:
+        engine.compile(bare).render({}, SUBJECT)
+    assert info.value.problem.location == Location("t.yaml", 5)
+
+
+# -- Go template conversion ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("go", "jinja"),
+    [
+        ("{{ .Namespace }}", "{{ Namespace }}"),
+        ("{{.Namespace}}", "{{Namespace}}"),
+        ('name: "{{ .DeploymentTargetName}}"', 'name: "{{ DeploymentTargetName}}"'),
+        ("{{ .Manifests.repo }}", "{{ Manifests.repo }}"),
+        ("{{ toYaml .ConfigData | indent 2 }}", "{{ ConfigData | toYaml | indent(2) }}"),
+        ("{{- toYaml .ConfigData | nindent 4 -}}", "{{- ConfigData | toYaml | nindent(4) -}}"),
+        ("{{ .ConfigData | toYaml }}", "{{ ConfigData | toYaml }}"),
+        ("{{ indent 2 .X }}", "{{ X | indent(2) }}"),
+        ('{{ index .Labels "k" }}', '{{ Labels["k"] }}'),
+        ('{{ index .Manifests "a" "b" }}', '{{ Manifests["a"]["b"] }}'),
+        ("{{ quote .Namespace }}", "{{ Namespace | quote }}"),
+        ('{{ required "need repo" .Manifests.repo }}', '{{ Manifests.repo | required("need repo") }}'),
+        ('{{ default "x" .Y }}', '{{ Y | default("x", true) }}'),
+        ("{{ sha256sum .Y }}", "{{ Y | hash }}"),
+        ("{{ .X | `raw` }}", "{{ .X | `raw` }}"),
+        ("{{/* note */}}", "{# note #}"),
+        ("{{- /* note */ -}}", "{#- note -#}"),
+        ("{{ if .Flag }}a{{ else }}b{{ end }}", "{% if Flag %}a{% else %}b{% endif %}"),
+        (
+            '{{ if eq .Environment "prod" }}p{{ else if not .X }}n{{ end }}',
+            '{% if Environment == "prod" %}p{% elif not X %}n{% endif %}',
+        ),
+        ("{{ if and .A .B }}x{{ end }}", "{% if A and B %}x{% endif %}"),
+        # Left alone: already Jinja, variables, range, parentheses, unknown functions.
+        ("{{ Namespace | indent(2) }}", "{{ Namespace | indent(2) }}"),
+        ("{{ $x := .Y }}", "{{ $x := .Y }}"),
+        ("{{ range .Items }}{{ . }}{{ end }}", "{{ range .Items }}{{ . }}{{ end }}"),
+        ('{{ printf "%s" .X }}', '{{ printf "%s" .X }}'),
+        ("{{ toYaml (index .A 1) }}", "{{ toYaml (index .A 1) }}"),
+        ("plain text {not a template}", "plain text {not a template}"),
+    ],
+)
+def test_convert_go_template(go: str, jinja: str) -> None:
+    assert convert_go_template(go) == jinja
+
+
+def test_converted_kalypso_templates_render(engine: TemplateEngine) -> None:
+    reconciler = convert_go_template(
+        "apiVersion: source.toolkit.fluxcd.io/v1\nkind: GitRepository\nmetadata:\n"
+        '  name: "{{ .DeploymentTargetName}}"\n  namespace: flux-system\nspec:\n'
+        '  url: "{{ .Manifests.repo }}"\n  ref:\n    branch: "{{ .Manifests.branch }}"\n'
+        '  region: {{ index .Labels "region" }}\n'
+    )
+    config = convert_go_template(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: platform-config\n  namespace: {{ .Namespace }}\n"
+        "data:\n{{ toYaml .ConfigData | indent 2 }}\n"
+    )
+    out = render(engine, reconciler, config)
+    assert out is not None
+    docs = list(_SAFE.load_all(out))
+    assert docs[0]["metadata"]["name"] == "app-dev"
+    assert docs[0]["spec"] == {
+        "url": "https://example.com/app.git",
+        "ref": {"branch": "main"},
+        "region": "eu",
+    }
+    assert docs[1]["data"] == variables()["ConfigData"]
