@@ -13,6 +13,7 @@ import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from fleetflow.diffing import unified_diff
 from fleetflow.engine import RenderResult
 from fleetflow.errors import Location, Problem, UsageError
 from fleetflow.state import STATE_PATH, RenderState
@@ -111,3 +112,16 @@ def _remove(path: Path) -> None:
         shutil.rmtree(path)
     else:
         path.unlink()
+
+
+def plan_diff(output: Path, result: RenderResult) -> str:
+    """Unified diff of every assignment folder render would touch, plus state.json."""
+    old: dict[str, bytes] = {}
+    for aid in [*result.rendered, *result.removed]:
+        old.update(read_assignment_files(output, aid))
+    new = dict(result.files)
+    state_file = output / STATE_PATH
+    if state_file.is_file():
+        old[STATE_PATH] = state_file.read_bytes()
+    new[STATE_PATH] = result.state.to_bytes()
+    return unified_diff(old, new)

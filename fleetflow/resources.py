@@ -12,6 +12,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from pydantic.alias_generators import to_camel
 
+from fleetflow.durations import parse_duration
+
 NAME_PATTERN = re.compile(r"^[a-z0-9]([a-z0-9._-]{0,251}[a-z0-9])?$")
 LABEL_KEY_PATTERN = re.compile(
     r"^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$"
@@ -68,6 +70,12 @@ class RolloutPolicy(Spec):
     soak_time: str | int = 0
     timeout: str | int = "30m"
     allow_empty: bool = False
+
+    @field_validator("soak_time", "timeout")
+    @classmethod
+    def _duration(cls, value: str | int) -> str | int:
+        parse_duration(value)
+        return value
 
 
 class PullRequestPolicy(Spec):

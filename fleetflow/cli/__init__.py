@@ -5,9 +5,14 @@ from __future__ import annotations
 import click
 
 from fleetflow import __version__
+from fleetflow.cli.check_rollout import check_rollout_command
+from fleetflow.cli.demo import demo
 from fleetflow.cli.explain import explain
 from fleetflow.cli.plan import plan
+from fleetflow.cli.promote import promote
 from fleetflow.cli.render import render
+from fleetflow.cli.schedule import schedule
+from fleetflow.cli.status import status
 from fleetflow.cli.validate import validate
 
 
@@ -37,3 +42,8 @@ main.add_command(render)
 main.add_command(validate)
 main.add_command(explain)
 main.add_command(plan)
+main.add_command(promote)
+main.add_command(schedule)
+main.add_command(check_rollout_command)
+main.add_command(status)
+main.add_command(demo)

@@ -8,24 +8,9 @@ import click
 
 from fleetflow.cli.common import FORMAT, head_commit, load, print_json, trees
 from fleetflow.cli.errors import handled
-from fleetflow.diffing import unified_diff
-from fleetflow.engine import Meta, RenderResult, render_environment
-from fleetflow.outputtree import read_assignment_files, read_state
+from fleetflow.engine import Meta, render_environment
+from fleetflow.outputtree import plan_diff, read_state
 from fleetflow.reporting import changes_text, headline
-from fleetflow.state import STATE_PATH
-
-
-def plan_diff(output: Path, result: RenderResult) -> str:
-    """Unified diff of every assignment folder render would touch, plus state.json."""
-    old: dict[str, bytes] = {}
-    for aid in [*result.rendered, *result.removed]:
-        old.update(read_assignment_files(output, aid))
-    new = dict(result.files)
-    state_file = output / STATE_PATH
-    if state_file.is_file():
-        old[STATE_PATH] = state_file.read_bytes()
-    new[STATE_PATH] = result.state.to_bytes()
-    return unified_diff(old, new)
 
 
 @click.command()

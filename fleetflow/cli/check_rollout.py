@@ -1,0 +1,42 @@
+"""``fleetflow check-rollout``: evaluate the rollout gate of one environment and promote onwards on success."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from fleetflow.cli.common import FORMAT, print_json
+from fleetflow.cli.errors import handled
+from fleetflow.cli.fleet import fleet_options, make_context
+from fleetflow.ops.rollout import check_rollout
+
+
+@click.command("check-rollout")
+@click.option("--environment", required=True, help="Environment whose rollout to check.")
+@fleet_options
+@FORMAT
+def check_rollout_command(environment: str, forge: str | None, control_plane: str | None, config: Path | None,
+                          fmt: str) -> None:
+    """Read the statuses the clusters posted on the GitOps commit that carries ENVIRONMENT's pinned main
+    commit, decide the gate, record fleetflow/<environment> on that main commit, and on success promote
+    the commit to the environments that come after (once all their upstreams succeeded).
+
+    \b
+    Gate: the Cluster inventory's statusContexts (or rollout.contextPattern / minClusters), soakTime,
+    timeout; any failure fails fast; a missing status is pending. Exit 0 when pending or success,
+    1 when the gate failed.
+    """
+    with handled(fmt), make_context(forge, control_plane, config, fmt) as ctx:
+        outcome = check_rollout(ctx, environment)
+        if fmt == "json":
+            print_json({"ok": outcome.state != "failure", **outcome.to_json()})
+        else:
+            click.echo(f"{environment}: {outcome.state}: {outcome.description}")
+            for promoted in outcome.promoted:
+                click.echo(f"  promoted: {promoted.message}")
+            for skipped in outcome.skipped:
+                click.echo(f"  not promoted: {skipped}")
+        if outcome.state == "failure":
+            sys.exit(1)

@@ -1,0 +1,44 @@
+"""``fleetflow demo``: the whole flow on local repos."""
+
+from __future__ import annotations
+
+import tempfile
+import time
+from pathlib import Path
+
+import click
+
+from fleetflow.cli.common import FORMAT, print_json
+from fleetflow.cli.errors import handled
+from fleetflow.errors import UsageError
+
+
+@click.command()
+@click.option("--dir", "directory", type=click.Path(file_okay=False, path_type=Path),
+              help="Where to build the repos (default: a new temporary folder, kept so you can look around).")
+@click.option("--examples", type=click.Path(file_okay=False, exists=True, path_type=Path),
+              help="Control plane to use (default: examples/control-plane of this checkout).")
+@FORMAT
+def demo(directory: Path | None, examples: Path | None, fmt: str) -> None:
+    """Build a control-plane repo and a GitOps repo from the examples, push a commit to main and walk it
+    through dev → qa → prod (PRs, merges, simulated clusters reporting, gates), then a second commit whose
+    qa rollout fails and stops before prod. Ends with `fleetflow status`. Local only; no network.
+    """
+    from fleetflow.demo import EXAMPLES, Demo
+
+    with handled(fmt):
+        source = examples or EXAMPLES
+        if not (source / "main").is_dir() or not (source / "envs").is_dir():
+            raise UsageError(f"no control plane at {source} (expected main/ and envs/): pass --examples DIR")
+        root = directory or Path(tempfile.mkdtemp(prefix="fleetflow-demo-"))
+        if directory is not None and directory.exists() and any(directory.iterdir()):
+            raise UsageError(f"--dir {directory} is not empty: give a new or empty folder")
+        say = click.echo if fmt == "text" else (lambda _text: None)
+        started = time.monotonic()
+        entries = Demo(root, say, source).run()
+        seconds = time.monotonic() - started
+        if fmt == "json":
+            print_json({"ok": True, "dir": str(root), "seconds": round(seconds, 1),
+                        "environments": [e.to_json() for e in entries]})
+        else:
+            click.echo(f"\nDone in {seconds:.1f}s. The repos are in {root} (control-plane.git, platform-gitops.git).")

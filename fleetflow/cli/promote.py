@@ -1,0 +1,38 @@
+"""``fleetflow promote``: pin a main commit on an environment (only after its upstreams rolled it out)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from fleetflow.cli.common import FORMAT, print_json
+from fleetflow.cli.errors import handled
+from fleetflow.cli.fleet import fleet_options, make_context
+from fleetflow.ops.promote import promote_many
+
+
+@click.command()
+@click.option("--environment", help="Environment to promote to (default: every first environment, as on a push "
+              "to main).")
+@click.option("--commit", required=True, help="The main commit (full or abbreviated sha).")
+@click.option("--release", is_flag=True, help="Release a held environment (after a rollback) and move it to --commit.")
+@fleet_options
+@FORMAT
+def promote(environment: str | None, commit: str, release: bool, forge: str | None, control_plane: str | None,
+            config: Path | None, fmt: str) -> None:
+    """Promote main commit COMMIT to an environment, then schedule it (render + PR in the GitOps repo).
+
+    \b
+    The guarantee: COMMIT is promoted only if every environment the target comes `after` has
+    fleetflow/<env> = success on COMMIT in the control-plane repo (re-checked here, whatever triggered it).
+    Promoting an older commit is a rollback: it passes the same check and holds the environment there
+    until `--release`. Re-running with the same arguments changes nothing.
+    """
+    with handled(fmt), make_context(forge, control_plane, config, fmt) as ctx:
+        outcomes = promote_many(ctx, environment, commit, release=release)
+        if fmt == "json":
+            print_json({"ok": True, "promotions": [o.to_json() for o in outcomes]})
+            return
+        for outcome in outcomes:
+            click.echo(outcome.message)

@@ -1,0 +1,357 @@
+"""The local forge: plain git repositories, no server. Powers ``fleetflow demo``, the tests and air-gapped sites.
+
+A repo is a path to a (usually bare) git repository or any git URL. Pull requests, commit statuses and dispatched
+events are kept in the repository itself, as JSON files under ``refs/fleetflow/forge`` (see
+:mod:`fleetflow.forge.localstore`), so every clone and every concurrent run sees the same state::
+
+    meta.json                 {"format": 1, "next_pull": N, "next_dispatch": M}
+    pulls/<number>.json       one pull request (reviewers and timestamps included)
+    statuses/<sha>.json       every status posted on the commit, oldest first (the latest per context wins)
+    dispatches/<number>.json  one repository_dispatch event
+
+Semantics follow GitHub's: a merge is a real merge commit pushed to the base branch, a PR needs an existing head
+branch with commits not in the base, a status needs an existing commit and a description of at most 140
+characters, a dispatch payload at most 10 top-level keys.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Literal, TypeVar, cast
+
+from fleetflow.errors import ForgeError
+from fleetflow.forge.base import CommitStatus, PullRequest, StatusState
+from fleetflow.forge.localstore import Edit, MergeConflict, Mirror, Snapshot, dump_json, run_git
+
+R = TypeVar("R")
+Record = dict[str, Any]
+
+_STATES = ("pending", "success", "failure", "error")
+_SHA = re.compile(r"[0-9a-f]{40}")
+_URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://|^[^/\\@]+@[^/\\:]+:")
+_MAX_DESCRIPTION = 140  # GitHub: "description is too long (maximum is 140 characters)"
+_MAX_EVENT_TYPE = 100
+_MAX_PAYLOAD_KEYS = 10
+_MAX_PAYLOAD_BYTES = 64 * 1024
+
+
+def default_cache_dir() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "fleetflow" / "forge"
+
+
+def _utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+class LocalForge:
+    """A :class:`~fleetflow.forge.base.Forge` made of git repositories.
+
+    ``cache_dir`` holds one bare mirror per repository (default ``$XDG_CACHE_HOME/fleetflow/forge``); ``clock``
+    gives every timestamp (statuses' ``updated_at``, PR times, commit dates); ``attempts`` bounds the retries of a
+    write that lost a race. ``operations`` lists every write that changed something, by method name.
+    """
+
+    name = "local"
+
+    def __init__(self, cache_dir: Path | None = None, clock: Callable[[], datetime] = _utc_now,
+                 attempts: int = 5) -> None:
+        self.cache_dir = cache_dir if cache_dir is not None else default_cache_dir()
+        self.clock = clock
+        self.attempts = attempts
+        self.operations: list[str] = []
+        self._mirrors: dict[str, Mirror] = {}
+
+    # -- repositories --------------------------------------------------------------------------------------
+
+    def git_url(self, repo: str) -> str:
+        """The URL as given; a relative path is made absolute."""
+        if not repo or repo.startswith("-") or any(c in repo for c in "\0\r\n"):
+            raise ForgeError(f"invalid repository {repo!r}: give a path or a git URL (not starting with '-')")
+        return repo if _URL.match(repo) else os.path.abspath(os.path.expanduser(repo))
+
+    def default_branch(self, repo: str) -> str:
+        url = self.git_url(repo)
+        proc = run_git(["ls-remote", "--symref", "--", url, "HEAD"], check=False)
+        found = re.search(r"^ref: refs/heads/(\S+)\tHEAD$", proc.stdout.decode(), re.MULTILINE)
+        if found is None and not _URL.match(url) and Path(url).is_dir():  # empty repo: HEAD is not advertised
+            local = run_git(["symbolic-ref", "-q", "HEAD"], cwd=Path(url), check=False).stdout.decode().strip()
+            found = re.fullmatch(r"refs/heads/(\S+)", local)
+        if found is None:
+            raise ForgeError(f"cannot read the default branch (HEAD) of {url}")
+        return found[1]
+
+    def _mirror(self, repo: str) -> Mirror:
+        url = self.git_url(repo)
+        if url not in self._mirrors:
+            folder = self.cache_dir / hashlib.sha256(url.encode()).hexdigest()[:24]
+            self._mirrors[url] = Mirror(url, folder, self.clock, self.attempts)
+        return self._mirrors[url]
+
+    def _write(self, repo: str, operation: str, change: Callable[[Snapshot], Edit[R]], heads: bool = False) -> R:
+        result, wrote = self._mirror(repo).update(change, heads)
+        if wrote:
+            self.operations.append(operation)
+        return result
+
+    def _now(self) -> str:
+        now = self.clock()
+        return (now if now.tzinfo else now.replace(tzinfo=UTC)).astimezone(UTC).isoformat()
+
+    # -- commit statuses -----------------------------------------------------------------------------------
+
+    def statuses(self, repo: str, sha: str) -> list[CommitStatus]:
+        """Latest status per context, sorted by context."""
+        posts = self._mirror(repo).fetch().read_json(f"statuses/{_sha(sha)}.json") or []
+        latest = {post["context"]: post for post in posts}
+        return [
+            CommitStatus(context=c, state=p["state"], description=p["description"],
+                         updated_at=datetime.fromisoformat(p["created_at"]))
+            for c, p in sorted(latest.items())
+        ]
+
+    def set_status(self, repo: str, sha: str, context: str, state: StatusState, description: str,
+                   target_url: str | None = None) -> bool:
+        sha = _sha(sha)
+        if state not in _STATES:
+            raise ForgeError(f"invalid status state {state!r}: one of {', '.join(_STATES)}")
+        if not context:
+            raise ForgeError("a commit status needs a context")
+        if len(description) > _MAX_DESCRIPTION:
+            raise ForgeError(f"status description is too long ({len(description)} > {_MAX_DESCRIPTION} characters)")
+        mirror = self._mirror(repo)
+        if not mirror.has_commit(sha):
+            mirror.fetch(heads=True)
+            if not mirror.has_commit(sha):
+                raise ForgeError(f"no commit {sha} in {mirror.url}: a status needs a commit of a branch")
+        path = f"statuses/{sha}.json"
+
+        def change(snap: Snapshot) -> Edit[bool]:
+            posts: list[Record] = snap.read_json(path) or []
+            last = next((p for p in reversed(posts) if p["context"] == context), None)
+            if last is not None and (last["state"], last["description"]) == (state, description):
+                return Edit(False)
+            post = {"context": context, "state": state, "description": description, "target_url": target_url,
+                    "created_at": self._now()}
+            return Edit(True, {path: dump_json([*posts, post])}, message=f"status {context}={state} on {sha}")
+
+        return self._write(repo, "set_status", change)
+
+    # -- pull requests -------------------------------------------------------------------------------------
+
+    def open_pull(self, repo: str, head: str, base: str) -> PullRequest | None:
+        _branch(head)
+        _branch(base)
+        snap = self._mirror(repo).fetch(heads=True)
+        rec = _open_record(snap, head, base)
+        return None if rec is None else self._pull(repo, rec, snap)
+
+    def pulls(self, repo: str, head: str, state: Literal["open", "closed", "all"] = "all") -> list[PullRequest]:
+        _branch(head)
+        snap = self._mirror(repo).fetch(heads=True)
+        recs = [r for r in _records(snap) if r["head"] == head and state in ("all", r["state"])]
+        return [self._pull(repo, r, snap) for r in recs]
+
+    def pull_record(self, repo: str, number: int) -> Record:
+        """Everything stored about one PR (reviewers, created/updated/merged/closed times): for tests and demo."""
+        return _record(self._mirror(repo).fetch(), repo, number)
+
+    def create_pull(self, repo: str, head: str, base: str, title: str, body: str) -> PullRequest:
+        _branch(head)
+        _branch(base)
+        if head == base:
+            raise ForgeError(f"cannot open a pull request from {head!r} into itself")
+        if not title.strip():
+            raise ForgeError("a pull request needs a title")
+        mirror = self._mirror(repo)
+
+        def change(snap: Snapshot) -> Edit[PullRequest]:
+            existing = _open_record(snap, head, base)
+            if existing is not None:
+                return Edit(self._pull(repo, existing, snap))
+            for branch, what in ((base, "base"), (head, "head")):
+                if branch not in snap.heads:
+                    raise ForgeError(f"cannot open a pull request {head} → {base} in {mirror.url}: "
+                                     f"the {what} branch {branch!r} does not exist")
+            if mirror.is_ancestor(snap.heads[head], snap.heads[base]):
+                raise ForgeError(f"cannot open a pull request {head} → {base} in {mirror.url}: "
+                                 f"no commits between {base} and {head}")
+            meta = _meta(snap)
+            number, now = meta["next_pull"], self._now()
+            rec: Record = {
+                "number": number, "head": head, "base": base, "title": title, "body": body, "state": "open",
+                "merged": False, "head_sha": snap.heads[head], "merge_commit_sha": None, "labels": [],
+                "reviewers": [], "created_at": now, "updated_at": now, "closed_at": None, "merged_at": None,
+            }
+            files = {f"pulls/{number}.json": dump_json(rec), "meta.json": dump_json({**meta, "next_pull": number + 1})}
+            return Edit(self._pull(repo, rec, snap), files, message=f"open pull request #{number} {head} -> {base}")
+
+        return self._write(repo, "create_pull", change, heads=True)
+
+    def update_pull(self, repo: str, number: int, *, title: str | None = None, body: str | None = None,
+                    state: Literal["open", "closed"] | None = None) -> PullRequest:
+        if state not in (None, "open", "closed"):
+            raise ForgeError(f"invalid pull request state {state!r}")
+
+        def change(snap: Snapshot) -> Edit[PullRequest]:
+            rec = _record(snap, repo, number)
+            new = {**rec, "title": rec["title"] if title is None else title}
+            new["body"] = rec["body"] if body is None else body
+            if state is not None and state != rec["state"]:
+                if rec["merged"]:
+                    raise ForgeError(f"pull request #{number} is merged: its state cannot change")
+                if state == "open":
+                    if _open_record(snap, rec["head"], rec["base"]) is not None:
+                        raise ForgeError(f"cannot reopen pull request #{number}: another one is open for "
+                                         f"{rec['head']} → {rec['base']}")
+                    if rec["head"] not in snap.heads:
+                        raise ForgeError(f"cannot reopen pull request #{number}: branch {rec['head']!r} is gone")
+                new.update(state=state, closed_at=None if state == "open" else self._now())
+            edit = self._edit_pull(rec, new, f"update pull request #{number}")
+            return Edit(self._pull(repo, edit.result, snap), edit.files, message=edit.message)
+
+        return self._write(repo, "update_pull", change, heads=True)
+
+    def add_labels(self, repo: str, number: int, labels: list[str]) -> None:
+        if any(not label.strip() for label in labels):
+            raise ForgeError("a label needs a name")
+
+        def change(snap: Snapshot) -> Edit[Record]:
+            rec = _record(snap, repo, number)
+            merged = list(dict.fromkeys([*rec["labels"], *labels]))
+            return self._edit_pull(rec, {**rec, "labels": merged}, f"label pull request #{number}")
+
+        self._write(repo, "add_labels", change)
+
+    def request_reviewers(self, repo: str, number: int, reviewers: list[str]) -> None:
+        def change(snap: Snapshot) -> Edit[Record]:
+            rec = _record(snap, repo, number)
+            merged = list(dict.fromkeys([*rec["reviewers"], *reviewers]))
+            return self._edit_pull(rec, {**rec, "reviewers": merged}, f"request reviews on pull request #{number}")
+
+        self._write(repo, "request_reviewers", change)
+
+    def merge_pull(self, repo: str, number: int) -> str:
+        """A real merge commit of the head branch (as it is now) into the base branch, pushed together with the
+        PR's new state (atomically, compare-and-swap on both). Merging a merged PR returns its sha again."""
+        mirror = self._mirror(repo)
+
+        def change(snap: Snapshot) -> Edit[str]:
+            rec = _record(snap, repo, number)
+            if rec["merged"]:
+                return Edit(cast(str, rec["merge_commit_sha"]))
+            head, base = rec["head"], rec["base"]
+            if rec["state"] != "open":
+                raise ForgeError(f"pull request #{number} is closed: only an open pull request can be merged")
+            for branch in (head, base):
+                if branch not in snap.heads:
+                    raise ForgeError(f"cannot merge pull request #{number}: branch {branch!r} does not exist")
+            head_sha, base_sha = snap.heads[head], snap.heads[base]
+            refs: dict[str, tuple[str, str]] = {}
+            if mirror.is_ancestor(head_sha, base_sha):  # already in the base (e.g. our own earlier attempt)
+                sha = base_sha
+            else:
+                message = f"Merge pull request #{number} from {head}\n\n{rec['title']}\n"
+                try:
+                    sha = mirror.merge(base_sha, head_sha, message)
+                except MergeConflict as exc:
+                    raise ForgeError(f"pull request #{number} ({head} → {base}) cannot be merged: "
+                                     f"conflicts in {exc}") from None
+                refs[f"refs/heads/{base}"] = (sha, base_sha)
+            now = self._now()
+            new = {**rec, "state": "closed", "merged": True, "merge_commit_sha": sha, "head_sha": head_sha,
+                   "merged_at": now, "closed_at": now, "updated_at": now}
+            return Edit(sha, {f"pulls/{number}.json": dump_json(new)}, refs, f"merge pull request #{number}")
+
+        return self._write(repo, "merge_pull", change, heads=True)
+
+    def _edit_pull(self, rec: Record, new: Record, message: str) -> Edit[Record]:
+        if new == rec:
+            return Edit(rec)
+        new["updated_at"] = self._now()
+        return Edit(new, {f"pulls/{rec['number']}.json": dump_json(new)}, message=message)
+
+    def _pull(self, repo: str, rec: Record, snap: Snapshot) -> PullRequest:
+        head_sha = rec["head_sha"]
+        if rec["state"] == "open" and rec["head"] in snap.heads:  # an open PR follows its branch, as on GitHub
+            head_sha = snap.heads[rec["head"]]
+        return PullRequest(
+            number=rec["number"], head=rec["head"], base=rec["base"], title=rec["title"], body=rec["body"],
+            state=rec["state"], merged=rec["merged"], head_sha=head_sha, merge_commit_sha=rec["merge_commit_sha"],
+            url=f"local://{self.git_url(repo)}/pull/{rec['number']}", labels=tuple(rec["labels"]),
+        )
+
+    # -- repository_dispatch -------------------------------------------------------------------------------
+
+    def dispatch(self, repo: str, event_type: str, payload: dict[str, object]) -> None:
+        if not event_type or len(event_type) > _MAX_EVENT_TYPE:
+            raise ForgeError(f"event type must have 1 to {_MAX_EVENT_TYPE} characters, not {len(event_type)}")
+        if len(payload) > _MAX_PAYLOAD_KEYS:
+            raise ForgeError(f"dispatch payload has {len(payload)} top-level keys; at most {_MAX_PAYLOAD_KEYS}")
+        try:
+            size = len(json.dumps(payload).encode())
+        except (TypeError, ValueError) as exc:
+            raise ForgeError(f"dispatch payload is not JSON: {exc}") from None
+        if size >= _MAX_PAYLOAD_BYTES:
+            raise ForgeError(f"dispatch payload is {size} bytes; it must be under {_MAX_PAYLOAD_BYTES}")
+
+        def change(snap: Snapshot) -> Edit[None]:
+            meta = _meta(snap)
+            number = meta["next_dispatch"]
+            event = {"number": number, "event_type": event_type, "client_payload": payload, "created_at": self._now()}
+            files = {f"dispatches/{number}.json": dump_json(event),
+                     "meta.json": dump_json({**meta, "next_dispatch": number + 1})}
+            return Edit(None, files, message=f"dispatch {event_type}")
+
+        self._write(repo, "dispatch", change)
+
+    def dispatches(self, repo: str) -> list[Record]:
+        """Every dispatched event, oldest first: ``number``, ``event_type``, ``client_payload``, ``created_at``."""
+        events = self._mirror(repo).fetch().read_all_json("dispatches")
+        return sorted(events, key=lambda e: int(e["number"]))
+
+
+def _sha(sha: str) -> str:
+    if not _SHA.fullmatch(sha.lower()):
+        raise ForgeError(f"not a full commit sha: {sha!r}")
+    return sha.lower()
+
+
+_VALID_BRANCHES: set[str] = set()
+
+
+def _branch(name: str) -> str:
+    """A branch name git accepts and that cannot be mistaken for an option."""
+    if name not in _VALID_BRANCHES:
+        bad = not name or name.startswith("-") or name == "HEAD" or run_git(
+            ["check-ref-format", f"refs/heads/{name}"], check=False).returncode != 0
+        if bad:
+            raise ForgeError(f"invalid branch name {name!r}")
+        _VALID_BRANCHES.add(name)
+    return name
+
+
+def _meta(snap: Snapshot) -> Record:
+    return {"format": 1, "next_pull": 1, "next_dispatch": 1, **(snap.read_json("meta.json") or {})}
+
+
+def _records(snap: Snapshot) -> list[Record]:
+    """Every PR, newest first."""
+    return sorted(snap.read_all_json("pulls"), key=lambda r: -int(r["number"]))
+
+
+def _record(snap: Snapshot, repo: str, number: int) -> Record:
+    rec = snap.read_json(f"pulls/{int(number)}.json")
+    if rec is None:
+        raise ForgeError(f"no pull request #{number} in {repo}")
+    return cast(Record, rec)
+
+
+def _open_record(snap: Snapshot, head: str, base: str) -> Record | None:
+    return next((r for r in _records(snap) if r["state"] == "open" and (r["head"], r["base"]) == (head, base)), None)

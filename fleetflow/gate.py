@@ -1,0 +1,141 @@
+"""The rollout gate, pure: expected clusters + reported statuses + policy + clock → a decision.
+
+Rules (DESIGN.md §5): the expected set comes from the ``Cluster`` inventory (each cluster's exact
+``statusContext``, or the policy's ``contextPattern`` filled with the cluster's name) or, without an inventory,
+from ``minClusters`` contexts matching ``contextPattern``; any ``failure``/``error`` fails fast; a missing status
+is pending, never success; all expected clusters successful for ``soakTime`` → success; still pending after
+``timeout`` → failure; zero expected clusters is a configuration error unless ``allowEmpty``.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Literal
+
+from fleetflow.durations import parse_duration
+from fleetflow.errors import Problem
+from fleetflow.forge.base import CommitStatus
+from fleetflow.resources import RolloutPolicy
+from fleetflow.state import ExpectedCluster
+
+GateState = Literal["pending", "success", "failure"]
+DESCRIPTION_LIMIT = 140  # GitHub's limit for a commit status description
+
+@dataclass(frozen=True)
+class Reporter:
+    """One status context the gate waits for."""
+
+    cluster: str
+    context: str
+
+
+@dataclass
+class GateDecision:
+    state: GateState
+    description: str
+    expected: int
+    succeeded: list[str] = field(default_factory=list)
+    failed: list[str] = field(default_factory=list)
+    missing: list[str] = field(default_factory=list)
+    ready_at: datetime | None = None
+
+    def status_description(self) -> str:
+        text = self.description
+        return text if len(text) <= DESCRIPTION_LIMIT else text[: DESCRIPTION_LIMIT - 1] + "…"
+
+
+def reporters(policy: RolloutPolicy, clusters: Sequence[ExpectedCluster]) -> tuple[list[Reporter], list[Problem]]:
+    """The contexts to wait for, from the inventory. Clusters with neither a statusContext nor a contextPattern
+    to derive one from are configuration problems."""
+    found: list[Reporter] = []
+    problems: list[Problem] = []
+    for cluster in clusters:
+        if cluster.status_context:
+            found.append(Reporter(cluster.name, cluster.status_context))
+        elif policy.context_pattern and "*" not in policy.context_pattern:
+            context = policy.context_pattern.replace("{cluster}", cluster.name).replace(
+                "{clusterType}", cluster.cluster_type
+            )
+            found.append(Reporter(cluster.name, context))
+        else:
+            problems.append(
+                Problem(
+                    f"Cluster {cluster.name} has no statusContext",
+                    None,
+                    "set spec.statusContext on the Cluster, or rollout.contextPattern (e.g. flux/{cluster}) "
+                    "on the Environment",
+                )
+            )
+    return found, problems
+
+
+def evaluate(
+    policy: RolloutPolicy,
+    clusters: Sequence[ExpectedCluster],
+    statuses: Mapping[str, CommitStatus],
+    started: datetime,
+    now: datetime,
+) -> GateDecision | list[Problem]:
+    """Decide the gate. Returns the problems instead when the gate is misconfigured."""
+    soak = parse_duration(policy.soak_time)
+    timeout = parse_duration(policy.timeout)
+    expected, problems = reporters(policy, clusters)
+    if problems:
+        return problems
+    if not expected and policy.min_clusters is None:
+        if policy.allow_empty:
+            return GateDecision("success", "rolled out: no clusters expected (allowEmpty)", 0)
+        return [
+            Problem(
+                "the gate expects zero clusters: no Cluster of this environment runs an assigned cluster type",
+                None,
+                "add Cluster resources (with statusContext) to the environment branch, set rollout.minClusters, "
+                "or set rollout.allowEmpty: true",
+            )
+        ]
+    if expected:
+        watched = {r.context: r.cluster for r in expected}
+    else:  # no inventory: every context matching the pattern counts
+        pattern = policy.context_pattern or "*"
+        watched = {c: c for c in statuses if fnmatch.fnmatchcase(c, pattern)}
+    required = policy.min_clusters if policy.min_clusters is not None else len(expected)
+    if required == 0 and policy.allow_empty:
+        return GateDecision("success", "rolled out: no clusters required (allowEmpty)", 0)
+    decision = GateDecision("pending", "", required)
+    last_success: datetime | None = None
+    for context, cluster in sorted(watched.items()):
+        status = statuses.get(context)
+        if status is None or status.state == "pending":
+            decision.missing.append(cluster)
+        elif status.state == "success":
+            decision.succeeded.append(cluster)
+            if status.updated_at is not None and (last_success is None or status.updated_at > last_success):
+                last_success = status.updated_at
+        else:
+            detail = f" ({status.description})" if status.description else ""
+            decision.failed.append(f"{cluster}{detail}")
+    total = max(required, len(watched)) if expected else required
+    count = f"{len(decision.succeeded)}/{total} clusters"
+    if decision.failed:
+        decision.state = "failure"
+        decision.description = f"failed: {count}; failing: {', '.join(decision.failed)}"
+        return decision
+    if len(decision.succeeded) >= required and required > 0:
+        ready = (last_success or started) + soak
+        if now >= ready:
+            decision.state = "success"
+            decision.description = f"rolled out: {count}"
+            return decision
+        decision.ready_at = ready
+        decision.description = f"soaking: {count}, ready at {ready:%Y-%m-%d %H:%M:%S} UTC"
+        return decision
+    if now - started >= timeout:
+        decision.state = "failure"
+        missing = ", ".join(decision.missing) or f"{required - len(decision.succeeded)} more"
+        decision.description = f"timed out after {policy.timeout}: {count}; missing: {missing}"
+        return decision
+    decision.description = f"rolling out: {count}"
+    return decision

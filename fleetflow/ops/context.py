@@ -1,0 +1,148 @@
+"""What every promotion step shares: the forge, the git mirrors, the clock, and reading the control plane at a
+commit. Nothing here is remembered between runs: every fact is re-derived from git and the forge."""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+from fleetflow.controlplane import ControlPlane, Resource, build_resource, load_control_plane
+from fleetflow.documents import Tree, read_tree
+from fleetflow.errors import GitError, Problems, UsageError
+from fleetflow.forge.base import Forge
+from fleetflow.gitwork import GitRepos
+from fleetflow.pinning import PIN_FILE, Pin, read_pin
+from fleetflow.registrations import RegistrationFetcher
+from fleetflow.resources import EnvironmentSpec
+
+MAIN = "main"
+
+
+def status_context(environment: str) -> str:
+    return f"fleetflow/{environment}"
+
+
+def head_branch(environment: str) -> str:
+    return f"fleetflow/{environment}"
+
+
+def short(sha: str | None) -> str:
+    return sha[:12] if sha else "-"
+
+
+@dataclass
+class Context:
+    forge: Forge
+    git: GitRepos
+    control_plane: str
+    clock: Callable[[], datetime] = field(default=lambda: datetime.now(UTC))
+    say: Callable[[str], None] = field(default=lambda _text: None)
+    main_branch: str = MAIN
+    _tmp: tempfile.TemporaryDirectory[str] | None = None
+    _trees: dict[tuple[str, str], Path] = field(default_factory=dict)
+    _fetcher: RegistrationFetcher | None = None
+
+    def close(self) -> None:
+        if self._tmp is not None:
+            self._tmp.cleanup()
+            self._tmp = None
+
+    def __enter__(self) -> Context:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @property
+    def cp_url(self) -> str:
+        return self.forge.git_url(self.control_plane)
+
+    def _scratch(self) -> Path:
+        if self._tmp is None:
+            self._tmp = tempfile.TemporaryDirectory(prefix="fleetflow-run-")
+        return Path(self._tmp.name)
+
+    def tree(self, url: str, sha: str) -> Path:
+        """The files of ``sha`` in a scratch folder (exported once per run)."""
+        key = (url, sha)
+        if key not in self._trees:
+            self._trees[key] = self.git.export(url, sha, self._scratch() / f"t{len(self._trees)}-{sha[:12]}")
+        return self._trees[key]
+
+    def main_tip(self) -> str:
+        sha = self.git.fetch_branch(self.cp_url, self.main_branch)
+        if sha is None:
+            raise GitError(f"the control-plane repo {self.control_plane} has no {self.main_branch} branch")
+        return sha
+
+    def environments(self, main_sha: str) -> dict[str, Resource[EnvironmentSpec]]:
+        """The Environment resources of ``main`` at ``main_sha`` (only those: cheap, no registrations)."""
+        root = self.tree(self.cp_url, main_sha)
+        docs, problems = read_tree(Tree(root, f"main@{short(main_sha)}"))
+        collected = Problems(list(problems))
+        envs: dict[str, Resource[EnvironmentSpec]] = {}
+        for doc in docs:
+            if doc.kind == "Environment":
+                res = build_resource(doc, "main", collected)
+                if res is not None:
+                    envs[res.name] = res
+        if not envs and not collected:
+            collected.add(
+                f"no Environment on main@{short(main_sha)}",
+                None,
+                "define the environment chain on main (kind: Environment), e.g. in .environments/",
+            )
+        collected.raise_if_any()
+        return envs
+
+    def environment(self, envs: dict[str, Resource[EnvironmentSpec]], name: str) -> Resource[EnvironmentSpec]:
+        if name not in envs:
+            raise UsageError(f"unknown environment {name!r}; environments on main: {', '.join(sorted(envs))}")
+        return envs[name]
+
+    @staticmethod
+    def env_branch(env: Resource[EnvironmentSpec]) -> str:
+        spec = env.spec
+        return spec.branch or (spec.control_plane.branch if spec.control_plane else None) or env.name
+
+    def pin(self, env_sha: str | None) -> Pin:
+        if env_sha is None:
+            return Pin(None, None)
+        return read_pin(self.git.read_file(self.cp_url, env_sha, PIN_FILE))
+
+    def plane(self, main_sha: str, env_branch: str, env_sha: str) -> ControlPlane:
+        """main@main_sha + the environment branch at env_sha, loaded and structurally checked."""
+        if self._fetcher is None:
+            self._fetcher = RegistrationFetcher(self.git.cache_dir / "workloads")
+        plane, problems = load_control_plane(
+            self.tree(self.cp_url, main_sha),
+            self.tree(self.cp_url, env_sha),
+            main_label=f"main@{short(main_sha)}",
+            env_label=f"{env_branch}@{short(env_sha)}",
+            fetch=self._fetcher,
+        )
+        if self._fetcher.failures:
+            raise GitError("\n".join(str(p) for p in self._fetcher.failures))
+        problems.raise_if_any()
+        return plane
+
+
+def chain_order(envs: dict[str, Resource[EnvironmentSpec]]) -> list[str]:
+    """Environments in promotion order (upstreams first), ties by name."""
+    order: list[str] = []
+    seen: set[str] = set()
+
+    def visit(name: str) -> None:
+        if name in seen or name not in envs:
+            return
+        seen.add(name)
+        for upstream in sorted(envs[name].spec.after):
+            visit(upstream)
+        order.append(name)
+
+    for name in sorted(envs):
+        visit(name)
+    return order

@@ -1,0 +1,153 @@
+"""``promote``: move one ``main`` commit into an environment, only if every upstream environment rolled it out.
+
+1. The commit must be on ``main``; every environment in ``after`` must have ``fleetflow/<env>`` = success on it in
+   the control-plane repo (re-checked here, never taken from a dispatch payload).
+2. Pin: ``BaseRepo.spec.commit`` on the environment branch (a commit pushed with a lease, retried if the branch
+   moved). Promoting an older commit is a rollback: the environment is held there (annotation
+   ``fleetflow.dev/hold``) until a promotion with ``release`` moves it on.
+3. ``fleetflow/<env>`` pending "scheduled" on the commit, then ``schedule``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from fleetflow.errors import GateError, InputError, Problem, UsageError
+from fleetflow.forge.base import CommitStatus
+from fleetflow.gitwork import retrying
+from fleetflow.ops.context import Context, short, status_context
+from fleetflow.ops.schedule import ScheduleOutcome, schedule_environment
+from fleetflow.pinning import PIN_FILE, read_pin, write_pin
+
+
+@dataclass
+class PromoteOutcome:
+    environment: str
+    commit: str
+    pinned: bool  # a pin commit was pushed now (False: it was already pinned)
+    held: str | None
+    schedule: ScheduleOutcome | None
+    message: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "environment": self.environment,
+            "commit": self.commit,
+            "pinned": self.pinned,
+            "held": self.held,
+            "message": self.message,
+            "schedule": self.schedule.to_json() if self.schedule else None,
+        }
+
+
+def first_environments(ctx: Context, commit: str) -> list[str]:
+    envs = ctx.environments(commit)
+    return sorted(name for name, env in envs.items() if not env.spec.after)
+
+
+def resolve_main_commit(ctx: Context, commit: str) -> str:
+    main_tip = ctx.main_tip()
+    sha = ctx.git.resolve(ctx.cp_url, commit)
+    if sha is None or not ctx.git.is_ancestor(ctx.cp_url, sha, main_tip):
+        raise InputError([Problem(
+            f"commit {commit} is not on {ctx.main_branch} of {ctx.control_plane}", None,
+            f"promote a commit of {ctx.main_branch} (a full or abbreviated sha)",
+        )])
+    return sha
+
+
+def check_guarantee(ctx: Context, environment: str, sha: str, statuses: dict[str, CommitStatus]) -> None:
+    """Every upstream environment must have a recorded successful rollout of ``sha``."""
+    envs = ctx.environments(sha)
+    env = ctx.environment(envs, environment)
+    if not env.spec.after:
+        return
+    missing = []
+    for upstream in env.spec.after:
+        status = statuses.get(status_context(upstream))
+        if status is None or status.state != "success":
+            state = f"{status.state}: {status.description}" if status else "no record"
+            missing.append(f"{upstream} ({state})")
+    if missing:
+        raise GateError(
+            f"refusing to promote main@{short(sha)} to {environment}: not rolled out successfully in "
+            + ", ".join(missing)
+            + f". {environment} comes after {', '.join(env.spec.after)}; each must report "
+            f"{status_context(env.spec.after[0])} = success on this commit first."
+        )
+
+
+def promote(ctx: Context, environment: str, commit: str, *, release: bool = False,
+            skip_held: bool = False) -> PromoteOutcome:
+    sha = resolve_main_commit(ctx, commit)
+    statuses = {s.context: s for s in ctx.forge.statuses(ctx.control_plane, sha)}
+    check_guarantee(ctx, environment, sha, statuses)
+    env = ctx.environment(ctx.environments(sha), environment)
+    branch = ctx.env_branch(env)
+    state: dict[str, Any] = {"pinned": False, "held": None}
+
+    def pin_once() -> str | None:
+        env_sha = ctx.git.fetch_branch(ctx.cp_url, branch)
+        if env_sha is None:
+            raise InputError([Problem(
+                f"environment {environment}: branch {branch!r} does not exist in {ctx.control_plane}", None,
+                f"create it with the environment's files (cluster types, configs, GitOpsRepo); "
+                f"fleetflow writes {PIN_FILE} there",
+            )])
+        text = ctx.git.read_file(ctx.cp_url, env_sha, PIN_FILE)
+        current = read_pin(text)
+        hold = None if release else current.hold
+        if current.commit and current.commit != sha:
+            older = ctx.git.is_ancestor(ctx.cp_url, sha, current.commit)
+            if current.hold and not release and not older:
+                if skip_held:
+                    state["skipped"] = True
+                    return None
+                raise GateError(
+                    f"{environment} is held at main@{short(current.commit)} ({current.hold}); "
+                    f"promote with --release to move it to main@{short(sha)}"
+                )
+            if older and not release:
+                hold = f"rollback from {short(current.commit)} to {short(sha)}"
+        state["held"] = hold
+        if current.commit == sha and current.hold == hold:
+            return None
+        new_text = write_pin(text, commit=sha, repo=ctx.control_plane, hold=hold)
+        verb = "roll back" if hold and hold.startswith("rollback") else "pin"
+        message = f"fleetflow: {verb} {environment} to main@{short(sha)}"
+        with ctx.git.checkout(ctx.cp_url, env_sha) as work:
+            (work / PIN_FILE).write_text(new_text, encoding="utf-8")
+            when = ctx.git.commit_time(ctx.cp_url, sha)
+            new_sha = ctx.git.commit_directory(ctx.cp_url, work, env_sha, message, when)
+        if new_sha is not None:
+            ctx.git.push(ctx.cp_url, new_sha, branch, env_sha)
+            state["pinned"] = True
+            done = "rolled back" if verb == "roll back" else "pinned"
+            ctx.say(f"{environment}: {done} to main@{short(sha)} on branch {branch}")
+        return new_sha
+
+    retrying(5, pin_once)
+    if state.get("skipped"):
+        return PromoteOutcome(environment, sha, False, None, None,
+                              f"{environment} is held (rollback); main@{short(sha)} not promoted")
+    if state["pinned"] or status_context(environment) not in statuses:
+        # a re-run of an earlier promotion keeps the gate's record (it may already say success)
+        ctx.forge.set_status(ctx.control_plane, sha, status_context(environment), "pending", "scheduled")
+    outcome = schedule_environment(ctx, environment)
+    held = state["held"]
+    message = f"main@{short(sha)} promoted to {environment}: {outcome.message}"
+    if held:
+        message += f" (held: {held})"
+    return PromoteOutcome(environment, sha, bool(state["pinned"]), held, outcome, message)
+
+
+def promote_many(ctx: Context, environment: str | None, commit: str, *, release: bool = False) -> list[PromoteOutcome]:
+    """``--environment`` given: that one. Otherwise every first environment (a push to main)."""
+    if environment is not None:
+        return [promote(ctx, environment, commit, release=release)]
+    sha = resolve_main_commit(ctx, commit)
+    names = first_environments(ctx, sha)
+    if not names:
+        raise UsageError("no first environment (every Environment has `after`): pass --environment")
+    return [promote(ctx, name, sha, release=release, skip_held=True) for name in names]

@@ -1,0 +1,135 @@
+"""``check-rollout``: has the environment rolled out its pinned ``main`` commit? If so, promote it onwards.
+
+Finds the GitOps commit that carries the pinned commit (the oldest of the run of commits at the branch tip whose
+state.json names it: the merged PR), reads the statuses the clusters posted on it and on the branch tip, decides
+the gate (fleetflow.gate), records the decision as ``fleetflow/<env>`` on the ``main`` commit, and on success
+promotes the same commit to every environment that comes after this one and whose other upstreams have also
+succeeded (fan-in). A run makes no request while waiting: it decides and exits; the next event runs it again.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from fleetflow.errors import InputError, Problem
+from fleetflow.forge.base import CommitStatus
+from fleetflow.gate import GateDecision, evaluate
+from fleetflow.ops.context import Context, short, status_context
+from fleetflow.ops.promote import PromoteOutcome, promote
+from fleetflow.state import STATE_PATH, RenderState
+
+
+@dataclass
+class RolloutOutcome:
+    environment: str
+    main_commit: str | None
+    gitops_commit: str | None
+    state: str  # pending | success | failure | waiting-for-merge
+    description: str
+    decision: GateDecision | None = None
+    promoted: list[PromoteOutcome] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        d = self.decision
+        return {
+            "environment": self.environment,
+            "mainCommit": self.main_commit,
+            "gitopsCommit": self.gitops_commit,
+            "gateState": self.state,
+            "description": self.description,
+            "clusters": {
+                "expected": d.expected, "succeeded": d.succeeded, "failed": d.failed, "missing": d.missing,
+            } if d else None,
+            "promoted": [p.to_json() for p in self.promoted],
+            "skipped": self.skipped,
+        }
+
+
+def _state_at(ctx: Context, url: str, sha: str, path: str) -> RenderState | None:
+    rel = f"{path.strip('/')}/{STATE_PATH}" if path.strip("/. ") else STATE_PATH
+    text = ctx.git.read_file(url, sha, rel)
+    if text is None:
+        return None
+    try:
+        return RenderState.from_bytes(text.encode())
+    except (ValueError, KeyError, TypeError):
+        return None
+
+
+def _merge_latest(*groups: list[CommitStatus]) -> dict[str, CommitStatus]:
+    latest: dict[str, CommitStatus] = {}
+    epoch = datetime.min.replace(tzinfo=UTC)
+    for group in groups:
+        for status in group:
+            seen = latest.get(status.context)
+            if seen is None or (status.updated_at or epoch) >= (seen.updated_at or epoch):
+                latest[status.context] = status
+    return latest
+
+
+def check_rollout(ctx: Context, environment: str) -> RolloutOutcome:
+    main_tip = ctx.main_tip()
+    envs = ctx.environments(main_tip)
+    env = ctx.environment(envs, environment)
+    branch = ctx.env_branch(env)
+    env_sha = ctx.git.fetch_branch(ctx.cp_url, branch)
+    pin = ctx.pin(env_sha)
+    if env_sha is None or pin.commit is None:
+        return RolloutOutcome(environment, None, None, "pending", f"{environment} has no promoted commit yet")
+    main_sha = ctx.git.resolve(ctx.cp_url, pin.commit) or pin.commit
+    envs_at = ctx.environments(main_sha)
+    policy = envs_at.get(environment, env).spec.rollout
+    plane = ctx.plane(main_sha, branch, env_sha)
+    gitops = plane.gitops_repo()
+    if gitops is None:
+        raise InputError([Problem(f"environment {environment}: no GitOpsRepo on branch {branch}")])
+    g_repo, g_branch, g_path = gitops.spec.repo, gitops.spec.branch or environment, gitops.spec.path
+    g_url = ctx.forge.git_url(g_repo)
+    tip = ctx.git.fetch_branch(g_url, g_branch)
+    carrier: str | None = None
+    tip_state: RenderState | None = None
+    if tip is not None:
+        for sha in ctx.git.log(g_url, tip, limit=50):
+            state = _state_at(ctx, g_url, sha, g_path)
+            if state is None or state.main_commit != main_sha:
+                break
+            carrier = sha
+            tip_state = tip_state or state
+    if carrier is None or tip is None or tip_state is None:
+        text = f"waiting for the PR that carries main@{short(main_sha)} to be merged into {g_branch}"
+        ctx.say(f"{environment}: {text}")
+        return RolloutOutcome(environment, main_sha, None, "waiting-for-merge", text)
+    started = datetime.fromtimestamp(ctx.git.commit_time(g_url, carrier), UTC)
+    groups = [ctx.forge.statuses(g_repo, tip)]
+    if carrier != tip:
+        groups.insert(0, ctx.forge.statuses(g_repo, carrier))
+    decision = evaluate(policy, tip_state.clusters, _merge_latest(*groups), started, ctx.clock())
+    if isinstance(decision, list):
+        raise InputError(decision)
+    description = decision.status_description()
+    ctx.forge.set_status(ctx.control_plane, main_sha, status_context(environment), decision.state, description)
+    ctx.say(f"{environment}: gate {decision.state}: {description}")
+    outcome = RolloutOutcome(environment, main_sha, carrier, decision.state, description, decision)
+    if decision.state == "success":
+        _fan_out(ctx, environment, main_sha, envs_at, outcome)
+    return outcome
+
+
+def _fan_out(ctx: Context, environment: str, sha: str, envs: dict[str, Any], outcome: RolloutOutcome) -> None:
+    downstream = sorted(name for name, e in envs.items() if environment in e.spec.after)
+    if not downstream:
+        return
+    statuses = {s.context: s.state for s in ctx.forge.statuses(ctx.control_plane, sha)}
+    for name in downstream:
+        waiting = [u for u in envs[name].spec.after if statuses.get(status_context(u)) != "success"]
+        if waiting:
+            outcome.skipped.append(f"{name}: waits for {', '.join(waiting)}")
+            continue
+        result = promote(ctx, name, sha, skip_held=True)
+        if result.schedule is None:
+            outcome.skipped.append(f"{name}: {result.message}")
+        else:
+            outcome.promoted.append(result)

@@ -1,0 +1,202 @@
+"""``schedule``: render one environment at its pinned ``main`` commit and keep its one fleetflow PR up to date.
+
+Renders ``main@pin`` + the environment branch incrementally against the GitOps branch, commits the result on
+``fleetflow/<env>`` (deterministic commit: same inputs, same sha), and creates, updates, closes or leaves the
+PR. A new ``main`` commit always gives a PR (its state.json changes); an environment-branch commit that changes no
+rendered file gives none, and an open PR that became empty is closed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from fleetflow.engine import Changes, Meta, render_environment
+from fleetflow.errors import InputError, Problem
+from fleetflow.forge.base import PullRequest
+from fleetflow.gitwork import PushRejected, retrying
+from fleetflow.ops.context import Context, head_branch, short
+from fleetflow.outputtree import apply_result, plan_diff, read_state, safe_path
+from fleetflow.prbody import PullRequestFacts, body, title
+from fleetflow.state import STATE_PATH, RenderState
+
+Operation = Literal["created", "updated", "unchanged", "closed", "none", "queued", "merged"]
+
+
+@dataclass
+class ScheduleOutcome:
+    environment: str
+    operation: Operation
+    main_commit: str
+    env_commit: str
+    message: str
+    pull_request: PullRequest | None = None
+    changes: Changes = field(default_factory=Changes)
+    gitops_commit: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        pr = self.pull_request
+        return {
+            "environment": self.environment,
+            "operation": self.operation,
+            "mainCommit": self.main_commit,
+            "envCommit": self.env_commit,
+            "message": self.message,
+            "pullRequest": {"number": pr.number, "url": pr.url, "state": pr.state} if pr else None,
+            "changes": self.changes.to_json(),
+            "gitopsCommit": self.gitops_commit,
+        }
+
+
+def schedule_environment(ctx: Context, environment: str) -> ScheduleOutcome:
+    """Bounded retries when a concurrent run pushes the same head branch first."""
+    outcome = None
+
+    def attempt() -> str | None:
+        nonlocal outcome
+        outcome = _schedule_once(ctx, environment)
+        return None
+
+    retrying(3, attempt)
+    assert outcome is not None
+    return outcome
+
+
+def _schedule_once(ctx: Context, environment: str) -> ScheduleOutcome:
+    main_tip = ctx.main_tip()
+    envs = ctx.environments(main_tip)
+    env = ctx.environment(envs, environment)
+    branch = ctx.env_branch(env)
+    env_sha = ctx.git.fetch_branch(ctx.cp_url, branch)
+    if env_sha is None:
+        raise InputError([Problem(
+            f"environment {environment}: branch {branch!r} does not exist in the control-plane repo",
+            None, f"create the {branch} branch with the environment's cluster types, configs and GitOpsRepo",
+        )])
+    pin = ctx.pin(env_sha)
+    if pin.commit is None:
+        raise InputError([Problem(
+            f"environment {environment} has no pinned main commit (base-repo.yaml on {branch})",
+            None, f"promote a commit first: fleetflow promote --environment {environment} --commit SHA",
+        )])
+    main_sha = ctx.git.resolve(ctx.cp_url, pin.commit)
+    if main_sha is None:
+        raise InputError([Problem(
+            f"environment {environment} is pinned to {pin.commit}, which is not on {ctx.main_branch}",
+            None, "promote a commit of main",
+        )])
+    env_at_pin = ctx.environments(main_sha).get(environment, env)
+    plane = ctx.plane(main_sha, branch, env_sha)
+    gitops = plane.gitops_repo()
+    if gitops is None:
+        raise InputError([Problem(
+            f"environment {environment}: no GitOpsRepo on branch {branch}", None,
+            "add a GitOpsRepo (spec.repo, spec.branch, spec.path) to the environment branch",
+        )])
+    g_repo, g_branch, g_path = gitops.spec.repo, gitops.spec.branch or environment, gitops.spec.path
+    g_url = ctx.forge.git_url(g_repo)
+    head = head_branch(environment)
+    heads = ctx.git.fetch(g_url, [g_branch, head])
+    base_sha = heads[g_branch]
+    policy = env_at_pin.spec
+    ctx.say(f"{environment}: rendering main@{short(main_sha)} + {branch}@{short(env_sha)} into {g_repo} {g_branch}")
+
+    with ctx.git.checkout(g_url, base_sha) as work:
+        out = safe_path(work, g_path)
+        previous, _ = read_state(out)
+        result = render_environment(plane, environment, previous=previous, meta=Meta(main_sha, env_sha))
+        diff = plan_diff(out, result)
+        report = apply_result(out, result, previous)
+        rendered_change = any(p != STATE_PATH for p in report.written + report.deleted)
+        new_main = previous is None or previous.main_commit != main_sha
+        outcome = ScheduleOutcome(environment, "none", main_sha, env_sha, "", changes=result.changes)
+        open_pr = ctx.forge.open_pull(g_repo, head, g_branch)
+        if not (rendered_change or new_main):
+            if open_pr is not None:
+                closed = ctx.forge.update_pull(g_repo, open_pr.number, state="closed")
+                outcome.operation, outcome.pull_request = "closed", closed
+                outcome.message = f"PR #{open_pr.number} closed: {g_branch} already has everything it proposed"
+            else:
+                outcome.message = f"nothing to change: {g_branch} already has main@{short(main_sha)}"
+            return outcome
+        when = max(ctx.git.commit_time(ctx.cp_url, main_sha), ctx.git.commit_time(ctx.cp_url, env_sha))
+        message = f"fleetflow: {environment} <- main@{short(main_sha)} ({branch}@{short(env_sha)})"
+        new_sha = ctx.git.commit_directory(g_url, work, base_sha, message, when)
+    if new_sha is None:  # defensive: a needed change always changes state.json
+        outcome.message = "nothing to change"
+        return outcome
+    outcome.gitops_commit = new_sha
+    facts = PullRequestFacts(
+        environment=environment,
+        main_commit=main_sha,
+        env_branch=branch,
+        env_commit=env_sha,
+        previous_main_commit=previous.main_commit if previous else None,
+        changes=result.changes,
+        clusters=result.state.clusters,
+        rollout=policy.rollout,
+        next_environments=sorted(n for n, e in envs.items() if environment in e.spec.after),
+        diff=diff,
+        plan_hint=f"`fleetflow plan --environment {environment}` on main@{short(main_sha)}",
+    )
+    pr_title, pr_body = title(facts), body(facts)
+    if open_pr is not None:
+        if open_pr.head_sha == new_sha or heads[head] == new_sha:
+            outcome.operation, outcome.pull_request = "unchanged", open_pr
+            outcome.message = f"PR #{open_pr.number} already proposes exactly this"
+            return _maybe_merge(ctx, g_repo, policy.pull_request.auto_merge, outcome)
+        if policy.concurrency == "queue":
+            queued_main = _state_main(ctx, g_url, heads[head], g_path)
+            if queued_main is not None and queued_main != main_sha:
+                outcome.operation, outcome.pull_request = "queued", open_pr
+                outcome.message = (
+                    f"PR #{open_pr.number} for main@{short(queued_main)} stays open (concurrency: queue); "
+                    f"main@{short(main_sha)} follows once it is merged or closed"
+                )
+                return outcome
+        ctx.git.push(g_url, new_sha, head, heads[head])
+        pr = ctx.forge.update_pull(g_repo, open_pr.number, title=pr_title, body=pr_body)
+        outcome.operation, outcome.pull_request = "updated", pr
+        outcome.message = f"PR #{pr.number} updated to main@{short(main_sha)}"
+    else:
+        ctx.git.push(g_url, new_sha, head, heads[head])
+        pr = ctx.forge.create_pull(g_repo, head, g_branch, pr_title, pr_body)
+        if policy.pull_request.labels:
+            ctx.forge.add_labels(g_repo, pr.number, list(policy.pull_request.labels))
+        if policy.pull_request.reviewers:
+            ctx.forge.request_reviewers(g_repo, pr.number, list(policy.pull_request.reviewers))
+        outcome.operation, outcome.pull_request = "created", pr
+        outcome.message = f"PR #{pr.number} opened: main@{short(main_sha)} to {environment}"
+    ctx.say(f"{environment}: {outcome.message}")
+    return _maybe_merge(ctx, g_repo, policy.pull_request.auto_merge, outcome)
+
+
+def _state_main(ctx: Context, url: str, sha: str | None, path: str) -> str | None:
+    if sha is None:
+        return None
+    text = ctx.git.read_file(url, sha, f"{path.strip('/') or '.'}/{STATE_PATH}".removeprefix("./"))
+    if text is None:
+        return None
+    try:
+        return RenderState.from_bytes(text.encode()).main_commit
+    except (ValueError, KeyError, TypeError):
+        return None
+
+
+def _maybe_merge(ctx: Context, repo: str, auto_merge: bool, outcome: ScheduleOutcome) -> ScheduleOutcome:
+    """autoMerge: merge once the PR's own checks pass (none pending, none failed)."""
+    pr = outcome.pull_request
+    if not auto_merge or pr is None or pr.state != "open":
+        return outcome
+    checks = ctx.forge.statuses(repo, outcome.gitops_commit or pr.head_sha)
+    if any(s.state != "success" for s in checks):
+        outcome.message += "; auto-merge waits for the PR's checks"
+        return outcome
+    ctx.forge.merge_pull(repo, pr.number)
+    outcome.operation = "merged"
+    outcome.message += "; merged (autoMerge)"
+    ctx.say(f"{outcome.environment}: PR #{pr.number} merged (autoMerge)")
+    return outcome
+
+
+__all__ = ["PushRejected", "ScheduleOutcome", "schedule_environment"]

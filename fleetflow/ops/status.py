@@ -1,0 +1,137 @@
+"""``status``: where every environment stands, as text, JSON, or Markdown with a Mermaid chain for summaries."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from fleetflow.ops.context import Context, chain_order, head_branch, short, status_context
+from fleetflow.pinning import PIN_FILE, read_pin
+
+
+@dataclass
+class EnvironmentStatus:
+    name: str
+    after: list[str]
+    branch: str
+    pinned: str | None
+    held: str | None
+    gitops: str | None
+    gitops_head: str | None
+    pull_request: dict[str, Any] | None
+    gate_state: str  # success | failure | pending | none
+    gate_description: str
+    last_success: str | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "environment": self.name, "after": self.after, "branch": self.branch, "pinnedCommit": self.pinned,
+            "held": self.held, "gitops": self.gitops, "gitopsHead": self.gitops_head,
+            "pullRequest": self.pull_request, "gate": {"state": self.gate_state, "description": self.gate_description},
+            "lastSuccess": self.last_success,
+        }
+
+
+def fleet_status(ctx: Context, history: int = 3) -> list[EnvironmentStatus]:
+    main_tip = ctx.main_tip()
+    envs = ctx.environments(main_tip)
+    result: list[EnvironmentStatus] = []
+    for name in chain_order(envs):
+        env = envs[name]
+        branch = ctx.env_branch(env)
+        env_sha = ctx.git.fetch_branch(ctx.cp_url, branch)
+        pin = ctx.pin(env_sha)
+        entry = EnvironmentStatus(name, list(env.spec.after), branch, pin.commit, pin.hold, None, None, None,
+                                  "none", "not promoted yet", None)
+        result.append(entry)
+        if env_sha is None or pin.commit is None:
+            continue
+        statuses = {s.context: s for s in ctx.forge.statuses(ctx.control_plane, pin.commit)}
+        gate = statuses.get(status_context(name))
+        if gate is not None:
+            entry.gate_state, entry.gate_description = gate.state, gate.description
+            if gate.state == "success":
+                entry.last_success = pin.commit
+        if entry.last_success is None:
+            entry.last_success = _previous_success(ctx, name, env_sha, pin.commit, history)
+        try:
+            plane = ctx.plane(pin.commit, branch, env_sha)
+        except Exception as exc:  # a broken branch still gets a status line
+            entry.gate_description += f" (cannot read {branch}: {str(exc).splitlines()[0]})"
+            continue
+        gitops = plane.gitops_repo()
+        if gitops is None:
+            continue
+        g_branch = gitops.spec.branch or name
+        entry.gitops = f"{gitops.spec.repo} {g_branch}"
+        entry.gitops_head = ctx.git.fetch_branch(ctx.forge.git_url(gitops.spec.repo), g_branch)
+        pr = ctx.forge.open_pull(gitops.spec.repo, head_branch(name), g_branch)
+        if pr is not None:
+            entry.pull_request = {"number": pr.number, "url": pr.url, "state": pr.state, "title": pr.title}
+    return result
+
+
+def _previous_success(ctx: Context, name: str, env_sha: str, current: str, limit: int) -> str | None:
+    """The newest earlier pin of this environment whose rollout succeeded (looks at ``limit`` pins)."""
+    seen = {current}
+    for sha in ctx.git.log(ctx.cp_url, env_sha, PIN_FILE, limit=20):
+        pin = read_pin(ctx.git.read_file(ctx.cp_url, sha, PIN_FILE)).commit
+        if pin is None or pin in seen:
+            continue
+        seen.add(pin)
+        if any(s.context == status_context(name) and s.state == "success"
+               for s in ctx.forge.statuses(ctx.control_plane, pin)):
+            return pin
+        if len(seen) > limit:
+            break
+    return None
+
+
+ICON = {"success": "✅", "failure": "❌", "pending": "⏳", "error": "❌", "none": "·"}
+COLOUR = {
+    "success": "fill:#d3f9d8,stroke:#2b8a3e",
+    "failure": "fill:#ffe3e3,stroke:#c92a2a",
+    "error": "fill:#ffe3e3,stroke:#c92a2a",
+    "pending": "fill:#fff3bf,stroke:#e67700",
+    "none": "fill:#f1f3f5,stroke:#868e96",
+}
+
+
+def as_text(entries: list[EnvironmentStatus]) -> str:
+    lines = [f"{'environment':<14} {'pinned':<13} {'gate':<9} {'pull request':<14} description"]
+    for e in entries:
+        pr = f"#{e.pull_request['number']} open" if e.pull_request else "-"
+        held = f" [held: {e.held}]" if e.held else ""
+        lines.append(f"{e.name:<14} {short(e.pinned):<13} {e.gate_state:<9} {pr:<14} {e.gate_description}{held}")
+    return "\n".join(lines)
+
+
+def mermaid(entries: list[EnvironmentStatus]) -> str:
+    def node_id(name: str) -> str:
+        return "env_" + "".join(ch if ch.isalnum() else "_" for ch in name)
+
+    lines = ["```mermaid", "graph LR"]
+    for e in entries:
+        label = f"{e.name}<br/>{short(e.pinned)}<br/>{e.gate_state}"
+        lines.append(f'  {node_id(e.name)}["{label}"]')
+    for e in entries:
+        for upstream in e.after:
+            lines.append(f"  {node_id(upstream)} --> {node_id(e.name)}")
+    for state, style in COLOUR.items():
+        lines.append(f"  classDef {state} {style}")
+    for e in entries:
+        lines.append(f"  class {node_id(e.name)} {e.gate_state if e.gate_state in COLOUR else 'none'}")
+    lines.append("```")
+    return "\n".join(lines)
+
+
+def as_markdown(entries: list[EnvironmentStatus]) -> str:
+    lines = ["## fleetflow status", "", mermaid(entries), "",
+             "| environment | pinned main commit | gate | pull request | last success |",
+             "|---|---|---|---|---|"]
+    for e in entries:
+        pr = f"[#{e.pull_request['number']}]({e.pull_request['url']})" if e.pull_request else "–"
+        gate = f"{ICON.get(e.gate_state, '')} {e.gate_state}: {e.gate_description}"
+        held = f" (held: {e.held})" if e.held else ""
+        lines.append(f"| `{e.name}` | `{short(e.pinned)}`{held} | {gate} | {pr} | `{short(e.last_success)}` |")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,102 @@
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from fleetflow.forge.base import CommitStatus
+from fleetflow.gate import GateDecision, evaluate, parse_duration
+from fleetflow.pinning import read_pin, write_pin
+from fleetflow.resources import RolloutPolicy
+from fleetflow.state import ExpectedCluster
+
+T0 = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
+CLUSTERS = [ExpectedCluster("a", "ct", "flux/a"), ExpectedCluster("b", "ct", "flux/b")]
+
+
+def st(context: str, state: str, minutes: int = 0, description: str = "") -> CommitStatus:
+    return CommitStatus(context, state, description, T0 + timedelta(minutes=minutes))  # type: ignore[arg-type]
+
+
+def decide(statuses: list[CommitStatus], now_min: int = 10, **policy: object) -> GateDecision:
+    result = evaluate(RolloutPolicy.model_validate(policy), CLUSTERS, {s.context: s for s in statuses}, T0,
+                      T0 + timedelta(minutes=now_min))
+    assert isinstance(result, GateDecision), result
+    return result
+
+
+def test_all_clusters_successful() -> None:
+    d = decide([st("flux/a", "success", 1), st("flux/b", "success", 2), st("other", "failure")])
+    assert d.state == "success" and d.description == "rolled out: 2/2 clusters"
+
+
+def test_missing_status_is_pending_never_success() -> None:
+    d = decide([st("flux/a", "success", 1)])
+    assert d.state == "pending" and d.missing == ["b"] and d.description == "rolling out: 1/2 clusters"
+    d = decide([st("flux/a", "success", 1), st("flux/b", "pending", 1)])
+    assert d.state == "pending"
+
+
+def test_failure_fails_fast() -> None:
+    d = decide([st("flux/a", "failure", 1, "health check failed"), st("flux/b", "pending")])
+    assert d.state == "failure" and "a (health check failed)" in d.description
+    assert decide([st("flux/a", "error", 1)]).state == "failure"
+
+
+def test_timeout() -> None:
+    d = decide([st("flux/a", "success", 1)], now_min=31, timeout="30m")
+    assert d.state == "failure" and "timed out after 30m" in d.description and "missing: b" in d.description
+
+
+def test_soak_time() -> None:
+    statuses = [st("flux/a", "success", 1), st("flux/b", "success", 5)]
+    d = decide(statuses, now_min=10, soakTime="10m")
+    assert d.state == "pending" and d.ready_at == T0 + timedelta(minutes=15) and "soaking" in d.description
+    assert decide(statuses, now_min=15, soakTime="10m").state == "success"
+
+
+def test_min_clusters_without_inventory() -> None:
+    policy = RolloutPolicy.model_validate({"minClusters": 2, "contextPattern": "argocd/*"})
+    statuses = {s.context: s for s in [st("argocd/x", "success"), st("argocd/y", "success"), st("ci", "failure")]}
+    result = evaluate(policy, [], statuses, T0, T0 + timedelta(minutes=1))
+    assert isinstance(result, GateDecision) and result.state == "success"
+    result = evaluate(policy, [], {"argocd/x": st("argocd/x", "success")}, T0, T0 + timedelta(minutes=1))
+    assert isinstance(result, GateDecision) and result.state == "pending"
+
+
+def test_zero_expected_is_a_configuration_error_unless_allowed() -> None:
+    result = evaluate(RolloutPolicy(), [], {}, T0, T0)
+    assert isinstance(result, list) and "zero clusters" in result[0].message
+    allowed = evaluate(RolloutPolicy(allow_empty=True), [], {}, T0, T0)
+    assert isinstance(allowed, GateDecision) and allowed.state == "success"
+
+
+def test_context_pattern_for_clusters_without_status_context() -> None:
+    policy = RolloutPolicy.model_validate({"contextPattern": "flux/{cluster}"})
+    result = evaluate(policy, [ExpectedCluster("c", "ct", None)], {"flux/c": st("flux/c", "success")}, T0,
+                      T0 + timedelta(minutes=1))
+    assert isinstance(result, GateDecision) and result.state == "success"
+    missing = evaluate(RolloutPolicy(), [ExpectedCluster("c", "ct", None)], {}, T0, T0)
+    assert isinstance(missing, list) and "no statusContext" in missing[0].message
+
+
+@pytest.mark.parametrize(("text", "seconds"), [("90", 90), ("90s", 90), ("2m", 120), ("1h30m", 5400), (45, 45)])
+def test_durations(text: str | int, seconds: int) -> None:
+    assert parse_duration(text).total_seconds() == seconds
+
+
+def test_bad_duration() -> None:
+    with pytest.raises(ValueError, match="invalid duration"):
+        parse_duration("soon")
+
+
+def test_pin_roundtrip_keeps_comments() -> None:
+    text = "# pinned by fleetflow\napiVersion: scheduler.kalypso.io/v1alpha1\nkind: BaseRepo\nmetadata:\n" \
+           "  name: main\nspec:\n  repo: r  # the control plane\n  branch: main\n  path: .\n  commit: abc\n"
+    assert read_pin(text).commit == "abc"
+    new = write_pin(text, commit="def", repo="r", hold="rollback from abc")
+    assert "# pinned by fleetflow" in new and "# the control plane" in new
+    assert read_pin(new).commit == "def" and read_pin(new).hold == "rollback from abc"
+    released = write_pin(new, commit="ghi", repo="r", hold=None)
+    assert read_pin(released).hold is None and "annotations" not in released
+    assert read_pin(write_pin(None, commit="x", repo="r", hold=None)).commit == "x"
