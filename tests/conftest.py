@@ -23,3 +23,4 @@ def clean_environment(
     cache: Path = tmp_path_factory.mktemp("cache")
     monkeypatch.setenv("XDG_CACHE_HOME", str(cache))
     yield
+from tests.ghstub.fixtures import github_stub  # noqa: F401

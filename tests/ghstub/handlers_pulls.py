@@ -1,0 +1,159 @@
+"""Pull request and issue (labels, comments) endpoints."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .errors import not_found, unprocessable, validation_failed
+from .routing import Handler, Request, Response, paginate, route_registrar
+from .state import PullRequest
+
+ROUTES: list[tuple[str, str, Handler]] = []
+route = route_registrar(ROUTES)
+
+
+def sort_pulls(pulls: list[PullRequest], sort: str, direction: str | None) -> list[PullRequest]:
+    """GitHub's sort: ``created`` (default, newest first), ``updated``, ``popularity``, ``long-running``."""
+    if sort == "updated":
+        key: Any = lambda pr: (pr.updated_at, pr.number)  # noqa: E731
+    else:
+        key = lambda pr: pr.number  # noqa: E731
+    descending = direction == "desc" if direction else sort == "created"
+    return sorted(pulls, key=key, reverse=descending)
+
+
+@route("GET", "/repos/{owner}/{repo}/pulls")
+def list_pulls(request: Request) -> Response:
+    repo, query = request.repo, request.query
+    state = query.get("state", "open")
+    pulls = [pr for pr in repo.list_pulls() if state == "all" or pr.state == state]
+    head = query.get("head")
+    if head and ":" in head:  # without "owner:" GitHub silently ignores the filter
+        owner, _, branch = head.partition(":")
+        pulls = [pr for pr in pulls if owner.lower() == repo.owner.lower() and pr.head_ref == branch]
+    if query.get("base"):
+        pulls = [pr for pr in pulls if pr.base_ref == query["base"]]
+    pulls = sort_pulls(pulls, query.get("sort", "created"), query.get("direction"))
+    return paginate(request, pulls, lambda chunk: [request.shapes.pull_simple(repo, pr) for pr in chunk])
+
+
+@route("POST", "/repos/{owner}/{repo}/pulls")
+def create_pull(request: Request) -> Response:
+    repo = request.repo
+    title = request.json_field("title")
+    if not title:
+        raise validation_failed({"resource": "PullRequest", "field": "title", "code": "missing_field"})
+    pr = repo.create_pull(
+        head=request.json_field("head"),
+        base=request.json_field("base"),
+        title=title,
+        body=request.json_field("body"),
+        draft=bool(request.json_field("draft", False)),
+    )
+    pr.maintainer_can_modify = bool(request.json_field("maintainer_can_modify", False))
+    body = request.shapes.pull(repo, pr)
+    return Response(201, body, {"Location": body["url"]})
+
+
+@route("GET", "/repos/{owner}/{repo}/pulls/{pull_number}")
+def get_pull(request: Request) -> Response:
+    repo = request.repo
+    return Response(200, request.shapes.pull(repo, repo.pull(request.param_int("pull_number"))))
+
+
+@route("PATCH", "/repos/{owner}/{repo}/pulls/{pull_number}")
+def update_pull(request: Request) -> Response:
+    repo = request.repo
+    fields = {k: v for k, v in (request.body or {}).items() if k in ("title", "body", "state", "base")}
+    pr = repo.update_pull(request.param_int("pull_number"), **fields)
+    if "maintainer_can_modify" in (request.body or {}):
+        pr.maintainer_can_modify = bool(request.body["maintainer_can_modify"])
+    return Response(200, request.shapes.pull(repo, pr))
+
+
+@route("GET", "/repos/{owner}/{repo}/pulls/{pull_number}/merge")
+def check_merged(request: Request) -> Response:
+    if not request.repo.pull(request.param_int("pull_number")).merged:
+        raise not_found()
+    return Response(204)
+
+
+@route("PUT", "/repos/{owner}/{repo}/pulls/{pull_number}/merge")
+def merge_pull(request: Request) -> Response:
+    sha = request.repo.merge_pull(
+        request.param_int("pull_number"),
+        method=request.json_field("merge_method") or "merge",
+        commit_title=request.json_field("commit_title"),
+        commit_message=request.json_field("commit_message"),
+        sha=request.json_field("sha"),
+    )
+    return Response(200, {"sha": sha, "merged": True, "message": "Pull Request successfully merged"})
+
+
+@route("POST", "/repos/{owner}/{repo}/pulls/{pull_number}/requested_reviewers")
+def request_reviewers(request: Request) -> Response:
+    repo = request.repo
+    with request.store.lock:
+        pr = repo.pull(request.param_int("pull_number"))
+        reviewers = list(request.json_field("reviewers") or [])
+        if pr.user in reviewers:
+            raise unprocessable("Review cannot be requested from pull request author.")
+        for login in reviewers:
+            if login not in pr.requested_reviewers:
+                pr.requested_reviewers.append(login)
+        for slug in request.json_field("team_reviewers") or []:
+            if slug not in pr.requested_teams:
+                pr.requested_teams.append(slug)
+        pr.updated_at = request.store.now()
+    return Response(201, request.shapes.pull_simple(repo, pr))
+
+
+def label_names(body: Any) -> list[str]:
+    """``add-labels`` accepts a list or ``{"labels": [...]}``, of names or ``{"name": ...}``, or one name."""
+    items = body.get("labels", []) if isinstance(body, dict) else body
+    if isinstance(items, str):
+        items = [items]
+    names = [item["name"] if isinstance(item, dict) else item for item in items or []]
+    if not all(isinstance(name, str) and name for name in names):
+        raise validation_failed({"resource": "Label", "field": "name", "code": "invalid"})
+    return names
+
+
+@route("GET", "/repos/{owner}/{repo}/issues/{issue_number}/labels")
+def list_labels(request: Request) -> Response:
+    repo = request.repo
+    pr = repo.pull(request.param_int("issue_number"))
+    labels = [repo.label(name) for name in pr.labels]
+    return paginate(request, labels, lambda chunk: [request.shapes.label(repo, label) for label in chunk])
+
+
+@route("POST", "/repos/{owner}/{repo}/issues/{issue_number}/labels")
+def add_labels(request: Request) -> Response:
+    repo = request.repo
+    with request.store.lock:
+        pr = repo.pull(request.param_int("issue_number"))
+        for name in label_names(request.body):
+            label = repo.label(name)
+            if label.name not in pr.labels:
+                pr.labels.append(label.name)
+        pr.updated_at = request.store.now()
+    return Response(200, [request.shapes.label(repo, repo.label(name)) for name in pr.labels])
+
+
+@route("GET", "/repos/{owner}/{repo}/issues/{issue_number}/comments")
+def list_comments(request: Request) -> Response:
+    repo, number = request.repo, request.param_int("issue_number")
+    repo.pull(number)
+    comments = [c for c in repo.comments if c.issue_number == number]
+    return paginate(request, comments, lambda chunk: [request.shapes.comment(repo, c) for c in chunk])
+
+
+@route("POST", "/repos/{owner}/{repo}/issues/{issue_number}/comments")
+def create_comment(request: Request) -> Response:
+    repo = request.repo
+    body = request.json_field("body")
+    if not isinstance(body, str) or not body:
+        raise validation_failed({"resource": "IssueComment", "field": "body", "code": "missing_field"})
+    comment = repo.comment(request.param_int("issue_number"), body)
+    shaped = request.shapes.comment(repo, comment)
+    return Response(201, shaped, {"Location": shaped["url"]})

@@ -1,0 +1,483 @@
+"""In-memory forge state: repositories (backed by bare git repos), pull requests, statuses, check runs.
+
+The HTTP handlers and the test helpers call the same operations here, so a test that merges a PR "by hand"
+(``repo.merge_pull(1)``) gets exactly what ``PUT .../pulls/1/merge`` would have done.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from .errors import ApiError, not_found, pr_already_exists, unprocessable, validation_failed
+from .gitbackend import BareRepo, MergeConflict
+
+STATUS_STATES = ("error", "failure", "pending", "success")
+
+
+def iso(moment: datetime) -> str:
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+@dataclass
+class Label:
+    id: int
+    name: str
+    color: str = "ededed"
+    description: str = ""
+
+
+@dataclass
+class Comment:
+    id: int
+    issue_number: int
+    body: str
+    user: str
+    created_at: str
+    updated_at: str
+
+
+@dataclass
+class PullRequest:
+    number: int
+    id: int
+    title: str
+    body: str | None
+    head_ref: str
+    base_ref: str
+    head_sha: str
+    base_sha: str
+    user: str
+    created_at: str
+    updated_at: str
+    draft: bool = False
+    maintainer_can_modify: bool = False
+    state: str = "open"
+    closed_at: str | None = None
+    merged_at: str | None = None
+    merge_commit_sha: str | None = None
+    merged_by: str | None = None
+    labels: list[str] = field(default_factory=list)
+    requested_reviewers: list[str] = field(default_factory=list)
+    requested_teams: list[str] = field(default_factory=list)
+
+    @property
+    def merged(self) -> bool:
+        return self.merged_at is not None
+
+
+@dataclass
+class CommitStatus:
+    id: int
+    sha: str
+    state: str
+    context: str
+    description: str | None
+    target_url: str | None
+    creator: str
+    created_at: str
+    updated_at: str
+
+
+@dataclass
+class CheckRun:
+    id: int
+    head_sha: str
+    name: str
+    status: str
+    conclusion: str | None
+    started_at: str | None
+    completed_at: str | None
+    details_url: str | None = None
+    external_id: str | None = None
+    output: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Dispatch:
+    """A ``repository_dispatch`` the stub received."""
+
+    owner: str
+    repo: str
+    event_type: str
+    client_payload: dict[str, Any]
+    received_at: str
+
+
+@dataclass
+class Repo:
+    """One repository: its bare git repo plus the forge objects around it."""
+
+    owner: str
+    name: str
+    id: int
+    git: BareRepo
+    default_branch: str
+    private: bool
+    created_at: str
+    store: Store
+    pulls: dict[int, PullRequest] = field(default_factory=dict)
+    comments: list[Comment] = field(default_factory=list)
+    labels: dict[str, Label] = field(default_factory=dict)
+    statuses: list[CommitStatus] = field(default_factory=list)
+    check_runs: list[CheckRun] = field(default_factory=list)
+    dispatches: list[Dispatch] = field(default_factory=list)
+    delete_branch_on_merge: bool = False
+
+    @property
+    def full_name(self) -> str:
+        return f"{self.owner}/{self.name}"
+
+    @property
+    def path(self) -> Path:
+        return self.git.path
+
+    @property
+    def clone_url(self) -> str:
+        return self.git.path.resolve().as_uri()
+
+    # -- git ------------------------------------------------------------------------------------------------
+    def branch_sha(self, branch: str) -> str | None:
+        return self.git.ref_sha(f"refs/heads/{branch}")
+
+    def commit_sha(self, ref: str) -> str:
+        """Resolve a branch, tag or sha the way ``/commits/{ref}`` does (422 when unknown)."""
+        sha = self.git.resolve(ref)
+        if sha is None:
+            raise unprocessable(f"No commit found for SHA: {ref}")
+        return sha
+
+    def commit_files(
+        self,
+        branch: str,
+        files: dict[str, str | bytes | None],
+        message: str = "Update files",
+        base: str | None = None,
+    ) -> str:
+        """Commit ``files`` (None deletes) on ``branch``, creating it from ``base`` (default branch) if new.
+
+        A test helper standing in for a clone-edit-push round trip.
+        """
+        with self.store.lock:
+            old = self.branch_sha(branch)
+            parent = old or self.git.resolve(base or self.default_branch)
+            sha = self.git.write_commit(parent, files, message, (self.store.login, f"{self.store.login}@example.com"))
+            self.git.update_ref(f"refs/heads/{branch}", sha, old or "0" * 40)
+            return sha
+
+    # -- pull requests --------------------------------------------------------------------------------------
+    def pull(self, number: int) -> PullRequest:
+        with self.store.lock:
+            if number not in self.pulls:
+                raise not_found()
+            return self.refresh(self.pulls[number])
+
+    def list_pulls(self) -> list[PullRequest]:
+        with self.store.lock:
+            return [self.refresh(pr) for pr in self.pulls.values()]
+
+    def refresh(self, pr: PullRequest) -> PullRequest:
+        """Follow the branches of an open PR; a deleted head branch closes it, as on GitHub."""
+        if pr.state != "open":
+            return pr
+        head, base = self.branch_sha(pr.head_ref), self.branch_sha(pr.base_ref)
+        if head is None:
+            pr.state, pr.closed_at = "closed", self.store.now()
+            pr.updated_at = pr.closed_at
+            return pr
+        pr.head_sha = head
+        pr.base_sha = base or pr.base_sha
+        return pr
+
+    def create_pull(
+        self,
+        head: str,
+        base: str,
+        title: str,
+        body: str | None = None,
+        draft: bool = False,
+        user: str | None = None,
+    ) -> PullRequest:
+        with self.store.lock:
+            owner, _, branch = head.rpartition(":")
+            if owner and owner.lower() != self.owner.lower():
+                raise validation_failed({"resource": "PullRequest", "field": "head", "code": "invalid"})
+            head_sha, base_sha = self.branch_sha(branch), self.branch_sha(base)
+            if base_sha is None:
+                raise validation_failed({"resource": "PullRequest", "field": "base", "code": "invalid"})
+            if head_sha is None:
+                raise validation_failed({"resource": "PullRequest", "field": "head", "code": "invalid"})
+            for other in self.list_pulls():
+                if other.state == "open" and other.head_ref == branch and other.base_ref == base:
+                    raise pr_already_exists(self.owner, branch)
+            if self.git.is_ancestor(head_sha, base_sha):
+                raise validation_failed(
+                    {
+                        "resource": "PullRequest",
+                        "code": "custom",
+                        "message": f"No commits between {base} and {branch}",
+                    }
+                )
+            now = self.store.now()
+            number = self.store.next_issue_number(self)
+            pr = PullRequest(
+                number=number,
+                id=self.store.next_id(),
+                title=title,
+                body=body,
+                head_ref=branch,
+                base_ref=base,
+                head_sha=head_sha,
+                base_sha=base_sha,
+                user=user or self.store.login,
+                created_at=now,
+                updated_at=now,
+                draft=draft,
+            )
+            self.pulls[number] = pr
+            return pr
+
+    def update_pull(self, number: int, **changes: Any) -> PullRequest:
+        """Change ``title``, ``body``, ``base`` or ``state`` (``open``/``closed``)."""
+        with self.store.lock:
+            pr = self.pull(number)
+            if "base" in changes and changes["base"] != pr.base_ref:
+                if pr.state != "open":
+                    raise unprocessable("Cannot change the base branch of a closed pull request.")
+                if self.branch_sha(changes["base"]) is None:
+                    raise validation_failed({"resource": "PullRequest", "field": "base", "code": "invalid"})
+                pr.base_ref = changes["base"]
+            for key in ("title", "body"):
+                if key in changes and changes[key] is not None:
+                    setattr(pr, key, changes[key])
+            state = changes.get("state")
+            if state == "closed" and pr.state == "open":
+                pr.state, pr.closed_at = "closed", self.store.now()
+            elif state == "open" and pr.state == "closed":
+                if pr.merged or self.branch_sha(pr.head_ref) is None:
+                    raise validation_failed(
+                        {"resource": "PullRequest", "code": "custom", "message": "state cannot be changed."}
+                    )
+                pr.state, pr.closed_at = "open", None
+            pr.updated_at = self.store.now()
+            return self.refresh(pr)
+
+    def merge_pull(
+        self,
+        number: int,
+        method: str = "merge",
+        commit_title: str | None = None,
+        commit_message: str | None = None,
+        sha: str | None = None,
+        user: str | None = None,
+    ) -> str:
+        """Merge as GitHub does: a merge commit, a squash commit or a rebase onto the base branch."""
+        with self.store.lock:
+            pr = self.pull(number)
+            if pr.state != "open":
+                raise ApiError(405, "Pull Request is not mergeable")
+            if sha is not None and sha != pr.head_sha:
+                raise ApiError(409, "Head branch was modified. Review and try the merge again.")
+            actor = user or self.store.login
+            author = (actor, f"{actor}@users.noreply.github.com")
+            base_sha = pr.base_sha
+            try:
+                if method == "rebase":
+                    new = self.git.rebase(base_sha, pr.head_sha, author)
+                else:
+                    tree = self.git.merge_tree(base_sha, pr.head_sha)
+                    if method == "squash":
+                        title = commit_title or f"{pr.title} (#{pr.number})"
+                        parents = [base_sha]
+                    else:
+                        title = commit_title or f"Merge pull request #{pr.number} from {self.owner}/{pr.head_ref}"
+                        parents = [base_sha, pr.head_sha]
+                    message = commit_message if commit_message is not None else (pr.title if method == "merge" else "")
+                    full = f"{title}\n\n{message}".rstrip() + "\n"
+                    new = self.git.commit_tree(tree, parents, full, author)
+            except MergeConflict:
+                raise ApiError(405, "Pull Request is not mergeable") from None
+            self.git.update_ref(f"refs/heads/{pr.base_ref}", new, base_sha)
+            now = self.store.now()
+            pr.state, pr.merged_at, pr.closed_at, pr.updated_at = "closed", now, now, now
+            pr.merge_commit_sha, pr.merged_by, pr.base_sha = new, actor, base_sha
+            if self.delete_branch_on_merge:
+                self.git.delete_ref(f"refs/heads/{pr.head_ref}")
+            return new
+
+    def label(self, name: str) -> Label:
+        with self.store.lock:
+            key = name.lower()
+            if key not in self.labels:
+                self.labels[key] = Label(self.store.next_id(), name)
+            return self.labels[key]
+
+    def comment(self, number: int, body: str, user: str | None = None) -> Comment:
+        with self.store.lock:
+            self.pull(number)
+            now = self.store.now()
+            comment = Comment(self.store.next_id(), number, body, user or self.store.login, now, now)
+            self.comments.append(comment)
+            return comment
+
+    # -- statuses and checks --------------------------------------------------------------------------------
+    def add_status(
+        self,
+        sha: str,
+        state: str,
+        context: str = "default",
+        description: str | None = None,
+        target_url: str | None = None,
+        creator: str | None = None,
+    ) -> CommitStatus:
+        """Post a commit status (what a cluster reporting back does); ``sha`` may be any commit-ish."""
+        with self.store.lock:
+            if state not in STATUS_STATES:
+                raise validation_failed({"resource": "Status", "field": "state", "code": "custom"})
+            full = self.commit_sha(sha)
+            now = self.store.now()
+            status = CommitStatus(
+                self.store.next_id(),
+                full,
+                state,
+                context,
+                description,
+                target_url,
+                creator or self.store.login,
+                now,
+                now,
+            )
+            self.statuses.append(status)
+            return status
+
+    def statuses_for(self, ref: str) -> list[CommitStatus]:
+        """All statuses of a commit, newest first (``GET /commits/{ref}/statuses``)."""
+        sha = self.commit_sha(ref)
+        return sorted((s for s in self.statuses if s.sha == sha), key=lambda s: -s.id)
+
+    def combined_status(self, ref: str) -> tuple[str, str, list[CommitStatus]]:
+        """``(sha, state, latest status per context)`` with GitHub's rules for the combined state."""
+        sha = self.commit_sha(ref)
+        latest: dict[str, CommitStatus] = {}
+        for status in self.statuses_for(sha):
+            latest.setdefault(status.context, status)
+        states = {s.state for s in latest.values()}
+        if states & {"error", "failure"}:
+            state = "failure"
+        elif not states or "pending" in states:
+            state = "pending"
+        else:
+            state = "success"
+        return sha, state, sorted(latest.values(), key=lambda s: s.context)
+
+    def add_check_run(self, head_sha: str, name: str, **fields: Any) -> CheckRun:
+        """Create a check run; ``status`` defaults to ``queued`` (``completed`` when a conclusion is given)."""
+        with self.store.lock:
+            sha = self.commit_sha(head_sha)
+            conclusion = fields.get("conclusion")
+            status = fields.get("status") or ("completed" if conclusion else "queued")
+            now = self.store.now()
+            run = CheckRun(
+                id=self.store.next_id(),
+                head_sha=sha,
+                name=name,
+                status=status,
+                conclusion=conclusion if status == "completed" else None,
+                started_at=fields.get("started_at") or now,
+                completed_at=(fields.get("completed_at") or now) if status == "completed" else None,
+                details_url=fields.get("details_url"),
+                external_id=fields.get("external_id"),
+                output=dict(fields.get("output") or {}),
+            )
+            if status == "completed" and not run.conclusion:
+                raise validation_failed({"resource": "CheckRun", "field": "conclusion", "code": "missing_field"})
+            self.check_runs.append(run)
+            return run
+
+    def check_runs_for(self, ref: str) -> list[CheckRun]:
+        sha = self.commit_sha(ref)
+        return sorted((r for r in self.check_runs if r.head_sha == sha), key=lambda r: -r.id)
+
+
+class RateWindow:
+    """The primary rate limit as GitHub counts it: 5000 requests per hour, ``X-RateLimit-*`` headers."""
+
+    def __init__(self, limit: int = 5000) -> None:
+        self.limit = limit
+        self.used = 0
+        self.reset = int(time.time()) + 3600
+        self._lock = threading.Lock()
+
+    def hit(self) -> dict[str, str]:
+        with self._lock:
+            if time.time() >= self.reset:
+                self.used, self.reset = 0, int(time.time()) + 3600
+            self.used += 1
+            return self.headers()
+
+    def headers(self) -> dict[str, str]:
+        return {
+            "X-RateLimit-Limit": str(self.limit),
+            "X-RateLimit-Remaining": str(max(self.limit - self.used, 0)),
+            "X-RateLimit-Reset": str(self.reset),
+            "X-RateLimit-Used": str(self.used),
+            "X-RateLimit-Resource": "core",
+        }
+
+    def snapshot(self) -> dict[str, int]:
+        """``rate-limit``."""
+        return {
+            "limit": self.limit,
+            "remaining": max(self.limit - self.used, 0),
+            "reset": self.reset,
+            "used": self.used,
+        }
+
+
+class Store:
+    """All repositories of one stub, the id counters and the clock, behind one lock."""
+
+    def __init__(self, root: Path, login: str, clock: Callable[[], datetime] | None = None) -> None:
+        self.root = root
+        self.login = login
+        self.clock: Callable[[], datetime] = clock or (lambda: datetime.now(UTC))
+        self.lock = threading.RLock()
+        self.repos: dict[tuple[str, str], Repo] = {}
+        self.rate = RateWindow()
+        self._ids = itertools.count(1001)
+        self._issue_numbers: dict[tuple[str, str], int] = {}
+
+    def now(self) -> str:
+        return iso(self.clock())
+
+    def next_id(self) -> int:
+        with self.lock:
+            return next(self._ids)
+
+    def next_issue_number(self, repo: Repo) -> int:
+        with self.lock:
+            key = (repo.owner.lower(), repo.name.lower())
+            self._issue_numbers[key] = self._issue_numbers.get(key, 0) + 1
+            return self._issue_numbers[key]
+
+    def repo(self, owner: str, name: str) -> Repo:
+        with self.lock:
+            try:
+                return self.repos[(owner.lower(), name.lower())]
+            except KeyError:
+                raise not_found() from None
+
+    def add_repo(self, owner: str, name: str, git: BareRepo, default_branch: str, private: bool) -> Repo:
+        with self.lock:
+            key = (owner.lower(), name.lower())
+            if key in self.repos:
+                raise ValueError(f"repository {owner}/{name} already exists")
+            repo = Repo(owner, name, self.next_id(), git, default_branch, private, self.now(), self)
+            self.repos[key] = repo
+            return repo

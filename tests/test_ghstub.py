@@ -1,0 +1,430 @@
+"""The GitHub stand-in: PyGithub, unmodified, against every implemented operation; response shapes against
+GitHub's OpenAPI description; injected faults as PyGithub sees them; git through the clone URL."""
+
+from __future__ import annotations
+
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+import requests
+from github import Auth, Github, GithubException, GithubRetry, RateLimitExceededException
+
+try:  # the suite imports its helpers as ``tests.*`` (python -m pytest, or a pythonpath setting)
+    from tests.ghstub.fixtures import github_stub
+    from tests.ghstub.gitbackend import git_env
+    from tests.ghstub.openapi import subset
+    from tests.ghstub.operations import OPERATIONS, WEBHOOK_EVENTS
+    from tests.ghstub.server import GitHubStub
+except ModuleNotFoundError:  # plain ``pytest``: only tests/ (the conftest's folder) is on sys.path
+    from ghstub.fixtures import github_stub  # type: ignore[no-redef,unused-ignore]
+    from ghstub.gitbackend import git_env  # type: ignore[no-redef,unused-ignore]
+    from ghstub.openapi import subset  # type: ignore[no-redef,unused-ignore]
+    from ghstub.operations import OPERATIONS, WEBHOOK_EVENTS  # type: ignore[no-redef,unused-ignore]
+    from ghstub.server import GitHubStub  # type: ignore[no-redef,unused-ignore]
+
+__all__ = ["github_stub"]  # the fixture under test
+
+FAST = GithubRetry(total=3, backoff_factor=0, secondary_rate_wait=1)
+
+
+def client(stub: GitHubStub, retry: Any = FAST, **kwargs: Any) -> Github:
+    gh: Github = stub.client(retry=retry, **kwargs)
+    return gh
+
+
+def git(*args: str, cwd: Path | None = None) -> str:
+    out = subprocess.run(["git", *args], cwd=cwd, env=git_env(), capture_output=True, text=True, check=True)
+    return out.stdout.strip()
+
+
+@pytest.fixture
+def stub(github_stub: GitHubStub) -> GitHubStub:
+    """``acme/gitops`` with ``main`` and a ``fleetflow/dev`` branch one commit ahead."""
+    repo = github_stub.create_repo("acme/gitops")
+    repo.commit_files("main", {"README.md": "gitops\n"}, "readme")
+    repo.commit_files("fleetflow/dev", {"dev/app.yaml": "replicas: 1\n"}, "render dev")
+    return github_stub
+
+
+# -- the contract ---------------------------------------------------------------------------------------------
+def test_routes_are_the_subset_operations() -> None:
+    assert subset().operations() == set(OPERATIONS)
+    hooks = set(subset().webhook_schema_names())
+    for event, actions in WEBHOOK_EVENTS.items():
+        prefix = event.replace("_", "-")
+        found = {name.removeprefix(prefix).lstrip("-") for name in hooks if name.startswith(prefix)}
+        assert found == set(actions) if actions else found, event
+    for name in subset().webhook_schema_names().values():
+        assert name in subset().raw["components"]["schemas"]
+
+
+def test_every_operation_answers_in_githubs_shapes(stub: GitHubStub) -> None:
+    gh = client(stub)
+    repo = gh.get_repo("acme/gitops")
+    assert (repo.full_name, repo.default_branch) == ("acme/gitops", "main")
+    assert repo.clone_url == stub.repo("acme/gitops").clone_url and repo.clone_url.startswith("file://")
+    gh.get_rate_limit()
+    main = repo.get_branch("main")
+    ref = repo.create_git_ref("refs/heads/scratch", main.commit.sha)
+    assert [r.ref for r in repo.get_git_matching_refs("heads/scratch")] == ["refs/heads/scratch"]
+    dev_sha = repo.get_git_ref("heads/fleetflow/dev").object.sha
+    ref.edit(dev_sha)  # fast-forward
+    ref.delete()
+    commits = list(repo.get_commits(sha="fleetflow/dev"))
+    assert [c.commit.message for c in commits] == ["render dev", "readme", "Initial commit"]
+    single = repo.get_commit(dev_sha)
+    assert [f.filename for f in single.files] == ["dev/app.yaml"] and single.stats.additions == 1
+    comparison = repo.compare("main", "fleetflow/dev")
+    assert (comparison.status, comparison.ahead_by, comparison.behind_by) == ("ahead", 1, 0)
+
+    pr = repo.create_pull(
+        title="dev: promote", body="<!-- fleetflow:environment=dev -->", head="fleetflow/dev", base="main"
+    )
+    assert (pr.number, pr.mergeable, pr.changed_files, pr.head.sha) == (1, True, 1, dev_sha)
+    pr.edit(title="dev: promote abc")
+    assert [p.number for p in repo.get_pulls(state="open", head="acme:fleetflow/dev", base="main")] == [1]
+    pr.add_to_labels("fleetflow", "env/dev")
+    assert [label.name for label in pr.get_labels()] == ["fleetflow", "env/dev"]
+    pr.create_review_request(reviewers=["alice"], team_reviewers=["platform"])
+    pr.create_issue_comment("scheduled")
+    assert [c.body for c in pr.get_issue_comments()] == ["scheduled"]
+
+    commit = repo.get_commit(dev_sha)
+    commit.create_status("pending", description="rolling out", context="flux/eu-1")
+    commit.create_status("success", description="rolled out", context="flux/eu-1")
+    assert [s.state for s in commit.get_statuses()] == ["success", "pending"]
+    assert commit.get_combined_status().state == "success"
+    run = repo.create_check_run(name="argo/us-1", head_sha=dev_sha, status="in_progress")
+    run.edit(status="completed", conclusion="success")
+    assert repo.get_check_run(run.id).conclusion == "success"
+    assert [(r.name, r.conclusion) for r in commit.get_check_runs()] == [("argo/us-1", "success")]
+    repo.create_repository_dispatch("fleetflow-promote", {"environment": "qa", "commit": dev_sha})
+
+    assert not pr.is_merged()
+    status = pr.merge(merge_method="merge", sha=dev_sha)
+    assert status.merged and pr.is_merged()
+    merged = repo.get_pull(1)
+    assert (merged.state, merged.merged, merged.merge_commit_sha) == ("closed", True, status.sha)
+    assert repo.get_branch("main").commit.parents[1].sha == dev_sha
+
+    # Errors answer in the declared shapes too.
+    with pytest.raises(GithubException) as missing:
+        repo.get_git_ref("heads/nope")
+    assert missing.value.status == 404
+    with pytest.raises(GithubException) as unknown:
+        repo.get_commit("0" * 40)
+    assert unknown.value.status == 422 and unknown.value.data["message"] == f"No commit found for SHA: {'0' * 40}"
+
+    seen = {(r.method, r.operation) for r in stub.requests if r.status < 300}
+    assert seen == set(OPERATIONS), set(OPERATIONS) - seen
+    for record in stub.requests:
+        assert record.operation is not None
+        errors = subset().response_errors(record.method, record.operation, record.status, record.response)
+        assert not errors, (record.method, record.path, record.status, errors)
+    assert not stub.schema_errors
+
+
+# -- pull requests ----------------------------------------------------------------------------------------------
+def test_pull_request_list_filters_and_pagination(stub: GitHubStub) -> None:
+    repo = stub.repo("acme/gitops")
+    for env in ("qa", "prod", "staging"):
+        repo.commit_files(f"fleetflow/{env}", {f"{env}.yaml": "x: 1\n"}, env)
+        repo.create_pull(f"fleetflow/{env}", "main", f"promote {env}")
+    repo.update_pull(2, state="closed")
+    gh = client(stub, per_page=2)
+    remote = gh.get_repo("acme/gitops")
+    assert [p.number for p in remote.get_pulls()] == [3, 1]  # open, newest first
+    assert [p.number for p in remote.get_pulls(state="all")] == [3, 2, 1]
+    assert [p.number for p in remote.get_pulls(state="closed", head="acme:fleetflow/prod")] == [2]
+    assert [p.number for p in remote.get_pulls(head="acme:fleetflow/none")] == []
+    # Like GitHub, a head without "owner:" is silently ignored.
+    assert [p.number for p in remote.get_pulls(head="fleetflow/qa")] == [3, 1]
+    response = requests.get(f"{stub.url}/repos/acme/gitops/pulls?state=all&per_page=1&page=2", timeout=5)
+    assert [p["number"] for p in response.json()] == [2]
+    assert 'rel="next"' in response.headers["Link"] and 'rel="prev"' in response.headers["Link"]
+    assert "page=3" in response.headers["Link"]
+
+
+def test_pull_request_create_errors_like_github(stub: GitHubStub) -> None:
+    remote = client(stub).get_repo("acme/gitops")
+    remote.create_pull(title="one", body="", head="fleetflow/dev", base="main")
+    with pytest.raises(GithubException) as exists:
+        remote.create_pull(title="two", body="", head="acme:fleetflow/dev", base="main")
+    assert exists.value.status == 422
+    assert exists.value.data["message"] == "Validation Failed"
+    assert exists.value.data["errors"] == [
+        {
+            "resource": "PullRequest",
+            "code": "custom",
+            "message": "A pull request already exists for acme:fleetflow/dev.",
+        }
+    ]
+    with pytest.raises(GithubException) as no_head:
+        remote.create_pull(title="x", body="", head="missing", base="main")
+    assert no_head.value.data["errors"][0]["field"] == "head"
+    with pytest.raises(GithubException) as invalid:
+        remote.get_commit("main").create_status("great")
+    assert invalid.value.status == 422 and invalid.value.data["message"].startswith("Invalid request.")
+
+
+def test_pull_request_edit_close_reopen_and_requests(stub: GitHubStub) -> None:
+    stub.repo("acme/gitops").commit_files("release", {"r": "1"}, "release branch")
+    remote = client(stub).get_repo("acme/gitops")
+    pr = remote.create_pull(title="t", body="b", head="fleetflow/dev", base="main")
+    pr.edit(title="t2", body="b2", base="release")
+    pr = remote.get_pull(pr.number)
+    assert (pr.title, pr.body, pr.base.ref) == ("t2", "b2", "release")
+    pr.edit(state="closed")
+    assert remote.get_pull(pr.number).state == "closed"
+    pr.edit(state="open")
+    assert remote.get_pull(pr.number).state == "open"
+    with pytest.raises(GithubException) as author:
+        pr.create_review_request(reviewers=[stub.login])
+    assert author.value.status == 422
+    stub.repo("acme/gitops").git.delete_ref("refs/heads/fleetflow/dev")
+    assert remote.get_pull(pr.number).state == "closed"  # GitHub closes a PR whose head branch is deleted
+
+
+@pytest.mark.parametrize("method", ["merge", "squash", "rebase"])
+def test_merge_methods_write_the_bare_repo(stub: GitHubStub, method: str) -> None:
+    repo = stub.repo("acme/gitops")
+    repo.commit_files("main", {"other.txt": "moved on\n"}, "main moves on")
+    base_before = repo.branch_sha("main")
+    head = repo.branch_sha("fleetflow/dev")
+    remote = client(stub).get_repo("acme/gitops")
+    pr = remote.create_pull(title="promote dev", body="", head="fleetflow/dev", base="main")
+    result = pr.merge(merge_method=method)
+    tip = repo.git.commit(repo.branch_sha("main") or "")
+    assert tip.sha == result.sha == remote.get_pull(pr.number).merge_commit_sha
+    expected_parents = {"merge": (base_before, head), "squash": (base_before,), "rebase": (base_before,)}[method]
+    assert tip.parents == expected_parents
+    assert set(repo.git.blobs(tip.sha)) == {"README.md", "other.txt", "dev/app.yaml"}
+    if method == "squash":
+        assert tip.message.startswith("promote dev (#1)")
+
+
+def test_merge_refusals(stub: GitHubStub) -> None:
+    repo = stub.repo("acme/gitops")
+    repo.commit_files("main", {"dev/app.yaml": "replicas: 9\n"}, "conflicting change")
+    remote = client(stub).get_repo("acme/gitops")
+    pr = remote.create_pull(title="t", body="", head="fleetflow/dev", base="main")
+    assert remote.get_pull(pr.number).mergeable is False
+    with pytest.raises(GithubException) as conflict:
+        pr.merge()
+    assert conflict.value.status == 405
+    repo.commit_files("fleetflow/dev", {"dev/app.yaml": "replicas: 9\n"}, "resolve")
+    with pytest.raises(GithubException) as stale:
+        pr.merge(sha=pr.head.sha)  # the head moved since
+    assert stale.value.status == 409
+    assert remote.get_pull(pr.number).merge(sha=repo.branch_sha("fleetflow/dev") or "").merged
+
+
+# -- statuses, checks, dispatch, refs ---------------------------------------------------------------------------
+def test_combined_status_rules(stub: GitHubStub) -> None:
+    repo = stub.repo("acme/gitops")
+    sha = repo.branch_sha("main") or ""
+    commit = client(stub).get_repo("acme/gitops").get_commit(sha)
+    assert (commit.get_combined_status().state, commit.get_combined_status().total_count) == ("pending", 0)
+    repo.add_status(sha, "success", "flux/a")
+    repo.add_status(sha, "pending", "flux/b")
+    assert commit.get_combined_status().state == "pending"
+    repo.add_status(sha, "success", "flux/b")
+    combined = commit.get_combined_status()
+    assert (combined.state, [s.context for s in combined.statuses]) == ("success", ["flux/a", "flux/b"])
+    repo.add_status(sha, "error", "flux/c")
+    assert commit.get_combined_status().state == "failure"
+    repo.add_status(sha, "success", "flux/c")  # the latest per context counts
+    assert commit.get_combined_status().state == "success"
+    assert len(list(commit.get_statuses())) == 5
+
+
+def test_check_runs_latest_per_name(stub: GitHubStub) -> None:
+    repo = stub.repo("acme/gitops")
+    sha = repo.branch_sha("main") or ""
+    repo.add_check_run(sha, "argo/eu", conclusion="failure")
+    repo.add_check_run(sha, "argo/eu", conclusion="success")
+    repo.add_check_run(sha, "argo/us", status="in_progress")
+    commit = client(stub).get_repo("acme/gitops").get_commit(sha)
+    assert sorted((r.name, r.status, r.conclusion) for r in commit.get_check_runs()) == [
+        ("argo/eu", "completed", "success"),
+        ("argo/us", "in_progress", None),
+    ]
+    assert len(list(commit.get_check_runs(filter="all"))) == 3
+
+
+def test_dispatch_is_recorded_and_validated(stub: GitHubStub) -> None:
+    remote = client(stub).get_repo("acme/gitops")
+    assert remote.create_repository_dispatch("fleetflow-promote", {"environment": "qa"})
+    [dispatch] = stub.dispatches
+    assert (dispatch.repo, dispatch.event_type, dispatch.client_payload) == (
+        "gitops",
+        "fleetflow-promote",
+        {"environment": "qa"},
+    )
+    assert not remote.create_repository_dispatch("x", {str(i): i for i in range(11)})  # PyGithub: False, no raise
+    assert stub.requests[-1].status == 422 and len(stub.dispatches) == 1
+
+
+def test_ref_updates_follow_github_rules(stub: GitHubStub) -> None:
+    repo = stub.repo("acme/gitops")
+    remote = client(stub).get_repo("acme/gitops")
+    main, dev = repo.branch_sha("main") or "", repo.branch_sha("fleetflow/dev") or ""
+    ref = remote.create_git_ref("refs/heads/pin", dev)
+    with pytest.raises(GithubException) as exists:
+        remote.create_git_ref("refs/heads/pin", dev)
+    assert exists.value.data["message"] == "Reference already exists"
+    with pytest.raises(GithubException) as backwards:
+        ref.edit(main)
+    assert backwards.value.data["message"] == "Update is not a fast forward"
+    ref.edit(main, force=True)
+    assert repo.branch_sha("pin") == main
+    ref.delete()
+    with pytest.raises(GithubException) as gone:
+        ref.delete()
+    assert gone.value.status == 422 and repo.branch_sha("pin") is None
+    with pytest.raises(GithubException) as branch:
+        remote.get_branch("pin")
+    assert branch.value.status == 404
+
+
+# -- faults as PyGithub sees them -------------------------------------------------------------------------------
+def test_fault_5xx_is_retried_by_githubretry(stub: GitHubStub) -> None:
+    stub.inject("GET", r"^/repos/acme/gitops$", "status_5xx")
+    mark = stub.mark()
+    assert client(stub).get_repo("acme/gitops").name == "gitops"
+    assert [r.status for r in stub.requests_since(mark)] == [502, 200]
+    stub.inject("GET", r"^/repos/acme/gitops$", "status_5xx")
+    with pytest.raises(GithubException) as failed:
+        client(stub, retry=0).get_repo("acme/gitops")
+    assert failed.value.status == 502 and failed.value.data["message"] == "Server Error"
+
+
+def test_fault_secondary_rate_limit_waits_retry_after(stub: GitHubStub) -> None:
+    stub.inject("GET", r"/pulls$", "secondary_rate_limit")
+    remote = client(stub).get_repo("acme/gitops")
+    started = time.monotonic()
+    assert list(remote.get_pulls()) == []
+    assert time.monotonic() - started >= 1  # Retry-After: 1 honoured
+    stub.inject("GET", r"/pulls$", "secondary_rate_limit")
+    with pytest.raises(RateLimitExceededException) as limited:
+        list(client(stub, retry=0).get_repo("acme/gitops").get_pulls())
+    assert limited.value.status == 403 and (limited.value.headers or {})["retry-after"] == "1"
+    assert limited.value.data["message"].startswith("You have exceeded a secondary rate limit")
+
+
+def test_fault_primary_rate_limit(stub: GitHubStub) -> None:
+    stub.inject("GET", r"/branches/", "rate_limit")
+    remote = client(stub).get_repo("acme/gitops")
+    assert remote.get_branch("main").name == "main"  # GithubRetry sleeps until x-ratelimit-reset
+    stub.inject("GET", r"/branches/", "rate_limit")
+    with pytest.raises(RateLimitExceededException) as limited:
+        client(stub, retry=0).get_repo("acme/gitops").get_branch("main")
+    headers = limited.value.headers or {}
+    assert headers["x-ratelimit-remaining"] == "0" and int(headers["x-ratelimit-reset"]) <= time.time() + 2
+    stub.inject("GET", r"/branches/", "rate_limit", status=429)
+    with pytest.raises(GithubException) as too_many:
+        remote.get_branch("main")  # GithubRetry does not retry 429
+    assert too_many.value.status == 429
+
+
+def test_fault_drop_after_create(stub: GitHubStub) -> None:
+    stub.inject("POST", r"/pulls$", "drop_after")
+    with pytest.raises(requests.exceptions.ConnectionError):
+        client(stub, retry=0).get_repo("acme/gitops").create_pull(title="t", body="", head="fleetflow/dev", base="main")
+    assert [pr.number for pr in stub.repo("acme/gitops").list_pulls()] == [1]  # it was created
+    [dropped] = [r for r in stub.requests if r.dropped]
+    assert (dropped.method, dropped.status, dropped.fault) == ("POST", 201, "drop_after")
+    # GithubRetry retries the POST: the second attempt finds the PR the first one made.
+    stub.repo("acme/gitops").commit_files("fleetflow/qa", {"qa": "1"}, "qa")
+    stub.inject("POST", r"/pulls$", "drop_after")
+    with pytest.raises(GithubException) as retried:
+        client(stub).get_repo("acme/gitops").create_pull(title="t", body="", head="fleetflow/qa", base="main")
+    assert retried.value.status == 422 and "already exists" in retried.value.data["errors"][0]["message"]
+
+
+def test_fault_pr_already_exists(stub: GitHubStub) -> None:
+    fault = stub.inject("POST", r"/pulls$", "pr_already_exists", times=2)
+    remote = client(stub).get_repo("acme/gitops")
+    for _ in range(2):
+        with pytest.raises(GithubException) as exists:
+            remote.create_pull(title="t", body="", head="fleetflow/dev", base="main")
+        assert exists.value.data["errors"][0]["message"] == "A pull request already exists for acme:fleetflow/dev."
+    assert fault.hits == 2 and not stub.faults.pending and stub.repo("acme/gitops").list_pulls() == []
+    assert remote.create_pull(title="t", body="", head="fleetflow/dev", base="main").number == 1
+
+
+# -- accounting, headers, auth ----------------------------------------------------------------------------------
+def test_request_accounting_and_rate_headers(stub: GitHubStub) -> None:
+    gh = client(stub)
+    remote = gh.get_repo("acme/gitops")
+    mark = stub.mark()
+    remote.create_pull(title="t", body="", head="fleetflow/dev", base="main")
+    list(remote.get_pulls())
+    assert stub.count(since=mark) == 2
+    assert stub.count(since=mark, method="POST", path=r"/pulls$", status=201) == 1
+    assert stub.count(method="GET", path=r"^/repos/acme/gitops$") == 1
+    response = requests.get(f"{stub.url}/repos/acme/nope", timeout=5)
+    assert response.status_code == 404
+    remaining = int(response.headers["X-RateLimit-Remaining"])
+    assert remaining == 5000 - len(stub.requests) and response.headers["X-RateLimit-Limit"] == "5000"
+    assert int(response.headers["X-RateLimit-Reset"]) > time.time()
+    assert gh.rate_limiting[0] == remaining + 1
+
+
+def test_token_is_checked_when_set(tmp_path: Path) -> None:
+    with GitHubStub(root=tmp_path, token="secret") as stub:
+        stub.create_repo("acme/app")
+        assert Github(base_url=stub.url, auth=Auth.Token("secret"), retry=0).get_repo("acme/app").name == "app"
+        with pytest.raises(GithubException) as denied:
+            Github(base_url=stub.url, auth=Auth.Token("wrong"), retry=0).get_repo("acme/app")
+        assert denied.value.status == 401
+
+
+@pytest.fixture
+def leaky_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("GITHUB_TOKEN", "from-the-runner")
+    monkeypatch.setenv("GITHUB_API_URL", "https://api.github.com")
+
+
+def test_fixture_scrubs_github_env(leaky_env: None, github_stub: GitHubStub) -> None:
+    import os
+
+    assert not [name for name in os.environ if name.startswith("GITHUB_")]
+    assert github_stub.env("acme/app")["GITHUB_API_URL"] == github_stub.url
+
+
+# -- git through the clone URL ----------------------------------------------------------------------------------
+def test_git_push_and_fetch_round_trip(stub: GitHubStub, tmp_path: Path) -> None:
+    remote = client(stub).get_repo("acme/gitops")
+    work = tmp_path / "work"
+    git("clone", "--quiet", remote.clone_url, str(work))
+    (work / "cluster.yaml").write_text("name: eu-1\n")
+    git("checkout", "--quiet", "-b", "feature", cwd=work)
+    git("add", "cluster.yaml", cwd=work)
+    git("commit", "--quiet", "-m", "add cluster", cwd=work)
+    git("push", "--quiet", "origin", "feature", cwd=work)
+    pushed = git("rev-parse", "HEAD", cwd=work)
+    assert remote.get_branch("feature").commit.sha == pushed
+    pr = remote.create_pull(title="add cluster", body="", head="feature", base="main")
+    merge_sha = pr.merge().sha
+    git("fetch", "--quiet", "origin", cwd=work)
+    assert git("rev-parse", "origin/main", cwd=work) == merge_sha
+    assert git("show", "-s", "--format=%P", "origin/main", cwd=work).split()[1] == pushed
+
+
+def test_create_repo_from_directory_and_repositories(github_stub: GitHubStub, tmp_path: Path) -> None:
+    plain = tmp_path / "plain"
+    (plain / "sub").mkdir(parents=True)
+    (plain / "sub" / "a.yaml").write_text("a: 1\n")
+    repo = github_stub.create_repo("acme/plain", source=plain, default_branch="trunk")
+    assert repo.default_branch == "trunk" and set(repo.git.blobs("trunk")) == {"sub/a.yaml"}
+    cloned = github_stub.create_repo("acme/cloned", source=Path(repo.path))
+    assert cloned.default_branch == "trunk" and cloned.branch_sha("trunk") == repo.branch_sha("trunk")
+    in_place = github_stub.create_repo("acme/in-place", bare=Path(repo.path))
+    assert in_place.path == repo.path
+    gh = client(github_stub)
+    assert gh.get_repo("acme/cloned").default_branch == "trunk"
+    assert gh.get_repo("acme/plain").get_commit("trunk").files[0].filename == "sub/a.yaml"
