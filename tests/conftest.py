@@ -6,6 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.ghstub.fixtures import github_stub  # noqa: F401
+
 
 @pytest.fixture(autouse=True)
 def clean_environment(
@@ -23,4 +25,3 @@ def clean_environment(
     cache: Path = tmp_path_factory.mktemp("cache")
     monkeypatch.setenv("XDG_CACHE_HOME", str(cache))
     yield
-from tests.ghstub.fixtures import github_stub  # noqa: F401
