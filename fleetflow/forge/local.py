@@ -61,7 +61,7 @@ class LocalForge:
     name = "local"
 
     def __init__(self, cache_dir: Path | None = None, clock: Callable[[], datetime] = _utc_now,
-                 attempts: int = 5) -> None:
+                 attempts: int = 10) -> None:
         self.cache_dir = cache_dir if cache_dir is not None else default_cache_dir()
         self.clock = clock
         self.attempts = attempts

@@ -16,6 +16,7 @@ import json
 import os
 import random
 import re
+import shutil
 import subprocess
 import tempfile
 import time
@@ -34,8 +35,10 @@ _MIRROR_PREFIX = "refs/mirror/"
 _MIRROR_STORE = "refs/mirror/fleetflow/forge"
 _MIRROR_HEADS = "refs/mirror/heads/"
 _IDENTITY = ("fleetflow local forge", "local-forge@fleetflow.invalid")
-# Rejections that mean "someone else wrote first": fetch again and re-apply. Anything else is final.
-_RETRYABLE = ("stale info", "fetch first", "non-fast-forward", "atomic push failed")
+# Rejections that mean "someone else wrote first" (or is writing: the remote's ref lock was taken): fetch again and
+# re-apply. Anything else is final.
+_RETRYABLE = ("stale info", "fetch first", "non-fast-forward", "atomic push failed", "failed to update ref",
+              "failed to lock", "cannot lock ref")
 # Variables that would point git at another repository than the one we name (e.g. when run from a git hook).
 _LOCATION_VARS = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY", "GIT_COMMON_DIR",
                   "GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_NAMESPACE", "GIT_PREFIX")
@@ -128,16 +131,24 @@ class Snapshot:
 class Mirror:
     """A bare mirror of the repository at ``url`` in ``folder``: the store ref and the branches, read and written."""
 
-    def __init__(self, url: str, folder: Path, clock: Callable[[], datetime], attempts: int = 5) -> None:
+    def __init__(self, url: str, folder: Path, clock: Callable[[], datetime], attempts: int = 10) -> None:
         self.url = url
-        self.folder = folder
+        self.folder = folder = folder.absolute()
         self.clock = clock
         self.attempts = attempts
         self._trees: dict[str, dict[str, tuple[str, str, str]]] = {}
         self._blobs: dict[str, bytes] = {}
-        if not (folder / "HEAD").exists():
-            folder.mkdir(parents=True, exist_ok=True)
-            run_git(["init", "--quiet", "--bare", str(folder)])
+        if not (folder / "HEAD").exists():  # made aside and renamed: runs sharing the cache may race here
+            folder.parent.mkdir(parents=True, exist_ok=True)
+            tmp = tempfile.mkdtemp(prefix=".new-", dir=folder.parent)
+            try:
+                run_git(["init", "--quiet", "--bare", tmp])
+                os.rename(tmp, folder)
+            except OSError:
+                if not (folder / "HEAD").exists():
+                    raise
+            finally:
+                shutil.rmtree(tmp, ignore_errors=True)
 
     def git(self, *args: str, stdin: bytes | None = None, env: Mapping[str, str] | None = None,
             check: bool = True) -> subprocess.CompletedProcess[bytes]:
@@ -222,8 +233,8 @@ class Mirror:
                 updates[STORE_REF] = (new, snap.commit or "")
             if self._push(updates):
                 return edit.result, True
-            if attempt + 1 < self.attempts:
-                time.sleep(attempt * 0.05 + random.uniform(0, 0.05 * attempt))
+            if attempt + 1 < self.attempts:  # exponential backoff with full jitter
+                time.sleep(random.uniform(0, min(1.0, 0.02 * 2**attempt)))
         raise ForgeError(f"gave up writing {STORE_REF} of {self.url} after {self.attempts} attempts: other writers "
                          "kept changing it", ForgeRequest("git push", self.url))
 

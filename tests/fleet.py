@@ -1,0 +1,251 @@
+"""A small fleet of real repos for promotion scenarios, on either forge.
+
+Environments: dev → qa → {prod-eu, prod-us} → dr (dr comes after both prods: fan-out then fan-in).
+Each environment has one cluster type and two clusters (contexts ``flux/<env>-1``, ``flux/<env>-2``).
+The control-plane and GitOps repos are bare repos; on the ``github`` forge they are served by the stand-in
+server (tests/ghstub) and the forge is the real ``GitHubForge`` talking to it through PyGithub.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import textwrap
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from fleetflow.forge.base import Forge
+from fleetflow.gitwork import GitRepos
+from fleetflow.ops.context import Context, head_branch
+from fleetflow.state import STATE_PATH, RenderState
+from tests.helpers import MAIN_FILES, build_file_tree
+
+ENVIRONMENTS: dict[str, list[str]] = {
+    "dev": [], "qa": ["dev"], "prod-eu": ["qa"], "prod-us": ["qa"], "dr": ["prod-eu", "prod-us"],
+}
+
+
+def _environment(name: str, after: list[str], extra: str = "") -> str:
+    return textwrap.dedent(f"""\
+        apiVersion: fleetflow.dev/v1alpha1
+        kind: Environment
+        metadata:
+          name: {name}
+        spec:
+          after: [{", ".join(after)}]
+          rollout:
+            soakTime: 1m
+            timeout: 30m
+        """) + extra
+
+
+def main_files(extra_env: dict[str, str] | None = None) -> dict[str, str]:
+    files = {k: v for k, v in MAIN_FILES.items() if k.startswith("templates/")}
+    files[".environments/envs.yaml"] = "---\n".join(
+        _environment(n, a, (extra_env or {}).get(n, "")) for n, a in ENVIRONMENTS.items()
+    )
+    targets = "".join(
+        f"""
+    - name: {env}
+      environment: {env}
+      labels: {{purpose: app}}
+      manifests: {{repo: https://example.invalid/app, branch: main, path: ./{env}}}"""
+        for env in ENVIRONMENTS
+    )
+    files["workloads/app.yaml"] = (
+        "apiVersion: fleetflow.dev/v1alpha1\nkind: Workload\nmetadata:\n  name: app\nspec:\n  workspace: team\n"
+        "  deploymentTargets:" + targets + "\n"
+    )
+    return files
+
+
+def env_files(env: str, gitops: str, control_plane: str) -> dict[str, str]:
+    return {
+        "cluster-types.yaml": f"""
+            apiVersion: fleetflow.dev/v1alpha1
+            kind: ClusterType
+            metadata:
+              name: cloud
+              labels: {{region: {env}}}
+            spec: {{reconciler: flux, namespaceService: namespace, configType: config}}
+        """,
+        "clusters.yaml": "---\n".join(
+            f"apiVersion: fleetflow.dev/v1alpha1\nkind: Cluster\nmetadata:\n  name: {env}-{i}\n"
+            f"spec:\n  clusterType: cloud\n  statusContext: flux/{env}-{i}\n"
+            for i in (1, 2)
+        ),
+        "policy.yaml": """
+            apiVersion: fleetflow.dev/v1alpha1
+            kind: SchedulingPolicy
+            metadata:
+              name: app
+            spec:
+              deploymentTargetSelector:
+                labelSelector: {matchLabels: {purpose: app}}
+        """,
+        "configs.yaml": f"""
+            apiVersion: v1
+            kind: ConfigMap
+            metadata:
+              name: env-wide
+              labels: {{platform-config: "true"}}
+            data:
+              LOG_LEVEL: info
+              ENVIRONMENT: {env}
+        """,
+        "gitops-repo.yaml": f"""
+            apiVersion: fleetflow.dev/v1alpha1
+            kind: GitOpsRepo
+            metadata:
+              name: {env}
+            spec:
+              repo: {gitops}
+              branch: {env}
+              path: .
+        """,
+        "base-repo.yaml": f"""
+            apiVersion: fleetflow.dev/v1alpha1
+            kind: BaseRepo
+            metadata:
+              name: main
+            spec:
+              repo: {control_plane}
+              branch: main
+              path: .
+              commit: ""
+        """,
+    }
+
+
+def git(cwd: Path, *args: str) -> str:
+    cmd = ["git", "-c", "init.defaultBranch=main", "-c", "commit.gpgsign=false", *args]
+    return subprocess.run(cmd, cwd=cwd, check=True, capture_output=True, text=True).stdout.strip()
+
+
+@dataclass
+class Clock:
+    now: datetime = field(default_factory=lambda: datetime(2026, 3, 1, 8, 0, tzinfo=UTC))
+
+    def __call__(self) -> datetime:
+        return self.now
+
+    def advance(self, minutes: float) -> None:
+        self.now += timedelta(minutes=minutes)
+
+
+@dataclass
+class Fleet:
+    """Repos + a forge + helpers that play the people and the clusters."""
+
+    root: Path
+    forge: Forge
+    cp_id: str  # how the forge names the control-plane repo
+    gitops_id: str
+    cp_url: str  # where tests push (a bare repo path)
+    gitops_url: str
+    clock: Clock
+    post_status: Callable[[str, str, str, str], None]  # (sha, context, state, description) on the GitOps repo
+    merge: Callable[[int], None]  # a person merges a PR in the GitOps repo
+    work: Path = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.work = self.root / "work"
+
+    def context(self, say: Callable[[str], None] | None = None) -> Context:
+        return Context(
+            forge=self.forge, git=GitRepos(self.root / "cache-git"), control_plane=self.cp_id, clock=self.clock,
+            say=say or (lambda _t: None),
+        )
+
+    # --- people ---------------------------------------------------------------------------------------------
+    def push_main(self, files: dict[str, str], message: str = "change") -> str:
+        git(self.work, "checkout", "-q", "main")
+        git(self.work, "pull", "-q", "--ff-only", self.cp_url, "main")
+        build_file_tree(self.work, files)
+        git(self.work, "add", "-A")
+        git(self.work, "commit", "-q", "-m", message)
+        git(self.work, "push", "-q", self.cp_url, "HEAD:refs/heads/main")
+        return git(self.work, "rev-parse", "HEAD")
+
+    def push_env(self, env: str, files: dict[str, str], message: str = "env change") -> str:
+        git(self.work, "fetch", "-q", self.cp_url, f"+refs/heads/{env}:refs/remotes/cp/{env}")
+        git(self.work, "checkout", "-q", "-B", env, f"cp/{env}")
+        build_file_tree(self.work, files)
+        git(self.work, "add", "-A")
+        git(self.work, "commit", "-q", "-m", message)
+        git(self.work, "push", "-q", self.cp_url, f"HEAD:refs/heads/{env}")
+        git(self.work, "checkout", "-q", "main")
+        return git(self.work, "rev-parse", env)
+
+    def open_pr(self, env: str) -> Any:
+        return self.forge.open_pull(self.gitops_id, head_branch(env), env)
+
+    def approve(self, env: str) -> int:
+        pr = self.open_pr(env)
+        assert pr is not None, f"no open PR for {env}"
+        self.merge(pr.number)
+        return int(pr.number)
+
+    # --- clusters -------------------------------------------------------------------------------------------
+    def gitops_tip(self, env: str) -> str:
+        return git(self.root, "--git-dir", self.gitops_url, "rev-parse", f"refs/heads/{env}")
+
+    def gitops_state(self, env: str, rev: str | None = None) -> RenderState:
+        text = git(self.root, "--git-dir", self.gitops_url, "show", f"{rev or env}:{STATE_PATH}")
+        return RenderState.from_bytes(text.encode())
+
+    def clusters_report(self, env: str, states: dict[int, str] | None = None) -> str:
+        """Clusters 1 and 2 of ``env`` report on the GitOps tip (success unless ``states`` says otherwise)."""
+        tip = self.gitops_tip(env)
+        for i in (1, 2):
+            state = (states or {}).get(i, "success")
+            if state != "missing":
+                self.post_status(tip, f"flux/{env}-{i}", state, f"reconciled {tip[:7]}")
+        return tip
+
+    def cp_status(self, sha: str, env: str) -> str | None:
+        for s in self.forge.statuses(self.cp_id, sha):
+            if s.context == f"fleetflow/{env}":
+                return s.state
+        return None
+
+    def pin(self, env: str) -> str:
+        text = git(self.root, "--git-dir", self.cp_url, "show", f"refs/heads/{env}:base-repo.yaml")
+        for line in text.splitlines():
+            if line.strip().startswith("commit:"):
+                return line.split(":", 1)[1].strip().strip('"')
+        return ""
+
+    def branch_sha(self, url: str, branch: str) -> str:
+        return git(self.root, "--git-dir", url, "rev-parse", f"refs/heads/{branch}")
+
+
+def build_bare_repos(root: Path, gitops_id: str, cp_id: str) -> tuple[Path, Path]:
+    """Control-plane (main + one branch per environment) and GitOps (one branch per environment) bare repos."""
+    cp, gitops = root / "control-plane.git", root / "gitops.git"
+    git(root, "init", "-q", "--bare", str(cp))
+    git(root, "init", "-q", "--bare", str(gitops))
+    work = root / "work"
+    work.mkdir()
+    git(work, "init", "-q")
+    build_file_tree(work, main_files())
+    git(work, "add", "-A")
+    git(work, "commit", "-q", "-m", "control plane")
+    git(work, "push", "-q", str(cp), "HEAD:refs/heads/main")
+    for env in ENVIRONMENTS:
+        tree = root / f"env-{env}"
+        git(root, "init", "-q", str(tree))
+        build_file_tree(tree, env_files(env, gitops_id, cp_id))
+        git(tree, "add", "-A")
+        git(tree, "commit", "-q", "-m", f"{env} branch")
+        git(tree, "push", "-q", str(cp), f"HEAD:refs/heads/{env}")
+    seed = root / "gitops-seed"
+    git(root, "init", "-q", str(seed))
+    (seed / "README.md").write_text("GitOps\n")
+    git(seed, "add", "-A")
+    git(seed, "commit", "-q", "-m", "seed")
+    for env in ENVIRONMENTS:
+        git(seed, "push", "-q", str(gitops), f"HEAD:refs/heads/{env}")
+    return cp, gitops

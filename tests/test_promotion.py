@@ -1,0 +1,267 @@
+"""Promotion scenarios on both forges: real git repos, the real local forge, and the real GitHubForge talking
+to the stand-in server through PyGithub."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from fleetflow.errors import GateError
+from fleetflow.forge.local import LocalForge
+from fleetflow.gitwork import GitRepos
+from fleetflow.ops.promote import promote, promote_many
+from fleetflow.ops.rollout import check_rollout
+from fleetflow.ops.schedule import schedule_environment
+from fleetflow.ops.status import as_markdown, fleet_status
+from tests.fleet import ENVIRONMENTS, Clock, Fleet, _environment, build_bare_repos
+
+FORGES = ["local", "github"]
+
+
+def make_local_fleet(tmp_path: Path) -> Fleet:
+    clock = Clock()
+    cp_path, gitops_path = tmp_path / "control-plane.git", tmp_path / "gitops.git"
+    build_bare_repos(tmp_path, str(gitops_path), str(cp_path))
+    forge = LocalForge(cache_dir=tmp_path / "cache-forge", clock=clock)
+    return Fleet(
+        tmp_path, forge, str(cp_path), str(gitops_path), str(cp_path), str(gitops_path), clock,
+        post_status=lambda sha, c, s, d: forge.set_status(str(gitops_path), sha, c, s, d),  # type: ignore[arg-type]
+        merge=lambda n: forge.merge_pull(str(gitops_path), n) and None,
+    )
+
+
+def make_github_fleet(tmp_path: Path, request: pytest.FixtureRequest) -> Fleet:
+    from fleetflow.forge.github import GitHubForge
+
+    stub = request.getfixturevalue("github_stub")
+    clock = Clock()
+    stub.store.clock = clock
+    cp_path, gitops_path = build_bare_repos(tmp_path, "contoso/gitops", "contoso/control-plane")
+    stub.create_repo("contoso/control-plane", bare=cp_path)
+    stub.create_repo("contoso/gitops", bare=gitops_path)
+    forge = GitHubForge.for_tests(stub.url, token="test-token")
+    gitops = stub.repo("contoso/gitops")
+    fleet = Fleet(
+        tmp_path, forge, "contoso/control-plane", "contoso/gitops", str(cp_path), str(gitops_path), clock,
+        post_status=lambda sha, c, s, d: gitops.add_status(sha, c, s, d) and None,
+        merge=lambda n: gitops.merge_pull(n) and None,
+    )
+    fleet.stub = stub  # type: ignore[attr-defined]
+    return fleet
+
+
+@pytest.fixture(params=FORGES)
+def fleet(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Fleet]:
+    if request.param == "local":
+        yield make_local_fleet(tmp_path)
+    else:
+        yield make_github_fleet(tmp_path, request)
+
+
+def first_commit(fleet: Fleet) -> str:
+    return fleet.branch_sha(fleet.cp_url, "main")
+
+
+def roll_out(fleet: Fleet, env: str, states: dict[int, str] | None = None, minutes: float = 2) -> str:
+    """Approve the env's PR, let its clusters report, wait the soak time, run the gate."""
+    fleet.approve(env)
+    fleet.clock.advance(0.5)
+    fleet.clusters_report(env, states)
+    fleet.clock.advance(minutes)
+    with fleet.context() as ctx:
+        return check_rollout(ctx, env).state
+
+
+def test_full_promotion_fans_out_and_in(fleet: Fleet) -> None:
+    sha = first_commit(fleet)
+    with fleet.context() as ctx:
+        [outcome] = promote_many(ctx, None, sha)
+    assert outcome.environment == "dev" and outcome.schedule and outcome.schedule.operation == "created"
+    assert fleet.pin("dev") == sha
+    assert fleet.cp_status(sha, "dev") == "pending"
+    assert roll_out(fleet, "dev") == "success"
+    assert fleet.cp_status(sha, "dev") == "success"
+    assert fleet.pin("qa") == sha and fleet.open_pr("qa") is not None
+    assert roll_out(fleet, "qa") == "success"
+    # fan-out: both prods at once
+    assert fleet.pin("prod-eu") == sha and fleet.pin("prod-us") == sha
+    assert roll_out(fleet, "prod-eu") == "success"
+    assert fleet.pin("dr") == ""  # fan-in: dr waits for prod-us too
+    assert roll_out(fleet, "prod-us") == "success"
+    assert fleet.pin("dr") == sha
+    assert roll_out(fleet, "dr") == "success"
+    assert all(fleet.cp_status(sha, env) == "success" for env in ENVIRONMENTS)
+    state = fleet.gitops_state("dr")
+    assert state.main_commit == sha and [c.name for c in state.clusters] == ["dr-1", "dr-2"]
+    with fleet.context() as ctx:
+        entries = fleet_status(ctx)
+    assert [e.name for e in entries] == ["dev", "qa", "prod-eu", "prod-us", "dr"]
+    assert all(e.gate_state == "success" and e.pinned == sha for e in entries)
+    markdown = as_markdown(entries)
+    assert "```mermaid" in markdown and "env_qa --> env_prod_eu" in markdown
+
+
+def test_failing_cluster_in_qa_stops_prod(fleet: Fleet) -> None:
+    sha = first_commit(fleet)
+    with fleet.context() as ctx:
+        promote_many(ctx, None, sha)
+    assert roll_out(fleet, "dev") == "success"
+    assert roll_out(fleet, "qa", {2: "failure"}) == "failure"
+    assert fleet.cp_status(sha, "qa") == "failure"
+    assert fleet.pin("prod-eu") == "" and fleet.pin("prod-us") == ""
+    with fleet.context() as ctx, pytest.raises(GateError, match="not rolled out successfully in qa"):
+        promote(ctx, "prod-eu", sha)
+
+
+def test_missing_cluster_pending_until_timeout(fleet: Fleet) -> None:
+    sha = first_commit(fleet)
+    with fleet.context() as ctx:
+        promote_many(ctx, None, sha)
+    assert roll_out(fleet, "dev", {2: "missing"}) == "pending"
+    assert fleet.cp_status(sha, "dev") == "pending"
+    fleet.clock.advance(31)
+    with fleet.context() as ctx:
+        outcome = check_rollout(ctx, "dev")
+    assert outcome.state == "failure" and "timed out" in outcome.description and "dev-2" in outcome.description
+    assert fleet.pin("qa") == ""
+
+
+def test_newer_main_commit_supersedes_open_pr(fleet: Fleet) -> None:
+    first = first_commit(fleet)
+    with fleet.context() as ctx:
+        promote_many(ctx, None, first)
+    pr = fleet.open_pr("dev")
+    second = fleet.push_main({"templates/extra.yaml": "# a comment-only file\n"}, "second")
+    with fleet.context() as ctx:
+        [outcome] = promote_many(ctx, None, second)
+    assert outcome.schedule and outcome.schedule.operation == "updated"
+    updated = fleet.open_pr("dev")
+    assert updated.number == pr.number and second[:12] in updated.title
+    assert fleet.gitops_state("dev", f"refs/heads/fleetflow/dev").main_commit == second
+
+
+def test_queue_mode_keeps_the_open_pr(fleet: Fleet) -> None:
+    queue = {"dev": "  concurrency: queue\n"}
+    files = {".environments/envs.yaml": "---\n".join(_environment(n, a, queue.get(n, "")) for n, a in
+                                                     ENVIRONMENTS.items())}
+    first = fleet.push_main(files, "dev queues")
+    with fleet.context() as ctx:
+        promote_many(ctx, None, first)
+    pr = fleet.open_pr("dev")
+    second = fleet.push_main({"templates/extra.yaml": "# comment\n"}, "second")
+    with fleet.context() as ctx:
+        [outcome] = promote_many(ctx, None, second)
+    assert outcome.schedule and outcome.schedule.operation == "queued"
+    assert fleet.open_pr("dev").title == pr.title  # still the first commit's PR
+    fleet.approve("dev")
+    with fleet.context() as ctx:
+        again = schedule_environment(ctx, "dev")
+    assert again.operation == "created" and second[:12] in again.pull_request.title  # type: ignore[union-attr]
+
+
+def test_env_branch_commit_reschedules_only_that_environment(fleet: Fleet) -> None:
+    sha = first_commit(fleet)
+    with fleet.context() as ctx:
+        promote_many(ctx, None, sha)
+    assert roll_out(fleet, "dev") == "success"  # qa now has an open PR
+    qa_pr = fleet.open_pr("qa")
+    fleet.push_env("dev", {"configs.yaml": fleet_config("debug")}, "dev: debug logging")
+    with fleet.context() as ctx:
+        outcome = schedule_environment(ctx, "dev")
+    assert outcome.operation == "created" and outcome.main_commit == sha
+    assert outcome.changes.config_keys == ["env-wide: LOG_LEVEL (changed)"]
+    assert fleet.pin("dev") == sha
+    assert fleet.open_pr("qa").number == qa_pr.number and fleet.pin("prod-eu") == ""
+    # an env commit that changes no rendered file gives no PR
+    fleet.approve("dev")
+    fleet.push_env("dev", {"notes.md": "just notes\n"}, "notes")
+    with fleet.context() as ctx:
+        assert schedule_environment(ctx, "dev").operation == "none"
+
+
+def fleet_config(level: str) -> str:
+    return (f"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: env-wide\n  labels: {{platform-config: \"true\"}}\n"
+            f"data:\n  LOG_LEVEL: {level}\n  ENVIRONMENT: dev\n")
+
+
+def test_promote_refuses_commit_not_rolled_out_upstream(fleet: Fleet) -> None:
+    sha = first_commit(fleet)
+    with fleet.context() as ctx, pytest.raises(GateError, match="dev"):
+        promote(ctx, "qa", sha)  # a forged dispatch asking for qa: the record says no
+    assert fleet.pin("qa") == ""
+    with fleet.context() as ctx:
+        promote_many(ctx, None, sha)
+    assert roll_out(fleet, "dev", {1: "failure"}) == "failure"
+    with fleet.context() as ctx, pytest.raises(GateError, match="failure"):
+        promote(ctx, "qa", sha)
+
+
+def test_rollback_holds_until_released(fleet: Fleet) -> None:
+    first = first_commit(fleet)
+    with fleet.context() as ctx:
+        promote_many(ctx, None, first)
+    assert roll_out(fleet, "dev") == "success"
+    second = fleet.push_main({"templates/extra.yaml": "# second\n"}, "second")
+    with fleet.context() as ctx:
+        promote_many(ctx, None, second)
+    assert roll_out(fleet, "dev") == "success"
+    with fleet.context() as ctx:
+        back = promote(ctx, "dev", first)
+    assert back.held and "rollback" in back.held and fleet.pin("dev") == first
+    fleet.approve("dev")
+    third = fleet.push_main({"templates/extra.yaml": "# third\n"}, "third")
+    with fleet.context() as ctx:
+        [skipped] = promote_many(ctx, None, third)  # a push to main does not move a held environment
+    assert skipped.schedule is None and fleet.pin("dev") == first
+    with fleet.context() as ctx, pytest.raises(GateError, match="held"):
+        promote(ctx, "dev", third)
+    with fleet.context() as ctx:
+        released = promote(ctx, "dev", third, release=True)
+    assert released.held is None and fleet.pin("dev") == third
+
+
+def test_every_command_twice_makes_no_second_change(fleet: Fleet) -> None:
+    sha = first_commit(fleet)
+    with fleet.context() as ctx:
+        promote_many(ctx, None, sha)
+    cp_dev, head = fleet.branch_sha(fleet.cp_url, "dev"), fleet.branch_sha(fleet.gitops_url, "fleetflow/dev")
+    with fleet.context() as ctx:
+        [again] = promote_many(ctx, None, sha)
+        assert again.pinned is False and again.schedule and again.schedule.operation == "unchanged"
+        assert schedule_environment(ctx, "dev").operation == "unchanged"
+    assert fleet.branch_sha(fleet.cp_url, "dev") == cp_dev
+    assert fleet.branch_sha(fleet.gitops_url, "fleetflow/dev") == head
+    assert roll_out(fleet, "dev") == "success"
+    qa_head = fleet.branch_sha(fleet.gitops_url, "fleetflow/qa")
+    with fleet.context() as ctx:
+        second = check_rollout(ctx, "dev")
+    assert second.state == "success"
+    assert fleet.branch_sha(fleet.gitops_url, "fleetflow/qa") == qa_head
+    assert fleet.cp_status(sha, "qa") == "pending"
+
+
+def test_concurrent_push_to_env_branch_is_retried(fleet: Fleet, monkeypatch: pytest.MonkeyPatch) -> None:
+    sha = first_commit(fleet)
+    original = GitRepos.push
+    calls = {"n": 0}
+
+    def racing_push(self: GitRepos, url: str, new: str, branch: str, expected: str | None) -> None:
+        calls["n"] += 1
+        if calls["n"] == 1 and branch == "dev":  # someone pushes to dev just before our pin lands
+            fleet.push_env("dev", {"owners.md": "platform team\n"}, "concurrent edit")
+        original(self, url, new, branch, expected)
+
+    monkeypatch.setattr(GitRepos, "push", racing_push)
+    with fleet.context() as ctx:
+        promote_many(ctx, None, sha)
+    assert fleet.pin("dev") == sha
+    log = subprocess_log(fleet, "dev")
+    assert "concurrent edit" in log and log.count("fleetflow: pin dev") == 1
+
+
+def subprocess_log(fleet: Fleet, branch: str) -> str:
+    from tests.fleet import git
+
+    return git(fleet.root, "--git-dir", fleet.cp_url, "log", "--format=%s", f"refs/heads/{branch}")
