@@ -139,7 +139,7 @@ def test_newer_main_commit_supersedes_open_pr(fleet: Fleet) -> None:
     assert outcome.schedule and outcome.schedule.operation == "updated"
     updated = fleet.open_pr("dev")
     assert updated.number == pr.number and second[:12] in updated.title
-    assert fleet.gitops_state("dev", f"refs/heads/fleetflow/dev").main_commit == second
+    assert fleet.gitops_state("dev", "refs/heads/fleetflow/dev").main_commit == second
 
 
 def test_queue_mode_keeps_the_open_pr(fleet: Fleet) -> None:
