@@ -1,0 +1,344 @@
+"""The local forge against real git repositories in tmp dirs."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from fleetflow.errors import ForgeError
+from fleetflow.forge import localstore
+from fleetflow.forge.base import Forge
+from fleetflow.forge.local import LocalForge
+
+
+def git(cwd: Path, *args: str) -> str:
+    return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True).stdout.strip()
+
+
+def commit_file(work: Path, path: str, text: str, message: str) -> str:
+    (work / path).write_text(text)
+    git(work, "add", path)
+    git(work, "commit", "-q", "-m", message)
+    return git(work, "rev-parse", "HEAD")
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)
+
+    def __call__(self) -> datetime:
+        return self.now
+
+    def tick(self, minutes: int = 1) -> None:
+        self.now += timedelta(minutes=minutes)
+
+
+@pytest.fixture(scope="session")
+def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A bare repo with ``main``, ``dev`` and ``feature`` (one commit ahead of main, touching ``app.txt``), and a
+    clone of it in ``work`` (its remote is relative, so copies of the pair work). Built once, copied per test."""
+    root = tmp_path_factory.mktemp("template")
+    bare = root / "origin.git"
+    git(root, "init", "-q", "--bare", "-b", "main", str(bare))
+    work = root / "work"
+    git(root, "clone", "-q", str(bare), str(work))
+    git(work, "remote", "set-url", "origin", "../origin.git")
+    git(work, "config", "user.name", "fleetflow tests")
+    git(work, "config", "user.email", "tests@fleetflow.invalid")
+    commit_file(work, "app.txt", "v1\n", "first")
+    git(work, "push", "-q", "origin", "main", "main:dev")
+    git(work, "checkout", "-q", "-b", "feature")
+    commit_file(work, "app.txt", "v2\n", "feature: v2")
+    git(work, "push", "-q", "origin", "feature")
+    git(work, "checkout", "-q", "main")
+    return root
+
+
+@pytest.fixture
+def origin(template: Path, tmp_path: Path) -> Path:
+    for name in ("origin.git", "work"):
+        shutil.copytree(template / name, tmp_path / name, symlinks=True)
+    return tmp_path / "origin.git"
+
+
+@pytest.fixture
+def work(origin: Path) -> Path:
+    return origin.parent / "work"
+
+
+@pytest.fixture
+def clock() -> Clock:
+    return Clock()
+
+
+@pytest.fixture
+def forge(tmp_path: Path, clock: Clock) -> LocalForge:
+    return LocalForge(cache_dir=tmp_path / "cache-a", clock=clock)
+
+
+def tip(repo: Path, branch: str) -> str:
+    return git(repo, "rev-parse", f"refs/heads/{branch}")
+
+
+def test_is_a_forge(forge: LocalForge, origin: Path) -> None:
+    as_protocol: Forge = forge
+    assert as_protocol.name == "local"
+    assert forge.git_url(str(origin)) == str(origin)
+    assert forge.git_url("file:///srv/x.git") == "file:///srv/x.git"
+    assert forge.default_branch(str(origin)) == "main"
+    with pytest.raises(ForgeError, match="invalid repository"):
+        forge.git_url("--upload-pack=evil")
+
+
+def test_pull_request_lifecycle(forge: LocalForge, origin: Path, clock: Clock) -> None:
+    repo = str(origin)
+    head_sha, old_main = tip(origin, "feature"), tip(origin, "main")
+    pr = forge.create_pull(repo, "feature", "main", "Promote v2", "body <!-- fleetflow:environment=dev -->")
+    assert (pr.number, pr.state, pr.merged, pr.head_sha) == (1, "open", False, head_sha)
+    assert pr.url == f"local://{origin}/pull/1"
+    assert forge.open_pull(repo, "feature", "main") == pr
+    assert forge.open_pull(repo, "feature", "dev") is None
+    assert forge.pulls(repo, "feature") == [pr]
+    assert forge.pulls(repo, "feature", "closed") == []
+
+    clock.tick()
+    updated = forge.update_pull(repo, 1, title="Promote v2 (again)", body="new body")
+    assert (updated.title, updated.body) == ("Promote v2 (again)", "new body")
+    forge.add_labels(repo, 1, ["fleetflow", "env:dev"])
+    forge.add_labels(repo, 1, ["fleetflow"])
+    forge.request_reviewers(repo, 1, ["alice"])
+    record = forge.pull_record(repo, 1)
+    assert record["reviewers"] == ["alice"]
+    assert record["updated_at"] == clock.now.isoformat() != record["created_at"]
+
+    sha = forge.merge_pull(repo, 1)
+    assert tip(origin, "main") == sha
+    assert git(origin, "rev-list", "--parents", "-n1", sha).split()[1:] == [old_main, head_sha]
+    assert git(origin, "log", "-1", "--format=%s", sha) == "Merge pull request #1 from feature"
+    assert git(origin, "show", f"{sha}:app.txt") == "v2"
+    merged = forge.pulls(repo, "feature")[0]
+    assert (merged.state, merged.merged, merged.merge_commit_sha, merged.labels) == (
+        "closed", True, sha, ("fleetflow", "env:dev"))
+    assert forge.merge_pull(repo, 1) == sha
+    assert tip(origin, "main") == sha
+    assert forge.operations == ["create_pull", "update_pull", "add_labels", "request_reviewers", "merge_pull"]
+    with pytest.raises(ForgeError, match="merged"):
+        forge.update_pull(repo, 1, state="open")
+
+
+def test_close_and_reopen(forge: LocalForge, origin: Path) -> None:
+    repo = str(origin)
+    forge.create_pull(repo, "feature", "main", "t", "b")
+    closed = forge.update_pull(repo, 1, state="closed")
+    assert closed.state == "closed" and not closed.merged
+    assert forge.open_pull(repo, "feature", "main") is None
+    with pytest.raises(ForgeError, match="closed"):
+        forge.merge_pull(repo, 1)
+    second = forge.create_pull(repo, "feature", "main", "t2", "b")
+    assert second.number == 2
+    assert [p.number for p in forge.pulls(repo, "feature")] == [2, 1]  # newest first
+    with pytest.raises(ForgeError, match="another one is open"):
+        forge.update_pull(repo, 1, state="open")
+
+
+def test_create_is_idempotent(forge: LocalForge, origin: Path) -> None:
+    repo = str(origin)
+    first = forge.create_pull(repo, "feature", "main", "t", "b")
+    again = forge.create_pull(repo, "feature", "main", "other title", "b")
+    assert again == first
+    assert forge.operations == ["create_pull"]
+    assert len(forge.pulls(repo, "feature")) == 1
+
+
+def test_create_needs_a_head_branch_with_commits(forge: LocalForge, origin: Path) -> None:
+    repo = str(origin)
+    with pytest.raises(ForgeError, match="the head branch 'fleetflow/dev' does not exist"):
+        forge.create_pull(repo, "fleetflow/dev", "main", "t", "b")
+    with pytest.raises(ForgeError, match="the base branch 'nope' does not exist"):
+        forge.create_pull(repo, "feature", "nope", "t", "b")
+    with pytest.raises(ForgeError, match="no commits between main and dev"):
+        forge.create_pull(repo, "dev", "main", "t", "b")
+    with pytest.raises(ForgeError, match="invalid branch name"):
+        forge.create_pull(repo, "--force", "main", "t", "b")
+    with pytest.raises(ForgeError, match="invalid branch name"):
+        forge.pulls(repo, "a..b")
+    assert forge.operations == []
+
+
+def test_statuses_latest_per_context(forge: LocalForge, origin: Path, clock: Clock) -> None:
+    repo, sha = str(origin), tip(origin, "main")
+    assert forge.statuses(repo, sha) == []
+    assert forge.set_status(repo, sha, "fleetflow/dev", "pending", "scheduled") is True
+    assert forge.set_status(repo, sha, "fleetflow/dev", "pending", "scheduled") is False
+    clock.tick()
+    assert forge.set_status(repo, sha, "cluster/eu", "pending", "rolling out") is True
+    clock.tick()
+    assert forge.set_status(repo, sha, "fleetflow/dev", "success", "rolled out: 1/1 clusters") is True
+    latest = forge.statuses(repo, sha.upper())
+    assert [(s.context, s.state, s.description) for s in latest] == [
+        ("cluster/eu", "pending", "rolling out"),
+        ("fleetflow/dev", "success", "rolled out: 1/1 clusters"),
+    ]
+    assert latest[1].updated_at == clock.now
+    assert forge.operations == ["set_status"] * 3
+    stored = git(origin, "show", f"refs/fleetflow/forge:statuses/{sha}.json")
+    assert stored.count('"context"') == 3
+
+
+def test_set_status_is_checked_like_github(forge: LocalForge, origin: Path) -> None:
+    repo, sha = str(origin), tip(origin, "main")
+    with pytest.raises(ForgeError, match="too long"):
+        forge.set_status(repo, sha, "c", "success", "x" * 141)
+    with pytest.raises(ForgeError, match="no commit"):
+        forge.set_status(repo, "0" * 40, "c", "success", "")
+    with pytest.raises(ForgeError, match="full commit sha"):
+        forge.set_status(repo, sha[:7], "c", "success", "")
+    with pytest.raises(ForgeError, match="invalid status state"):
+        forge.set_status(repo, sha, "c", "done", "")  # type: ignore[arg-type]
+
+
+def test_state_is_visible_from_another_clone(forge: LocalForge, origin: Path, tmp_path: Path) -> None:
+    repo, sha = str(origin), tip(origin, "feature")
+    forge.create_pull(repo, "feature", "main", "t", "b")
+    forge.set_status(repo, sha, "cluster/eu", "success", "ok")
+    other = LocalForge(cache_dir=tmp_path / "cache-b")
+    assert [p.number for p in other.pulls(repo, "feature", "open")] == [1]
+    assert [s.state for s in other.statuses(repo, sha)] == ["success"]
+    assert other.set_status(repo, sha, "cluster/eu", "success", "ok") is False
+
+    clone = tmp_path / "clone"
+    git(tmp_path, "clone", "-q", "--mirror", f"file://{origin}", str(clone))
+    assert '"head": "feature"' in git(clone, "show", "refs/fleetflow/forge:pulls/1.json")
+    assert git(clone, "log", "--format=%s", "refs/fleetflow/forge").splitlines() == [
+        f"fleetflow forge: status cluster/eu=success on {sha}",
+        "fleetflow forge: open pull request #1 feature -> main",
+    ]
+    via_url = LocalForge(cache_dir=tmp_path / "cache-c")
+    assert via_url.open_pull(f"file://{clone}", "feature", "main") is not None
+
+
+def interleave(monkeypatch: pytest.MonkeyPatch, slow: LocalForge, repo: str, meanwhile: Callable[[], object]) -> None:
+    """Make ``slow`` lose one race: ``meanwhile`` writes after ``slow`` read the store and before it pushes."""
+    mirror = slow._mirror(repo)
+    push = mirror._push
+    calls: list[dict[str, tuple[str, str]]] = []
+
+    def racing_push(updates: dict[str, tuple[str, str]]) -> bool:
+        if not calls:
+            meanwhile()
+        calls.append(updates)
+        return push(updates)
+
+    monkeypatch.setattr(mirror, "_push", racing_push)
+
+
+def test_concurrent_writers_lose_nothing(
+    forge: LocalForge, origin: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo, sha = str(origin), tip(origin, "main")
+    other = LocalForge(cache_dir=tmp_path / "cache-b")
+    git(origin.parent / "work", "push", "-q", "origin", "feature:fleetflow/dev")
+    interleave(monkeypatch, forge, repo, lambda: other.create_pull(repo, "fleetflow/dev", "dev", "A", "a"))
+    mine = forge.create_pull(repo, "feature", "main", "B", "b")
+    assert mine.number == 2  # its first attempt took #1, lost the race, and was applied again
+    assert [p.title for p in other.pulls(repo, "fleetflow/dev")] == ["A"]
+    assert [p.title for p in other.pulls(repo, "feature")] == ["B"]
+    assert forge.operations == ["create_pull"] and other.operations == ["create_pull"]
+
+    interleave(monkeypatch, other, repo, lambda: forge.set_status(repo, sha, "one", "success", "1"))
+    other.set_status(repo, sha, "two", "failure", "2")
+    assert [(s.context, s.state) for s in forge.statuses(repo, sha)] == [("one", "success"), ("two", "failure")]
+
+
+def test_gives_up_after_bounded_retries(forge: LocalForge, origin: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    repo = str(origin)
+    monkeypatch.setattr(forge._mirror(repo), "_push", lambda updates: False)
+    monkeypatch.setattr(time, "sleep", lambda seconds: None)
+    with pytest.raises(ForgeError, match="after 10 attempts"):
+        forge.dispatch(repo, "promote", {})
+    assert forge.operations == []
+
+
+def test_merge_conflict_leaves_base_alone(forge: LocalForge, origin: Path, work: Path) -> None:
+    repo = str(origin)
+    commit_file(work, "app.txt", "v1-hotfix\n", "hotfix")
+    git(work, "push", "-q", "origin", "main")
+    before = tip(origin, "main")
+    forge.create_pull(repo, "feature", "main", "t", "b")
+    with pytest.raises(ForgeError, match=r"pull request #1 \(feature → main\) cannot be merged: conflicts in app.txt"):
+        forge.merge_pull(repo, 1)
+    assert tip(origin, "main") == before
+    assert forge.open_pull(repo, "feature", "main") is not None
+    assert forge.operations == ["create_pull"]
+
+
+def test_merge_takes_the_current_head(forge: LocalForge, origin: Path, work: Path) -> None:
+    repo = str(origin)
+    pr = forge.create_pull(repo, "feature", "main", "t", "b")
+    git(work, "checkout", "-q", "feature")
+    moved = commit_file(work, "other.txt", "x\n", "more")
+    git(work, "push", "-q", "origin", "feature")
+    assert forge.open_pull(repo, "feature", "main") == pr.__class__(**{**pr.__dict__, "head_sha": moved})
+    sha = forge.merge_pull(repo, pr.number)
+    assert git(origin, "rev-parse", f"{sha}^2") == moved
+    assert forge.pull_record(repo, 1)["head_sha"] == moved
+
+
+def test_merge_without_merge_tree(forge: LocalForge, origin: Path, work: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The fallback for git < 2.38 merges in a throw-away work tree."""
+    monkeypatch.setattr(localstore, "has_merge_tree", lambda: False)
+    repo = str(origin)
+    git(work, "checkout", "-q", "dev")
+    commit_file(work, "conf.txt", "c\n", "dev conf")
+    git(work, "push", "-q", "origin", "dev")
+    dev = tip(origin, "dev")
+    forge.create_pull(repo, "feature", "dev", "t", "b")
+    sha = forge.merge_pull(repo, 1)
+    assert git(origin, "ls-tree", "--name-only", sha).split() == ["app.txt", "conf.txt"]
+    assert git(origin, "rev-parse", f"{sha}^1") == dev
+
+    commit_file(work, "app.txt", "v3\n", "conflicting")
+    git(work, "push", "-q", "origin", "dev:main")
+    forge.create_pull(repo, "feature", "main", "t", "b")
+    with pytest.raises(ForgeError, match=r"conflicts in app\.txt"):
+        forge.merge_pull(repo, 2)
+    assert git(forge._mirror(repo).folder, "worktree", "list").count("\n") == 0  # cleaned up
+
+
+def test_dispatch_is_recorded(forge: LocalForge, origin: Path, clock: Clock) -> None:
+    repo = str(origin)
+    forge.dispatch(repo, "fleetflow-rollout", {"environment": "dev", "commit": "abc"})
+    forge.dispatch(repo, "fleetflow-rollout", {"environment": "qa"})
+    events = forge.dispatches(repo)
+    assert [(e["number"], e["client_payload"]) for e in events] == [
+        (1, {"environment": "dev", "commit": "abc"}), (2, {"environment": "qa"})]
+    assert events[0]["created_at"] == clock.now.isoformat()
+    assert forge.operations == ["dispatch", "dispatch"]
+    with pytest.raises(ForgeError, match="at most 10"):
+        forge.dispatch(repo, "x", {str(i): i for i in range(11)})
+    with pytest.raises(ForgeError, match="not JSON"):
+        forge.dispatch(repo, "x", {"a": object()})
+
+
+def test_merge_retries_when_the_base_moves(
+    forge: LocalForge, origin: Path, work: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo = str(origin)
+    forge.create_pull(repo, "feature", "main", "t", "b")
+
+    def someone_pushes_main() -> None:
+        commit_file(work, "readme.txt", "hi\n", "unrelated")
+        git(work, "push", "-q", "origin", "main")
+
+    interleave(monkeypatch, forge, repo, someone_pushes_main)
+    sha = forge.merge_pull(repo, 1)
+    assert git(origin, "rev-parse", f"{sha}^1") == git(work, "rev-parse", "HEAD")
+    assert tip(origin, "main") == sha
+    assert git(origin, "ls-tree", "--name-only", sha).split() == ["app.txt", "readme.txt"]
+    assert forge.operations == ["create_pull", "merge_pull"]
