@@ -11,6 +11,7 @@ from fleetflow.cli.explain import explain
 from fleetflow.cli.plan import plan
 from fleetflow.cli.promote import promote
 from fleetflow.cli.render import render
+from fleetflow.cli.route import route_command
 from fleetflow.cli.schedule import schedule
 from fleetflow.cli.status import status
 from fleetflow.cli.validate import validate
@@ -47,3 +48,4 @@ main.add_command(schedule)
 main.add_command(check_rollout_command)
 main.add_command(status)
 main.add_command(demo)
+main.add_command(route_command)
