@@ -41,11 +41,12 @@ def make_github_fleet(tmp_path: Path, request: pytest.FixtureRequest) -> Fleet:
     cp_path, gitops_path = build_bare_repos(tmp_path, "contoso/gitops", "contoso/control-plane")
     stub.create_repo("contoso/control-plane", bare=cp_path)
     stub.create_repo("contoso/gitops", bare=gitops_path)
-    forge = GitHubForge.for_tests(stub.url, token="test-token")
+    forge = GitHubForge(token="test-token", api_url=stub.url, retries=3, backoff_factor=0,
+                        seconds_between_requests=0, seconds_between_writes=0)
     gitops = stub.repo("contoso/gitops")
     fleet = Fleet(
         tmp_path, forge, "contoso/control-plane", "contoso/gitops", str(cp_path), str(gitops_path), clock,
-        post_status=lambda sha, c, s, d: gitops.add_status(sha, c, s, d) and None,
+        post_status=lambda sha, c, s, d: gitops.add_status(sha, s, c, d) and None,
         merge=lambda n: gitops.merge_pull(n) and None,
     )
     fleet.stub = stub  # type: ignore[attr-defined]

@@ -14,6 +14,7 @@ import subprocess
 import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 
 ZERO_SHA = "0" * 40
@@ -259,11 +260,17 @@ class BareRepo:
         out = self.git("symbolic-ref", "--quiet", "--short", "HEAD", check=False).strip()
         return out or None
 
-    def commit_tree(self, tree: str, parents: list[str], message: str, author: tuple[str, str] | None = None) -> str:
+    def commit_tree(
+        self, tree: str, parents: list[str], message: str, author: tuple[str, str] | None = None,
+        when: datetime | None = None,
+    ) -> str:
         args = ["commit-tree", tree]
         for parent in parents:
             args += ["-p", parent]
         env = git_env(*author) if author else git_env()
+        if when is not None:  # the stub's clock, so merge commits carry the time tests simulate
+            stamp = f"{int(when.timestamp())} +0000"
+            env.update(GIT_AUTHOR_DATE=stamp, GIT_COMMITTER_DATE=stamp)
         return self.git(*args, "-F", "-", stdin=message, env=env).strip()
 
     def merge_tree(self, base: str, head: str) -> str:

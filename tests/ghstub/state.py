@@ -300,7 +300,7 @@ class Repo:
                         parents = [base_sha, pr.head_sha]
                     message = commit_message if commit_message is not None else (pr.title if method == "merge" else "")
                     full = f"{title}\n\n{message}".rstrip() + "\n"
-                    new = self.git.commit_tree(tree, parents, full, author)
+                    new = self.git.commit_tree(tree, parents, full, author, when=self.store.clock())
             except MergeConflict:
                 raise ApiError(405, "Pull Request is not mergeable") from None
             self.git.update_ref(f"refs/heads/{pr.base_ref}", new, base_sha)

@@ -1,0 +1,119 @@
+"""Faults on the GitHub side, and how many API requests each step costs (printed; run with -s to see them)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from fleetflow.ops.promote import promote_many
+from fleetflow.ops.rollout import check_rollout
+from tests.fleet import Fleet
+from tests.test_promotion import make_github_fleet
+
+
+@pytest.fixture
+def gh(tmp_path: Path, request: pytest.FixtureRequest) -> Fleet:
+    return make_github_fleet(tmp_path, request)
+
+
+def stub(fleet: Fleet) -> Any:
+    return fleet.stub  # type: ignore[attr-defined]
+
+
+def pulls(fleet: Fleet) -> list[Any]:
+    return list(stub(fleet).repo("contoso/gitops").list_pulls())
+
+
+def promote_dev(fleet: Fleet) -> None:
+    with fleet.context() as ctx:
+        promote_many(ctx, None, fleet.branch_sha(fleet.cp_url, "main"))
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "kind"),
+    [
+        ("POST", r"/pulls$", "status_5xx"),
+        ("POST", r"/statuses/", "secondary_rate_limit"),
+        ("GET", r"/pulls$", "rate_limit"),
+        ("POST", r"/pulls$", "drop_after"),
+    ],
+    ids=["5xx-on-create-pr", "secondary-rate-limit-on-status", "rate-limit-on-list", "dropped-after-create-pr"],
+)
+def test_fault_ends_in_the_right_state(gh: Fleet, method: str, path: str, kind: str) -> None:
+    fault = stub(gh).inject(method, path, kind)
+    promote_dev(gh)
+    assert fault.hits == 1
+    open_prs = [p for p in pulls(gh) if p.state == "open"]
+    assert len(open_prs) == 1 and open_prs[0].head_ref == "fleetflow/dev"
+    assert gh.cp_status(gh.branch_sha(gh.cp_url, "main"), "dev") == "pending"
+    posts = [r for r in stub(gh).requests if r.method == "POST" and r.path.endswith("/statuses/"
+             + gh.branch_sha(gh.cp_url, "main")) and r.status == 201]
+    assert len(posts) == 1  # no duplicate status either
+
+
+def test_pull_request_created_by_a_concurrent_run(gh: Fleet, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Between our "is there an open PR?" and our create, another run opened it: we adopt it (422)."""
+    forge = gh.forge
+    original = forge.open_pull
+    calls = {"n": 0}
+
+    def racing_open_pull(repo: str, head: str, base: str) -> Any:
+        found = original(repo, head, base)
+        calls["n"] += 1
+        if calls["n"] == 1 and found is None:
+            # the other run pushed the same deterministic head and opened the PR just now
+            monkeypatch.setattr(forge, "open_pull", original)
+            gh_repo = stub(gh).repo("contoso/gitops")
+            state = {"created": False}
+
+            original_create = forge.create_pull
+
+            def create_after_race(*args: Any, **kwargs: Any) -> Any:
+                if not state["created"]:
+                    state["created"] = True
+                    gh_repo.create_pull(title="concurrent", head="fleetflow/dev", base="dev", body="")
+                return original_create(*args, **kwargs)
+
+            monkeypatch.setattr(forge, "create_pull", create_after_race)
+        return found
+
+    monkeypatch.setattr(forge, "open_pull", racing_open_pull)
+    promote_dev(gh)
+    open_prs = [p for p in pulls(gh) if p.state == "open"]
+    assert len(open_prs) == 1
+    assert any(r.status == 422 for r in stub(gh).requests if r.method == "POST" and r.path.endswith("/pulls"))
+
+
+def test_request_counts_per_step(gh: Fleet, capsys: pytest.CaptureFixture[str]) -> None:
+    s = stub(gh)
+    mark = s.mark()
+    promote_dev(gh)
+    promote_requests = s.count(since=mark)
+    gh.approve("dev")
+    gh.clock.advance(0.5)
+    gh.clusters_report("dev")
+    mark = s.mark()
+    with gh.context() as ctx:
+        assert check_rollout(ctx, "dev").state == "pending"  # soaking: a gate check alone
+    gate_requests = s.count(since=mark)
+    gh.clock.advance(2)
+    mark = s.mark()
+    with gh.context() as ctx:
+        ctx_forge = ctx.forge
+        assert ctx_forge is gh.forge
+        outcome = check_rollout(ctx, "dev")
+    gate_requests_with_fanout = s.count(since=mark)
+    fanout = sum(p.schedule is not None for p in outcome.promoted)
+    mark = s.mark()
+    with gh.context() as ctx:
+        check_rollout(ctx, "qa")  # qa's PR is open, not merged: the gate only waits
+    waiting = s.count(since=mark)
+    with capsys.disabled():
+        print(f"\nGitHub API requests: promote+schedule dev = {promote_requests}; gate check = {gate_requests}; "
+              f"gate check dev + promote/schedule qa = {gate_requests_with_fanout} ({fanout} fan-out); "
+              f"gate check of qa waiting for its merge = {waiting}")
+    assert promote_requests <= 15
+    assert gate_requests <= 6
+    assert waiting == 0
