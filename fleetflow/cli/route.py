@@ -15,6 +15,12 @@ from fleetflow.errors import InputError, Problem, UsageError
 from fleetflow.routing import route
 
 
+def one_line(text: str) -> str:
+    """Event text is untrusted: control characters are escaped so that it can never start a new log line
+    (a line beginning with ``::`` would be a workflow command in GitHub Actions)."""
+    return "".join(ch if ch.isprintable() else ch.encode("unicode_escape").decode() for ch in text)
+
+
 @click.command("route")
 @click.option("--event-name", required=True, help="The event ($GITHUB_EVENT_NAME): push, status, pull_request, ...")
 @click.option("--event-path", required=True, type=click.Path(dir_okay=False, exists=True, path_type=Path),
@@ -47,7 +53,7 @@ def route_command(event_name: str, event_path: Path, environments: str | None, f
             print_json(decision.to_json())
         else:
             click.echo(f"{decision.action} {','.join(decision.environments)} {decision.commit}".rstrip())
-            click.echo(decision.reason)
+            click.echo(one_line(decision.reason))
         if decision.invalid:
             if fmt == "json":
                 sys.exit(1)
