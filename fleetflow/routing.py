@@ -12,6 +12,7 @@ inside a payload). Control-plane repo events:
 GitOps repo events:
 
 * ``status`` on a commit of an environment branch (not fleetflow's own contexts) → check-rollout;
+* ``status`` ``success`` on a ``fleetflow/<env>`` PR head → schedule (merges the PR when ``autoMerge`` is on);
 * ``pull_request`` closed and merged from a ``fleetflow/<env>`` head → check-rollout of that environment;
 * ``schedule`` → check-rollout of every environment (the fallback when an event was missed).
 """
@@ -92,6 +93,11 @@ def route(
             return _none(f"status {context} is fleetflow's own record")
         names = [str(b.get("name", "")) for b in payload.get("branches") or [] if isinstance(b, Mapping)]
         envs = sorted({n for n in names if n in environments})
+        heads = sorted({n.removeprefix("fleetflow/") for n in names if n.removeprefix("fleetflow/") in environments
+                        and n.startswith("fleetflow/")})
+        if not envs and heads and payload.get("state") == "success":
+            # a check on a fleetflow PR went green: re-schedule, which merges it when autoMerge is on
+            return Route("schedule", heads, reason=f"status {context} = success on fleetflow/{heads[0]}")
         if not envs:
             return _none(f"status {context} on {str(payload.get('sha', ''))[:12]}: not on an environment branch")
         return Route("check-rollout", envs, reason=f"status {context} = {payload.get('state')}")

@@ -100,7 +100,10 @@ CASES: dict[str, Case] = {
     "status on two env branches": Case("status", status("argo/x", "pending", ["qa", "dev", "main"]),
                                        "check-rollout", ["dev", "qa"]),
     "status own context": Case("status", status("fleetflow/dev", "success", ["dev"]), "none"),
-    "status non-env branch": Case("status", status("flux/dev-1", "success", ["fleetflow/dev", "main"]), "none"),
+    "status non-env branch": Case("status", status("flux/dev-1", "success", ["feature", "main"]), "none"),
+    "status green on fleetflow PR head": Case("status", status("ci/lint", "success", ["fleetflow/dev"]), "schedule",
+                                              ["dev"]),
+    "status pending on fleetflow PR head": Case("status", status("ci/lint", "pending", ["fleetflow/dev"]), "none"),
     "status no branch": Case("status", status("flux/dev-1", "success", []), "none"),
     # GitOps repo: pull requests
     "pr merged": Case("pull_request", closed("fleetflow/qa", "qa", True), "check-rollout", ["qa"]),
