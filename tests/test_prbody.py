@@ -1,0 +1,49 @@
+from __future__ import annotations
+
+from fleetflow.engine import Changes
+from fleetflow.prbody import BODY_LIMIT, PullRequestFacts, body, environment_of, title
+from fleetflow.resources import RolloutPolicy
+from fleetflow.state import ExpectedCluster
+
+
+def facts(diff: str = "", n: int = 3) -> PullRequestFacts:
+    return PullRequestFacts(
+        environment="qa",
+        main_commit="a" * 40,
+        env_branch="qa",
+        env_commit="b" * 40,
+        previous_main_commit="c" * 40,
+        changes=Changes(added=[f"ct/app-{i}" for i in range(n)], changed=["ct/x"], unchanged=5,
+                        config_keys=["region-eu: LOG_LEVEL (changed)"]),
+        clusters=[ExpectedCluster("qa-1", "ct", "flux/qa-1"), ExpectedCluster("qa-2", "ct", None)],
+        rollout=RolloutPolicy.model_validate({"soakTime": "15m", "timeout": "1h"}),
+        next_environments=["prod"],
+        diff=diff,
+        plan_hint="`fleetflow plan --environment qa`",
+    )
+
+
+def test_body_says_what_a_reviewer_needs() -> None:
+    text = body(facts("--- a/x\n+++ b/x\n@@ -1 +1 @@\n-a\n+b\n"))
+    assert environment_of(text) == "qa"
+    for part in ("`qa`", "a" * 40, "b" * 40, "c" * 40, "3 added, 1 changed, 0 removed, 5 unchanged",
+                 "region-eu: LOG_LEVEL (changed)", "`flux/qa-1`", "soaks 15m", "after 1h", "`prod`", "```diff"):
+        assert part in text, part
+    assert title(facts()) == f"fleetflow: promote main@{'a' * 12} to qa"
+
+
+def test_long_diff_is_cut_with_a_pointer() -> None:
+    diff = "".join(f"+line {i} " + "x" * 100 + "\n" for i in range(5000))
+    text = body(facts(diff))
+    assert len(text) <= BODY_LIMIT
+    assert "The diff is cut" in text and "fleetflow plan --environment qa" in text
+
+
+def test_huge_lists_are_cut() -> None:
+    text = body(facts(n=20_000))
+    assert len(text) <= BODY_LIMIT
+    assert "and 19950 more" in text
+
+
+def test_other_prs_have_no_environment() -> None:
+    assert environment_of("a normal PR") is None
