@@ -1,0 +1,489 @@
+"""The github forge: :class:`~fleetflow.forge.base.Forge` on GitHub's REST API through PyGithub.
+
+One retry layer, PyGithub's ``GithubRetry``: 5xx (POST and PATCH included) and connection drops are retried with
+backoff, rate limits are waited out (``Retry-After``, ``x-ratelimit-reset``). What still fails becomes a
+:class:`~fleetflow.errors.ForgeError` naming the operation and the request. Every write is idempotent: it reads
+first and writes only what is missing, and a create whose answer was lost finds what it made (a retried
+``POST /pulls`` answers 422 "already exists"). Requests are few: repositories are lazy objects (no request until
+a field is needed, then one, cached); ``open_pull`` is one list request, ``set_status`` one read and at most one
+write.
+
+A repo is ``owner/name``. Only this module and :mod:`fleetflow.forge.githubauth` import PyGithub.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import datetime
+from typing import Any, Literal, TypedDict, Unpack
+from urllib.parse import urlsplit, urlunsplit
+
+import requests
+from github import Github, GithubException, GithubIntegration, GithubRetry, RateLimitExceededException
+from github.Auth import AppAuth
+from github.GithubException import RateLimitExceededExceedsMaxWait
+from github.GithubObject import NotSet
+from github.PullRequest import PullRequest as GhPullRequest
+from github.Repository import Repository
+from urllib3 import Retry
+
+from fleetflow.errors import ForgeError, ForgeRequest
+from fleetflow.forge.base import CommitStatus, PullRequest, StatusState
+from fleetflow.forge.githubauth import PERMISSIONS_HINT, Credential, Credentials
+from fleetflow.settings import Settings
+
+DEFAULT_API_URL = "https://api.github.com"
+_STATES: tuple[StatusState, ...] = ("pending", "success", "failure", "error")
+_REPO = re.compile(r"^[A-Za-z0-9-]+/[A-Za-z0-9._-]+$")
+_SHA = re.compile(r"^[0-9a-f]{40}$")
+_MAX_DESCRIPTION = 140
+_MAX_EVENT_TYPE = 100
+_MAX_PAYLOAD_KEYS = 10
+_PER_PAGE = 100
+# Check run conclusions as commit states; anything not completed is pending, an unknown conclusion fails.
+_SUCCESS_CONCLUSIONS = frozenset({"success", "neutral", "skipped"})
+_SEVERITY = {"success": 0, "pending": 1, "failure": 2, "error": 3}
+
+
+class Tuning(TypedDict, total=False):
+    """Retry and throttling knobs (defaults: PyGithub's throttling for real GitHub; tests pass zeros)."""
+
+    retries: int
+    backoff_factor: float
+    secondary_rate_wait: float
+    max_rate_limit_wait: float | None
+    seconds_between_requests: float | None
+    seconds_between_writes: float | None
+    timeout: int
+
+
+class GitHubForge:
+    """GitHub (or GitHub Enterprise Server through ``api_url``) as fleetflow's forge.
+
+    Credentials: ``token``, or ``app_id`` + ``app_private_key`` (a GitHub App; each account's installation is
+    looked up through the first repository used there and its tokens are refreshed by PyGithub).
+
+    Retries (one ``GithubRetry``): ``retries`` attempts after the first, ``backoff_factor`` (urllib3's exponential
+    backoff, 0 = none), ``secondary_rate_wait`` seconds for a secondary rate limit without ``Retry-After``,
+    ``max_rate_limit_wait`` (None = wait for the primary limit's reset, however long). Throttling between requests
+    and between writes as PyGithub (GitHub asks for at least 1 s between writes); ``timeout`` per request.
+    """
+
+    name = "github"
+
+    def __init__(
+        self,
+        *,
+        token: str | None = None,
+        app_id: str | None = None,
+        app_private_key: str | None = None,
+        api_url: str = DEFAULT_API_URL,
+        retries: int = 5,
+        backoff_factor: float = 1.0,
+        secondary_rate_wait: float = 60.0,
+        max_rate_limit_wait: float | None = None,
+        seconds_between_requests: float | None = 0.25,
+        seconds_between_writes: float | None = 1.0,
+        timeout: int = 15,
+    ) -> None:
+        self.api_url = api_url.rstrip("/")
+        self._retry = GithubRetry(
+            total=retries,
+            backoff_factor=backoff_factor,
+            secondary_rate_wait=secondary_rate_wait,
+            max_rate_limit_wait=max_rate_limit_wait,
+            # PyGithub's set (idempotent methods + POST) plus PATCH: fleetflow's PATCHes set absolute values.
+            allowed_methods=Retry.DEFAULT_ALLOWED_METHODS | {"GET", "POST", "PATCH"},
+        )
+        self._options: dict[str, Any] = {
+            "base_url": self.api_url,
+            "retry": self._retry,
+            "timeout": timeout,
+            "per_page": _PER_PAGE,
+            "seconds_between_requests": seconds_between_requests,
+            "seconds_between_writes": seconds_between_writes,
+        }
+        self._credentials = Credentials(token=token, app_id=app_id, app_private_key=app_private_key,
+                                        integration=self._integration)
+        self._clients: dict[str, Github] = {}
+        self._repos: dict[str, tuple[Credential, Repository]] = {}
+
+    @classmethod
+    def from_settings(cls, settings: Settings, **tuning: Unpack[Tuning]) -> GitHubForge:
+        """The forge the settings describe; an App (``app_id``) is preferred over a token when both are set."""
+        use_app = bool(settings.app_id or settings.app_private_key)
+        return cls(
+            token=None if use_app else settings.token,
+            app_id=settings.app_id,
+            app_private_key=settings.app_private_key,
+            api_url=settings.api_url or DEFAULT_API_URL,
+            **tuning,
+        )
+
+    def __repr__(self) -> str:  # never the token
+        return f"GitHubForge(api_url={self.api_url!r}, auth={self._credentials.kind})"
+
+    def close(self) -> None:
+        """Close the HTTP connections (the forge stays usable: clients are made again on demand)."""
+        for client in self._clients.values():
+            client.close()
+        self._clients.clear()
+        self._repos.clear()
+        self._credentials.close()
+
+    # -- clients and repositories --------------------------------------------------------------------------
+
+    def _integration(self, app: AppAuth) -> GithubIntegration:
+        return GithubIntegration(auth=app, **self._options)
+
+    def _remote(self, repo: str) -> Repository:
+        return self._resolve(repo)[1]
+
+    def _resolve(self, repo: str) -> tuple[Credential, Repository]:
+        """A lazy ``Repository`` (no request) and its credential, cached per repository."""
+        key = repo.lower()
+        if key not in self._repos:
+            if not _REPO.match(repo):
+                raise ForgeError(f"invalid GitHub repository {repo!r}: expected owner/name")
+            owner, name = repo.split("/")
+            hint = f"install the GitHub App on {owner} with access to {repo}"
+            with self._request("find the GitHub App installation", "GET", f"/repos/{repo}/installation", hint=hint):
+                credential = self._credentials.for_repo(owner, name)
+            if credential.key not in self._clients:
+                self._clients[credential.key] = Github(auth=credential.auth, lazy=True, **self._options)
+            self._repos[key] = (credential, self._clients[credential.key].get_repo(repo))
+        return self._repos[key]
+
+    def _requester_json(self, repo: str, method: str, path: str, what: str, *,
+                        parameters: dict[str, Any] | None = None, body: Any = None) -> Any:
+        """One request PyGithub has no fitting call for (paginated combined status, checked dispatch)."""
+        remote = self._remote(repo)
+        with self._request(what, method, path):
+            _, data = remote.requester.requestJsonAndCheck(method, path, parameters=parameters, input=body)
+        return data
+
+    # -- repositories --------------------------------------------------------------------------------------
+
+    def git_url(self, repo: str) -> str:
+        """The repository's ``clone_url``; an https URL carries the token (``x-access-token``) for git."""
+        credential, remote = self._resolve(repo)
+        with self._request("read the repository", "GET", f"/repos/{repo}"):
+            url = remote.clone_url
+        parts = urlsplit(url)
+        if parts.scheme != "https" or not parts.hostname:
+            return url
+        installation = credential.key.removeprefix("installation-")
+        with self._request("get an installation token", "POST", f"/app/installations/{installation}/access_tokens"):
+            token = credential.git_token()
+        host = parts.hostname + (f":{parts.port}" if parts.port else "")
+        return urlunsplit(parts._replace(netloc=f"x-access-token:{token}@{host}"))
+
+    def default_branch(self, repo: str) -> str:
+        remote = self._remote(repo)
+        with self._request("read the repository", "GET", f"/repos/{repo}"):
+            return remote.default_branch
+
+    # -- commit statuses -----------------------------------------------------------------------------------
+
+    def statuses(self, repo: str, sha: str) -> list[CommitStatus]:
+        """Latest commit status per context plus the latest check run per name, by context. A context that is
+        both a status and a check run: the newer wins (a tie: the worse state)."""
+        sha = _sha(sha)
+        latest = {s.context: s for s in self._combined(repo, sha)}
+        remote = self._remote(repo)
+        with self._request("list check runs", "GET", f"/repos/{repo}/commits/{sha}/check-runs"):
+            runs = list(remote.get_commit(sha).get_check_runs())
+        for run in runs:
+            check = _check_status(run.name, run.status, run.conclusion, run.output.title if run.output else None,
+                                  run.completed_at or run.started_at)
+            other = latest.get(check.context)
+            if other is None or _newer(check, other):
+                latest[check.context] = check
+        return [latest[context] for context in sorted(latest)]
+
+    def _combined(self, repo: str, sha: str, context: str | None = None) -> list[CommitStatus]:
+        """The combined status' latest status per context (every page; with ``context``, until it is found)."""
+        found: list[CommitStatus] = []
+        page = 1
+        path = f"/repos/{repo}/commits/{sha}/status"
+        while True:
+            data = self._requester_json(repo, "GET", path, "read the combined commit status",
+                                        parameters={"per_page": _PER_PAGE, "page": page})
+            chunk = data.get("statuses") or []
+            found.extend(
+                CommitStatus(context=s["context"], state=s["state"], description=s.get("description") or "",
+                             updated_at=_when(s.get("updated_at") or s.get("created_at")), kind="status")
+                for s in chunk
+            )
+            done = len(chunk) < _PER_PAGE or len(found) >= int(data.get("total_count") or 0)
+            if done or (context is not None and any(s.context == context for s in found)):
+                return found
+            page += 1
+
+    def set_status(self, repo: str, sha: str, context: str, state: StatusState, description: str,
+                   target_url: str | None = None) -> bool:
+        sha = _sha(sha)
+        if state not in _STATES:
+            raise ForgeError(f"invalid status state {state!r}: one of {', '.join(_STATES)}")
+        if not context:
+            raise ForgeError("a commit status needs a context")
+        if len(description) > _MAX_DESCRIPTION:
+            raise ForgeError(f"status description is too long ({len(description)} > {_MAX_DESCRIPTION} characters)")
+        last = next((s for s in self._combined(repo, sha, context) if s.context == context), None)
+        if last is not None and (last.state, last.description) == (state, description):
+            return False
+        body: dict[str, Any] = {"state": state, "context": context, "description": description}
+        if target_url:
+            body["target_url"] = target_url
+        self._requester_json(repo, "POST", f"/repos/{repo}/statuses/{sha}", "post a commit status", body=body)
+        return True
+
+    # -- pull requests -------------------------------------------------------------------------------------
+
+    def open_pull(self, repo: str, head: str, base: str) -> PullRequest | None:
+        remote = self._remote(repo)
+        owner = repo.split("/")[0]
+        with self._request("find the open pull request", "GET", f"/repos/{repo}/pulls"):
+            found = next(iter(remote.get_pulls(state="open", head=f"{owner}:{head}", base=base)), None)
+        return None if found is None else _pull(found)
+
+    def pulls(self, repo: str, head: str, state: Literal["open", "closed", "all"] = "all") -> list[PullRequest]:
+        remote = self._remote(repo)
+        owner = repo.split("/")[0]
+        with self._request("list pull requests", "GET", f"/repos/{repo}/pulls"):
+            found = list(remote.get_pulls(state=state, head=f"{owner}:{head}", sort="created", direction="desc"))
+        return [_pull(pr) for pr in found]
+
+    def create_pull(self, repo: str, head: str, base: str, title: str, body: str) -> PullRequest:
+        """Open a PR, or return the open one for head → base: GitHub answers 422 "already exists" when it is
+        there, also when the answer to our own create was lost and the retried POST found it."""
+        if head == base:
+            raise ForgeError(f"cannot open a pull request from {head!r} into itself")
+        if not title.strip():
+            raise ForgeError("a pull request needs a title")
+        remote = self._remote(repo)
+        for attempt in range(2):
+            try:
+                with self._request("create a pull request", "POST", f"/repos/{repo}/pulls", reraise=_exists):
+                    return _pull(remote.create_pull(base=base, head=head, title=title, body=body))
+            except GithubException:  # 422 already exists
+                existing = self.open_pull(repo, head, base)
+                if existing is not None:
+                    return existing
+                if attempt:  # said twice that it exists, and it is not listed: give up clearly
+                    raise ForgeError(f"GitHub says a pull request {head} → {base} exists in {repo}, but none is "
+                                     "open; try again in a minute",
+                                     ForgeRequest("POST", f"{self.api_url}/repos/{repo}/pulls", 422)) from None
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def update_pull(self, repo: str, number: int, *, title: str | None = None, body: str | None = None,
+                    state: Literal["open", "closed"] | None = None) -> PullRequest:
+        if state not in (None, "open", "closed"):
+            raise ForgeError(f"invalid pull request state {state!r}")
+        pr = self._get_pull(repo, number)
+        new_title = title if title is not None and title != pr.title else NotSet
+        new_body = body if body is not None and body != (pr.body or "") else NotSet
+        new_state = state if state is not None and state != pr.state else NotSet
+        if new_state is not NotSet and pr.merged_at is not None:
+            raise ForgeError(f"pull request #{number} in {repo} is merged: its state cannot change")
+        if (new_title, new_body, new_state) != (NotSet, NotSet, NotSet):
+            with self._request("update a pull request", "PATCH", f"/repos/{repo}/pulls/{number}"):
+                pr.edit(title=new_title, body=new_body, state=new_state)
+        return _pull(pr)
+
+    def add_labels(self, repo: str, number: int, labels: list[str]) -> None:
+        if any(not label.strip() for label in labels):
+            raise ForgeError("a label needs a name")
+        if not labels:
+            return
+        pr = self._get_pull(repo, number)
+        have = {label.name.lower() for label in pr.labels}
+        missing = [label for label in dict.fromkeys(labels) if label.lower() not in have]
+        if missing:
+            with self._request("add labels", "POST", f"/repos/{repo}/issues/{number}/labels"):
+                pr.add_to_labels(*missing)
+
+    def request_reviewers(self, repo: str, number: int, reviewers: list[str]) -> None:
+        """Request reviews from users and teams (``org/team-slug``) not requested yet; the PR's author is
+        skipped (GitHub refuses to ask them)."""
+        if not reviewers:
+            return
+        pr = self._get_pull(repo, number)
+        users = {user.login.lower() for user in pr.requested_reviewers} | {pr.user.login.lower()}
+        teams = {team.slug.lower() for team in pr.requested_teams}
+        new_users = [r for r in dict.fromkeys(reviewers) if "/" not in r and r.lower() not in users]
+        new_teams = [r.split("/", 1)[1] for r in dict.fromkeys(reviewers)
+                     if "/" in r and r.split("/", 1)[1].lower() not in teams]
+        if new_users or new_teams:
+            with self._request("request reviewers", "POST", f"/repos/{repo}/pulls/{number}/requested_reviewers"):
+                pr.create_review_request(reviewers=new_users, team_reviewers=new_teams)
+
+    def merge_pull(self, repo: str, number: int) -> str:
+        """Merge with a merge commit. A merged PR gives its merge sha again (also when the answer to our own
+        merge was lost: the retried PUT answers 405 and the PR reads merged)."""
+        pr = self._get_pull(repo, number)
+        if pr.merged_at is not None:
+            return pr.merge_commit_sha
+        if pr.state != "open":
+            raise ForgeError(f"pull request #{number} in {repo} is closed: only an open pull request can be merged")
+        try:
+            with self._request("merge a pull request", "PUT", f"/repos/{repo}/pulls/{number}/merge",
+                               reraise=lambda e: e.status == 405):
+                return pr.merge(merge_method="merge").sha
+        except GithubException as exc:
+            again = self._get_pull(repo, number)
+            if again.merged_at is not None:
+                return again.merge_commit_sha
+            raise _forge_error("merge a pull request", "PUT", f"{self.api_url}/repos/{repo}/pulls/{number}/merge",
+                               exc, hint="conflicts with the base branch, or branch protection rules") from None
+
+    def _get_pull(self, repo: str, number: int) -> GhPullRequest:
+        if not isinstance(number, int) or isinstance(number, bool) or number < 1:
+            raise ForgeError(f"invalid pull request number {number!r}")
+        remote = self._remote(repo)
+        with self._request("read a pull request", "GET", f"/repos/{repo}/pulls/{number}"):
+            return remote.get_pull(number).complete()
+
+    # -- repository_dispatch -------------------------------------------------------------------------------
+
+    def dispatch(self, repo: str, event_type: str, payload: dict[str, object]) -> None:
+        """``create_repository_dispatch``, through the requester: PyGithub's method answers False on an error
+        and drops GitHub's message."""
+        if not event_type or len(event_type) > _MAX_EVENT_TYPE:
+            raise ForgeError(f"event type must have 1 to {_MAX_EVENT_TYPE} characters, not {len(event_type)}")
+        if len(payload) > _MAX_PAYLOAD_KEYS:
+            raise ForgeError(f"dispatch payload has {len(payload)} top-level keys; at most {_MAX_PAYLOAD_KEYS}")
+        try:
+            json.dumps(payload)
+        except (TypeError, ValueError) as exc:
+            raise ForgeError(f"dispatch payload is not JSON: {exc}") from None
+        self._requester_json(repo, "POST", f"/repos/{repo}/dispatches", "dispatch an event",
+                             body={"event_type": event_type, "client_payload": payload})
+
+    # -- errors --------------------------------------------------------------------------------------------
+
+    @contextmanager
+    def _request(self, operation: str, method: str, path: str, *, hint: str | None = None,
+                 reraise: Callable[[GithubException], bool] | None = None) -> Iterator[None]:
+        """Map what PyGithub and requests raise (after ``GithubRetry`` gave up) to a ``ForgeError`` for
+        ``method path``; a ``GithubException`` for which ``reraise(exc)`` is true is left to the caller."""
+        try:
+            yield
+        except GithubException as exc:
+            if reraise is not None and reraise(exc):
+                raise
+            raise _forge_error(operation, method, self.api_url + path, exc, hint) from exc
+        except requests.RequestException as exc:  # carries the request (and its Authorization header): not chained
+            raise _forge_error(operation, method, self.api_url + path, exc, hint) from None
+
+
+# -- conversions -------------------------------------------------------------------------------------------
+
+
+def _pull(pr: GhPullRequest) -> PullRequest:
+    """Only fields of the list form (``pull-request-simple``): reading another would cost a request."""
+    merged = pr.merged_at is not None
+    return PullRequest(
+        number=pr.number,
+        head=pr.head.ref,
+        base=pr.base.ref,
+        title=pr.title,
+        body=pr.body or "",
+        state="closed" if pr.state == "closed" else "open",
+        merged=merged,
+        head_sha=pr.head.sha,
+        merge_commit_sha=pr.merge_commit_sha if merged else None,  # an open PR's is GitHub's test merge
+        url=pr.html_url,
+        labels=tuple(label.name for label in pr.labels),
+    )
+
+
+def _check_status(name: str, status: str, conclusion: str | None, title: str | None,
+                  when: datetime | None) -> CommitStatus:
+    state: StatusState
+    if status != "completed":
+        state = "pending"
+    elif conclusion in _SUCCESS_CONCLUSIONS:
+        state = "success"
+    else:  # failure, timed_out, cancelled, action_required, stale, startup_failure, ...
+        state = "failure"
+    description = title or (conclusion if status == "completed" and conclusion else status)
+    return CommitStatus(context=name, state=state, description=description, updated_at=when, kind="check")
+
+
+def _newer(candidate: CommitStatus, current: CommitStatus) -> bool:
+    if candidate.updated_at is not None and current.updated_at is not None \
+            and candidate.updated_at != current.updated_at:
+        return candidate.updated_at > current.updated_at
+    if (candidate.updated_at is None) != (current.updated_at is None):
+        return candidate.updated_at is not None
+    return _SEVERITY[candidate.state] > _SEVERITY[current.state]
+
+
+def _when(value: str | None) -> datetime | None:
+    return datetime.fromisoformat(value) if value else None
+
+
+def _sha(sha: str) -> str:
+    if not _SHA.match(sha.lower()):
+        raise ForgeError(f"not a full commit sha: {sha!r}")
+    return sha.lower()
+
+
+def _exists(exc: GithubException) -> bool:
+    """GitHub's 422 for a second open PR on the same head and base."""
+    return exc.status == 422 and "already exists" in _github_message(exc).lower()
+
+
+def _github_message(exc: GithubException) -> str:
+    data = exc.data
+    if not isinstance(data, dict):
+        return str(data or exc.message or "")
+    parts = [str(data.get("message") or "")]
+    for error in data.get("errors") or []:
+        if isinstance(error, dict):
+            parts.append(str(error.get("message") or " ".join(
+                str(error[k]) for k in ("resource", "field", "code") if error.get(k))))
+        else:
+            parts.append(str(error))
+    return ": ".join(p for p in parts if p)
+
+
+def _forge_error(operation: str, method: str, url: str, exc: Exception, hint: str | None = None) -> ForgeError:
+    """One line: what fleetflow tried, what GitHub said, a hint; the request (method, url, status) attached."""
+    status: int | None = None
+    if isinstance(exc, RateLimitExceededExceedsMaxWait):
+        status = exc.status
+        detail = f"rate limited: waiting {exc.wait or 0:.0f} s for the reset would exceed max_rate_limit_wait"
+    elif isinstance(exc, RateLimitExceededException):
+        status = exc.status
+        detail = f"rate limit still exceeded after waiting and retrying: {_github_message(exc)}"
+    elif isinstance(exc, GithubException):
+        status = exc.status
+        detail = _github_message(exc) or "no message"
+        if status == 401:
+            hint = f"the token is invalid or expired (a GitHub App: check its id and private key); {PERMISSIONS_HINT}"
+        elif status == 403:
+            hint = PERMISSIONS_HINT
+        elif status == 404 and hint is None:
+            hint = "it does not exist, or the credentials cannot see it"
+    elif isinstance(exc, requests.exceptions.RetryError):
+        found = re.search(r"too many (\d{3}) error responses", str(exc))
+        status = int(found[1]) if found else None
+        if status in (403, 429):
+            detail = "rate limit still exceeded after waiting and retrying"
+        else:
+            detail = f"GitHub kept failing{f' with {status}' if status else ''}, gave up after retrying"
+    else:
+        reason = str(exc.args[0] if exc.args else exc)
+        detail = f"connection failed ({type(exc).__name__}: {reason.split(' (Caused by')[0][:200]})"
+        request = getattr(exc, "request", None)
+        if request is not None and request.method and request.url:
+            method, url = request.method, str(request.url).split("?")[0]
+    message = f"GitHub: cannot {operation}: {detail}"
+    if hint:
+        message += f" (hint: {hint})"
+    return ForgeError(message, ForgeRequest(method, url, status))

@@ -1,0 +1,107 @@
+"""Credentials of the github forge: a token, or a GitHub App (JWT → one installation token per account).
+
+PyGithub signs the JWT (``Auth.AppAuth``), mints and refreshes installation tokens (``Auth.AppInstallationAuth``);
+this module picks the installation for a repository (``GET /repos/{owner}/{repo}/installation``, once per
+account), and turns a missing credential or a broken key into one clear error. Tokens are never put in a message.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from github import Auth, GithubIntegration
+
+from fleetflow.errors import UsageError
+
+# What fleetflow does with a token, as fine-grained permissions (also a GitHub App's permissions).
+PERMISSIONS_HINT = (
+    "the token (or the GitHub App installation) needs contents: write, pull-requests: write, statuses: write "
+    "and checks: read on the repository"
+)
+
+
+@dataclass(frozen=True)
+class Credential:
+    """The ``Auth`` for one account's repositories; ``key`` names the client that can share it."""
+
+    key: str
+    auth: Auth.Auth
+
+    def git_token(self) -> str:
+        """The token git sends (an installation token is minted or refreshed on demand)."""
+        return self.auth.token
+
+
+class Credentials:
+    """A token for every repository, or a GitHub App's installation for each account.
+
+    ``integration`` builds the ``GithubIntegration`` that looks installations up (the forge passes its own
+    base URL, retry and throttling); it is only called for App credentials.
+    """
+
+    def __init__(self, *, token: str | None = None, app_id: str | None = None, app_private_key: str | None = None,
+                 integration: Callable[[Auth.AppAuth], GithubIntegration] | None = None) -> None:
+        self._token = token or None
+        self._app: Auth.AppAuth | None = None
+        self._integration_factory = integration
+        self._integration: GithubIntegration | None = None
+        self._by_owner: dict[str, Credential] = {}
+        if app_id or app_private_key:
+            self._app = _app_auth(app_id, app_private_key)
+        elif not self._token:
+            raise UsageError(
+                "the github forge needs credentials: set GITHUB_TOKEN, or FLEETFLOW_APP_ID and "
+                "FLEETFLOW_APP_PRIVATE_KEY (or github.appId and github.privateKeyFile in the config file)"
+            )
+
+    @property
+    def kind(self) -> str:
+        return "app" if self._app is not None else "token"
+
+    @property
+    def app_auth(self) -> Auth.AppAuth | None:
+        return self._app
+
+    def for_repo(self, owner: str, name: str) -> Credential:
+        """The credential for ``owner/name``: the token, or the app's installation on ``owner`` (looked up through
+        this repository the first time the account is seen; the caller maps GitHub errors)."""
+        if self._app is None:
+            assert self._token is not None
+            return self._by_owner.setdefault("", Credential("token", Auth.Token(self._token)))
+        account = owner.lower()
+        if account not in self._by_owner:
+            installation = self._app_integration().get_repo_installation(owner, name)
+            auth = self._app.get_installation_auth(installation.id)
+            self._by_owner[account] = Credential(f"installation-{installation.id}", auth)
+        return self._by_owner[account]
+
+    def _app_integration(self) -> GithubIntegration:
+        if self._integration is None:
+            assert self._app is not None
+            if self._integration_factory is None:
+                self._integration = GithubIntegration(auth=self._app)
+            else:
+                self._integration = self._integration_factory(self._app)
+        return self._integration
+
+    def close(self) -> None:
+        if self._integration is not None:
+            self._integration.close()
+            self._integration = None
+
+
+def _app_auth(app_id: str | None, private_key: str | None) -> Auth.AppAuth:
+    """``Auth.AppAuth``, with the key checked now (PyGithub would only fail at the first request)."""
+    if not app_id or not private_key:
+        missing = "FLEETFLOW_APP_PRIVATE_KEY (or github.privateKeyFile)" if app_id else "FLEETFLOW_APP_ID"
+        raise UsageError(f"GitHub App credentials are incomplete: {missing} is not set")
+    auth = Auth.AppAuth(app_id.strip(), private_key)
+    try:
+        auth.create_jwt()
+    except Exception as exc:  # cryptography/PyJWT raise ValueError, TypeError, InvalidKeyError... for a bad key
+        raise UsageError(
+            f"the GitHub App private key cannot sign a JWT ({type(exc).__name__}): give the app's PEM private key "
+            "(-----BEGIN RSA PRIVATE KEY----- ...) in FLEETFLOW_APP_PRIVATE_KEY or github.privateKeyFile"
+        ) from None
+    return auth

@@ -1,0 +1,601 @@
+"""The github forge against the GitHub stand-in (PyGithub unmodified): every protocol method, idempotent writes
+proved with the stub's request log, injected faults (5xx, rate limits, dropped connections, "already exists"),
+request counts, and the GitHub App flow (JWT → installation → token) against a tiny local App endpoint server."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Callable, Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import jwt
+import pytest
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import rsa
+
+from fleetflow.errors import ForgeError, UsageError
+from fleetflow.forge.base import Forge
+from fleetflow.forge.github import GitHubForge, _check_status
+from fleetflow.settings import Settings
+from tests.ghstub.fixtures import github_stub  # noqa: F401
+from tests.ghstub.server import GitHubStub
+
+REPO = "acme/gitops"
+HEAD = "fleetflow/dev"
+FAST: dict[str, Any] = {
+    "retries": 3,
+    "backoff_factor": 0,
+    "secondary_rate_wait": 1,
+    "seconds_between_requests": 0,
+    "seconds_between_writes": 0,
+}
+
+
+@pytest.fixture
+def stub(github_stub: GitHubStub) -> GitHubStub:  # noqa: F811
+    """``acme/gitops``: ``main`` and ``fleetflow/dev`` one commit ahead (a PR can be opened)."""
+    repo = github_stub.create_repo(REPO)
+    repo.commit_files("main", {"README.md": "gitops\n"}, "readme")
+    repo.commit_files(HEAD, {"dev/app.yaml": "replicas: 1\n"}, "render dev")
+    return github_stub
+
+
+@pytest.fixture
+def forge(stub: GitHubStub) -> Iterator[GitHubForge]:
+    made = GitHubForge(token="stub-token", api_url=stub.url, **FAST)
+    yield made
+    made.close()
+
+
+def head_sha(stub: GitHubStub, branch: str = HEAD) -> str:
+    sha = stub.repo(REPO).branch_sha(branch)
+    assert sha is not None
+    return sha
+
+
+def calls(stub: GitHubStub, since: int) -> list[str]:
+    """The requests since ``since`` as ``METHOD path status`` (the stub's log)."""
+    return [f"{r.method} {r.path} {r.status}" for r in stub.requests_since(since)]
+
+
+def measure(stub: GitHubStub, table: dict[str, int], label: str, action: Callable[[], object]) -> object:
+    mark = stub.mark()
+    result = action()
+    table[label] = stub.count(since=mark)
+    return result
+
+
+# -- every protocol method ------------------------------------------------------------------------------------
+
+
+def test_the_forge_satisfies_the_protocol() -> None:
+    forge = GitHubForge(token="stub-token", api_url="http://127.0.0.1:9", **FAST)  # no request is made
+    typed: Forge = forge
+    assert typed.name == "github"
+    assert "stub-token" not in repr(forge)
+
+
+def test_git_url_and_default_branch_read_the_repository_once(stub: GitHubStub, forge: GitHubForge) -> None:
+    mark = stub.mark()
+    url = forge.git_url(REPO)
+    assert url == stub.repo(REPO).clone_url and url.startswith("file://")  # the stub's: returned as is
+    assert forge.default_branch(REPO) == "main"
+    assert forge.git_url(REPO.upper()) == url  # GitHub names are case-insensitive: same cache entry
+    assert calls(stub, mark) == [f"GET /repos/{REPO} 200"]
+
+
+def test_pull_request_round_trip(stub: GitHubStub, forge: GitHubForge) -> None:
+    assert forge.open_pull(REPO, HEAD, "main") is None
+    pr = forge.create_pull(REPO, HEAD, "main", "dev <- main@abc", "body <!-- fleetflow:environment=dev -->")
+    assert (pr.number, pr.head, pr.base, pr.state, pr.merged) == (1, HEAD, "main", "open", False)
+    assert pr.head_sha == head_sha(stub) and pr.merge_commit_sha is None
+    assert pr.url.endswith(f"/{REPO}/pull/1") and pr.body.endswith("-->")
+    assert forge.open_pull(REPO, HEAD, "main") == pr
+    assert forge.open_pull(REPO, HEAD, "other") is None  # the base filter
+    assert forge.open_pull(REPO, "fleetflow/qa", "main") is None  # the head filter (with owner: GitHub needs it)
+    assert forge.pulls(REPO, HEAD) == [pr] and forge.pulls(REPO, HEAD, "closed") == []
+
+    updated = forge.update_pull(REPO, 1, title="dev <- main@def", body="new body")
+    assert (updated.title, updated.body, updated.state) == ("dev <- main@def", "new body", "open")
+    forge.add_labels(REPO, 1, ["fleetflow", "env:dev"])
+    forge.request_reviewers(REPO, 1, ["alice", "acme/platform"])
+    stored = stub.repo(REPO).pull(1)
+    assert stored.labels == ["fleetflow", "env:dev"]
+    assert (stored.requested_reviewers, stored.requested_teams) == (["alice"], ["platform"])
+    assert forge.open_pull(REPO, HEAD, "main").labels == ("fleetflow", "env:dev")  # type: ignore[union-attr]
+
+    sha = forge.merge_pull(REPO, 1)
+    assert sha == head_sha(stub, "main") and stub.repo(REPO).pull(1).merged
+    [merged] = forge.pulls(REPO, HEAD, "closed")
+    assert (merged.state, merged.merged, merged.merge_commit_sha) == ("closed", True, sha)
+    assert forge.open_pull(REPO, HEAD, "main") is None
+    with pytest.raises(ForgeError, match="merged: its state cannot change"):
+        forge.update_pull(REPO, 1, state="open")
+
+
+def test_close_and_reopen(stub: GitHubStub, forge: GitHubForge) -> None:
+    pr = forge.create_pull(REPO, HEAD, "main", "t", "b")
+    closed = forge.update_pull(REPO, pr.number, state="closed")
+    assert closed.state == "closed" and not closed.merged
+    assert forge.pulls(REPO, HEAD, "open") == [] and forge.open_pull(REPO, HEAD, "main") is None
+    with pytest.raises(ForgeError, match="closed: only an open pull request can be merged"):
+        forge.merge_pull(REPO, pr.number)
+    assert forge.update_pull(REPO, pr.number, state="open").state == "open"
+    second = forge.create_pull(REPO, HEAD, "main", "t", "b")  # open already: the same one
+    assert second.number == pr.number and len(stub.repo(REPO).list_pulls()) == 1
+
+
+def test_pulls_are_newest_first_and_filtered_by_head(stub: GitHubStub, forge: GitHubForge) -> None:
+    first = forge.create_pull(REPO, HEAD, "main", "one", "")
+    forge.update_pull(REPO, first.number, state="closed")
+    second = forge.create_pull(REPO, HEAD, "main", "two", "")
+    stub.repo(REPO).commit_files("fleetflow/qa", {"qa.yaml": "x: 1\n"}, "qa")
+    forge.create_pull(REPO, "fleetflow/qa", "main", "qa", "")
+    assert [p.number for p in forge.pulls(REPO, HEAD)] == [second.number, first.number]
+    assert [p.number for p in forge.pulls(REPO, HEAD, "open")] == [second.number]
+    assert [p.number for p in forge.pulls(REPO, HEAD, "closed")] == [first.number]
+
+
+def test_statuses_combine_commit_statuses_and_check_runs(stub: GitHubStub, forge: GitHubForge) -> None:
+    repo, sha = stub.repo(REPO), head_sha(stub)
+    repo.add_status(sha, "pending", "cluster/eu-1", "reconciling")
+    repo.add_status(sha, "success", "cluster/eu-1", "applied rev 2")  # the latest per context counts
+    repo.add_status(sha, "error", "cluster/us-1", "boom")
+    runs = {
+        "ci/success": "success", "ci/neutral": "neutral", "ci/skipped": "skipped", "ci/failure": "failure",
+        "ci/timed_out": "timed_out", "ci/cancelled": "cancelled", "ci/action_required": "action_required",
+    }  # "stale" is set by GitHub only (and is not in the OpenAPI enum): see the mapping test below
+    for name, conclusion in runs.items():
+        repo.add_check_run(sha, name, status="completed", conclusion=conclusion)
+    repo.add_check_run(sha, "ci/queued", status="queued")
+    repo.add_check_run(sha, "ci/running", status="in_progress", output={"title": "3 of 5 done"})
+    # a status and a check run with one name: the newer wins
+    repo.add_status(sha, "success", "shared/older-check", "status wins")
+    repo.add_check_run(sha, "shared/older-check", status="completed", conclusion="failure",
+                       started_at="2000-01-01T00:00:00Z", completed_at="2000-01-01T00:01:00Z")
+    repo.add_status(sha, "success", "shared/newer-check", "status loses")
+    repo.add_check_run(sha, "shared/newer-check", status="completed", conclusion="failure",
+                       started_at="2999-01-01T00:00:00Z", completed_at="2999-01-01T00:01:00Z")
+
+    mark = stub.mark()
+    found = {s.context: s for s in forge.statuses(REPO, sha)}
+    assert stub.count(since=mark) == 2  # the combined status and the check runs, no repository read
+    states = {context: s.state for context, s in found.items()}
+    assert states == {
+        "cluster/eu-1": "success", "cluster/us-1": "error",
+        "ci/success": "success", "ci/neutral": "success", "ci/skipped": "success",
+        "ci/failure": "failure", "ci/timed_out": "failure", "ci/cancelled": "failure",
+        "ci/action_required": "failure",
+        "ci/queued": "pending", "ci/running": "pending",
+        "shared/older-check": "success", "shared/newer-check": "failure",
+    }
+    assert list(found) == sorted(found)
+    eu = found["cluster/eu-1"]
+    assert (eu.kind, eu.description) == ("status", "applied rev 2") and eu.updated_at is not None
+    assert eu.updated_at.tzinfo is not None
+    assert found["ci/running"].description == "3 of 5 done" and found["ci/running"].kind == "check"
+    assert found["shared/newer-check"].kind == "check" and found["shared/older-check"].kind == "status"
+    assert forge.statuses(REPO, head_sha(stub, "main")) == []
+
+
+@pytest.mark.parametrize(
+    ("status", "conclusion", "state"),
+    [("completed", "stale", "failure"), ("completed", "startup_failure", "failure"), ("completed", None, "failure"),
+     ("waiting", None, "pending"), ("requested", None, "pending")],
+)
+def test_check_run_mapping_beyond_the_stub(status: str, conclusion: str | None, state: str) -> None:
+    assert _check_status("ci", status, conclusion, None, None).state == state
+
+
+def test_statuses_read_every_page_of_the_combined_status(stub: GitHubStub, forge: GitHubForge) -> None:
+    repo, sha = stub.repo(REPO), head_sha(stub)
+    for number in range(130):  # a fleet bigger than one page (100)
+        repo.add_status(sha, "success", f"cluster/{number:03}", "ok")
+    assert len(forge.statuses(REPO, sha)) == 130
+    assert forge.set_status(REPO, sha, "cluster/129", "success", "ok") is False  # found on page 2
+
+
+def test_set_status_writes_only_a_change(stub: GitHubStub, forge: GitHubForge) -> None:
+    sha = head_sha(stub)
+    forge.default_branch(REPO)  # warm the repository cache: the counts below are set_status alone
+    mark = stub.mark()
+    assert forge.set_status(REPO, sha, "fleetflow/dev", "pending", "scheduled", "https://ci.example/1") is True
+    assert stub.count(since=mark) == 2
+    mark = stub.mark()
+    assert forge.set_status(REPO, sha, "fleetflow/dev", "pending", "scheduled") is False
+    assert calls(stub, mark) == [f"GET /repos/{REPO}/commits/{sha}/status 200"]
+    assert forge.set_status(REPO, sha, "fleetflow/dev", "pending", "rolling out") is True
+    assert forge.set_status(REPO, sha, "fleetflow/dev", "success", "rolled out: 2/2 clusters") is True
+    posted = [(s.state, s.description, s.target_url) for s in stub.repo(REPO).statuses]
+    assert posted == [("pending", "scheduled", "https://ci.example/1"), ("pending", "rolling out", None),
+                      ("success", "rolled out: 2/2 clusters", None)]
+    [latest] = forge.statuses(REPO, sha)
+    assert (latest.context, latest.state, latest.description) == ("fleetflow/dev", "success",
+                                                                 "rolled out: 2/2 clusters")
+
+
+def test_dispatch(stub: GitHubStub, forge: GitHubForge) -> None:
+    forge.dispatch(REPO, "fleetflow-promote", {"environment": "qa", "commit": "a" * 40})
+    [event] = stub.dispatches
+    assert (event.repo, event.event_type, event.client_payload) == ("gitops", "fleetflow-promote",
+                                                                    {"environment": "qa", "commit": "a" * 40})
+    with pytest.raises(ForgeError, match="top-level keys"):
+        forge.dispatch(REPO, "x", {str(n): n for n in range(11)})
+    with pytest.raises(ForgeError, match="event type"):
+        forge.dispatch(REPO, "", {})
+
+
+def test_invalid_input_is_refused_before_any_request(stub: GitHubStub, forge: GitHubForge) -> None:
+    mark = stub.mark()
+    with pytest.raises(ForgeError, match="expected owner/name"):
+        forge.git_url("acme")
+    with pytest.raises(ForgeError, match="not a full commit sha"):
+        forge.statuses(REPO, "main")
+    with pytest.raises(ForgeError, match="too long"):
+        forge.set_status(REPO, "a" * 40, "c", "success", "x" * 141)
+    with pytest.raises(ForgeError, match="invalid status state"):
+        forge.set_status(REPO, "a" * 40, "c", "done", "x")  # type: ignore[arg-type]
+    with pytest.raises(ForgeError, match="into itself"):
+        forge.create_pull(REPO, "main", "main", "t", "b")
+    with pytest.raises(ForgeError, match="a label needs a name"):
+        forge.add_labels(REPO, 1, [" "])
+    assert stub.count(since=mark) == 0
+
+
+# -- idempotency: the second call writes nothing ------------------------------------------------------------
+
+
+def test_every_write_twice_makes_no_second_write(stub: GitHubStub, forge: GitHubForge) -> None:
+    sha = head_sha(stub)
+    writes: dict[str, list[str]] = {}
+
+    def twice(label: str, action: Callable[[], object]) -> tuple[object, object]:
+        first = action()
+        mark = stub.mark()
+        second = action()
+        writes[label] = [f"{r.method} {r.path}" for r in stub.requests_since(mark) if r.method != "GET"]
+        return first, second
+
+    first, second = twice("create_pull", lambda: forge.create_pull(REPO, HEAD, "main", "t", "b"))
+    assert first == second  # the second create answered 422 "already exists" and found the first
+    assert writes.pop("create_pull") == [f"POST /repos/{REPO}/pulls"]  # the create that was refused
+    assert len(stub.repo(REPO).list_pulls()) == 1
+    twice("set_status", lambda: forge.set_status(REPO, sha, "fleetflow/dev", "success", "ok"))
+    twice("update_pull", lambda: forge.update_pull(REPO, 1, title="t2", body="b2", state="open"))
+    twice("add_labels", lambda: forge.add_labels(REPO, 1, ["fleetflow", "env:dev"]))
+    twice("add_labels (case)", lambda: forge.add_labels(REPO, 1, ["FleetFlow"]))  # GitHub labels ignore case
+    twice("request_reviewers", lambda: forge.request_reviewers(REPO, 1, ["alice", "acme/platform"]))
+    twice("request_reviewers (author)", lambda: forge.request_reviewers(REPO, 1, [stub.login]))
+    first, second = twice("merge_pull", lambda: forge.merge_pull(REPO, 1))
+    assert first == second
+    print("writes made by the second call:", writes)
+    assert writes == {label: [] for label in writes}
+    assert len(stub.repo(REPO).statuses) == 1 and stub.repo(REPO).pull(1).labels == ["fleetflow", "env:dev"]
+
+
+# -- request counts ---------------------------------------------------------------------------------------
+
+
+def test_request_counts(stub: GitHubStub) -> None:
+    """Requests per call on a fresh forge (its first use of the repository included where it costs one)."""
+    sha, table = head_sha(stub), dict[str, int]()
+    forge = GitHubForge(token="stub-token", api_url=stub.url, **FAST)
+    measure(stub, table, "git_url (first)", lambda: forge.git_url(REPO))
+    measure(stub, table, "git_url (cached)", lambda: forge.git_url(REPO))
+    measure(stub, table, "default_branch (cached)", lambda: forge.default_branch(REPO))
+    measure(stub, table, "open_pull (none)", lambda: forge.open_pull(REPO, HEAD, "main"))
+    measure(stub, table, "create_pull", lambda: forge.create_pull(REPO, HEAD, "main", "t", "b"))
+    measure(stub, table, "create_pull (exists)", lambda: forge.create_pull(REPO, HEAD, "main", "t", "b"))
+    measure(stub, table, "open_pull", lambda: forge.open_pull(REPO, HEAD, "main"))
+    measure(stub, table, "pulls", lambda: forge.pulls(REPO, HEAD))
+    measure(stub, table, "update_pull", lambda: forge.update_pull(REPO, 1, title="t2"))
+    measure(stub, table, "update_pull (unchanged)", lambda: forge.update_pull(REPO, 1, title="t2"))
+    measure(stub, table, "add_labels", lambda: forge.add_labels(REPO, 1, ["a", "b"]))
+    measure(stub, table, "add_labels (present)", lambda: forge.add_labels(REPO, 1, ["a", "b"]))
+    measure(stub, table, "request_reviewers", lambda: forge.request_reviewers(REPO, 1, ["alice"]))
+    measure(stub, table, "request_reviewers (present)", lambda: forge.request_reviewers(REPO, 1, ["alice"]))
+    measure(stub, table, "set_status", lambda: forge.set_status(REPO, sha, "c", "success", "ok"))
+    measure(stub, table, "set_status (unchanged)", lambda: forge.set_status(REPO, sha, "c", "success", "ok"))
+    measure(stub, table, "statuses", lambda: forge.statuses(REPO, sha))
+    measure(stub, table, "merge_pull", lambda: forge.merge_pull(REPO, 1))
+    measure(stub, table, "merge_pull (merged)", lambda: forge.merge_pull(REPO, 1))
+    measure(stub, table, "dispatch", lambda: forge.dispatch(REPO, "e", {}))
+    forge.close()
+    print("\nrequests per call:\n" + "\n".join(f"  {label:<28} {n}" for label, n in table.items()))
+    assert table == {
+        "git_url (first)": 1, "git_url (cached)": 0, "default_branch (cached)": 0,
+        "open_pull (none)": 1, "create_pull": 1, "create_pull (exists)": 2, "open_pull": 1, "pulls": 1,
+        "update_pull": 2, "update_pull (unchanged)": 1, "add_labels": 2, "add_labels (present)": 1,
+        "request_reviewers": 2, "request_reviewers (present)": 1, "set_status": 2, "set_status (unchanged)": 1,
+        "statuses": 2, "merge_pull": 2, "merge_pull (merged)": 1, "dispatch": 1,
+    }
+
+
+# -- faults ---------------------------------------------------------------------------------------------------
+
+
+def test_5xx_on_create_pull_is_retried_once_and_makes_one_pr(stub: GitHubStub, forge: GitHubForge) -> None:
+    stub.inject("POST", r"/pulls$", "status_5xx")
+    mark = stub.mark()
+    pr = forge.create_pull(REPO, HEAD, "main", "t", "b")
+    assert calls(stub, mark) == [f"POST /repos/{REPO}/pulls 502", f"POST /repos/{REPO}/pulls 201"]
+    assert [p.number for p in stub.repo(REPO).list_pulls()] == [pr.number]
+
+
+def test_5xx_on_update_pull_is_retried(stub: GitHubStub, forge: GitHubForge) -> None:
+    forge.create_pull(REPO, HEAD, "main", "t", "b")
+    stub.inject("PATCH", r"/pulls/1$", "status_5xx")
+    assert forge.update_pull(REPO, 1, title="t2").title == "t2"
+    assert stub.count(method="PATCH", status=502) == 1 and stub.count(method="PATCH", status=200) == 1
+
+
+def test_secondary_rate_limit_on_status_post_waits_and_posts_once(stub: GitHubStub, forge: GitHubForge) -> None:
+    sha = head_sha(stub)
+    stub.inject("POST", r"/statuses/", "secondary_rate_limit", retry_after=1)
+    mark, started = stub.mark(), time.monotonic()
+    assert forge.set_status(REPO, sha, "fleetflow/dev", "pending", "scheduled") is True
+    assert time.monotonic() - started >= 1  # Retry-After honoured
+    assert [r.status for r in stub.requests_since(mark) if r.method == "POST"] == [403, 201]
+    assert len(stub.repo(REPO).statuses) == 1
+
+
+def test_primary_rate_limit_waits_for_the_reset(stub: GitHubStub, forge: GitHubForge) -> None:
+    stub.inject("GET", r"/pulls$", "rate_limit")
+    started = time.monotonic()
+    assert forge.open_pull(REPO, HEAD, "main") is None
+    assert time.monotonic() - started >= 0.5  # slept until x-ratelimit-reset (1 s ahead, + GithubRetry's 1 s)
+    assert [r.status for r in stub.requests if r.path.endswith("/pulls")] == [403, 200]
+
+
+def test_dropped_connection_after_create_returns_the_pr_it_made(stub: GitHubStub, forge: GitHubForge) -> None:
+    stub.inject("POST", r"/pulls$", "drop_after")
+    mark = stub.mark()
+    pr = forge.create_pull(REPO, HEAD, "main", "t", "b")
+    assert [p.number for p in stub.repo(REPO).list_pulls()] == [pr.number] == [1]
+    assert calls(stub, mark) == [
+        f"POST /repos/{REPO}/pulls 201",  # performed, answer lost
+        f"POST /repos/{REPO}/pulls 422",  # GithubRetry's retry: already exists
+        f"GET /repos/{REPO}/pulls 200",  # found
+    ]
+    assert stub.requests_since(mark)[0].dropped
+
+
+def test_dropped_connection_after_merge_returns_the_merge_sha(stub: GitHubStub, forge: GitHubForge) -> None:
+    forge.create_pull(REPO, HEAD, "main", "t", "b")
+    stub.inject("PUT", r"/merge$", "drop_after")
+    sha = forge.merge_pull(REPO, 1)
+    assert sha == head_sha(stub, "main") == stub.repo(REPO).pull(1).merge_commit_sha
+    assert [r.status for r in stub.requests if r.method == "PUT"] == [200, 405]  # the retry: not mergeable
+
+
+def test_pr_already_exists_returns_the_existing_one(stub: GitHubStub, forge: GitHubForge) -> None:
+    existing = stub.repo(REPO).create_pull(HEAD, "main", "made elsewhere", "body")
+    stub.inject("POST", r"/pulls$", "pr_already_exists")
+    pr = forge.create_pull(REPO, HEAD, "main", "t", "b")
+    assert (pr.number, pr.title) == (existing.number, "made elsewhere")
+    assert stub.count(method="POST", status=201) == 0 and len(stub.repo(REPO).list_pulls()) == 1
+
+
+def test_already_exists_but_not_listed_creates_again(stub: GitHubStub, forge: GitHubForge) -> None:
+    """GitHub said "exists" (e.g. a PR closed meanwhile, or a lagging list): one more create, one PR."""
+    stub.inject("POST", r"/pulls$", "pr_already_exists")
+    pr = forge.create_pull(REPO, HEAD, "main", "t", "b")
+    assert [p.number for p in stub.repo(REPO).list_pulls()] == [pr.number]
+    stub.repo(REPO).update_pull(pr.number, state="closed")
+    stub.inject("POST", r"/pulls$", "pr_already_exists", times=2)
+    with pytest.raises(ForgeError, match="exists in acme/gitops, but none is open") as failed:
+        forge.create_pull(REPO, HEAD, "main", "t", "b")
+    assert failed.value.request is not None and failed.value.request.status == 422
+
+
+def test_rate_limit_that_does_not_end_is_a_forge_error(stub: GitHubStub, forge: GitHubForge) -> None:
+    stub.inject("GET", r"/pulls$", "secondary_rate_limit", times=10, retry_after=0)
+    with pytest.raises(ForgeError, match="rate limit still exceeded after waiting and retrying") as failed:
+        forge.open_pull(REPO, HEAD, "main")
+    assert failed.value.request is not None and failed.value.request.status == 403
+    assert stub.count(path=r"/pulls$", status=403) == 4
+
+
+def test_rate_limit_reset_beyond_max_wait_is_a_forge_error(stub: GitHubStub) -> None:
+    impatient = GitHubForge(token="stub-token", api_url=stub.url, **{**FAST, "max_rate_limit_wait": 0.5})
+    stub.inject("GET", r"/pulls$", "rate_limit")
+    started = time.monotonic()
+    with pytest.raises(ForgeError, match="would exceed max_rate_limit_wait"):
+        impatient.open_pull(REPO, HEAD, "main")
+    assert time.monotonic() - started < 0.5
+    impatient.close()
+
+
+# -- errors -----------------------------------------------------------------------------------------------
+
+
+def test_persistent_5xx_becomes_a_forge_error_with_the_request(stub: GitHubStub, forge: GitHubForge) -> None:
+    stub.inject("POST", r"/pulls$", "status_5xx", times=10)
+    with pytest.raises(ForgeError) as failed:
+        forge.create_pull(REPO, HEAD, "main", "t", "b")
+    request = failed.value.request
+    assert request is not None and (request.method, request.status) == ("POST", 502)
+    assert request.url == f"{stub.url}/repos/{REPO}/pulls"
+    assert "create a pull request" in str(failed.value) and "502" in str(failed.value)
+    assert stub.count(method="POST", status=502) == 4  # the first try and 3 retries
+
+
+def test_validation_errors_carry_githubs_message(stub: GitHubStub, forge: GitHubForge) -> None:
+    with pytest.raises(ForgeError, match="Validation Failed: No commits between fleetflow/dev and main") as failed:
+        forge.create_pull(REPO, "main", "fleetflow/dev", "t", "b")  # main is behind: nothing to propose
+    assert failed.value.request is not None and failed.value.request.status == 422
+
+
+def test_unknown_repository_and_pull(stub: GitHubStub, forge: GitHubForge) -> None:
+    with pytest.raises(ForgeError, match=r"cannot read the repository.*Not Found.*cannot see it") as failed:
+        forge.git_url("acme/nope")
+    assert failed.value.request is not None and failed.value.request.status == 404
+    with pytest.raises(ForgeError, match=r"read a pull request.*GET .*/pulls/7 -> 404"):
+        forge.merge_pull(REPO, 7)
+
+
+def test_bad_credentials_give_the_permissions_hint(tmp_path: Path) -> None:
+    with GitHubStub(root=tmp_path, token="secret") as stub:
+        stub.create_repo(REPO)
+        forge = GitHubForge(token="wrong", api_url=stub.url, **FAST)
+        with pytest.raises(ForgeError) as failed:
+            forge.open_pull(REPO, HEAD, "main")
+        assert failed.value.request is not None and failed.value.request.status == 401
+        message = str(failed.value)
+        assert "Bad credentials" in message and "pull-requests: write" in message and "checks: read" in message
+        assert "wrong" not in message
+        forge.close()
+        good = GitHubForge(token="secret", api_url=stub.url, **FAST)
+        assert good.default_branch(REPO) == "main"
+        good.close()
+
+
+def test_unreachable_api_is_a_forge_error() -> None:
+    down = GitHubForge(token="t", api_url="http://127.0.0.1:9", **{**FAST, "retries": 1})  # discard port
+    with pytest.raises(ForgeError, match="connection failed") as failed:
+        down.default_branch(REPO)
+    assert failed.value.request is not None and failed.value.request.method == "GET"
+    assert failed.value.request.url.startswith("http://127.0.0.1:9/repos/acme/gitops")
+    assert failed.value.__cause__ is None  # the requests error holds the Authorization header: not chained
+
+
+# -- settings and credentials ---------------------------------------------------------------------------------
+
+
+def test_from_settings(stub: GitHubStub) -> None:
+    settings = Settings(forge="github", control_plane="acme/platform", token="stub-token", api_url=stub.url)
+    forge = GitHubForge.from_settings(settings, **FAST)
+    assert forge.default_branch(REPO) == "main" and forge.api_url == stub.url
+    assert "stub-token" not in repr(forge)
+    forge.close()
+    with pytest.raises(UsageError, match="needs credentials"):
+        GitHubForge.from_settings(Settings(forge="github", control_plane="acme/platform"))
+    with pytest.raises(UsageError, match="FLEETFLOW_APP_PRIVATE_KEY"):
+        GitHubForge.from_settings(Settings(forge="github", app_id="1", token="t"))
+    with pytest.raises(UsageError, match="cannot sign a JWT"):
+        GitHubForge.from_settings(Settings(forge="github", app_id="1", app_private_key="not a key"))
+
+
+class FakeAppApi:
+    """The three endpoints of a GitHub App's flow the stand-in does not serve, checking what PyGithub sends:
+    ``GET /repos/{o}/{r}/installation`` and ``POST /app/installations/{id}/access_tokens`` with the app's JWT
+    (RS256, ``iss`` = app id), then ``GET /repos/{o}/{r}`` with the installation token."""
+
+    def __init__(self, public_key: Any, app_id: str, token: str) -> None:
+        self.public_key, self.app_id, self.token = public_key, app_id, token
+        self.seen: list[tuple[str, str, str]] = []  # method, path, what authenticated it
+        self.problems: list[str] = []
+        api = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+            def do_GET(self) -> None:
+                api.serve(self)
+
+            do_POST = do_GET
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, args=(0.02,), daemon=True).start()
+
+    def serve(self, http: BaseHTTPRequestHandler) -> None:
+        auth = http.headers.get("Authorization", "")
+        scheme, _, credential = auth.partition(" ")
+        who = "none"
+        if scheme.lower() == "bearer":
+            try:
+                claims = jwt.decode(credential, self.public_key, algorithms=["RS256"])
+                who = "jwt" if claims["iss"] == self.app_id and claims["exp"] > time.time() else "bad-jwt"
+            except jwt.PyJWTError as exc:
+                who = f"bad-jwt: {exc}"
+        elif scheme.lower() == "token":
+            who = "installation" if credential == self.token else "bad-token"
+        self.seen.append((http.command, http.path, who))
+        body: dict[str, Any] | None = None
+        if http.command == "GET" and http.path == "/repos/acme/app/installation" and who == "jwt":
+            status, body = 200, {"id": 42, "app_id": int(self.app_id), "account": {"login": "acme", "id": 7}}
+        elif http.command == "POST" and http.path == "/app/installations/42/access_tokens" and who == "jwt":
+            status, body = 201, {"token": self.token, "expires_at": "2999-01-01T00:00:00Z", "permissions": {}}
+        elif http.command == "GET" and http.path == "/repos/acme/app" and who == "installation":
+            status, body = 200, {"id": 1, "name": "app", "full_name": "acme/app", "default_branch": "main",
+                                 "clone_url": "https://git.example.com/acme/app.git",
+                                 "url": f"{self.url}/repos/acme/app"}
+        elif http.path.endswith("/installation") and who == "jwt":
+            status, body = 404, {"message": "Not Found", "documentation_url": "https://docs.github.com/rest"}
+        else:
+            self.problems.append(f"{http.command} {http.path} ({who})")
+            status, body = 401, {"message": "Bad credentials"}
+        data = json.dumps(body).encode()
+        http.send_response(status)
+        http.send_header("Content-Type", "application/json")
+        http.send_header("Content-Length", str(len(data)))
+        http.end_headers()
+        http.wfile.write(data)
+
+    def stop(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture(scope="module")
+def app_key() -> rsa.RSAPrivateKey:
+    return rsa.generate_private_key(public_exponent=65537, key_size=2048)
+
+
+def test_github_app_jwt_installation_token_and_git_url(app_key: rsa.RSAPrivateKey) -> None:
+    key = app_key
+    pem = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.TraditionalOpenSSL,
+                            serialization.NoEncryption()).decode()
+    api = FakeAppApi(key.public_key(), "12345", "ghs_installation_token")
+    try:
+        settings = Settings(forge="github", control_plane="acme/app", token="ignored-when-an-app-is-set",
+                            app_id="12345", app_private_key=pem, api_url=api.url)
+        forge = GitHubForge.from_settings(settings, **FAST)
+        assert "ghs_" not in repr(forge) and "app" in repr(forge)
+        url = forge.git_url("acme/app")
+        assert url == "https://x-access-token:ghs_installation_token@git.example.com/acme/app.git"
+        assert forge.default_branch("acme/app") == "main"
+        assert forge.git_url("acme/app") == url  # cached repository, cached token
+        assert api.seen == [
+            ("GET", "/repos/acme/app/installation", "jwt"),
+            ("POST", "/app/installations/42/access_tokens", "jwt"),
+            ("GET", "/repos/acme/app", "installation"),
+        ]
+        assert not api.problems
+        forge.close()
+    finally:
+        api.stop()
+
+
+def test_github_app_not_installed_is_a_clear_error(app_key: rsa.RSAPrivateKey) -> None:
+    key = app_key
+    pem = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                            serialization.NoEncryption()).decode()
+    api = FakeAppApi(key.public_key(), "777", "ghs_x")
+    try:
+        forge = GitHubForge(app_id="777", app_private_key=pem, api_url=api.url, **FAST)
+        with pytest.raises(ForgeError, match="install the GitHub App on other with access to other/repo") as failed:
+            forge.git_url("other/repo")
+        request = failed.value.request
+        assert request is not None and request.url.endswith("/repos/other/repo/installation")
+        assert request.status == 404 and not api.problems
+        forge.close()
+    finally:
+        api.stop()
+
+
+def test_token_goes_into_an_https_clone_url_for_git(app_key: rsa.RSAPrivateKey) -> None:
+    api = FakeAppApi(app_key.public_key(), "1", "ghp_plain_token")  # serves the repository to this token
+    try:
+        forge = GitHubForge(token="ghp_plain_token", api_url=api.url, **FAST)
+        assert forge.git_url("acme/app") == "https://x-access-token:ghp_plain_token@git.example.com/acme/app.git"
+        assert api.seen == [("GET", "/repos/acme/app", "installation")] and not api.problems
+        forge.close()
+    finally:
+        api.stop()
