@@ -9,6 +9,7 @@ of overwriting it; callers re-read and retry. Credentials in URLs are never prin
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import io
 import os
@@ -19,6 +20,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 import git
 
@@ -43,6 +45,24 @@ def _scrub(text: str) -> str:
     return re.sub(r"://[^/@\s]+@", "://***@", text)
 
 
+def split_credentials(url: str) -> tuple[str, dict[str, str]]:
+    """``https://user:token@host/x`` → (``https://host/x``, env that makes git send the credentials as an HTTP
+    header). Keeps tokens off git's command line (process lists) and out of cache keys (tokens rotate)."""
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or "@" not in parts.netloc:
+        return url, {}
+    userinfo, host = parts.netloc.rsplit("@", 1)
+    user, _, password = userinfo.partition(":")
+    clean = urlunsplit((parts.scheme, host, parts.path, parts.query, parts.fragment))
+    token = base64.b64encode(f"{unquote(user)}:{unquote(password)}".encode()).decode()
+    count = int(os.environ.get("GIT_CONFIG_COUNT", "0") or 0)
+    return clean, {
+        "GIT_CONFIG_COUNT": str(count + 1),
+        f"GIT_CONFIG_KEY_{count}": f"http.{parts.scheme}://{host}/.extraheader",
+        f"GIT_CONFIG_VALUE_{count}": f"AUTHORIZATION: basic {token}",
+    }
+
+
 @dataclass
 class GitRepos:
     """Bare mirrors of the repos fleetflow works on, in ``cache_dir``."""
@@ -53,6 +73,7 @@ class GitRepos:
     _repos: dict[str, git.Repo] = field(default_factory=dict)
 
     def mirror(self, url: str) -> git.Repo:
+        url = split_credentials(url)[0]
         if url in self._repos:
             return self._repos[url]
         folder = self.cache_dir / hashlib.sha256(url.encode()).hexdigest()[:24]
@@ -64,12 +85,18 @@ class GitRepos:
         self._repos[url] = repo
         return repo
 
-    def _git(self, url: str, *args: str, env: dict[str, str] | None = None) -> str:
+    def _git(self, url: str, *args: str) -> str:
+        """Run git in the mirror of ``url``; the literal ``url`` among ``args`` is replaced by its clean form and
+        its credentials travel in the environment."""
+        clean, auth = split_credentials(url)
+        argv = ["git", *(clean if a == url else a for a in args)]
         try:
-            return str(self.mirror(url).git.execute(["git", *args], env=env))
+            return str(self.mirror(url).git.execute(argv, env={**os.environ, **auth} if auth else None))
         except git.GitCommandError as exc:
             stderr = _scrub((exc.stderr or "").strip().removeprefix("stderr:").strip().strip("'"))
-            raise GitError(f"git {args[0]} failed for {_scrub(url)}: {stderr or exc.status}") from None
+            stdout = _scrub((exc.stdout or "").strip().removeprefix("stdout:").strip().strip("'"))
+            detail = " ".join(t for t in (stderr, stdout) if t) or str(exc.status)
+            raise GitError(f"git {args[0]} failed for {_scrub(clean)}: {detail}") from None
 
     def fetch(self, url: str, branches: Sequence[str]) -> dict[str, str | None]:
         """Fetch ``branches``; returns branch -> sha (None when the branch does not exist)."""
@@ -169,9 +196,9 @@ class GitRepos:
         check_ref(branch)
         lease = f"--force-with-lease=refs/heads/{branch}:{expected or ''}"
         try:
-            self.mirror(url).git.push("--porcelain", lease, "--", url, f"{sha}:refs/heads/{branch}")
-        except git.GitCommandError as exc:
-            text = _scrub(f"{exc.stdout or ''} {exc.stderr or ''}")
+            self._git(url, "push", "--porcelain", lease, "--", url, f"{sha}:refs/heads/{branch}")
+        except GitError as exc:
+            text = str(exc)
             if "stale info" in text or "rejected" in text or "fetch first" in text or "non-fast-forward" in text:
                 moved = f"{branch} moved on {_scrub(url)} while fleetflow worked; re-read and retry"
                 raise PushRejected(moved) from None
