@@ -1,0 +1,73 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+from fleetflow.diffing import unified_diff
+from fleetflow.documents import Tree, parse_documents, read_tree
+from fleetflow.state import AssignmentState, ExpectedCluster, RenderState
+from tests.helpers import build_file_tree
+
+TEXT = """\
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: a
+data:
+  KEY: value
+  nested:
+    deep: 1
+---
+---
+apiVersion: fleetflow.dev/v1alpha1
+kind: Cluster
+metadata:
+  name: c
+spec:
+  clusterType: ct
+  items: [x, y]
+"""
+
+
+def test_documents_keep_positions_and_plain_data() -> None:
+    docs, problems = parse_documents(TEXT, "f.yaml")
+    assert problems == [] and len(docs) == 2  # the empty document is skipped
+    cm, cluster = docs
+    assert type(cm.body["data"]) is dict and cm.body["data"]["nested"] == {"deep": 1}
+    assert str(cm.location) == "f.yaml:1:1" and str(cluster.location) == "f.yaml:11:1"
+    assert str(cm.where("data", "KEY")) == "f.yaml:6:8"
+    assert str(cm.where("data", "missing")) == "f.yaml:5:1"  # the deepest key that exists
+    assert str(cluster.where("spec", "items", 1)) == "f.yaml:17:14"
+    keys = cm.key_locations("data")
+    assert keys[("KEY",)].line == 6 and keys[("nested", "deep")].line == 8
+
+
+def test_tree_scan_skips_hidden_folders_but_environments(tmp_path: Path) -> None:
+    root = build_file_tree(tmp_path, {
+        "a.yaml": "kind: X\n", ".environments/dev.yaml": "kind: E\n", ".github/w.yml": "kind: W\n",
+        "b/c.yml": "kind: C\n", "notes.txt": "x", ".hidden.yaml": "kind: H\n",
+        "skip/d.yaml": "kind: D\n", ".fleetflowignore": "skip/\n",
+    })
+    docs, problems = read_tree(Tree(root, "t"))
+    assert problems == []
+    assert sorted(d.kind for d in docs) == ["C", "E", "X"]
+
+
+def test_state_round_trip_and_stable_bytes() -> None:
+    state = RenderState(
+        environment="dev", main_commit="a" * 40, env_commit=None, engine="fleetflow x",
+        assignments={"ct/b": AssignmentState("i2", "c2", ("x.yaml",)), "ct/a": AssignmentState("i1", "c1", ())},
+        config_keys={"cm": {"K": "h"}},
+        clusters=[ExpectedCluster("z", "ct", None), ExpectedCluster("a", "ct", "flux/a")],
+    )
+    data = state.to_bytes()
+    again = RenderState.from_bytes(data)
+    assert again.to_bytes() == data
+    assert again.assignments["ct/b"].files == ("x.yaml",) and again.clusters[0].name == "a"
+    lines = data.decode().splitlines()
+    assert any(line.strip().startswith('"ct/a"') for line in lines)  # one assignment per line
+
+
+def test_unified_diff() -> None:
+    text = unified_diff({"a": b"x\n", "gone": b"y\n"}, {"a": b"z\n", "new": b"w"})
+    assert "--- a/a\n+++ b/a" in text and "-x\n+z" in text
+    assert "+++ /dev/null" in text and "--- /dev/null" in text and "No newline at end of file" in text
