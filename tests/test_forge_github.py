@@ -1,18 +1,14 @@
 """The github forge against the GitHub stand-in (PyGithub unmodified): every protocol method, idempotent writes
 proved with the stub's request log, injected faults (5xx, rate limits, dropped connections, "already exists"),
-request counts, and the GitHub App flow (JWT → installation → token) against a tiny local App endpoint server."""
+request counts, and the GitHub App flow (JWT → installation → token) against the stand-in's App endpoints."""
 
 from __future__ import annotations
 
-import json
-import threading
 import time
 from collections.abc import Callable, Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-import jwt
 import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
@@ -480,122 +476,96 @@ def test_from_settings(stub: GitHubStub) -> None:
         GitHubForge.from_settings(Settings(forge="github", app_id="1", app_private_key="not a key"))
 
 
-class FakeAppApi:
-    """The three endpoints of a GitHub App's flow the stand-in does not serve, checking what PyGithub sends:
-    ``GET /repos/{o}/{r}/installation`` and ``POST /app/installations/{id}/access_tokens`` with the app's JWT
-    (RS256, ``iss`` = app id), then ``GET /repos/{o}/{r}`` with the installation token."""
-
-    def __init__(self, public_key: Any, app_id: str, token: str) -> None:
-        self.public_key, self.app_id, self.token = public_key, app_id, token
-        self.seen: list[tuple[str, str, str]] = []  # method, path, what authenticated it
-        self.problems: list[str] = []
-        api = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, format: str, *args: Any) -> None:
-                pass
-
-            def do_GET(self) -> None:
-                api.serve(self)
-
-            do_POST = do_GET
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        threading.Thread(target=self.server.serve_forever, args=(0.02,), daemon=True).start()
-
-    def serve(self, http: BaseHTTPRequestHandler) -> None:
-        auth = http.headers.get("Authorization", "")
-        scheme, _, credential = auth.partition(" ")
-        who = "none"
-        if scheme.lower() == "bearer":
-            try:
-                claims = jwt.decode(credential, self.public_key, algorithms=["RS256"])
-                who = "jwt" if claims["iss"] == self.app_id and claims["exp"] > time.time() else "bad-jwt"
-            except jwt.PyJWTError as exc:
-                who = f"bad-jwt: {exc}"
-        elif scheme.lower() == "token":
-            who = "installation" if credential == self.token else "bad-token"
-        self.seen.append((http.command, http.path, who))
-        body: dict[str, Any] | None = None
-        if http.command == "GET" and http.path == "/repos/acme/app/installation" and who == "jwt":
-            status, body = 200, {"id": 42, "app_id": int(self.app_id), "account": {"login": "acme", "id": 7}}
-        elif http.command == "POST" and http.path == "/app/installations/42/access_tokens" and who == "jwt":
-            status, body = 201, {"token": self.token, "expires_at": "2999-01-01T00:00:00Z", "permissions": {}}
-        elif http.command == "GET" and http.path == "/repos/acme/app" and who == "installation":
-            status, body = 200, {"id": 1, "name": "app", "full_name": "acme/app", "default_branch": "main",
-                                 "clone_url": "https://git.example.com/acme/app.git",
-                                 "url": f"{self.url}/repos/acme/app"}
-        elif http.path.endswith("/installation") and who == "jwt":
-            status, body = 404, {"message": "Not Found", "documentation_url": "https://docs.github.com/rest"}
-        else:
-            self.problems.append(f"{http.command} {http.path} ({who})")
-            status, body = 401, {"message": "Bad credentials"}
-        data = json.dumps(body).encode()
-        http.send_response(status)
-        http.send_header("Content-Type", "application/json")
-        http.send_header("Content-Length", str(len(data)))
-        http.end_headers()
-        http.wfile.write(data)
-
-    def stop(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-
-
 @pytest.fixture(scope="module")
 def app_key() -> rsa.RSAPrivateKey:
     return rsa.generate_private_key(public_exponent=65537, key_size=2048)
 
 
-def test_github_app_jwt_installation_token_and_git_url(app_key: rsa.RSAPrivateKey) -> None:
-    key = app_key
-    pem = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.TraditionalOpenSSL,
-                            serialization.NoEncryption()).decode()
-    api = FakeAppApi(key.public_key(), "12345", "ghs_installation_token")
-    try:
-        settings = Settings(forge="github", control_plane="acme/app", token="ignored-when-an-app-is-set",
-                            app_id="12345", app_private_key=pem, api_url=api.url)
-        forge = GitHubForge.from_settings(settings, **FAST)
-        assert "ghs_" not in repr(forge) and "app" in repr(forge)
-        url = forge.git_url("acme/app")
-        assert url == "https://x-access-token:ghs_installation_token@git.example.com/acme/app.git"
-        assert forge.default_branch("acme/app") == "main"
-        assert forge.git_url("acme/app") == url  # cached repository, cached token
-        assert api.seen == [
-            ("GET", "/repos/acme/app/installation", "jwt"),
-            ("POST", "/app/installations/42/access_tokens", "jwt"),
-            ("GET", "/repos/acme/app", "installation"),
-        ]
-        assert not api.problems
-        forge.close()
-    finally:
-        api.stop()
+def pem(key: rsa.RSAPrivateKey, form: serialization.PrivateFormat | None = None) -> str:
+    form = form or serialization.PrivateFormat.TraditionalOpenSSL
+    return key.private_bytes(serialization.Encoding.PEM, form, serialization.NoEncryption()).decode()
 
 
-def test_github_app_not_installed_is_a_clear_error(app_key: rsa.RSAPrivateKey) -> None:
-    key = app_key
-    pem = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                            serialization.NoEncryption()).decode()
-    api = FakeAppApi(key.public_key(), "777", "ghs_x")
-    try:
-        forge = GitHubForge(app_id="777", app_private_key=pem, api_url=api.url, **FAST)
-        with pytest.raises(ForgeError, match="install the GitHub App on other with access to other/repo") as failed:
-            forge.git_url("other/repo")
+def public_pem(key: rsa.RSAPrivateKey) -> str:
+    return key.public_key().public_bytes(
+        serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo).decode()
+
+
+def app_calls(stub: GitHubStub, since: int = 0) -> list[tuple[str, str, int, str | None]]:
+    """The requests since ``since`` with what authenticated each (``app <id>``, ``installation <id>``)."""
+    return [(r.method, r.path, r.status, r.credential) for r in stub.requests_since(since)]
+
+
+def test_github_app_jwt_installation_token_repo_read_and_pr(stub: GitHubStub, app_key: rsa.RSAPrivateKey) -> None:
+    stub.token = "only-for-the-stubs-own-user"  # the forge gets in with the installation token or not at all
+    installation = stub.register_app(12345, public_pem(app_key), installed_on=[REPO], slug="fleetflow")
+    stub.repo(REPO).https_clone_url = "https://git.example.com/acme/gitops.git"
+    settings = Settings(forge="github", control_plane=REPO, token="ignored-when-an-app-is-set",
+                        app_id="12345", app_private_key=pem(app_key), api_url=stub.url)
+    forge = GitHubForge.from_settings(settings, **FAST)
+    assert "ghs_" not in repr(forge) and "app" in repr(forge)
+
+    assert forge.default_branch(REPO) == "main"
+    pr = forge.create_pull(REPO, HEAD, "main", "dev <- main@abc", "body")
+    assert (pr.number, pr.head, pr.base, pr.state) == (1, HEAD, "main", "open")
+    assert stub.repo(REPO).pull(1).user == "fleetflow[bot]"  # opened as the app's installation
+    assert app_calls(stub) == [
+        ("GET", f"/repos/{REPO}/installation", 200, "app 12345"),
+        ("POST", f"/app/installations/{installation}/access_tokens", 201, "app 12345"),
+        ("GET", f"/repos/{REPO}", 200, f"installation {installation}"),
+        ("POST", f"/repos/{REPO}/pulls", 201, f"installation {installation}"),
+    ]
+
+    # git gets the same installation token in the https clone URL: cached, nothing minted again
+    mark = stub.mark()
+    [token] = stub.installation_tokens
+    assert forge.git_url(REPO) == f"https://x-access-token:{token.token}@git.example.com/acme/gitops.git"
+    assert token.token.startswith("ghs_") and stub.count(since=mark) == 0
+    forge.close()
+
+
+def test_github_app_not_installed_is_a_clear_error(stub: GitHubStub, app_key: rsa.RSAPrivateKey) -> None:
+    stub.create_repo("globex/infra")
+    stub.create_repo("acme/private")
+    stub.register_app(777, public_pem(app_key), installed_on=[REPO])
+    key = pem(app_key, serialization.PrivateFormat.PKCS8)
+    for repo in ("globex/infra", "acme/private"):  # another account; the same account, a repo not selected
+        forge = GitHubForge(app_id="777", app_private_key=key, api_url=stub.url, **FAST)
+        owner = repo.split("/")[0]
+        with pytest.raises(ForgeError, match=f"install the GitHub App on {owner} with access to {repo}") as failed:
+            forge.default_branch(repo)
+        assert "cannot find the GitHub App installation: Not Found" in str(failed.value)
         request = failed.value.request
-        assert request is not None and request.url.endswith("/repos/other/repo/installation")
-        assert request.status == 404 and not api.problems
+        assert request is not None and request.url == f"{stub.url}/repos/{repo}/installation"
+        assert (request.method, request.status) == ("GET", 404)
         forge.close()
-    finally:
-        api.stop()
+    assert not stub.installation_tokens  # nothing minted for an installation that is not there
+
+    # The account's installation known (through REPO), a repository outside it is hidden from its token.
+    forge = GitHubForge(app_id="777", app_private_key=key, api_url=stub.url, **FAST)
+    assert forge.default_branch(REPO) == "main"
+    with pytest.raises(ForgeError, match=r"cannot read the repository: Not Found.*cannot see it") as hidden:
+        forge.default_branch("acme/private")
+    assert hidden.value.request is not None and hidden.value.request.status == 404
+    forge.close()
 
 
-def test_token_goes_into_an_https_clone_url_for_git(app_key: rsa.RSAPrivateKey) -> None:
-    api = FakeAppApi(app_key.public_key(), "1", "ghp_plain_token")  # serves the repository to this token
-    try:
-        forge = GitHubForge(token="ghp_plain_token", api_url=api.url, **FAST)
-        assert forge.git_url("acme/app") == "https://x-access-token:ghp_plain_token@git.example.com/acme/app.git"
-        assert api.seen == [("GET", "/repos/acme/app", "installation")] and not api.problems
-        forge.close()
-    finally:
-        api.stop()
+def test_github_app_with_the_wrong_key_is_a_clear_error(stub: GitHubStub, app_key: rsa.RSAPrivateKey) -> None:
+    stub.register_app(12345, public_pem(app_key), installed_on=[REPO])
+    other = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    forge = GitHubForge(app_id="12345", app_private_key=pem(other), api_url=stub.url, **FAST)
+    with pytest.raises(ForgeError) as failed:
+        forge.default_branch(REPO)
+    message = str(failed.value)
+    assert "A JSON web token could not be decoded" in message and "check its id and private key" in message
+    assert failed.value.request is not None and failed.value.request.status == 401
+    assert "PRIVATE KEY" not in message and not stub.installation_tokens
+    forge.close()
+
+
+def test_token_goes_into_an_https_clone_url_for_git(stub: GitHubStub) -> None:
+    stub.repo(REPO).https_clone_url = "https://git.example.com/acme/gitops.git"
+    forge = GitHubForge(token="ghp_plain_token", api_url=stub.url, **FAST)
+    assert forge.git_url(REPO) == "https://x-access-token:ghp_plain_token@git.example.com/acme/gitops.git"
+    assert app_calls(stub) == [("GET", f"/repos/{REPO}", 200, "token")]
+    forge.close()

@@ -5,12 +5,16 @@ from __future__ import annotations
 
 import subprocess
 import time
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import jwt
 import pytest
 import requests
-from github import Auth, Github, GithubException, GithubRetry, RateLimitExceededException
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import rsa
+from github import Auth, Github, GithubException, GithubIntegration, GithubRetry, RateLimitExceededException
 
 try:  # the suite imports its helpers as ``tests.*`` (python -m pytest, or a pythonpath setting)
     from tests.ghstub.fixtures import github_stub
@@ -40,6 +44,32 @@ def git(*args: str, cwd: Path | None = None) -> str:
     return out.stdout.strip()
 
 
+@pytest.fixture(scope="module")
+def app_keys() -> tuple[str, str, rsa.RSAPrivateKey]:
+    """A GitHub App's key: (private PEM, public PEM, the private key)."""
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    private = key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.TraditionalOpenSSL, serialization.NoEncryption()
+    ).decode()
+    public = (
+        key.public_key()
+        .public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
+        .decode()
+    )
+    return private, public, key
+
+
+def integration(stub: GitHubStub, app_id: int | str, private_pem: str) -> GithubIntegration:
+    """PyGithub as a GitHub App (its JWT) on the stub."""
+    return GithubIntegration(
+        auth=Auth.AppAuth(app_id, private_pem),
+        base_url=stub.url,
+        retry=FAST,
+        seconds_between_requests=0,
+        seconds_between_writes=0,
+    )
+
+
 @pytest.fixture
 def stub(github_stub: GitHubStub) -> GitHubStub:
     """``acme/gitops`` with ``main`` and a ``fleetflow/dev`` branch one commit ahead."""
@@ -61,7 +91,12 @@ def test_routes_are_the_subset_operations() -> None:
         assert name in subset().raw["components"]["schemas"]
 
 
-def test_every_operation_answers_in_githubs_shapes(stub: GitHubStub) -> None:
+def test_every_operation_answers_in_githubs_shapes(stub: GitHubStub, app_keys: tuple[str, str, Any]) -> None:
+    installation_id = stub.register_app(12345, app_keys[1], installed_on=["acme/gitops"])
+    app = integration(stub, 12345, app_keys[0])
+    assert app.get_repo_installation("acme", "gitops").id == installation_id
+    assert app.get_access_token(installation_id).token.startswith("ghs_")
+    app.close()
     gh = client(stub)
     repo = gh.get_repo("acme/gitops")
     assert (repo.full_name, repo.default_branch) == ("acme/gitops", "main")
@@ -354,6 +389,210 @@ def test_fault_pr_already_exists(stub: GitHubStub) -> None:
         assert exists.value.data["errors"][0]["message"] == "A pull request already exists for acme:fleetflow/dev."
     assert fault.hits == 2 and not stub.faults.pending and stub.repo("acme/gitops").list_pulls() == []
     assert remote.create_pull(title="t", body="", head="fleetflow/dev", base="main").number == 1
+
+
+# -- GitHub Apps ----------------------------------------------------------------------------------------------
+def sign(key: Any, app_id: int | str = 12345, **claims: Any) -> str:
+    """A JWT as an app signs it (PyGithub's claims: iat 60 s back, exp 5 min ahead), ``claims`` overriding."""
+    now = int(time.time())
+    return jwt.encode({"iat": now - 60, "exp": now + 300, "iss": str(app_id)} | claims, key, algorithm="RS256")
+
+
+def test_github_app_installation_token_and_its_use(stub: GitHubStub, app_keys: tuple[str, str, Any]) -> None:
+    private, public, _ = app_keys
+    stub.token = "secret"  # from here on only "secret" or a minted installation token reads the repositories
+    stub.create_repo("acme/other")
+    installation_id = stub.register_app(12345, public, installed_on=["acme/gitops"], slug="fleetflow")
+    assert installation_id is not None
+    app = integration(stub, "12345", private)
+    installation = app.get_repo_installation("acme", "gitops")
+    assert (installation.id, installation.app_id, installation.app_slug) == (installation_id, 12345, "fleetflow")
+    assert (installation.repository_selection, installation.target_type) == ("selected", "Organization")
+    assert installation.account.login == "acme"  # type: ignore[attr-defined,unused-ignore]
+    minted = app.get_access_token(installation_id)
+    assert minted.token.startswith("ghs_") and len(minted.token) == 40
+    assert timedelta(minutes=59) < minted.expires_at - datetime.now(UTC) <= timedelta(hours=1)
+    assert minted.permissions == {
+        "checks": "read",
+        "contents": "write",
+        "metadata": "read",
+        "pull_requests": "write",
+        "statuses": "write",
+    }
+    assert [r.full_name for r in minted.repositories] == ["acme/gitops"]
+    [stored] = stub.installation_tokens
+    assert stored.token == minted.token and stored.installation.id == installation_id
+    app.close()
+
+    # The installation token authenticates; writes are the app's bot's.
+    gh = Github(base_url=stub.url, auth=Auth.Token(minted.token), retry=0)
+    remote = gh.get_repo("acme/gitops")
+    pr = remote.create_pull(title="t", body="", head="fleetflow/dev", base="main")
+    assert (pr.user.login, pr.user.type) == ("fleetflow[bot]", "Bot")
+    assert stub.repo("acme/gitops").pull(pr.number).user == "fleetflow[bot]"
+    with pytest.raises(GithubException) as hidden:  # a repository of the account the app is not installed on
+        gh.get_repo("acme/other").default_branch  # noqa: B018
+    assert hidden.value.status == 404
+    assert [(r.method, r.path, r.status, r.credential) for r in stub.requests] == [
+        ("GET", "/repos/acme/gitops/installation", 200, "app 12345"),
+        ("POST", f"/app/installations/{installation_id}/access_tokens", 201, "app 12345"),
+        ("GET", "/repos/acme/gitops", 200, f"installation {installation_id}"),
+        ("POST", "/repos/acme/gitops/pulls", 201, f"installation {installation_id}"),
+        ("GET", "/repos/acme/other", 404, None),
+    ]
+    assert Github(base_url=stub.url, auth=Auth.Token("secret"), retry=0).get_repo("acme/other").name == "other"
+
+    # PyGithub's own installation auth: mints on first use, and reads with the token.
+    mark = stub.mark()
+    auto = Github(base_url=stub.url, auth=Auth.AppAuth(12345, private).get_installation_auth(installation_id), retry=0)
+    assert auto.get_repo("acme/gitops").default_branch == "main"
+    assert [r.credential for r in stub.requests_since(mark)] == ["app 12345", f"installation {installation_id}"]
+    auto.close()
+    gh.close()
+
+
+def test_github_app_installed_on_an_account_covers_its_repositories(
+    github_stub: GitHubStub, app_keys: tuple[str, str, Any]
+) -> None:
+    for name in ("acme/one", "acme/two", "globex/infra"):
+        github_stub.create_repo(name)
+    acme = github_stub.register_app(7, app_keys[0], installed_on=["acme"])  # a private key's PEM works too
+    assert acme is not None
+    globex = github_stub.install_app(7, ["globex/infra"])
+    assert globex != acme and github_stub.install_app(7, ["globex/more"]) == globex  # widened, not a second one
+    app = integration(github_stub, 7, app_keys[0])
+    assert app.get_repo_installation("acme", "two").repository_selection == "all"
+    assert app.get_repo_installation("globex", "infra").id == globex
+    token = app.get_access_token(acme)
+    assert token.repository_selection == "all" and token.repositories is None
+    gh = Github(base_url=github_stub.url, auth=Auth.Token(token.token), retry=0)
+    assert [gh.get_repo(name).name for name in ("acme/one", "acme/two")] == ["one", "two"]
+    with pytest.raises(GithubException) as other_account:
+        gh.get_repo("globex/infra").default_branch  # noqa: B018
+    assert other_account.value.status == 404
+    with pytest.raises(ValueError, match="one account"):
+        github_stub.install_app(7, ["acme/one", "globex/infra"])
+    app.close()
+    gh.close()
+
+
+def test_github_app_lookup_answers_404_where_it_is_not_installed(
+    stub: GitHubStub, app_keys: tuple[str, str, Any]
+) -> None:
+    stub.create_repo("acme/other")
+    stub.create_repo("globex/infra")
+    stub.register_app(12345, app_keys[1], installed_on=["acme/gitops"])
+    stub.register_app(99, app_keys[1])  # registered, installed nowhere
+    app = integration(stub, 12345, app_keys[0])
+    for owner, name in (("acme", "other"), ("globex", "infra"), ("acme", "nope")):
+        with pytest.raises(GithubException) as missing:
+            app.get_repo_installation(owner, name)
+        assert missing.value.status == 404 and missing.value.data["message"] == "Not Found"
+        assert "get-a-repository-installation" in missing.value.data["documentation_url"]
+    with pytest.raises(GithubException) as nowhere:
+        integration(stub, 99, app_keys[0]).get_repo_installation("acme", "gitops")
+    assert nowhere.value.status == 404
+    app.close()
+
+
+@pytest.mark.parametrize(
+    ("case", "message"),
+    [
+        ("other key", "A JSON web token could not be decoded"),
+        ("unknown app", "A JSON web token could not be decoded"),
+        ("not a jwt", "A JSON web token could not be decoded"),
+        ("no credentials", "A JSON web token could not be decoded"),
+        ("HS256", "A JSON web token could not be decoded"),
+        ("expired", "'Expiration time' claim ('exp') must be a numeric value representing the future time"),
+        ("no exp", "'Expiration time' claim ('exp') must be a numeric value representing the future time"),
+        ("exp too far", "'Expiration time' claim ('exp') is too far in the future"),
+        ("iat ahead", "'Issued at' claim ('iat') must be an Integer"),
+    ],
+)
+def test_github_app_jwt_is_verified(stub: GitHubStub, app_keys: tuple[str, str, Any], case: str, message: str) -> None:
+    _, public, key = app_keys
+    installation_id = stub.register_app(12345, public, installed_on=["acme/gitops"])
+    now = int(time.time())
+    other = rsa.generate_private_key(public_exponent=65537, key_size=2048) if case == "other key" else None
+    tokens = {
+        "other key": lambda: sign(other),
+        "unknown app": lambda: sign(key, app_id=54321),
+        "not a jwt": lambda: "stub-token",
+        "no credentials": lambda: "",
+        "HS256": lambda: jwt.encode({"iat": now, "exp": now + 60, "iss": "12345"}, "a" * 32, algorithm="HS256"),
+        "expired": lambda: sign(key, iat=now - 700, exp=now - 100),
+        "no exp": lambda: jwt.encode({"iat": now, "iss": "12345"}, key, algorithm="RS256"),
+        "exp too far": lambda: sign(key, exp=now + 3600),
+        "iat ahead": lambda: sign(key, iat=now + 600, exp=now + 500),
+    }
+    encoded = tokens[case]()
+    headers = {"Authorization": f"Bearer {encoded}"} if encoded else {}
+    for method, path in (
+        ("GET", "/repos/acme/gitops/installation"),
+        ("POST", f"/app/installations/{installation_id}/access_tokens"),
+    ):
+        response = requests.request(method, stub.url + path, headers=headers, timeout=5)
+        assert response.status_code == 401, (method, path)
+        body = response.json()
+        assert body["message"].startswith(message) and body["status"] == "401"
+        assert body["documentation_url"] == "https://docs.github.com/rest"
+    assert not stub.installation_tokens
+    good = {"Authorization": f"Bearer {sign(key)}"}
+    assert requests.get(f"{stub.url}/repos/acme/gitops/installation", headers=good, timeout=5).status_code == 200
+
+
+def test_installation_tokens_narrow_expire_and_are_revoked(tmp_path: Path, app_keys: tuple[str, str, Any]) -> None:
+    now = [datetime(2030, 1, 1, tzinfo=UTC)]
+    with GitHubStub(root=tmp_path, token="secret", clock=lambda: now[0]) as stub:
+        for name in ("acme/gitops", "acme/infra", "acme/other"):
+            stub.create_repo(name)
+        installation_id = stub.register_app(12345, app_keys[1], installed_on=["acme/gitops", "acme/infra"])
+        headers = {"Authorization": f"Bearer {sign(app_keys[2])}"}
+        url = f"{stub.url}/app/installations/{installation_id}/access_tokens"
+
+        def mint(body: Any) -> requests.Response:
+            return requests.post(url, json=body, headers=headers, timeout=5)
+
+        def read(token: str, name: str) -> int:
+            response = requests.get(f"{stub.url}/repos/{name}", headers={"Authorization": f"token {token}"}, timeout=5)
+            return response.status_code
+
+        narrow = mint({"repositories": ["infra"], "permissions": {"contents": "read", "metadata": "read"}})
+        assert narrow.status_code == 201
+        body = narrow.json()
+        assert body["expires_at"] == "2030-01-01T01:00:00Z" and body["repository_selection"] == "selected"
+        assert body["permissions"] == {"contents": "read", "metadata": "read"}
+        assert [r["full_name"] for r in body["repositories"]] == ["acme/infra"]
+        assert (read(body["token"], "acme/infra"), read(body["token"], "acme/gitops")) == (200, 404)
+        by_id = mint({"repository_ids": [stub.repo("acme/gitops").id]})
+        assert [r["name"] for r in by_id.json()["repositories"]] == ["gitops"]
+
+        refused = {
+            "not installed there": ({"repositories": ["other"]}, 422, "not accessible to the parent installation"),
+            "no such repository": ({"repository_ids": [999999]}, 422, "not accessible to the parent installation"),
+            "more than granted": ({"permissions": {"administration": "write"}}, 422, "not granted"),
+            "write where read": ({"permissions": {"checks": "write"}}, 422, "not granted"),
+            "invalid level": ({"permissions": {"contents": "owner"}}, 422, "Invalid request"),
+        }
+        for case, (request, status, message) in refused.items():
+            response = mint(request)
+            assert (response.status_code, message in response.json()["message"]) == (status, True), case
+        assert requests.post(url.replace(str(installation_id), "424242"), headers=headers, timeout=5).status_code == 404
+
+        token = mint(None).json()["token"]
+        assert read(token, "acme/gitops") == 200
+        now[0] += timedelta(minutes=59)
+        assert read(token, "acme/gitops") == 200
+        now[0] += timedelta(minutes=1)  # an hour: expired
+        expired = requests.get(f"{stub.url}/repos/acme/gitops", headers={"Authorization": f"token {token}"}, timeout=5)
+        assert (expired.status_code, expired.json()["message"]) == (401, "Bad credentials")
+
+        fresh = mint(None).json()["token"]
+        stub.uninstall_app(installation_id)
+        assert read(fresh, "acme/gitops") == 401
+        lookup = requests.get(f"{stub.url}/repos/acme/gitops/installation", headers=headers, timeout=5)
+        assert lookup.status_code == 404 and mint(None).status_code == 404
+        assert not stub.schema_errors and not stub.server_errors
 
 
 # -- accounting, headers, auth ----------------------------------------------------------------------------------

@@ -25,6 +25,7 @@ def create_status(request: Request) -> Response:
         context=request.json_field("context") or "default",
         description=request.json_field("description"),
         target_url=request.json_field("target_url"),
+        creator=request.actor,
     )
     body = request.shapes.status(repo, status)
     return Response(201, body, {"Location": body["url"]})

@@ -49,6 +49,7 @@ def create_pull(request: Request) -> Response:
         title=title,
         body=request.json_field("body"),
         draft=bool(request.json_field("draft", False)),
+        user=request.actor,
     )
     pr.maintainer_can_modify = bool(request.json_field("maintainer_can_modify", False))
     body = request.shapes.pull(repo, pr)
@@ -86,6 +87,7 @@ def merge_pull(request: Request) -> Response:
         commit_title=request.json_field("commit_title"),
         commit_message=request.json_field("commit_message"),
         sha=request.json_field("sha"),
+        user=request.actor,
     )
     return Response(200, {"sha": sha, "merged": True, "message": "Pull Request successfully merged"})
 
@@ -154,6 +156,6 @@ def create_comment(request: Request) -> Response:
     body = request.json_field("body")
     if not isinstance(body, str) or not body:
         raise validation_failed({"resource": "IssueComment", "field": "body", "code": "missing_field"})
-    comment = repo.comment(request.param_int("issue_number"), body)
+    comment = repo.comment(request.param_int("issue_number"), body, user=request.actor)
     shaped = request.shapes.comment(repo, comment)
     return Response(201, shaped, {"Location": shaped["url"]})

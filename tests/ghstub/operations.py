@@ -36,6 +36,17 @@ OPERATIONS: tuple[tuple[str, str], ...] = (
     ("PATCH", "/repos/{owner}/{repo}/check-runs/{check_run_id}"),
     ("GET", "/repos/{owner}/{repo}/commits/{ref}/check-runs"),
     ("POST", "/repos/{owner}/{repo}/dispatches"),
+    ("GET", "/repos/{owner}/{repo}/installation"),
+    ("POST", "/app/installations/{installation_id}/access_tokens"),
+)
+
+# The operations a GitHub App calls as itself, with its JWT (``Authorization: Bearer <jwt>``); every other
+# operation takes a token (the stub's, or an installation token an app minted).
+APP_OPERATIONS: frozenset[tuple[str, str]] = frozenset(
+    {
+        ("GET", "/repos/{owner}/{repo}/installation"),
+        ("POST", "/app/installations/{installation_id}/access_tokens"),
+    }
 )
 
 # Paths GitHub serves but no longer documents, that PyGithub uses, answered like the documented operation:

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 from urllib.parse import unquote, urlencode
 
+from .apps import Credential
 from .errors import unprocessable
 from .shapes import Shapes
 from .state import Repo, Store
@@ -28,6 +29,12 @@ class Request:
     shapes: Shapes
     base_url: str
     template: str
+    credential: Credential | None = None
+
+    @property
+    def actor(self) -> str | None:
+        """Who writes are attributed to: an installation's bot, or None for the stub's user."""
+        return self.credential.actor if self.credential is not None else None
 
     @property
     def repo(self) -> Repo:

@@ -11,6 +11,10 @@ Usage::
 Every request is recorded (``requests``, ``count``, ``mark``); ``inject`` makes requests fail like GitHub does;
 request bodies are checked against the OpenAPI subset (422 when invalid, as GitHub) and, with
 ``validate_responses``, every response body is checked too (mismatches collect in ``schema_errors``).
+
+GitHub Apps: ``register_app(app_id, public_key_pem, installed_on=[...])``; the app's JWT then finds the
+installation (``GET /repos/{owner}/{repo}/installation``) and mints installation tokens
+(``POST /app/installations/{id}/access_tokens``) that authenticate later requests (see ``apps``).
 """
 
 from __future__ import annotations
@@ -24,7 +28,7 @@ import threading
 import time
 import traceback
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -33,12 +37,13 @@ from types import TracebackType
 from typing import Any, Self
 from urllib.parse import parse_qsl, urlsplit
 
-from . import handlers_checks, handlers_pulls, handlers_repos
+from . import handlers_apps, handlers_checks, handlers_pulls, handlers_repos
+from .apps import App, Credential, InstallationToken
 from .errors import ApiError
 from .faults import Fault, FaultKind, Faults
 from .gitbackend import ZERO_SHA, BareRepo
 from .openapi import subset
-from .operations import ALIASES, OPERATIONS
+from .operations import ALIASES, APP_OPERATIONS, OPERATIONS
 from .routing import Request, Response, Route, Router
 from .shapes import Shapes
 from .state import Dispatch, Repo, Store
@@ -59,6 +64,7 @@ class RecordedRequest:
     body: Any
     response: Any
     at: float = field(repr=False)
+    credential: str | None = None  # what authenticated it: "token", "app 12345", "installation 1001"; None: nothing
 
 
 # Request forms GitHub accepts but the description no longer documents, mapped to the documented form for
@@ -72,7 +78,7 @@ LEGACY_BODIES: dict[tuple[str, str], Callable[[Any], Any]] = {
 
 def build_router() -> Router:
     router = Router()
-    routes = (*handlers_repos.ROUTES, *handlers_pulls.ROUTES, *handlers_checks.ROUTES)
+    routes = (*handlers_repos.ROUTES, *handlers_pulls.ROUTES, *handlers_checks.ROUTES, *handlers_apps.ROUTES)
     for method, template, handler in routes:
         router.add(method, template, handler)
     by_operation = {(method, template): handler for method, template, handler in routes}
@@ -224,6 +230,41 @@ class GitHubStub:
         kwargs = {"seconds_between_requests": 0, "seconds_between_writes": 0} | kwargs
         return Github(base_url=self.url, auth=Auth.Token(self.token or "stub-token"), retry=retry, **kwargs)
 
+    # -- GitHub Apps ----------------------------------------------------------------------------------------
+    def register_app(
+        self,
+        app_id: int,
+        public_key_pem: str | bytes,
+        installed_on: Iterable[str] = (),
+        slug: str | None = None,
+        permissions: dict[str, str] | None = None,
+    ) -> int | None:
+        """Register a GitHub App by its RSA public key (PEM; a private key's PEM is accepted too, for its public
+        half) and install it on ``installed_on``: ``owner/name`` entries (selected repositories) or an ``owner``
+        (all its repositories), of one account. Returns the installation id (None when installed nowhere; see
+        ``install_app`` for more accounts). ``slug``: default ``stub-app-<id>``; its installation acts as
+        ``<slug>[bot]``. ``permissions``: the installation's (default: what fleetflow needs)."""
+        self.store.apps.register(int(app_id), public_key_pem, slug, permissions)
+        entries = list(installed_on)
+        return self.install_app(app_id, entries) if entries else None
+
+    def install_app(self, app_id: int, installed_on: Iterable[str]) -> int:
+        """Install a registered app on one more account (or widen its installation there); the installation id."""
+        return self.store.apps.install(int(app_id), list(installed_on)).id
+
+    def uninstall_app(self, installation_id: int) -> None:
+        """Remove an installation: lookups answer 404, its tokens 401."""
+        self.store.apps.uninstall(installation_id)
+
+    def app(self, app_id: int) -> App:
+        return self.store.apps.apps[int(app_id)]
+
+    @property
+    def installation_tokens(self) -> list[InstallationToken]:
+        """Every installation token minted, oldest first."""
+        with self.store.apps.lock:
+            return list(self.store.apps.tokens.values())
+
     # -- request accounting ---------------------------------------------------------------------------------
     @property
     def requests(self) -> list[RecordedRequest]:
@@ -283,17 +324,17 @@ class GitHubStub:
         matched = self.router.match(method, path)
         template = matched[0].operation if matched else None
         body: Any = None
+        credential: Credential | None = None
         try:
             body = json.loads(raw) if raw.strip() else None
             if fault is not None and fault.kind != "drop_after":
                 owner = matched[1].get("owner") if matched else None
                 head = body.get("head", "").rpartition(":")[2] if isinstance(body, dict) else None
                 raise fault.error(request_id, owner, head)
-            if self.token and http.headers.get("Authorization", "").split(" ")[-1] != self.token:
-                raise ApiError(401, "Bad credentials")
+            credential = self._authenticate(http.headers.get("Authorization", ""), matched)
             if matched is None:
                 raise ApiError(404, "Not Found")
-            response = self._dispatch(matched[0], path, query, body, matched[1])
+            response = self._dispatch(matched[0], path, query, body, matched[1], credential)
         except json.JSONDecodeError:
             response = Response(400, ApiError(400, "Problems parsing JSON").body())
         except ApiError as error:
@@ -317,6 +358,7 @@ class GitHubStub:
                     body,
                     response.body,
                     time.time(),
+                    credential.label if credential is not None else None,
                 )
             )
         if dropped:
@@ -325,7 +367,33 @@ class GitHubStub:
             return
         self._write(http, response, headers | response.headers)
 
-    def _dispatch(self, route: Route, path: str, query: dict[str, str], body: Any, params: dict[str, str]) -> Response:
+    def _authenticate(self, authorization: str, matched: tuple[Route, dict[str, str]] | None) -> Credential | None:
+        """An app operation needs the app's JWT; any other takes an installation token the stub minted (for the
+        installation's repositories only: 404 elsewhere, as GitHub) or the stub's ``token`` (when set; any
+        credential when not)."""
+        route, params = matched if matched is not None else (None, {})
+        if route is not None and (route.method, route.operation) in APP_OPERATIONS:
+            return Credential("app", app=self.store.apps.verify_jwt(authorization))
+        value = authorization.split(" ")[-1]
+        minted = self.store.apps.token(value) if value else None
+        if minted is not None:
+            owner, repo = params.get("owner"), params.get("repo")
+            if owner and repo and not minted.covers(owner, repo):
+                raise ApiError(404, "Not Found")
+            return Credential("installation", installation_token=minted)
+        if self.token and value != self.token:
+            raise ApiError(401, "Bad credentials")
+        return Credential("token") if value else None
+
+    def _dispatch(
+        self,
+        route: Route,
+        path: str,
+        query: dict[str, str],
+        body: Any,
+        params: dict[str, str],
+        credential: Credential | None = None,
+    ) -> Response:
         method, template = route.method, route.operation
         pointer = subset().request_pointer(method, template)
         if pointer is not None and body is not None:
@@ -333,7 +401,7 @@ class GitHubStub:
             problems = subset().errors(pointer, documented)
             if problems:
                 raise ApiError(422, "Invalid request.\n\n" + "\n".join(problems))
-        request = Request(method, path, query, body, params, self.store, self.shapes, self.url, template)
+        request = Request(method, path, query, body, params, self.store, self.shapes, self.url, template, credential)
         try:
             with self.store.lock:
                 return route.handler(request)

@@ -12,6 +12,7 @@ from datetime import datetime
 from typing import Any
 from urllib.parse import quote
 
+from .apps import Installation, InstallationToken
 from .gitbackend import CommitInfo, FileChange
 from .state import CheckRun, Comment, CommitStatus, Label, PullRequest, Repo, iso
 
@@ -38,7 +39,9 @@ class Shapes:
     def user(self, login: str, kind: str = "User") -> Json:
         """``simple-user``."""
         uid = zlib.crc32(login.encode()) % 10_000_000 + 1000
-        api = f"{self.base}/users/{login}"
+        api = f"{self.base}/users/{quote(login)}"
+        if login.endswith("[bot]"):  # an app's installation acting: GitHub's bot accounts
+            kind = "Bot"
         return {
             "login": login,
             "id": uid,
@@ -46,7 +49,7 @@ class Shapes:
             "avatar_url": f"{self.base}/avatars/u/{uid}?v=4",
             "gravatar_id": "",
             "url": api,
-            "html_url": f"{self.base}/{login}",
+            "html_url": f"{self.base}/{login}" if kind != "Bot" else f"{self.base}/apps/{login[:-5]}",
             "followers_url": f"{api}/followers",
             "following_url": f"{api}/following{{/other_user}}",
             "gists_url": f"{api}/gists{{/gist_id}}",
@@ -61,8 +64,12 @@ class Shapes:
             "site_admin": False,
         }
 
+    def account(self, login: str, store_login: str) -> Json:
+        """An account (``simple-user``): the stub's user is a User, anyone else an Organization."""
+        return self.user(login, "User" if login == store_login else "Organization")
+
     def owner(self, repo: Repo) -> Json:
-        return self.user(repo.owner, "User" if repo.owner == repo.store.login else "Organization")
+        return self.account(repo.owner, repo.store.login)
 
     def app(self) -> Json:
         """``integration``: the app that owns check runs created through the stub."""
@@ -81,6 +88,51 @@ class Shapes:
             "permissions": {"checks": "write", "contents": "write", "metadata": "read", "statuses": "write"},
             "events": ["check_run", "pull_request", "push", "status"],
         }
+
+    def installation(self, installation: Installation, store_login: str) -> Json:
+        """``installation``."""
+        account = self.account(installation.account, store_login)
+        settings = (
+            f"{self.base}/settings/installations/{installation.id}"
+            if account["type"] == "User"
+            else f"{self.base}/organizations/{installation.account}/settings/installations/{installation.id}"
+        )
+        app = installation.app
+        return {
+            "id": installation.id,
+            "account": account,
+            "repository_selection": installation.repository_selection,
+            "access_tokens_url": f"{self.base}/app/installations/{installation.id}/access_tokens",
+            "repositories_url": f"{self.base}/installation/repositories",
+            "html_url": settings,
+            "app_id": app.id,
+            "client_id": app.client_id,
+            "target_id": account["id"],
+            "target_type": account["type"],
+            "permissions": dict(installation.permissions),
+            "events": list(app.events),
+            "created_at": iso(installation.created_at),
+            "updated_at": iso(installation.updated_at),
+            "single_file_name": None,
+            "has_multiple_single_files": False,
+            "single_file_paths": [],
+            "app_slug": app.slug,
+            "suspended_by": None,
+            "suspended_at": None,
+        }
+
+    def installation_token(self, token: InstallationToken, repos: list[Repo]) -> Json:
+        """``installation-token``; ``repos``: the repositories a ``selected`` token reaches."""
+        selection = "all" if token.repositories is None and token.installation.repositories is None else "selected"
+        body: Json = {
+            "token": token.token,
+            "expires_at": iso(token.expires_at),
+            "permissions": dict(token.permissions),
+            "repository_selection": selection,
+        }
+        if selection == "selected":
+            body["repositories"] = [self.repository(repo) for repo in repos]
+        return body
 
     def team(self, slug: str) -> Json:
         """Fits both ``team`` and ``team-simple``."""
@@ -166,7 +218,7 @@ class Shapes:
             **self.repo_urls(repo),
             "git_url": repo.clone_url,
             "ssh_url": repo.clone_url,
-            "clone_url": repo.clone_url,
+            "clone_url": repo.https_clone_url or repo.clone_url,
             "svn_url": html,
             "mirror_url": None,
             "homepage": None,

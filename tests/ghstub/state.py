@@ -15,6 +15,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from .apps import AppRegistry
 from .errors import ApiError, not_found, pr_already_exists, unprocessable, validation_failed
 from .gitbackend import BareRepo, MergeConflict
 
@@ -129,6 +130,9 @@ class Repo:
     check_runs: list[CheckRun] = field(default_factory=list)
     dispatches: list[Dispatch] = field(default_factory=list)
     delete_branch_on_merge: bool = False
+    # When set, the API reports this (e.g. ``https://git.example.com/acme/app.git``) as ``clone_url``: for clients
+    # that put a token into an https clone URL. The stub serves git only at the ``file://`` URL (``clone_url``).
+    https_clone_url: str | None = None
 
     @property
     def full_name(self) -> str:
@@ -441,7 +445,7 @@ class RateWindow:
 
 
 class Store:
-    """All repositories of one stub, the id counters and the clock, behind one lock."""
+    """All repositories of one stub, its GitHub Apps, the id counters and the clock, behind one lock."""
 
     def __init__(self, root: Path, login: str, clock: Callable[[], datetime] | None = None) -> None:
         self.root = root
@@ -452,6 +456,7 @@ class Store:
         self.rate = RateWindow()
         self._ids = itertools.count(1001)
         self._issue_numbers: dict[tuple[str, str], int] = {}
+        self.apps = AppRegistry(self.next_id, lambda: self.clock())
 
     def now(self) -> str:
         return iso(self.clock())
