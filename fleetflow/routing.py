@@ -107,7 +107,7 @@ def route(
         base = str((pr.get("base") or {}).get("ref", ""))
         if payload.get("action") != "closed" or not pr.get("merged"):
             return _none("pull request not merged")
-        if not head.startswith("fleetflow/") or base not in environments:
+        if head != f"fleetflow/{base}" or base not in environments:
             return _none(f"merged PR {head} -> {base} is not a fleetflow promotion")
         return Route("check-rollout", [base], reason=f"PR #{pr.get('number')} merged into {base}")
     if event_name == "schedule":

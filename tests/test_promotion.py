@@ -215,7 +215,7 @@ def test_rollback_holds_until_released(fleet: Fleet) -> None:
     third = fleet.push_main({"templates/extra.yaml": "# third\n"}, "third")
     with fleet.context() as ctx:
         [skipped] = promote_many(ctx, None, third)  # a push to main does not move a held environment
-    assert skipped.schedule is None and fleet.pin("dev") == first
+    assert skipped.schedule is None and fleet.pin("dev") == first and skipped.held and "rollback" in skipped.held
     with fleet.context() as ctx, pytest.raises(GateError, match="held"):
         promote(ctx, "dev", third)
     with fleet.context() as ctx:

@@ -103,6 +103,7 @@ def promote(ctx: Context, environment: str, commit: str, *, release: bool = Fals
             if current.hold and not release and not older:
                 if skip_held:
                     state["skipped"] = True
+                    state["held"] = current.hold
                     return None
                 raise GateError(
                     f"{environment} is held at main@{short(current.commit)} ({current.hold}); "
@@ -129,8 +130,9 @@ def promote(ctx: Context, environment: str, commit: str, *, release: bool = Fals
 
     retrying(5, pin_once)
     if state.get("skipped"):
-        return PromoteOutcome(environment, sha, False, None, None,
-                              f"{environment} is held (rollback); main@{short(sha)} not promoted")
+        return PromoteOutcome(environment, sha, False, state["held"], None,
+                              f"{environment} is held ({state['held']}); main@{short(sha)} not promoted; "
+                              f"release it with: fleetflow promote --environment {environment} --commit SHA --release")
     if state["pinned"] or status_context(environment) not in statuses:
         # a re-run of an earlier promotion keeps the gate's record (it may already say success)
         ctx.forge.set_status(ctx.control_plane, sha, status_context(environment), "pending", "scheduled")
