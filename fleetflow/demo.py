@@ -151,8 +151,11 @@ class Demo:
         state_text = self.ctx.git.read_file(str(self.gitops), tip, STATE_PATH) or ""
         state = RenderState.from_bytes(state_text.encode())
         self.clock.advance(timedelta(minutes=1))
+        # the failing cluster is one that runs orders-api (a cloud cluster type), the workload the change touched
+        cloud = [i for i, c in enumerate(state.clusters) if c.cluster_type.startswith(("aks", "eks"))]
+        failing = cloud[-1] if cloud else len(state.clusters) - 1
         for i, cluster in enumerate(state.clusters):
-            broken = fail and i == len(state.clusters) - 1
+            broken = fail and i == failing
             context = cluster.status_context or f"flux/{cluster.name}"
             outcome = "failure" if broken else "success"
             text = "health check failed: orders-api not ready" if broken else f"reconciled {short(tip)}"
