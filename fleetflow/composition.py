@@ -382,6 +382,14 @@ class Composer:
                 continue
             anchor = min(layer.requirements, key=lambda f: (_ANCHOR_RANK.get(f[0], 3), counts[f], f))
             self._index.setdefault(anchor, []).append((layer.rank, layer.requirements))
+        self._layer_fps = tuple(
+            hashlib.sha256(
+                canonical_json([layer.source.name, layer.source.priority, dict(layer.source.labels), layer.data])
+                .encode()
+            ).hexdigest()
+            for layer in self._layers
+        )
+        self._set_fps: dict[tuple[int, ...], str] = {}
         self._merged: dict[tuple[int, ...], dict[str, Any]] = {(): {}}
         self._composed: dict[tuple[int, ...], Composed] = {}
         self._cluster_plans: dict[tuple[str, str, frozenset[tuple[str, str]]], _ClusterPlan] = {}
@@ -407,6 +415,17 @@ class Composer:
             if anchor not in ours and all(f in ours or f in theirs for f in needs)
         )
         return tuple(sorted(cluster.hits + tuple(extra))) if extra else cluster.hits
+
+    def sources_fingerprint(self, subject: Subject) -> str:
+        """A hash of the ConfigMaps that apply to ``subject`` and of their content: equal hashes, equal config,
+        without merging anything (what incremental rendering compares)."""
+        key = self.applied(subject)
+        found = self._set_fps.get(key)
+        if found is None:
+            found = self._set_fps[key] = hashlib.sha256(
+                ":".join(self._layer_fps[rank] for rank in key).encode()
+            ).hexdigest()
+        return found
 
     def _plan_cluster(self, facts: frozenset[Fact]) -> _ClusterPlan:
         hits = list(self._always)

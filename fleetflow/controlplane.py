@@ -13,7 +13,7 @@ from typing import Any, Generic, TypeVar
 
 from pydantic import Field, ValidationError
 
-from fleetflow.documents import ACCEPTED_APIS, FLEETFLOW_API, Document, Tree, read_tree
+from fleetflow.documents import ACCEPTED_APIS, FLEETFLOW_API, Document, ParseCache, Tree, read_tree
 from fleetflow.errors import Location, Problem, Problems
 from fleetflow.resources import (
     KIND_ORIGINS,
@@ -296,12 +296,13 @@ def load_control_plane(
     main_label: str | None = None,
     env_label: str | None = None,
     fetch: WorkloadFetcher | None = None,
+    cache: ParseCache | None = None,
 ) -> tuple[ControlPlane, Problems]:
     """Read both trees and build the control plane. Structural problems are returned (not raised)."""
     problems = Problems()
     pairs: list[tuple[Document, str]] = []
     for root, label, origin in ((main, main_label, "main"), (env, env_label, "env")):
-        docs, errors = read_tree(Tree(root, label if label is not None else str(root)))
+        docs, errors = read_tree(Tree(root, label if label is not None else str(root)), cache)
         problems.extend(errors)
         pairs.extend((d, origin) for d in docs)
     plane, more = load_documents(pairs, fetch)

@@ -10,8 +10,10 @@ Hidden folders are skipped except ``.environments/`` (where Kalypso keeps enviro
 
 from __future__ import annotations
 
+import hashlib
 import os
-from collections.abc import Iterator, Mapping, Sequence
+import pickle
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -20,24 +22,37 @@ import pathspec
 from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
+from ruamel.yaml.scalarstring import FoldedScalarString, LiteralScalarString
 
+from fleetflow import __version__
 from fleetflow.errors import Location, Problem
 
 FLEETFLOW_API = "fleetflow.dev/v1alpha1"
 KALYPSO_API = "scheduler.kalypso.io/v1alpha1"
 ACCEPTED_APIS = (FLEETFLOW_API, KALYPSO_API)
 IGNORE_FILE = ".fleetflowignore"
+CACHE_FORMAT = f"fleetflow {__version__} documents 1"
 VISIBLE_HIDDEN_DIRS = frozenset({".environments"})
 YAML_SUFFIXES = (".yaml", ".yml")
 
 
+Position = tuple[int, int]  # 1-based line, column
+PathKey = tuple[str | int, ...]
+
+
 @dataclass
 class Document:
-    """One YAML document: its plain data, and where each part of it stands in its file."""
+    """One YAML document: its plain data, and where each part of it stands in its file.
+
+    Positions are kept as flat maps (path → line/column) rather than the parser's node tree, so that documents are
+    small, quick to pickle (the parse cache) and free of parser types.
+    """
 
     body: dict[str, Any]
     location: Location
-    node: CommentedMap = field(repr=False)
+    value_positions: dict[PathKey, Position] = field(default_factory=dict, repr=False)
+    key_positions: dict[PathKey, Position] = field(default_factory=dict, repr=False)
+    block_scalars: frozenset[PathKey] = field(default_factory=frozenset, repr=False)
 
     @property
     def api_version(self) -> str:
@@ -58,48 +73,53 @@ class Document:
         return name if isinstance(name, str) else ""
 
     def where(self, *path: str | int) -> Location:
-        """Location of the deepest existing key on ``path`` (the value's line when the key exists)."""
-        node: Any = self.node
-        best = self.location
-        for part in path:
-            if isinstance(node, CommentedMap) and part in node:
-                line, col = node.lc.value(part) if _scalar(node[part]) else node.lc.key(part)
-                best = Location(self.location.file, line + 1, col + 1)
-                node = node[part]
-            elif isinstance(node, CommentedSeq) and isinstance(part, int) and 0 <= part < len(node):
-                line, col = node.lc.item(part)
-                best = Location(self.location.file, line + 1, col + 1)
-                node = node[part]
-            else:
-                break
-        return best
+        """Location of the deepest existing key on ``path`` (the value's line when the value is a scalar)."""
+        for end in range(len(path), 0, -1):
+            found = self.value_positions.get(path[:end])
+            if found is not None:
+                return Location(self.location.file, found[0], found[1])
+        return self.location
+
+    def is_block_scalar(self, *path: str | int) -> bool:
+        """True when the value at ``path`` is written as a ``|`` or ``>`` block (its text starts a line later)."""
+        return path in self.block_scalars
 
     def key_locations(self, *path: str) -> dict[tuple[str, ...], Location]:
         """Location of every key below ``path`` (used for ConfigMap data provenance)."""
-        node: Any = self.node
-        for part in path:
-            if not isinstance(node, CommentedMap) or part not in node:
-                return {}
-            node = node[part]
-        found: dict[tuple[str, ...], Location] = {}
-        _collect_keys(node, (), self.location.file, found)
-        return found
+        depth = len(path)
+        return {
+            tuple(str(p) for p in key[depth:]): Location(self.location.file, line, col)
+            for key, (line, col) in self.key_positions.items()
+            if len(key) > depth and key[:depth] == path and all(isinstance(p, str) for p in key[depth:])
+        }
 
 
-def _scalar(value: Any) -> bool:
-    return not isinstance(value, CommentedMap | CommentedSeq)
-
-
-def _collect_keys(
-    node: Any, prefix: tuple[str, ...], file: str, out: dict[tuple[str, ...], Location]
+def _positions(
+    node: Any, prefix: PathKey, values: dict[PathKey, Position], keys: dict[PathKey, Position], blocks: set[PathKey]
 ) -> None:
-    if not isinstance(node, CommentedMap):
-        return
-    for key in node:
-        line, col = node.lc.key(key)
-        path = (*prefix, str(key))
-        out[path] = Location(file, line + 1, col + 1)
-        _collect_keys(node[key], path, file, out)
+    if isinstance(node, CommentedMap):
+        for key in node:
+            path = (*prefix, str(key))
+            child = node[key]
+            kline, kcol = node.lc.key(key)
+            keys[path] = (kline + 1, kcol + 1)
+            if isinstance(child, CommentedMap | CommentedSeq):
+                values[path] = (kline + 1, kcol + 1)
+                _positions(child, path, values, keys, blocks)
+            else:
+                vline, vcol = node.lc.value(key)
+                values[path] = (vline + 1, vcol + 1)
+                if isinstance(child, LiteralScalarString | FoldedScalarString):
+                    blocks.add(path)
+    elif isinstance(node, CommentedSeq):
+        for index, child in enumerate(node):
+            path = (*prefix, index)
+            line, col = node.lc.item(index)
+            values[path] = (line + 1, col + 1)
+            if isinstance(child, CommentedMap | CommentedSeq):
+                _positions(child, path, values, keys, blocks)
+            elif isinstance(child, LiteralScalarString | FoldedScalarString):
+                blocks.add(path)
 
 
 def to_plain(value: Any) -> Any:
@@ -157,7 +177,11 @@ def parse_documents(text: str, display: str) -> tuple[list[Document], list[Probl
             )
             continue
         start = Location(display, node.lc.line + 1, node.lc.col + 1)
-        documents.append(Document(body=to_plain(node), location=start, node=node))
+        values: dict[PathKey, Position] = {}
+        keys: dict[PathKey, Position] = {}
+        blocks: set[PathKey] = set()
+        _positions(node, (), values, keys, blocks)
+        documents.append(Document(to_plain(node), start, values, keys, frozenset(blocks)))
     return documents, problems
 
 
@@ -203,7 +227,44 @@ def yaml_files(tree: Tree) -> Iterator[Path]:
             yield current / name
 
 
-def read_tree(tree: Tree) -> tuple[list[Document], list[Problem]]:
+Parsed = tuple[list[Document], list[Problem]]
+
+
+@dataclass(frozen=True)
+class ParseCache:
+    """Parsed files by content: a file whose bytes (and displayed name) did not change is not parsed again.
+
+    YAML parsing is most of the time of a re-render with a small change, so incremental runs depend on this.
+    Entries are pickles under ``folder``, keyed by a hash of fleetflow's version, the name and the bytes; an
+    unreadable entry is ignored and rewritten.
+    """
+
+    folder: Path
+
+    def _path(self, display: str, data: bytes) -> Path:
+        digest = hashlib.sha256(f"{CACHE_FORMAT}\0{display}\0".encode() + data).hexdigest()
+        return self.folder / digest[:2] / f"{digest}.pickle"
+
+    def get(self, display: str, data: bytes) -> Parsed | None:
+        try:
+            with self._path(display, data).open("rb") as handle:
+                found = pickle.load(handle)
+        except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError, TypeError, ValueError):
+            return None
+        return found if isinstance(found, tuple) and len(found) == 2 else None
+
+    def put(self, display: str, data: bytes, parsed: Parsed) -> None:
+        path = self._path(display, data)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_name(f".{path.name}.{os.getpid()}")
+            tmp.write_bytes(pickle.dumps(parsed, protocol=pickle.HIGHEST_PROTOCOL))
+            os.replace(tmp, path)
+        except OSError:
+            pass  # a cache that cannot be written only costs time
+
+
+def read_tree(tree: Tree, cache: ParseCache | None = None) -> Parsed:
     """Parse every YAML file of a tree. Returns the documents and every problem found."""
     documents: list[Document] = []
     problems: list[Problem] = []
@@ -213,22 +274,17 @@ def read_tree(tree: Tree) -> tuple[list[Document], list[Problem]]:
         ]
     for path in yaml_files(tree):
         display = tree.display(path)
-        try:
-            text = path.read_text(encoding="utf-8")
-        except UnicodeDecodeError:
-            problems.append(Problem("file is not UTF-8 text", Location(display), "save it as UTF-8"))
-            continue
-        found, errors = parse_documents(text, display)
-        documents.extend(found)
-        problems.extend(errors)
-    return documents, problems
-
-
-def read_trees(trees: Sequence[Tree]) -> tuple[list[Document], list[Problem]]:
-    documents: list[Document] = []
-    problems: list[Problem] = []
-    for tree in trees:
-        found, errors = read_tree(tree)
-        documents.extend(found)
-        problems.extend(errors)
+        data = path.read_bytes()
+        parsed = cache.get(display, data) if cache is not None else None
+        if parsed is None:
+            try:
+                text = data.decode("utf-8")
+            except UnicodeDecodeError:
+                problems.append(Problem("file is not UTF-8 text", Location(display), "save it as UTF-8"))
+                continue
+            parsed = parse_documents(text, display)
+            if cache is not None:
+                cache.put(display, data, parsed)
+        documents.extend(parsed[0])
+        problems.extend(parsed[1])
     return documents, problems

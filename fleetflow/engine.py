@@ -12,8 +12,6 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from ruamel.yaml.scalarstring import FoldedScalarString, LiteralScalarString
-
 from fleetflow import __version__
 from fleetflow.checks import check_references, config_sources, inline_schema, schema_sources
 from fleetflow.composition import Composed, Composer, Subject, applies
@@ -69,12 +67,15 @@ class RenderResult:
     removed: list[str]  # assignment ids whose folders must go
     changes: Changes
     schedule: Schedule
-    composed: dict[str, Composed]
     problems: list[Problem] = field(default_factory=list)  # held-back assignments (--keep-last-good)
 
     @property
     def ok(self) -> bool:
         return not self.problems
+
+
+def _canonical(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
 
 
 def _sha(text: str | bytes) -> str:
@@ -84,10 +85,9 @@ def _sha(text: str | bytes) -> str:
 def template_source(plane: ControlPlane, name: str) -> TemplateSource:
     res = plane.templates[name]
     manifest_locations = []
-    raw_manifests = res.doc.node["spec"]["manifests"]
     for i in range(len(res.spec.manifests)):
         loc = res.where("spec", "manifests", i)
-        if isinstance(raw_manifests[i], LiteralScalarString | FoldedScalarString) and loc.line is not None:
+        if res.doc.is_block_scalar("spec", "manifests", i) and loc.line is not None:
             loc = Location(loc.file, loc.line + 1, None)  # a block scalar's text starts on the next line
         manifest_locations.append(loc)
     return TemplateSource(
@@ -197,38 +197,41 @@ def render_environment(
 
     files: dict[str, bytes] = {}
     rendered: list[str] = []
-    composed_by_id: dict[str, Composed] = {}
     states: dict[str, AssignmentState] = {}
     failed: dict[str, list[Problem]] = {}
+    # The input hash is built from parts computed once per cluster type, per target and per set of applied
+    # ConfigMaps, so an unchanged assignment costs a lookup and a short hash: no merge, no validation, no render.
+    schemas_fp = _sha(_canonical([[s.name, s.schema, s.labels] for s in named_schemas.values()]))
+    ct_fps: dict[str, tuple[str, list[tuple[str, str]]]] = {}
+    target_fps: dict[str, str] = {}
     for assignment in sched.assignments:
         aid = assignment.id
         ct = plane.cluster_types[assignment.cluster_type]
         target = sched.targets[assignment.target]
         subject = Subject(environment, ct.name, ct.labels, target.id, target.labels, target.workload)
+        if ct.name not in ct_fps:
+            roles = [(role, getattr(ct.spec, attr)) for role, attr in ROLES]
+            parts = [ENGINE, ct.name, ct.labels, [fingerprints[t] for _, t in roles]]
+            ct_fps[ct.name] = (_sha(_canonical(parts)), roles)
+        ct_fp, roles = ct_fps[ct.name]
+        t_fp = target_fps.get(target.id)
+        if t_fp is None:
+            t_fp = target_fps[target.id] = _sha(_canonical([
+                environment, target.id, target.workload, target.workspace, target.labels, target.manifests,
+                [ref for ref, _, _ in target.schema_refs],
+            ]))
+        input_hash = _sha(f"{ct_fp}:{t_fp}:{composer.sources_fingerprint(subject)}:{schemas_fp}")
+        before = reusable.get(aid)
+        if before is not None and before.input_hash == input_hash:
+            states[aid] = before
+            continue
         composed = composer.compose(subject)
-        composed_by_id[aid] = composed
         schemas = universal + [s for s in selective if applies(s.labels, subject)] + target_schemas[target.id]
         errors = validator.validate(aid, composed, schemas)
         if errors:
             failed[aid] = errors
             continue
         variables = variables_for(environment, ct.name, ct.labels, target, composed)
-        roles = [(role, getattr(ct.spec, attr)) for role, attr in ROLES]
-        input_hash = _sha(
-            json.dumps(
-                [
-                    ENGINE,
-                    [fingerprints[t] for _, t in roles],
-                    {k: v for k, v in variables.items() if k != "ConfigData"},
-                    composed.fingerprint,
-                ],
-                sort_keys=True,
-            )
-        )
-        before = reusable.get(aid)
-        if before is not None and before.input_hash == input_hash:
-            states[aid] = before
-            continue
         try:
             produced = _render_assignment(assignment, roles, compiled, variables)
         except TemplateRenderError as exc:
@@ -262,7 +265,7 @@ def render_environment(
     changes = diff_states(previous, state)
     changes.held_back = sorted(failed)
     removed = sorted(set(previous.assignments) - set(states)) if previous is not None else []
-    return RenderResult(environment, state, files, rendered, removed, changes, sched, composed_by_id, held)
+    return RenderResult(environment, state, files, rendered, removed, changes, sched, held)
 
 
 def _render_assignment(

@@ -72,35 +72,73 @@ def _cluster_type(assignment_id: str) -> str:
     return assignment_id.split("/", 1)[0]
 
 
-def apply_result(root: Path, result: RenderResult, previous: RenderState | None) -> WriteReport:
-    """Make ``root`` match the render. Only touches cluster-type folders and the state file."""
+def apply_result(root: Path, result: RenderResult, previous: RenderState | None, *, sweep: bool = False) -> WriteReport:
+    """Make ``root`` match the render. Only touches cluster-type folders and the state file (written last, so an
+    interrupted run is finished by the next one: what it had not recorded is rendered again).
+
+    Folders of assignments that no longer exist are found from the previous state; without one (or with
+    ``sweep``) every cluster-type folder is swept for folders that are not assignments.
+    """
     report = WriteReport()
     root.mkdir(parents=True, exist_ok=True)
-    current = set(result.state.assignments)
+    grouped: dict[str, dict[str, bytes]] = {}
+    for path, data in result.files.items():
+        aid, _, name = path.rpartition("/")
+        grouped.setdefault(aid, {})[name] = data
+    folders: dict[str, Path] = {}
+
+    def ct_folder(ct: str) -> Path:  # resolved once per cluster type: no symlink may lead outside the root
+        if ct not in folders:
+            folders[ct] = safe_path(root, ct)
+        return folders[ct]
+
     for aid in result.rendered:
-        folder = safe_path(root, aid)
-        wanted = {p.rsplit("/", 1)[1]: data for p, data in result.files.items() if p.rsplit("/", 1)[0] == aid}
-        if folder.is_dir():
-            for stale in sorted(folder.iterdir()):
-                if stale.name not in wanted:
-                    _remove(stale)
-                    report.deleted.append(f"{aid}/{stale.name}")
+        ct, _, target = aid.partition("/")
+        folder = ct_folder(ct) / target
+        if folder.is_symlink():
+            raise UsageError(f"refusing to write through a symbolic link: {aid}")
+        wanted = grouped.get(aid, {})
+        try:
+            existing = sorted(os.listdir(folder))
+        except FileNotFoundError:
+            folder.mkdir(parents=True, exist_ok=True)
+            for name, data in sorted(wanted.items()):
+                (folder / name).write_bytes(data)  # a new folder: nothing to compare with
+                report.written.append(f"{aid}/{name}")
+            continue
+        for name in existing:
+            if name not in wanted:
+                _remove(folder / name)
+                report.deleted.append(f"{aid}/{name}")
         for name, data in sorted(wanted.items()):
             if _write_if_changed(folder / name, data):
                 report.written.append(f"{aid}/{name}")
-    # folders of assignments that no longer exist, in every cluster-type folder we know of
-    cluster_types = {_cluster_type(a) for a in current}
-    if previous is not None:
-        cluster_types |= {_cluster_type(a) for a in previous.assignments}
-    for ct in sorted(cluster_types):
-        ct_dir = safe_path(root, ct)
-        if not ct_dir.is_dir():
-            continue
-        for child in sorted(ct_dir.iterdir()):
-            if child.is_dir() and f"{ct}/{child.name}" not in current:
-                _remove(child)
-                report.deleted.append(f"{ct}/{child.name}/")
-        if not any(ct_dir.iterdir()):
+    current = result.state.assignments
+    touched: set[str] = set()
+    if previous is None or sweep:
+        cluster_types = {_cluster_type(a) for a in current}
+        if previous is not None:
+            cluster_types |= {_cluster_type(a) for a in previous.assignments}
+        for ct in sorted(cluster_types):
+            ct_dir = ct_folder(ct)
+            if not ct_dir.is_dir():
+                continue
+            for child in sorted(ct_dir.iterdir()):
+                if child.is_dir() and f"{ct}/{child.name}" not in current:
+                    _remove(child)
+                    report.deleted.append(f"{ct}/{child.name}/")
+                    touched.add(ct)
+    else:
+        for aid in sorted(set(previous.assignments) - set(current)):
+            ct, _, target = aid.partition("/")
+            folder = ct_folder(ct) / target
+            if folder.is_dir() and not folder.is_symlink():
+                _remove(folder)
+                report.deleted.append(f"{aid}/")
+                touched.add(ct)
+    for ct in sorted(touched):
+        ct_dir = ct_folder(ct)
+        if ct_dir.is_dir() and not any(ct_dir.iterdir()):
             ct_dir.rmdir()
     if _write_if_changed(safe_path(root, STATE_PATH), result.state.to_bytes()):
         report.written.append(STATE_PATH)

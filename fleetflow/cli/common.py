@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -10,6 +11,7 @@ from typing import Any, TypeVar
 import click
 
 from fleetflow.controlplane import ControlPlane, load_control_plane
+from fleetflow.documents import ParseCache
 from fleetflow.errors import GitError, InputError
 from fleetflow.registrations import RegistrationFetcher
 
@@ -47,13 +49,21 @@ def load(main_dir: Path, env_dir: Path) -> ControlPlane:
     """Load and structurally check both trees; raise every problem at once (git failures exit 3)."""
     fetcher = RegistrationFetcher()
     plane, problems = load_control_plane(
-        main_dir, env_dir, main_label=str(main_dir), env_label=str(env_dir), fetch=fetcher
+        main_dir, env_dir, main_label=str(main_dir), env_label=str(env_dir), fetch=fetcher, cache=parse_cache()
     )
     if fetcher.failures:
         raise GitError("\n".join(str(p) for p in fetcher.failures))
     if problems:
         raise InputError(problems)
     return plane
+
+
+def parse_cache() -> ParseCache | None:
+    """Parsed YAML by content, in $XDG_CACHE_HOME/fleetflow/parsed (off with FLEETFLOW_PARSE_CACHE=0)."""
+    if os.environ.get("FLEETFLOW_PARSE_CACHE", "1") == "0":
+        return None
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return ParseCache(Path(base) / "fleetflow" / "parsed")
 
 
 def head_commit(directory: Path) -> str | None:

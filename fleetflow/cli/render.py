@@ -66,7 +66,7 @@ def render(
         result = render_environment(
             plane, environment, previous=previous, meta=meta, keep_last_good=keep_last_good, reuse=not full
         )
-        report = apply_result(output, result, previous)
+        report = apply_result(output, result, previous, sweep=full)
         if fmt == "json":
             print_json(
                 {

@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from fleetflow.controlplane import ControlPlane, Resource, build_resource, load_control_plane
-from fleetflow.documents import Tree, read_tree
+from fleetflow.documents import ParseCache, Tree, read_tree
 from fleetflow.errors import GitError, Problems, UsageError
 from fleetflow.forge.base import Forge
 from fleetflow.gitwork import GitRepos
@@ -123,6 +123,7 @@ class Context:
             main_label=f"main@{short(main_sha)}",
             env_label=f"{env_branch}@{short(env_sha)}",
             fetch=self._fetcher,
+            cache=ParseCache(self.git.cache_dir / "parsed"),
         )
         if self._fetcher.failures:
             raise GitError("\n".join(str(p) for p in self._fetcher.failures))
