@@ -389,24 +389,33 @@ class Composer:
             ).hexdigest()
             for layer in self._layers
         )
-        self._set_fps: dict[tuple[int, ...], str] = {}
+        self._hits_text: dict[tuple[int, ...], str] = {}
         self._merged: dict[tuple[int, ...], dict[str, Any]] = {(): {}}
         self._composed: dict[tuple[int, ...], Composed] = {}
-        self._cluster_plans: dict[tuple[str, str, frozenset[tuple[str, str]]], _ClusterPlan] = {}
-        self._target_plans: dict[tuple[str, str, frozenset[tuple[str, str]]], _TargetPlan] = {}
+        self._cluster_plans: dict[tuple[str, str], tuple[Mapping[str, str], _ClusterPlan]] = {}
+        self._target_plans: dict[tuple[str, str], tuple[Mapping[str, str], _TargetPlan]] = {}
 
-    def applied(self, subject: Subject) -> tuple[int, ...]:
-        """Ranks of the ConfigMaps that apply to ``subject``, lowest precedence first."""
-        key = (subject.environment, subject.cluster_type, frozenset(subject.cluster_type_labels.items()))
-        cluster = self._cluster_plans.get(key)
-        if cluster is None:
-            cluster = self._cluster_plans[key] = self._plan_cluster(_cluster_facts(subject))
-        key = (subject.deployment_target, subject.workload, frozenset(subject.target_labels.items()))
-        target = self._target_plans.get(key)
-        if target is None:
-            target = self._target_plans[key] = self._plan_target(_target_facts(subject))
+    def _plans(self, subject: Subject) -> tuple[_ClusterPlan, _TargetPlan]:
+        # Plans are cached by name, not by a set of labels built per subject (that would dominate large fleets).
+        # Each entry keeps the labels it was planned for; a hit is checked by identity first (the engine passes
+        # the same dict for every subject of a cluster type), then by equality.
+        ckey = (subject.environment, subject.cluster_type)
+        centry = self._cluster_plans.get(ckey)
+        clabels = subject.cluster_type_labels
+        if centry is None or (centry[0] is not clabels and centry[0] != clabels):
+            centry = self._cluster_plans[ckey] = (clabels, self._plan_cluster(_cluster_facts(subject)))
+        tkey = (subject.deployment_target, subject.workload)
+        tentry = self._target_plans.get(tkey)
+        tlabels = subject.target_labels
+        if tentry is None or (tentry[0] is not tlabels and tentry[0] != tlabels):
+            tentry = self._target_plans[tkey] = (tlabels, self._plan_target(_target_facts(subject)))
+        return centry[1], tentry[1]
+
+    @staticmethod
+    def _extras(cluster: _ClusterPlan, target: _TargetPlan) -> list[int]:
+        """Ranks that apply because of the target (beyond those the cluster type alone settles)."""
         if not cluster.pending and not target.entries:
-            return cluster.hits
+            return []
         ours, theirs = cluster.facts, target.facts
         extra = [rank for rank, residual in cluster.pending if residual <= theirs]
         extra.extend(
@@ -414,18 +423,25 @@ class Composer:
             for anchor, rank, needs in target.entries
             if anchor not in ours and all(f in ours or f in theirs for f in needs)
         )
+        return extra
+
+    def applied(self, subject: Subject) -> tuple[int, ...]:
+        """Ranks of the ConfigMaps that apply to ``subject``, lowest precedence first."""
+        cluster, target = self._plans(subject)
+        extra = self._extras(cluster, target)
         return tuple(sorted(cluster.hits + tuple(extra))) if extra else cluster.hits
 
     def sources_fingerprint(self, subject: Subject) -> str:
-        """A hash of the ConfigMaps that apply to ``subject`` and of their content: equal hashes, equal config,
-        without merging anything (what incremental rendering compares)."""
-        key = self.applied(subject)
-        found = self._set_fps.get(key)
-        if found is None:
-            found = self._set_fps[key] = hashlib.sha256(
-                ":".join(self._layer_fps[rank] for rank in key).encode()
-            ).hexdigest()
-        return found
+        """Identifies the ConfigMaps that apply to ``subject`` and their content (names, priorities, labels,
+        data): equal fingerprints, equal config, without merging anything. Incremental rendering hashes it."""
+        cluster, target = self._plans(subject)
+        base = self._hits_text.get(cluster.hits)
+        if base is None:
+            base = self._hits_text[cluster.hits] = ":".join(self._layer_fps[rank] for rank in cluster.hits)
+        extra = self._extras(cluster, target)
+        if not extra:
+            return base
+        return base + "|" + ":".join(self._layer_fps[rank] for rank in sorted(extra))
 
     def _plan_cluster(self, facts: frozenset[Fact]) -> _ClusterPlan:
         hits = list(self._always)

@@ -220,7 +220,7 @@ def render_environment(
                 environment, target.id, target.workload, target.workspace, target.labels, target.manifests,
                 [ref for ref, _, _ in target.schema_refs],
             ]))
-        input_hash = _sha(f"{ct_fp}:{t_fp}:{composer.sources_fingerprint(subject)}:{schemas_fp}")
+        input_hash = _sha(f"{ENGINE}:{ct_fp}:{t_fp}:{composer.sources_fingerprint(subject)}:{schemas_fp}")
         before = reusable.get(aid)
         if before is not None and before.input_hash == input_hash:
             states[aid] = before

@@ -109,7 +109,7 @@ def deployment_targets(plane: ControlPlane, environment: str, problems: Problems
 def schedule(plane: ControlPlane, environment: str, problems: Problems) -> Schedule:
     """Targets of the environment × cluster types, as selected by the scheduling policies."""
     result = Schedule(targets=deployment_targets(plane, environment, problems))
-    chosen: dict[Assignment, list[str]] = {}
+    chosen: dict[tuple[str, str], list[str]] = {}  # plain tuples: 100,000 pairs sort fast
     cluster_types = sorted(plane.cluster_types.items())
     targets = sorted(result.targets.items())
     for policy_name in sorted(plane.policies):
@@ -118,19 +118,22 @@ def schedule(plane: ControlPlane, environment: str, problems: Problems) -> Sched
         selected_targets = [
             tid
             for tid, t in targets
-            if (dts.workspace is None or dts.workspace == t.workspace)
-            and matches(dts.label_selector, t.labels)
+            if (dts.workspace is None or dts.workspace == t.workspace) and matches(dts.label_selector, t.labels)
         ]
         if not selected_targets:
             continue
         selected_types = [
-            name
-            for name, ct in cluster_types
-            if matches(spec.cluster_type_selector.label_selector, ct.labels)
+            name for name, ct in cluster_types if matches(spec.cluster_type_selector.label_selector, ct.labels)
         ]
         for ct_name in selected_types:
             for tid in selected_targets:
-                chosen.setdefault(Assignment(ct_name, tid), []).append(policy_name)
-    result.assignments = sorted(chosen)
-    result.policies = chosen
+                key = (ct_name, tid)
+                found = chosen.get(key)
+                if found is None:
+                    chosen[key] = [policy_name]
+                else:
+                    found.append(policy_name)
+    pairs = sorted(chosen)
+    result.assignments = [Assignment(ct, tid) for ct, tid in pairs]
+    result.policies = {a: chosen[(a.cluster_type, a.target)] for a in result.assignments}
     return result
