@@ -342,6 +342,9 @@ class _TargetPlan:
 
     facts: frozenset[Fact]
     entries: tuple[tuple[Fact, int, frozenset[Fact]], ...]  # (index key, rank, requirements)
+    # the same entries split once: those the target satisfies alone, and the rest with what the cluster must add
+    settled: tuple[tuple[Fact, int], ...] = ()
+    residual: tuple[tuple[Fact, int, frozenset[Fact]], ...] = ()
 
 
 def precedence_key(source: ConfigSource) -> tuple[int, int, str, str, int]:
@@ -396,18 +399,27 @@ class Composer:
         self._target_plans: dict[tuple[str, str], tuple[Mapping[str, str], _TargetPlan]] = {}
 
     def _plans(self, subject: Subject) -> tuple[_ClusterPlan, _TargetPlan]:
+        return self._plans_for(
+            subject.environment, subject.cluster_type, subject.cluster_type_labels,
+            subject.deployment_target, subject.workload, subject.target_labels,
+        )
+
+    def _plans_for(
+        self, environment: str, cluster_type: str, clabels: Mapping[str, str],
+        target: str, workload: str, tlabels: Mapping[str, str],
+    ) -> tuple[_ClusterPlan, _TargetPlan]:
         # Plans are cached by name, not by a set of labels built per subject (that would dominate large fleets).
         # Each entry keeps the labels it was planned for; a hit is checked by identity first (the engine passes
         # the same dict for every subject of a cluster type), then by equality.
-        ckey = (subject.environment, subject.cluster_type)
+        ckey = (environment, cluster_type)
         centry = self._cluster_plans.get(ckey)
-        clabels = subject.cluster_type_labels
         if centry is None or (centry[0] is not clabels and centry[0] != clabels):
+            subject = Subject(environment, cluster_type, clabels, target, tlabels, workload)
             centry = self._cluster_plans[ckey] = (clabels, self._plan_cluster(_cluster_facts(subject)))
-        tkey = (subject.deployment_target, subject.workload)
+        tkey = (target, workload)
         tentry = self._target_plans.get(tkey)
-        tlabels = subject.target_labels
         if tentry is None or (tentry[0] is not tlabels and tentry[0] != tlabels):
+            subject = Subject(environment, cluster_type, clabels, target, tlabels, workload)
             tentry = self._target_plans[tkey] = (tlabels, self._plan_target(_target_facts(subject)))
         return centry[1], tentry[1]
 
@@ -418,11 +430,9 @@ class Composer:
             return []
         ours, theirs = cluster.facts, target.facts
         extra = [rank for rank, residual in cluster.pending if residual <= theirs]
-        extra.extend(
-            rank
-            for anchor, rank, needs in target.entries
-            if anchor not in ours and all(f in ours or f in theirs for f in needs)
-        )
+        # an entry whose anchor the cluster type also offers was already found through the cluster plan
+        extra.extend(rank for anchor, rank in target.settled if anchor not in ours)
+        extra.extend(rank for anchor, rank, rest in target.residual if anchor not in ours and rest <= ours)
         return extra
 
     def applied(self, subject: Subject) -> tuple[int, ...]:
@@ -434,11 +444,21 @@ class Composer:
     def sources_fingerprint(self, subject: Subject) -> str:
         """Identifies the ConfigMaps that apply to ``subject`` and their content (names, priorities, labels,
         data): equal fingerprints, equal config, without merging anything. Incremental rendering hashes it."""
-        cluster, target = self._plans(subject)
+        return self.sources_fingerprint_for(
+            subject.environment, subject.cluster_type, subject.cluster_type_labels,
+            subject.deployment_target, subject.workload, subject.target_labels,
+        )
+
+    def sources_fingerprint_for(
+        self, environment: str, cluster_type: str, clabels: Mapping[str, str],
+        target: str, workload: str, tlabels: Mapping[str, str],
+    ) -> str:
+        """``sources_fingerprint`` without building a Subject (the engine calls it for every assignment)."""
+        cluster, plan = self._plans_for(environment, cluster_type, clabels, target, workload, tlabels)
         base = self._hits_text.get(cluster.hits)
         if base is None:
             base = self._hits_text[cluster.hits] = ":".join(self._layer_fps[rank] for rank in cluster.hits)
-        extra = self._extras(cluster, target)
+        extra = self._extras(cluster, plan)
         if not extra:
             return base
         return base + "|" + ":".join(self._layer_fps[rank] for rank in sorted(extra))
@@ -456,7 +476,9 @@ class Composer:
 
     def _plan_target(self, facts: frozenset[Fact]) -> _TargetPlan:
         entries = tuple((fact, rank, needs) for fact in facts for rank, needs in self._index.get(fact, ()))
-        return _TargetPlan(facts, entries)
+        settled = tuple((anchor, rank) for anchor, rank, needs in entries if needs <= facts)
+        residual = tuple((anchor, rank, needs - facts) for anchor, rank, needs in entries if not needs <= facts)
+        return _TargetPlan(facts, entries, settled, residual)
 
     def compose(self, subject: Subject) -> Composed:
         key = self.applied(subject)

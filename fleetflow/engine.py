@@ -23,6 +23,7 @@ from fleetflow.state import AssignmentState, ExpectedCluster, RenderState
 from fleetflow.validation import ConfigValidator, SchemaSource
 
 ENGINE = f"fleetflow {__version__}"
+HASH_LENGTH = 32  # hex digits (128 bits) of sha256 kept in state.json: 100,000 lines are read on every render
 ROLES = (("reconciler", "reconciler"), ("namespace", "namespace_service"), ("platform-config", "config_type"))
 
 
@@ -79,7 +80,7 @@ def _canonical(value: Any) -> str:
 
 
 def _sha(text: str | bytes) -> str:
-    return hashlib.sha256(text.encode() if isinstance(text, str) else text).hexdigest()
+    return hashlib.sha256(text.encode() if isinstance(text, str) else text).hexdigest()[:HASH_LENGTH]
 
 
 def template_source(plane: ControlPlane, name: str) -> TemplateSource:
@@ -204,11 +205,11 @@ def render_environment(
     schemas_fp = _sha(_canonical([[s.name, s.schema, s.labels] for s in named_schemas.values()]))
     ct_fps: dict[str, tuple[str, list[tuple[str, str]]]] = {}
     target_fps: dict[str, str] = {}
+    fingerprint_of = composer.sources_fingerprint_for
     for assignment in sched.assignments:
-        aid = assignment.id
+        aid = f"{assignment.cluster_type}/{assignment.target}"
         ct = plane.cluster_types[assignment.cluster_type]
         target = sched.targets[assignment.target]
-        subject = Subject(environment, ct.name, ct.labels, target.id, target.labels, target.workload)
         if ct.name not in ct_fps:
             roles = [(role, getattr(ct.spec, attr)) for role, attr in ROLES]
             parts = [ENGINE, ct.name, ct.labels, [fingerprints[t] for _, t in roles]]
@@ -220,11 +221,13 @@ def render_environment(
                 environment, target.id, target.workload, target.workspace, target.labels, target.manifests,
                 [ref for ref, _, _ in target.schema_refs],
             ]))
-        input_hash = _sha(f"{ENGINE}:{ct_fp}:{t_fp}:{composer.sources_fingerprint(subject)}:{schemas_fp}")
+        sources_fp = fingerprint_of(environment, ct.name, ct.labels, target.id, target.workload, target.labels)
+        input_hash = _sha(f"{ENGINE}:{ct_fp}:{t_fp}:{sources_fp}:{schemas_fp}")
         before = reusable.get(aid)
         if before is not None and before.input_hash == input_hash:
             states[aid] = before
             continue
+        subject = Subject(environment, ct.name, ct.labels, target.id, target.labels, target.workload)
         composed = composer.compose(subject)
         schemas = universal + [s for s in selective if applies(s.labels, subject)] + target_schemas[target.id]
         errors = validator.validate(aid, composed, schemas)
@@ -241,7 +244,7 @@ def render_environment(
         for path in sorted(produced):
             content.update(path.encode() + b"\0" + produced[path] + b"\0")
         states[aid] = AssignmentState(
-            input_hash, content.hexdigest(), tuple(sorted(p.rsplit("/", 1)[1] for p in produced))
+            input_hash, content.hexdigest()[:HASH_LENGTH], tuple(sorted(p.rsplit("/", 1)[1] for p in produced))
         )
         files.update(produced)
         rendered.append(aid)
@@ -261,6 +264,7 @@ def render_environment(
         assignments=states,
         config_keys=config_key_hashes(plane),
         clusters=_expected_clusters(plane, {a.cluster_type for a in sched.assignments}),
+        lines=previous.lines if previous is not None else {},
     )
     changes = diff_states(previous, state)
     changes.held_back = sorted(failed)

@@ -41,6 +41,15 @@ class RenderState:
     assignments: dict[str, AssignmentState] = field(default_factory=dict)
     config_keys: dict[str, dict[str, str]] = field(default_factory=dict)  # ConfigMap -> key -> value hash
     clusters: list[ExpectedCluster] = field(default_factory=list)
+    # lines of the file this state was read from, by assignment: an entry reused unchanged is written back as the
+    # same text instead of being formatted again (re-renders of large fleets write 100,000 of them)
+    lines: dict[str, tuple[AssignmentState, str]] = field(default_factory=dict, repr=False, compare=False)
+
+    def _line(self, aid: str, a: AssignmentState) -> str:
+        known = self.lines.get(aid)
+        if known is not None and known[0] is a:
+            return known[1]
+        return _assignment_line(aid, a)
 
     def to_bytes(self) -> bytes:
         head = {
@@ -71,7 +80,7 @@ class RenderState:
         )
         lines.append("  },")
         lines.append('  "assignments": {')
-        lines.append(",\n".join(_assignment_line(aid, a) for aid, a in sorted(self.assignments.items())))
+        lines.append(",\n".join(self._line(aid, a) for aid, a in sorted(self.assignments.items())))
         lines.append("  }")
         lines.append("}")
         text = "\n".join(line for line in lines if line)
@@ -79,27 +88,70 @@ class RenderState:
 
     @classmethod
     def from_bytes(cls, data: bytes) -> RenderState:
-        """Parse a state file; raises ValueError with a readable reason when it is not one."""
-        raw = json.loads(data.decode())
+        """Parse a state file; raises ValueError with a readable reason when it is not one.
+
+        The assignments block is read line by line when it has the layout ``to_bytes`` writes (a regular
+        expression per line instead of a JSON object per assignment); anything else goes through json."""
+        text = data.decode()
+        start = text.find(_ASSIGNMENTS_OPEN)
+        end = text.find(_ASSIGNMENTS_CLOSE, start) if start >= 0 else -1
+        fast: dict[str, tuple[AssignmentState, str]] | None = None
+        if start >= 0 and end >= 0:
+            raw = json.loads(text[:start] + '\n  "assignments": {}\n}\n')
+            fast = {}
+            block = text[start + len(_ASSIGNMENTS_OPEN) : end]
+            if "\\" in block:  # escapes: let json read it
+                fast = None
+            else:
+                for line in block.split("\n"):
+                    bare = line[:-1] if line.endswith(",") else line
+                    try:
+                        aid, rest = bare[5:].split(_CONTENT, 1)
+                        content, rest = rest.split(_FILES, 1)
+                        files, input_hash = rest.split(_INPUT, 1)
+                    except ValueError:
+                        fast = None
+                        break
+                    if not bare.startswith('    "') or not input_hash.endswith('"}'):
+                        fast = None
+                        break
+                    names = tuple(f[1:-1] for f in files.split(", ")) if files else ()
+                    fast[aid] = (AssignmentState(input_hash[:-2], content, names), bare)
+        else:
+            raw = json.loads(text)
         if not isinstance(raw, dict) or raw.get("kind") != "RenderState":
             raise ValueError("not a fleetflow RenderState")
         if raw.get("version") != STATE_VERSION:
             raise ValueError(f"state version {raw.get('version')!r} is not {STATE_VERSION}")
-        return cls(
+        if fast is None and start >= 0:
+            raw = json.loads(text)
+        state = cls(
             environment=str(raw.get("environment", "")),
             main_commit=raw.get("mainCommit"),
             env_commit=raw.get("envCommit"),
             engine=str(raw.get("engine", "")),
-            assignments={
-                aid: AssignmentState(a["input"], a["content"], tuple(a.get("files") or ()))
-                for aid, a in _mapping(raw.get("assignments")).items()
-            },
             config_keys={k: dict(v) for k, v in _mapping(raw.get("configKeys")).items()},
             clusters=[
                 ExpectedCluster(str(c["name"]), str(c["clusterType"]), c.get("statusContext"))
                 for c in raw.get("clusters") or []
             ],
         )
+        if fast is not None:
+            state.lines = fast
+            state.assignments = {aid: entry[0] for aid, entry in fast.items()}
+        else:
+            state.assignments = {
+                aid: AssignmentState(a["input"], a["content"], tuple(a.get("files") or ()))
+                for aid, a in _mapping(raw.get("assignments")).items()
+            }
+        return state
+
+
+_ASSIGNMENTS_OPEN = '\n  "assignments": {\n'
+_ASSIGNMENTS_CLOSE = "\n  }\n}"
+_CONTENT = '": {"content": "'
+_FILES = '", "files": ['
+_INPUT = '], "input": "'
 
 
 def _assignment_line(aid: str, a: AssignmentState) -> str:
