@@ -503,3 +503,16 @@ class Composer:
             values = _merge(values, self._layers[key[stop - 1]].data)
             self._merged[key[:stop]] = values
         return values
+
+
+def requirement_facts(labels: Mapping[str, str]) -> frozenset[Fact]:
+    """What a ConfigMap with ``labels`` asks of a subject (``applies`` ⇔ these ⊆ cluster side ∪ target side)."""
+    return _requirements(labels)
+
+
+def cluster_side_facts(environment: str, cluster_type: str, labels: Mapping[str, str]) -> frozenset[Fact]:
+    return _cluster_facts(Subject(environment, cluster_type, labels, "", {}, ""))
+
+
+def target_side_facts(target: str, workload: str, labels: Mapping[str, str]) -> frozenset[Fact]:
+    return _target_facts(Subject("", "", {}, target, labels, workload))

@@ -17,9 +17,10 @@ from fleetflow.checks import check_references, config_sources, inline_schema, sc
 from fleetflow.composition import Composed, Composer, Subject, applies
 from fleetflow.controlplane import ControlPlane
 from fleetflow.errors import InputError, Location, Problem, Problems
+from fleetflow.impact import affected_assignments
 from fleetflow.rendering import CompiledTemplate, TemplateEngine, TemplateRenderError, TemplateSource
 from fleetflow.scheduling import Assignment, Schedule, Target, schedule
-from fleetflow.state import AssignmentState, ExpectedCluster, RenderState
+from fleetflow.state import AssignmentState, ExpectedCluster, Fingerprints, RenderState
 from fleetflow.validation import ConfigValidator, SchemaSource
 
 ENGINE = f"fleetflow {__version__}"
@@ -204,23 +205,42 @@ def render_environment(
     # ConfigMaps, so an unchanged assignment costs a lookup and a short hash: no merge, no validation, no render.
     schemas_fp = _sha(_canonical([[s.name, s.schema, s.labels] for s in named_schemas.values()]))
     ct_fps: dict[str, tuple[str, list[tuple[str, str]]]] = {}
-    target_fps: dict[str, str] = {}
+    for name, ct in plane.cluster_types.items():
+        roles = [(role, getattr(ct.spec, attr)) for role, attr in ROLES]
+        ct_fps[name] = (_sha(_canonical([ENGINE, name, ct.labels, [fingerprints[t] for _, t in roles]])), roles)
+    target_fps = {
+        tid: _sha(_canonical([
+            environment, t.id, t.workload, t.workspace, t.labels, t.manifests, [ref for ref, _, _ in t.schema_refs],
+        ]))
+        for tid, t in sched.targets.items()
+    }
+    current = Fingerprints(
+        schemas=schemas_fp,
+        cluster_types={name: fp for name, (fp, _) in ct_fps.items()},
+        targets=target_fps,
+        config_maps={
+            src.name: (_sha(_canonical([src.name, src.priority, src.labels, src.data])), dict(src.labels))
+            for src in sources
+        },
+    )
+    affected = None
+    if reusable and previous is not None and previous.fingerprints is not None:
+        affected = affected_assignments(
+            previous.fingerprints, current, sched.assignments, environment,
+            {name: ct.labels for name, ct in plane.cluster_types.items()}, sched.targets,
+        )
     fingerprint_of = composer.sources_fingerprint_for
     for assignment in sched.assignments:
         aid = f"{assignment.cluster_type}/{assignment.target}"
+        if affected is not None and aid not in affected:
+            kept = reusable.get(aid)
+            if kept is not None:  # nothing it depends on changed: keep its entry (and its files) as they are
+                states[aid] = kept
+                continue
         ct = plane.cluster_types[assignment.cluster_type]
         target = sched.targets[assignment.target]
-        if ct.name not in ct_fps:
-            roles = [(role, getattr(ct.spec, attr)) for role, attr in ROLES]
-            parts = [ENGINE, ct.name, ct.labels, [fingerprints[t] for _, t in roles]]
-            ct_fps[ct.name] = (_sha(_canonical(parts)), roles)
         ct_fp, roles = ct_fps[ct.name]
-        t_fp = target_fps.get(target.id)
-        if t_fp is None:
-            t_fp = target_fps[target.id] = _sha(_canonical([
-                environment, target.id, target.workload, target.workspace, target.labels, target.manifests,
-                [ref for ref, _, _ in target.schema_refs],
-            ]))
+        t_fp = target_fps[target.id]
         sources_fp = fingerprint_of(environment, ct.name, ct.labels, target.id, target.workload, target.labels)
         input_hash = _sha(f"{ENGINE}:{ct_fp}:{t_fp}:{sources_fp}:{schemas_fp}")
         before = reusable.get(aid)
@@ -265,7 +285,9 @@ def render_environment(
         config_keys=config_key_hashes(plane),
         clusters=_expected_clusters(plane, {a.cluster_type for a in sched.assignments}),
         lines=previous.lines if previous is not None else {},
+        fingerprints=current,
     )
+    current.held_back = sorted(failed)
     changes = diff_states(previous, state)
     changes.held_back = sorted(failed)
     removed = sorted(set(previous.assignments) - set(states)) if previous is not None else []

@@ -33,6 +33,44 @@ class ExpectedCluster:
 
 
 @dataclass
+class Fingerprints:
+    """What incremental rendering compares to find the assignments a change can touch (fleetflow.impact)."""
+
+    schemas: str = ""
+    cluster_types: dict[str, str] = field(default_factory=dict)
+    targets: dict[str, str] = field(default_factory=dict)
+    config_maps: dict[str, tuple[str, dict[str, str]]] = field(default_factory=dict)  # name -> (fp, labels)
+    held_back: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "schemas": self.schemas,
+            "clusterTypes": dict(sorted(self.cluster_types.items())),
+            "targets": dict(sorted(self.targets.items())),
+            "configMaps": {
+                k: [fp, dict(sorted(labels.items()))] for k, (fp, labels) in sorted(self.config_maps.items())
+            },
+            "heldBack": sorted(self.held_back),
+        }
+
+    @classmethod
+    def from_json(cls, raw: Any) -> Fingerprints | None:
+        if not isinstance(raw, dict):
+            return None
+        try:
+            return cls(
+                schemas=str(raw["schemas"]),
+                cluster_types={str(k): str(v) for k, v in raw["clusterTypes"].items()},
+                targets={str(k): str(v) for k, v in raw["targets"].items()},
+                config_maps={str(k): (str(v[0]), {str(a): str(b) for a, b in v[1].items()})
+                             for k, v in raw["configMaps"].items()},
+                held_back=[str(a) for a in raw.get("heldBack", [])],
+            )
+        except (KeyError, TypeError, IndexError, AttributeError):
+            return None
+
+
+@dataclass
 class RenderState:
     environment: str
     main_commit: str | None = None
@@ -41,6 +79,7 @@ class RenderState:
     assignments: dict[str, AssignmentState] = field(default_factory=dict)
     config_keys: dict[str, dict[str, str]] = field(default_factory=dict)  # ConfigMap -> key -> value hash
     clusters: list[ExpectedCluster] = field(default_factory=list)
+    fingerprints: Fingerprints | None = None
     # lines of the file this state was read from, by assignment: an entry reused unchanged is written back as the
     # same text instead of being formatted again (re-renders of large fleets write 100,000 of them)
     lines: dict[str, tuple[AssignmentState, str]] = field(default_factory=dict, repr=False, compare=False)
@@ -79,6 +118,16 @@ class RenderState:
             )
         )
         lines.append("  },")
+        if self.fingerprints is not None:
+            fps = self.fingerprints.to_json()
+            lines.append('  "fingerprints": {')
+            lines.append(f'    "heldBack": {_compact(fps["heldBack"])},')
+            lines.append(f'    "schemas": {json.dumps(fps["schemas"])},')
+            for index, part in enumerate(("clusterTypes", "configMaps", "targets")):
+                lines.append(f'    "{part}": {{')
+                lines.append(",\n".join(f"      {json.dumps(k)}: {_compact(v)}" for k, v in fps[part].items()))
+                lines.append("    }" + ("," if index < 2 else ""))
+            lines.append("  },")
         lines.append('  "assignments": {')
         lines.append(",\n".join(self._line(aid, a) for aid, a in sorted(self.assignments.items())))
         lines.append("  }")
@@ -131,6 +180,7 @@ class RenderState:
             env_commit=raw.get("envCommit"),
             engine=str(raw.get("engine", "")),
             config_keys={k: dict(v) for k, v in _mapping(raw.get("configKeys")).items()},
+            fingerprints=Fingerprints.from_json(raw.get("fingerprints")),
             clusters=[
                 ExpectedCluster(str(c["name"]), str(c["clusterType"]), c.get("statusContext"))
                 for c in raw.get("clusters") or []
