@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 from collections.abc import Callable
@@ -55,7 +56,16 @@ def load(main_dir: Path, env_dir: Path) -> ControlPlane:
         raise GitError("\n".join(str(p) for p in fetcher.failures))
     if problems:
         raise InputError(problems)
+    tune_gc()
     return plane
+
+
+def tune_gc() -> None:
+    """The loaded control plane lives until the process ends: move it out of the collector's sight and collect
+    less often. Rendering allocates hundreds of thousands of small containers; with the default thresholds the
+    collector rescanned the whole plane again and again (half the time of a re-render of 100,000 assignments)."""
+    gc.freeze()
+    gc.set_threshold(50_000, 20, 20)
 
 
 def parse_cache() -> ParseCache | None:
