@@ -322,11 +322,14 @@ def diff_states(previous: RenderState | None, current: RenderState) -> Changes:
     """Assignments added/removed/changed and config keys changed between two states."""
     before = previous.assignments if previous is not None else {}
     after = current.assignments
+    get = before.get
     changes = Changes(
-        added=sorted(set(after) - set(before)),
-        removed=sorted(set(before) - set(after)),
+        added=sorted(after.keys() - before.keys()),
+        removed=sorted(before.keys() - after.keys()),
         changed=sorted(
-            a for a in set(after) & set(before) if after[a].content_hash != before[a].content_hash
+            aid
+            for aid, now in after.items()
+            if (was := get(aid)) is not None and now is not was and now.content_hash != was.content_hash
         ),
     )
     changes.unchanged = len(after) - len(changes.added) - len(changes.changed)

@@ -152,20 +152,23 @@ class RenderState:
             if "\\" in block:  # escapes: let json read it
                 fast = None
             else:
-                for line in block.split("\n"):
-                    bare = line[:-1] if line.endswith(",") else line
+                file_lists: dict[str, tuple[str, ...]] = {}  # most assignments share one list of file names
+                make = AssignmentState._make
+                for line in block.split(",\n"):
                     try:
-                        aid, rest = bare[5:].split(_CONTENT, 1)
+                        aid, rest = line[5:].split(_CONTENT, 1)
                         content, rest = rest.split(_FILES, 1)
                         files, input_hash = rest.split(_INPUT, 1)
                     except ValueError:
                         fast = None
                         break
-                    if not bare.startswith('    "') or not input_hash.endswith('"}'):
+                    if not line.startswith('    "') or not input_hash.endswith('"}'):
                         fast = None
                         break
-                    names = tuple(f[1:-1] for f in files.split(", ")) if files else ()
-                    fast[aid] = (AssignmentState(input_hash[:-2], content, names), bare)
+                    names = file_lists.get(files)
+                    if names is None:
+                        names = file_lists[files] = tuple(f[1:-1] for f in files.split(", ")) if files else ()
+                    fast[aid] = (make((input_hash[:-2], content, names)), line)
         else:
             raw = json.loads(text)
         if not isinstance(raw, dict) or raw.get("kind") != "RenderState":
