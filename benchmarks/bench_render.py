@@ -5,7 +5,6 @@ Run from the repository root::
     python benchmarks/bench_render.py                       # 100 workloads x 1000 cluster types
     python benchmarks/bench_render.py --workloads 10 --cluster-types 100
     python benchmarks/bench_render.py --profile             # cProfile of phases (a) and (c) only
-    python benchmarks/bench_render.py --apply grouped       # write with a non-quadratic copy of apply_result
 
 Phases, each in a fresh process (``spawn``) so that the peak RSS (``ru_maxrss``) is the phase's own:
 
@@ -55,57 +54,11 @@ def _maxrss_mib() -> float:
 # --- phases (each runs in its own process) ---------------------------------------------------------------
 
 
-def grouped_apply_result(root: Path, result: Any, previous: Any) -> Any:
-    """``fleetflow.outputtree.apply_result`` with the files grouped by assignment once (``--apply grouped``).
-
-    The library version filters ``result.files`` (every file of the render) once per rendered assignment:
-    O(assignments x files), hours at 100,000 assignments. Same logic otherwise, built from its helpers.
-    """
-    from fleetflow.outputtree import WriteReport, _cluster_type, _remove, _write_if_changed, safe_path
-
-    report = WriteReport()
-    root.mkdir(parents=True, exist_ok=True)
-    current = set(result.state.assignments)
-    by_aid: dict[str, dict[str, bytes]] = {}
-    for path, data in result.files.items():
-        aid, name = path.rsplit("/", 1)
-        by_aid.setdefault(aid, {})[name] = data
-    for aid in result.rendered:
-        folder = safe_path(root, aid)
-        wanted = by_aid.get(aid, {})
-        if folder.is_dir():
-            for stale in sorted(folder.iterdir()):
-                if stale.name not in wanted:
-                    _remove(stale)
-                    report.deleted.append(f"{aid}/{stale.name}")
-        for name, data in sorted(wanted.items()):
-            if _write_if_changed(folder / name, data):
-                report.written.append(f"{aid}/{name}")
-    cluster_types = {_cluster_type(a) for a in current}
-    if previous is not None:
-        cluster_types |= {_cluster_type(a) for a in previous.assignments}
-    for ct in sorted(cluster_types):
-        ct_dir = safe_path(root, ct)
-        if not ct_dir.is_dir():
-            continue
-        for child in sorted(ct_dir.iterdir()):
-            if child.is_dir() and f"{ct}/{child.name}" not in current:
-                _remove(child)
-                report.deleted.append(f"{ct}/{child.name}/")
-        if not any(ct_dir.iterdir()):
-            ct_dir.rmdir()
-    if _write_if_changed(safe_path(root, STATE_FILE), result.state.to_bytes()):
-        report.written.append(STATE_FILE)
-    return report
-
-
-def phase_render(main_dir: str, env_dir: str, output: str, profile: bool = False, apply: str = "library") -> Result:
+def phase_render(main_dir: str, env_dir: str, output: str, profile: bool = False) -> Result:
     """load + render (with the previous state found in ``output``) + write."""
     from fleetflow.cli.common import load
     from fleetflow.engine import Meta, render_environment
     from fleetflow.outputtree import apply_result, read_state
-
-    writer: Callable[..., Any] = grouped_apply_result if apply == "grouped" else apply_result
 
     out = Path(output)
     state_path = out / STATE_FILE
@@ -119,7 +72,7 @@ def phase_render(main_dir: str, env_dir: str, output: str, profile: bool = False
     previous, warning = read_state(out)
     result = render_environment(plane, fleet.ENVIRONMENT, previous=previous, meta=Meta())
     t2 = time.perf_counter()
-    report = writer(out, result, previous)
+    report = apply_result(out, result, previous)
     t3 = time.perf_counter()
     if profiler is not None:
         profiler.disable()
@@ -242,11 +195,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--profile", action="store_true", help="only run phases (a) and (c) under cProfile; print their top functions"
     )
-    parser.add_argument(
-        "--apply", choices=["library", "grouped"], default="library",
-        help="write with fleetflow.outputtree.apply_result (library), or with this script's copy that groups "
-        "files by assignment first (grouped: a workaround while the library one is quadratic)",
-    )
     parser.add_argument("--keep", action="store_true", help="keep the work directory")
     args = parser.parse_args(argv)
     if args.cluster_types % 100:
@@ -267,23 +215,23 @@ def main(argv: list[str] | None = None) -> int:
 def _run(args: argparse.Namespace, work: Path) -> int:
     w, t = args.workloads, args.cluster_types
     print(f"fleet: {w} workloads x {t} cluster types = {w * t} assignments, {3 * w * t} files; work dir {work}")
-    print(f"cpus: {os.cpu_count()}, python {sys.version.split()[0]}, writer: {args.apply} apply_result")
+    print(f"cpus: {os.cpu_count()}, python {sys.version.split()[0]}")
     gen = in_child(phase_generate, w, t, str(work / "plane"))
     main_dir, env_dir = gen["main"], gen["env"]
     print(f"generate: {gen['total']:.2f}s, {gen['files']} files, {gen['bytes'] / 1e6:.1f} MB")
     full_out, fresh_out, base_out = work / "out-full", work / "out-fresh", work / "out-baseline"
 
     if args.profile:
-        a = in_child(phase_render, main_dir, env_dir, str(full_out), True, args.apply)
+        a = in_child(phase_render, main_dir, env_dir, str(full_out), True)
         print(_fmt_phase("(a) full render [profiled, times inflated]", a))
         print(a["profile"])
-        c = in_child(phase_render, main_dir, env_dir, str(full_out), True, args.apply)
+        c = in_child(phase_render, main_dir, env_dir, str(full_out), True)
         print(_fmt_phase("(c) no-change render, the floor of (b) [profiled, times inflated]", c))
         print(c["profile"])
         return 0
 
     ok = True
-    a = in_child(phase_render, main_dir, env_dir, str(full_out), False, args.apply)
+    a = in_child(phase_render, main_dir, env_dir, str(full_out), False)
     print(_fmt_phase("(a) full render", a))
 
     d = in_child(phase_baseline, w, t, str(base_out))
@@ -298,7 +246,7 @@ def _run(args: argparse.Namespace, work: Path) -> int:
 
     change = fleet.change_one_value(Path(env_dir))
     print(f"change: {change}")
-    b = in_child(phase_render, main_dir, env_dir, str(full_out), False, args.apply)
+    b = in_child(phase_render, main_dir, env_dir, str(full_out), False)
     print(_fmt_phase("(b) incremental render", b))
     print(f"    changed assignments {b['changed']}, config keys {b['config_keys']}")
     expected = w * sum(1 for i in range(t) if i % 100 == 0)
@@ -306,13 +254,13 @@ def _run(args: argparse.Namespace, work: Path) -> int:
         print(f"    UNEXPECTED: re-rendered {b['rendered']} assignments, expected {expected}")
         ok = False
 
-    c = in_child(phase_render, main_dir, env_dir, str(full_out), False, args.apply)
+    c = in_child(phase_render, main_dir, env_dir, str(full_out), False)
     print(_fmt_phase("(c) no-change render", c))
     nothing = c["written"] == 0 and c["deleted"] == 0 and not c["state_written"] and c["state_mtime_same"]
     print(f"    wrote nothing, state.json untouched: {'OK' if nothing else 'FAIL'}")
     ok &= nothing
 
-    v = in_child(phase_render, main_dir, env_dir, str(fresh_out), False, args.apply)
+    v = in_child(phase_render, main_dir, env_dir, str(fresh_out), False)
     print(_fmt_phase("(v) full render of the changed plane (verification)", v))
     inc_hashes = in_child(phase_hash, str(full_out))["digests"]
     fresh_hashes = in_child(phase_hash, str(fresh_out))["digests"]
