@@ -323,8 +323,9 @@ def test_manual_rollback_pins_an_older_commit_and_holds_it(world: World) -> None
     pushed = world.control_plane("push", world.push_event("main", newer, latest))
     succeeded(pushed)
     promote_job = "Promote to the first environments"
-    assert f"fleetflow promote: dev is held (rollback); main@{latest[:12]} not promoted" in \
-        pushed.annotations("notice", promote_job)
+    held = (f"fleetflow promote: dev is held (rollback from {newer[:12]} to {older[:12]}); main@{latest[:12]} not "
+            "promoted; release it with: fleetflow promote --environment dev --commit SHA --release")
+    assert held in pushed.annotations("notice", promote_job)
     assert world.fleet.pin("dev") == older
 
 
