@@ -20,6 +20,7 @@ _TEMPLATE_ROLES = (
     ("reconciler", "reconciler"),
     ("namespace_service", "namespace"),
     ("config_type", "config"),
+    ("status_reporter", "status"),
 )
 
 
@@ -28,6 +29,8 @@ def check_references(plane: ControlPlane, environment: str | None, problems: Pro
     for name, ct in sorted(plane.cluster_types.items()):
         for attr, ttype in _TEMPLATE_ROLES:
             ref = getattr(ct.spec, attr)
+            if ref is None:  # optional roles (statusReporter)
+                continue
             field = "".join(w.capitalize() if i else w for i, w in enumerate(attr.split("_")))
             template = plane.templates.get(ref)
             if template is None:

@@ -70,6 +70,8 @@ class RenderResult:
     changes: Changes
     schedule: Schedule
     problems: list[Problem] = field(default_factory=list)  # held-back assignments (--keep-last-good)
+    # per cluster type, the files of its status reporter (<clusterType>/_status/...), rendered on every run
+    reporters: dict[str, bytes] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -291,7 +293,8 @@ def render_environment(
     changes = diff_states(previous, state)
     changes.held_back = sorted(failed)
     removed = sorted(set(previous.assignments) - set(states)) if previous is not None else []
-    return RenderResult(environment, state, files, rendered, removed, changes, sched, held)
+    reporters = _render_reporters(plane, environment, sched, compiled, state.clusters)
+    return RenderResult(environment, state, files, rendered, removed, changes, sched, held, reporters)
 
 
 def _render_assignment(
@@ -308,6 +311,45 @@ def _render_assignment(
         if data is not None:
             produced[f"{assignment.id}/{role}.{template.source.content_type}"] = data
     return produced
+
+
+STATUS_DIR = "_status"  # inside a cluster-type folder; assignment folders never start with "_"
+
+
+def _render_reporters(
+    plane: ControlPlane, environment: str, sched: Schedule, compiled: dict[str, CompiledTemplate],
+    clusters: list[ExpectedCluster],
+) -> dict[str, bytes]:
+    """Each used cluster type's status reporter: rendered once per cluster type, with its clusters."""
+    gitops = plane.gitops_repo()
+    repo = gitops.spec.model_dump(by_alias=True) if gitops is not None else {}
+    out: dict[str, bytes] = {}
+    problems: list[Problem] = []
+    for ct_name in sorted({a.cluster_type for a in sched.assignments}):
+        ct = plane.cluster_types[ct_name]
+        ref = ct.spec.status_reporter
+        if ref is None:
+            continue
+        template = compiled[ref]
+        variables = {
+            "Environment": environment,
+            "ClusterType": ct_name,
+            "ClusterTypeLabels": ct.labels,
+            "Clusters": [
+                {"name": c.name, "statusContext": c.status_context or ""} for c in clusters if c.cluster_type == ct_name
+            ],
+            "GitOpsRepo": repo,
+        }
+        try:
+            data = template.render(variables, f"status reporter of cluster type {ct_name}")
+        except TemplateRenderError as exc:
+            problems.extend(exc.problems())
+            continue
+        if data is not None:
+            out[f"{ct_name}/{STATUS_DIR}/{ref}.{template.source.content_type}"] = data
+    if problems:
+        raise InputError(problems)
+    return out
 
 
 def _expected_clusters(plane: ControlPlane, used_types: set[str]) -> list[ExpectedCluster]:

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import os
 import shutil
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from fleetflow.diffing import unified_diff
-from fleetflow.engine import RenderResult
+from fleetflow.engine import STATUS_DIR, RenderResult
 from fleetflow.errors import Location, Problem, UsageError
 from fleetflow.state import STATE_PATH, RenderState
 
@@ -124,7 +125,7 @@ def apply_result(root: Path, result: RenderResult, previous: RenderState | None,
             if not ct_dir.is_dir():
                 continue
             for child in sorted(ct_dir.iterdir()):
-                if child.is_dir() and f"{ct}/{child.name}" not in current:
+                if child.is_dir() and not child.name.startswith("_") and f"{ct}/{child.name}" not in current:
                     _remove(child)
                     report.deleted.append(f"{ct}/{child.name}/")
                     touched.add(ct)
@@ -136,6 +137,7 @@ def apply_result(root: Path, result: RenderResult, previous: RenderState | None,
                 _remove(folder)
                 report.deleted.append(f"{aid}/")
                 touched.add(ct)
+    _apply_reporters(root, result, previous, ct_folder, report, touched)
     for ct in sorted(touched):
         ct_dir = ct_folder(ct)
         if ct_dir.is_dir() and not any(ct_dir.iterdir()):
@@ -143,6 +145,45 @@ def apply_result(root: Path, result: RenderResult, previous: RenderState | None,
     if _write_if_changed(safe_path(root, STATE_PATH), result.state.to_bytes()):
         report.written.append(STATE_PATH)
     return report
+
+
+def _apply_reporters(
+    root: Path, result: RenderResult, previous: RenderState | None, ct_folder: Callable[[str], Path],
+    report: WriteReport, touched: set[str],
+) -> None:
+    """Per cluster type status reporters: <clusterType>/_status/ holds exactly what was rendered for it."""
+    wanted: dict[str, dict[str, bytes]] = {}
+    for path, data in result.reporters.items():
+        ct, _, name = path.partition(f"/{STATUS_DIR}/")
+        wanted.setdefault(ct, {})[name] = data
+    known = {_cluster_type(a) for a in result.state.assignments}
+    if previous is not None:
+        known |= {_cluster_type(a) for a in previous.assignments}
+    for ct in sorted(known | set(wanted)):
+        folder = ct_folder(ct) / STATUS_DIR
+        files = wanted.get(ct, {})
+        if folder.is_dir() and not folder.is_symlink():
+            for stale in sorted(os.listdir(folder)):
+                if stale not in files:
+                    _remove(folder / stale)
+                    report.deleted.append(f"{ct}/{STATUS_DIR}/{stale}")
+                    touched.add(ct)
+            if not files:
+                folder.rmdir()
+        for name, data in sorted(files.items()):
+            if _write_if_changed(folder / name, data):
+                report.written.append(f"{ct}/{STATUS_DIR}/{name}")
+
+
+def read_reporter_files(root: Path, cluster_types: set[str]) -> dict[str, bytes]:
+    found: dict[str, bytes] = {}
+    for ct in sorted(cluster_types):
+        folder = safe_path(root, ct) / STATUS_DIR
+        if folder.is_dir():
+            for child in sorted(folder.iterdir()):
+                if child.is_file():
+                    found[f"{ct}/{STATUS_DIR}/{child.name}"] = child.read_bytes()
+    return found
 
 
 def _remove(path: Path) -> None:
@@ -157,7 +198,10 @@ def plan_diff(output: Path, result: RenderResult) -> str:
     old: dict[str, bytes] = {}
     for aid in [*result.rendered, *result.removed]:
         old.update(read_assignment_files(output, aid))
-    new = dict(result.files)
+    cluster_types = {_cluster_type(a) for a in result.state.assignments}
+    cluster_types |= {_cluster_type(a) for a in result.removed}
+    old.update(read_reporter_files(output, cluster_types))
+    new = {**result.files, **result.reporters}
     state_file = output / STATE_PATH
     if state_file.is_file():
         old[STATE_PATH] = state_file.read_bytes()

@@ -100,7 +100,7 @@ class EnvironmentSpec(Spec):
 
 
 class TemplateSpec(Spec):
-    type: Literal["reconciler", "namespace", "config"]
+    type: Literal["reconciler", "namespace", "config", "status"]
     content_type: str = "yaml"
     manifests: list[str] = Field(min_length=1)
 
@@ -157,6 +157,9 @@ class ClusterTypeSpec(Spec):
     reconciler: str
     namespace_service: str
     config_type: str
+    # optional: a Template of type `status`, rendered once per cluster type (not per assignment) into
+    # <clusterType>/_status/: e.g. the Flux Provider + Alert that make each cluster report its rollout
+    status_reporter: str | None = None
 
 
 class ClusterSpec(Spec):

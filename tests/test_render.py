@@ -289,3 +289,46 @@ def test_render_into_copy_of_previous_output_is_idempotent(tmp_path: Path) -> No
     shutil.copytree(out, copy)
     _, output = render(main, env, copy, "--format", "json")
     assert json.loads(output)["written"] == []
+
+
+STATUS_TEMPLATE = """
+    apiVersion: fleetflow.dev/v1alpha1
+    kind: Template
+    metadata:
+      name: reporter
+    spec:
+      type: status
+      manifests:
+        - |
+          kind: Alert
+          cluster-type: {{ ClusterType }}
+          contexts: {{ Clusters | map(attribute="statusContext") | join(",") }}
+"""
+
+
+def test_status_reporter_is_rendered_once_per_cluster_type(tmp_path: Path) -> None:
+    main, env = make_plane(tmp_path, main={"templates/reporter.yaml": STATUS_TEMPLATE})
+    types = env / "cluster-types" / "types.yaml"
+    types.write_text(types.read_text().replace("configType: config", "configType: config\n  statusReporter: reporter"))
+    out = tmp_path / "out"
+    code, output = render(main, env, out)
+    assert code == 0, output
+    files = tree_bytes(out)
+    assert files["cloud-eu/_status/reporter.yaml"] == b"kind: Alert\ncluster-type: cloud-eu\ncontexts: flux/cloud-eu-1\n"
+    assert "edge-line1/_status/reporter.yaml" in files
+    # an incremental run keeps it (the sweep of cluster-type folders leaves _status alone) and writes nothing
+    code, output = render(main, env, out, "--format", "json", "--full")
+    assert json.loads(output)["written"] == [] and tree_bytes(out) == files
+    # a reporter that is no longer configured goes away
+    types.write_text(types.read_text().replace("\n  statusReporter: reporter", "", 1))
+    code, output = render(main, env, out, "--format", "json")
+    assert code == 0 and json.loads(output)["deleted"] == ["cloud-eu/_status/reporter.yaml"]
+    assert not (out / "cloud-eu" / "_status").exists() and (out / "edge-line1" / "_status").is_dir()
+
+
+def test_status_reporter_must_be_a_status_template(tmp_path: Path) -> None:
+    main, env = make_plane(tmp_path)
+    types = env / "cluster-types" / "types.yaml"
+    types.write_text(types.read_text().replace("configType: config", "configType: config\n  statusReporter: flux", 1))
+    code, output = render(main, env, tmp_path / "out")
+    assert code == 1 and "statusReporter names template 'flux' of type reconciler, not status" in output
