@@ -314,7 +314,8 @@ def test_status_reporter_is_rendered_once_per_cluster_type(tmp_path: Path) -> No
     code, output = render(main, env, out)
     assert code == 0, output
     files = tree_bytes(out)
-    assert files["cloud-eu/_status/reporter.yaml"] == b"kind: Alert\ncluster-type: cloud-eu\ncontexts: flux/cloud-eu-1\n"
+    expected = b"kind: Alert\ncluster-type: cloud-eu\ncontexts: flux/cloud-eu-1\n"
+    assert files["cloud-eu/_status/reporter.yaml"] == expected
     assert "edge-line1/_status/reporter.yaml" in files
     # an incremental run keeps it (the sweep of cluster-type folders leaves _status alone) and writes nothing
     code, output = render(main, env, out, "--format", "json", "--full")
