@@ -11,7 +11,7 @@ from pathlib import Path
 
 from fleetflow.controlplane import ControlPlane, Resource, build_resource, load_control_plane
 from fleetflow.documents import ParseCache, Tree, read_tree
-from fleetflow.errors import GitError, Problems, UsageError
+from fleetflow.errors import GitError, InputError, Problem, Problems, UsageError
 from fleetflow.forge.base import Forge
 from fleetflow.gitwork import GitRepos
 from fleetflow.pinning import PIN_FILE, Pin, read_pin
@@ -129,6 +129,65 @@ class Context:
             raise GitError("\n".join(str(p) for p in self._fetcher.failures))
         problems.raise_if_any()
         return plane
+
+
+@dataclass
+class Pinned:
+    """An environment at its pinned main commit: where schedule and check-rollout both start."""
+
+    name: str
+    envs: dict[str, Resource[EnvironmentSpec]]  # the chain on main's tip
+    env_at_pin: Resource[EnvironmentSpec]  # the Environment as main@pin defines it (policies, rollout)
+    envs_at_pin: dict[str, Resource[EnvironmentSpec]]
+    branch: str
+    env_sha: str
+    main_sha: str
+    plane: ControlPlane
+    gitops_repo: str
+    gitops_branch: str
+    gitops_path: str
+    gitops_url: str
+
+
+def pinned(ctx: Context, environment: str, *, required: bool) -> Pinned | None:
+    """Read the environment branch, its pin, main at the pin and where its GitOps output goes.
+
+    Without a branch or a pin: None, or (``required``) an InputError saying how to get one."""
+    envs = ctx.environments(ctx.main_tip())
+    env = ctx.environment(envs, environment)
+    branch = ctx.env_branch(env)
+    env_sha = ctx.git.fetch_branch(ctx.cp_url, branch)
+    pin = ctx.pin(env_sha)
+    if env_sha is None or pin.commit is None:
+        if not required:
+            return None
+        if env_sha is None:
+            raise InputError([Problem(
+                f"environment {environment}: branch {branch!r} does not exist in the control-plane repo",
+                None, f"create the {branch} branch with the environment's cluster types, configs and GitOpsRepo",
+            )])
+        raise InputError([Problem(
+            f"environment {environment} has no pinned main commit (base-repo.yaml on {branch})",
+            None, f"promote a commit first: fleetflow promote --environment {environment} --commit SHA",
+        )])
+    main_sha = ctx.git.resolve(ctx.cp_url, pin.commit)
+    if main_sha is None:
+        raise InputError([Problem(
+            f"environment {environment} is pinned to {pin.commit}, which is not on {ctx.main_branch}",
+            None, "promote a commit of main",
+        )])
+    envs_at_pin = ctx.environments(main_sha)
+    plane = ctx.plane(main_sha, branch, env_sha)
+    gitops = plane.gitops_repo()
+    if gitops is None:
+        raise InputError([Problem(
+            f"environment {environment}: no GitOpsRepo on branch {branch}", None,
+            "add a GitOpsRepo (spec.repo, spec.branch, spec.path) to the environment branch",
+        )])
+    return Pinned(
+        environment, envs, envs_at_pin.get(environment, env), envs_at_pin, branch, env_sha, main_sha, plane,
+        gitops.spec.repo, gitops.spec.branch or environment, gitops.spec.path, ctx.forge.git_url(gitops.spec.repo),
+    )
 
 
 def chain_order(envs: dict[str, Resource[EnvironmentSpec]]) -> list[str]:

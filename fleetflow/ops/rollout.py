@@ -13,10 +13,10 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from fleetflow.errors import InputError, Problem
+from fleetflow.errors import InputError
 from fleetflow.forge.base import CommitStatus
 from fleetflow.gate import GateDecision, evaluate
-from fleetflow.ops.context import Context, short, status_context
+from fleetflow.ops.context import Context, pinned, short, status_context
 from fleetflow.ops.promote import PromoteOutcome, promote
 from fleetflow.state import STATE_PATH, RenderState
 
@@ -71,23 +71,11 @@ def _merge_latest(*groups: list[CommitStatus]) -> dict[str, CommitStatus]:
 
 
 def check_rollout(ctx: Context, environment: str) -> RolloutOutcome:
-    main_tip = ctx.main_tip()
-    envs = ctx.environments(main_tip)
-    env = ctx.environment(envs, environment)
-    branch = ctx.env_branch(env)
-    env_sha = ctx.git.fetch_branch(ctx.cp_url, branch)
-    pin = ctx.pin(env_sha)
-    if env_sha is None or pin.commit is None:
+    at = pinned(ctx, environment, required=False)
+    if at is None:
         return RolloutOutcome(environment, None, None, "pending", f"{environment} has no promoted commit yet")
-    main_sha = ctx.git.resolve(ctx.cp_url, pin.commit) or pin.commit
-    envs_at = ctx.environments(main_sha)
-    policy = envs_at.get(environment, env).spec.rollout
-    plane = ctx.plane(main_sha, branch, env_sha)
-    gitops = plane.gitops_repo()
-    if gitops is None:
-        raise InputError([Problem(f"environment {environment}: no GitOpsRepo on branch {branch}")])
-    g_repo, g_branch, g_path = gitops.spec.repo, gitops.spec.branch or environment, gitops.spec.path
-    g_url = ctx.forge.git_url(g_repo)
+    main_sha, envs_at, policy = at.main_sha, at.envs_at_pin, at.env_at_pin.spec.rollout
+    g_repo, g_branch, g_path, g_url = at.gitops_repo, at.gitops_branch, at.gitops_path, at.gitops_url
     tip = ctx.git.fetch_branch(g_url, g_branch)
     carrier: str | None = None
     tip_state: RenderState | None = None

@@ -12,10 +12,9 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from fleetflow.engine import Changes, Meta, render_environment
-from fleetflow.errors import InputError, Problem
 from fleetflow.forge.base import PullRequest
 from fleetflow.gitwork import PushRejected, retrying
-from fleetflow.ops.context import Context, head_branch, short
+from fleetflow.ops.context import Context, head_branch, pinned, short
 from fleetflow.outputtree import apply_result, plan_diff, read_state, safe_path
 from fleetflow.prbody import PullRequestFacts, body, title
 from fleetflow.state import STATE_PATH, RenderState
@@ -63,38 +62,12 @@ def schedule_environment(ctx: Context, environment: str) -> ScheduleOutcome:
 
 
 def _schedule_once(ctx: Context, environment: str) -> ScheduleOutcome:
-    main_tip = ctx.main_tip()
-    envs = ctx.environments(main_tip)
-    env = ctx.environment(envs, environment)
-    branch = ctx.env_branch(env)
-    env_sha = ctx.git.fetch_branch(ctx.cp_url, branch)
-    if env_sha is None:
-        raise InputError([Problem(
-            f"environment {environment}: branch {branch!r} does not exist in the control-plane repo",
-            None, f"create the {branch} branch with the environment's cluster types, configs and GitOpsRepo",
-        )])
-    pin = ctx.pin(env_sha)
-    if pin.commit is None:
-        raise InputError([Problem(
-            f"environment {environment} has no pinned main commit (base-repo.yaml on {branch})",
-            None, f"promote a commit first: fleetflow promote --environment {environment} --commit SHA",
-        )])
-    main_sha = ctx.git.resolve(ctx.cp_url, pin.commit)
-    if main_sha is None:
-        raise InputError([Problem(
-            f"environment {environment} is pinned to {pin.commit}, which is not on {ctx.main_branch}",
-            None, "promote a commit of main",
-        )])
-    env_at_pin = ctx.environments(main_sha).get(environment, env)
-    plane = ctx.plane(main_sha, branch, env_sha)
-    gitops = plane.gitops_repo()
-    if gitops is None:
-        raise InputError([Problem(
-            f"environment {environment}: no GitOpsRepo on branch {branch}", None,
-            "add a GitOpsRepo (spec.repo, spec.branch, spec.path) to the environment branch",
-        )])
-    g_repo, g_branch, g_path = gitops.spec.repo, gitops.spec.branch or environment, gitops.spec.path
-    g_url = ctx.forge.git_url(g_repo)
+    at = pinned(ctx, environment, required=True)
+    assert at is not None
+    envs, env_at_pin, branch, env_sha, main_sha, plane = (
+        at.envs, at.env_at_pin, at.branch, at.env_sha, at.main_sha, at.plane
+    )
+    g_repo, g_branch, g_path, g_url = at.gitops_repo, at.gitops_branch, at.gitops_path, at.gitops_url
     head = head_branch(environment)
     heads = ctx.git.fetch(g_url, [g_branch, head])
     base_sha = heads[g_branch]
