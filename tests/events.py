@@ -14,6 +14,8 @@ import zlib
 from dataclasses import dataclass
 from typing import Any
 
+from tests.ghstub.shapes import REPO_URL_TEMPLATES
+
 Json = dict[str, Any]
 WHEN = "2026-03-01T08:00:00Z"
 WHEN_EPOCH = 1772352000  # WHEN as a unix timestamp (push payloads carry integer repository times)
@@ -82,44 +84,7 @@ def user(login: str, api: str | None = None, kind: str = "User") -> Json:
     }
 
 
-_REPO_URLS = {
-    "archive_url": "/{archive_format}{/ref}",
-    "assignees_url": "/assignees{/user}",
-    "blobs_url": "/git/blobs{/sha}",
-    "branches_url": "/branches{/branch}",
-    "collaborators_url": "/collaborators{/collaborator}",
-    "comments_url": "/comments{/number}",
-    "commits_url": "/commits{/sha}",
-    "compare_url": "/compare/{base}...{head}",
-    "contents_url": "/contents/{+path}",
-    "contributors_url": "/contributors",
-    "deployments_url": "/deployments",
-    "downloads_url": "/downloads",
-    "events_url": "/events",
-    "forks_url": "/forks",
-    "git_commits_url": "/git/commits{/sha}",
-    "git_refs_url": "/git/refs{/sha}",
-    "git_tags_url": "/git/tags{/sha}",
-    "hooks_url": "/hooks",
-    "issue_comment_url": "/issues/comments{/number}",
-    "issue_events_url": "/issues/events{/number}",
-    "issues_url": "/issues{/number}",
-    "keys_url": "/keys{/key_id}",
-    "labels_url": "/labels{/name}",
-    "languages_url": "/languages",
-    "merges_url": "/merges",
-    "milestones_url": "/milestones{/number}",
-    "notifications_url": "/notifications{?since,all,participating}",
-    "pulls_url": "/pulls{/number}",
-    "releases_url": "/releases{/id}",
-    "stargazers_url": "/stargazers",
-    "statuses_url": "/statuses/{sha}",
-    "subscribers_url": "/subscribers",
-    "subscription_url": "/subscription",
-    "tags_url": "/tags",
-    "teams_url": "/teams",
-    "trees_url": "/git/trees{/sha}",
-}
+_REPO_URLS = REPO_URL_TEMPLATES
 
 
 def repository(full_name: str, api: str | None = None, *, clone_url: str | None = None,

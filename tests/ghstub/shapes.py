@@ -29,6 +29,47 @@ def git_date(value: str) -> str:
     return iso(datetime.fromisoformat(value))
 
 
+
+# the URL templates every repository object carries, relative to its API URL (also used by tests/events.py)
+REPO_URL_TEMPLATES = {
+    "archive_url": "/{archive_format}{/ref}",
+    "assignees_url": "/assignees{/user}",
+    "blobs_url": "/git/blobs{/sha}",
+    "branches_url": "/branches{/branch}",
+    "collaborators_url": "/collaborators{/collaborator}",
+    "comments_url": "/comments{/number}",
+    "commits_url": "/commits{/sha}",
+    "compare_url": "/compare/{base}...{head}",
+    "contents_url": "/contents/{+path}",
+    "contributors_url": "/contributors",
+    "deployments_url": "/deployments",
+    "downloads_url": "/downloads",
+    "events_url": "/events",
+    "forks_url": "/forks",
+    "git_commits_url": "/git/commits{/sha}",
+    "git_refs_url": "/git/refs{/sha}",
+    "git_tags_url": "/git/tags{/sha}",
+    "hooks_url": "/hooks",
+    "issue_comment_url": "/issues/comments{/number}",
+    "issue_events_url": "/issues/events{/number}",
+    "issues_url": "/issues{/number}",
+    "keys_url": "/keys{/key_id}",
+    "labels_url": "/labels{/name}",
+    "languages_url": "/languages",
+    "merges_url": "/merges",
+    "milestones_url": "/milestones{/number}",
+    "notifications_url": "/notifications{?since,all,participating}",
+    "pulls_url": "/pulls{/number}",
+    "releases_url": "/releases{/id}",
+    "stargazers_url": "/stargazers",
+    "statuses_url": "/statuses/{sha}",
+    "subscribers_url": "/subscribers",
+    "subscription_url": "/subscription",
+    "tags_url": "/tags",
+    "teams_url": "/teams",
+    "trees_url": "/git/trees{/sha}",
+}
+
 class Shapes:
     """Serializers bound to the stub's base URL."""
 
@@ -158,45 +199,7 @@ class Shapes:
     # -- repositories ---------------------------------------------------------------------------------------
     def repo_urls(self, repo: Repo) -> Json:
         api = f"{self.base}/repos/{repo.full_name}"
-        templates = {
-            "archive_url": "/{archive_format}{/ref}",
-            "assignees_url": "/assignees{/user}",
-            "blobs_url": "/git/blobs{/sha}",
-            "branches_url": "/branches{/branch}",
-            "collaborators_url": "/collaborators{/collaborator}",
-            "comments_url": "/comments{/number}",
-            "commits_url": "/commits{/sha}",
-            "compare_url": "/compare/{base}...{head}",
-            "contents_url": "/contents/{+path}",
-            "contributors_url": "/contributors",
-            "deployments_url": "/deployments",
-            "downloads_url": "/downloads",
-            "events_url": "/events",
-            "forks_url": "/forks",
-            "git_commits_url": "/git/commits{/sha}",
-            "git_refs_url": "/git/refs{/sha}",
-            "git_tags_url": "/git/tags{/sha}",
-            "hooks_url": "/hooks",
-            "issue_comment_url": "/issues/comments{/number}",
-            "issue_events_url": "/issues/events{/number}",
-            "issues_url": "/issues{/number}",
-            "keys_url": "/keys{/key_id}",
-            "labels_url": "/labels{/name}",
-            "languages_url": "/languages",
-            "merges_url": "/merges",
-            "milestones_url": "/milestones{/number}",
-            "notifications_url": "/notifications{?since,all,participating}",
-            "pulls_url": "/pulls{/number}",
-            "releases_url": "/releases{/id}",
-            "stargazers_url": "/stargazers",
-            "statuses_url": "/statuses/{sha}",
-            "subscribers_url": "/subscribers",
-            "subscription_url": "/subscription",
-            "tags_url": "/tags",
-            "teams_url": "/teams",
-            "trees_url": "/git/trees{/sha}",
-        }
-        return {key: api + suffix for key, suffix in templates.items()} | {"url": api}
+        return {key: api + suffix for key, suffix in REPO_URL_TEMPLATES.items()} | {"url": api}
 
     def repository(self, repo: Repo) -> Json:
         """``repository`` (also a valid ``minimal-repository``)."""
