@@ -17,12 +17,11 @@ from typing import Literal
 
 from fleetflow.durations import parse_duration
 from fleetflow.errors import Problem
-from fleetflow.forge.base import CommitStatus
+from fleetflow.forge.base import STATUS_DESCRIPTION_LIMIT, CommitStatus
 from fleetflow.resources import RolloutPolicy
 from fleetflow.state import ExpectedCluster
 
 GateState = Literal["pending", "success", "failure"]
-DESCRIPTION_LIMIT = 140  # GitHub's limit for a commit status description
 
 @dataclass(frozen=True)
 class Reporter:
@@ -44,7 +43,7 @@ class GateDecision:
 
     def status_description(self) -> str:
         text = self.description
-        return text if len(text) <= DESCRIPTION_LIMIT else text[: DESCRIPTION_LIMIT - 1] + "…"
+        return text if len(text) <= STATUS_DESCRIPTION_LIMIT else text[: STATUS_DESCRIPTION_LIMIT - 1] + "…"
 
 
 def reporters(policy: RolloutPolicy, clusters: Sequence[ExpectedCluster]) -> tuple[list[Reporter], list[Problem]]:

@@ -7,14 +7,58 @@ second object (a retried create finds what the first attempt made).
 
 from __future__ import annotations
 
+import json
+import re
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Literal, Protocol
+
+from fleetflow.errors import ForgeError
 
 StatusState = Literal["pending", "success", "failure", "error"]
 
 # The hidden marker that identifies fleetflow's pull requests (the environment follows it).
 PR_MARKER = "<!-- fleetflow:environment="
+
+# GitHub's rules, applied by every forge so that the local one refuses what GitHub would.
+STATUS_STATES: tuple[StatusState, ...] = ("pending", "success", "failure", "error")
+STATUS_DESCRIPTION_LIMIT = 140  # "description is too long (maximum is 140 characters)"
+EVENT_TYPE_LIMIT = 100
+PAYLOAD_KEYS_LIMIT = 10
+_FULL_SHA = re.compile(r"[0-9a-f]{40}")
+
+
+def full_sha(sha: str) -> str:
+    """``sha`` lower-cased; a ForgeError unless it is a full 40-digit commit sha."""
+    if not _FULL_SHA.fullmatch(sha.lower()):
+        raise ForgeError(f"not a full commit sha: {sha!r}")
+    return sha.lower()
+
+
+def check_status(sha: str, state: str, context: str, description: str) -> str:
+    """The arguments of a commit status as GitHub checks them; returns the normalised sha."""
+    sha = full_sha(sha)
+    if state not in STATUS_STATES:
+        raise ForgeError(f"invalid status state {state!r}: one of {', '.join(STATUS_STATES)}")
+    if not context:
+        raise ForgeError("a commit status needs a context")
+    if len(description) > STATUS_DESCRIPTION_LIMIT:
+        raise ForgeError(
+            f"status description is too long ({len(description)} > {STATUS_DESCRIPTION_LIMIT} characters)"
+        )
+    return sha
+
+
+def check_dispatch(event_type: str, payload: dict[str, object]) -> int:
+    """A repository_dispatch's event type and payload as GitHub checks them; returns the payload's JSON size."""
+    if not event_type or len(event_type) > EVENT_TYPE_LIMIT:
+        raise ForgeError(f"event type must have 1 to {EVENT_TYPE_LIMIT} characters, not {len(event_type)}")
+    if len(payload) > PAYLOAD_KEYS_LIMIT:
+        raise ForgeError(f"dispatch payload has {len(payload)} top-level keys; at most {PAYLOAD_KEYS_LIMIT}")
+    try:
+        return len(json.dumps(payload).encode())
+    except (TypeError, ValueError) as exc:
+        raise ForgeError(f"dispatch payload is not JSON: {exc}") from None
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,6 @@ A repo is ``owner/name``. Only this module and :mod:`fleetflow.forge.githubauth`
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -31,17 +30,12 @@ from github.Repository import Repository
 from urllib3 import Retry
 
 from fleetflow.errors import ForgeError, ForgeRequest
-from fleetflow.forge.base import CommitStatus, PullRequest, StatusState
+from fleetflow.forge.base import CommitStatus, PullRequest, StatusState, check_dispatch, check_status, full_sha
 from fleetflow.forge.githubauth import PERMISSIONS_HINT, Credential, Credentials
 from fleetflow.settings import Settings
 
 DEFAULT_API_URL = "https://api.github.com"
-_STATES: tuple[StatusState, ...] = ("pending", "success", "failure", "error")
 _REPO = re.compile(r"^[A-Za-z0-9-]+/[A-Za-z0-9._-]+$")
-_SHA = re.compile(r"^[0-9a-f]{40}$")
-_MAX_DESCRIPTION = 140
-_MAX_EVENT_TYPE = 100
-_MAX_PAYLOAD_KEYS = 10
 _PER_PAGE = 100
 # Check run conclusions as commit states; anything not completed is pending, an unknown conclusion fails.
 _SUCCESS_CONCLUSIONS = frozenset({"success", "neutral", "skipped"})
@@ -191,7 +185,7 @@ class GitHubForge:
     def statuses(self, repo: str, sha: str) -> list[CommitStatus]:
         """Latest commit status per context plus the latest check run per name, by context. A context that is
         both a status and a check run: the newer wins (a tie: the worse state)."""
-        sha = _sha(sha)
+        sha = full_sha(sha)
         latest = {s.context: s for s in self._combined(repo, sha)}
         remote = self._remote(repo)
         with self._request("list check runs", "GET", f"/repos/{repo}/commits/{sha}/check-runs"):
@@ -225,13 +219,7 @@ class GitHubForge:
 
     def set_status(self, repo: str, sha: str, context: str, state: StatusState, description: str,
                    target_url: str | None = None) -> bool:
-        sha = _sha(sha)
-        if state not in _STATES:
-            raise ForgeError(f"invalid status state {state!r}: one of {', '.join(_STATES)}")
-        if not context:
-            raise ForgeError("a commit status needs a context")
-        if len(description) > _MAX_DESCRIPTION:
-            raise ForgeError(f"status description is too long ({len(description)} > {_MAX_DESCRIPTION} characters)")
+        sha = check_status(sha, state, context, description)
         last = next((s for s in self._combined(repo, sha, context) if s.context == context), None)
         if last is not None and (last.state, last.description) == (state, description):
             return False
@@ -352,14 +340,7 @@ class GitHubForge:
     def dispatch(self, repo: str, event_type: str, payload: dict[str, object]) -> None:
         """``create_repository_dispatch``, through the requester: PyGithub's method answers False on an error
         and drops GitHub's message."""
-        if not event_type or len(event_type) > _MAX_EVENT_TYPE:
-            raise ForgeError(f"event type must have 1 to {_MAX_EVENT_TYPE} characters, not {len(event_type)}")
-        if len(payload) > _MAX_PAYLOAD_KEYS:
-            raise ForgeError(f"dispatch payload has {len(payload)} top-level keys; at most {_MAX_PAYLOAD_KEYS}")
-        try:
-            json.dumps(payload)
-        except (TypeError, ValueError) as exc:
-            raise ForgeError(f"dispatch payload is not JSON: {exc}") from None
+        check_dispatch(event_type, payload)
         self._requester_json(repo, "POST", f"/repos/{repo}/dispatches", "dispatch an event",
                              body={"event_type": event_type, "client_payload": payload})
 
@@ -426,11 +407,6 @@ def _newer(candidate: CommitStatus, current: CommitStatus) -> bool:
 def _when(value: str | None) -> datetime | None:
     return datetime.fromisoformat(value) if value else None
 
-
-def _sha(sha: str) -> str:
-    if not _SHA.match(sha.lower()):
-        raise ForgeError(f"not a full commit sha: {sha!r}")
-    return sha.lower()
 
 
 def _exists(exc: GithubException) -> bool:

@@ -17,7 +17,6 @@ characters, a dispatch payload at most 10 top-level keys.
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import re
 from collections.abc import Callable
@@ -26,18 +25,13 @@ from pathlib import Path
 from typing import Any, Literal, TypeVar, cast
 
 from fleetflow.errors import ForgeError
-from fleetflow.forge.base import CommitStatus, PullRequest, StatusState
+from fleetflow.forge.base import CommitStatus, PullRequest, StatusState, check_dispatch, check_status, full_sha
 from fleetflow.forge.localstore import Edit, MergeConflict, Mirror, Snapshot, dump_json, run_git
 
 R = TypeVar("R")
 Record = dict[str, Any]
 
-_STATES = ("pending", "success", "failure", "error")
-_SHA = re.compile(r"[0-9a-f]{40}")
 _URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://|^[^/\\@]+@[^/\\:]+:")
-_MAX_DESCRIPTION = 140  # GitHub: "description is too long (maximum is 140 characters)"
-_MAX_EVENT_TYPE = 100
-_MAX_PAYLOAD_KEYS = 10
 _MAX_PAYLOAD_BYTES = 64 * 1024
 
 
@@ -108,7 +102,7 @@ class LocalForge:
 
     def statuses(self, repo: str, sha: str) -> list[CommitStatus]:
         """Latest status per context, sorted by context."""
-        posts = self._mirror(repo).fetch().read_json(f"statuses/{_sha(sha)}.json") or []
+        posts = self._mirror(repo).fetch().read_json(f"statuses/{full_sha(sha)}.json") or []
         latest = {post["context"]: post for post in posts}
         return [
             CommitStatus(context=c, state=p["state"], description=p["description"],
@@ -118,13 +112,7 @@ class LocalForge:
 
     def set_status(self, repo: str, sha: str, context: str, state: StatusState, description: str,
                    target_url: str | None = None) -> bool:
-        sha = _sha(sha)
-        if state not in _STATES:
-            raise ForgeError(f"invalid status state {state!r}: one of {', '.join(_STATES)}")
-        if not context:
-            raise ForgeError("a commit status needs a context")
-        if len(description) > _MAX_DESCRIPTION:
-            raise ForgeError(f"status description is too long ({len(description)} > {_MAX_DESCRIPTION} characters)")
+        sha = check_status(sha, state, context, description)
         mirror = self._mirror(repo)
         if not mirror.has_commit(sha):
             mirror.fetch(heads=True)
@@ -290,14 +278,7 @@ class LocalForge:
     # -- repository_dispatch -------------------------------------------------------------------------------
 
     def dispatch(self, repo: str, event_type: str, payload: dict[str, object]) -> None:
-        if not event_type or len(event_type) > _MAX_EVENT_TYPE:
-            raise ForgeError(f"event type must have 1 to {_MAX_EVENT_TYPE} characters, not {len(event_type)}")
-        if len(payload) > _MAX_PAYLOAD_KEYS:
-            raise ForgeError(f"dispatch payload has {len(payload)} top-level keys; at most {_MAX_PAYLOAD_KEYS}")
-        try:
-            size = len(json.dumps(payload).encode())
-        except (TypeError, ValueError) as exc:
-            raise ForgeError(f"dispatch payload is not JSON: {exc}") from None
+        size = check_dispatch(event_type, payload)
         if size >= _MAX_PAYLOAD_BYTES:
             raise ForgeError(f"dispatch payload is {size} bytes; it must be under {_MAX_PAYLOAD_BYTES}")
 
@@ -316,11 +297,6 @@ class LocalForge:
         events = self._mirror(repo).fetch().read_all_json("dispatches")
         return sorted(events, key=lambda e: int(e["number"]))
 
-
-def _sha(sha: str) -> str:
-    if not _SHA.fullmatch(sha.lower()):
-        raise ForgeError(f"not a full commit sha: {sha!r}")
-    return sha.lower()
 
 
 _VALID_BRANCHES: set[str] = set()
