@@ -43,6 +43,7 @@ class Context:
     main_branch: str = MAIN
     _tmp: tempfile.TemporaryDirectory[str] | None = None
     _trees: dict[tuple[str, str], Path] = field(default_factory=dict)
+    _environments: dict[str, dict[str, Resource[EnvironmentSpec]]] = field(default_factory=dict)
     _fetcher: RegistrationFetcher | None = None
 
     def close(self) -> None:
@@ -79,7 +80,13 @@ class Context:
         return sha
 
     def environments(self, main_sha: str) -> dict[str, Resource[EnvironmentSpec]]:
-        """The Environment resources of ``main`` at ``main_sha`` (only those: cheap, no registrations)."""
+        """The Environment resources of ``main`` at ``main_sha`` (only those: cheap, no registrations).
+        Read once per commit and run; callers must not change the mapping."""
+        if main_sha not in self._environments:
+            self._environments[main_sha] = self._read_environments(main_sha)
+        return self._environments[main_sha]
+
+    def _read_environments(self, main_sha: str) -> dict[str, Resource[EnvironmentSpec]]:
         root = self.tree(self.cp_url, main_sha)
         docs, problems = read_tree(Tree(root, f"main@{short(main_sha)}"))
         collected = Problems(list(problems))
