@@ -57,8 +57,8 @@ def _maxrss_mib() -> float:
 def phase_render(main_dir: str, env_dir: str, output: str, profile: bool = False) -> Result:
     """load + render (with the previous state found in ``output``) + write."""
     from fleetflow.cli.common import load
-    from fleetflow.engine import Meta, render_environment
-    from fleetflow.outputtree import apply_result, read_state
+    from fleetflow.render.output import apply_result, read_state
+    from fleetflow.render.pipeline import Meta, render_environment
 
     out = Path(output)
     state_path = out / STATE_FILE
@@ -106,7 +106,7 @@ def phase_baseline(workloads: int, cluster_types: int, output: str) -> Result:
     """Plain Jinja2: precompiled templates, precomputed variables, render + write every file."""
     import jinja2
 
-    from fleetflow.rendering import FILTERS
+    from fleetflow.render.templates import FILTERS
 
     t0 = time.perf_counter()
     size = fleet.FleetSize(workloads=workloads, cluster_types=cluster_types)

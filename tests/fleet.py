@@ -17,9 +17,9 @@ from pathlib import Path
 from typing import Any
 
 from fleetflow.forge.base import Forge
-from fleetflow.gitwork import GitRepos
-from fleetflow.ops.context import Context, head_branch
-from fleetflow.state import STATE_PATH, RenderState
+from fleetflow.forge.git import GitRepos
+from fleetflow.promotion.context import Context, head_branch
+from fleetflow.render.incremental import STATE_PATH, RenderState
 from tests.helpers import MAIN_FILES, build_file_tree
 
 ENVIRONMENTS: dict[str, list[str]] = {

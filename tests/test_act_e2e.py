@@ -21,8 +21,8 @@ from typing import Any
 import pytest
 
 from fleetflow.forge.github import GitHubForge
-from fleetflow.ops.promote import promote_many
-from fleetflow.ops.rollout import check_rollout
+from fleetflow.promotion.check_rollout import check_rollout
+from fleetflow.promotion.promote import promote_many
 from tests import actkit
 from tests import events as ev
 from tests.fleet import ENVIRONMENTS, Clock, Fleet, _environment, build_bare_repos, git

@@ -11,14 +11,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fleetflow.composition import (
+from fleetflow.errors import Location
+from fleetflow.render.composition import (
     Composer,
     ConfigSource,
     Subject,
     applies,
     precedence_key,
 )
-from fleetflow.errors import Location
 
 SUBJECT = Subject(
     environment="dev",

@@ -2,9 +2,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from fleetflow.diffing import unified_diff
-from fleetflow.documents import Tree, parse_documents, read_tree
-from fleetflow.state import AssignmentState, ExpectedCluster, RenderState
+from fleetflow.model.documents import Tree, parse_documents, read_tree
+from fleetflow.render.diff import unified_diff
+from fleetflow.render.incremental import AssignmentState, ExpectedCluster, RenderState
 from tests.helpers import build_file_tree
 
 TEXT = """\

@@ -5,10 +5,10 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from fleetflow.forge.base import CommitStatus
-from fleetflow.gate import GateDecision, evaluate, parse_duration
-from fleetflow.pinning import read_pin, write_pin
-from fleetflow.resources import RolloutPolicy
-from fleetflow.state import ExpectedCluster
+from fleetflow.model.resources import RolloutPolicy
+from fleetflow.promotion.gate import GateDecision, evaluate, parse_duration
+from fleetflow.promotion.pin import read_pin, write_pin
+from fleetflow.render.incremental import ExpectedCluster
 
 T0 = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
 CLUSTERS = [ExpectedCluster("a", "ct", "flux/a"), ExpectedCluster("b", "ct", "flux/b")]

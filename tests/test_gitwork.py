@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 
 from fleetflow.errors import GitError
-from fleetflow.gitwork import GitRepos, check_ref, split_credentials
+from fleetflow.forge.git import GitRepos, check_ref, split_credentials
 
 
 def test_credentials_leave_the_url_for_a_header() -> None:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import git
 
-from fleetflow.rendering import convert_go_template
+from fleetflow.render.templates import convert_go_template
 from tests.helpers import build_file_tree, run_cli, tree_bytes
 
 K = "scheduler.kalypso.io/v1alpha1"

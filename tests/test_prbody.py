@@ -1,9 +1,9 @@
 from __future__ import annotations
 
-from fleetflow.engine import Changes
-from fleetflow.prbody import BODY_LIMIT, PullRequestFacts, body, environment_of, title
-from fleetflow.resources import RolloutPolicy
-from fleetflow.state import ExpectedCluster
+from fleetflow.model.resources import RolloutPolicy
+from fleetflow.promotion.prbody import BODY_LIMIT, PullRequestFacts, body, environment_of, title
+from fleetflow.render.incremental import ExpectedCluster
+from fleetflow.render.pipeline import Changes
 
 
 def facts(diff: str = "", n: int = 3) -> PullRequestFacts:

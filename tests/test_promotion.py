@@ -9,12 +9,12 @@ from pathlib import Path
 import pytest
 
 from fleetflow.errors import GateError
+from fleetflow.forge.git import GitRepos
 from fleetflow.forge.local import LocalForge
-from fleetflow.gitwork import GitRepos
-from fleetflow.ops.promote import promote, promote_many
-from fleetflow.ops.rollout import check_rollout
-from fleetflow.ops.schedule import schedule_environment
-from fleetflow.ops.status import as_markdown, fleet_status
+from fleetflow.promotion.check_rollout import check_rollout
+from fleetflow.promotion.promote import promote, promote_many
+from fleetflow.promotion.schedule import schedule_environment
+from fleetflow.promotion.status import as_markdown, fleet_status
 from tests.fleet import ENVIRONMENTS, Clock, Fleet, _environment, build_bare_repos
 
 FORGES = ["local", "github"]

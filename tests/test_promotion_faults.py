@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from fleetflow.ops.promote import promote_many
-from fleetflow.ops.rollout import check_rollout
+from fleetflow.promotion.check_rollout import check_rollout
+from fleetflow.promotion.promote import promote_many
 from tests.fleet import Fleet
 from tests.test_promotion import make_github_fleet
 

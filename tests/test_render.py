@@ -6,7 +6,7 @@ import json
 import shutil
 from pathlib import Path
 
-from fleetflow.state import RenderState
+from fleetflow.render.incremental import RenderState
 from tests.helpers import build_file_tree, make_plane, run_cli, tree_bytes
 
 

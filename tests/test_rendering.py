@@ -10,7 +10,7 @@ import pytest
 from ruamel.yaml import YAML
 
 from fleetflow.errors import InputError, Location
-from fleetflow.rendering import (
+from fleetflow.render.templates import (
     TemplateEngine,
     TemplateRenderError,
     TemplateSource,

@@ -1,4 +1,4 @@
-"""What each GitHub event means (``fleetflow.routing.route`` and ``fleetflow route``), on real-shaped payloads
+"""What each GitHub event means (``fleetflow.promotion.events.route`` and ``fleetflow route``), on real-shaped payloads
 (``tests/events.py``, validated against GitHub's webhook schemas), including hostile ones."""
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import pytest
 from click.testing import CliRunner
 
 from fleetflow.cli import main
-from fleetflow.routing import route
+from fleetflow.promotion.events import route
 from tests import events as ev
 from tests.ghstub.openapi import subset
 

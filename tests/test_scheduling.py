@@ -2,9 +2,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from fleetflow.controlplane import load_control_plane
 from fleetflow.errors import Problems
-from fleetflow.scheduling import Assignment, effective_labels, schedule
+from fleetflow.model.controlplane import load_control_plane
+from fleetflow.render.scheduling import Assignment, effective_labels, schedule
 from tests.helpers import make_plane
 
 POLICY = """

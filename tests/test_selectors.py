@@ -3,8 +3,8 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from fleetflow.resources import LabelSelector, LabelSelectorRequirement
-from fleetflow.selectors import describe, matches
+from fleetflow.model.resources import LabelSelector, LabelSelectorRequirement
+from fleetflow.model.selectors import describe, matches
 
 KEYS = st.sampled_from(["region", "site", "tier", "edge"])
 VALUES = st.sampled_from(["a", "b", "c"])

@@ -6,9 +6,9 @@ from typing import Any
 
 import pytest
 
-from fleetflow.composition import Composed, Composer, ConfigSource, Subject
 from fleetflow.errors import InputError, Location
-from fleetflow.validation import ConfigValidator, SchemaSource, check_schema, format_path
+from fleetflow.render.composition import Composed, Composer, ConfigSource, Subject
+from fleetflow.render.validation import ConfigValidator, SchemaSource, check_schema, format_path
 
 SUBJECT = Subject("dev", "edge", {}, "shop-web", {"workload": "shop"}, "shop")
 SCHEMA_AT = Location("schemas/app.yaml", 4)

@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from ruamel.yaml import YAML
 
-from fleetflow.yamlemit import to_yaml
+from fleetflow.render.yamlemit import to_yaml
 
 _SAFE = YAML(typ="safe")
 _SAFE_11 = YAML(typ="safe")

@@ -1,4 +1,8 @@
-"""fleetflow's command line. One module per command; each is thin: parse, call the core, print."""
+"""fleetflow's command line: one thin module per command (parse, call the core, print), the demo included.
+
+``common`` holds the shared options and output helpers, ``errors`` maps the error family to exit codes in one
+place. The cli may import every other folder; nothing imports the cli.
+"""
 
 from __future__ import annotations
 

@@ -10,7 +10,7 @@ import click
 from fleetflow.cli.common import FORMAT, print_json
 from fleetflow.cli.errors import handled
 from fleetflow.cli.fleet import fleet_options, make_context
-from fleetflow.ops.rollout import check_rollout
+from fleetflow.promotion.check_rollout import check_rollout
 
 
 @click.command("check-rollout")

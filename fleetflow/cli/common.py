@@ -11,10 +11,10 @@ from typing import Any, TypeVar
 
 import click
 
-from fleetflow.controlplane import ControlPlane, load_control_plane
-from fleetflow.documents import ParseCache
 from fleetflow.errors import GitError, InputError
-from fleetflow.registrations import RegistrationFetcher
+from fleetflow.forge.registrations import RegistrationFetcher
+from fleetflow.model.controlplane import ControlPlane, load_control_plane
+from fleetflow.model.documents import ParseCache
 
 F = TypeVar("F", bound=Callable[..., Any])
 

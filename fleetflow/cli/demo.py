@@ -24,7 +24,7 @@ def demo(directory: Path | None, examples: Path | None, fmt: str) -> None:
     through dev → qa → prod (PRs, merges, simulated clusters reporting, gates), then a second commit whose
     qa rollout fails and stops before prod. Ends with `fleetflow status`. Local only; no network.
     """
-    from fleetflow.demo import EXAMPLES, Demo
+    from fleetflow.demo.story import EXAMPLES, Demo
 
     with handled(fmt):
         source = examples or EXAMPLES

@@ -10,7 +10,7 @@ import click
 from fleetflow.cli.common import FORMAT, load, print_json, trees
 from fleetflow.cli.errors import handled
 from fleetflow.errors import InputError, Problem
-from fleetflow.explaining import explain_assignment
+from fleetflow.render.explain import explain_assignment
 
 
 def _show(value: object) -> str:

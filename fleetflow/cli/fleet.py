@@ -9,8 +9,8 @@ from typing import Any, TypeVar
 import click
 
 from fleetflow.forge.factory import make_forge
-from fleetflow.gitwork import GitRepos
-from fleetflow.ops.context import Context
+from fleetflow.forge.git import GitRepos
+from fleetflow.promotion.context import Context
 from fleetflow.settings import load_settings
 
 F = TypeVar("F", bound=Callable[..., Any])

@@ -8,9 +8,9 @@ import click
 
 from fleetflow.cli.common import FORMAT, head_commit, load, print_json, trees
 from fleetflow.cli.errors import handled
-from fleetflow.engine import Meta, render_environment
-from fleetflow.outputtree import plan_diff, read_state
-from fleetflow.reporting import changes_text, headline
+from fleetflow.render.output import plan_diff, read_state
+from fleetflow.render.pipeline import Meta, render_environment
+from fleetflow.render.summary import changes_text, headline
 
 
 @click.command()

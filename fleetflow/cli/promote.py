@@ -9,7 +9,7 @@ import click
 from fleetflow.cli.common import FORMAT, print_json
 from fleetflow.cli.errors import handled
 from fleetflow.cli.fleet import fleet_options, make_context
-from fleetflow.ops.promote import promote_many
+from fleetflow.promotion.promote import promote_many
 
 
 @click.command()

@@ -9,10 +9,10 @@ import click
 
 from fleetflow.cli.common import FORMAT, head_commit, load, print_json, trees
 from fleetflow.cli.errors import emit_failure, handled
-from fleetflow.engine import Meta, render_environment
 from fleetflow.errors import InputError
-from fleetflow.outputtree import apply_result, read_state
-from fleetflow.reporting import changes_text, headline
+from fleetflow.render.output import apply_result, read_state
+from fleetflow.render.pipeline import Meta, render_environment
+from fleetflow.render.summary import changes_text, headline
 
 
 @click.command()

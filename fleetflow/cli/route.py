@@ -12,7 +12,7 @@ from fleetflow.cli.common import FORMAT, print_json
 from fleetflow.cli.errors import handled
 from fleetflow.cli.fleet import fleet_options, make_context
 from fleetflow.errors import InputError, Problem, UsageError
-from fleetflow.routing import route
+from fleetflow.promotion.events import route
 
 
 def one_line(text: str) -> str:

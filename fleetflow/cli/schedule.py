@@ -9,8 +9,8 @@ import click
 from fleetflow.cli.common import FORMAT, print_json
 from fleetflow.cli.errors import handled
 from fleetflow.cli.fleet import fleet_options, make_context
-from fleetflow.ops.schedule import schedule_environment
-from fleetflow.reporting import changes_text
+from fleetflow.promotion.schedule import schedule_environment
+from fleetflow.render.summary import changes_text
 
 
 @click.command()

@@ -9,7 +9,7 @@ import click
 from fleetflow.cli.common import print_json
 from fleetflow.cli.errors import handled
 from fleetflow.cli.fleet import fleet_options, make_context
-from fleetflow.ops.status import as_markdown, as_text, fleet_status
+from fleetflow.promotion.status import as_markdown, as_text, fleet_status
 
 
 @click.command()

@@ -8,8 +8,8 @@ import click
 
 from fleetflow.cli.common import FORMAT, load, print_json, trees
 from fleetflow.cli.errors import handled
-from fleetflow.engine import render_environment
 from fleetflow.errors import InputError, Problem, UsageError
+from fleetflow.render.pipeline import render_environment
 
 
 @click.command()

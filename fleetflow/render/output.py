@@ -14,10 +14,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from fleetflow.diffing import unified_diff
-from fleetflow.engine import STATUS_DIR, RenderResult
 from fleetflow.errors import Location, Problem, UsageError
-from fleetflow.state import STATE_PATH, RenderState
+from fleetflow.render.diff import unified_diff
+from fleetflow.render.incremental import STATE_PATH, RenderState
+from fleetflow.render.pipeline import STATUS_DIR, RenderResult
 
 
 @dataclass

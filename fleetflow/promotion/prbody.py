@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from fleetflow.engine import Changes
 from fleetflow.forge.base import PR_MARKER
-from fleetflow.resources import RolloutPolicy
-from fleetflow.state import ExpectedCluster
+from fleetflow.model.resources import RolloutPolicy
+from fleetflow.render.incremental import ExpectedCluster
+from fleetflow.render.pipeline import Changes
 
 BODY_LIMIT = 65_536
 LIST_LIMIT = 50

@@ -10,10 +10,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from fleetflow.controlplane import ControlPlane
 from fleetflow.errors import Location, Problems
-from fleetflow.resources import NAME_PATTERN, SchemaRef
-from fleetflow.selectors import matches
+from fleetflow.model.controlplane import ControlPlane
+from fleetflow.model.resources import NAME_PATTERN, SchemaRef
+from fleetflow.model.selectors import matches
 
 
 @dataclass(frozen=True)

@@ -5,11 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from fleetflow.checks import config_sources
-from fleetflow.composition import Composed, Composer, Provenance, Subject
-from fleetflow.controlplane import ControlPlane
 from fleetflow.errors import Problems
-from fleetflow.scheduling import Assignment, schedule
+from fleetflow.model.controlplane import ControlPlane
+from fleetflow.render.composition import Composed, Composer, Provenance, Subject
+from fleetflow.render.inputs import config_sources
+from fleetflow.render.scheduling import Assignment, schedule
 
 
 @dataclass

@@ -1,20 +1,11 @@
-"""Cross-reference checks over a loaded control plane: every name that points somewhere must land.
-
-Also turns ConfigMaps and ConfigSchemas into the plain inputs of composition and validation.
-"""
+"""Cross-reference checks over a loaded control plane: every name that points somewhere must land."""
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
-from ruamel.yaml import YAML
-from ruamel.yaml.error import YAMLError
-
-from fleetflow.composition import ConfigSource
-from fleetflow.controlplane import PLATFORM_CONFIG_LABEL, PRIORITY_ANNOTATION, ControlPlane, Resource
-from fleetflow.errors import Location, Problems
-from fleetflow.validation import SchemaSource, check_schema
+from fleetflow.errors import Problems
+from fleetflow.model.controlplane import ControlPlane, Resource
 
 _TEMPLATE_ROLES = (
     ("reconciler", "reconciler"),
@@ -117,79 +108,3 @@ def _check_environments(plane: ControlPlane, environment: str | None, problems: 
                         wl.where("spec", "deploymentTargets", i, "environment"),
                         "known environments: " + ", ".join(sorted(envs)),
                     )
-
-
-def config_sources(plane: ControlPlane, problems: Problems) -> list[ConfigSource]:
-    sources: list[ConfigSource] = []
-    for name, cm in sorted(plane.config_maps.items()):
-        raw = cm.annotations.get(PRIORITY_ANNOTATION, "0")
-        try:
-            priority = int(raw)
-        except ValueError:
-            problems.add(
-                f"ConfigMap {name}: annotation {PRIORITY_ANNOTATION} must be an integer, not {raw!r}",
-                cm.where("metadata", "annotations", PRIORITY_ANNOTATION),
-                'write e.g. fleetflow.dev/priority: "10"',
-            )
-            continue
-        data = cm.spec.data
-        if not isinstance(data, dict):
-            problems.add(f"ConfigMap {name}: data must be a mapping", cm.where("data"))
-            continue
-        sources.append(
-            ConfigSource(
-                name=name,
-                location=cm.location,
-                labels={k: v for k, v in cm.labels.items() if k != PLATFORM_CONFIG_LABEL},
-                priority=priority,
-                data=data,
-                key_locations=cm.doc.key_locations("data"),
-            )
-        )
-    return sources
-
-
-def parse_schema_text(text: str) -> Any:
-    try:
-        return json.loads(text)
-    except ValueError:
-        pass
-    try:
-        return YAML(typ="safe").load(text)
-    except YAMLError as exc:
-        raise ValueError(str(exc).splitlines()[0]) from exc
-
-
-def schema_sources(plane: ControlPlane, problems: Problems) -> dict[str, SchemaSource]:
-    """Every ConfigSchema resource, parsed and checked against its metaschema."""
-    sources: dict[str, SchemaSource] = {}
-    for name, res in sorted(plane.config_schemas.items()):
-        schema: Any = res.spec.schema_
-        if isinstance(schema, str):
-            try:
-                schema = parse_schema_text(schema)
-            except ValueError as exc:
-                problems.add(
-                    f"ConfigSchema {name}: schema text does not parse: {exc}", res.where("spec", "schema")
-                )
-                continue
-        if not isinstance(schema, dict):
-            problems.add(f"ConfigSchema {name}: schema must be an object", res.where("spec", "schema"))
-            continue
-        source = SchemaSource(
-            name=name, schema=schema, location=res.where("spec", "schema"), labels=res.labels
-        )
-        errors = check_schema(source)
-        problems.extend(errors)
-        if not errors:
-            sources[name] = source
-    return sources
-
-
-def inline_schema(
-    ref: dict[str, Any], where: Location, owner: str, index: int, problems: Problems
-) -> SchemaSource | None:
-    source = SchemaSource(name=f"{owner} configSchemas[{index}]", schema=ref, location=where, labels={})
-    errors = check_schema(source)
-    problems.extend(errors)
-    return None if errors else source

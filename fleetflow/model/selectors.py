@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from fleetflow.resources import LabelSelector, LabelSelectorRequirement
+from fleetflow.model.resources import LabelSelector, LabelSelectorRequirement
 
 
 def requirement_matches(req: LabelSelectorRequirement, labels: Mapping[str, str]) -> bool:

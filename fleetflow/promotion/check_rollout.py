@@ -2,7 +2,7 @@
 
 Finds the GitOps commit that carries the pinned commit (the oldest of the run of commits at the branch tip whose
 state.json names it: the merged PR), reads the statuses the clusters posted on it and on the branch tip, decides
-the gate (fleetflow.gate), records the decision as ``fleetflow/<env>`` on the ``main`` commit, and on success
+the gate (fleetflow.promotion.gate), records the decision as ``fleetflow/<env>`` on the ``main`` commit, and on success
 promotes the same commit to every environment that comes after this one and whose other upstreams have also
 succeeded (fan-in). A run makes no request while waiting: it decides and exits; the next event runs it again.
 """
@@ -15,10 +15,10 @@ from typing import Any
 
 from fleetflow.errors import InputError
 from fleetflow.forge.base import CommitStatus
-from fleetflow.gate import GateDecision, evaluate
-from fleetflow.ops.context import Context, pinned, short, status_context
-from fleetflow.ops.promote import PromoteOutcome, promote
-from fleetflow.state import STATE_PATH, RenderState
+from fleetflow.promotion.context import Context, pinned, short, status_context
+from fleetflow.promotion.gate import GateDecision, evaluate
+from fleetflow.promotion.promote import PromoteOutcome, promote
+from fleetflow.render.incremental import STATE_PATH, RenderState
 
 
 @dataclass

@@ -15,10 +15,10 @@ from typing import Any
 
 from fleetflow.errors import GateError, InputError, Problem, UsageError
 from fleetflow.forge.base import CommitStatus
-from fleetflow.gitwork import retrying
-from fleetflow.ops.context import Context, short, status_context
-from fleetflow.ops.schedule import ScheduleOutcome, schedule_environment
-from fleetflow.pinning import PIN_FILE, read_pin, write_pin
+from fleetflow.forge.git import retrying
+from fleetflow.promotion.context import Context, short, status_context
+from fleetflow.promotion.pin import PIN_FILE, read_pin, write_pin
+from fleetflow.promotion.schedule import ScheduleOutcome, schedule_environment
 
 
 @dataclass

@@ -25,7 +25,7 @@ from jinja2.sandbox import ImmutableSandboxedEnvironment
 from ruamel.yaml import YAML
 
 from fleetflow.errors import InputError, Location, Problem
-from fleetflow.yamlemit import to_yaml
+from fleetflow.render.yamlemit import to_yaml
 
 __all__ = [
     "CompiledTemplate",

@@ -15,10 +15,10 @@ from pathlib import Path, PurePosixPath
 
 import git
 
-from fleetflow.controlplane import Resource
-from fleetflow.documents import YAML_SUFFIXES, Document, parse_documents
 from fleetflow.errors import Problem
-from fleetflow.resources import WorkloadRegistrationSpec
+from fleetflow.model.controlplane import Resource
+from fleetflow.model.documents import YAML_SUFFIXES, Document, parse_documents
+from fleetflow.model.resources import WorkloadRegistrationSpec
 
 
 def default_cache_dir() -> Path:

@@ -1,7 +1,7 @@
 """Load a control plane (``main`` + one environment branch) into typed resources, checking all of it at once.
 
 ``load_control_plane`` is pure apart from reading the two trees: workload registrations are resolved through
-a ``WorkloadFetcher`` the caller passes in (git lives in ``fleetflow.registrations``).
+a ``WorkloadFetcher`` the caller passes in (git lives in ``fleetflow.forge.registrations``).
 """
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ from typing import Any, Generic, TypeVar
 
 from pydantic import Field, ValidationError
 
-from fleetflow.documents import ACCEPTED_APIS, FLEETFLOW_API, Document, ParseCache, Tree, read_tree
 from fleetflow.errors import Location, Problem, Problems
-from fleetflow.resources import (
+from fleetflow.model.documents import ACCEPTED_APIS, FLEETFLOW_API, Document, ParseCache, Tree, read_tree
+from fleetflow.model.resources import (
     KIND_ORIGINS,
     LABEL_KEY_PATTERN,
     NAME_PATTERN,

@@ -11,13 +11,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from fleetflow.engine import Changes, Meta, render_environment
 from fleetflow.forge.base import PullRequest
-from fleetflow.gitwork import PushRejected, retrying
-from fleetflow.ops.context import Context, head_branch, pinned, short
-from fleetflow.outputtree import apply_result, plan_diff, read_state, safe_path
-from fleetflow.prbody import PullRequestFacts, body, title
-from fleetflow.state import STATE_PATH, RenderState
+from fleetflow.forge.git import PushRejected, retrying
+from fleetflow.promotion.context import Context, head_branch, pinned, short
+from fleetflow.promotion.prbody import PullRequestFacts, body, title
+from fleetflow.render.incremental import STATE_PATH, RenderState
+from fleetflow.render.output import apply_result, plan_diff, read_state, safe_path
+from fleetflow.render.pipeline import Changes, Meta, render_environment
 
 Operation = Literal["created", "updated", "unchanged", "closed", "none", "queued", "merged"]
 

@@ -21,8 +21,8 @@ from jsonschema.exceptions import ValidationError, best_match
 from jsonschema.protocols import Validator
 from jsonschema.validators import validator_for
 
-from fleetflow.composition import Composed, canonical_json
 from fleetflow.errors import Location, Problem
+from fleetflow.render.composition import Composed, canonical_json
 
 DEFAULT_DIALECT = "https://json-schema.org/draft/2020-12/schema"
 _MAX_MESSAGE = 300

@@ -9,14 +9,14 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
-from fleetflow.controlplane import ControlPlane, Resource, build_resource, load_control_plane
-from fleetflow.documents import ParseCache, Tree, read_tree
 from fleetflow.errors import GitError, InputError, Problem, Problems, UsageError
 from fleetflow.forge.base import Forge
-from fleetflow.gitwork import GitRepos
-from fleetflow.pinning import PIN_FILE, Pin, read_pin
-from fleetflow.registrations import RegistrationFetcher
-from fleetflow.resources import EnvironmentSpec
+from fleetflow.forge.git import GitRepos
+from fleetflow.forge.registrations import RegistrationFetcher
+from fleetflow.model.controlplane import ControlPlane, Resource, build_resource, load_control_plane
+from fleetflow.model.documents import ParseCache, Tree, read_tree
+from fleetflow.model.resources import EnvironmentSpec
+from fleetflow.promotion.pin import PIN_FILE, Pin, read_pin
 
 MAIN = "main"
 

@@ -12,7 +12,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from pydantic.alias_generators import to_camel
 
-from fleetflow.durations import parse_duration
+from fleetflow.model.durations import parse_duration
 
 NAME_PATTERN = re.compile(r"^[a-z0-9]([a-z0-9._-]{0,251}[a-z0-9])?$")
 LABEL_KEY_PATTERN = re.compile(

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from fleetflow.engine import Changes, RenderResult
+from fleetflow.render.pipeline import Changes, RenderResult
 
 MAX_LISTED = 20
 

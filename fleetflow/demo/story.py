@@ -16,16 +16,16 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from fleetflow.durations import parse_duration
+from fleetflow.forge.git import GitRepos
 from fleetflow.forge.local import LocalForge
-from fleetflow.gitwork import GitRepos
-from fleetflow.ops.context import Context, head_branch, short
-from fleetflow.ops.promote import promote_many
-from fleetflow.ops.rollout import RolloutOutcome, check_rollout
-from fleetflow.ops.status import EnvironmentStatus, as_text, fleet_status
-from fleetflow.state import STATE_PATH, RenderState
+from fleetflow.model.durations import parse_duration
+from fleetflow.promotion.check_rollout import RolloutOutcome, check_rollout
+from fleetflow.promotion.context import Context, head_branch, short
+from fleetflow.promotion.promote import promote_many
+from fleetflow.promotion.status import EnvironmentStatus, as_text, fleet_status
+from fleetflow.render.incremental import STATE_PATH, RenderState
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "control-plane"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "control-plane"
 
 
 @dataclass

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap
 
-from fleetflow.documents import FLEETFLOW_API
+from fleetflow.model.documents import FLEETFLOW_API
 
 PIN_FILE = "base-repo.yaml"
 HOLD_ANNOTATION = "fleetflow.dev/hold"

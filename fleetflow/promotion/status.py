@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from fleetflow.ops.context import Context, chain_order, head_branch, short, status_context
-from fleetflow.pinning import PIN_FILE, read_pin
+from fleetflow.promotion.context import Context, chain_order, head_branch, short, status_context
+from fleetflow.promotion.pin import PIN_FILE, read_pin
 
 
 @dataclass

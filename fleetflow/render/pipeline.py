@@ -13,15 +13,21 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fleetflow import __version__
-from fleetflow.checks import check_references, config_sources, inline_schema, schema_sources
-from fleetflow.composition import Composed, Composer, Subject, applies
-from fleetflow.controlplane import ControlPlane
 from fleetflow.errors import InputError, Location, Problem, Problems
-from fleetflow.impact import affected_assignments
-from fleetflow.rendering import CompiledTemplate, TemplateEngine, TemplateRenderError, TemplateSource
-from fleetflow.scheduling import Assignment, Schedule, Target, schedule
-from fleetflow.state import AssignmentState, ExpectedCluster, Fingerprints, RenderState
-from fleetflow.validation import ConfigValidator, SchemaSource
+from fleetflow.model.controlplane import ControlPlane
+from fleetflow.model.references import check_references
+from fleetflow.render.composition import Composed, Composer, Subject, applies
+from fleetflow.render.incremental import (
+    AssignmentState,
+    ExpectedCluster,
+    Fingerprints,
+    RenderState,
+    affected_assignments,
+)
+from fleetflow.render.inputs import config_sources, inline_schema, schema_sources
+from fleetflow.render.scheduling import Assignment, Schedule, Target, schedule
+from fleetflow.render.templates import CompiledTemplate, TemplateEngine, TemplateRenderError, TemplateSource
+from fleetflow.render.validation import ConfigValidator, SchemaSource
 
 ENGINE = f"fleetflow {__version__}"
 HASH_LENGTH = 32  # hex digits (128 bits) of sha256 kept in state.json: 100,000 lines are read on every render

@@ -15,11 +15,11 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Literal
 
-from fleetflow.durations import parse_duration
 from fleetflow.errors import Problem
 from fleetflow.forge.base import STATUS_DESCRIPTION_LIMIT, CommitStatus
-from fleetflow.resources import RolloutPolicy
-from fleetflow.state import ExpectedCluster
+from fleetflow.model.durations import parse_duration
+from fleetflow.model.resources import RolloutPolicy
+from fleetflow.render.incremental import ExpectedCluster
 
 GateState = Literal["pending", "success", "failure"]
 
