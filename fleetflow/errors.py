@@ -1,20 +1,47 @@
-"""One error family for fleetflow.
+"""One error family for fleetflow, and the one exit-code table.
 
 Every error a user can cause is a :class:`Problem` (what is wrong, where, how to fix it). Problems are
-collected, never raised one by one, so that a run reports all of them at once. The command line maps the
-error classes to exit codes in one place (``fleetflow.cli.errors``):
+collected, never raised one by one, so that a run reports all of them at once. Each error class carries its
+exit code from :class:`ExitCode`, the one table (``fleetflow.cli.errors`` turns errors into messages and the
+JSON envelope; ``docs/design.md`` shows the same table):
 
-* :class:`InputError` (exit 1): the input is wrong: YAML, schema, template, selector, names...
-* :class:`GateError` (exit 1): the rollout gate or the promotion guarantee says no.
-* :class:`UsageError` (exit 2): the command line itself is wrong.
-* :class:`ForgeError` / :class:`GitError` (exit 3): the forge or git failed after retries.
+* 0 :attr:`ExitCode.DONE`: done.
+* 1 :attr:`ExitCode.REFUSED`: :class:`InputError` (the input is wrong: YAML, schema, template, selector, names,
+  an event payload...) or :class:`GateError` (the rollout gate or the promotion guarantee says no).
+* 2 :attr:`ExitCode.USAGE`: :class:`UsageError`, the command line itself is wrong (a missing option, a bad
+  value, an ``--environment`` that main does not define, a config file that is not right).
+* 3 :attr:`ExitCode.FORGE`: :class:`ForgeError` / :class:`GitError`, the forge or git failed after retries.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from enum import IntEnum
 from typing import Any
+
+
+class ExitCode(IntEnum):
+    """What every fleetflow command exits with; the same mistake gives the same code in every command."""
+
+    DONE = 0
+    REFUSED = 1  # the input is wrong, or the gate says no
+    USAGE = 2  # the command line is wrong
+    FORGE = 3  # the forge or git failed after retries
+
+    @property
+    def meaning(self) -> str:
+        return _MEANINGS[self]
+
+
+_MEANINGS = {
+    ExitCode.DONE: "done",
+    ExitCode.REFUSED: "the input (or the gate) says no",
+    ExitCode.USAGE: "usage error",
+    ExitCode.FORGE: "forge or git failure",
+}
+
+EXIT_CODES_HELP = ", ".join(f"{code.value} {code.meaning}" for code in ExitCode)
 
 
 @dataclass(frozen=True, order=True)
@@ -62,7 +89,7 @@ class Problem:
 class FleetflowError(Exception):
     """Base of every error fleetflow raises on purpose. ``exit_code`` is what the CLI exits with."""
 
-    exit_code = 1
+    exit_code: ExitCode = ExitCode.REFUSED
 
     def problems(self) -> list[Problem]:
         return [Problem(str(self))]
@@ -71,7 +98,7 @@ class FleetflowError(Exception):
 class InputError(FleetflowError):
     """The input is wrong. Carries every problem found, not just the first."""
 
-    exit_code = 1
+    exit_code = ExitCode.REFUSED
 
     def __init__(self, problems: Iterable[Problem]) -> None:
         self._problems = sorted(set(problems), key=_problem_order)
@@ -84,19 +111,19 @@ class InputError(FleetflowError):
 class GateError(FleetflowError):
     """The rollout gate or the promotion guarantee refuses."""
 
-    exit_code = 1
+    exit_code = ExitCode.REFUSED
 
 
 class UsageError(FleetflowError):
-    """The command line is wrong (missing option, conflicting flags)."""
+    """The command line is wrong (missing option, conflicting flags, a name that does not exist)."""
 
-    exit_code = 2
+    exit_code = ExitCode.USAGE
 
 
 class GitError(FleetflowError):
     """A git operation failed (clone, fetch, push), after retries where retrying makes sense."""
 
-    exit_code = 3
+    exit_code = ExitCode.FORGE
 
 
 @dataclass
@@ -109,7 +136,7 @@ class ForgeRequest:
 class ForgeError(FleetflowError):
     """The forge (GitHub, or the local forge) failed after retries. Carries the request that failed."""
 
-    exit_code = 3
+    exit_code = ExitCode.FORGE
 
     def __init__(self, message: str, request: ForgeRequest | None = None) -> None:
         self.request = request
@@ -150,3 +177,9 @@ class Problems:
     def raise_if_any(self) -> None:
         if self.items:
             raise InputError(self.items)
+
+
+def unknown_environment(name: str, known: Iterable[str]) -> UsageError:
+    """``--environment NAME`` names no Environment on main: the same usage error (exit 2) from every command."""
+    names = ", ".join(sorted(known)) or "none"
+    return UsageError(f"unknown environment {name!r}; environments on main: {names}")

@@ -21,7 +21,7 @@ def test_demo_walks_the_chain_and_stops_a_failed_rollout(tmp_path: Path, monkeyp
     result = run_cli("status", "--forge", "local", "--control-plane", tmp_path / "demo" / "control-plane.git",
                      "--format", "json")
     assert result.exit_code == 0, result.output
-    envs = {e["environment"]: e for e in json.loads(result.output)["environments"]}
+    envs = {e["environment"]: e for e in json.loads(result.output)["result"]["environments"]}
     assert envs["dev"]["gate"]["state"] == "success"
     assert envs["qa"]["gate"]["state"] == "failure"
     assert "failing" in envs["qa"]["gate"]["description"]
@@ -53,14 +53,14 @@ def test_cli_promote_schedule_check_status(local_env: Path) -> None:
     sha = git(local_env, "--git-dir", str(local_env / "control-plane.git"), "rev-parse", "main")
     result = run_cli("promote", "--commit", sha[:10], "--format", "json")
     assert result.exit_code == 0, result.output
-    data = json.loads(result.output)
+    data = json.loads(result.output)["result"]
     assert data["promotions"][0]["environment"] == "dev"
     assert data["promotions"][0]["schedule"]["operation"] == "created"
     result = run_cli("schedule", "--environment", "dev")
     assert result.exit_code == 0 and "dev: unchanged" in result.output
     result = run_cli("check-rollout", "--environment", "dev", "--format", "json")
     assert result.exit_code == 0
-    assert json.loads(result.output)["gateState"] == "waiting-for-merge"
+    assert json.loads(result.output)["result"]["gateState"] == "waiting-for-merge"
     result = run_cli("status", "--format", "markdown")
     assert result.exit_code == 0 and "```mermaid" in result.output and "| `dev` |" in result.output
     result = run_cli("status")

@@ -78,7 +78,7 @@ def render(main: Path, env: Path, out: Path, *extra: str) -> dict[str, object]:
     result = run_cli("render", "--main", main, "--env", env, "--environment", "dev", "--output", out, *PIN,
                      "--format", "json", *extra)
     assert result.exit_code == 0, result.output
-    data: dict[str, object] = json.loads(result.output)
+    data: dict[str, object] = json.loads(result.output)["result"]
     return data
 
 

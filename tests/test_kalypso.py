@@ -248,7 +248,7 @@ def test_kalypso_control_plane(tmp_path: Path) -> None:
         "render", "--main", main, "--env", env, "--environment", "dev", "--output", out, "--format", "json"
     )
     assert result.exit_code == 0, result.output
-    assert json.loads(result.output)["changes"]["added"] == [
+    assert json.loads(result.output)["result"]["changes"]["added"] == [
         "drone/hello-world-app-functional-test",
         "large/hello-world-app-performance-test",
     ]

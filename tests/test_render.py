@@ -56,7 +56,7 @@ def test_rerender_without_change_writes_nothing(tmp_path: Path) -> None:
     mtimes = {p: p.stat().st_mtime_ns for p in out.rglob("*") if p.is_file()}
     code, output = render(main, env, out, "--format", "json")
     assert code == 0
-    data = json.loads(output)
+    data = json.loads(output)["result"]
     assert data["written"] == [] and data["deleted"] == [] and data["rendered"] == 0
     assert {p: p.stat().st_mtime_ns for p in out.rglob("*") if p.is_file()} == mtimes
 
@@ -71,7 +71,7 @@ def test_incremental_equals_full_and_reports_changes(tmp_path: Path) -> None:
     cfg.write_text(cfg.read_text().replace("LOG_LEVEL: debug", "LOG_LEVEL: trace"))
     code, output = render(main, env, out, "--format", "json")
     assert code == 0, output
-    data = json.loads(output)
+    data = json.loads(output)["result"]
     assert data["rendered"] == 1
     assert data["changes"]["changed"] == ["edge-line1/app-dev"]
     assert data["changes"]["configKeys"] == ["edge: LOG_LEVEL (changed)"]
@@ -92,7 +92,7 @@ def test_removed_assignments_lose_their_folders(tmp_path: Path) -> None:
     types.write_text(types.read_text().replace("region: eu\n    kind: cloud", "region: us\n    kind: cloud"))
     code, output = render(main, env, out, "--format", "json")
     assert code == 0, output
-    assert json.loads(output)["changes"]["removed"] == ["cloud-eu/app-dev"]
+    assert json.loads(output)["result"]["changes"]["removed"] == ["cloud-eu/app-dev"]
     assert not (out / "cloud-eu" / "app-dev").exists()
     assert (out / "cloud-eu" / "notes.txt").exists()
 
@@ -217,7 +217,7 @@ def test_explain_shows_provenance_and_overrides(tmp_path: Path) -> None:
         "--format",
         "json",
     )
-    data = json.loads(result.output)
+    data = json.loads(result.output)["result"]
     assert [v["key"] for v in data["values"]] == ["REPLICAS"]
     assert data["values"][0]["from"]["configMap"] == "env-wide"
     assert data["values"][0]["from"]["line"] == 9
@@ -255,7 +255,7 @@ def test_plan_writes_nothing_and_shows_a_diff(tmp_path: Path) -> None:
         "--format",
         "json",
     )
-    data = json.loads(result.output)
+    data = json.loads(result.output)["result"]
     assert data["changes"]["added"] == ["cloud-eu/app-dev", "edge-line1/app-dev"]
     assert not (tmp_path / "none").exists()
 
@@ -288,7 +288,7 @@ def test_render_into_copy_of_previous_output_is_idempotent(tmp_path: Path) -> No
     copy = tmp_path / "copy"
     shutil.copytree(out, copy)
     _, output = render(main, env, copy, "--format", "json")
-    assert json.loads(output)["written"] == []
+    assert json.loads(output)["result"]["written"] == []
 
 
 STATUS_TEMPLATE = """
@@ -319,11 +319,11 @@ def test_status_reporter_is_rendered_once_per_cluster_type(tmp_path: Path) -> No
     assert "edge-line1/_status/reporter.yaml" in files
     # an incremental run keeps it (the sweep of cluster-type folders leaves _status alone) and writes nothing
     code, output = render(main, env, out, "--format", "json", "--full")
-    assert json.loads(output)["written"] == [] and tree_bytes(out) == files
+    assert json.loads(output)["result"]["written"] == [] and tree_bytes(out) == files
     # a reporter that is no longer configured goes away
     types.write_text(types.read_text().replace("\n  statusReporter: reporter", "", 1))
     code, output = render(main, env, out, "--format", "json")
-    assert code == 0 and json.loads(output)["deleted"] == ["cloud-eu/_status/reporter.yaml"]
+    assert code == 0 and json.loads(output)["result"]["deleted"] == ["cloud-eu/_status/reporter.yaml"]
     assert not (out / "cloud-eu" / "_status").exists() and (out / "edge-line1" / "_status").is_dir()
 
 

@@ -204,7 +204,7 @@ def run_route(tmp_path: Path, event: str, payload: dict[str, Any], *extra: str, 
 def test_route_cli(name: str, tmp_path: Path) -> None:
     case = CASES[name]
     done = run_route(tmp_path, case.event, case.payload(), "--environments", ",".join(ENVS), "--format", "json")
-    assert observed(json.loads(done.stdout)) == expected(case)
+    assert observed(json.loads(done.stdout)["result"]) == expected(case)
     assert done.returncode == (1 if case.invalid else 0)
     assert done.stderr == ""
 
@@ -215,7 +215,7 @@ def test_route_cli_process(name: str, tmp_path: Path) -> None:
     case = CASES[name]
     done = run_route(tmp_path, case.event, case.payload(), "--environments", ",".join(ENVS), "--format", "json",
                      process=True)
-    assert observed(json.loads(done.stdout)) == expected(case)
+    assert observed(json.loads(done.stdout)["result"]) == expected(case)
     assert done.returncode == (1 if case.invalid else 0)
 
 
@@ -229,7 +229,7 @@ def test_route_cli_text_and_errors(tmp_path: Path) -> None:
     result = CliRunner().invoke(main, ["route", "--event-name", "push", "--event-path", str(not_json),
                                        "--environments", "dev"])
     done = Ran(result.exit_code, result.stdout, result.stderr)
-    assert done.returncode == 2 and "is not JSON" in done.stderr
+    assert done.returncode == 1 and "is not JSON" in done.stderr
 
 
 # --- hostile input is data ---------------------------------------------------------------------------------------
@@ -287,7 +287,7 @@ def test_hostile_values_are_data_for_route(tmp_path: Path) -> None:
     for n, (label, event, payload, want) in enumerate(cases):
         done = run_route(tmp_path, event, payload, "--environments", ",".join(ENVS), "--format", "json",
                          process=n in (3, 12, 27, 40, 51, 63))
-        decision = json.loads(done.stdout)
+        decision = json.loads(done.stdout)["result"]
         assert ("invalid" if decision["invalid"] else decision["action"]) == want, label
         assert done.returncode == (1 if want == "invalid" else 0), label
         assert not [line for line in done.stdout.splitlines() if line.startswith("::")], label
@@ -304,7 +304,7 @@ def test_hostile_status_context_is_only_a_label(tmp_path: Path) -> None:
     decision = route("status", payload, environments=ENVS)
     assert (decision.action, decision.environments) == ("check-rollout", ["dev"])
     done = run_route(tmp_path, "status", payload, "--environments", ",".join(ENVS), "--format", "json")
-    assert done.returncode == 0 and json.loads(done.stdout)["environments"] == ["dev"]
+    assert done.returncode == 0 and json.loads(done.stdout)["result"]["environments"] == ["dev"]
     assert not [line for line in done.stdout.splitlines() if line.startswith("::")]
 
 

@@ -336,7 +336,7 @@ def test_promote_schedule_check_rollout_route_on_local_repos(tmp_path: Path) -> 
     assert run.main(["schedule"], env, installer=lambda: venv) == 0
     outputs = read_outputs(tmp_path / "output")
     assert outputs["operation"] == "unchanged" and outputs["commit"] == sha
-    assert json.loads(outputs["result"])["pullRequest"]["number"] == 1
+    assert json.loads(outputs["result"])["result"]["pullRequest"]["number"] == 1
 
     (tmp_path / "output").unlink()
     assert run.main(["check-rollout"], env, installer=lambda: venv) == 0

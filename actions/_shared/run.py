@@ -11,9 +11,11 @@ Standard library only, so it runs on the runner's own Python before anything is 
 3. runs ``fleetflow <command> ... --format json`` with the settings in the environment variables the CLI reads
    (``FLEETFLOW_FORGE``, ``FLEETFLOW_CONTROL_PLANE``, ``GITHUB_TOKEN``, ``GITHUB_API_URL``, ``FLEETFLOW_APP_ID``,
    ``FLEETFLOW_APP_PRIVATE_KEY``; ``FLEETFLOW_CACHE_DIR`` and ``FLEETFLOW_CONFIG`` pass through from the job);
-4. sets the step outputs (``$GITHUB_OUTPUT``), writes the job summary (``$GITHUB_STEP_SUMMARY``: this run, then
+4. reads the CLI's JSON envelope (``ok``, ``exitCode``, ``problems``, ``warnings``, ``result``), sets the step
+   outputs from ``result`` (``$GITHUB_OUTPUT``), writes the job summary (``$GITHUB_STEP_SUMMARY``: this run, then
    ``fleetflow status --format markdown``), turns every reported problem into an ``::error file=,line=,col=::``
-   annotation, and exits with the CLI's exit code (0 done, 1 input or gate says no, 2 usage, 3 forge or git).
+   annotation (and every warning into a ``::warning``), and exits with the CLI's exit code (0 done, 1 input or
+   gate says no, 2 usage, 3 forge or git).
 """
 
 from __future__ import annotations
@@ -83,13 +85,13 @@ def emit(name: str, message: str, **properties: object) -> None:
     print(command(name, message, **properties), flush=True)
 
 
-def annotate_problem(problem: dict[str, Any], title: str) -> None:
-    """One ``::error`` per problem, placed at its file/line/column when the CLI knows them."""
+def annotate_problem(problem: dict[str, Any], title: str, level: str = "error") -> None:
+    """One ``::error`` (or ``::warning``) per problem, placed at its file/line/column when the CLI knows them."""
     message = str(problem.get("message") or "error")
     if problem.get("hint"):
         message += f" (hint: {problem['hint']})"
     location = problem.get("location") or {}
-    emit("error", message, title=title, file=location.get("file"), line=location.get("line"),
+    emit(level, message, title=title, file=location.get("file"), line=location.get("line"),
          col=location.get("column"))
 
 
@@ -287,12 +289,14 @@ def schedule_markdown(outcome: dict[str, Any]) -> list[str]:
     return lines + changes_markdown(outcome.get("changes"))
 
 
-def run_markdown(name: str, data: dict[str, Any], exit_code: int) -> list[str]:
+def run_markdown(name: str, data: dict[str, Any] | None, exit_code: int,
+                 problems: list[dict[str, Any]] | None = None) -> list[str]:
+    """``data`` is the envelope's ``result`` (None when the command stopped before it had one)."""
     lines = [f"## fleetflow {name}", ""]
-    if exit_code not in (0, 1) or (exit_code == 1 and "problems" in data):
+    if data is None or exit_code not in (0, 1):
         lines.append(f"**Failed** (exit code {exit_code}):")
         lines.append("")
-        for problem in data.get("problems") or []:
+        for problem in problems or []:
             where = problem.get("location") or {}
             at = ":".join(str(where[k]) for k in ("file", "line", "column") if where.get(k))
             hint = f" (hint: {cell(problem['hint'])})" if problem.get("hint") else ""
@@ -398,11 +402,11 @@ def notices(name: str, data: dict[str, Any]) -> None:
         for promotion in data.get("promotions") or []:
             emit("notice", str(promotion.get("message") or ""), title="fleetflow promote")
     elif name == "check-rollout":
-        level = "error" if data.get("gateState") == "failure" else "notice"
-        emit(level, f"{data.get('environment')}: {data.get('gateState')}: {data.get('description')}",
-             title="fleetflow rollout gate")
-    elif name == "route":
-        emit("error" if data.get("invalid") else "notice", str(data.get("reason") or ""), title="fleetflow route")
+        if data.get("gateState") != "failure":  # a failed gate is one of the envelope's problems (an ::error)
+            emit("notice", f"{data.get('environment')}: {data.get('gateState')}: {data.get('description')}",
+                 title="fleetflow rollout gate")
+    elif name == "route" and not data.get("invalid"):  # an invalid request is one of the envelope's problems
+        emit("notice", str(data.get("reason") or ""), title="fleetflow route")
 
 
 def main(argv: list[str], environ: dict[str, str] | None = None,
@@ -437,24 +441,28 @@ def main(argv: list[str], environ: dict[str, str] | None = None,
     exit_code = result.returncode
     print_raw(result.stdout)
     try:
-        data = json.loads(result.stdout)
-        if not isinstance(data, dict):
-            raise ValueError("not an object")
+        envelope = json.loads(result.stdout)
+        if not isinstance(envelope, dict) or not isinstance(envelope.get("result", {}), (dict, type(None))):
+            raise ValueError("not an envelope")
     except ValueError:
         emit("error", f"fleetflow {name} failed with exit code {exit_code} and no JSON result (see the log above)",
              title=title)
         return exit_code or 1
 
-    if "problems" in data and data.get("ok") is False:
-        for problem in data.get("problems") or []:
-            annotate_problem(problem, title)
-        exit_code = exit_code or int(data.get("exitCode") or 1)
-    else:
+    data: dict[str, Any] | None = envelope.get("result")
+    problems = list(envelope.get("problems") or [])
+    for warning in envelope.get("warnings") or []:
+        annotate_problem(warning, title, "warning")
+    for problem in problems:
+        annotate_problem(problem, title)
+    if envelope.get("ok") is False:
+        exit_code = exit_code or int(envelope.get("exitCode") or 1)
+    if data is not None:
         set_outputs(outputs_for(name, data, result.stdout), environ)
         notices(name, data)
 
     if inputs.flag("summary"):
-        lines = run_markdown(name, data, exit_code)
+        lines = run_markdown(name, data, exit_code, problems)
         if name != "route":
             lines += fleet_status_markdown(cli, env)
         write_summary(lines, environ)

@@ -1,7 +1,8 @@
 """fleetflow's command line: one thin module per command (parse, call the core, print), the demo included.
 
-``common`` holds the shared options and output helpers, ``errors`` maps the error family to exit codes in one
-place. The cli may import every other folder; nothing imports the cli.
+``common`` holds the shared options and loaders, ``errors`` turns every outcome and every error into the
+one JSON envelope and the one exit-code table (``fleetflow.errors.ExitCode``). The cli may import every other
+folder; nothing imports the cli.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import click
 from fleetflow import __version__
 from fleetflow.cli.check_rollout import check_rollout_command
 from fleetflow.cli.demo import demo
+from fleetflow.cli.errors import FleetflowGroup
 from fleetflow.cli.explain import explain
 from fleetflow.cli.plan import plan
 from fleetflow.cli.promote import promote
@@ -21,7 +23,7 @@ from fleetflow.cli.status import status
 from fleetflow.cli.validate import validate
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 110})
+@click.group(cls=FleetflowGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 110})
 @click.version_option(__version__, prog_name="fleetflow")
 def main() -> None:
     """fleetflow: promote one control-plane commit through your fleet, dev → qa → prod.

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import click
 
-from fleetflow.cli.common import FORMAT, print_json
-from fleetflow.cli.errors import handled
+from fleetflow.cli.common import FORMAT
+from fleetflow.cli.errors import FLEET_WRITTEN, handled
 from fleetflow.cli.fleet import fleet_options, make_context
+from fleetflow.errors import Problem
 from fleetflow.promotion.check_rollout import check_rollout
 
 
@@ -28,15 +28,17 @@ def check_rollout_command(environment: str, forge: str | None, control_plane: st
     timeout; any failure fails fast; a missing status is pending. Exit 0 when pending or success,
     1 when the gate failed.
     """
-    with handled(fmt), make_context(forge, control_plane, config, fmt) as ctx:
+    with handled(fmt, FLEET_WRITTEN) as reply, make_context(forge, control_plane, config, fmt) as ctx:
         outcome = check_rollout(ctx, environment)
-        if fmt == "json":
-            print_json({"ok": outcome.state != "failure", **outcome.to_json()})
-        else:
+
+        def text() -> None:
             click.echo(f"{environment}: {outcome.state}: {outcome.description}")
             for promoted in outcome.promoted:
                 click.echo(f"  promoted: {promoted.message}")
             for skipped in outcome.skipped:
                 click.echo(f"  not promoted: {skipped}")
-        if outcome.state == "failure":
-            sys.exit(1)
+
+        failed = outcome.state == "failure"
+        problems = [Problem(f"{environment}: failure: {outcome.description}", None,
+                            "fix the failing clusters, then promote a new commit (or roll back)")] if failed else []
+        reply.done(outcome.to_json(), text, problems=problems)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import gc
-import json
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -11,7 +10,7 @@ from typing import Any, TypeVar
 
 import click
 
-from fleetflow.errors import GitError, InputError
+from fleetflow.errors import GitError, InputError, unknown_environment
 from fleetflow.forge.registrations import RegistrationFetcher
 from fleetflow.model.controlplane import ControlPlane, load_control_plane
 from fleetflow.model.documents import ParseCache
@@ -87,5 +86,8 @@ def head_commit(directory: Path) -> str | None:
         return None
 
 
-def print_json(data: Any) -> None:
-    click.echo(json.dumps(data, indent=2, sort_keys=False, default=str))
+def check_environment(plane: ControlPlane, environment: str) -> None:
+    """``--environment`` must name an Environment on main (when main defines any): exit 2 otherwise, the same
+    usage error as ``promote``'s."""
+    if plane.environments and environment not in plane.environments:
+        raise unknown_environment(environment, plane.environments)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from fleetflow.cli.common import FORMAT, print_json
+from fleetflow.cli.common import FORMAT
 from fleetflow.cli.errors import handled
 from fleetflow.errors import UsageError
 
@@ -26,19 +26,21 @@ def demo(directory: Path | None, examples: Path | None, fmt: str) -> None:
     """
     from fleetflow.demo.story import EXAMPLES, Demo
 
-    with handled(fmt):
+    with handled(fmt) as reply:
         source = examples or EXAMPLES
         if not (source / "main").is_dir() or not (source / "envs").is_dir():
             raise UsageError(f"no control plane at {source} (expected main/ and envs/): pass --examples DIR")
         root = directory or Path(tempfile.mkdtemp(prefix="fleetflow-demo-"))
         if directory is not None and directory.exists() and any(directory.iterdir()):
             raise UsageError(f"--dir {directory} is not empty: give a new or empty folder")
+        reply.written = f"The demo stopped; what it built so far is in {root}."
         say = click.echo if fmt == "text" else (lambda _text: None)
         started = time.monotonic()
         entries = Demo(root, say, source).run()
         seconds = time.monotonic() - started
-        if fmt == "json":
-            print_json({"ok": True, "dir": str(root), "seconds": round(seconds, 1),
-                        "environments": [e.to_json() for e in entries]})
-        else:
-            click.echo(f"\nDone in {seconds:.1f}s. The repos are in {root} (control-plane.git, platform-gitops.git).")
+        reply.done(
+            {"dir": str(root), "seconds": round(seconds, 1), "environments": [e.to_json() for e in entries]},
+            lambda: click.echo(
+                f"\nDone in {seconds:.1f}s. The repos are in {root} (control-plane.git, platform-gitops.git)."
+            ),
+        )

@@ -1,44 +1,163 @@
-"""The one place where fleetflow errors become messages and exit codes (0 ok, 1 input/gate, 2 usage, 3 forge/git)."""
+"""The one place where a command's outcome becomes output and an exit code.
+
+Every command, and every error (click's own usage errors included), ends in one :class:`Reply`. With
+``--format json`` it prints one envelope::
+
+    {"ok": bool, "exitCode": int, "problems": [...], "warnings": [...], "result": {...} | null}
+
+``ok`` is true exactly when ``exitCode`` is 0; ``problems`` and ``warnings`` are lists of
+``{"message", "location": {"file", "line", "column"} | null, "hint"}``; ``result`` is the command's own data
+(null when the command stopped before it had any). The exit codes are :class:`fleetflow.errors.ExitCode`:
+0 done, 1 the input or the gate says no, 2 usage error, 3 forge or git failure. With ``--format text`` the
+result goes to stdout, problems and warnings to stderr (one line each), followed by one sentence that says what
+was and was not written when the command writes anything.
+"""
 
 from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any, TypeVar
+from typing import Any, NoReturn
 
 import click
 
-from fleetflow.errors import FleetflowError
+from fleetflow.errors import ExitCode, FleetflowError, Problem
 
-F = TypeVar("F", bound=Callable[..., Any])
+FLEET_WRITTEN = (
+    "Stopped at this error. The steps finished before it are printed above; running the same command again is "
+    "safe (each write is idempotent)."
+)
+LABELS = {ExitCode.REFUSED: "error", ExitCode.USAGE: "usage error", ExitCode.FORGE: "forge/git error"}
 
 
-def emit_failure(error: FleetflowError, fmt: str) -> None:
-    problems = error.problems()
-    if fmt == "json":
-        click.echo(
-            json.dumps(
-                {"ok": False, "exitCode": error.exit_code, "problems": [p.to_json() for p in problems]},
-                indent=2,
-            )
-        )
-        return
-    label = {1: "error", 2: "usage error", 3: "forge/git error"}.get(error.exit_code, "error")
-    for problem in problems:
-        click.echo(f"{label}: {problem}", err=True)
-    if len(problems) > 1:
-        click.echo(f"{len(problems)} problems found; nothing was written.", err=True)
-    else:
-        click.echo("Nothing was written.", err=True)
+def envelope(
+    exit_code: int, result: Any, problems: Iterable[Problem] = (), warnings: Iterable[Problem] = ()
+) -> dict[str, Any]:
+    """The JSON every command prints with ``--format json``."""
+    return {
+        "ok": exit_code == ExitCode.DONE,
+        "exitCode": int(exit_code),
+        "problems": [p.to_json() for p in problems],
+        "warnings": [w.to_json() for w in warnings],
+        "result": result,
+    }
+
+
+def print_envelope(data: dict[str, Any]) -> None:
+    click.echo(json.dumps(data, indent=2, sort_keys=False, default=str))
+
+
+class Reply:
+    """What one command run says: warnings as they come, then either :meth:`done` or a failure.
+
+    ``written`` is the sentence printed (text format) when the run fails: what was and was not written. Commands
+    that write set it and update it as they go (``"Nothing was written to out/dev."`` before the first write);
+    read-only commands leave it empty and say nothing about writing.
+    """
+
+    def __init__(self, fmt: str, written: str = "") -> None:
+        self.json = fmt == "json"
+        self.written = written
+        self.warnings: list[Problem] = []
+        self.result: Any = None
+
+    def warn(self, problem: Problem | str) -> None:
+        warning = problem if isinstance(problem, Problem) else Problem(problem)
+        self.warnings.append(warning)
+        if not self.json:
+            click.echo(f"warning: {warning}", err=True)
+
+    def done(
+        self,
+        result: Any,
+        text: Callable[[], None] | None = None,
+        *,
+        problems: Sequence[Problem] = (),
+        exit_code: ExitCode | None = None,
+    ) -> None:
+        """The command finished: print ``result`` (JSON) or run ``text`` (text); exit with ``exit_code`` (default:
+        1 when there are problems, else 0). Problems here are part of a finished run (e.g. held-back assignments):
+        the text already says what was written, so no ``written`` sentence follows."""
+        code = exit_code if exit_code is not None else (ExitCode.REFUSED if problems else ExitCode.DONE)
+        self.result = result
+        if self.json:
+            print_envelope(envelope(code, result, problems, self.warnings))
+        else:
+            if text is not None:
+                text()
+            for problem in problems:
+                click.echo(f"{LABELS.get(code, 'error')}: {problem}", err=True)
+        if code != ExitCode.DONE:
+            sys.exit(int(code))
+
+    def fail(self, error: FleetflowError) -> NoReturn:
+        problems = error.problems()
+        if self.json:
+            print_envelope(envelope(error.exit_code, self.result, problems, self.warnings))
+        else:
+            label = LABELS.get(error.exit_code, "error")
+            for problem in problems:
+                click.echo(f"{label}: {problem}", err=True)
+            if len(problems) > 1:
+                click.echo(f"{len(problems)} problems found.", err=True)
+            if self.written:
+                click.echo(self.written, err=True)
+        sys.exit(int(error.exit_code))
 
 
 @contextmanager
-def handled(fmt: str) -> Iterator[None]:
+def handled(fmt: str, written: str = "") -> Iterator[Reply]:
     """Run a command body; a FleetflowError ends the process with its exit code and clear messages."""
+    reply = Reply(fmt, written)
     try:
-        yield
+        yield reply
     except FleetflowError as error:
-        emit_failure(error, fmt)
-        sys.exit(error.exit_code)
+        reply.fail(error)
+
+
+def json_requested(args: Sequence[str]) -> bool:
+    """Whether the command line asks for ``--format json`` (looked at before click has parsed it)."""
+    for i, arg in enumerate(args):
+        if arg == "--format" and i + 1 < len(args) and args[i + 1] == "json":
+            return True
+        if arg == "--format=json":
+            return True
+    return False
+
+
+class FleetflowGroup(click.Group):
+    """click's group, except that click's own usage errors (a missing option, a bad choice, an unknown command)
+    also come as the JSON envelope (exit 2) when the command line asked for ``--format json``."""
+
+    def make_context(
+        self, info_name: str | None, args: list[str], parent: click.Context | None = None, **extra: Any
+    ) -> click.Context:
+        wants_json = json_requested(args)
+        try:
+            ctx = super().make_context(info_name, args, parent, **extra)
+        except click.ClickException as error:
+            self._usage_json(error, wants_json)
+            raise
+        ctx.meta["fleetflow.json"] = wants_json
+        return ctx
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except click.ClickException as error:
+            self._usage_json(error, bool(ctx.meta.get("fleetflow.json")))
+            raise
+
+    @staticmethod
+    def _usage_json(error: click.ClickException, wants_json: bool) -> None:
+        if not wants_json:
+            return
+        message = error.format_message()
+        if isinstance(error, click.UsageError) and error.ctx is not None:
+            hint: str | None = f"see `{error.ctx.command_path} --help`"
+        else:
+            hint = None
+        print_envelope(envelope(error.exit_code, None, [Problem(message, None, hint)]))
+        raise click.exceptions.Exit(error.exit_code)

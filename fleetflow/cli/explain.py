@@ -7,10 +7,11 @@ from pathlib import Path
 
 import click
 
-from fleetflow.cli.common import FORMAT, load, print_json, trees
+from fleetflow.cli.common import FORMAT, check_environment, load, trees
 from fleetflow.cli.errors import handled
 from fleetflow.errors import InputError, Problem
-from fleetflow.render.explain import explain_assignment
+from fleetflow.render.composition import Provenance
+from fleetflow.render.explain import Explanation, explain_assignment
 
 
 def _show(value: object) -> str:
@@ -37,8 +38,9 @@ def explain(
     Precedence, lowest first: annotation fleetflow.dev/priority, then the number of matching labels,
     then the ConfigMap name. Works on invalid assignments too: it is how you find out why.
     """
-    with handled(fmt):
+    with handled(fmt) as reply:
         plane = load(main_dir, env_dir)
+        check_environment(plane, environment)
         explanation = explain_assignment(plane, environment, assignment)
         entries = explanation.entries(key)
         if key is not None and not entries:
@@ -51,16 +53,17 @@ def explain(
                     )
                 ]
             )
-        if fmt == "json":
-            print_json(explanation.to_json(key))
-            return
-        click.echo(f"{assignment} (environment {environment})")
-        click.echo(f"  selected by policies: {', '.join(explanation.policies)}")
-        click.echo(
-            f"  ConfigMaps applied, lowest precedence first: {', '.join(explanation.composed.sources) or 'none'}"
-        )
-        for entry in entries:
-            click.echo(f"{'.'.join(entry.path)} = {_show(entry.winner.value)}")
-            click.echo(f"    from {entry.winner.source} at {entry.winner.location}")
-            for lost in entry.overridden:
-                click.echo(f"    overrides {_show(lost.value)} from {lost.source} at {lost.location}")
+        reply.done(explanation.to_json(key), lambda: _text(explanation, entries, assignment, environment))
+
+
+def _text(explanation: Explanation, entries: list[Provenance], assignment: str, environment: str) -> None:
+    click.echo(f"{assignment} (environment {environment})")
+    click.echo(f"  selected by policies: {', '.join(explanation.policies)}")
+    click.echo(
+        f"  ConfigMaps applied, lowest precedence first: {', '.join(explanation.composed.sources) or 'none'}"
+    )
+    for entry in entries:
+        click.echo(f"{'.'.join(entry.path)} = {_show(entry.winner.value)}")
+        click.echo(f"    from {entry.winner.source} at {entry.winner.location}")
+        for lost in entry.overridden:
+            click.echo(f"    overrides {_show(lost.value)} from {lost.source} at {lost.location}")

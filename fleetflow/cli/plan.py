@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from fleetflow.cli.common import FORMAT, head_commit, load, print_json, trees
+from fleetflow.cli.common import FORMAT, check_environment, head_commit, load, trees
 from fleetflow.cli.errors import handled
 from fleetflow.render.output import plan_diff, read_state
 from fleetflow.render.pipeline import Meta, render_environment
@@ -41,29 +41,30 @@ def plan(
     """Show what `fleetflow render` would change in --output: assignments added, removed and changed,
     config keys changed, and a unified diff. Nothing is written. Exit 0 when valid, 1 when not.
     """
-    with handled(fmt):
+    with handled(fmt) as reply:
         plane = load(main_dir, env_dir)
+        check_environment(plane, environment)
         previous, _ = read_state(output)
         meta = Meta(main_commit or head_commit(main_dir), env_commit or head_commit(env_dir))
         result = render_environment(plane, environment, previous=previous, meta=meta)
         text = plan_diff(output, result) if diff else ""
-        if fmt == "json":
-            print_json(
-                {
-                    "ok": True,
-                    "environment": environment,
-                    "changes": result.changes.to_json(),
-                    "assignments": len(result.state.assignments),
-                    "diff": text,
-                }
-            )
-            return
-        click.echo(f"Plan for {headline(result)}")
-        lines = changes_text(result.changes)
-        for line in lines:
-            click.echo(line)
-        if result.changes.empty:
-            click.echo("  no rendered file changes")
-        if text:
-            click.echo("")
-            click.echo(text, nl=False)
+
+        def show() -> None:
+            click.echo(f"Plan for {headline(result)}")
+            for line in changes_text(result.changes):
+                click.echo(line)
+            if result.changes.empty:
+                click.echo("  no rendered file changes")
+            if text:
+                click.echo("")
+                click.echo(text, nl=False)
+
+        reply.done(
+            {
+                "environment": environment,
+                "changes": result.changes.to_json(),
+                "assignments": len(result.state.assignments),
+                "diff": text,
+            },
+            show,
+        )

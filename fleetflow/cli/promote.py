@@ -6,8 +6,8 @@ from pathlib import Path
 
 import click
 
-from fleetflow.cli.common import FORMAT, print_json
-from fleetflow.cli.errors import handled
+from fleetflow.cli.common import FORMAT
+from fleetflow.cli.errors import FLEET_WRITTEN, handled
 from fleetflow.cli.fleet import fleet_options, make_context
 from fleetflow.promotion.promote import promote_many
 
@@ -29,10 +29,11 @@ def promote(environment: str | None, commit: str, release: bool, forge: str | No
     Promoting an older commit is a rollback: it passes the same check and holds the environment there
     until `--release`. Re-running with the same arguments changes nothing.
     """
-    with handled(fmt), make_context(forge, control_plane, config, fmt) as ctx:
+    with handled(fmt, FLEET_WRITTEN) as reply, make_context(forge, control_plane, config, fmt) as ctx:
         outcomes = promote_many(ctx, environment, commit, release=release)
-        if fmt == "json":
-            print_json({"ok": True, "promotions": [o.to_json() for o in outcomes]})
-            return
-        for outcome in outcomes:
-            click.echo(outcome.message)
+
+        def text() -> None:
+            for outcome in outcomes:
+                click.echo(outcome.message)
+
+        reply.done({"promotions": [o.to_json() for o in outcomes]}, text)

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import click
 
-from fleetflow.cli.common import FORMAT, head_commit, load, print_json, trees
-from fleetflow.cli.errors import emit_failure, handled
-from fleetflow.errors import InputError
+from fleetflow.cli.common import FORMAT, check_environment, head_commit, load, trees
+from fleetflow.cli.errors import handled
 from fleetflow.render.output import apply_result, read_state
 from fleetflow.render.pipeline import Meta, render_environment
 from fleetflow.render.summary import changes_text, headline
@@ -59,36 +57,42 @@ def render(
     rendered again; the result is byte-identical to a full render. Unchanged files are not rewritten.
     Nothing is written when any input is invalid (unless --keep-last-good).
     """
-    with handled(fmt):
+    with handled(fmt, f"Nothing was written to {output}.") as reply:
         plane = load(main_dir, env_dir)
+        check_environment(plane, environment)
         previous, warning = read_state(output)
+        if warning:
+            reply.warn(warning)
         meta = Meta(main_commit or head_commit(main_dir), env_commit or head_commit(env_dir))
         result = render_environment(
             plane, environment, previous=previous, meta=meta, keep_last_good=keep_last_good, reuse=not full
         )
+        reply.written = (
+            f"The render stopped while writing {output}: each file written is whole, and state.json was not "
+            "updated, so the next render finishes the job."
+        )
         report = apply_result(output, result, previous, sweep=full)
-        if fmt == "json":
-            print_json(
-                {
-                    "ok": result.ok,
-                    "environment": environment,
-                    "output": str(output),
-                    "assignments": len(result.state.assignments),
-                    "rendered": len(result.rendered),
-                    "changes": result.changes.to_json(),
-                    "written": report.written,
-                    "deleted": report.deleted,
-                    "problems": [p.to_json() for p in result.problems],
-                }
-            )
-        else:
-            if warning:
-                click.echo(f"warning: {warning}", err=True)
+
+        def text() -> None:
             click.echo(f"Rendered {headline(result)}")
             for line in changes_text(result.changes):
                 click.echo(line)
             click.echo(f"Wrote {len(report.written)} files, deleted {len(report.deleted)} into {output}")
-        if result.problems:
-            if fmt != "json":
-                emit_failure(InputError(result.problems), fmt)
-            sys.exit(1)
+            if result.problems:
+                click.echo(
+                    f"{len(result.problems)} invalid assignments kept their previous files (--keep-last-good)."
+                )
+
+        reply.done(
+            {
+                "environment": environment,
+                "output": str(output),
+                "assignments": len(result.state.assignments),
+                "rendered": len(result.rendered),
+                "changes": result.changes.to_json(),
+                "written": report.written,
+                "deleted": report.deleted,
+            },
+            text,
+            problems=result.problems,
+        )

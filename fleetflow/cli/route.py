@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import click
 
-from fleetflow.cli.common import FORMAT, print_json
+from fleetflow.cli.common import FORMAT
 from fleetflow.cli.errors import handled
 from fleetflow.cli.fleet import fleet_options, make_context
-from fleetflow.errors import InputError, Problem, UsageError
+from fleetflow.errors import InputError, Location, Problem
 from fleetflow.promotion.events import route
 
 
@@ -34,12 +33,9 @@ def route_command(event_name: str, event_path: Path, environments: str | None, f
     """Decide what EVENT means: promote (push to main, fleetflow-promote dispatch, manual dispatch),
     schedule (push to an environment branch), check-rollout (status / merged fleetflow PR / schedule
     in the GitOps repo), or none. Prints {"action", "environments", "commit", "release", "reason"}.
-    Exit 1 when a manual request is invalid (unknown environment, not a sha)."""
-    with handled(fmt):
-        try:
-            payload = json.loads(event_path.read_text(encoding="utf-8"))
-        except ValueError as exc:
-            raise UsageError(f"{event_path} is not JSON: {exc}") from None
+    Exit 1 when the payload is not a JSON object or a manual request is invalid (unknown environment, not a sha)."""
+    with handled(fmt) as reply:
+        payload = read_event(event_path)
         branches: dict[str, str] | None = None
         if environments is not None:
             names = [n.strip() for n in environments.split(",") if n.strip()]
@@ -48,13 +44,26 @@ def route_command(event_name: str, event_path: Path, environments: str | None, f
                 envs = ctx.environments(ctx.main_tip())
                 names = sorted(envs)
                 branches = {ctx.env_branch(e): name for name, e in envs.items()}
-        decision = route(event_name, payload, environments=names, env_branches=branches)
-        if fmt == "json":
-            print_json(decision.to_json())
-        else:
+        try:
+            decision = route(event_name, payload, environments=names, env_branches=branches)
+        except InputError as exc:
+            raise InputError([Problem(p.message, p.location or Location(str(event_path)), p.hint)
+                              for p in exc.problems()]) from None
+
+        def text() -> None:
             click.echo(f"{decision.action} {','.join(decision.environments)} {decision.commit}".rstrip())
             click.echo(one_line(decision.reason))
-        if decision.invalid:
-            if fmt == "json":
-                sys.exit(1)
-            raise InputError([Problem(decision.reason, None, "check the workflow_dispatch / dispatch inputs")])
+
+        problems = [Problem(one_line(decision.reason), None, "check the workflow_dispatch / dispatch inputs")]
+        reply.done(decision.to_json(), text, problems=problems if decision.invalid else [])
+
+
+def read_event(path: Path) -> object:
+    """The event payload file as JSON (any JSON value: ``route`` checks its shape); InputError when it is not."""
+    try:
+        return json.loads(path.read_bytes().decode("utf-8"))
+    except (ValueError, RecursionError) as exc:  # UnicodeDecodeError and JSONDecodeError are ValueErrors
+        raise InputError([Problem(f"the event payload is not JSON: {exc}", Location(str(path)),
+                                  "pass the file GitHub wrote for the event ($GITHUB_EVENT_PATH)")]) from None
+    except OSError as exc:
+        raise InputError([Problem(f"cannot read the event payload: {exc.strerror}", Location(str(path)))]) from None

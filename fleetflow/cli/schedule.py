@@ -6,8 +6,8 @@ from pathlib import Path
 
 import click
 
-from fleetflow.cli.common import FORMAT, print_json
-from fleetflow.cli.errors import handled
+from fleetflow.cli.common import FORMAT
+from fleetflow.cli.errors import FLEET_WRITTEN, handled
 from fleetflow.cli.fleet import fleet_options, make_context
 from fleetflow.promotion.schedule import schedule_environment
 from fleetflow.render.summary import changes_text
@@ -26,11 +26,12 @@ def schedule(environment: str, forge: str | None, control_plane: str | None, con
     empty is closed). Concurrency `supersede` updates an open PR; `queue` leaves it until merged or closed.
     Operation printed: created, updated, unchanged, closed, none, queued, merged.
     """
-    with handled(fmt), make_context(forge, control_plane, config, fmt) as ctx:
+    with handled(fmt, FLEET_WRITTEN) as reply, make_context(forge, control_plane, config, fmt) as ctx:
         outcome = schedule_environment(ctx, environment)
-        if fmt == "json":
-            print_json({"ok": True, **outcome.to_json()})
-            return
-        click.echo(f"{environment}: {outcome.operation}: {outcome.message}")
-        for line in changes_text(outcome.changes):
-            click.echo(line)
+
+        def text() -> None:
+            click.echo(f"{environment}: {outcome.operation}: {outcome.message}")
+            for line in changes_text(outcome.changes):
+                click.echo(line)
+
+        reply.done(outcome.to_json(), text)

@@ -6,7 +6,6 @@ from pathlib import Path
 
 import click
 
-from fleetflow.cli.common import print_json
 from fleetflow.cli.errors import handled
 from fleetflow.cli.fleet import fleet_options, make_context
 from fleetflow.promotion.status import as_markdown, as_text, fleet_status
@@ -19,11 +18,13 @@ from fleetflow.promotion.status import as_markdown, as_text, fleet_status
 def status(forge: str | None, control_plane: str | None, config: Path | None, fmt: str) -> None:
     """For each environment, in promotion order: pinned main commit (and hold), GitOps head, open PR,
     gate state with n/m clusters, and the last commit that rolled out successfully."""
-    with handled("json" if fmt == "json" else "text"), make_context(forge, control_plane, config, "json") as ctx:
+    with handled(fmt) as reply, make_context(forge, control_plane, config, "json") as ctx:
         entries = fleet_status(ctx)
-        if fmt == "json":
-            print_json({"ok": True, "environments": [e.to_json() for e in entries]})
-        elif fmt == "markdown":
-            click.echo(as_markdown(entries), nl=False)
-        else:
-            click.echo(as_text(entries))
+
+        def text() -> None:
+            if fmt == "markdown":
+                click.echo(as_markdown(entries), nl=False)
+            else:
+                click.echo(as_text(entries))
+
+        reply.done({"environments": [e.to_json() for e in entries]}, text)

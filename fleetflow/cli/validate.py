@@ -6,9 +6,9 @@ from pathlib import Path
 
 import click
 
-from fleetflow.cli.common import FORMAT, load, print_json, trees
+from fleetflow.cli.common import FORMAT, check_environment, load, trees
 from fleetflow.cli.errors import handled
-from fleetflow.errors import InputError, Problem, UsageError
+from fleetflow.errors import InputError, Problems, UsageError
 from fleetflow.render.pipeline import render_environment
 
 
@@ -24,10 +24,11 @@ def validate(main_dir: Path, env_dir: Path, environment: str | None, fmt: str) -
     Without --environment, the environment is taken from the env branch's GitOpsRepo (its name) when
     there is one, else every environment defined on main is checked against this branch.
     """
-    with handled(fmt):
+    with handled(fmt) as reply:
         plane = load(main_dir, env_dir)
         gitops = plane.gitops_repo()
         if environment:
+            check_environment(plane, environment)
             names = [environment]
         elif gitops is not None and gitops.name in plane.environments:
             names = [gitops.name]
@@ -35,7 +36,7 @@ def validate(main_dir: Path, env_dir: Path, environment: str | None, fmt: str) -
             names = sorted(plane.environments)
         else:
             raise UsageError("no Environment on main: pass --environment NAME")
-        problems: list[Problem] = []
+        problems = Problems()
         counts: dict[str, int] = {}
         for name in names:
             try:
@@ -43,10 +44,10 @@ def validate(main_dir: Path, env_dir: Path, environment: str | None, fmt: str) -
                 counts[name] = len(result.state.assignments)
             except InputError as exc:
                 problems.extend(exc.problems())
-        if problems:
-            raise InputError(problems)
-        if fmt == "json":
-            print_json({"ok": True, "environments": counts})
-        else:
+        problems.raise_if_any()
+
+        def text() -> None:
             for name, count in counts.items():
                 click.echo(f"ok: {name}: {count} assignments scheduled, composed, validated and rendered")
+
+        reply.done({"environments": [{"name": n, "assignments": c} for n, c in counts.items()]}, text)

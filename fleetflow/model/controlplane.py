@@ -215,6 +215,8 @@ def build_resource(doc: Document, origin: str, problems: Problems) -> Resource[A
                 message = "required field is missing"
             elif error["type"] == "extra_forbidden":
                 message = "unknown field"
+            else:
+                message += _got(error.get("input"))
             problems.add(
                 f"{kind} {name or '?'}: {field_path}: {message}",
                 doc.where(*spec_path, *loc),
@@ -223,6 +225,14 @@ def build_resource(doc: Document, origin: str, problems: Problems) -> Resource[A
     if len(problems) > before:
         return None
     return Resource(kind, name, labels, annotations, spec, doc, origin)
+
+
+def _got(value: object) -> str:
+    """``, got 'Like'``: the value given, for a scalar short enough to quote (an enum typo names what was typed)."""
+    if value is None or isinstance(value, bool | int | float | str):
+        text = repr(value)
+        return f", got {text}" if len(text) <= 80 else f", got {text[:77]}..."
+    return ""
 
 
 def _hint_for(error_type: str, field_path: str) -> str | None:

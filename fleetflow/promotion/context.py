@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
-from fleetflow.errors import GitError, InputError, Problem, Problems, UsageError
+from fleetflow.errors import GitError, InputError, Problem, Problems, unknown_environment
 from fleetflow.forge.base import Forge
 from fleetflow.forge.git import GitRepos
 from fleetflow.forge.registrations import RegistrationFetcher
@@ -107,7 +107,7 @@ class Context:
 
     def environment(self, envs: dict[str, Resource[EnvironmentSpec]], name: str) -> Resource[EnvironmentSpec]:
         if name not in envs:
-            raise UsageError(f"unknown environment {name!r}; environments on main: {', '.join(sorted(envs))}")
+            raise unknown_environment(name, envs)
         return envs[name]
 
     @staticmethod

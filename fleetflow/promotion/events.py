@@ -15,6 +15,10 @@ GitOps repo events:
 * ``status`` ``success`` on a ``fleetflow/<env>`` PR head → schedule (merges the PR when ``autoMerge`` is on);
 * ``pull_request`` closed and merged from a ``fleetflow/<env>`` head → check-rollout of that environment;
 * ``schedule`` → check-rollout of every environment (the fallback when an event was missed).
+
+A payload is untrusted data: a payload that is not a JSON object is an :class:`InputError`; a field of the wrong
+type (a list where an object belongs) counts as absent, which gives ``none`` or an invalid request, never a
+traceback.
 """
 
 from __future__ import annotations
@@ -23,6 +27,8 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
+
+from fleetflow.errors import InputError, Problem
 
 Action = Literal["promote", "schedule", "check-rollout", "none"]
 PROMOTE_EVENT = "fleetflow-promote"
@@ -47,20 +53,43 @@ def _none(reason: str) -> Route:
     return Route("none", reason=reason)
 
 
+def _object(value: object) -> Mapping[str, Any]:
+    """A payload field that should be an object; anything else counts as absent."""
+    return value if isinstance(value, Mapping) else {}
+
+
+def _items(value: object) -> list[Any]:
+    """A payload field that should be a list; anything else counts as absent."""
+    return value if isinstance(value, list) else []
+
+
+def _type_name(value: object) -> str:
+    names = {type(None): "null", list: "a list", str: "a string", bool: "a boolean", int: "a number",
+             float: "a number"}
+    return names.get(type(value), type(value).__name__)
+
+
 def _truthy(value: object) -> bool:
     return value is True or (isinstance(value, str) and value.strip().lower() in ("true", "yes", "1"))
 
 
 def route(
     event_name: str,
-    payload: Mapping[str, Any],
+    payload: object,
     *,
     environments: Sequence[str],
     env_branches: Mapping[str, str] | None = None,
     main_branch: str = "main",
 ) -> Route:
     """``environments``: the environment names; ``env_branches``: control-plane branch → environment
-    (default: each environment's branch is its name). GitOps branches are taken to be named after environments."""
+    (default: each environment's branch is its name). GitOps branches are taken to be named after environments.
+    Raises InputError when ``payload`` is not a JSON object."""
+    if not isinstance(payload, Mapping):
+        raise InputError([Problem(
+            f"the {event_name} event payload is {_type_name(payload)}, not a JSON object",
+            None,
+            "pass the file GitHub wrote for the event ($GITHUB_EVENT_PATH)",
+        )])
     branches = dict(env_branches) if env_branches is not None else {e: e for e in environments}
     if event_name == "push":
         ref = str(payload.get("ref", ""))
@@ -80,18 +109,18 @@ def route(
     if event_name == "repository_dispatch":
         if payload.get("action") != PROMOTE_EVENT:
             return _none(f"repository_dispatch {payload.get('action')!r} is not {PROMOTE_EVENT}")
-        data = payload.get("client_payload") or {}
+        data = _object(payload.get("client_payload"))
         return _promote_request(data.get("environment"), data.get("commit"), data.get("release"), environments,
                                 "repository_dispatch")
     if event_name == "workflow_dispatch":
-        inputs = payload.get("inputs") or {}
+        inputs = _object(payload.get("inputs"))
         return _promote_request(inputs.get("environment"), inputs.get("commit"), inputs.get("release"), environments,
                                 "workflow_dispatch")
     if event_name == "status":
         context = str(payload.get("context", ""))
         if context.startswith("fleetflow/"):
             return _none(f"status {context} is fleetflow's own record")
-        names = [str(b.get("name", "")) for b in payload.get("branches") or [] if isinstance(b, Mapping)]
+        names = [str(b.get("name", "")) for b in _items(payload.get("branches")) if isinstance(b, Mapping)]
         envs = sorted({n for n in names if n in environments})
         heads = sorted({n.removeprefix("fleetflow/") for n in names if n.removeprefix("fleetflow/") in environments
                         and n.startswith("fleetflow/")})
@@ -102,9 +131,9 @@ def route(
             return _none(f"status {context} on {str(payload.get('sha', ''))[:12]}: not on an environment branch")
         return Route("check-rollout", envs, reason=f"status {context} = {payload.get('state')}")
     if event_name == "pull_request":
-        pr = payload.get("pull_request") or {}
-        head = str((pr.get("head") or {}).get("ref", ""))
-        base = str((pr.get("base") or {}).get("ref", ""))
+        pr = _object(payload.get("pull_request"))
+        head = str(_object(pr.get("head")).get("ref", ""))
+        base = str(_object(pr.get("base")).get("ref", ""))
         if payload.get("action") != "closed" or not pr.get("merged"):
             return _none("pull request not merged")
         if head != f"fleetflow/{base}" or base not in environments:
