@@ -122,6 +122,7 @@ class FleetSize:
     sites: int = 50
     lines: int = 100
     workspaces: int = 5
+    clusters_per_type: int = 1  # Cluster documents per cluster type (bench_load.py: 30,000 clusters)
 
     @property
     def assignments(self) -> int:
@@ -323,10 +324,10 @@ def _cluster_type(ct: ClusterTypeModel) -> str:
     )
 
 
-def _cluster(ct: ClusterTypeModel) -> str:
+def _cluster(ct: ClusterTypeModel, number: int = 1) -> str:
     return (
         "apiVersion: fleetflow.dev/v1alpha1\nkind: Cluster\nmetadata:\n"
-        f"  name: {ct.name}-1\nspec:\n  clusterType: {ct.name}\n  statusContext: flux/{ct.name}-1\n"
+        f"  name: {ct.name}-{number}\nspec:\n  clusterType: {ct.name}\n  statusContext: flux/{ct.name}-{number}\n"
     )
 
 
@@ -367,7 +368,9 @@ def write_fleet(root: Path, size: FleetSize) -> tuple[Path, Path]:
         files[env / f"configs/cluster-types/{region}.yaml"] = _docs(
             [_config_map(fleet.cluster_type_configs[ct.name]) for ct in cts]
         )
-    files[env / "clusters.yaml"] = _docs([_cluster(ct) for ct in fleet.cluster_types])
+    files[env / "clusters.yaml"] = _docs(
+        [_cluster(ct, n) for ct in fleet.cluster_types for n in range(1, size.clusters_per_type + 1)]
+    )
     files[env / "policies.yaml"] = (
         "apiVersion: fleetflow.dev/v1alpha1\nkind: SchedulingPolicy\nmetadata:\n  name: everything\nspec:\n"
         "  deploymentTargetSelector:\n    labelSelector:\n      matchLabels:\n        purpose: app\n"

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import click
+import platformdirs
 
 from fleetflow.errors import GitError, InputError, unknown_environment
 from fleetflow.forge.registrations import RegistrationFetcher
@@ -68,11 +69,11 @@ def tune_gc() -> None:
 
 
 def parse_cache() -> ParseCache | None:
-    """Parsed YAML by content, in $XDG_CACHE_HOME/fleetflow/parsed (off with FLEETFLOW_PARSE_CACHE=0)."""
+    """Parsed YAML by content, in the user's cache folder (platformdirs: $XDG_CACHE_HOME/fleetflow/parsed on
+    Linux, ~/Library/Caches/fleetflow/parsed on macOS); off with FLEETFLOW_PARSE_CACHE=0."""
     if os.environ.get("FLEETFLOW_PARSE_CACHE", "1") == "0":
         return None
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return ParseCache(Path(base) / "fleetflow" / "parsed")
+    return ParseCache(platformdirs.user_cache_path("fleetflow", appauthor=False) / "parsed")
 
 
 def head_commit(directory: Path) -> str | None:

@@ -1,8 +1,20 @@
 """Reading resource documents from a directory tree.
 
 A tree (the ``main`` checkout, an environment branch checkout, a workload repo) holds YAML files anywhere; each
-holds one or more Kubernetes-style documents. This module turns them into :class:`Document` objects: plain data
-plus the file/line/column of every key, so that later stages can point at the exact place a value came from.
+holds one or more Kubernetes-style documents. This module turns them into :class:`Document` objects: plain data,
+the file/line/column where each document starts, and, on demand, the file/line/column of every key, so that later
+stages can point at the exact place a value came from.
+
+Two parsers, one meaning (YAML 1.2 core schema, as ruamel.yaml reads it; see docs/yaml.md):
+
+* the **quick path**: libyaml's C parser (PyYAML's ``CParser``) with YAML 1.2 resolution rules and a small
+  constructor that builds plain data directly. It covers what control planes are written in: string keys, plain
+  and quoted scalars, block and flow collections, anchors. Anything else (a ``%YAML`` directive, merge keys,
+  timestamps with a time, non-string keys, duplicate keys, tags beyond the core ones, a document that is not a
+  mapping, a syntax error) sends the file to
+* the **careful path**: ruamel.yaml's round-trip parser, which knows where every key is and words every error
+  with its line and column. Positions of a file read on the quick path come from the same careful parse, done
+  the first time something asks where a value is (an error message, explain), for that file only.
 
 Hidden folders are skipped except ``.environments/`` (where Kalypso keeps environments); ``.fleetflowignore``
 (gitignore syntax) at the root of the tree excludes more. Errors are collected, never raised one at a time.
@@ -10,19 +22,29 @@ Hidden folders are skipped except ``.environments/`` (where Kalypso keeps enviro
 
 from __future__ import annotations
 
+import contextlib
+import datetime
 import hashlib
+import json
+import math
 import os
-import pickle
+import re
+import stat
+import tempfile
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pathspec
+import yaml
 from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
 from ruamel.yaml.scalarstring import FoldedScalarString, LiteralScalarString
+from yaml._yaml import CParser
+from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from fleetflow import __version__
 from fleetflow.errors import Location, Problem
@@ -31,28 +53,60 @@ FLEETFLOW_API = "fleetflow.dev/v1alpha1"
 KALYPSO_API = "scheduler.kalypso.io/v1alpha1"
 ACCEPTED_APIS = (FLEETFLOW_API, KALYPSO_API)
 IGNORE_FILE = ".fleetflowignore"
-CACHE_FORMAT = f"fleetflow {__version__} documents 1"
+CACHE_FORMAT = f"fleetflow {__version__} documents 2"
 VISIBLE_HIDDEN_DIRS = frozenset({".environments"})
 YAML_SUFFIXES = (".yaml", ".yml")
+
+# The quick path is on unless a test turns it off to compare both paths.
+_quick_enabled = True
 
 
 Position = tuple[int, int]  # 1-based line, column
 PathKey = tuple[str | int, ...]
 
 
+@dataclass(frozen=True)
+class Positions:
+    """Where the parts of one document stand in its file: flat maps (path → line/column), no parser types."""
+
+    values: dict[PathKey, Position] = field(default_factory=dict)
+    keys: dict[PathKey, Position] = field(default_factory=dict)
+    block_scalars: frozenset[PathKey] = frozenset()
+
+
+_NO_POSITIONS = Positions()
+
+
+class Source:
+    """One file's text, kept so that the positions of its documents can be worked out when first asked for."""
+
+    __slots__ = ("_content", "_positions", "display")
+
+    def __init__(self, display: str, content: str | bytes) -> None:
+        self.display = display
+        self._content = content
+        self._positions: list[Positions | None] | None = None
+
+    def positions(self, index: int, start: Location) -> Positions:
+        """Positions of the ``index``-th document of the file (counting empty ones), which starts at ``start``."""
+        if self._positions is None:
+            self._positions = _careful_positions(self._content)
+        found = self._positions[index] if index < len(self._positions) else None
+        return found if found is not None else _NO_POSITIONS
+
+    def known(self, positions: list[Positions | None]) -> None:
+        self._positions = positions
+
+
 @dataclass
 class Document:
-    """One YAML document: its plain data, and where each part of it stands in its file.
-
-    Positions are kept as flat maps (path → line/column) rather than the parser's node tree, so that documents are
-    small, quick to pickle (the parse cache) and free of parser types.
-    """
+    """One YAML document: its plain data, where it starts, and (through its :class:`Source`) where each of its
+    parts stands in its file."""
 
     body: dict[str, Any]
     location: Location
-    value_positions: dict[PathKey, Position] = field(default_factory=dict, repr=False)
-    key_positions: dict[PathKey, Position] = field(default_factory=dict, repr=False)
-    block_scalars: frozenset[PathKey] = field(default_factory=frozenset, repr=False)
+    source: Source | None = field(default=None, repr=False, compare=False)
+    index: int = field(default=0, repr=False, compare=False)  # among the file's documents, empty ones included
 
     @property
     def api_version(self) -> str:
@@ -72,26 +126,312 @@ class Document:
         name = self.metadata.get("name")
         return name if isinstance(name, str) else ""
 
+    @property
+    def positions(self) -> Positions:
+        if self.source is None:
+            return _NO_POSITIONS
+        return self.source.positions(self.index, self.location)
+
     def where(self, *path: str | int) -> Location:
         """Location of the deepest existing key on ``path`` (the value's line when the value is a scalar)."""
+        values = self.positions.values
         for end in range(len(path), 0, -1):
-            found = self.value_positions.get(path[:end])
+            found = values.get(path[:end])
             if found is not None:
                 return Location(self.location.file, found[0], found[1])
         return self.location
 
     def is_block_scalar(self, *path: str | int) -> bool:
         """True when the value at ``path`` is written as a ``|`` or ``>`` block (its text starts a line later)."""
-        return path in self.block_scalars
+        return path in self.positions.block_scalars
 
-    def key_locations(self, *path: str) -> dict[tuple[str, ...], Location]:
-        """Location of every key below ``path`` (used for ConfigMap data provenance)."""
-        depth = len(path)
-        return {
-            tuple(str(p) for p in key[depth:]): Location(self.location.file, line, col)
-            for key, (line, col) in self.key_positions.items()
-            if len(key) > depth and key[:depth] == path and all(isinstance(p, str) for p in key[depth:])
-        }
+    def key_locations(self, *path: str) -> Mapping[tuple[str, ...], Location]:
+        """Location of every key below ``path`` (used for ConfigMap data provenance), worked out on first use."""
+        return _KeyLocations(self, path)
+
+
+class _KeyLocations(Mapping[tuple[str, ...], Location]):
+    """:meth:`Document.key_locations`, worked out on first use (composition asks only to explain a value)."""
+
+    def __init__(self, doc: Document, path: tuple[str, ...]) -> None:
+        self._doc = doc
+        self._path = path
+        self._found: dict[tuple[str, ...], Location] | None = None
+
+    @property
+    def _all(self) -> dict[tuple[str, ...], Location]:
+        if self._found is None:
+            doc, path, depth = self._doc, self._path, len(self._path)
+            self._found = {
+                tuple(str(p) for p in key[depth:]): Location(doc.location.file, line, col)
+                for key, (line, col) in doc.positions.keys.items()
+                if len(key) > depth and key[:depth] == path and all(isinstance(p, str) for p in key[depth:])
+            }
+        return self._found
+
+    def __getitem__(self, key: tuple[str, ...]) -> Location:
+        return self._all[key]
+
+    def __iter__(self) -> Iterator[tuple[str, ...]]:
+        return iter(self._all)
+
+    def __len__(self) -> int:
+        return len(self._all)
+
+
+# --- the quick path: libyaml, YAML 1.2 core schema, plain data ---------------------------------------------
+
+_STR = "tag:yaml.org,2002:str"
+_INT = "tag:yaml.org,2002:int"
+_FLOAT = "tag:yaml.org,2002:float"
+_BOOL = "tag:yaml.org,2002:bool"
+_NULL = "tag:yaml.org,2002:null"
+_MAP = "tag:yaml.org,2002:map"
+_SEQ = "tag:yaml.org,2002:seq"
+_TIMESTAMP = "tag:yaml.org,2002:timestamp"
+_MERGE = "tag:yaml.org,2002:merge"
+_DATE = re.compile(r"([0-9]{4})-([0-9]{2})-([0-9]{2})")
+
+
+class _Resolver12(yaml.resolver.BaseResolver):
+    """Plain scalars resolved as ruamel.yaml resolves them for YAML 1.2 (its default): ``yes``/``no``/``on``/
+    ``off`` stay strings, ``0777`` is the decimal 777 and ``0o777`` the octal one, ``1e3`` is a float, ``1:20``
+    a string. The expressions and first characters are ruamel.yaml's (``ruamel/yaml/resolver.py``, version 1.2)."""
+
+    yaml_implicit_resolvers: dict[Any, Any] = {}  # noqa: RUF012 (PyYAML's class-level registry)
+
+    # PyYAML's resolve, less its path resolvers (none are registered): called for every node of every file.
+    def descend_resolver(self, current_node: Any, current_index: Any) -> None:
+        pass
+
+    def ascend_resolver(self) -> None:
+        pass
+
+    def resolve(self, kind: type[Node], value: Any, implicit: Any) -> str:
+        if kind is ScalarNode:
+            if implicit[0]:
+                for tag, expression in self.yaml_implicit_resolvers.get(value[:1], ()):
+                    if expression.match(value):
+                        return str(tag)
+            return _STR
+        return _SEQ if kind is SequenceNode else _MAP
+
+
+for _tag, _expression, _first in (
+    (_BOOL, r"^(?:true|True|TRUE|false|False|FALSE)$", "tTfF"),
+    (
+        _FLOAT,
+        r"""^(?:
+         [-+]?(?:[0-9][0-9_]*)\.[0-9_]*(?:[eE][-+]?[0-9]+)?
+        |[-+]?(?:[0-9][0-9_]*)(?:[eE][-+]?[0-9]+)
+        |[-+]?\.[0-9_]+(?:[eE][-+][0-9]+)?
+        |[-+]?\.(?:inf|Inf|INF)
+        |\.(?:nan|NaN|NAN))$""",
+        "-+0123456789.",
+    ),
+    (
+        _INT,
+        r"""^(?:[-+]?0b[0-1_]+
+        |[-+]?0o?[0-7_]+
+        |[-+]?[0-9_]+
+        |[-+]?0x[0-9a-fA-F_]+)$""",
+        "-+0123456789",
+    ),
+    (_MERGE, r"^(?:<<)$", "<"),
+    (_NULL, r"^(?: ~ |null|Null|NULL | )$", ["~", "n", "N", ""]),
+    (
+        _TIMESTAMP,
+        r"""^(?:[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]
+        |[0-9][0-9][0-9][0-9] -[0-9][0-9]? -[0-9][0-9]?
+        (?:[Tt]|[ \t]+)[0-9][0-9]?
+        :[0-9][0-9] :[0-9][0-9] (?:\.[0-9]*)?
+        (?:[ \t]*(?:Z|[-+][0-9][0-9]?(?::[0-9][0-9])?))?)$""",
+        "0123456789",
+    ),
+):
+    _Resolver12.add_implicit_resolver(_tag, re.compile(_expression, re.X), list(_first))
+
+
+class _Loader(CParser, _Resolver12):
+    """libyaml's parser and composer (C) with YAML 1.2 resolution. Construction is :func:`_plain_of`."""
+
+    def __init__(self, text: str) -> None:
+        CParser.__init__(self, text)
+        _Resolver12.__init__(self)
+
+
+class _Careful(Exception):
+    """The quick path does not handle this file the way the careful path would: read it carefully."""
+
+
+def _int(text: str) -> int:
+    digits = text.replace("_", "")
+    sign = -1 if digits[:1] == "-" else 1
+    digits = digits.lstrip("+-")
+    if digits[:2] == "0b":
+        return sign * int(digits[2:], 2)
+    if digits[:2] == "0o":
+        return sign * int(digits[2:], 8)
+    if digits[:2] == "0x":
+        return sign * int(digits[2:], 16)
+    return sign * int(digits, 10)  # YAML 1.2: a leading 0 does not make an octal
+
+
+def _float(text: str) -> float:
+    value = text.replace("_", "").lower()
+    if value in (".inf", "+.inf"):
+        return math.inf
+    if value == "-.inf":
+        return -math.inf
+    if value == ".nan":
+        return math.nan
+    return float(value)
+
+
+def _scalar(node: ScalarNode) -> Any:
+    tag, text = node.tag, node.value
+    if tag == _STR:
+        return text
+    if tag == _INT:
+        return _int(text)
+    if tag == _BOOL:
+        if text in ("true", "True", "TRUE"):
+            return True
+        if text in ("false", "False", "FALSE"):
+            return False
+    elif tag == _FLOAT:
+        return _float(text)
+    elif tag == _NULL:
+        if text in ("", "~", "null", "Null", "NULL"):
+            return None
+    elif tag == _MERGE:
+        return text  # "<<" as a value is a string; as a key, _plain_of leaves it to the careful path
+    elif tag == _TIMESTAMP:
+        date = _DATE.fullmatch(text)
+        if date:  # a date stays its text (as before); a date-time goes the careful way
+            return str(datetime.date(int(date[1]), int(date[2]), int(date[3])))
+    raise _Careful(tag)
+
+
+def _plain_of(node: Node) -> Any:
+    """Plain data of a composed node. An alias is built again where it is used (no shared objects)."""
+    if node.__class__ is ScalarNode:
+        return _scalar(node)
+    if node.__class__ is MappingNode:
+        if node.tag != _MAP:
+            raise _Careful(node.tag)
+        out: dict[str, Any] = {}
+        for key_node, value_node in node.value:
+            if key_node.__class__ is not ScalarNode or key_node.tag != _STR:
+                raise _Careful("key")  # merge keys, non-string keys
+            key = key_node.value
+            if key in out:
+                raise _Careful("duplicate key")  # the careful path words the error
+            out[key] = _plain_of(value_node)
+        return out
+    if node.__class__ is SequenceNode and node.tag == _SEQ:
+        return [_plain_of(item) for item in node.value]
+    raise _Careful(node.tag)
+
+
+def _quick_nodes(text: str) -> Iterator[Node]:
+    """The root node of each document, one at a time (holding every node of a large file at once would wake
+    the garbage collector again and again)."""
+    loader = _Loader(text)
+    while loader.check_node():
+        yield cast(Node, loader.get_node())  # not None after check_node()
+
+
+def _quick_parse(text: str, source: Source) -> list[Document]:
+    """Every document of ``text``, or :class:`_Careful` when the careful path must read it."""
+    if text.startswith("%") or "\n%" in text:
+        raise _Careful("directive")  # %YAML 1.1 changes what scalars mean
+    documents = []
+    display = source.display
+    try:
+        for index, node in enumerate(_quick_nodes(text)):
+            if node.__class__ is ScalarNode and node.tag == _NULL:
+                continue  # empty document ("---" at the end of a file)
+            if node.__class__ is not MappingNode:
+                raise _Careful("not a mapping")
+            start = Location(display, node.start_mark.line + 1, node.start_mark.column + 1)
+            documents.append(Document(_plain_of(node), start, source, index))
+    except (yaml.YAMLError, ValueError, RecursionError) as exc:
+        raise _Careful("syntax or value") from exc
+    return documents
+
+
+def _node_positions(
+    node: Node, prefix: PathKey, values: dict[PathKey, Position], keys: dict[PathKey, Position], blocks: set[PathKey]
+) -> None:
+    """What :func:`_ruamel_positions` finds, from libyaml's nodes: the same lines and columns, except for empty
+    values (ruamel places them at the next token), which send the file to ruamel."""
+    if node.__class__ is MappingNode:
+        for key_node, value_node in node.value:
+            path = (*prefix, key_node.value)
+            mark = key_node.start_mark
+            keys[path] = (mark.line + 1, mark.column + 1)
+            if value_node.__class__ is ScalarNode:
+                _scalar_position(value_node, path, values, blocks)
+            else:
+                values[path] = keys[path]
+                _node_positions(value_node, path, values, keys, blocks)
+    elif node.__class__ is SequenceNode:
+        for index, item in enumerate(node.value):
+            path = (*prefix, index)
+            if item.__class__ is ScalarNode:
+                _scalar_position(item, path, values, blocks)
+            else:
+                mark = item.start_mark
+                values[path] = (mark.line + 1, mark.column + 1)
+                _node_positions(item, path, values, keys, blocks)
+
+
+def _scalar_position(node: ScalarNode, path: PathKey, values: dict[PathKey, Position], blocks: set[PathKey]) -> None:
+    if node.value == "" and not node.style:  # plain style is "" in libyaml's nodes
+        raise _Careful("empty value")
+    mark = node.start_mark
+    values[path] = (mark.line + 1, mark.column + 1)
+    if node.style in ("|", ">"):
+        blocks.add(path)
+
+
+def _quick_positions(text: str) -> list[Positions | None]:
+    found: list[Positions | None] = []
+    for node in _quick_nodes(text):
+        values: dict[PathKey, Position] = {}
+        keys: dict[PathKey, Position] = {}
+        blocks: set[PathKey] = set()
+        _node_positions(node, (), values, keys, blocks)
+        found.append(Positions(values, keys, frozenset(blocks)))
+    return found
+
+
+def _careful_positions(content: str | bytes) -> list[Positions | None]:
+    """Positions of every document of a file read on the quick path (libyaml's marks, or ruamel's)."""
+    text = content.decode("utf-8") if isinstance(content, bytes) else content
+    if _quick_enabled:
+        try:
+            return _quick_positions(text)
+        except (_Careful, yaml.YAMLError):
+            pass
+    try:
+        return [_ruamel_positions(node) for node in _yaml().load_all(text)]
+    except YAMLError:
+        return []
+
+
+# --- the careful path: ruamel.yaml round trip -----------------------------------------------------------------
+
+
+def _ruamel_positions(node: Any) -> Positions | None:
+    if not isinstance(node, CommentedMap):
+        return None
+    values: dict[PathKey, Position] = {}
+    keys: dict[PathKey, Position] = {}
+    blocks: set[PathKey] = set()
+    _positions(node, (), values, keys, blocks)
+    return Positions(values, keys, frozenset(blocks))
 
 
 def _positions(
@@ -99,6 +439,8 @@ def _positions(
 ) -> None:
     if isinstance(node, CommentedMap):
         for key in node:
+            if key not in node.lc.data:
+                continue  # merged in by "<<": it stands where its own mapping is
             path = (*prefix, str(key))
             child = node[key]
             kline, kcol = node.lc.key(key)
@@ -146,8 +488,9 @@ def _yaml() -> YAML:
     return yaml
 
 
-def parse_documents(text: str, display: str) -> tuple[list[Document], list[Problem]]:
-    """Parse every document in ``text``; ``display`` is the file name used in messages."""
+def _careful_parse(text: str, source: Source) -> tuple[list[Document], list[Problem]]:
+    """Parse every document in ``text`` with ruamel.yaml, which words every error with its line and column."""
+    display = source.display
     problems: list[Problem] = []
     documents: list[Document] = []
     try:
@@ -161,7 +504,7 @@ def parse_documents(text: str, display: str) -> tuple[list[Document], list[Probl
         else:
             hint = "fix the YAML syntax (indentation, quotes, ':' after keys)"
         return [], [Problem(f"invalid YAML: {what}", where, hint)]
-    except YAMLError as exc:
+    except (YAMLError, ValueError) as exc:  # ValueError: a date such as 2024-02-30
         return [], [Problem(f"invalid YAML: {exc}", Location(display), "fix the YAML syntax")]
     for index, node in enumerate(loaded):
         if node is None:
@@ -177,12 +520,21 @@ def parse_documents(text: str, display: str) -> tuple[list[Document], list[Probl
             )
             continue
         start = Location(display, node.lc.line + 1, node.lc.col + 1)
-        values: dict[PathKey, Position] = {}
-        keys: dict[PathKey, Position] = {}
-        blocks: set[PathKey] = set()
-        _positions(node, (), values, keys, blocks)
-        documents.append(Document(to_plain(node), start, values, keys, frozenset(blocks)))
+        documents.append(Document(to_plain(node), start, source, index))
+    source.known([_ruamel_positions(node) for node in loaded])
     return documents, problems
+
+
+def parse_documents(text: str, display: str, source: Source | None = None) -> tuple[list[Document], list[Problem]]:
+    """Parse every document in ``text``; ``display`` is the file name used in messages. ``source`` (the file's
+    bytes, when the caller has them) is kept for positions; by default the text is."""
+    source = source if source is not None else Source(display, text)
+    if _quick_enabled:
+        try:
+            return _quick_parse(text, source), []
+        except _Careful:
+            pass
+    return _careful_parse(text, source)
 
 
 @dataclass(frozen=True)
@@ -235,32 +587,66 @@ class ParseCache:
     """Parsed files by content: a file whose bytes (and displayed name) did not change is not parsed again.
 
     YAML parsing is most of the time of a re-render with a small change, so incremental runs depend on this.
-    Entries are pickles under ``folder``, keyed by a hash of fleetflow's version, the name and the bytes; an
-    unreadable entry is ignored and rewritten.
+    An entry is JSON (plain data cannot run code, unlike the pickles this cache once held), keyed by a hash of
+    fleetflow's version, the name and the bytes, and holds a file's documents only when it parsed cleanly (a
+    file with problems is parsed again, so that its messages are always fresh). Positions are not kept: they are
+    worked out from the file's bytes when something asks for them.
+
+    The folder is created for the user alone (0700). A folder that is a link, belongs to someone else or that
+    others may write to is not used at all (they could plant entries that change what fleetflow reads); one of
+    the user's own that others may only read is made private. An entry that does not read back as expected is
+    ignored, parsed again and rewritten.
     """
 
     folder: Path
 
+    @cached_property
+    def usable(self) -> bool:
+        """Whether the folder is (now) private to this user. Checked once per cache."""
+        try:
+            self.folder.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+            with contextlib.suppress(FileExistsError):
+                os.mkdir(self.folder, 0o700)
+            found = os.lstat(self.folder)
+            if not stat.S_ISDIR(found.st_mode) or found.st_uid != os.getuid():
+                return False
+            if found.st_mode & 0o022:
+                return False  # others could have written entries: do not trust any of them
+            if stat.S_IMODE(found.st_mode) != 0o700:
+                os.chmod(self.folder, 0o700)
+        except OSError:
+            return False
+        return True
+
     def _path(self, display: str, data: bytes) -> Path:
         digest = hashlib.sha256(f"{CACHE_FORMAT}\0{display}\0".encode() + data).hexdigest()
-        return self.folder / digest[:2] / f"{digest}.pickle"
+        return self.folder / digest[:2] / f"{digest}.json"
 
-    def get(self, display: str, data: bytes) -> Parsed | None:
-        try:
-            with self._path(display, data).open("rb") as handle:
-                found = pickle.load(handle)
-        except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError, TypeError, ValueError):
+    def get(self, source: Source, data: bytes) -> list[Document] | None:
+        if not self.usable:
             return None
-        return found if isinstance(found, tuple) and len(found) == 2 else None
-
-    def put(self, display: str, data: bytes, parsed: Parsed) -> None:
-        path = self._path(display, data)
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_name(f".{path.name}.{os.getpid()}")
-            tmp.write_bytes(pickle.dumps(parsed, protocol=pickle.HIGHEST_PROTOCOL))
-            os.replace(tmp, path)
-        except OSError:
+            entry = json.loads(self._path(source.display, data).read_bytes())
+            found = [
+                Document(body, Location(source.display, line, column), source, index)
+                for index, line, column, body in entry
+                if type(index) is int and type(line) is int and type(column) is int and type(body) is dict
+            ]
+        except (OSError, ValueError, TypeError):
+            return None
+        return found if len(found) == len(entry) else None
+
+    def put(self, source: Source, data: bytes, documents: list[Document]) -> None:
+        if not self.usable:
+            return
+        entry = [[doc.index, doc.location.line, doc.location.column, doc.body] for doc in documents]
+        path = self._path(source.display, data)
+        try:
+            path.parent.mkdir(mode=0o700, exist_ok=True)
+            with tempfile.NamedTemporaryFile("wb", dir=path.parent, prefix=".", delete=False) as handle:
+                handle.write(json.dumps(entry, ensure_ascii=False, separators=(",", ":")).encode())
+            os.replace(handle.name, path)
+        except (OSError, ValueError):
             pass  # a cache that cannot be written only costs time
 
 
@@ -275,16 +661,19 @@ def read_tree(tree: Tree, cache: ParseCache | None = None) -> Parsed:
     for path in yaml_files(tree):
         display = tree.display(path)
         data = path.read_bytes()
-        parsed = cache.get(display, data) if cache is not None else None
-        if parsed is None:
-            try:
-                text = data.decode("utf-8")
-            except UnicodeDecodeError:
-                problems.append(Problem("file is not UTF-8 text", Location(display), "save it as UTF-8"))
-                continue
-            parsed = parse_documents(text, display)
-            if cache is not None:
-                cache.put(display, data, parsed)
-        documents.extend(parsed[0])
-        problems.extend(parsed[1])
+        source = Source(display, data)
+        found = cache.get(source, data) if cache is not None else None
+        if found is not None:
+            documents.extend(found)
+            continue
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
+            problems.append(Problem("file is not UTF-8 text", Location(display), "save it as UTF-8"))
+            continue
+        parsed, errors = parse_documents(text, display, source)
+        if cache is not None and not errors:
+            cache.put(source, data, parsed)
+        documents.extend(parsed)
+        problems.extend(errors)
     return documents, problems

@@ -1,0 +1,290 @@
+"""Reading YAML: the quick path (libyaml) and the careful path (ruamel.yaml) mean the same thing, and the parse
+cache holds data that cannot run code, in a folder only the user can read.
+
+The YAML 1.2 core schema is what ruamel.yaml reads by default (https://yaml.org/spec/1.2.2/#103-core-schema;
+ruamel/yaml/resolver.py, the entries for version (1, 2)); PyYAML's own resolver is YAML 1.1
+(https://pyyaml.org/wiki/PyYAMLDocumentation: "yes", "on" are booleans, "0777" is octal). fleetflow keeps 1.2,
+as it always read: docs/yaml.md.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import pickle
+import stat
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from fleetflow.model import documents
+from fleetflow.model.documents import Document, ParseCache, Tree, parse_documents, read_tree
+from tests.helpers import build_file_tree
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _careful(text: str, display: str = "f.yaml") -> tuple[list[Document], list[Any]]:
+    documents._quick_enabled = False
+    try:
+        return parse_documents(text, display)
+    finally:
+        documents._quick_enabled = True
+
+
+def _quick(text: str, display: str = "f.yaml") -> list[Document] | None:
+    """The quick path's documents, or None when it hands the file to the careful path."""
+    try:
+        return documents._quick_parse(text, documents.Source(display, text))
+    except documents._Careful:
+        return None
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Equal, with NaN equal to NaN and types compared (1 is not 1.0, True is not 1)."""
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, float) and math.isnan(a):
+        return math.isnan(b)
+    if isinstance(a, dict):
+        return list(a) == list(b) and all(_same(a[k], b[k]) for k in a)
+    if isinstance(a, list):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
+    return bool(a == b)
+
+
+def _yaml_files() -> Iterator[Path]:
+    for folder in ("examples", "tests", "actions", ".github", "docs"):
+        for path in sorted((ROOT / folder).rglob("*")):
+            if path.suffix in (".yaml", ".yml") and path.is_file():
+                yield path
+
+
+def test_both_paths_read_every_yaml_file_of_the_repo_alike() -> None:
+    """Data, document starts and the position of every key and value agree, file by file."""
+    compared = 0
+    for path in _yaml_files():
+        text = path.read_text(encoding="utf-8")
+        careful, problems = _careful(text, path.name)
+        quick = _quick(text, path.name)
+        if problems or quick is None:
+            continue
+        compared += 1
+        assert len(quick) == len(careful), path
+        for q, c in zip(quick, careful, strict=True):
+            assert _same(q.body, c.body), path
+            assert q.location == c.location, path
+            assert q.index == c.index, path
+            assert q.positions == c.positions, path
+    assert compared >= 100  # the examples, the golden trees and the workflows
+
+
+SCALARS = [
+    # (YAML text, what fleetflow reads: YAML 1.2 core schema, as ruamel.yaml)
+    ("yes", "yes"), ("no", "no"), ("on", "on"), ("off", "off"), ("y", "y"), ("Yes", "Yes"),
+    ("true", True), ("False", False), ("TRUE", True),
+    ("~", None), ("null", None), ("", None),
+    ("0777", 777), ("0o17", 15), ("017", 17), ("0x1F", 31), ("0b101", 5), ("1_000", 1000), ("-12", -12),
+    ("1e3", 1000.0), ("1.5", 1.5), ("1.", 1.0), ("-.5", -0.5), (".inf", math.inf), ("-.Inf", -math.inf),
+    ("1:20", "1:20"), ("12:30:00", "12:30:00"),
+    ("2024-01-01", "2024-01-01"), ("2024-1-1", "2024-1-1"),
+    ("'0777'", "0777"), ('"yes"', "yes"), ("!!str 12", "12"), ("!!int '12'", 12), ("=", "="), ("<<", "<<"),
+]
+
+
+@pytest.mark.parametrize(("text", "expected"), SCALARS)
+def test_scalars_mean_what_yaml_1_2_says(text: str, expected: Any) -> None:
+    doc = f"v: {text}\n"
+    quick = _quick(doc)
+    careful, problems = _careful(doc)
+    assert problems == []
+    assert _same(careful[0].body["v"], expected)
+    assert quick is not None and _same(quick[0].body["v"], expected)
+    docs, _ = parse_documents(doc, "f.yaml")
+    assert _same(docs[0].body["v"], expected)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # merge keys, date-times, non-string keys, a %YAML directive, other tags: the careful path reads them
+        ("a: &x {k: 1}\nb:\n  <<: *x\n  j: 2\n", {"a": {"k": 1}, "b": {"j": 2, "k": 1}}),
+        ("t: 2001-12-14 21:59:43.10 -5\n", {"t": "2001-12-14 21:59:43.100000-05:00"}),
+        ("1: one\n", {"1": "one"}),
+        ("%YAML 1.1\n---\nv: yes\n", {"v": True}),
+        ("v: !custom {a: 1}\nw: !x 12\n", {"v": {"a": 1}, "w": "12"}),
+    ],
+)
+def test_what_the_quick_path_leaves_out_is_read_the_careful_way(text: str, expected: dict[str, Any]) -> None:
+    assert _quick(text) is None
+    docs, problems = parse_documents(text, "f.yaml")
+    assert problems == [] and docs[0].body == expected
+
+
+def test_aliases_are_copies_as_before() -> None:
+    docs, _ = parse_documents("a: &x {k: [1]}\nb: *x\n", "f.yaml")
+    body = docs[0].body
+    assert body["a"] == body["b"] and body["a"] is not body["b"]
+
+
+@pytest.mark.parametrize(
+    ("text", "where", "message"),
+    [
+        ("a: 1\nb: [\n", "f.yaml:3:1", "invalid YAML"),
+        ("a: 1\nb: 2\na: 3\n", "f.yaml:3:1", "duplicate key"),
+        ("kind: A\n---\n- x\n", "f.yaml:3", "document 2 is a CommentedSeq, not a mapping"),
+        ("v: 2024-02-30\n", "f.yaml", "invalid YAML: day is out of range"),  # crashed before
+    ],
+)
+def test_errors_keep_their_line_and_column(text: str, where: str, message: str) -> None:
+    _, problems = parse_documents(text, "f.yaml")
+    assert len(problems) == 1
+    assert str(problems[0].location).startswith(where) and message in problems[0].message
+
+
+def test_positions_are_worked_out_only_when_asked_for() -> None:
+    text = "kind: A\nspec:\n  items:\n    - |\n      text\n    - b\n"
+    (doc,), _ = parse_documents(text, "f.yaml")
+    assert doc.source is not None and doc.source._positions is None  # nothing parsed for positions yet
+    assert str(doc.where("spec", "items", 1)) == "f.yaml:6:7"
+    assert doc.is_block_scalar("spec", "items", 0) and not doc.is_block_scalar("spec", "items", 1)
+    assert str(doc.key_locations("spec")[("items",)]) == "f.yaml:3:3"
+
+
+def test_empty_values_point_where_ruamel_points() -> None:
+    """libyaml and ruamel place an empty value differently; ruamel's place (what the messages always said) wins."""
+    text = "kind: A\nspec:\n  clusterType:\n  other: x\n"
+    (doc,), _ = parse_documents(text, "f.yaml")
+    (careful,), _ = _careful(text)
+    assert doc.where("spec", "clusterType") == careful.where("spec", "clusterType")
+
+
+PLAIN = st.text(alphabet="0123456789._-+eEoxbO:tTrufalsFnNy~ ", min_size=1, max_size=8)
+
+
+@settings(max_examples=400, deadline=None)
+@given(PLAIN)
+def test_any_plain_scalar_reads_the_same_both_ways(text: str) -> None:
+    doc = f"v: {text}\n"
+    quick = _quick(doc)
+    careful, problems = _careful(doc)
+    if quick is None:
+        return  # the careful path reads it: the same by construction
+    assert problems == [], text
+    assert _same(quick[0].body, careful[0].body), text
+
+
+# --- the parse cache ------------------------------------------------------------------------------------------
+
+
+class _Planted:
+    """Unpickling this creates a file: what a planted cache entry would do if the cache loaded pickles."""
+
+    def __init__(self, marker: Path) -> None:
+        self.marker = marker
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (Path.touch, (self.marker,))
+
+
+def _tree(tmp_path: Path) -> Tree:
+    root = build_file_tree(tmp_path / "tree", {"a.yaml": "kind: A\nmetadata:\n  name: a\n"})
+    return Tree(root, "t")
+
+
+def _entries(cache: Path) -> list[Path]:
+    return sorted(p for p in cache.rglob("*") if p.is_file())
+
+
+def test_a_planted_file_in_the_cache_is_never_executed(tmp_path: Path) -> None:
+    tree, folder = _tree(tmp_path), tmp_path / "cache"
+    read_tree(tree, ParseCache(folder))
+    (entry,) = _entries(folder)
+    marker = tmp_path / "pwned"
+    payload = pickle.dumps(_Planted(marker))
+    entry.write_bytes(payload)  # in place of the entry for a.yaml
+    entry.with_suffix(".pickle").write_bytes(payload)  # and where the old cache kept it
+    docs, problems = read_tree(tree, ParseCache(folder))
+    assert not marker.exists()
+    assert problems == [] and [d.body for d in docs] == [{"kind": "A", "metadata": {"name": "a"}}]
+
+
+def test_a_corrupt_entry_is_ignored_parsed_again_and_rewritten(tmp_path: Path) -> None:
+    tree, folder = _tree(tmp_path), tmp_path / "cache"
+    read_tree(tree, ParseCache(folder))
+    (entry,) = _entries(folder)
+    good = entry.read_bytes()
+    for bad in (b"{not json", b'{"a": 1}', b"[[0, 1, 1, []]]", b""):
+        entry.write_bytes(bad)
+        docs, problems = read_tree(tree, ParseCache(folder))
+        assert problems == [] and docs[0].name == "a" and str(docs[0].where("metadata", "name")) == "t/a.yaml:3:9"
+        assert entry.read_bytes() == good or bad == b"[[0, 1, 1, []]]"
+
+
+def test_cached_documents_are_read_back_with_the_same_data_and_positions(tmp_path: Path) -> None:
+    tree, folder = _tree(tmp_path), tmp_path / "cache"
+    first, _ = read_tree(tree, ParseCache(folder))
+    again, _ = read_tree(tree, ParseCache(folder))
+    assert [(d.body, d.location, d.positions) for d in again] == [(d.body, d.location, d.positions) for d in first]
+
+
+def test_the_cache_folder_is_the_users_alone(tmp_path: Path) -> None:
+    tree, folder = _tree(tmp_path), tmp_path / "cache" / "parsed"
+    read_tree(tree, ParseCache(folder))
+    assert stat.S_IMODE(folder.stat().st_mode) == 0o700
+    for entry in _entries(folder):
+        assert stat.S_IMODE(entry.parent.stat().st_mode) == 0o700
+        assert stat.S_IMODE(entry.stat().st_mode) & 0o077 == 0
+
+
+def test_an_own_folder_that_others_may_read_is_made_private(tmp_path: Path) -> None:
+    folder = tmp_path / "parsed"
+    folder.mkdir(mode=0o755)
+    os.chmod(folder, 0o755)
+    read_tree(_tree(tmp_path), ParseCache(folder))
+    assert stat.S_IMODE(folder.stat().st_mode) == 0o700 and _entries(folder)
+
+
+@pytest.mark.parametrize("mode", [0o775, 0o777, 0o722])
+def test_a_folder_others_may_write_to_is_not_used(tmp_path: Path, mode: int) -> None:
+    folder = tmp_path / "parsed"
+    folder.mkdir()
+    os.chmod(folder, mode)
+    docs, problems = read_tree(_tree(tmp_path), ParseCache(folder))
+    assert problems == [] and docs[0].name == "a"
+    assert _entries(folder) == [] and stat.S_IMODE(folder.stat().st_mode) == mode  # untouched
+
+
+def test_a_folder_of_someone_else_or_a_link_is_not_used(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    folder = tmp_path / "parsed"
+    folder.mkdir(mode=0o700)
+    real_uid = os.getuid()
+    monkeypatch.setattr(documents.os, "getuid", lambda: real_uid + 1)  # as if another user owned it
+    read_tree(_tree(tmp_path), ParseCache(folder))
+    assert _entries(folder) == []
+    monkeypatch.undo()
+    link = tmp_path / "link"
+    link.symlink_to(folder)
+    read_tree(_tree(tmp_path), ParseCache(link))
+    assert _entries(folder) == []
+
+
+def test_the_cli_cache_folder_comes_from_platformdirs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from fleetflow.cli.common import parse_cache
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.delenv("FLEETFLOW_PARSE_CACHE", raising=False)
+    cache = parse_cache()
+    assert cache is not None and cache.folder == tmp_path / "fleetflow" / "parsed"
+    monkeypatch.setenv("FLEETFLOW_PARSE_CACHE", "0")
+    assert parse_cache() is None
+
+
+def test_merged_keys_point_at_their_mapping() -> None:
+    """ruamel keeps no position for a key merged in by "<<"; reading such a file crashed before."""
+    (doc,), problems = parse_documents("a: &x {k: 1}\nb:\n  <<: *x\n  j: 2\n", "f.yaml")
+    assert problems == [] and str(doc.where("b", "j")) == "f.yaml:4:6" and str(doc.where("b", "k")) == "f.yaml:2:1"
