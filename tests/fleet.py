@@ -12,10 +12,11 @@ import subprocess
 import textwrap
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from fleetflow.clock import Clock
 from fleetflow.forge.base import Forge
 from fleetflow.forge.git import GitRepos
 from fleetflow.promotion.context import Context, head_branch
@@ -124,15 +125,9 @@ def git(cwd: Path, *args: str) -> str:
     return subprocess.run(cmd, cwd=cwd, check=True, capture_output=True, text=True).stdout.strip()
 
 
-@dataclass
-class Clock:
-    now: datetime = field(default_factory=lambda: datetime(2026, 3, 1, 8, 0, tzinfo=UTC))
-
-    def __call__(self) -> datetime:
-        return self.now
-
-    def advance(self, minutes: float) -> None:
-        self.now += timedelta(minutes=minutes)
+def start_clock() -> Clock:
+    """The tests' fleet clock: 2026-03-01 08:00 UTC until moved."""
+    return Clock(datetime(2026, 3, 1, 8, 0, tzinfo=UTC))
 
 
 @dataclass

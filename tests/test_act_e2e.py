@@ -20,12 +20,13 @@ from typing import Any
 
 import pytest
 
+from fleetflow.clock import Clock, utc_now
 from fleetflow.forge.github import GitHubForge
 from fleetflow.promotion.check_rollout import check_rollout
 from fleetflow.promotion.promote import promote_many
 from tests import actkit
 from tests import events as ev
-from tests.fleet import ENVIRONMENTS, Clock, Fleet, _environment, build_bare_repos, git
+from tests.fleet import ENVIRONMENTS, Fleet, _environment, build_bare_repos, git
 from tests.ghstub import GitHubStub
 
 CP = "contoso/platform-control-plane"  # the name examples/workflows/gitops.yml passes as control-plane
@@ -147,7 +148,7 @@ def world(github_stub: GitHubStub, tmp_path: Path, action_checkout: Path, app_to
     def merge(number: int) -> None:
         gitops_repo.merge_pull(number)
 
-    fleet = Fleet(tmp_path, forge, CP, GITOPS, str(cp_bare), str(gitops_bare), WallClock(), post_status, merge)
+    fleet = Fleet(tmp_path, forge, CP, GITOPS, str(cp_bare), str(gitops_bare), WallClock(utc_now()), post_status, merge)
     first = fleet.branch_sha(str(cp_bare), "main")
     main = fleet.push_main({".environments/envs.yaml": NO_SOAK_ENVS}, "environments: no soak time in tests")
     cp_dir, cp_workflow = clone_caller(tmp_path / "callers", cp_bare, CP, "control-plane.yml")

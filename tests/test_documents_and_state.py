@@ -71,3 +71,13 @@ def test_unified_diff() -> None:
     text = unified_diff({"a": b"x\n", "gone": b"y\n"}, {"a": b"z\n", "new": b"w"})
     assert "--- a/a\n+++ b/a" in text and "-x\n+z" in text
     assert "+++ /dev/null" in text and "--- /dev/null" in text and "No newline at end of file" in text
+
+
+def test_state_path_joins_the_gitops_path_one_way() -> None:
+    from fleetflow.render.incremental import STATE_PATH, state_path
+
+    for root in (".", "", "/", "./", "./."):
+        assert state_path(root) == STATE_PATH
+    for path in ("apps", "apps/", "/apps", "./apps/", "apps/./"):
+        assert state_path(path) == f"apps/{STATE_PATH}"
+    assert state_path("clusters/eu/") == f"clusters/eu/{STATE_PATH}"

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from fleetflow.clock import Clock
 from fleetflow.errors import ForgeError
 from fleetflow.forge import localstore
 from fleetflow.forge.base import Forge
@@ -26,17 +27,6 @@ def commit_file(work: Path, path: str, text: str, message: str) -> str:
     git(work, "add", path)
     git(work, "commit", "-q", "-m", message)
     return git(work, "rev-parse", "HEAD")
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)
-
-    def __call__(self) -> datetime:
-        return self.now
-
-    def tick(self, minutes: int = 1) -> None:
-        self.now += timedelta(minutes=minutes)
 
 
 @pytest.fixture(scope="session")
@@ -74,7 +64,7 @@ def work(origin: Path) -> Path:
 
 @pytest.fixture
 def clock() -> Clock:
-    return Clock()
+    return Clock(datetime(2024, 5, 1, 12, 0, tzinfo=UTC))
 
 
 @pytest.fixture
@@ -107,7 +97,7 @@ def test_pull_request_lifecycle(forge: LocalForge, origin: Path, clock: Clock) -
     assert forge.pulls(repo, "feature") == [pr]
     assert forge.pulls(repo, "feature", "closed") == []
 
-    clock.tick()
+    clock.advance(timedelta(minutes=1))
     updated = forge.update_pull(repo, 1, title="Promote v2 (again)", body="new body")
     assert (updated.title, updated.body) == ("Promote v2 (again)", "new body")
     forge.add_labels(repo, 1, ["fleetflow", "env:dev"])
@@ -176,9 +166,9 @@ def test_statuses_latest_per_context(forge: LocalForge, origin: Path, clock: Clo
     assert forge.statuses(repo, sha) == []
     assert forge.set_status(repo, sha, "fleetflow/dev", "pending", "scheduled") is True
     assert forge.set_status(repo, sha, "fleetflow/dev", "pending", "scheduled") is False
-    clock.tick()
+    clock.advance(timedelta(minutes=1))
     assert forge.set_status(repo, sha, "cluster/eu", "pending", "rolling out") is True
-    clock.tick()
+    clock.advance(timedelta(minutes=1))
     assert forge.set_status(repo, sha, "fleetflow/dev", "success", "rolled out: 1/1 clusters") is True
     latest = forge.statuses(repo, sha.upper())
     assert [(s.context, s.state, s.description) for s in latest] == [

@@ -4,6 +4,7 @@ to the stand-in server through PyGithub."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -15,13 +16,13 @@ from fleetflow.promotion.check_rollout import check_rollout
 from fleetflow.promotion.promote import promote, promote_many
 from fleetflow.promotion.schedule import schedule_environment
 from fleetflow.promotion.status import as_markdown, fleet_status
-from tests.fleet import ENVIRONMENTS, Clock, Fleet, _environment, build_bare_repos
+from tests.fleet import ENVIRONMENTS, Fleet, _environment, build_bare_repos, start_clock
 
 FORGES = ["local", "github"]
 
 
 def make_local_fleet(tmp_path: Path) -> Fleet:
-    clock = Clock()
+    clock = start_clock()
     cp_path, gitops_path = tmp_path / "control-plane.git", tmp_path / "gitops.git"
     build_bare_repos(tmp_path, str(gitops_path), str(cp_path))
     forge = LocalForge(cache_dir=tmp_path / "cache-forge", clock=clock)
@@ -36,7 +37,7 @@ def make_github_fleet(tmp_path: Path, request: pytest.FixtureRequest) -> Fleet:
     from fleetflow.forge.github import GitHubForge
 
     stub = request.getfixturevalue("github_stub")
-    clock = Clock()
+    clock = start_clock()
     stub.store.clock = clock
     cp_path, gitops_path = build_bare_repos(tmp_path, "contoso/gitops", "contoso/control-plane")
     stub.create_repo("contoso/control-plane", bare=cp_path)
@@ -68,9 +69,9 @@ def first_commit(fleet: Fleet) -> str:
 def roll_out(fleet: Fleet, env: str, states: dict[int, str] | None = None, minutes: float = 2) -> str:
     """Approve the env's PR, let its clusters report, wait the soak time, run the gate."""
     fleet.approve(env)
-    fleet.clock.advance(0.5)
+    fleet.clock.advance(timedelta(minutes=0.5))
     fleet.clusters_report(env, states)
-    fleet.clock.advance(minutes)
+    fleet.clock.advance(timedelta(minutes=minutes))
     with fleet.context() as ctx:
         return check_rollout(ctx, env).state
 
@@ -122,7 +123,7 @@ def test_missing_cluster_pending_until_timeout(fleet: Fleet) -> None:
         promote_many(ctx, None, sha)
     assert roll_out(fleet, "dev", {2: "missing"}) == "pending"
     assert fleet.cp_status(sha, "dev") == "pending"
-    fleet.clock.advance(31)
+    fleet.clock.advance(timedelta(minutes=31))
     with fleet.context() as ctx:
         outcome = check_rollout(ctx, "dev")
     assert outcome.state == "failure" and "timed out" in outcome.description and "dev-2" in outcome.description

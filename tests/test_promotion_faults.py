@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -92,13 +93,13 @@ def test_request_counts_per_step(gh: Fleet, capsys: pytest.CaptureFixture[str]) 
     promote_dev(gh)
     promote_requests = s.count(since=mark)
     gh.approve("dev")
-    gh.clock.advance(0.5)
+    gh.clock.advance(timedelta(minutes=0.5))
     gh.clusters_report("dev")
     mark = s.mark()
     with gh.context() as ctx:
         assert check_rollout(ctx, "dev").state == "pending"  # soaking: a gate check alone
     gate_requests = s.count(since=mark)
-    gh.clock.advance(2)
+    gh.clock.advance(timedelta(minutes=2))
     mark = s.mark()
     with gh.context() as ctx:
         ctx_forge = ctx.forge

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+from fleetflow.clock import Clock
 from fleetflow.forge.git import GitRepos
 from fleetflow.forge.local import LocalForge
 from fleetflow.model.durations import parse_duration
@@ -26,17 +27,6 @@ from fleetflow.promotion.status import EnvironmentStatus, as_text, fleet_status
 from fleetflow.render.incremental import STATE_PATH, RenderState
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "control-plane"
-
-
-@dataclass
-class Clock:
-    now: datetime = field(default_factory=lambda: datetime(2026, 1, 5, 9, 0, tzinfo=UTC))
-
-    def __call__(self) -> datetime:
-        return self.now
-
-    def advance(self, delta: timedelta) -> None:
-        self.now += delta
 
 
 def _git(cwd: Path, *args: str) -> str:
@@ -93,7 +83,7 @@ class Demo:
     root: Path
     say: Callable[[str], None]
     examples: Path = EXAMPLES
-    clock: Clock = field(default_factory=Clock)
+    clock: Clock = field(default_factory=lambda: Clock(datetime(2026, 1, 5, 9, 0, tzinfo=UTC)))
 
     def run(self) -> list[EnvironmentStatus]:
         self.root.mkdir(parents=True, exist_ok=True)

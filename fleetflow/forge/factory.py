@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import UTC, datetime
+from datetime import datetime
 
+from fleetflow.clock import utc_now
 from fleetflow.forge.base import Forge
 from fleetflow.settings import Settings
 
 
 def make_forge(settings: Settings, clock: Callable[[], datetime] | None = None) -> Forge:
-    clock = clock or (lambda: datetime.now(UTC))
+    clock = clock or utc_now
     if settings.forge == "local":
         from fleetflow.forge.local import LocalForge
 

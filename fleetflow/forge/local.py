@@ -24,6 +24,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal, TypeVar, cast
 
+from fleetflow.clock import utc_now
 from fleetflow.errors import ForgeError
 from fleetflow.forge.base import CommitStatus, PullRequest, StatusState, check_dispatch, check_status, full_sha
 from fleetflow.forge.localstore import Edit, MergeConflict, Mirror, Snapshot, dump_json, run_git
@@ -40,10 +41,6 @@ def default_cache_dir() -> Path:
     return Path(base) / "fleetflow" / "forge"
 
 
-def _utc_now() -> datetime:
-    return datetime.now(UTC)
-
-
 class LocalForge:
     """A :class:`~fleetflow.forge.base.Forge` made of git repositories.
 
@@ -54,7 +51,7 @@ class LocalForge:
 
     name = "local"
 
-    def __init__(self, cache_dir: Path | None = None, clock: Callable[[], datetime] = _utc_now,
+    def __init__(self, cache_dir: Path | None = None, clock: Callable[[], datetime] = utc_now,
                  attempts: int = 10) -> None:
         self.cache_dir = cache_dir if cache_dir is not None else default_cache_dir()
         self.clock = clock

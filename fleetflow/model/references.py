@@ -6,23 +6,17 @@ from typing import Any
 
 from fleetflow.errors import Problems
 from fleetflow.model.controlplane import ControlPlane, Resource
-
-_TEMPLATE_ROLES = (
-    ("reconciler", "reconciler"),
-    ("namespace_service", "namespace"),
-    ("config_type", "config"),
-    ("status_reporter", "status"),
-)
+from fleetflow.model.resources import TEMPLATE_ROLES
 
 
 def check_references(plane: ControlPlane, environment: str | None, problems: Problems) -> None:
     """Templates of cluster types, cluster types of clusters, environment chain, singletons."""
     for name, ct in sorted(plane.cluster_types.items()):
-        for attr, ttype in _TEMPLATE_ROLES:
-            ref = getattr(ct.spec, attr)
+        for role in TEMPLATE_ROLES:
+            ref = getattr(ct.spec, role.attribute)
             if ref is None:  # optional roles (statusReporter)
                 continue
-            field = "".join(w.capitalize() if i else w for i, w in enumerate(attr.split("_")))
+            field, ttype = role.field, role.template_type
             template = plane.templates.get(ref)
             if template is None:
                 known = (

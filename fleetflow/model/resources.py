@@ -7,7 +7,7 @@ Field names are camelCase in YAML (as Kalypso), snake_case in Python. Unknown fi
 from __future__ import annotations
 
 import re
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from pydantic.alias_generators import to_camel
@@ -160,6 +160,26 @@ class ClusterTypeSpec(Spec):
     # optional: a Template of type `status`, rendered once per cluster type (not per assignment) into
     # <clusterType>/_status/: e.g. the Flux Provider + Alert that make each cluster report its rollout
     status_reporter: str | None = None
+
+
+class TemplateRole(NamedTuple):
+    """A ClusterType field that names a Template: the field (attribute and as written), the Template type it must
+    name, and the file each assignment's render of it becomes (``<role>.<contentType>``); None for the status
+    reporter, rendered once per cluster type."""
+
+    attribute: str
+    field: str
+    template_type: str
+    output: str | None
+
+
+#: every role, in the order an assignment's files are rendered (the one table: references and the pipeline read it)
+TEMPLATE_ROLES = (
+    TemplateRole("reconciler", "reconciler", "reconciler", "reconciler"),
+    TemplateRole("namespace_service", "namespaceService", "namespace", "namespace"),
+    TemplateRole("config_type", "configType", "config", "platform-config"),
+    TemplateRole("status_reporter", "statusReporter", "status", None),
+)
 
 
 class ClusterSpec(Spec):

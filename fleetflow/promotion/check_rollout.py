@@ -18,7 +18,7 @@ from fleetflow.forge.base import CommitStatus
 from fleetflow.promotion.context import Context, pinned, short, status_context
 from fleetflow.promotion.gate import GateDecision, evaluate
 from fleetflow.promotion.promote import PromoteOutcome, promote
-from fleetflow.render.incremental import STATE_PATH, RenderState
+from fleetflow.render.incremental import RenderState, state_path
 
 
 @dataclass
@@ -49,8 +49,7 @@ class RolloutOutcome:
 
 
 def _state_at(ctx: Context, url: str, sha: str, path: str) -> RenderState | None:
-    rel = f"{path.strip('/')}/{STATE_PATH}" if path.strip("/. ") else STATE_PATH
-    text = ctx.git.read_file(url, sha, rel)
+    text = ctx.git.read_file(url, sha, state_path(path))
     if text is None:
         return None
     try:

@@ -6,9 +6,10 @@ from __future__ import annotations
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 
+from fleetflow.clock import utc_now
 from fleetflow.errors import GitError, InputError, Problem, Problems, unknown_environment
 from fleetflow.forge.base import Forge
 from fleetflow.forge.git import GitRepos
@@ -38,7 +39,7 @@ class Context:
     forge: Forge
     git: GitRepos
     control_plane: str
-    clock: Callable[[], datetime] = field(default=lambda: datetime.now(UTC))
+    clock: Callable[[], datetime] = utc_now
     say: Callable[[str], None] = field(default=lambda _text: None)
     main_branch: str = MAIN
     _tmp: tempfile.TemporaryDirectory[str] | None = None

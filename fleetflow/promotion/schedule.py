@@ -15,7 +15,7 @@ from fleetflow.forge.base import PullRequest
 from fleetflow.forge.git import PushRejected, retrying
 from fleetflow.promotion.context import Context, head_branch, pinned, short
 from fleetflow.promotion.prbody import PullRequestFacts, body, title
-from fleetflow.render.incremental import STATE_PATH, RenderState
+from fleetflow.render.incremental import STATE_PATH, RenderState, state_path
 from fleetflow.render.output import apply_result, plan_diff, read_state, safe_path
 from fleetflow.render.pipeline import Changes, Meta, render_environment
 
@@ -147,7 +147,7 @@ def _schedule_once(ctx: Context, environment: str) -> ScheduleOutcome:
 def _state_main(ctx: Context, url: str, sha: str | None, path: str) -> str | None:
     if sha is None:
         return None
-    text = ctx.git.read_file(url, sha, f"{path.strip('/') or '.'}/{STATE_PATH}".removeprefix("./"))
+    text = ctx.git.read_file(url, sha, state_path(path))
     if text is None:
         return None
     try:

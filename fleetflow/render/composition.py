@@ -19,16 +19,17 @@ import datetime
 import hashlib
 import json
 from collections import Counter
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from ruamel.yaml import YAML
 
 from fleetflow.errors import Location
+from fleetflow.model.controlplane import PLATFORM_CONFIG_LABEL
+from fleetflow.render.canonical import canonical_json
 
-PLATFORM_CONFIG_LABEL = "platform-config"
 CLUSTER_TYPE = "cluster-type"
 DEPLOYMENT_TARGET = "deployment-target"
 WORKLOAD = "workload"
@@ -43,7 +44,8 @@ Fact = tuple[str, str]
 
 @dataclass(frozen=True)
 class ConfigSource:
-    """One ``platform-config`` ConfigMap, as loaded."""
+    """One ``platform-config`` ConfigMap, as loaded. ``data`` is plain data (as documents give it: str, int,
+    float, bool, None, lists, maps with string keys); a string value may hold YAML, parsed when composing."""
 
     name: str
     location: Location
@@ -185,10 +187,6 @@ def _parse_value(yaml: YAML, text: str) -> Any:
     if isinstance(parsed, Mapping | list):
         return _plain(parsed)
     return text
-
-
-def canonical_json(values: Any) -> str:
-    return json.dumps(values, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
 
 
 def _merge(base: dict[str, Any], overlay: Mapping[str, Any]) -> dict[str, Any]:
@@ -358,6 +356,26 @@ def precedence_key(source: ConfigSource) -> tuple[int, int, str, str, int]:
     )
 
 
+Plan = TypeVar("Plan")
+
+
+class _PlanCache(Generic[Plan]):
+    """Plans by name, (environment, cluster type) or (target, workload), not by a set of labels built per subject
+    (that would dominate large fleets). Each entry keeps the labels it was planned for; a hit is checked by identity
+    first (the engine passes the same dict for every subject of a cluster type), then by equality."""
+
+    def __init__(self, plan: Callable[[str, str, Mapping[str, str]], Plan]) -> None:
+        self._plan = plan
+        self._entries: dict[tuple[str, str], tuple[Mapping[str, str], Plan]] = {}
+
+    def get(self, first: str, second: str, labels: Mapping[str, str]) -> Plan:
+        key = (first, second)
+        entry = self._entries.get(key)
+        if entry is None or (entry[0] is not labels and entry[0] != labels):
+            entry = self._entries[key] = (labels, self._plan(first, second, labels))
+        return entry[1]
+
+
 class Composer:
     """Composes config for many subjects from one environment's ConfigMaps."""
 
@@ -368,10 +386,8 @@ class Composer:
             _Layer(
                 rank,
                 source,
-                {
-                    _plain_key(k): _parse_value(yaml, v) if isinstance(v, str) else _plain(v)
-                    for k, v in source.data.items()
-                },
+                # documents are plain data already: only strings that hold YAML are parsed (and made plain)
+                {k: _parse_value(yaml, v) if isinstance(v, str) else v for k, v in source.data.items()},
                 _requirements(source.labels),
             )
             for rank, source in enumerate(ordered)
@@ -395,33 +411,8 @@ class Composer:
         self._hits_text: dict[tuple[int, ...], str] = {}
         self._merged: dict[tuple[int, ...], dict[str, Any]] = {(): {}}
         self._composed: dict[tuple[int, ...], Composed] = {}
-        self._cluster_plans: dict[tuple[str, str], tuple[Mapping[str, str], _ClusterPlan]] = {}
-        self._target_plans: dict[tuple[str, str], tuple[Mapping[str, str], _TargetPlan]] = {}
-
-    def _plans(self, subject: Subject) -> tuple[_ClusterPlan, _TargetPlan]:
-        return self._plans_for(
-            subject.environment, subject.cluster_type, subject.cluster_type_labels,
-            subject.deployment_target, subject.workload, subject.target_labels,
-        )
-
-    def _plans_for(
-        self, environment: str, cluster_type: str, clabels: Mapping[str, str],
-        target: str, workload: str, tlabels: Mapping[str, str],
-    ) -> tuple[_ClusterPlan, _TargetPlan]:
-        # Plans are cached by name, not by a set of labels built per subject (that would dominate large fleets).
-        # Each entry keeps the labels it was planned for; a hit is checked by identity first (the engine passes
-        # the same dict for every subject of a cluster type), then by equality.
-        ckey = (environment, cluster_type)
-        centry = self._cluster_plans.get(ckey)
-        if centry is None or (centry[0] is not clabels and centry[0] != clabels):
-            subject = Subject(environment, cluster_type, clabels, target, tlabels, workload)
-            centry = self._cluster_plans[ckey] = (clabels, self._plan_cluster(_cluster_facts(subject)))
-        tkey = (target, workload)
-        tentry = self._target_plans.get(tkey)
-        if tentry is None or (tentry[0] is not tlabels and tentry[0] != tlabels):
-            subject = Subject(environment, cluster_type, clabels, target, tlabels, workload)
-            tentry = self._target_plans[tkey] = (tlabels, self._plan_target(_target_facts(subject)))
-        return centry[1], tentry[1]
+        self._cluster_plans = _PlanCache(self._plan_cluster)
+        self._target_plans = _PlanCache(self._plan_target)
 
     @staticmethod
     def _extras(cluster: _ClusterPlan, target: _TargetPlan) -> list[int]:
@@ -437,24 +428,20 @@ class Composer:
 
     def applied(self, subject: Subject) -> tuple[int, ...]:
         """Ranks of the ConfigMaps that apply to ``subject``, lowest precedence first."""
-        cluster, target = self._plans(subject)
+        cluster = self._cluster_plans.get(subject.environment, subject.cluster_type, subject.cluster_type_labels)
+        target = self._target_plans.get(subject.deployment_target, subject.workload, subject.target_labels)
         extra = self._extras(cluster, target)
         return tuple(sorted(cluster.hits + tuple(extra))) if extra else cluster.hits
 
-    def sources_fingerprint(self, subject: Subject) -> str:
-        """Identifies the ConfigMaps that apply to ``subject`` and their content (names, priorities, labels,
-        data): equal fingerprints, equal config, without merging anything. Incremental rendering hashes it."""
-        return self.sources_fingerprint_for(
-            subject.environment, subject.cluster_type, subject.cluster_type_labels,
-            subject.deployment_target, subject.workload, subject.target_labels,
-        )
-
-    def sources_fingerprint_for(
+    def sources_fingerprint(
         self, environment: str, cluster_type: str, clabels: Mapping[str, str],
         target: str, workload: str, tlabels: Mapping[str, str],
     ) -> str:
-        """``sources_fingerprint`` without building a Subject (the engine calls it for every assignment)."""
-        cluster, plan = self._plans_for(environment, cluster_type, clabels, target, workload, tlabels)
+        """Identifies the ConfigMaps that apply to a subject and their content (names, priorities, labels, data):
+        equal fingerprints, equal config, without merging anything. Incremental rendering hashes it for every
+        assignment, so it takes the subject's parts, not a :class:`Subject`."""
+        cluster = self._cluster_plans.get(environment, cluster_type, clabels)
+        plan = self._target_plans.get(target, workload, tlabels)
         base = self._hits_text.get(cluster.hits)
         if base is None:
             base = self._hits_text[cluster.hits] = ":".join(self._layer_fps[rank] for rank in cluster.hits)
@@ -463,7 +450,8 @@ class Composer:
             return base
         return base + "|" + ":".join(self._layer_fps[rank] for rank in sorted(extra))
 
-    def _plan_cluster(self, facts: frozenset[Fact]) -> _ClusterPlan:
+    def _plan_cluster(self, environment: str, cluster_type: str, labels: Mapping[str, str]) -> _ClusterPlan:
+        facts = cluster_side_facts(environment, cluster_type, labels)
         hits = list(self._always)
         pending: list[tuple[int, frozenset[Fact]]] = []
         for fact in facts:
@@ -474,7 +462,8 @@ class Composer:
                     pending.append((rank, needs - facts))
         return _ClusterPlan(facts, tuple(sorted(hits)), tuple(pending))
 
-    def _plan_target(self, facts: frozenset[Fact]) -> _TargetPlan:
+    def _plan_target(self, target: str, workload: str, labels: Mapping[str, str]) -> _TargetPlan:
+        facts = target_side_facts(target, workload, labels)
         entries = tuple((fact, rank, needs) for fact in facts for rank, needs in self._index.get(fact, ()))
         settled = tuple((anchor, rank) for anchor, rank, needs in entries if needs <= facts)
         residual = tuple((anchor, rank, needs - facts) for anchor, rank, needs in entries if not needs <= facts)

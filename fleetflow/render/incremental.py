@@ -18,6 +18,7 @@ fleet a one-value change then costs work in proportion to what it touches, not t
 from __future__ import annotations
 
 import json
+import posixpath
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
@@ -25,8 +26,15 @@ from typing import Any, NamedTuple
 from fleetflow.render.composition import Fact, cluster_side_facts, requirement_facts, target_side_facts
 from fleetflow.render.scheduling import Assignment, Target
 
-STATE_PATH = ".fleetflow/state.json"
+STATE_PATH = ".fleetflow/state.json"  # relative to an environment's output root
 STATE_VERSION = 1
+
+
+def state_path(output_path: str) -> str:
+    """Where ``state.json`` stands in a GitOps repo whose environment output is at ``output_path``
+    (``GitOpsRepo.spec.path``: ``.``, ``""``, ``/``, ``./apps/`` and ``apps`` are all understood)."""
+    folder = posixpath.normpath(output_path.strip("/") or ".")
+    return STATE_PATH if folder == "." else f"{folder}/{STATE_PATH}"
 
 
 class AssignmentState(NamedTuple):

@@ -16,6 +16,8 @@ from fleetflow import __version__
 from fleetflow.errors import InputError, Location, Problem, Problems
 from fleetflow.model.controlplane import ControlPlane
 from fleetflow.model.references import check_references
+from fleetflow.model.resources import TEMPLATE_ROLES
+from fleetflow.render.canonical import canonical_json
 from fleetflow.render.composition import Composed, Composer, Subject, applies
 from fleetflow.render.incremental import (
     AssignmentState,
@@ -31,7 +33,8 @@ from fleetflow.render.validation import ConfigValidator, SchemaSource
 
 ENGINE = f"fleetflow {__version__}"
 HASH_LENGTH = 32  # hex digits (128 bits) of sha256 kept in state.json: 100,000 lines are read on every render
-ROLES = (("reconciler", "reconciler"), ("namespace", "namespace_service"), ("platform-config", "config_type"))
+# (output file role, ClusterTypeSpec attribute) of every template rendered per assignment, in order
+ROLES = tuple((role.output, role.attribute) for role in TEMPLATE_ROLES if role.output is not None)
 
 
 @dataclass(frozen=True)
@@ -82,10 +85,6 @@ class RenderResult:
     @property
     def ok(self) -> bool:
         return not self.problems
-
-
-def _canonical(value: Any) -> str:
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
 
 
 def _sha(text: str | bytes) -> str:
@@ -211,13 +210,13 @@ def render_environment(
     failed: dict[str, list[Problem]] = {}
     # The input hash is built from parts computed once per cluster type, per target and per set of applied
     # ConfigMaps, so an unchanged assignment costs a lookup and a short hash: no merge, no validation, no render.
-    schemas_fp = _sha(_canonical([[s.name, s.schema, s.labels] for s in named_schemas.values()]))
+    schemas_fp = _sha(canonical_json([[s.name, s.schema, s.labels] for s in named_schemas.values()]))
     ct_fps: dict[str, tuple[str, list[tuple[str, str]]]] = {}
     for name, ct in plane.cluster_types.items():
         roles = [(role, getattr(ct.spec, attr)) for role, attr in ROLES]
-        ct_fps[name] = (_sha(_canonical([ENGINE, name, ct.labels, [fingerprints[t] for _, t in roles]])), roles)
+        ct_fps[name] = (_sha(canonical_json([ENGINE, name, ct.labels, [fingerprints[t] for _, t in roles]])), roles)
     target_fps = {
-        tid: _sha(_canonical([
+        tid: _sha(canonical_json([
             environment, t.id, t.workload, t.workspace, t.labels, t.manifests, [ref for ref, _, _ in t.schema_refs],
         ]))
         for tid, t in sched.targets.items()
@@ -227,7 +226,7 @@ def render_environment(
         cluster_types={name: fp for name, (fp, _) in ct_fps.items()},
         targets=target_fps,
         config_maps={
-            src.name: (_sha(_canonical([src.name, src.priority, src.labels, src.data])), dict(src.labels))
+            src.name: (_sha(canonical_json([src.name, src.priority, src.labels, src.data])), dict(src.labels))
             for src in sources
         },
     )
@@ -237,7 +236,7 @@ def render_environment(
             previous.fingerprints, current, sched.assignments, environment,
             {name: ct.labels for name, ct in plane.cluster_types.items()}, sched.targets,
         )
-    fingerprint_of = composer.sources_fingerprint_for
+    fingerprint_of = composer.sources_fingerprint
     for assignment in sched.assignments:
         aid = f"{assignment.cluster_type}/{assignment.target}"
         if affected is not None and aid not in affected:

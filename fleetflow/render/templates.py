@@ -25,6 +25,7 @@ from jinja2.sandbox import ImmutableSandboxedEnvironment
 from ruamel.yaml import YAML
 
 from fleetflow.errors import InputError, Location, Problem
+from fleetflow.render.canonical import canonical_json
 from fleetflow.render.yamlemit import to_yaml
 
 __all__ = [
@@ -123,13 +124,9 @@ def nindent_filter(text: Any, width: int = 4) -> str:
 def hash_filter(value: Any, length: int | None = None) -> str:
     """``hash``: sha256 hex of a string (other values: of their compact sorted JSON), optionally truncated."""
     value = _defined(value)
-    text = value if isinstance(value, str) else _compact_json(value)
+    text = value if isinstance(value, str) else canonical_json(value)
     digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
     return digest if length is None else digest[: int(length)]
-
-
-def _compact_json(value: Any) -> str:
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
 def _stringify_scalar(value: Any) -> str:
@@ -141,7 +138,7 @@ def _stringify_scalar(value: Any) -> str:
         return "true" if value else "false"
     if isinstance(value, int | float):
         return str(value)
-    return _compact_json(value)
+    return canonical_json(value)
 
 
 def stringify_filter(value: Any) -> Any:

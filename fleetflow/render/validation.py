@@ -22,7 +22,8 @@ from jsonschema.protocols import Validator
 from jsonschema.validators import validator_for
 
 from fleetflow.errors import Location, Problem
-from fleetflow.render.composition import Composed, canonical_json
+from fleetflow.render.canonical import canonical_json
+from fleetflow.render.composition import Composed
 
 DEFAULT_DIALECT = "https://json-schema.org/draft/2020-12/schema"
 _MAX_MESSAGE = 300
