@@ -118,3 +118,36 @@ def test_request_counts_per_step(gh: Fleet, capsys: pytest.CaptureFixture[str]) 
     assert promote_requests <= 15
     assert gate_requests <= 6
     assert waiting == 0
+
+
+def test_reconcile_request_counts(gh: Fleet, capsys: pytest.CaptureFixture[str]) -> None:
+    """GitHub API requests of whole reconcile runs over the five environments (run with -s to see them). Beyond
+    the steps themselves a run reads, per environment waiting for a merge, whether its PR is still open (1), and per
+    distinct pinned main commit whose PR was merged, the gate records on it (2: statuses and check runs)."""
+    from fleetflow.promotion.reconcile import reconcile
+
+    s = stub(gh)
+
+    def counted() -> int:
+        mark = s.mark()
+        with gh.context() as ctx:
+            reconcile(ctx)
+        return s.count(since=mark)
+
+    promote_run = counted()  # dev: promote + schedule; the others: nothing promoted yet
+    waiting_merge = counted()  # dev PR is open
+    gh.approve("dev")
+    gh.clock.advance(0.5)
+    gh.clusters_report("dev")
+    soaking = counted()  # dev: a gate check (soaking)
+    gh.clock.advance(2)
+    gate_and_promote = counted()  # dev: gate success; qa: promote + schedule
+    waiting_qa = counted()
+    with capsys.disabled():
+        print(f"\nGitHub API requests per reconcile run (5 environments): promote+schedule dev = {promote_run}; "
+              f"waiting for dev's merge = {waiting_merge}; gate check (soaking) = {soaking}; gate success + "
+              f"promote+schedule qa = {gate_and_promote}; waiting for qa's merge = {waiting_qa}")
+    assert promote_run <= 15
+    assert waiting_merge <= 1 and waiting_qa <= 1 + 2
+    assert soaking <= 6 + 2
+    assert gate_and_promote <= 6 + 15

@@ -16,6 +16,7 @@ from fleetflow.cli.errors import FleetflowGroup
 from fleetflow.cli.explain import explain
 from fleetflow.cli.plan import plan
 from fleetflow.cli.promote import promote
+from fleetflow.cli.reconcile import reconcile_command
 from fleetflow.cli.render import render
 from fleetflow.cli.route import route_command
 from fleetflow.cli.schedule import schedule
@@ -55,3 +56,4 @@ main.add_command(check_rollout_command)
 main.add_command(status)
 main.add_command(demo)
 main.add_command(route_command)
+main.add_command(reconcile_command)

@@ -69,7 +69,9 @@ def _merge_latest(*groups: list[CommitStatus]) -> dict[str, CommitStatus]:
     return latest
 
 
-def check_rollout(ctx: Context, environment: str) -> RolloutOutcome:
+def check_rollout(ctx: Context, environment: str, *, fan_out: bool = True) -> RolloutOutcome:
+    """The gate of ``environment`` at its pin; ``fan_out``: on success promote onwards (reconcile promotes
+    downstream itself, forward only)."""
     at = pinned(ctx, environment, required=False)
     if at is None:
         return RolloutOutcome(environment, None, None, "pending", f"{environment} has no promoted commit yet")
@@ -100,7 +102,7 @@ def check_rollout(ctx: Context, environment: str) -> RolloutOutcome:
     ctx.forge.set_status(ctx.control_plane, main_sha, status_context(environment), decision.state, description)
     ctx.say(f"{environment}: gate {decision.state}: {description}")
     outcome = RolloutOutcome(environment, main_sha, carrier, decision.state, description, decision)
-    if decision.state == "success":
+    if decision.state == "success" and fan_out:
         _fan_out(ctx, environment, main_sha, envs_at, outcome)
     return outcome
 

@@ -156,20 +156,28 @@ def _state_main(ctx: Context, url: str, sha: str | None, path: str) -> str | Non
         return None
 
 
+def merge_if_due(ctx: Context, repo: str, pr: PullRequest, head_sha: str | None = None) -> bool:
+    """autoMerge: merge once the PR's own checks pass (none pending, none failed). True when merged now."""
+    if pr.state != "open":
+        return False
+    checks = ctx.forge.statuses(repo, head_sha or pr.head_sha)
+    if any(s.state != "success" for s in checks):
+        return False
+    ctx.forge.merge_pull(repo, pr.number)
+    return True
+
+
 def _maybe_merge(ctx: Context, repo: str, auto_merge: bool, outcome: ScheduleOutcome) -> ScheduleOutcome:
-    """autoMerge: merge once the PR's own checks pass (none pending, none failed)."""
     pr = outcome.pull_request
     if not auto_merge or pr is None or pr.state != "open":
         return outcome
-    checks = ctx.forge.statuses(repo, outcome.gitops_commit or pr.head_sha)
-    if any(s.state != "success" for s in checks):
+    if not merge_if_due(ctx, repo, pr, outcome.gitops_commit):
         outcome.message += "; auto-merge waits for the PR's checks"
         return outcome
-    ctx.forge.merge_pull(repo, pr.number)
     outcome.operation = "merged"
     outcome.message += "; merged (autoMerge)"
     ctx.say(f"{outcome.environment}: PR #{pr.number} merged (autoMerge)")
     return outcome
 
 
-__all__ = ["PushRejected", "ScheduleOutcome", "schedule_environment"]
+__all__ = ["PushRejected", "ScheduleOutcome", "merge_if_due", "schedule_environment"]

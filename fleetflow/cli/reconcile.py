@@ -1,0 +1,51 @@
+"""``fleetflow reconcile``: take every promotion step that is due, for every environment (what the workflows run)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from fleetflow.cli.common import FORMAT
+from fleetflow.cli.errors import FLEET_WRITTEN, handled
+from fleetflow.cli.fleet import fleet_options, make_context
+from fleetflow.errors import ExitCode, Problem
+from fleetflow.promotion.reconcile import reconcile
+
+
+@click.command("reconcile")
+@click.option("--environment", help="Reconcile this environment and its neighbours (the environments right before "
+              "and after it) only. Default: every environment.")
+@fleet_options
+@FORMAT
+def reconcile_command(environment: str | None, forge: str | None, control_plane: str | None, config: Path | None,
+                      fmt: str) -> None:
+    """Read pins, environment branches, GitOps branches and PRs and the statuses, and take every step that is
+    due: run the gate where a PR was merged, promote main's tip to the first environments and a rolled-out
+    commit to the next ones, schedule where the pin or the environment branch is not what the GitOps repo
+    carries (also a half-done promotion), merge with autoMerge once the checks pass.
+
+    \b
+    Idempotent and safe to run at any time, also concurrently: what it does depends only on the state it
+    finds, never on the event that started it. Prints, per environment, what it found and what it did.
+    Exit 0 when every due step was taken (a failed rollout is a state it reports, recorded as
+    fleetflow/<environment> = failure on the main commit), 1 bad input on a branch, 3 forge or git failure;
+    an error in one environment does not stop the others.
+    """
+    with handled(fmt, FLEET_WRITTEN) as reply, make_context(forge, control_plane, config, fmt) as ctx:
+        outcome = reconcile(ctx, environment)
+
+        def text() -> None:
+            click.echo(f"main@{outcome.main_commit[:12]}")
+            for env in outcome.environments:
+                click.echo(f"{env.environment}: {env.found.summary()}")
+                for step in env.did:
+                    click.echo(f"  did {step.step}: {step.message}")
+                if not env.did and not env.problems:
+                    click.echo("  nothing due" + (f": {env.waiting}" if env.waiting else ""))
+                elif env.waiting:
+                    click.echo(f"  now: {env.waiting}")
+
+        problems = [Problem(f"{env.environment}: {p.message}", p.location, p.hint)
+                    for env in outcome.environments for p in env.problems]
+        reply.done(outcome.to_json(), text, problems=problems, exit_code=ExitCode(outcome.exit_code))

@@ -1,0 +1,352 @@
+"""``reconcile``: read the whole state from git and the forge, and take every step that is due.
+
+Level-triggered, as a Kubernetes controller: what happens depends only on the state found, never on which event
+woke us, how often, or in what order. Events are hints; a dropped one is caught by the next run (any event, or the
+cron tick). For every environment (upstreams first), one step at a time, re-reading after each write:
+
+1. **gate**: the GitOps branch carries the pinned main commit (its PR was merged) and ``fleetflow/<env>`` on that
+   commit is not ``success`` yet → run the gate (``check_rollout`` without its fan-out) and record it;
+2. **promote**: a first environment whose pin is not ``main``'s tip (and is not held) gets the tip; a downstream
+   environment gets the newest commit, newer than its pin, that every upstream records ``success`` on (candidates:
+   the upstreams' recent pins). Forward only: reconcile never rolls back; ``promote`` does that by hand;
+3. **schedule**: the pin or the environment branch is not what the GitOps branch or the open PR carries (also a
+   half-done promotion: pin pushed, schedule failed);
+4. **merge**: the PR carries the pin, the environment has ``pullRequest.autoMerge`` and the merge conditions hold.
+
+Each step runs at most once per environment and run, so a run ends. Every write is idempotent (compare-and-swap
+pushes, deterministic commits, create-or-adopt PRs, statuses skipped when identical), so runs may overlap.
+While nothing is due the run reads git refs and, per distinct pinned commit, the control plane's statuses.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from fleetflow.errors import FleetflowError, Problem
+from fleetflow.forge.base import CommitStatus, PullRequest
+from fleetflow.model.controlplane import Resource
+from fleetflow.model.resources import EnvironmentSpec
+from fleetflow.promotion.check_rollout import check_rollout
+from fleetflow.promotion.context import Context, Pinned, chain_order, head_branch, pinned, short, status_context
+from fleetflow.promotion.pin import PIN_FILE, read_pin
+from fleetflow.promotion.promote import promote
+from fleetflow.promotion.schedule import merge_if_due, schedule_environment
+from fleetflow.render.incremental import STATE_PATH, RenderState
+
+StepName = Literal["gate", "promote", "schedule", "merge"]
+PIN_HISTORY = 10  # upstream pins looked at for a downstream candidate (git only)
+MAX_CANDIDATES = 5  # candidates whose statuses are read (one request each, only when newer than the pin)
+
+
+@dataclass
+class Step:
+    step: StepName
+    message: str
+    result: dict[str, Any] | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"step": self.step, "message": self.message, "result": self.result}
+
+
+@dataclass
+class Found:
+    """What one environment looked like when reconcile last read it."""
+
+    pin: str | None = None
+    held: str | None = None
+    env_commit: str | None = None
+    gitops: str | None = None  # "repo branch"
+    gitops_main: str | None = None  # the main commit the GitOps branch tip carries
+    gitops_env: str | None = None
+    proposed_main: str | None = None  # the main commit the fleetflow/<env> head branch carries
+    proposed_env: str | None = None
+    pull_request: PullRequest | None = None
+    gate: str = "none"  # the fleetflow/<env> record on the pin: none, pending, success, failure, error
+    gate_description: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        pr = self.pull_request
+        return {
+            "pinnedCommit": self.pin, "held": self.held, "envCommit": self.env_commit, "gitops": self.gitops,
+            "gitopsMainCommit": self.gitops_main, "gitopsEnvCommit": self.gitops_env,
+            "proposedMainCommit": self.proposed_main, "proposedEnvCommit": self.proposed_env,
+            "pullRequest": {"number": pr.number, "url": pr.url, "state": pr.state} if pr else None,
+            "gate": {"state": self.gate, "description": self.gate_description},
+        }
+
+    def summary(self) -> str:
+        if self.pin is None:
+            return "not promoted yet"
+        parts = [f"pinned to main@{short(self.pin)}"]
+        if self.held:
+            parts.append(f"held ({self.held})")
+        if self.gitops:
+            parts.append(f"GitOps {self.gitops} carries main@{short(self.gitops_main)}")
+        if self.pull_request is not None:
+            parts.append(f"PR #{self.pull_request.number} {self.pull_request.state}")
+        parts.append(f"gate {self.gate}" + (f": {self.gate_description}" if self.gate_description else ""))
+        return "; ".join(parts)
+
+
+@dataclass
+class EnvironmentReconcile:
+    environment: str
+    found: Found = field(default_factory=Found)
+    did: list[Step] = field(default_factory=list)
+    waiting: str = ""  # what the environment waits for when nothing is due
+
+    def wait(self, text: str) -> None:
+        self.waiting = f"{self.waiting}; {text}" if self.waiting and text not in self.waiting else text
+    problems: list[Problem] = field(default_factory=list)
+    exit_code: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "environment": self.environment,
+            "found": self.found.to_json(),
+            "did": [s.to_json() for s in self.did],
+            "waiting": self.waiting,
+            "problems": [p.to_json() for p in self.problems],
+        }
+
+
+@dataclass
+class ReconcileOutcome:
+    main_commit: str
+    environments: list[EnvironmentReconcile]
+
+    @property
+    def exit_code(self) -> int:
+        return max((e.exit_code for e in self.environments), default=0)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"mainCommit": self.main_commit, "environments": [e.to_json() for e in self.environments]}
+
+
+@dataclass
+class _View:
+    """One environment as read now: the facts the decision needs."""
+
+    found: Found
+    at: Pinned | None
+    tip_state: RenderState | None = None
+    auto_merge: bool = False
+
+
+class _Run:
+    """One reconcile run: caches of the control plane's statuses per commit (dropped after every write)."""
+
+    def __init__(self, ctx: Context) -> None:
+        self.ctx = ctx
+        self._statuses: dict[str, dict[str, CommitStatus]] = {}
+        self.found: dict[str, Found] = {}  # each environment as last read in this run
+
+    def statuses(self, sha: str) -> dict[str, CommitStatus]:
+        if sha not in self._statuses:
+            self._statuses[sha] = {s.context: s for s in self.ctx.forge.statuses(self.ctx.control_plane, sha)}
+        return self._statuses[sha]
+
+    def wrote(self) -> None:
+        self._statuses.clear()
+
+
+def _state_at(ctx: Context, url: str, sha: str | None, path: str) -> RenderState | None:
+    if sha is None:
+        return None
+    rel = f"{path.strip('/')}/{STATE_PATH}" if path.strip("/. ") else STATE_PATH
+    text = ctx.git.read_file(url, sha, rel)
+    if text is None:
+        return None
+    try:
+        return RenderState.from_bytes(text.encode())
+    except (ValueError, KeyError, TypeError):
+        return None
+
+
+def _observe(run: _Run, name: str, envs: dict[str, Resource[EnvironmentSpec]]) -> _View:
+    ctx = run.ctx
+    env = ctx.environment(envs, name)
+    env_sha = ctx.git.fetch_branch(ctx.cp_url, ctx.env_branch(env))
+    pin = ctx.pin(env_sha)
+    found = Found(pin=pin.commit, held=pin.hold, env_commit=env_sha)
+    if env_sha is None or pin.commit is None:
+        return _View(found, None)
+    at = pinned(ctx, name, required=True)
+    assert at is not None
+    found.pin = at.main_sha
+    found.gitops = f"{at.gitops_repo} {at.gitops_branch}"
+    heads = ctx.git.fetch(at.gitops_url, [at.gitops_branch, head_branch(name)])
+    tip_state = _state_at(ctx, at.gitops_url, heads[at.gitops_branch], at.gitops_path)
+    head_state = _state_at(ctx, at.gitops_url, heads[head_branch(name)], at.gitops_path)
+    if tip_state is not None:
+        found.gitops_main, found.gitops_env = tip_state.main_commit, tip_state.env_commit
+    if head_state is not None:
+        found.proposed_main, found.proposed_env = head_state.main_commit, head_state.env_commit
+    record = run.statuses(at.main_sha).get(status_context(name)) if found.gitops_main == at.main_sha else None
+    if record is not None:
+        found.gate, found.gate_description = record.state, record.description
+    return _View(found, at, tip_state, at.env_at_pin.spec.pull_request.auto_merge)
+
+
+def _carried(view: _View) -> bool:
+    """The GitOps branch carries the pin and the environment branch (merged, or nothing rendered changed)."""
+    f = view.found
+    return f.gitops_main == f.pin and f.gitops_env == f.env_commit
+
+
+def _proposed(view: _View) -> bool:
+    f = view.found
+    return f.proposed_main == f.pin and f.proposed_env == f.env_commit
+
+
+def _recent_pins(ctx: Context, envs: dict[str, Resource[EnvironmentSpec]], name: str) -> list[str]:
+    """The main commits ``name`` was pinned to lately, newest first (git only)."""
+    env_sha = ctx.git.fetch_branch(ctx.cp_url, ctx.env_branch(envs[name]))
+    if env_sha is None:
+        return []
+    pins: list[str] = []
+    for sha in ctx.git.log(ctx.cp_url, env_sha, PIN_FILE, limit=PIN_HISTORY):
+        commit = read_pin(ctx.git.read_file(ctx.cp_url, sha, PIN_FILE)).commit
+        if commit and commit not in pins:
+            pins.append(commit)
+    return pins
+
+
+def _promotion_due(run: _Run, name: str, envs: dict[str, Resource[EnvironmentSpec]], main_tip: str,
+                   found: Found) -> str | None:
+    """The main commit ``name`` should move to now, or None. Forward only: a candidate must be newer than the pin."""
+    ctx = run.ctx
+    after = envs[name].spec.after
+
+    def newer(candidate: str) -> bool:
+        if candidate == found.pin:
+            return False
+        return found.pin is None or not ctx.git.is_ancestor(ctx.cp_url, candidate, found.pin)
+
+    if not after:
+        return main_tip if newer(main_tip) else None
+    candidates: list[str] = []
+    for upstream in after:
+        seen = run.found.get(upstream)
+        for commit in _recent_pins(ctx, envs, upstream):
+            sha = ctx.git.resolve(ctx.cp_url, commit)
+            if seen is not None and sha == seen.pin and seen.gitops_main != seen.pin:
+                continue  # the upstream has not even merged it (read in this run): no record to look for
+            if sha and sha not in candidates and newer(sha) and ctx.git.is_ancestor(ctx.cp_url, sha, main_tip):
+                candidates.append(sha)
+    candidates.sort(key=lambda sha: ctx.git.commit_time(ctx.cp_url, sha), reverse=True)
+    for sha in candidates[:MAX_CANDIDATES]:
+        # the Environment as this commit defines it decides who is upstream (what promote re-checks)
+        upstreams = ctx.environments(sha).get(name, envs[name]).spec.after
+        records = run.statuses(sha)
+        if all((s := records.get(status_context(u))) is not None and s.state == "success" for u in upstreams):
+            return sha
+    return None
+
+
+def reconcile_environment(run: _Run, name: str, main_tip: str) -> EnvironmentReconcile:
+    ctx = run.ctx
+    result = EnvironmentReconcile(name)
+    done: set[StepName] = set()
+    try:
+        envs = ctx.environments(main_tip)
+        for _ in range(6):
+            view = _observe(run, name, envs)
+            result.found = run.found[name] = view.found
+            step = _next_step(run, name, envs, main_tip, view, done, result)
+            if step is None:
+                break
+            done.add(step.step)
+            result.did.append(step)
+            ctx.say(f"{name}: {step.message}")
+    except FleetflowError as error:
+        result.problems = error.problems()
+        result.exit_code = error.exit_code
+        ctx.say(f"{name}: {'; '.join(str(p) for p in result.problems)}")
+    return result
+
+
+def _next_step(run: _Run, name: str, envs: dict[str, Resource[EnvironmentSpec]], main_tip: str, view: _View,
+               done: set[StepName], result: EnvironmentReconcile) -> Step | None:
+    """Decide the next due step for one environment and take it (None: nothing is due)."""
+    ctx, f, at = run.ctx, view.found, view.at
+    # 1. the gate, when the GitOps branch carries the pin and no success is recorded yet
+    if at is not None and "gate" not in done and f.gitops_main == f.pin and f.gate != "success":
+        gate = check_rollout(ctx, name, fan_out=False)
+        run.wrote()
+        return Step("gate", f"gate {gate.state}: {gate.description}", gate.to_json())
+    # 2. promotion: the newest commit this environment may have, newer than its pin
+    if "promote" not in done:
+        target = _promotion_due(run, name, envs, main_tip, f)
+        if target is not None:
+            if f.held:
+                result.wait(f"held ({f.held}); main@{short(target)} is due but not promoted")
+            else:
+                outcome = promote(ctx, name, target, skip_held=True)
+                run.wrote()
+                return Step("promote", outcome.message, outcome.to_json())
+    if at is None:
+        result.wait("nothing promoted here yet")
+        return None
+    # 3. schedule: neither the GitOps branch nor the proposal carries the pin and the environment branch
+    if not _carried(view) and "schedule" not in done:
+        pr = None
+        if _proposed(view):
+            pr = ctx.forge.open_pull(at.gitops_repo, head_branch(name), at.gitops_branch)
+            f.pull_request = pr
+        if pr is None and not (_proposed(view) and _closed_by_hand(ctx, at, name)):
+            scheduled = schedule_environment(ctx, name)
+            run.wrote()
+            return Step("schedule", scheduled.message, scheduled.to_json())
+        if pr is None:
+            result.wait(f"the PR for main@{short(f.pin)} was closed without merging; promote or push the "
+                        "environment branch to propose it again")
+            return None
+    elif not _carried(view) and f.pull_request is None and _proposed(view):
+        f.pull_request = ctx.forge.open_pull(at.gitops_repo, head_branch(name), at.gitops_branch)
+    # 4. merge when autoMerge is on and the conditions hold
+    pr = f.pull_request
+    if pr is not None and pr.state == "open" and not _carried(view):
+        if view.auto_merge and "merge" not in done and merge_if_due(ctx, at.gitops_repo, pr):
+            run.wrote()
+            return Step("merge", f"PR #{pr.number} merged (autoMerge)")
+        result.wait(f"PR #{pr.number} waits to be merged"
+                    + (" (autoMerge: its checks have not all passed)" if view.auto_merge else ""))
+        return None
+    if f.gitops_main == f.pin:
+        result.wait({
+            "success": f"main@{short(f.pin)} rolled out",
+            "failure": f"main@{short(f.pin)} failed its gate: {f.gate_description}",
+            "error": f"main@{short(f.pin)} failed its gate: {f.gate_description}",
+        }.get(f.gate, f"the clusters roll out main@{short(f.pin)}: {f.gate_description}".rstrip(": ")))
+    return None
+
+
+def _closed_by_hand(ctx: Context, at: Pinned, name: str) -> bool:
+    """A closed, unmerged PR proposes exactly the head branch's commit: a person rejected it; do not re-open."""
+    head = ctx.git.fetch_branch(at.gitops_url, head_branch(name))
+    return any(p.head_sha == head and not p.merged and p.state == "closed"
+               for p in ctx.forge.pulls(at.gitops_repo, head_branch(name), "closed")[:5])
+
+
+def environments_to_reconcile(envs: dict[str, Resource[EnvironmentSpec]], environment: str | None) -> list[str]:
+    """Every environment in chain order, or the one named and its neighbours (its upstreams and downstreams)."""
+    order = chain_order(envs)
+    if environment is None:
+        return order
+    if environment not in envs:
+        return [environment]  # Context.environment raises the usage error with the known names
+    near = {environment, *envs[environment].spec.after}
+    near |= {n for n, e in envs.items() if environment in e.spec.after}
+    return [n for n in order if n in near]
+
+
+def reconcile(ctx: Context, environment: str | None = None) -> ReconcileOutcome:
+    main_tip = ctx.main_tip()
+    envs = ctx.environments(main_tip)
+    if environment is not None:
+        ctx.environment(envs, environment)
+    run = _Run(ctx)
+    results = [reconcile_environment(run, name, main_tip) for name in environments_to_reconcile(envs, environment)]
+    return ReconcileOutcome(main_tip, results)

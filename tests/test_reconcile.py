@@ -1,0 +1,255 @@
+"""``reconcile`` on both forges: the whole chain driven by reconcile alone, idempotence, half-done promotions,
+holds, failures, autoMerge, and the neighbours of ``--environment``. The people (merging PRs, pushing) and the
+clusters (posting statuses) are played in Python; every promotion step is reconcile's."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from fleetflow.cli import main as cli
+from fleetflow.errors import ForgeError
+from fleetflow.promotion.promote import promote
+from fleetflow.promotion.reconcile import ReconcileOutcome, environments_to_reconcile, reconcile
+from tests.fleet import ENVIRONMENTS, Fleet, _environment
+from tests.test_promotion import FORGES, fleet_config, make_github_fleet, make_local_fleet
+
+
+@pytest.fixture(params=FORGES)
+def fleet(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Fleet]:
+    if request.param == "local":
+        yield make_local_fleet(tmp_path)
+    else:
+        yield make_github_fleet(tmp_path, request)
+
+
+def run(fleet: Fleet, environment: str | None = None) -> ReconcileOutcome:
+    with fleet.context() as ctx:
+        return reconcile(ctx, environment)
+
+
+def did(outcome: ReconcileOutcome) -> dict[str, list[str]]:
+    return {e.environment: [s.step for s in e.did] for e in outcome.environments if e.did}
+
+
+def refs(fleet: Fleet) -> dict[str, str]:
+    from tests.fleet import git
+
+    out = {}
+    for url in (fleet.cp_url, fleet.gitops_url):
+        for line in git(fleet.root, "--git-dir", url, "for-each-ref", "--format=%(refname) %(objectname)").splitlines():
+            name, sha = line.split()
+            out[f"{url}:{name}"] = sha
+    return out
+
+
+def report(fleet: Fleet, env: str, states: dict[int, str] | None = None) -> None:
+    """The clusters apply the merged commit and report; then the soak time passes."""
+    fleet.clock.advance(0.5)
+    fleet.clusters_report(env, states)
+    fleet.clock.advance(2)
+
+
+def open_prs(fleet: Fleet) -> dict[str, int]:
+    found = {}
+    for env in ENVIRONMENTS:
+        pr = fleet.open_pr(env)
+        if pr is not None:
+            found[env] = pr.number
+    return found
+
+
+def test_reconcile_alone_drives_the_whole_chain(fleet: Fleet) -> None:
+    sha = fleet.branch_sha(fleet.cp_url, "main")
+    first = run(fleet)
+    assert did(first) == {"dev": ["promote"]}
+    assert fleet.pin("dev") == sha and list(open_prs(fleet)) == ["dev"]
+    [dev] = [e for e in first.environments if e.environment == "dev"]
+    assert dev.waiting.startswith("PR #") and dev.found.pull_request is not None
+    for env, nxt in (("dev", ["qa"]), ("qa", ["prod-eu", "prod-us"])):
+        fleet.approve(env)
+        report(fleet, env)
+        outcome = run(fleet)
+        assert did(outcome) == {env: ["gate"], **{n: ["promote"] for n in nxt}}, did(outcome)
+        assert fleet.cp_status(sha, env) == "success"
+        assert all(fleet.pin(n) == sha for n in nxt)
+    fleet.approve("prod-eu")
+    report(fleet, "prod-eu")
+    assert did(run(fleet)) == {"prod-eu": ["gate"]}  # fan-in: dr waits for prod-us
+    assert fleet.pin("dr") == ""
+    fleet.approve("prod-us")
+    report(fleet, "prod-us")
+    assert did(run(fleet)) == {"prod-us": ["gate"], "dr": ["promote"]}
+    fleet.approve("dr")
+    report(fleet, "dr")
+    assert did(run(fleet)) == {"dr": ["gate"]}
+    assert all(fleet.cp_status(sha, env) == "success" for env in ENVIRONMENTS)
+    # converged: the next run finds nothing to do and writes nothing
+    before = refs(fleet)
+    again = run(fleet)
+    assert did(again) == {} and refs(fleet) == before
+    assert {e.waiting for e in again.environments} == {f"main@{sha[:12]} rolled out"}
+
+
+def test_a_merged_pr_is_gated_in_the_same_run_and_a_new_main_commit_follows(fleet: Fleet) -> None:
+    first = fleet.branch_sha(fleet.cp_url, "main")
+    run(fleet)
+    fleet.approve("dev")
+    report(fleet, "dev")
+    second = fleet.push_main({"templates/extra.yaml": "# second\n"}, "second")
+    outcome = run(fleet)
+    # dev: the gate of the first commit is recorded before dev moves on, so qa gets the first commit
+    assert did(outcome) == {"dev": ["gate", "promote"], "qa": ["promote"]}
+    assert fleet.cp_status(first, "dev") == "success"
+    assert fleet.pin("dev") == second and fleet.pin("qa") == first
+
+
+def test_downstream_gets_a_commit_that_rolled_out_upstream_before_it_moved_on(fleet: Fleet) -> None:
+    """qa missed the moment dev succeeded on the first commit (no reconcile ran in between): it still gets it."""
+    first = fleet.branch_sha(fleet.cp_url, "main")
+    run(fleet)
+    fleet.approve("dev")
+    report(fleet, "dev")
+    run(fleet, "dev")  # the gate records success; qa is dev's neighbour: promoted too
+    assert fleet.pin("qa") == first
+    second = fleet.push_main({"templates/extra.yaml": "# second\n"}, "second")
+    run(fleet)
+    assert fleet.pin("dev") == second and fleet.pin("qa") == first  # second not rolled out in dev yet
+    fleet.approve("dev")
+    report(fleet, "dev")
+    outcome = run(fleet)
+    assert did(outcome)["qa"] == ["promote"] and fleet.pin("qa") == second  # supersedes qa's open PR
+
+
+def test_half_done_promotion_is_finished(fleet: Fleet, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The pin was pushed, then opening the PR failed (the run died): the next run opens it."""
+    sha = fleet.branch_sha(fleet.cp_url, "main")
+
+    def refused(*_args: object, **_kwargs: object) -> None:
+        raise ForgeError("GitHub is down")
+
+    monkeypatch.setattr(fleet.forge, "create_pull", refused)
+    broken = run(fleet)
+    [dev] = [e for e in broken.environments if e.environment == "dev"]
+    assert dev.exit_code == 3 and "GitHub is down" in dev.problems[0].message
+    assert fleet.pin("dev") == sha and open_prs(fleet) == {}
+    monkeypatch.undo()
+    fixed = run(fleet)
+    assert did(fixed) == {"dev": ["schedule"]}
+    assert list(open_prs(fleet)) == ["dev"]
+    assert fleet.gitops_state("dev", "refs/heads/fleetflow/dev").main_commit == sha
+
+
+def test_pin_pushed_without_any_schedule_is_scheduled(fleet: Fleet) -> None:
+    """A pin written by hand (or by a run killed right after its push): reconcile schedules it."""
+    sha = fleet.branch_sha(fleet.cp_url, "main")
+    fleet.push_env("dev", {"base-repo.yaml": f"""
+        apiVersion: fleetflow.dev/v1alpha1
+        kind: BaseRepo
+        metadata:
+          name: main
+        spec:
+          repo: {fleet.cp_id}
+          branch: main
+          path: .
+          commit: {sha}
+    """}, "pin by hand")
+    assert did(run(fleet)) == {"dev": ["schedule"]}
+    assert list(open_prs(fleet)) == ["dev"]
+
+
+def test_env_branch_change_is_scheduled_and_a_closed_pr_is_not_reopened(fleet: Fleet) -> None:
+    sha = fleet.branch_sha(fleet.cp_url, "main")
+    run(fleet)
+    fleet.approve("dev")
+    report(fleet, "dev")
+    run(fleet)
+    fleet.push_env("dev", {"configs.yaml": fleet_config("debug")}, "dev: debug logging")
+    outcome = run(fleet)
+    assert did(outcome) == {"dev": ["schedule"]}
+    [dev] = [e for e in outcome.environments if e.environment == "dev"]
+    assert dev.did[0].result and dev.did[0].result["operation"] == "created"
+    assert fleet.cp_status(sha, "dev") == "success"  # the gate's record of the main commit stands
+    # a person closes the PR without merging: reconcile leaves it closed
+    pr = fleet.open_pr("dev")
+    fleet.forge.update_pull(fleet.gitops_id, pr.number, state="closed")
+    again = run(fleet)
+    assert did(again) == {}
+    [dev] = [e for e in again.environments if e.environment == "dev"]
+    assert "closed without merging" in dev.waiting and fleet.open_pr("dev") is None
+
+
+def test_held_environment_stays_and_failure_stops_the_chain(fleet: Fleet) -> None:
+    first = fleet.branch_sha(fleet.cp_url, "main")
+    run(fleet)
+    fleet.approve("dev")
+    report(fleet, "dev")
+    run(fleet)
+    fleet.approve("qa")
+    report(fleet, "qa", {2: "failure"})
+    for _ in range(2):
+        outcome = run(fleet)
+        assert "prod-eu" not in did(outcome) and fleet.pin("prod-eu") == "" and fleet.pin("prod-us") == ""
+    assert fleet.cp_status(first, "qa") == "failure"
+    [qa] = [e for e in outcome.environments if e.environment == "qa"]
+    assert qa.found.gate == "failure" and "dev" not in did(outcome)
+    # a rollback of dev holds it: new main commits are not promoted there
+    second = fleet.push_main({"templates/extra.yaml": "# second\n"}, "second")
+    run(fleet)
+    assert fleet.pin("dev") == second
+    with fleet.context() as ctx:
+        promote(ctx, "dev", first)
+    third = fleet.push_main({"templates/extra.yaml": "# third\n"}, "third")
+    outcome = run(fleet)
+    [dev] = [e for e in outcome.environments if e.environment == "dev"]
+    assert fleet.pin("dev") == first and "held" in dev.waiting and third[:12] in dev.waiting
+
+
+def test_auto_merge_merges_and_gates_in_one_run(fleet: Fleet) -> None:
+    auto = {"dev": "  pullRequest:\n    autoMerge: true\n"}
+    files = {".environments/envs.yaml": "---\n".join(_environment(n, a, auto.get(n, "")) for n, a in
+                                                     ENVIRONMENTS.items())}
+    sha = fleet.push_main(files, "dev merges by itself")
+    outcome = run(fleet)
+    assert did(outcome)["dev"][:1] == ["promote"]
+    assert fleet.gitops_state("dev").main_commit == sha  # merged
+    assert fleet.cp_status(sha, "dev") == "pending"  # the gate ran: rolling out
+    report(fleet, "dev")
+    assert did(run(fleet)) == {"dev": ["gate"], "qa": ["promote"]}
+
+
+def test_environment_option_takes_its_neighbours() -> None:
+    from fleetflow.model.controlplane import Resource
+    from fleetflow.model.resources import EnvironmentSpec
+
+    spec = {n: EnvironmentSpec.model_validate({"after": a}) for n, a in ENVIRONMENTS.items()}
+    envs = {n: Resource("Environment", n, {}, {}, s, None, "main") for n, s in spec.items()}  # type: ignore[arg-type]
+    assert environments_to_reconcile(envs, None) == ["dev", "qa", "prod-eu", "prod-us", "dr"]
+    assert environments_to_reconcile(envs, "qa") == ["dev", "qa", "prod-eu", "prod-us"]
+    assert environments_to_reconcile(envs, "prod-eu") == ["qa", "prod-eu", "dr"]
+
+
+def test_cli_text_and_json(fleet: Fleet, monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("GITHUB_TOKEN", "GITHUB_REPOSITORY"):
+        monkeypatch.delenv(name, raising=False)
+    if fleet.forge.name == "github":
+        monkeypatch.setenv("GITHUB_TOKEN", "test-token")
+        monkeypatch.setenv("GITHUB_API_URL", fleet.stub.url)  # type: ignore[attr-defined]
+    monkeypatch.setenv("FLEETFLOW_CACHE_DIR", str(fleet.root / "cli-cache"))
+    args = ["reconcile", "--forge", fleet.forge.name, "--control-plane", fleet.cp_id]
+    text = CliRunner().invoke(cli, args)
+    assert text.exit_code == 0, text.output
+    assert "dev: pinned to main@" in text.output and "did promote: main@" in text.output
+    assert "qa: not promoted yet" in text.output
+    result = CliRunner().invoke(cli, [*args, "--format", "json", "--environment", "dev"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output)
+    envs = data["result"]["environments"]
+    assert data["ok"] is True and data["problems"] == [] and [e["environment"] for e in envs] == ["dev", "qa"]
+    assert envs[0]["did"] == [] and envs[0]["waiting"].startswith("PR #")
+    bad = CliRunner().invoke(cli, [*args, "--environment", "nope"])
+    assert bad.exit_code == 2 and "unknown environment 'nope'" in bad.output
