@@ -137,10 +137,10 @@ def test_reconcile_request_counts(gh: Fleet, capsys: pytest.CaptureFixture[str])
     promote_run = counted()  # dev: promote + schedule; the others: nothing promoted yet
     waiting_merge = counted()  # dev PR is open
     gh.approve("dev")
-    gh.clock.advance(0.5)
+    gh.clock.advance(timedelta(minutes=0.5))
     gh.clusters_report("dev")
     soaking = counted()  # dev: a gate check (soaking)
-    gh.clock.advance(2)
+    gh.clock.advance(timedelta(minutes=2))
     gate_and_promote = counted()  # dev: gate success; qa: promote + schedule
     waiting_qa = counted()
     with capsys.disabled():

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -49,9 +50,9 @@ def refs(fleet: Fleet) -> dict[str, str]:
 
 def report(fleet: Fleet, env: str, states: dict[int, str] | None = None) -> None:
     """The clusters apply the merged commit and report; then the soak time passes."""
-    fleet.clock.advance(0.5)
+    fleet.clock.advance(timedelta(minutes=0.5))
     fleet.clusters_report(env, states)
-    fleet.clock.advance(2)
+    fleet.clock.advance(timedelta(minutes=2))
 
 
 def open_prs(fleet: Fleet) -> dict[str, int]:
