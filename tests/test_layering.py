@@ -26,6 +26,8 @@ RULES: dict[str, tuple[str, ...]] = {
     "forge": ("fleetflow.render", "fleetflow.promotion", "fleetflow.cli", "fleetflow.demo", "click"),
     "promotion": ("fleetflow.cli", "fleetflow.demo", "click", "github"),
     "demo": ("fleetflow.cli", "click", "github"),
+    "delivery": ("fleetflow.model", "fleetflow.render", "fleetflow.forge", "fleetflow.promotion", "fleetflow.cli",
+                 "fleetflow.demo", "fleetflow.settings", "fleetflow.report", "click", "jinja2", *_EDGES),
     "report": ("fleetflow.model", "fleetflow.render", "fleetflow.forge", "fleetflow.promotion", "fleetflow.cli",
                "fleetflow.demo", "fleetflow.settings", "click", *_EDGES),
 }

@@ -14,6 +14,7 @@ from fleetflow.cli.check_rollout import check_rollout_command
 from fleetflow.cli.demo import demo
 from fleetflow.cli.errors import FleetflowGroup
 from fleetflow.cli.explain import explain
+from fleetflow.cli.metrics import metrics
 from fleetflow.cli.plan import plan
 from fleetflow.cli.promote import promote
 from fleetflow.cli.reconcile import reconcile_command
@@ -54,6 +55,7 @@ main.add_command(promote)
 main.add_command(schedule)
 main.add_command(check_rollout_command)
 main.add_command(status)
+main.add_command(metrics)
 main.add_command(demo)
 main.add_command(route_command)
 main.add_command(reconcile_command)

@@ -8,17 +8,31 @@ import click
 
 from fleetflow.cli.errors import handled
 from fleetflow.cli.fleet import fleet_options, make_context
+from fleetflow.errors import UsageError
 from fleetflow.promotion.status import as_markdown, as_text, fleet_status
+from fleetflow.promotion.statuspage import write_status_page
 
 
 @click.command()
 @fleet_options
-@click.option("--format", "fmt", type=click.Choice(["text", "json", "markdown"]), default="text", show_default=True,
-              help="markdown: tables and a Mermaid diagram of the chain, for job summaries.")
-def status(forge: str | None, control_plane: str | None, config: Path | None, fmt: str) -> None:
+@click.option("--format", "fmt", type=click.Choice(["text", "json", "markdown", "html"]), default="text",
+              show_default=True, help="markdown: tables and a Mermaid diagram of the chain, for job summaries. "
+              "html: a self-contained status page written to --output DIR/index.html.")
+@click.option("--output", type=click.Path(file_okay=False, path_type=Path),
+              help="With --format html: the folder to write index.html into (created).")
+def status(forge: str | None, control_plane: str | None, config: Path | None, fmt: str,
+           output: Path | None) -> None:
     """For each environment, in promotion order: pinned main commit (and hold), GitOps head, open PR,
     gate state with n/m clusters, and the last commit that rolled out successfully."""
+    with handled(fmt) as reply:
+        if (fmt == "html") != (output is not None):
+            raise UsageError("--format html and --output DIR go together: the page is written to DIR/index.html")
     with handled(fmt) as reply, make_context(forge, control_plane, config, "json") as ctx:
+        if output is not None:
+            reply.written = f"Nothing was written to {output}."
+            path = write_status_page(ctx, output)
+            reply.done({"page": str(path)}, lambda: click.echo(f"wrote {path} (nothing else)"))
+            return
         entries = fleet_status(ctx)
 
         def text() -> None:

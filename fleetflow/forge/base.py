@@ -104,6 +104,15 @@ class Forge(Protocol):
         queued/in_progress → pending)."""
         ...
 
+    def status_history(self, repo: str, sha: str) -> list[CommitStatus]:
+        """Every commit status posted on ``sha``, oldest first (check runs not included): the record of each
+        ``fleetflow/<env>`` decision and when it was made, for the status page and the delivery metrics."""
+        ...
+
+    def commit_url(self, repo: str, sha: str) -> str | None:
+        """The forge's web page of a commit, or None when the forge has no web pages (the local forge)."""
+        ...
+
     def set_status(self, repo: str, sha: str, context: str, state: StatusState, description: str,
                    target_url: str | None = None) -> bool:
         """Post a commit status unless the latest one for ``context`` already has this state and description.

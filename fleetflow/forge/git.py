@@ -63,6 +63,18 @@ def split_credentials(url: str) -> tuple[str, dict[str, str]]:
     }
 
 
+@dataclass(frozen=True)
+class CommitInfo:
+    sha: str
+    author: str
+    committed: int  # committer time, seconds since the epoch
+    message: str
+
+    @property
+    def subject(self) -> str:
+        return self.message.split("\n", 1)[0]
+
+
 @dataclass
 class GitRepos:
     """Bare mirrors of the repos fleetflow works on, in ``cache_dir``."""
@@ -147,6 +159,27 @@ class GitRepos:
         if path:
             args += ["--", path]
         return [line for line in str(self.mirror(url).git.log(*args)).splitlines() if line]
+
+    def commits(self, url: str, revs: Sequence[str], *, limit: int | None = None, first_parent: bool = False,
+                no_walk: bool = False) -> list[CommitInfo]:
+        """One ``git log`` over ``revs`` (newest first): sha, author, committer time and message of each commit.
+        ``no_walk``: exactly ``revs``, not their history."""
+        if not revs:
+            return []
+        args = ["--format=%H%x00%an%x00%ct%x00%B%x1e"]
+        if limit is not None:
+            args.append(f"--max-count={limit}")
+        if first_parent:
+            args.append("--first-parent")
+        if no_walk:
+            args += ["--no-walk=unsorted", "--ignore-missing"]
+        out = str(self.mirror(url).git.log(*args, *revs, "--"))
+        found: list[CommitInfo] = []
+        for record in out.split("\x1e"):
+            fields = record.strip("\n").split("\x00")
+            if len(fields) == 4:
+                found.append(CommitInfo(fields[0], fields[1], int(fields[2]), fields[3].strip()))
+        return found
 
     def export(self, url: str, sha: str, dest: Path) -> Path:
         """Write the tree of ``sha`` into ``dest`` (created)."""

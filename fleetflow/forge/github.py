@@ -217,6 +217,32 @@ class GitHubForge:
                 return found
             page += 1
 
+    def status_history(self, repo: str, sha: str) -> list[CommitStatus]:
+        """``GET /repos/{owner}/{repo}/commits/{ref}/statuses`` (every status, newest first; 100 a page), oldest
+        first. One request for a commit with at most 100 statuses."""
+        sha = full_sha(sha)
+        found: list[CommitStatus] = []
+        page = 1
+        path = f"/repos/{repo}/commits/{sha}/statuses"
+        while True:
+            chunk = self._requester_json(repo, "GET", path, "list the commit statuses",
+                                         parameters={"per_page": _PER_PAGE, "page": page}) or []
+            found.extend(
+                CommitStatus(context=s["context"], state=s["state"], description=s.get("description") or "",
+                             updated_at=_when(s.get("created_at") or s.get("updated_at")), kind="status")
+                for s in chunk
+            )
+            if len(chunk) < _PER_PAGE:
+                return found[::-1]
+            page += 1
+
+    def commit_url(self, repo: str, sha: str) -> str | None:
+        """``html_url`` of the repository (read with it, no extra request once the repository is read) +
+        ``/commit/<sha>``."""
+        remote = self._remote(repo)
+        with self._request("read the repository", "GET", f"/repos/{repo}"):
+            return f"{remote.html_url}/commit/{full_sha(sha)}"
+
     def set_status(self, repo: str, sha: str, context: str, state: StatusState, description: str,
                    target_url: str | None = None) -> bool:
         sha = check_status(sha, state, context, description)

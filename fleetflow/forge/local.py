@@ -107,6 +107,19 @@ class LocalForge:
             for c, p in sorted(latest.items())
         ]
 
+    def status_history(self, repo: str, sha: str) -> list[CommitStatus]:
+        """Every status posted on ``sha``, oldest first."""
+        posts = self._mirror(repo).fetch().read_json(f"statuses/{full_sha(sha)}.json") or []
+        return [
+            CommitStatus(context=p["context"], state=p["state"], description=p["description"],
+                         updated_at=datetime.fromisoformat(p["created_at"]))
+            for p in posts
+        ]
+
+    def commit_url(self, repo: str, sha: str) -> str | None:
+        """The local forge has no web pages."""
+        return None
+
     def set_status(self, repo: str, sha: str, context: str, state: StatusState, description: str,
                    target_url: str | None = None) -> bool:
         sha = check_status(sha, state, context, description)

@@ -1,0 +1,65 @@
+"""``fleetflow metrics``: lead time, deployment frequency, change failure rate and time to restore, per
+environment and for the chain, from the promotion history recorded in git and on the forge."""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import click
+
+from fleetflow.cli.errors import handled
+from fleetflow.cli.fleet import fleet_options, make_context
+from fleetflow.delivery.metrics import MetricsReport, compute, rows
+from fleetflow.errors import UsageError
+from fleetflow.model.durations import parse_duration
+from fleetflow.promotion.history import DEFAULT_LIMIT, read_history
+from fleetflow.report import render_report
+
+
+def parse_since(text: str | None, now: datetime) -> datetime | None:
+    """``--since``: a date (2026-01-31), a UTC time (2026-01-31T12:00:00) or a duration back from now (30d, 12h)."""
+    if not text:
+        return None
+    try:
+        when = datetime.fromisoformat(text)
+        return when if when.tzinfo else when.replace(tzinfo=UTC)
+    except ValueError:
+        pass
+    try:
+        days = re.fullmatch(r"(\d+)d", text.strip())
+        return now - (timedelta(days=int(days.group(1))) if days else parse_duration(text))
+    except (ValueError, TypeError) as exc:
+        raise UsageError(f"--since {text!r}: give a date (2026-01-31), a time (2026-01-31T12:00:00Z) or a "
+                         f"duration back from now (30d, 12h): {exc}") from None
+
+
+@click.command()
+@fleet_options
+@click.option("--since", help="Only promotions pinned since: a date (2026-01-31), a UTC time, or a duration back "
+              "from now (30d, 12h). Default: the whole history read (--limit promotions per environment).")
+@click.option("--limit", type=click.IntRange(1, 1000), default=DEFAULT_LIMIT, show_default=True,
+              help="Promotions read per environment (newest first).")
+@click.option("--format", "fmt", type=click.Choice(["text", "json", "markdown"]), default="text", show_default=True)
+def metrics(forge: str | None, control_plane: str | None, config: Path | None, since: str | None, limit: int,
+            fmt: str) -> None:
+    """Delivery metrics per environment and for the whole chain: lead time from a commit landing on main to
+    its success there (median, p90), deployment frequency, change failure rate (gate failures and rollbacks
+    over promotions), time to restore (failure to the next success). See docs/status-page.md."""
+    with handled(fmt) as reply, make_context(forge, control_plane, config, "json") as ctx:
+        now = ctx.clock()
+        start = parse_since(since, now)
+        history = read_history(ctx, limit)
+        report = compute(history.all(), history.after, now, start)
+        reply.done({"metrics": report.model_dump(by_alias=True, mode="json"), "statusReads": history.status_reads},
+                   lambda: click.echo(render_metrics(report, "md" if fmt == "markdown" else "txt"), nl=False))
+
+
+def window_text(report: MetricsReport) -> str:
+    start = f"since {report.since:%Y-%m-%d %H:%M} UTC" if report.since else "the whole history read"
+    return f"{start} until {report.until:%Y-%m-%d %H:%M} UTC ({report.days:.1f} days)"
+
+
+def render_metrics(report: MetricsReport, kind: str) -> str:
+    return render_report(f"metrics.{kind}.j2", report=report, rows=rows, window=window_text(report))

@@ -1,0 +1,185 @@
+"""The promotion history of every environment, read from what fleetflow already records (nothing new is written):
+
+- the pin commits on the environment branch (``git log -- base-repo.yaml``): which ``main`` commit, and the hold
+  a rollback sets;
+- the ``main`` commits themselves: subject, author, and when they landed on ``main`` (committer date);
+- every ``fleetflow/<env>`` status posted on those ``main`` commits (``Forge.status_history``): the ``pending``
+  "scheduled" post that opens a promotion is when it was pinned, the gate's ``success``/``failure`` is when and
+  how it was decided;
+- the first-parent history of the environment's GitOps branch: the first commit after the pin whose message
+  names ``main@<sha>`` (a merge commit carries the PR title, a squash commit the title too) is when it was merged.
+
+Cost, for the last ``limit`` promotions of each environment: git on the mirrors fleetflow already keeps (the
+environment branches, ``main`` and the GitOps branches; no work tree), and one forge request per distinct
+``main`` commit (a commit's statuses fit in one page of 100), shared by every environment.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+
+from fleetflow.delivery.records import Outcome, Promotion
+from fleetflow.forge.base import CommitStatus
+from fleetflow.forge.git import CommitInfo
+from fleetflow.model.controlplane import Resource
+from fleetflow.model.resources import EnvironmentSpec
+from fleetflow.promotion.context import Context, chain_order, short, status_context
+from fleetflow.promotion.pin import PIN_FILE, Pin, read_pin
+
+DEFAULT_LIMIT = 50
+SCHEDULED = "scheduled"  # the description promote posts when it pins (fleetflow/<env> pending)
+_MAIN_REF = re.compile(r"main@([0-9a-f]{7,40})\b")
+
+
+@dataclass
+class History:
+    order: list[str]  # environments in promotion order
+    after: dict[str, list[str]]
+    promotions: dict[str, list[Promotion]]  # per environment, oldest first, at most ``limit``
+    status_reads: int = 0  # forge reads of a commit's status history
+    gitops: dict[str, tuple[str, str]] = field(default_factory=dict)  # environment → (GitOps repo, branch)
+
+    def all(self) -> list[Promotion]:
+        return [p for name in self.order for p in self.promotions.get(name, [])]
+
+
+def _at(epoch: int) -> datetime:
+    return datetime.fromtimestamp(epoch, UTC)
+
+
+def is_rollback(pin: Pin) -> bool:
+    """promote writes ``rollback from <old> to <new>`` when it pins an older commit."""
+    return bool(pin.hold and pin.commit and pin.hold.startswith("rollback") and pin.hold.endswith(short(pin.commit)))
+
+
+def pins(ctx: Context, env_sha: str, limit: int) -> list[tuple[str, Pin]]:
+    """The pins of an environment branch, oldest first: (pin commit, pin), one per change of the pinned commit
+    (a release, which only drops the hold, is not a promotion)."""
+    found: list[tuple[str, Pin]] = []
+    previous: Pin | None = None
+    for sha in reversed(ctx.git.log(ctx.cp_url, env_sha, PIN_FILE, limit=limit * 2 + 1)):
+        pin = read_pin(ctx.git.read_file(ctx.cp_url, sha, PIN_FILE))
+        if pin.commit and (previous is None or previous.commit != pin.commit):
+            found.append((sha, pin))
+        previous = pin
+    return found[-limit:]
+
+
+def episodes(posts: list[CommitStatus], context: str) -> list[list[CommitStatus]]:
+    """The posts of ``context`` cut into promotions: each starts at a ``pending`` "scheduled" post."""
+    found: list[list[CommitStatus]] = []
+    for post in posts:
+        if post.context != context:
+            continue
+        if not found or (post.state == "pending" and post.description == SCHEDULED):
+            found.append([])
+        found[-1].append(post)
+    return found
+
+
+def decide(episode: list[CommitStatus]) -> tuple[Outcome, datetime | None, datetime | None, str]:
+    """(outcome, decided at, restored at, last description) of one promotion's posts."""
+    outcome: Outcome = "pending"
+    decided = restored = None
+    for post in episode:
+        if outcome == "pending" and post.state in ("success", "failure", "error"):
+            outcome, decided = ("success" if post.state == "success" else "failure"), post.updated_at
+        elif outcome == "failure" and post.state == "success" and restored is None:
+            restored = post.updated_at
+    return outcome, decided, restored, episode[-1].description if episode else ""
+
+
+def environment_history(ctx: Context, name: str, env: Resource[EnvironmentSpec], limit: int,
+                        statuses: Callable[[str], list[CommitStatus]],
+                        gitops: Callable[[str], list[CommitInfo]]) -> list[Promotion]:
+    env_sha = ctx.git.fetch_branch(ctx.cp_url, ctx.env_branch(env))
+    if env_sha is None:
+        return []
+    pinned = pins(ctx, env_sha, limit)
+    infos = {c.sha: c for c in ctx.git.commits(ctx.cp_url, sorted({p.commit for _, p in pinned if p.commit}),
+                                               no_walk=True)}
+    pinned = [(sha, pin) for sha, pin in pinned if pin.commit in infos]  # a placeholder pin is no promotion
+    # the k-th last pin of a commit is its k-th last promotion (older ones may be past ``limit``)
+    remaining: dict[str, list[list[CommitStatus]]] = {}
+    for _, pin in pinned:
+        assert pin.commit is not None
+        if pin.commit not in remaining:
+            remaining[pin.commit] = episodes(statuses(pin.commit), status_context(name))
+    merges = [(c, _MAIN_REF.search(c.message)) for c in reversed(gitops(name))]  # oldest first
+    result: list[Promotion] = []
+    for index in range(len(pinned) - 1, -1, -1):
+        pin_sha, pin = pinned[index]
+        assert pin.commit is not None
+        runs = remaining[pin.commit]
+        episode = runs.pop() if runs else []
+        outcome, decided, restored, description = decide(episode)
+        if outcome == "pending" and index < len(pinned) - 1:
+            outcome = "superseded"
+        info = infos.get(pin.commit)
+        pinned_at = episode[0].updated_at if episode else None
+        merged = None
+        for commit, match in merges:
+            if match is None or not pin.commit.startswith(match.group(1)):
+                continue
+            if pinned_at is None or _at(commit.committed) >= pinned_at.replace(microsecond=0) - timedelta(seconds=1):
+                merged = commit
+                break
+        result.append(Promotion(
+            environment=name, commit=pin.commit, subject=info.subject if info else "",
+            author=info.author if info else "", landed_at=_at(info.committed) if info else pinned_at or ctx.clock(),
+            pin_commit=pin_sha, pinned_at=pinned_at, merged_at=_at(merged.committed) if merged else None,
+            gitops_commit=merged.sha if merged else None, decided_at=decided, outcome=outcome,
+            restored_at=restored, description=description, rollback=is_rollback(pin), hold=pin.hold,
+        ))
+    return result[::-1]
+
+
+def read_history(ctx: Context, limit: int = DEFAULT_LIMIT) -> History:
+    """The last ``limit`` promotions of every environment of the chain on ``main``'s tip."""
+    envs = ctx.environments(ctx.main_tip())
+    order = chain_order(envs)
+    history = History(order, {n: list(envs[n].spec.after) for n in order}, {})
+    cache: dict[str, list[CommitStatus]] = {}
+
+    def statuses(sha: str) -> list[CommitStatus]:
+        if sha not in cache:
+            cache[sha] = ctx.forge.status_history(ctx.control_plane, sha)
+            history.status_reads += 1
+        return cache[sha]
+
+    def gitops(name: str) -> list[CommitInfo]:
+        target = _gitops_target(ctx, envs[name])
+        if target is None:
+            return []
+        repo, branch = target
+        history.gitops[name] = target
+        url = ctx.forge.git_url(repo)
+        tip = ctx.git.fetch_branch(url, branch)
+        return [] if tip is None else ctx.git.commits(url, [tip], limit=limit * 4, first_parent=True)
+
+    for name in order:
+        history.promotions[name] = environment_history(ctx, name, envs[name], limit, statuses, gitops)
+    return history
+
+
+def _gitops_target(ctx: Context, env: Resource[EnvironmentSpec]) -> tuple[str, str] | None:
+    """The GitOps repo and branch of an environment, from the GitOpsRepo on its branch (at the branch tip)."""
+    branch = ctx.env_branch(env)
+    env_sha = ctx.git.fetch_branch(ctx.cp_url, branch)
+    pin = ctx.pin(env_sha)
+    if env_sha is None or pin.commit is None:
+        return None
+    main_sha = ctx.git.resolve(ctx.cp_url, pin.commit)
+    if main_sha is None:
+        return None
+    try:
+        plane = ctx.plane(main_sha, branch, env_sha)
+    except Exception:  # a broken branch: no merge times, the rest of the history still shows
+        return None
+    gitops = plane.gitops_repo()
+    if gitops is None:
+        return None
+    return gitops.spec.repo, gitops.spec.branch or env.name

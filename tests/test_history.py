@@ -1,0 +1,115 @@
+"""The promotion history read back from what promotion records (pins, GitOps merges, ``fleetflow/<env>``
+statuses), on both forges: the local one and the real GitHubForge against the stand-in server, whose request
+log bounds what reading the history costs.
+
+GitHub: ``GET /repos/{owner}/{repo}/commits/{ref}/statuses`` lists every status of a commit, newest first, 100 a
+page (https://docs.github.com/en/rest/commits/statuses#list-commit-statuses-for-a-reference); a merge commit's
+message is "Merge pull request #N from owner/branch" followed by the PR title
+(https://docs.github.com/en/pull-requests/collaborating-with-pull-requests/incorporating-changes-from-a-pull-request/about-pull-request-merges).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from fleetflow.promotion.history import read_history
+from fleetflow.promotion.promote import promote, promote_many
+from tests.fleet import Fleet, git
+from tests.test_promotion import fleet, make_github_fleet, roll_out  # noqa: F401
+
+
+def scripted_history(fleet: Fleet, monkeypatch: pytest.MonkeyPatch) -> tuple[str, str]:  # noqa: F811
+    """A through the whole chain; B succeeds in dev and fails in qa; dev is rolled back to A (held). B lands on
+    main at the fleet clock's time."""
+    a = fleet.branch_sha(fleet.cp_url, "main")
+    with fleet.context() as ctx:
+        promote_many(ctx, None, a)
+    for env in ("dev", "qa", "prod-eu", "prod-us", "dr"):
+        assert roll_out(fleet, env) == "success"
+    fleet.clock.advance(60)
+    stamp = f"{int(fleet.clock.now.timestamp())} +0000"
+    monkeypatch.setenv("GIT_COMMITTER_DATE", stamp)
+    monkeypatch.setenv("GIT_AUTHOR_DATE", stamp)
+    b = fleet.push_main({"workloads/note.yaml": "# a note\n"}, "note: a change that breaks qa")
+    with fleet.context() as ctx:
+        promote_many(ctx, None, b)
+    assert roll_out(fleet, "dev") == "success"
+    assert roll_out(fleet, "qa", {2: "failure"}) == "failure"
+    fleet.clock.advance(30)
+    with fleet.context() as ctx:
+        back = promote(ctx, "dev", a)
+    assert back.held and "rollback" in back.held
+    assert roll_out(fleet, "dev") == "success"
+    return a, b
+
+
+def test_history_of_promotions_pins_merges_and_gates(fleet: Fleet, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: F811
+    a, b = scripted_history(fleet, monkeypatch)
+    with fleet.context() as ctx:
+        history = read_history(ctx)
+    assert history.order == ["dev", "qa", "prod-eu", "prod-us", "dr"]
+    assert history.after["dr"] == ["prod-eu", "prod-us"]
+    dev = history.promotions["dev"]
+    assert [(p.commit, p.outcome, p.rollback) for p in dev] == [
+        (a, "success", False), (b, "success", False), (a, "success", True)]
+    assert dev[2].hold == f"rollback from {b[:12]} to {a[:12]}"
+    qa = history.promotions["qa"]
+    # dev's success on A promotes A onwards: older than qa's B, so qa is rolled back to A too (and held)
+    assert [(p.commit, p.outcome, p.rollback) for p in qa] == [
+        (a, "success", False), (b, "failure", False), (a, "pending", True)]
+    assert "failing: qa-2" in qa[1].description
+    assert qa[1].subject == "note: a change that breaks qa"
+    for env in ("prod-eu", "prod-us", "dr"):
+        assert [(p.commit, p.outcome) for p in history.promotions[env]] == [(a, "success")]
+    assert qa[2].pinned_at and not qa[2].merged_at and not qa[2].decided_at  # its PR waits for a merge
+    for p in history.all():
+        if p is qa[2]:
+            continue
+        assert p.pinned_at and p.merged_at and p.decided_at and p.gitops_commit, p
+        assert p.pinned_at <= p.decided_at
+        assert p.commit == a or p.landed_at <= p.pinned_at
+        assert p.pinned_at.replace(microsecond=0) <= p.merged_at <= p.decided_at
+    # the rollback was merged anew (a later GitOps commit than A's first merge into dev)
+    assert dev[2].gitops_commit != dev[0].gitops_commit and dev[2].merged_at > dev[1].decided_at  # type: ignore
+    landed = int(git(fleet.root, "--git-dir", fleet.cp_url, "show", "-s", "--format=%ct", b))
+    assert qa[1].landed_at.timestamp() == landed and dev[1].landed_at == qa[1].landed_at
+    assert history.status_reads == 2  # one per distinct main commit, shared by every environment
+
+
+def test_history_limit_keeps_the_newest(fleet: Fleet, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: F811
+    a, b = scripted_history(fleet, monkeypatch)
+    with fleet.context() as ctx:
+        history = read_history(ctx, limit=2)
+    assert [(p.commit, p.rollback) for p in history.promotions["dev"]] == [(b, False), (a, True)]
+    # the older promotion of A (past the limit) does not shift the newest onto the wrong status posts
+    assert history.promotions["dev"][1].outcome == "success"
+
+
+@pytest.mark.parametrize("promotions", [3])
+def test_history_costs_one_status_read_per_main_commit_on_github(
+        tmp_path: Path, request: pytest.FixtureRequest, promotions: int) -> None:
+    """N main commits through the 5-environment chain (5 N promotions): the requests reading the history makes
+    on the GitHub stand-in, printed for the report."""
+    gh = make_github_fleet(tmp_path, request)
+    stub = gh.stub  # type: ignore[attr-defined]
+    for i in range(promotions):
+        sha = gh.branch_sha(gh.cp_url, "main") if i == 0 else gh.push_main({f"workloads/n{i}.yaml": "# n\n"}, f"c{i}")
+        with gh.context() as ctx:
+            promote_many(ctx, None, sha)
+        for env in ("dev", "qa", "prod-eu", "prod-us", "dr"):
+            assert roll_out(gh, env) == "success"
+    with gh.context() as ctx:
+        ctx.main_tip()
+        mark = stub.mark()
+        history = read_history(ctx)
+        made = [f"{r.method} {r.path}" for r in stub.requests_since(mark)]
+    assert sum(len(v) for v in history.promotions.values()) == 5 * promotions
+    status_reads = [r for r in made if r.endswith("/statuses")]
+    assert len(status_reads) == promotions == history.status_reads
+    assert len(made) == promotions, made  # nothing else: the repositories were read before (the clone URLs)
+    first = history.promotions["dev"][0].commit
+    url = gh.forge.commit_url("contoso/control-plane", first)  # the repository's html_url + /commit/<sha>
+    assert url is not None and url.endswith(f"/contoso/control-plane/commit/{first}")
+    print(f"\nhistory of {5 * promotions} promotions ({promotions} main commits): {len(made)} GitHub requests")

@@ -1,0 +1,123 @@
+"""Delivery metrics on a scripted history with known timestamps, checked against values worked out by hand
+(the arithmetic is in the comments). Chain dev → qa → prod; T0 = 2026-01-05 00:00 UTC; now = T0 + 3 days.
+
+    c1 lands T0-10m  dev pin T0 ok T0+30m      qa pin +30m ok +2h        prod pin +2h ok +5h
+    c2 lands +1d     dev pin +1d5m ok +1d35m   qa pin +1d35m FAIL +1d1h35m
+    c3 lands +1d3h   dev pin +1d3h5m ok +1d3h20m  qa pin +1d3h20m ok +1d5h20m  prod pin +1d5h20m FAIL +1d6h
+                     prod rolled back to c1: pin +1d7h ok +1d7h30m
+    c4 lands +2d     dev pin +2d1m ok +2d31m   qa pin +2d31m (pending)
+
+Definitions: DORA's four keys (https://dora.dev/guides/dora-metrics-four-keys/) as docs/status-page.md states
+them for promotions; percentiles by nearest rank.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from fleetflow.delivery.metrics import compute, outages, p90, summarise
+from fleetflow.delivery.records import Promotion
+
+T0 = datetime(2026, 1, 5, tzinfo=UTC)
+CHAIN = {"dev": [], "qa": ["dev"], "prod": ["qa"]}
+M, H, D = timedelta(minutes=1), timedelta(hours=1), timedelta(days=1)
+LANDED = {"c1": T0 - 10 * M, "c2": T0 + D, "c3": T0 + D + 3 * H, "c4": T0 + 2 * D}
+
+
+def promo(env: str, commit: str, pinned: timedelta, decided: timedelta | None, outcome: str = "success",
+          rollback: bool = False) -> Promotion:
+    return Promotion(environment=env, commit=commit, landed_at=LANDED[commit], pinned_at=T0 + pinned,
+                     decided_at=T0 + decided if decided is not None else None, outcome=outcome,  # type: ignore[arg-type]
+                     rollback=rollback)
+
+
+HISTORY = [
+    promo("dev", "c1", 0 * M, 30 * M), promo("qa", "c1", 30 * M, 2 * H), promo("prod", "c1", 2 * H, 5 * H),
+    promo("dev", "c2", D + 5 * M, D + 35 * M), promo("qa", "c2", D + 35 * M, D + H + 35 * M, "failure"),
+    promo("dev", "c3", D + 3 * H + 5 * M, D + 3 * H + 20 * M),
+    promo("qa", "c3", D + 3 * H + 20 * M, D + 5 * H + 20 * M),
+    promo("prod", "c3", D + 5 * H + 20 * M, D + 6 * H, "failure"),
+    promo("prod", "c1", D + 7 * H, D + 7 * H + 30 * M, rollback=True),
+    promo("dev", "c4", 2 * D + M, 2 * D + 31 * M), promo("qa", "c4", 2 * D + 31 * M, None, "pending"),
+]
+NOW = T0 + 3 * D
+
+
+def test_percentiles_by_nearest_rank() -> None:
+    assert p90([1.0]) == 1.0 and p90([3.0, 1.0, 2.0]) == 3.0  # ceil(2.7) = 3rd
+    assert p90([float(v) for v in range(1, 11)]) == 9.0  # ceil(9.0) = 9th of 10
+    assert summarise([]).median is None and summarise([2.0, 4.0]).median == 3.0
+
+
+def test_metrics_per_environment_over_the_whole_history() -> None:
+    report = compute(HISTORY, CHAIN, NOW)
+    assert report.days == 3.0  # from the first pin (T0) to now
+    dev, qa, prod = report.environments
+    # dev: lead times 40m, 35m, 20m, 31m → sorted 20 31 35 40: median (31+35)/2 = 33m, p90 = 4th = 40m
+    assert (dev.lead_time.count, dev.lead_time.median, dev.lead_time.p90) == (4, 33 * 60, 40 * 60)
+    assert dev.deployments_per_day == pytest.approx(4 / 3, abs=1e-4)
+    assert (dev.change_failure_rate, dev.time_to_restore.count) == (0.0, 0)
+    # qa: c1 lead 2h10m = 7800 s, c3 lead 1d5h20m - 1d3h = 2h20m = 8400 s; c4 pending is not decided
+    assert (qa.promotions, qa.decided, qa.failed) == (4, 3, 1)
+    assert (qa.lead_time.median, qa.lead_time.p90) == (8100, 8400)
+    assert qa.change_failure_rate == pytest.approx(1 / 3, abs=1e-4)
+    assert qa.deployments_per_day == pytest.approx(2 / 3, abs=1e-4)
+    # qa restores: failure at 1d1h35m, next success 1d5h20m → 3h45m = 13500 s
+    assert (qa.time_to_restore.count, qa.time_to_restore.median) == (1, 13500)
+    # prod: c3 failed and the rollback count as failures (2 of 3); the rollback's success restores after
+    # 1d7h30m - 1d6h = 1h30m = 5400 s (the rollback pin at 1d7h is inside the same outage); the rollback is
+    # no change, so lead time is c1's only: 5h10m = 18600 s
+    assert (prod.promotions, prod.decided, prod.failed, prod.gate_failures, prod.rollbacks) == (3, 3, 2, 1, 1)
+    assert prod.change_failure_rate == pytest.approx(2 / 3, abs=1e-4)
+    assert (prod.time_to_restore.count, prod.time_to_restore.median) == (1, 5400)
+    assert (prod.lead_time.count, prod.lead_time.median) == (1, 18600)
+    assert prod.deployments_per_day == pytest.approx(2 / 3, abs=1e-4)
+    assert prod.open_outage_since is None
+
+
+def test_metrics_of_the_chain() -> None:
+    chain = compute(HISTORY, CHAIN, NOW).chain
+    # only c1 went through prod (c3 failed there): lead time 5h10m, one commit in 3 days
+    assert [p.commit for p in chain.lead_times] == ["c1"] and chain.lead_time.median == 18600
+    assert chain.deployments_per_day == pytest.approx(1 / 3, abs=1e-4)
+    # failures over decided promotions: (0 + 1 + 2) / (4 + 3 + 3)
+    assert (chain.failed, chain.decided, chain.change_failure_rate) == (3, 10, 0.3)
+    # restores 13500 s (qa) and 5400 s (prod): median 9450, p90 = 2nd of 2 = 13500
+    assert (chain.time_to_restore.count, chain.time_to_restore.median, chain.time_to_restore.p90) == (2, 9450, 13500)
+
+
+def test_since_narrows_the_window() -> None:
+    report = compute(HISTORY, CHAIN, NOW, since=T0 + D)
+    assert report.days == 2.0
+    dev, qa, prod = report.environments
+    # dev: 35m, 20m, 31m → median 31m, p90 = 3rd = 35m; 3 successes in 2 days
+    assert (dev.lead_time.median, dev.lead_time.p90, dev.deployments_per_day) == (31 * 60, 35 * 60, 1.5)
+    assert (qa.change_failure_rate, qa.time_to_restore.median) == (0.5, 13500)
+    assert (prod.change_failure_rate, prod.lead_time.count, prod.deployments_per_day) == (1.0, 0, 0.5)
+    assert report.chain.lead_time.count == 0 and report.chain.deployments_per_day == 0.0
+    assert [d.day.isoformat() for d in report.daily] == ["2026-01-06", "2026-01-07", "2026-01-08"]
+    # 2026-01-06: dev c2, c3, qa c3 successes; qa c2, prod c3 and prod's rollback failures
+    assert (report.daily[0].successes, report.daily[0].failures) == (3, 3)
+
+
+def test_an_outage_without_a_success_stays_open() -> None:
+    failing = [promo("prod", "c1", 2 * H, 5 * H), promo("prod", "c3", D + 5 * H + 20 * M, D + 6 * H, "failure")]
+    [restored_never] = outages(failing)
+    assert restored_never.restored is None and restored_never.seconds is None
+    prod = compute(failing, CHAIN, NOW).environments[2]
+    assert prod.open_outage_since == T0 + D + 6 * H and prod.time_to_restore.count == 0
+
+
+def test_a_failure_the_gate_later_saw_recover_restores_at_that_success() -> None:
+    p = promo("qa", "c2", D, D + H, "failure").model_copy(update={"restored_at": T0 + D + 2 * H})
+    qa = compute([p], CHAIN, NOW).environments[1]
+    assert (qa.time_to_restore.median, qa.lead_time.median, qa.change_failure_rate) == (3600, 7200, 1.0)
+
+
+def test_json_is_camel_case() -> None:
+    data = compute(HISTORY, CHAIN, NOW).model_dump(by_alias=True, mode="json")
+    env = data["environments"][0]
+    assert {"leadTime", "deploymentsPerDay", "changeFailureRate", "timeToRestore"} <= set(env)
+    assert data["chain"]["environment"] == "chain"
