@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
 from fleetflow.delivery.records import Outcome, Promotion
+from fleetflow.errors import GitError, InputError
 from fleetflow.forge.base import CommitStatus
 from fleetflow.forge.git import CommitInfo
 from fleetflow.model.controlplane import Resource
@@ -177,7 +178,7 @@ def _gitops_target(ctx: Context, env: Resource[EnvironmentSpec]) -> tuple[str, s
         return None
     try:
         plane = ctx.plane(main_sha, branch, env_sha)
-    except Exception:  # a broken branch: no merge times, the rest of the history still shows
+    except (InputError, GitError):  # a broken branch: no merge times, the rest of the history still shows
         return None
     gitops = plane.gitops_repo()
     if gitops is None:

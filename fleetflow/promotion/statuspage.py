@@ -18,6 +18,7 @@ from typing import Any
 from fleetflow.delivery.chain import layout
 from fleetflow.delivery.metrics import MetricsReport, compute, human_duration, rows
 from fleetflow.delivery.records import Promotion
+from fleetflow.errors import GitError, InputError
 from fleetflow.forge.base import CommitStatus
 from fleetflow.forge.git import CommitInfo
 from fleetflow.promotion.check_rollout import _merge_latest, _state_at
@@ -155,7 +156,10 @@ def page_context(ctx: Context, entries: Sequence[EnvironmentStatus], history: Hi
         e = by_name.get(node.name)
         if e is None:
             continue
-        gate = gate_clusters(ctx, e.name) if e.pinned else None
+        try:
+            gate = gate_clusters(ctx, e.name) if e.pinned else None
+        except (InputError, GitError):  # a broken branch: its status line says why; the page still shows
+            gate = None
         pr = e.pull_request
         cards.append({
             "name": e.name, "after": e.after, "branch": e.branch, "x": node.x, "y": node.y,
