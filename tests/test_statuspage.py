@@ -207,7 +207,7 @@ def test_metrics_command_on_the_demo(demo: Demo) -> None:
     cp = demo.root / "control-plane.git"
     result = run_cli("metrics", "--forge", "local", "--control-plane", cp, "--format", "json")
     assert result.exit_code == 0, result.output
-    data = json.loads(result.output)
+    data = json.loads(result.output)["result"]
     qa = data["metrics"]["environments"][1]
     assert (qa["environment"], qa["promotions"], qa["failed"], qa["decided"]) == ("qa", 4, 2, 4)
     assert data["metrics"]["environments"][2]["rollbacks"] == 1
