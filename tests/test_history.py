@@ -113,3 +113,32 @@ def test_history_costs_one_status_read_per_main_commit_on_github(
     url = gh.forge.commit_url("contoso/control-plane", first)  # the repository's html_url + /commit/<sha>
     assert url is not None and url.endswith(f"/contoso/control-plane/commit/{first}")
     print(f"\nhistory of {5 * promotions} promotions ({promotions} main commits): {len(made)} GitHub requests")
+
+
+def test_status_page_on_github_links_commits_and_pull_requests(tmp_path: Path, request: pytest.FixtureRequest) -> None:
+    """On GitHub the page links each commit to its page (the repository's ``html_url`` + ``/commit/<sha>``) and
+    the open PR to its ``html_url``; the requests writing the whole page makes are counted for the report."""
+    from fleetflow.promotion.statuspage import write_status_page
+
+    gh = make_github_fleet(tmp_path, request)
+    stub = gh.stub  # type: ignore[attr-defined]
+    sha = gh.branch_sha(gh.cp_url, "main")
+    with gh.context() as ctx:
+        promote_many(ctx, None, sha)
+    for env in ("dev", "qa", "prod-eu", "prod-us", "dr"):
+        assert roll_out(gh, env) == "success"
+    b = gh.push_main({"workloads/n.yaml": "# n\n"}, "b")
+    with gh.context() as ctx:
+        promote_many(ctx, None, b)
+    assert roll_out(gh, "dev") == "success"  # qa now has an open PR for b
+    with gh.context() as ctx:
+        mark = stub.mark()
+        page = write_status_page(ctx, tmp_path / "site")
+        made = stub.count(since=mark)
+    html = page.read_text(encoding="utf-8")
+    pr = gh.open_pr("qa")
+    assert pr is not None and pr.url.startswith("http") and f'href="{pr.url}"' in html
+    assert f'/contoso/control-plane/commit/{sha}"' in html
+    assert 'href="local://' not in html
+    print(f"\nstatus page of 5 environments (7 promotions of 2 commits): {made} GitHub requests")
+    assert made <= 60
