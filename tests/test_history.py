@@ -10,6 +10,7 @@ message is "Merge pull request #N from owner/branch" followed by the PR title
 
 from __future__ import annotations
 
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -28,7 +29,7 @@ def scripted_history(fleet: Fleet, monkeypatch: pytest.MonkeyPatch) -> tuple[str
         promote_many(ctx, None, a)
     for env in ("dev", "qa", "prod-eu", "prod-us", "dr"):
         assert roll_out(fleet, env) == "success"
-    fleet.clock.advance(60)
+    fleet.clock.advance(timedelta(minutes=60))
     stamp = f"{int(fleet.clock.now.timestamp())} +0000"
     monkeypatch.setenv("GIT_COMMITTER_DATE", stamp)
     monkeypatch.setenv("GIT_AUTHOR_DATE", stamp)
@@ -37,7 +38,7 @@ def scripted_history(fleet: Fleet, monkeypatch: pytest.MonkeyPatch) -> tuple[str
         promote_many(ctx, None, b)
     assert roll_out(fleet, "dev") == "success"
     assert roll_out(fleet, "qa", {2: "failure"}) == "failure"
-    fleet.clock.advance(30)
+    fleet.clock.advance(timedelta(minutes=30))
     with fleet.context() as ctx:
         back = promote(ctx, "dev", a)
     assert back.held and "rollback" in back.held
