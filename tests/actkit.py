@@ -30,6 +30,7 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 ACT = Path(sys.executable).parent / "act"
 FLEETFLOW_REF = "fleetflow/fleetflow@v0"
 APP_TOKEN_ACTION = "actions/create-github-app-token"
+CHECKOUT_ACTION = "actions/checkout"
 # Copied for the action checkout: what the workflows and actions need, and what install.py builds fleetflow from.
 CHECKOUT_PARTS = (".github", "actions", "fleetflow", "pyproject.toml", "README.md")
 CHECKOUT_IGNORED = ("__pycache__", "*.pyc", ".venv", ".venv.lock", "*.egg-info")
@@ -70,7 +71,8 @@ APP_TOKEN_STANDIN = """\
 name: create-github-app-token (stand-in)
 description: test stand-in
 inputs:
-  app-id: {required: true}
+  client-id: {required: false, default: ""}
+  app-id: {required: false, default: ""}
   private-key: {required: true}
   owner: {required: false, default: ""}
   repositories: {required: false, default: ""}
@@ -88,6 +90,7 @@ runs:
     - id: mint
       shell: bash
       env:
+        IN_CLIENT_ID: ${{ inputs.client-id }}
         IN_APP_ID: ${{ inputs.app-id }}
         IN_PRIVATE_KEY: ${{ inputs.private-key }}
         IN_OWNER: ${{ inputs.owner }}
@@ -104,8 +107,8 @@ APP_TOKEN_MINT = """\
 import json, os, sys
 
 env = os.environ
-if not env["IN_APP_ID"] or "PRIVATE KEY" not in env["IN_PRIVATE_KEY"]:
-    print("::error::app-id and private-key are required")
+if not env["IN_CLIENT_ID"] or "PRIVATE KEY" not in env["IN_PRIVATE_KEY"]:
+    print("::error::client-id and private-key are required (app-id is deprecated)")
     sys.exit(1)
 record = {k.removeprefix("IN_").lower(): v for k, v in env.items() if k.startswith("IN_") and k != "IN_PRIVATE_KEY"}
 with open(env["FLEETFLOW_TEST_APP_TOKEN_LOG"], "a", encoding="utf-8") as log:
@@ -115,6 +118,51 @@ print(f"::add-mask::{token}")
 with open(env["GITHUB_OUTPUT"], "a", encoding="utf-8") as out:
     out.write(f"token={token}\\n")
 """
+
+
+CHECKOUT_STANDIN = """\
+# Test stand-in for actions/checkout: copies $FLEETFLOW_TEST_SOURCE (this fleetflow checkout) to `path` and records
+# the repository and ref asked for (JSON lines in $FLEETFLOW_TEST_CHECKOUT_LOG). act has no job.workflow_sha, so the
+# workflows get the ref from their fleetflow-ref input here.
+name: checkout (stand-in)
+description: test stand-in
+inputs:
+  repository: {required: false, default: ""}
+  ref: {required: false, default: ""}
+  path: {required: false, default: ""}
+  persist-credentials: {required: false, default: "true"}
+runs:
+  using: composite
+  steps:
+    - shell: bash
+      env:
+        IN_REPOSITORY: ${{ inputs.repository }}
+        IN_REF: ${{ inputs.ref }}
+        IN_PATH: ${{ inputs.path }}
+        IN_PERSIST: ${{ inputs.persist-credentials }}
+      run: python3 "$GITHUB_ACTION_PATH/checkout.py"
+"""
+
+CHECKOUT_COPY = """\
+import json, os, shutil, sys
+
+env = os.environ
+if not env["IN_REF"]:
+    print("::error::no ref to check out")
+    sys.exit(1)
+dest = os.path.join(env["GITHUB_WORKSPACE"], env["IN_PATH"])
+shutil.rmtree(dest, ignore_errors=True)
+shutil.copytree(env["FLEETFLOW_TEST_SOURCE"], dest, symlinks=True)
+with open(env["FLEETFLOW_TEST_CHECKOUT_LOG"], "a", encoding="utf-8") as log:
+    log.write(json.dumps({k.removeprefix("IN_").lower(): v for k, v in env.items() if k.startswith("IN_")}) + "\\n")
+"""
+
+
+def write_checkout_standin(dest: Path) -> Path:
+    dest.mkdir(parents=True, exist_ok=True)
+    (dest / "action.yml").write_text(CHECKOUT_STANDIN, encoding="utf-8")
+    (dest / "checkout.py").write_text(CHECKOUT_COPY, encoding="utf-8")
+    return dest
 
 
 def write_app_token_standin(dest: Path) -> Path:

@@ -73,6 +73,7 @@ def test_there_is_something_to_check() -> None:
         "actions/schedule/action.yml",
         "actions/check-rollout/action.yml",
         "actions/route/action.yml",
+        "actions/reconcile/action.yml",
     } <= names
 
 
@@ -137,6 +138,41 @@ def test_documented_outputs() -> None:
     assert {"operation", "pull-request-number", "pull-request-url", "commit", "environments"} <= outputs["promote"]
     assert {"gate-state", "description", "promoted"} <= outputs["check-rollout"]
     assert {"action", "environments", "matrix", "commit", "release", "reason"} <= outputs["route"]
+    assert {"steps", "main-commit"} <= outputs["reconcile"]
+
+
+REUSABLE = [ROOT / ".github" / "workflows" / name for name in ("fleetflow-control-plane.yml", "fleetflow-gitops.yml")]
+
+
+@pytest.mark.parametrize("path", REUSABLE, ids=lambda p: p.name)
+def test_reusable_workflows_run_their_own_commit_and_reconcile_in_one_group(path: Path) -> None:
+    """A sha-pinned caller runs exactly that commit's actions and code: fleetflow is checked out at
+    ``job.workflow_repository``/``job.workflow_sha`` (GitHub's job context, docs: contexts#job-context; the
+    ``github`` context is the caller's in a reusable workflow) and the actions run from that checkout. Every event
+    runs reconcile in one concurrency group per repository that never cancels a running reconcile."""
+    doc = load(path)
+    text = path.read_text(encoding="utf-8")
+    assert "fleetflow/fleetflow/actions" not in text  # no tag reference that would undo a sha pin
+    for name, job in doc["jobs"].items():
+        steps = job["steps"]
+        [checkout] = [s for s in steps if str(s.get("uses", "")).startswith("actions/checkout@")]
+        assert checkout["with"]["repository"].startswith("${{ job.workflow_repository")
+        assert checkout["with"]["ref"] == "${{ job.workflow_sha || inputs.fleetflow-ref }}"
+        local = [str(s["uses"]) for s in steps if str(s.get("uses", "")).startswith("./")]
+        assert local and all(u.startswith(f"./{checkout['with']['path']}/actions/") for u in local), name
+        assert steps.index(checkout) < min(steps.index(s) for s in steps if str(s.get("uses", "")).startswith("./"))
+        for step in steps:
+            if str(step.get("uses", "")).startswith("actions/create-github-app-token@"):
+                assert "client-id" in step["with"] and "app-id" not in step["with"]  # app-id is deprecated
+    reconcile = doc["jobs"]["reconcile"]
+    assert reconcile["concurrency"] == {"group": "fleetflow-reconcile-${{ github.repository }}",
+                                        "cancel-in-progress": False}
+    assert "./.fleetflow/actions/reconcile" in [s.get("uses") for s in reconcile["steps"]]
+    condition = " ".join(reconcile["if"].split())
+    assert "github.event.state != 'pending'" in condition and "startsWith(github.event.context, 'fleetflow/')" \
+        in condition
+    grouped = [name for name, job in doc["jobs"].items() if "concurrency" in job]
+    assert grouped == ["reconcile"]  # a manual request (request job) is never cancelled by a newer run
 
 
 def test_pins_are_full_shas_and_own_refs_move_together() -> None:

@@ -54,13 +54,14 @@ APP_ID = re.compile(r"^[A-Za-z0-9.]+$")
 URL = re.compile(r"^https?://[^\s]+$")
 EVENT_NAME = re.compile(r"^[a-z_]+$")
 BOOLEANS = {"true": True, "false": False, "": False}
-COMMANDS = ("promote", "schedule", "check-rollout", "route")
+COMMANDS = ("promote", "schedule", "check-rollout", "route", "reconcile")
 COMMON = ("forge", "control-plane", "token", "api-url", "app-id", "app-private-key", "summary")
 INPUTS = {
     "promote": ("environment", "commit", "release", *COMMON),
     "schedule": ("environment", *COMMON),
     "check-rollout": ("environment", *COMMON),
     "route": ("event-name", "event-path", "environments", *COMMON),
+    "reconcile": ("environment", *COMMON),
 }
 ENV_NAME_HINT = "lowercase letters, digits, '.', '_' and '-', starting with a letter or digit, at most 63 characters"
 
@@ -332,6 +333,21 @@ def run_markdown(name: str, data: dict[str, Any] | None, exit_code: int,
         for skipped in data.get("skipped") or []:
             lines.append(f"- not promoted: {cell(skipped)}")
         lines.append("")
+    elif name == "reconcile":
+        lines += [f"Main at {code(short(data.get('mainCommit')))}.", "",
+                  "| environment | found | did | now |", "|---|---|---|---|"]
+        for env in data.get("environments") or []:
+            found = env.get("found") or {}
+            gate = (found.get("gate") or {}).get("state") or "none"
+            pr = found.get("pullRequest")
+            seen = (f"pinned {code(short(found.get('pinnedCommit')) or '-')}, GitOps carries "
+                    f"{code(short(found.get('gitopsMainCommit')) or '-')}, gate {cell(gate)}"
+                    + (f", {pr_link(pr)}" if pr else ""))
+            steps = "<br>".join(f"**{cell(s.get('step'))}**: {cell(s.get('message'))}" for s in env.get("did") or [])
+            problems = "<br>".join(cell(p.get("message")) for p in env.get("problems") or [])
+            lines.append(f"| {code(env.get('environment'))} | {seen} | {steps or '–'} | "
+                         f"{cell(env.get('waiting')) or problems or '–'} |")
+        lines.append("")
     elif name == "route":
         lines += [f"**{cell(data.get('action'))}** {', '.join(code(e) for e in data.get('environments') or [])} "
                   f"{code(short(data.get('commit'))) if data.get('commit') else ''}", "", cell(data.get("reason")), ""]
@@ -367,6 +383,11 @@ def outputs_for(name: str, data: dict[str, Any], raw: str) -> dict[str, str]:
     elif name == "check-rollout":
         out.update(**{"gate-state": str(data.get("gateState") or ""), "description": str(data.get("description") or ""),
                       "promoted": json.dumps([p.get("environment") for p in data.get("promoted") or []])})
+    elif name == "reconcile":
+        done = {str(e.get("environment")): [str(s.get("step")) for s in e.get("did") or []]
+                for e in data.get("environments") or []}
+        out.update(steps=json.dumps({k: v for k, v in done.items() if v}),
+                   **{"main-commit": str(data.get("mainCommit") or "")})
     elif name == "route":
         envs = [str(e) for e in data.get("environments") or []]
         out.update(action=str(data.get("action") or "none"), environments=json.dumps(envs),
@@ -405,6 +426,11 @@ def notices(name: str, data: dict[str, Any]) -> None:
         if data.get("gateState") != "failure":  # a failed gate is one of the envelope's problems (an ::error)
             emit("notice", f"{data.get('environment')}: {data.get('gateState')}: {data.get('description')}",
                  title="fleetflow rollout gate")
+    elif name == "reconcile":  # an environment's error is one of the envelope's problems (an ::error)
+        for env in data.get("environments") or []:
+            for step in env.get("did") or []:
+                emit("notice", f"{env.get('environment')}: {step.get('step')}: {step.get('message')}",
+                     title="fleetflow reconcile")
     elif name == "route" and not data.get("invalid"):  # an invalid request is one of the envelope's problems
         emit("notice", str(data.get("reason") or ""), title="fleetflow route")
 
