@@ -1,0 +1,236 @@
+"""GitHub's event rules over the stand-in server: state changes become the events GitHub would send, delivered to
+the workflow file GitHub would pick, filtered by ``on:`` and the job's ``if:``, serialized by a concurrency group.
+
+The rules (GitHub docs, "Events that trigger workflows" and "Control the concurrency of workflows and jobs",
+https://docs.github.com/en/actions/reference/workflows-and-actions/events-that-trigger-workflows,
+https://docs.github.com/en/actions/how-tos/write-workflows/choose-when-workflows-run/control-workflow-concurrency):
+
+* ``push`` runs the workflow file **in the pushed commit**; ``status``, ``schedule``, ``workflow_dispatch`` and
+  ``repository_dispatch`` run the file **on the default branch**; ``pull_request`` runs it from the **merge ref**
+  (for a merged PR: the merge commit);
+* ``on:`` filters: ``push.branches``, ``pull_request.types`` / ``branches``, ``repository_dispatch.types``;
+* writes made with ``GITHUB_TOKEN`` start no workflow (dispatches excepted): a status whose creator is
+  ``github-actions[bot]`` gives no event;
+* one concurrency group holds one running and one pending run; a newer pending run cancels the older pending one.
+
+A :class:`Loop` watches the repositories (refs of the bare repos, statuses, merged PRs, dispatches), turns every
+change into events, lets a seeded :class:`Faults` drop, duplicate and reorder deliveries, and runs each surviving
+delivery through a ``runner`` (``fleetflow reconcile`` in process here: the reusable workflow's one job). The
+people (merging PRs) and the clusters (posting statuses as Flux does) are actors called between runs.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from ruamel.yaml import YAML
+
+from tests.ghstub import GitHubStub
+
+WORKFLOW = ".github/workflows/fleetflow.yml"
+GITHUB_TOKEN_LOGIN = "github-actions[bot]"
+
+
+@dataclass(frozen=True)
+class Event:
+    repo: str
+    name: str  # push, status, pull_request, repository_dispatch, workflow_dispatch, schedule
+    payload: dict[str, Any]
+    workflow_sha: str | None = None  # the commit whose workflow file runs
+
+    def describe(self) -> str:
+        p = self.payload
+        what = {"push": p.get("ref"), "status": f"{p.get('context')}={p.get('state')}",
+                "pull_request": f"#{(p.get('pull_request') or {}).get('number')} {p.get('action')}"}.get(self.name, "")
+        return f"{self.repo} {self.name} {what}".strip()
+
+
+@dataclass
+class Faults:
+    """Seeded delivery faults: drop, duplicate, reorder."""
+
+    seed: int = 0
+    drop: float = 0.0
+    duplicate: float = 0.0
+    reorder: bool = False
+    rng: random.Random = field(init=False)
+    dropped: int = 0
+    duplicated: int = 0
+
+    def __post_init__(self) -> None:
+        self.rng = random.Random(self.seed)
+
+    def deliver(self, events: list[Event]) -> list[Event]:
+        out: list[Event] = []
+        for event in events:
+            if self.rng.random() < self.drop:
+                self.dropped += 1
+                continue
+            out.append(event)
+            if self.rng.random() < self.duplicate:
+                self.duplicated += 1
+                out.append(event)
+        if self.reorder:
+            self.rng.shuffle(out)
+        return out
+
+
+@dataclass
+class _Snapshot:
+    refs: dict[str, dict[str, str]]
+    statuses: dict[str, int]
+    merged: dict[str, set[int]]
+    dispatches: dict[str, int]
+
+
+def workflow_on(stub: GitHubStub, repo: str, sha: str | None) -> dict[str, Any] | None:
+    """The ``on:`` of the caller workflow in commit ``sha``, or None when that commit has no such file."""
+    if sha is None:
+        return None
+    try:
+        text = stub.repo(repo).git.git("show", f"{sha}:{WORKFLOW}")
+    except Exception:  # no such file at that commit: GitHub runs nothing
+        return None
+    doc = YAML(typ="safe").load(text)
+    on = doc.get("on", doc.get(True))  # YAML 1.1 reads the key `on` as True
+    return on if isinstance(on, dict) else {str(on): None}
+
+
+def _branch_ok(branches: Iterable[str] | None, branch: str) -> bool:
+    return branches is None or branch in set(branches)
+
+
+def triggered(on: dict[str, Any], event: Event) -> bool:
+    """``on:`` filters as GitHub applies them (branches, types)."""
+    if event.name not in on:
+        return False
+    spec = on[event.name] or {}
+    p = event.payload
+    if event.name == "push":
+        return _branch_ok(spec.get("branches"), str(p["ref"]).removeprefix("refs/heads/"))
+    if event.name == "pull_request":
+        return p["action"] in (spec.get("types") or ["opened", "synchronize", "reopened"]) and _branch_ok(
+            spec.get("branches"), p["pull_request"]["base"]["ref"])
+    if event.name == "repository_dispatch":
+        return spec.get("types") is None or p["action"] in spec["types"]
+    return True
+
+
+def job_if(event: Event) -> bool:
+    """The reconcile job's ``if:`` in the reusable workflows (kept in step with tests/test_workflow_files.py)."""
+    p = event.payload
+    if event.name == "status":
+        return p["state"] != "pending" and not str(p["context"]).startswith("fleetflow/")
+    if event.name == "pull_request":
+        return bool(p["pull_request"].get("merged"))
+    return True
+
+
+@dataclass
+class Loop:
+    stub: GitHubStub
+    repos: list[str]
+    runner: Callable[[Event], None]
+    faults: Faults = field(default_factory=Faults)
+    actors: list[Callable[[], None]] = field(default_factory=list)
+    runs: list[Event] = field(default_factory=list)
+    filtered: int = 0
+    cancelled: int = 0
+    _seen: _Snapshot | None = None
+
+    def _snapshot(self) -> _Snapshot:
+        refs, statuses, merged, dispatches = {}, {}, {}, {}
+        for name in self.repos:
+            repo = self.stub.repo(name)
+            refs[name] = {r.removeprefix("refs/heads/"): s for r, s in repo.git.refs("refs/heads/").items()}
+            statuses[name] = len(repo.statuses)
+            merged[name] = {n for n, pr in repo.pulls.items() if pr.merged}
+            dispatches[name] = len(repo.dispatches)
+        return _Snapshot(refs, statuses, merged, dispatches)
+
+    def start(self) -> None:
+        self._seen = self._snapshot()
+
+    def changes(self) -> list[Event]:
+        """Every event GitHub would send for what changed since the last look."""
+        assert self._seen is not None, "start() first"
+        now, before = self._snapshot(), self._seen
+        self._seen = now
+        events: list[Event] = []
+        for name in self.repos:
+            repo = self.stub.repo(name)
+            default = repo.branch_sha(repo.default_branch)
+            for branch, sha in sorted(now.refs[name].items()):
+                old = before.refs[name].get(branch)
+                if old != sha:
+                    payload = {"ref": f"refs/heads/{branch}", "before": old or "0" * 40, "after": sha,
+                               "deleted": False, "created": old is None}
+                    events.append(Event(name, "push", payload, sha))
+            for status in repo.statuses[before.statuses[name]:]:
+                if status.creator == GITHUB_TOKEN_LOGIN:
+                    continue  # GITHUB_TOKEN's writes start no workflow
+                tips = [{"name": b} for b, s in sorted(now.refs[name].items()) if s == status.sha][:10]
+                payload = {"sha": status.sha, "context": status.context, "state": status.state,
+                           "description": status.description, "branches": tips}
+                events.append(Event(name, "status", payload, default))
+            for number in sorted(now.merged[name] - before.merged[name]):
+                pr = repo.pulls[number]
+                payload = {"action": "closed", "number": number, "pull_request": {
+                    "number": number, "merged": True, "head": {"ref": pr.head_ref}, "base": {"ref": pr.base_ref},
+                    "merge_commit_sha": pr.merge_commit_sha}}
+                events.append(Event(name, "pull_request", payload, pr.merge_commit_sha))
+            for dispatch in repo.dispatches[before.dispatches[name]:]:
+                payload = {"action": dispatch.event_type, "client_payload": dispatch.client_payload}
+                events.append(Event(name, "repository_dispatch", payload, default))
+        return events
+
+    def tick(self) -> list[Event]:
+        """A cron tick: a schedule event for every repository (its default branch's file decides)."""
+        out = []
+        for name in self.repos:
+            repo = self.stub.repo(name)
+            out.append(Event(name, "schedule", {"schedule": "*/15 * * * *"}, repo.branch_sha(repo.default_branch)))
+        return out
+
+    def _wanted(self, event: Event) -> bool:
+        on = workflow_on(self.stub, event.repo, event.workflow_sha)
+        if on is None or not triggered(on, event) or not job_if(event):
+            self.filtered += 1
+            return False
+        return True
+
+    def run(self, first: list[Event], *, done: Callable[[], bool], max_runs: int = 60, max_ticks: int = 12) -> None:
+        """Deliver ``first``, then whatever follows, until ``done()`` or the limits. Runs are one at a time; per
+        repository group one pending run, a newer one replacing it (GitHub's concurrency)."""
+        pending: dict[str, Event] = {}  # group (repository) -> the pending run
+        order: list[str] = []
+
+        def enqueue(events: list[Event]) -> None:
+            for event in self.faults.deliver(events):
+                if not self._wanted(event):
+                    continue
+                if event.repo in pending:
+                    self.cancelled += 1  # the older pending run is cancelled
+                    order.remove(event.repo)
+                pending[event.repo] = event
+                order.append(event.repo)
+
+        enqueue(first)
+        ticks = 0
+        while len(self.runs) < max_runs and not done():
+            if not order:
+                if ticks >= max_ticks:
+                    break
+                ticks += 1
+                enqueue(self.tick())
+                continue
+            group = order.pop(0)
+            event = pending.pop(group)
+            self.runs.append(event)
+            self.runner(event)
+            for actor in self.actors:
+                actor()
+            enqueue(self.changes())
