@@ -386,3 +386,63 @@ def test_hostile_event_data_never_runs(world: World, tmp_path: Path) -> None:
 
     assert not marker.exists()
     assert world.fleet.pin("qa") == "" and world.stub.dispatches == []
+
+
+# --- the chain on the events GitHub sends, every delivery under act ------------------------------------------------
+def test_the_chain_runs_under_act_on_found_events(world: World) -> None:
+    """No hand-built event: tests/eventloop.py finds what changed on the stand-in (pushes, statuses, merges) and
+    delivers it, with GitHub's rules (which file runs, ``on:``, the job ``if:``, one pending run per group), to the
+    real caller workflows under act; the payloads are the webhook shapes of tests/events.py filled from what was
+    found. The people merge every fleetflow PR; the clusters post as Flux does (success on the commit they applied,
+    once). Fault injection (drops, duplicates, reordering) runs in process: tests/test_event_loop.py."""
+    from tests.eventloop import WORKFLOW, Event, Loop
+
+    cp_repo, gitops_repo = world.stub.repo(CP), world.stub.repo(GITOPS)
+    gitops_repo.default_branch = "main"
+    gitops_repo.commit_files("main", {WORKFLOW: world.gitops_workflow.read_text()}, "fleetflow caller")
+    reported: set[tuple[str, str]] = set()
+
+    def people() -> None:
+        for pr in gitops_repo.list_pulls():
+            if pr.state == "open" and pr.head_ref.startswith("fleetflow/"):
+                gitops_repo.merge_pull(pr.number)
+
+    def clusters() -> None:
+        for env in ENVIRONMENTS:
+            tip = gitops_repo.branch_sha(env)
+            if tip is None or "state.json" not in git(world.fleet.root, "--git-dir", world.fleet.gitops_url,
+                                                       "ls-tree", "-r", "--name-only", tip, ".fleetflow"):
+                continue
+            for i in (1, 2):
+                if (f"{env}-{i}", tip) not in reported:
+                    reported.add((f"{env}-{i}", tip))
+                    gitops_repo.add_status(tip, "success", f"flux/{env}-{i}", f"reconciled {tip[:7]}",
+                                           creator=f"flux-{env}-{i}")
+
+    def runner(event: Event) -> None:
+        p, api = event.payload, world.stub.url
+        if event.name == "push":
+            branch = str(p["ref"]).removeprefix("refs/heads/")
+            result = world.control_plane("push", world.push_event(branch, p["before"], p["after"]))
+        elif event.name == "status":
+            payload = ev.status_event(event.repo, p["sha"], p["context"], p["state"],
+                                      [b["name"] for b in p["branches"]], api=api,
+                                      clone_url=world.stub.repo(event.repo).clone_url, sender="flux-bot")
+            result = (world.gitops if event.repo == GITOPS else world.control_plane)("status", payload)
+        else:
+            assert event.name == "schedule", event.describe()
+            run = world.gitops if event.repo == GITOPS else world.control_plane
+            result = run("schedule", ev.schedule_event(event.repo, api=api))
+        succeeded(result)
+
+    loop = Loop(world.stub, [CP, GITOPS], runner, actors=[people, clusters])
+    loop.start()
+    sha = world.fleet.push_main({WORKFLOW: world.cp_workflow.read_text()}, "the fleetflow caller on main")
+    first = loop.changes()
+    assert [e.describe() for e in first] == [f"{CP} push refs/heads/main"]
+    loop.run(first, done=lambda: all(world.fleet.cp_status(sha, env) == "success" for env in ENVIRONMENTS),
+             max_runs=10, max_ticks=2)
+    assert {env: world.fleet.cp_status(sha, env) for env in ENVIRONMENTS} == dict.fromkeys(ENVIRONMENTS, "success")
+    assert all(world.fleet.pin(env) == sha for env in ENVIRONMENTS)
+    assert sorted(pr.head_ref for pr in gitops_repo.list_pulls()) == sorted(f"fleetflow/{e}" for e in ENVIRONMENTS)
+    assert cp_repo.dispatches == [] and loop.filtered > 0
