@@ -18,7 +18,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from enum import IntEnum
-from typing import Any
+
+from pydantic import ConfigDict
+
+from fleetflow.results import Result
 
 
 class ExitCode(IntEnum):
@@ -44,13 +47,17 @@ _MEANINGS = {
 EXIT_CODES_HELP = ", ".join(f"{code.value} {code.meaning}" for code in ExitCode)
 
 
-@dataclass(frozen=True, order=True)
-class Location:
+class Location(Result):
     """A place in a file. ``line`` and ``column`` are 1-based; either may be unknown."""
+
+    model_config = ConfigDict(frozen=True)
 
     file: str
     line: int | None = None
     column: int | None = None
+
+    def __init__(self, file: str, line: int | None = None, column: int | None = None) -> None:
+        super().__init__(file=file, line=line, column=column)
 
     def __str__(self) -> str:
         text = self.file
@@ -60,30 +67,24 @@ class Location:
                 text += f":{self.column}"
         return text
 
-    def to_json(self) -> dict[str, Any]:
-        return {"file": self.file, "line": self.line, "column": self.column}
 
-
-@dataclass(frozen=True)
-class Problem:
+class Problem(Result):
     """One thing wrong with the input: a message, where it is, and how to fix it."""
+
+    model_config = ConfigDict(frozen=True)
 
     message: str
     location: Location | None = None
     hint: str | None = None
+
+    def __init__(self, message: str, location: Location | None = None, hint: str | None = None) -> None:
+        super().__init__(message=message, location=location, hint=hint)
 
     def __str__(self) -> str:
         text = f"{self.location}: {self.message}" if self.location else self.message
         if self.hint:
             text += f" (hint: {self.hint})"
         return text
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "message": self.message,
-            "location": self.location.to_json() if self.location else None,
-            "hint": self.hint,
-        }
 
 
 class FleetflowError(Exception):

@@ -16,6 +16,7 @@ from fleetflow.cli import main as cli
 from fleetflow.errors import ForgeError
 from fleetflow.promotion.promote import promote
 from fleetflow.promotion.reconcile import ReconcileOutcome, environments_to_reconcile, reconcile
+from fleetflow.promotion.schedule import ScheduleOutcome
 from tests.fleet import ENVIRONMENTS, Fleet, _environment
 from tests.test_promotion import FORGES, fleet_config, make_github_fleet, make_local_fleet
 
@@ -173,7 +174,7 @@ def test_env_branch_change_is_scheduled_and_a_closed_pr_is_not_reopened(fleet: F
     outcome = run(fleet)
     assert did(outcome) == {"dev": ["schedule"]}
     [dev] = [e for e in outcome.environments if e.environment == "dev"]
-    assert dev.did[0].result and dev.did[0].result["operation"] == "created"
+    assert isinstance(dev.did[0].result, ScheduleOutcome) and dev.did[0].result.operation == "created"
     assert fleet.cp_status(sha, "dev") == "success"  # the gate's record of the main commit stands
     # a person closes the PR without merging: reconcile leaves it closed
     pr = fleet.open_pr("dev")

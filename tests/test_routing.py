@@ -165,7 +165,7 @@ def test_every_webhook_the_routing_reads_has_a_builder() -> None:
 def test_route_function(name: str) -> None:
     case = CASES[name]
     decision = route(case.event, case.payload(), environments=ENVS)
-    assert observed(decision.to_json()) == expected(case), decision.reason
+    assert observed(decision.model_dump()) == expected(case), decision.reason
     assert decision.reason
 
 

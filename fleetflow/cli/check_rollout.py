@@ -41,4 +41,4 @@ def check_rollout_command(environment: str, forge: str | None, control_plane: st
         failed = outcome.state == "failure"
         problems = [Problem(f"{environment}: failure: {outcome.description}", None,
                             "fix the failing clusters, then promote a new commit (or roll back)")] if failed else []
-        reply.done(outcome.to_json(), text, problems=problems)
+        reply.done(outcome, text, problems=problems)

@@ -24,7 +24,7 @@ def demo(directory: Path | None, examples: Path | None, fmt: str) -> None:
     through dev → qa → prod (PRs, merges, simulated clusters reporting, gates), then a second commit whose
     qa rollout fails and stops before prod. Ends with `fleetflow status`. Local only; no network.
     """
-    from fleetflow.demo.story import EXAMPLES, Demo
+    from fleetflow.demo.story import EXAMPLES, Demo, DemoResult
 
     with handled(fmt) as reply:
         source = examples or EXAMPLES
@@ -39,7 +39,7 @@ def demo(directory: Path | None, examples: Path | None, fmt: str) -> None:
         entries = Demo(root, say, source).run()
         seconds = time.monotonic() - started
         reply.done(
-            {"dir": str(root), "seconds": round(seconds, 1), "environments": [e.to_json() for e in entries]},
+            DemoResult(directory=str(root), seconds=round(seconds, 1), environments=entries),
             lambda: click.echo(
                 f"\nDone in {seconds:.1f}s. The repos are in {root} (control-plane.git, platform-gitops.git)."
             ),

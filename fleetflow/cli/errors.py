@@ -24,6 +24,7 @@ from typing import Any, NoReturn
 import click
 
 from fleetflow.errors import ExitCode, FleetflowError, Problem
+from fleetflow.results import to_data
 
 FLEET_WRITTEN = (
     "Stopped at this error. The steps finished before it are printed above; running the same command again is "
@@ -35,13 +36,13 @@ LABELS = {ExitCode.REFUSED: "error", ExitCode.USAGE: "usage error", ExitCode.FOR
 def envelope(
     exit_code: int, result: Any, problems: Iterable[Problem] = (), warnings: Iterable[Problem] = ()
 ) -> dict[str, Any]:
-    """The JSON every command prints with ``--format json``."""
+    """The JSON every command prints with ``--format json`` (``result``: a model, dumped by alias)."""
     return {
         "ok": exit_code == ExitCode.DONE,
         "exitCode": int(exit_code),
-        "problems": [p.to_json() for p in problems],
-        "warnings": [w.to_json() for w in warnings],
-        "result": result,
+        "problems": to_data(list(problems)),
+        "warnings": to_data(list(warnings)),
+        "result": to_data(result),
     }
 
 

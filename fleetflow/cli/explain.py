@@ -53,7 +53,7 @@ def explain(
                     )
                 ]
             )
-        reply.done(explanation.to_json(key), lambda: _text(explanation, entries, assignment, environment))
+        reply.done(explanation.result(key), lambda: _text(explanation, entries, assignment, environment))
 
 
 def _text(explanation: Explanation, entries: list[Provenance], assignment: str, environment: str) -> None:

@@ -10,7 +10,7 @@ from fleetflow.cli.common import FORMAT, check_environment, head_commit, load, t
 from fleetflow.cli.errors import handled
 from fleetflow.render.output import plan_diff, read_state
 from fleetflow.render.pipeline import Meta, render_environment
-from fleetflow.render.summary import changes_text, headline
+from fleetflow.render.summary import PlanSummary, changes_text, headline
 
 
 @click.command()
@@ -60,11 +60,8 @@ def plan(
                 click.echo(text, nl=False)
 
         reply.done(
-            {
-                "environment": environment,
-                "changes": result.changes.to_json(),
-                "assignments": len(result.state.assignments),
-                "diff": text,
-            },
+            PlanSummary(
+                environment=environment, changes=result.changes, assignments=len(result.state.assignments), diff=text
+            ),
             show,
         )

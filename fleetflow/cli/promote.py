@@ -9,7 +9,7 @@ import click
 from fleetflow.cli.common import FORMAT
 from fleetflow.cli.errors import FLEET_WRITTEN, handled
 from fleetflow.cli.fleet import fleet_options, make_context
-from fleetflow.promotion.promote import promote_many
+from fleetflow.promotion.promote import PromoteResult, promote_many
 
 
 @click.command()
@@ -36,4 +36,4 @@ def promote(environment: str | None, commit: str, release: bool, forge: str | No
             for outcome in outcomes:
                 click.echo(outcome.message)
 
-        reply.done({"promotions": [o.to_json() for o in outcomes]}, text)
+        reply.done(PromoteResult(promotions=outcomes), text)

@@ -48,4 +48,4 @@ def reconcile_command(environment: str | None, forge: str | None, control_plane:
 
         problems = [Problem(f"{env.environment}: {p.message}", p.location, p.hint)
                     for env in outcome.environments for p in env.problems]
-        reply.done(outcome.to_json(), text, problems=problems, exit_code=ExitCode(outcome.exit_code))
+        reply.done(outcome, text, problems=problems, exit_code=ExitCode(outcome.exit_code))

@@ -10,7 +10,7 @@ from fleetflow.cli.common import FORMAT, check_environment, head_commit, load, t
 from fleetflow.cli.errors import handled
 from fleetflow.render.output import apply_result, read_state
 from fleetflow.render.pipeline import Meta, render_environment
-from fleetflow.render.summary import changes_text, headline
+from fleetflow.render.summary import RenderSummary, changes_text, headline
 
 
 @click.command()
@@ -84,15 +84,15 @@ def render(
                 )
 
         reply.done(
-            {
-                "environment": environment,
-                "output": str(output),
-                "assignments": len(result.state.assignments),
-                "rendered": len(result.rendered),
-                "changes": result.changes.to_json(),
-                "written": report.written,
-                "deleted": report.deleted,
-            },
+            RenderSummary(
+                environment=environment,
+                output=str(output),
+                assignments=len(result.state.assignments),
+                rendered=len(result.rendered),
+                changes=result.changes,
+                written=report.written,
+                deleted=report.deleted,
+            ),
             text,
             problems=result.problems,
         )

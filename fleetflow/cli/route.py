@@ -55,7 +55,7 @@ def route_command(event_name: str, event_path: Path, environments: str | None, f
             click.echo(one_line(decision.reason))
 
         problems = [Problem(one_line(decision.reason), None, "check the workflow_dispatch / dispatch inputs")]
-        reply.done(decision.to_json(), text, problems=problems if decision.invalid else [])
+        reply.done(decision, text, problems=problems if decision.invalid else [])
 
 
 def read_event(path: Path) -> object:

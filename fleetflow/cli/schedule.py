@@ -34,4 +34,4 @@ def schedule(environment: str, forge: str | None, control_plane: str | None, con
             for line in changes_text(outcome.changes):
                 click.echo(line)
 
-        reply.done(outcome.to_json(), text)
+        reply.done(outcome, text)

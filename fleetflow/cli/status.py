@@ -9,7 +9,7 @@ import click
 from fleetflow.cli.errors import handled
 from fleetflow.cli.fleet import fleet_options, make_context
 from fleetflow.errors import UsageError
-from fleetflow.promotion.status import as_markdown, as_text, fleet_status
+from fleetflow.promotion.status import FleetStatus, as_markdown, as_text, fleet_status
 from fleetflow.promotion.statuspage import write_status_page
 
 
@@ -41,4 +41,4 @@ def status(forge: str | None, control_plane: str | None, config: Path | None, fm
             else:
                 click.echo(as_text(entries))
 
-        reply.done({"environments": [e.to_json() for e in entries]}, text)
+        reply.done(FleetStatus(environments=entries), text)

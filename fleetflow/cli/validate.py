@@ -10,6 +10,7 @@ from fleetflow.cli.common import FORMAT, check_environment, load, trees
 from fleetflow.cli.errors import handled
 from fleetflow.errors import InputError, Problems, UsageError
 from fleetflow.render.pipeline import render_environment
+from fleetflow.render.summary import ValidatedEnvironment, ValidateSummary
 
 
 @click.command()
@@ -50,4 +51,7 @@ def validate(main_dir: Path, env_dir: Path, environment: str | None, fmt: str) -
             for name, count in counts.items():
                 click.echo(f"ok: {name}: {count} assignments scheduled, composed, validated and rendered")
 
-        reply.done({"environments": [{"name": n, "assignments": c} for n, c in counts.items()]}, text)
+        reply.done(
+            ValidateSummary(environments=[ValidatedEnvironment(name=n, assignments=c) for n, c in counts.items()]),
+            text,
+        )

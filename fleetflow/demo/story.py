@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+from pydantic import Field
+
 from fleetflow.clock import Clock
 from fleetflow.forge.git import GitRepos
 from fleetflow.forge.local import LocalForge
@@ -25,6 +27,7 @@ from fleetflow.promotion.context import Context, head_branch, short
 from fleetflow.promotion.promote import promote_many
 from fleetflow.promotion.status import EnvironmentStatus, as_text, fleet_status
 from fleetflow.render.incremental import STATE_PATH, RenderState
+from fleetflow.results import Result
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "control-plane"
 
@@ -76,6 +79,14 @@ def build_repos(root: Path, examples: Path) -> tuple[Path, Path]:
     for env in envs:
         _git(gw, "push", "-q", str(gitops_bare), f"HEAD:refs/heads/{env}")
     return cp_bare, gitops_bare
+
+
+class DemoResult(Result):
+    """``fleetflow demo``'s result: where the repos are, how long it took, and the fleet's status at the end."""
+
+    directory: str = Field(serialization_alias="dir")
+    seconds: float
+    environments: list[EnvironmentStatus]
 
 
 @dataclass

@@ -9,9 +9,10 @@ succeeded (fan-in). A run makes no request while waiting: it decides and exits; 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
+
+from pydantic import Field, computed_field
 
 from fleetflow.errors import InputError
 from fleetflow.forge.base import CommitStatus
@@ -19,33 +20,37 @@ from fleetflow.promotion.context import Context, pinned, short, status_context
 from fleetflow.promotion.gate import GateDecision, evaluate
 from fleetflow.promotion.promote import PromoteOutcome, promote
 from fleetflow.render.incremental import RenderState, state_path
+from fleetflow.results import Result
 
 
-@dataclass
-class RolloutOutcome:
+class ClusterCounts(Result):
+    """The gate's view of the clusters: how many it expects, and which succeeded, failed or are missing."""
+
+    expected: int
+    succeeded: list[str]
+    failed: list[str]
+    missing: list[str]
+
+
+class RolloutOutcome(Result):
+    """``fleetflow check-rollout``'s result: the gate's decision and the promotions it started."""
+
     environment: str
     main_commit: str | None
     gitops_commit: str | None
-    state: str  # pending | success | failure | waiting-for-merge
+    state: str = Field(serialization_alias="gateState")  # pending | success | failure | waiting-for-merge
     description: str
-    decision: GateDecision | None = None
-    promoted: list[PromoteOutcome] = field(default_factory=list)
-    skipped: list[str] = field(default_factory=list)
+    decision: GateDecision | None = Field(default=None, exclude=True)
+    promoted: list[PromoteOutcome] = Field(default_factory=list)
+    skipped: list[str] = Field(default_factory=list)
 
-    def to_json(self) -> dict[str, Any]:
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def clusters(self) -> ClusterCounts | None:
         d = self.decision
-        return {
-            "environment": self.environment,
-            "mainCommit": self.main_commit,
-            "gitopsCommit": self.gitops_commit,
-            "gateState": self.state,
-            "description": self.description,
-            "clusters": {
-                "expected": d.expected, "succeeded": d.succeeded, "failed": d.failed, "missing": d.missing,
-            } if d else None,
-            "promoted": [p.to_json() for p in self.promoted],
-            "skipped": self.skipped,
-        }
+        if d is None:
+            return None
+        return ClusterCounts(expected=d.expected, succeeded=d.succeeded, failed=d.failed, missing=d.missing)
 
 
 def _state_at(ctx: Context, url: str, sha: str, path: str) -> RenderState | None:
@@ -74,7 +79,8 @@ def check_rollout(ctx: Context, environment: str, *, fan_out: bool = True) -> Ro
     downstream itself, forward only)."""
     at = pinned(ctx, environment, required=False)
     if at is None:
-        return RolloutOutcome(environment, None, None, "pending", f"{environment} has no promoted commit yet")
+        return RolloutOutcome(environment=environment, main_commit=None, gitops_commit=None, state="pending",
+                              description=f"{environment} has no promoted commit yet")
     main_sha, envs_at, policy = at.main_sha, at.envs_at_pin, at.env_at_pin.spec.rollout
     g_repo, g_branch, g_path, g_url = at.gitops_repo, at.gitops_branch, at.gitops_path, at.gitops_url
     tip = ctx.git.fetch_branch(g_url, g_branch)
@@ -90,7 +96,8 @@ def check_rollout(ctx: Context, environment: str, *, fan_out: bool = True) -> Ro
     if carrier is None or tip is None or tip_state is None:
         text = f"waiting for the PR that carries main@{short(main_sha)} to be merged into {g_branch}"
         ctx.say(f"{environment}: {text}")
-        return RolloutOutcome(environment, main_sha, None, "waiting-for-merge", text)
+        return RolloutOutcome(environment=environment, main_commit=main_sha, gitops_commit=None,
+                              state="waiting-for-merge", description=text)
     started = datetime.fromtimestamp(ctx.git.commit_time(g_url, carrier), UTC)
     groups = [ctx.forge.statuses(g_repo, tip)]
     if carrier != tip:
@@ -101,7 +108,8 @@ def check_rollout(ctx: Context, environment: str, *, fan_out: bool = True) -> Ro
     description = decision.status_description()
     ctx.forge.set_status(ctx.control_plane, main_sha, status_context(environment), decision.state, description)
     ctx.say(f"{environment}: gate {decision.state}: {description}")
-    outcome = RolloutOutcome(environment, main_sha, carrier, decision.state, description, decision)
+    outcome = RolloutOutcome(environment=environment, main_commit=main_sha, gitops_commit=carrier,
+                             state=decision.state, description=description, decision=decision)
     if decision.state == "success" and fan_out:
         _fan_out(ctx, environment, main_sha, envs_at, outcome)
     return outcome

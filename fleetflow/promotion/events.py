@@ -25,10 +25,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
+from pydantic import ConfigDict, Field
+
 from fleetflow.errors import InputError, Problem
+from fleetflow.results import Result
 
 Action = Literal["promote", "schedule", "check-rollout", "none"]
 PROMOTE_EVENT = "fleetflow-promote"
@@ -36,21 +38,21 @@ SHA = re.compile(r"^[0-9a-f]{7,40}$")
 NAME = re.compile(r"^[a-z0-9][a-z0-9._-]{0,62}$")
 
 
-@dataclass(frozen=True)
-class Route:
+class Route(Result):
+    """``fleetflow route``'s result: what the event means."""
+
+    model_config = ConfigDict(frozen=True)
+
     action: Action
-    environments: list[str] = field(default_factory=list)  # empty with promote: every first environment
+    environments: list[str] = Field(default_factory=list)  # empty with promote: every first environment
     commit: str = ""
     release: bool = False
     reason: str = ""
     invalid: bool = False  # the event asked for something impossible (a bad manual input): an error, not a no-op
 
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
-
 
 def _none(reason: str) -> Route:
-    return Route("none", reason=reason)
+    return Route(action="none", reason=reason)
 
 
 def _object(value: object) -> Mapping[str, Any]:
@@ -101,10 +103,11 @@ def route(
         after = str(payload.get("after", ""))
         if branch == main_branch:
             why = f"push to {main_branch}: promote {after[:12]} to the first environments"
-            return Route("promote", [], after, reason=why)
+            return Route(action="promote", environments=[], commit=after, reason=why)
         if branch in branches:
             env = branches[branch]
-            return Route("schedule", [env], reason=f"push to environment branch {branch}: re-schedule {env}")
+            return Route(action="schedule", environments=[env],
+                         reason=f"push to environment branch {branch}: re-schedule {env}")
         return _none(f"push to {branch}: neither {main_branch} nor an environment branch")
     if event_name == "repository_dispatch":
         if payload.get("action") != PROMOTE_EVENT:
@@ -126,10 +129,11 @@ def route(
                         and n.startswith("fleetflow/")})
         if not envs and heads and payload.get("state") == "success":
             # a check on a fleetflow PR went green: re-schedule, which merges it when autoMerge is on
-            return Route("schedule", heads, reason=f"status {context} = success on fleetflow/{heads[0]}")
+            return Route(action="schedule", environments=heads,
+                         reason=f"status {context} = success on fleetflow/{heads[0]}")
         if not envs:
             return _none(f"status {context} on {str(payload.get('sha', ''))[:12]}: not on an environment branch")
-        return Route("check-rollout", envs, reason=f"status {context} = {payload.get('state')}")
+        return Route(action="check-rollout", environments=envs, reason=f"status {context} = {payload.get('state')}")
     if event_name == "pull_request":
         pr = _object(payload.get("pull_request"))
         head = str(_object(pr.get("head")).get("ref", ""))
@@ -138,9 +142,10 @@ def route(
             return _none("pull request not merged")
         if head != f"fleetflow/{base}" or base not in environments:
             return _none(f"merged PR {head} -> {base} is not a fleetflow promotion")
-        return Route("check-rollout", [base], reason=f"PR #{pr.get('number')} merged into {base}")
+        return Route(action="check-rollout", environments=[base], reason=f"PR #{pr.get('number')} merged into {base}")
     if event_name == "schedule":
-        return Route("check-rollout", sorted(environments), reason="scheduled check of every environment")
+        return Route(action="check-rollout", environments=sorted(environments),
+                     reason="scheduled check of every environment")
     return _none(f"event {event_name} is not one fleetflow acts on")
 
 
@@ -150,8 +155,9 @@ def _promote_request(environment: object, commit: object, release: object, envir
     sha = str(commit or "").strip().lower()
     if env and (not NAME.match(env) or env not in environments):
         known = ", ".join(sorted(environments))
-        return Route("none", reason=f"{source}: unknown environment {env!r} (known: {known})", invalid=True)
+        return Route(action="none", reason=f"{source}: unknown environment {env!r} (known: {known})", invalid=True)
     if not SHA.match(sha):
-        return Route("none", reason=f"{source}: commit {sha!r} is not a sha (7 to 40 hex digits)", invalid=True)
-    return Route("promote", [env] if env else [], sha, _truthy(release),
+        return Route(action="none", reason=f"{source}: commit {sha!r} is not a sha (7 to 40 hex digits)",
+                     invalid=True)
+    return Route(action="promote", environments=[env] if env else [], commit=sha, release=_truthy(release),
                  reason=f"{source}: promote {sha[:12]} to {env or 'the first environments'}")

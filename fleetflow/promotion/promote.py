@@ -10,7 +10,6 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from fleetflow.errors import GateError, InputError, Problem, UsageError
@@ -19,26 +18,24 @@ from fleetflow.forge.git import retrying
 from fleetflow.promotion.context import Context, short, status_context
 from fleetflow.promotion.pin import PIN_FILE, read_pin, write_pin
 from fleetflow.promotion.schedule import ScheduleOutcome, schedule_environment
+from fleetflow.results import Result
 
 
-@dataclass
-class PromoteOutcome:
+class PromoteOutcome(Result):
+    """One environment's promotion: the pin, the hold, and the schedule that followed (none when held)."""
+
     environment: str
     commit: str
     pinned: bool  # a pin commit was pushed now (False: it was already pinned)
     held: str | None
-    schedule: ScheduleOutcome | None
     message: str
+    schedule: ScheduleOutcome | None
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "environment": self.environment,
-            "commit": self.commit,
-            "pinned": self.pinned,
-            "held": self.held,
-            "message": self.message,
-            "schedule": self.schedule.to_json() if self.schedule else None,
-        }
+
+class PromoteResult(Result):
+    """``fleetflow promote``'s result: one promotion per environment."""
+
+    promotions: list[PromoteOutcome]
 
 
 def first_environments(ctx: Context, commit: str) -> list[str]:
@@ -130,9 +127,11 @@ def promote(ctx: Context, environment: str, commit: str, *, release: bool = Fals
 
     retrying(5, pin_once)
     if state.get("skipped"):
-        return PromoteOutcome(environment, sha, False, state["held"], None,
-                              f"{environment} is held ({state['held']}); main@{short(sha)} not promoted; "
-                              f"release it with: fleetflow promote --environment {environment} --commit SHA --release")
+        return PromoteOutcome(
+            environment=environment, commit=sha, pinned=False, held=state["held"], schedule=None,
+            message=f"{environment} is held ({state['held']}); main@{short(sha)} not promoted; "
+            f"release it with: fleetflow promote --environment {environment} --commit SHA --release",
+        )
     if state["pinned"] or status_context(environment) not in statuses:
         # a re-run of an earlier promotion keeps the gate's record (it may already say success)
         ctx.forge.set_status(ctx.control_plane, sha, status_context(environment), "pending", "scheduled")
@@ -141,7 +140,8 @@ def promote(ctx: Context, environment: str, commit: str, *, release: bool = Fals
     message = f"main@{short(sha)} promoted to {environment}: {outcome.message}"
     if held:
         message += f" (held: {held})"
-    return PromoteOutcome(environment, sha, bool(state["pinned"]), held, outcome, message)
+    return PromoteOutcome(environment=environment, commit=sha, pinned=bool(state["pinned"]), held=held,
+                          schedule=outcome, message=message)
 
 
 def promote_many(ctx: Context, environment: str | None, commit: str, *, release: bool = False) -> list[PromoteOutcome]:

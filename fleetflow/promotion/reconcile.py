@@ -20,60 +20,61 @@ While nothing is due the run reads git refs and, per distinct pinned commit, the
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any, Literal
+from dataclasses import dataclass
+from typing import Literal
+
+from pydantic import Field, computed_field
 
 from fleetflow.errors import FleetflowError, Problem
 from fleetflow.forge.base import CommitStatus, PullRequest
 from fleetflow.model.controlplane import Resource
 from fleetflow.model.resources import EnvironmentSpec
-from fleetflow.promotion.check_rollout import check_rollout
+from fleetflow.promotion.check_rollout import RolloutOutcome, check_rollout
 from fleetflow.promotion.context import Context, Pinned, chain_order, head_branch, pinned, short, status_context
 from fleetflow.promotion.pin import PIN_FILE, read_pin
-from fleetflow.promotion.promote import promote
-from fleetflow.promotion.schedule import merge_if_due, schedule_environment
+from fleetflow.promotion.promote import PromoteOutcome, promote
+from fleetflow.promotion.schedule import PullRequestLink, ScheduleOutcome, merge_if_due, schedule_environment
+from fleetflow.promotion.status import GateRecord
 from fleetflow.render.incremental import STATE_PATH, RenderState
+from fleetflow.results import Result
 
 StepName = Literal["gate", "promote", "schedule", "merge"]
 PIN_HISTORY = 10  # upstream pins looked at for a downstream candidate (git only)
 MAX_CANDIDATES = 5  # candidates whose statuses are read (one request each, only when newer than the pin)
 
 
-@dataclass
-class Step:
+class Step(Result):
     step: StepName
     message: str
-    result: dict[str, Any] | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        return {"step": self.step, "message": self.message, "result": self.result}
+    result: RolloutOutcome | PromoteOutcome | ScheduleOutcome | None = None
 
 
-@dataclass
-class Found:
+class Found(Result):
     """What one environment looked like when reconcile last read it."""
 
-    pin: str | None = None
+    pin: str | None = Field(default=None, serialization_alias="pinnedCommit")
     held: str | None = None
     env_commit: str | None = None
     gitops: str | None = None  # "repo branch"
-    gitops_main: str | None = None  # the main commit the GitOps branch tip carries
-    gitops_env: str | None = None
-    proposed_main: str | None = None  # the main commit the fleetflow/<env> head branch carries
-    proposed_env: str | None = None
-    pull_request: PullRequest | None = None
-    gate: str = "none"  # the fleetflow/<env> record on the pin: none, pending, success, failure, error
-    gate_description: str = ""
+    gitops_main: str | None = Field(default=None, serialization_alias="gitopsMainCommit")  # what the GitOps tip carries
+    gitops_env: str | None = Field(default=None, serialization_alias="gitopsEnvCommit")
+    # the main commit the fleetflow/<env> head branch carries
+    proposed_main: str | None = Field(default=None, serialization_alias="proposedMainCommit")
+    proposed_env: str | None = Field(default=None, serialization_alias="proposedEnvCommit")
+    pull_request: PullRequest | None = Field(default=None, exclude=True)
+    # the fleetflow/<env> record on the pin: none, pending, success, failure, error
+    gate: str = Field(default="none", exclude=True)
+    gate_description: str = Field(default="", exclude=True)
 
-    def to_json(self) -> dict[str, Any]:
-        pr = self.pull_request
-        return {
-            "pinnedCommit": self.pin, "held": self.held, "envCommit": self.env_commit, "gitops": self.gitops,
-            "gitopsMainCommit": self.gitops_main, "gitopsEnvCommit": self.gitops_env,
-            "proposedMainCommit": self.proposed_main, "proposedEnvCommit": self.proposed_env,
-            "pullRequest": {"number": pr.number, "url": pr.url, "state": pr.state} if pr else None,
-            "gate": {"state": self.gate, "description": self.gate_description},
-        }
+    @computed_field(alias="pullRequest")  # type: ignore[prop-decorator]
+    @property
+    def pull_request_link(self) -> PullRequestLink | None:
+        return PullRequestLink.of(self.pull_request)
+
+    @computed_field(alias="gate")  # type: ignore[prop-decorator]
+    @property
+    def gate_record(self) -> GateRecord:
+        return GateRecord(state=self.gate, description=self.gate_description)
 
     def summary(self) -> str:
         if self.pin is None:
@@ -89,39 +90,27 @@ class Found:
         return "; ".join(parts)
 
 
-@dataclass
-class EnvironmentReconcile:
+class EnvironmentReconcile(Result):
     environment: str
-    found: Found = field(default_factory=Found)
-    did: list[Step] = field(default_factory=list)
+    found: Found = Field(default_factory=Found)
+    did: list[Step] = Field(default_factory=list)
     waiting: str = ""  # what the environment waits for when nothing is due
+    problems: list[Problem] = Field(default_factory=list)
+    exit_code: int = Field(default=0, exclude=True)
 
     def wait(self, text: str) -> None:
         self.waiting = f"{self.waiting}; {text}" if self.waiting and text not in self.waiting else text
-    problems: list[Problem] = field(default_factory=list)
-    exit_code: int = 0
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "environment": self.environment,
-            "found": self.found.to_json(),
-            "did": [s.to_json() for s in self.did],
-            "waiting": self.waiting,
-            "problems": [p.to_json() for p in self.problems],
-        }
 
 
-@dataclass
-class ReconcileOutcome:
+class ReconcileOutcome(Result):
+    """``fleetflow reconcile``'s result: per environment, what it found and the steps it took."""
+
     main_commit: str
     environments: list[EnvironmentReconcile]
 
     @property
     def exit_code(self) -> int:
         return max((e.exit_code for e in self.environments), default=0)
-
-    def to_json(self) -> dict[str, Any]:
-        return {"mainCommit": self.main_commit, "environments": [e.to_json() for e in self.environments]}
 
 
 @dataclass
@@ -247,7 +236,7 @@ def _promotion_due(run: _Run, name: str, envs: dict[str, Resource[EnvironmentSpe
 
 def reconcile_environment(run: _Run, name: str, main_tip: str) -> EnvironmentReconcile:
     ctx = run.ctx
-    result = EnvironmentReconcile(name)
+    result = EnvironmentReconcile(environment=name)
     done: set[StepName] = set()
     try:
         envs = ctx.environments(main_tip)
@@ -275,7 +264,7 @@ def _next_step(run: _Run, name: str, envs: dict[str, Resource[EnvironmentSpec]],
     if at is not None and "gate" not in done and f.gitops_main == f.pin and f.gate != "success":
         gate = check_rollout(ctx, name, fan_out=False)
         run.wrote()
-        return Step("gate", f"gate {gate.state}: {gate.description}", gate.to_json())
+        return Step(step="gate", message=f"gate {gate.state}: {gate.description}", result=gate)
     # 2. promotion: the newest commit this environment may have, newer than its pin
     if "promote" not in done:
         target = _promotion_due(run, name, envs, main_tip, f)
@@ -285,7 +274,7 @@ def _next_step(run: _Run, name: str, envs: dict[str, Resource[EnvironmentSpec]],
             else:
                 outcome = promote(ctx, name, target, skip_held=True)
                 run.wrote()
-                return Step("promote", outcome.message, outcome.to_json())
+                return Step(step="promote", message=outcome.message, result=outcome)
     if at is None:
         result.wait("nothing promoted here yet")
         return None
@@ -298,7 +287,7 @@ def _next_step(run: _Run, name: str, envs: dict[str, Resource[EnvironmentSpec]],
         if pr is None and not (_proposed(view) and _closed_by_hand(ctx, at, name)):
             scheduled = schedule_environment(ctx, name)
             run.wrote()
-            return Step("schedule", scheduled.message, scheduled.to_json())
+            return Step(step="schedule", message=scheduled.message, result=scheduled)
         if pr is None:
             result.wait(f"the PR for main@{short(f.pin)} was closed without merging; promote or push the "
                         "environment branch to propose it again")
@@ -310,7 +299,7 @@ def _next_step(run: _Run, name: str, envs: dict[str, Resource[EnvironmentSpec]],
     if pr is not None and pr.state == "open" and not _carried(view):
         if view.auto_merge and "merge" not in done and merge_if_due(ctx, at.gitops_repo, pr):
             run.wrote()
-            return Step("merge", f"PR #{pr.number} merged (autoMerge)")
+            return Step(step="merge", message=f"PR #{pr.number} merged (autoMerge)")
         result.wait(f"PR #{pr.number} waits to be merged"
                     + (" (autoMerge: its checks have not all passed)" if view.auto_merge else ""))
         return None
@@ -349,4 +338,4 @@ def reconcile(ctx: Context, environment: str | None = None) -> ReconcileOutcome:
         ctx.environment(envs, environment)
     run = _Run(ctx)
     results = [reconcile_environment(run, name, main_tip) for name in environments_to_reconcile(envs, environment)]
-    return ReconcileOutcome(main_tip, results)
+    return ReconcileOutcome(main_commit=main_tip, environments=results)

@@ -8,8 +8,9 @@ rendered file gives none, and an open PR that became empty is closed.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Literal
+
+from pydantic import Field, computed_field
 
 from fleetflow.forge.base import PullRequest
 from fleetflow.forge.git import PushRejected, retrying
@@ -18,33 +19,40 @@ from fleetflow.promotion.prbody import PullRequestFacts, body, title
 from fleetflow.render.incremental import STATE_PATH, RenderState, state_path
 from fleetflow.render.output import apply_result, plan_diff, read_state, safe_path
 from fleetflow.render.pipeline import Changes, Meta, render_environment
+from fleetflow.results import Result
 
 Operation = Literal["created", "updated", "unchanged", "closed", "none", "queued", "merged"]
 
 
-@dataclass
-class ScheduleOutcome:
+class PullRequestLink(Result):
+    """A pull request as results show it (the same shape in ``schedule``, ``promote`` and ``status``)."""
+
+    number: int
+    url: str
+    state: str
+    title: str
+
+    @classmethod
+    def of(cls, pr: PullRequest | None) -> PullRequestLink | None:
+        return None if pr is None else cls(number=pr.number, url=pr.url, state=pr.state, title=pr.title)
+
+
+class ScheduleOutcome(Result):
+    """``fleetflow schedule``'s result: what happened to the environment's one fleetflow PR."""
+
     environment: str
     operation: Operation
     main_commit: str
     env_commit: str
     message: str
-    pull_request: PullRequest | None = None
-    changes: Changes = field(default_factory=Changes)
+    pull: PullRequest | None = Field(default=None, exclude=True)  # the forge's view, for the steps that follow
+    changes: Changes = Field(default_factory=Changes)
     gitops_commit: str | None = None
 
-    def to_json(self) -> dict[str, Any]:
-        pr = self.pull_request
-        return {
-            "environment": self.environment,
-            "operation": self.operation,
-            "mainCommit": self.main_commit,
-            "envCommit": self.env_commit,
-            "message": self.message,
-            "pullRequest": {"number": pr.number, "url": pr.url, "state": pr.state} if pr else None,
-            "changes": self.changes.to_json(),
-            "gitopsCommit": self.gitops_commit,
-        }
+    @computed_field(alias="pullRequest")  # type: ignore[prop-decorator]
+    @property
+    def pull_request(self) -> PullRequestLink | None:
+        return PullRequestLink.of(self.pull)
 
 
 def schedule_environment(ctx: Context, environment: str) -> ScheduleOutcome:
@@ -82,12 +90,13 @@ def _schedule_once(ctx: Context, environment: str) -> ScheduleOutcome:
         report = apply_result(out, result, previous)
         rendered_change = any(p != STATE_PATH for p in report.written + report.deleted)
         new_main = previous is None or previous.main_commit != main_sha
-        outcome = ScheduleOutcome(environment, "none", main_sha, env_sha, "", changes=result.changes)
+        outcome = ScheduleOutcome(environment=environment, operation="none", main_commit=main_sha, env_commit=env_sha,
+                                  message="", changes=result.changes)
         open_pr = ctx.forge.open_pull(g_repo, head, g_branch)
         if not (rendered_change or new_main):
             if open_pr is not None:
                 closed = ctx.forge.update_pull(g_repo, open_pr.number, state="closed")
-                outcome.operation, outcome.pull_request = "closed", closed
+                outcome.operation, outcome.pull = "closed", closed
                 outcome.message = f"PR #{open_pr.number} closed: {g_branch} already has everything it proposed"
             else:
                 outcome.message = f"nothing to change: {g_branch} already has main@{short(main_sha)}"
@@ -115,13 +124,13 @@ def _schedule_once(ctx: Context, environment: str) -> ScheduleOutcome:
     pr_title, pr_body = title(facts), body(facts)
     if open_pr is not None:
         if open_pr.head_sha == new_sha or heads[head] == new_sha:
-            outcome.operation, outcome.pull_request = "unchanged", open_pr
+            outcome.operation, outcome.pull = "unchanged", open_pr
             outcome.message = f"PR #{open_pr.number} already proposes exactly this"
             return _maybe_merge(ctx, g_repo, policy.pull_request.auto_merge, outcome)
         if policy.concurrency == "queue":
             queued_main = _state_main(ctx, g_url, heads[head], g_path)
             if queued_main is not None and queued_main != main_sha:
-                outcome.operation, outcome.pull_request = "queued", open_pr
+                outcome.operation, outcome.pull = "queued", open_pr
                 outcome.message = (
                     f"PR #{open_pr.number} for main@{short(queued_main)} stays open (concurrency: queue); "
                     f"main@{short(main_sha)} follows once it is merged or closed"
@@ -129,7 +138,7 @@ def _schedule_once(ctx: Context, environment: str) -> ScheduleOutcome:
                 return outcome
         ctx.git.push(g_url, new_sha, head, heads[head])
         pr = ctx.forge.update_pull(g_repo, open_pr.number, title=pr_title, body=pr_body)
-        outcome.operation, outcome.pull_request = "updated", pr
+        outcome.operation, outcome.pull = "updated", pr
         outcome.message = f"PR #{pr.number} updated to main@{short(main_sha)}"
     else:
         ctx.git.push(g_url, new_sha, head, heads[head])
@@ -138,7 +147,7 @@ def _schedule_once(ctx: Context, environment: str) -> ScheduleOutcome:
             ctx.forge.add_labels(g_repo, pr.number, list(policy.pull_request.labels))
         if policy.pull_request.reviewers:
             ctx.forge.request_reviewers(g_repo, pr.number, list(policy.pull_request.reviewers))
-        outcome.operation, outcome.pull_request = "created", pr
+        outcome.operation, outcome.pull = "created", pr
         outcome.message = f"PR #{pr.number} opened: main@{short(main_sha)} to {environment}"
     ctx.say(f"{environment}: {outcome.message}")
     return _maybe_merge(ctx, g_repo, policy.pull_request.auto_merge, outcome)
@@ -168,7 +177,7 @@ def merge_if_due(ctx: Context, repo: str, pr: PullRequest, head_sha: str | None 
 
 
 def _maybe_merge(ctx: Context, repo: str, auto_merge: bool, outcome: ScheduleOutcome) -> ScheduleOutcome:
-    pr = outcome.pull_request
+    pr = outcome.pull
     if not auto_merge or pr is None or pr.state != "open":
         return outcome
     if not merge_if_due(ctx, repo, pr, outcome.gitops_commit):

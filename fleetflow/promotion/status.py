@@ -2,34 +2,44 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from pydantic import Field, computed_field
 
 from fleetflow.promotion.context import Context, chain_order, head_branch, short, status_context
 from fleetflow.promotion.pin import PIN_FILE, read_pin
+from fleetflow.promotion.schedule import PullRequestLink
+from fleetflow.results import Result
 
 
-@dataclass
-class EnvironmentStatus:
-    name: str
+class GateRecord(Result):
+    state: str  # success | failure | pending | none
+    description: str
+
+
+class EnvironmentStatus(Result):
+    """One environment in ``fleetflow status``."""
+
+    name: str = Field(serialization_alias="environment")
     after: list[str]
     branch: str
-    pinned: str | None
+    pinned: str | None = Field(serialization_alias="pinnedCommit")
     held: str | None
-    gitops: str | None
-    gitops_head: str | None
-    pull_request: dict[str, Any] | None
-    gate_state: str  # success | failure | pending | none
-    gate_description: str
-    last_success: str | None
+    gitops: str | None = None
+    gitops_head: str | None = None
+    pull_request: PullRequestLink | None = None
+    gate_state: str = Field(default="none", exclude=True)  # success | failure | pending | none
+    gate_description: str = Field(default="not promoted yet", exclude=True)
+    last_success: str | None = None
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "environment": self.name, "after": self.after, "branch": self.branch, "pinnedCommit": self.pinned,
-            "held": self.held, "gitops": self.gitops, "gitopsHead": self.gitops_head,
-            "pullRequest": self.pull_request, "gate": {"state": self.gate_state, "description": self.gate_description},
-            "lastSuccess": self.last_success,
-        }
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def gate(self) -> GateRecord:
+        return GateRecord(state=self.gate_state, description=self.gate_description)
+
+
+class FleetStatus(Result):
+    """``fleetflow status``'s result: every environment, in promotion order."""
+
+    environments: list[EnvironmentStatus]
 
 
 def fleet_status(ctx: Context, history: int = 3) -> list[EnvironmentStatus]:
@@ -41,8 +51,8 @@ def fleet_status(ctx: Context, history: int = 3) -> list[EnvironmentStatus]:
         branch = ctx.env_branch(env)
         env_sha = ctx.git.fetch_branch(ctx.cp_url, branch)
         pin = ctx.pin(env_sha)
-        entry = EnvironmentStatus(name, list(env.spec.after), branch, pin.commit, pin.hold, None, None, None,
-                                  "none", "not promoted yet", None)
+        entry = EnvironmentStatus(name=name, after=list(env.spec.after), branch=branch, pinned=pin.commit,
+                                  held=pin.hold)
         result.append(entry)
         if env_sha is None or pin.commit is None:
             continue
@@ -67,7 +77,7 @@ def fleet_status(ctx: Context, history: int = 3) -> list[EnvironmentStatus]:
         entry.gitops_head = ctx.git.fetch_branch(ctx.forge.git_url(gitops.spec.repo), g_branch)
         pr = ctx.forge.open_pull(gitops.spec.repo, head_branch(name), g_branch)
         if pr is not None:
-            entry.pull_request = {"number": pr.number, "url": pr.url, "state": pr.state, "title": pr.title}
+            entry.pull_request = PullRequestLink.of(pr)
     return result
 
 
@@ -100,7 +110,7 @@ COLOUR = {
 def as_text(entries: list[EnvironmentStatus]) -> str:
     lines = [f"{'environment':<14} {'pinned':<13} {'gate':<9} {'pull request':<14} description"]
     for e in entries:
-        pr = f"#{e.pull_request['number']} open" if e.pull_request else "-"
+        pr = f"#{e.pull_request.number} open" if e.pull_request else "-"
         held = f" [held: {e.held}]" if e.held else ""
         lines.append(f"{e.name:<14} {short(e.pinned):<13} {e.gate_state:<9} {pr:<14} {e.gate_description}{held}")
     return "\n".join(lines)
@@ -130,7 +140,7 @@ def as_markdown(entries: list[EnvironmentStatus]) -> str:
              "| environment | pinned main commit | gate | pull request | last success |",
              "|---|---|---|---|---|"]
     for e in entries:
-        pr = f"[#{e.pull_request['number']}]({e.pull_request['url']})" if e.pull_request else "–"
+        pr = f"[#{e.pull_request.number}]({e.pull_request.url})" if e.pull_request else "–"
         gate = f"{ICON.get(e.gate_state, '')} {e.gate_state}: {e.gate_description}"
         held = f" (held: {e.held})" if e.held else ""
         lines.append(f"| `{e.name}` | `{short(e.pinned)}`{held} | {gate} | {pr} | `{short(e.last_success)}` |")

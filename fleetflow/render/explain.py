@@ -5,11 +5,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from pydantic import Field
+
 from fleetflow.errors import Problems
 from fleetflow.model.controlplane import ControlPlane
 from fleetflow.render.composition import Composed, Composer, Provenance, Subject
 from fleetflow.render.inputs import config_sources
 from fleetflow.render.scheduling import Assignment, schedule
+from fleetflow.results import Result
 
 
 @dataclass
@@ -26,24 +29,60 @@ class Explanation:
         wanted = tuple(key.split("."))
         return [p for p in items if p.path[: len(wanted)] == wanted]
 
-    def to_json(self, key: str | None = None) -> dict[str, Any]:
-        return {
-            "assignment": self.assignment,
-            "policies": self.policies,
-            "sources": list(self.composed.sources),
-            "values": [
-                {
-                    "key": ".".join(p.path),
-                    "value": p.winner.value,
-                    "from": {"configMap": p.winner.source, **p.winner.location.to_json()},
-                    "overrode": [
-                        {"configMap": c.source, "value": c.value, **c.location.to_json()}
+    def result(self, key: str | None = None) -> ExplainResult:
+        """The explanation as ``fleetflow explain --format json`` prints it (only ``key`` and below, if given)."""
+        return ExplainResult(
+            assignment=self.assignment,
+            policies=self.policies,
+            sources=list(self.composed.sources),
+            values=[
+                ExplainedValue(
+                    key=".".join(p.path),
+                    value=p.winner.value,
+                    source=ValueSource(config_map=p.winner.source, **dict(p.winner.location)),
+                    overrode=[
+                        OverriddenValue(config_map=c.source, value=c.value, **dict(c.location))
                         for c in p.overridden
                     ],
-                }
+                )
                 for p in self.entries(key)
             ],
-        }
+        )
+
+
+class ValueSource(Result):
+    """Where a value is written: the ConfigMap, file, line and column."""
+
+    config_map: str
+    file: str
+    line: int | None = None
+    column: int | None = None
+
+
+class OverriddenValue(Result):
+    """A lower-precedence value that the winning one replaced."""
+
+    config_map: str
+    value: Any
+    file: str
+    line: int | None = None
+    column: int | None = None
+
+
+class ExplainedValue(Result):
+    key: str
+    value: Any
+    source: ValueSource = Field(serialization_alias="from")
+    overrode: list[OverriddenValue]
+
+
+class ExplainResult(Result):
+    """``fleetflow explain``'s result: every composed value, where it came from, and what it overrode."""
+
+    assignment: str
+    policies: list[str]
+    sources: list[str]
+    values: list[ExplainedValue]
 
 
 def explain_assignment(plane: ControlPlane, environment: str, assignment_id: str) -> Explanation:

@@ -12,6 +12,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from pydantic import Field
+
 from fleetflow import __version__
 from fleetflow.errors import InputError, Location, Problem, Problems
 from fleetflow.model.controlplane import ControlPlane
@@ -30,6 +32,7 @@ from fleetflow.render.inputs import config_sources, inline_schema, schema_source
 from fleetflow.render.scheduling import Assignment, Schedule, Target, schedule
 from fleetflow.render.templates import CompiledTemplate, TemplateEngine, TemplateRenderError, TemplateSource
 from fleetflow.render.validation import ConfigValidator, SchemaSource
+from fleetflow.results import Result
 
 ENGINE = f"fleetflow {__version__}"
 HASH_LENGTH = 32  # hex digits (128 bits) of sha256 kept in state.json: 100,000 lines are read on every render
@@ -45,32 +48,26 @@ class Meta:
     env_commit: str | None = None
 
 
-@dataclass
-class Changes:
-    added: list[str] = field(default_factory=list)
-    removed: list[str] = field(default_factory=list)
-    changed: list[str] = field(default_factory=list)
+class Changes(Result):
+    """What a render changes, by assignment id (``<clusterType>/<workload>-<target>``)."""
+
+    added: list[str] = Field(default_factory=list)
+    removed: list[str] = Field(default_factory=list)
+    changed: list[str] = Field(default_factory=list)
     unchanged: int = 0
-    config_keys: list[str] = field(default_factory=list)  # "configmap: KEY (added|changed|removed)"
-    held_back: list[str] = field(default_factory=list)
+    config_keys: list[str] = Field(default_factory=list)  # "configmap: KEY (added|changed|removed)"
+    held_back: list[str] = Field(default_factory=list)
 
     @property
     def empty(self) -> bool:
         return not (self.added or self.removed or self.changed)
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "added": self.added,
-            "removed": self.removed,
-            "changed": self.changed,
-            "unchanged": self.unchanged,
-            "configKeys": self.config_keys,
-            "heldBack": self.held_back,
-        }
-
 
 @dataclass
 class RenderResult:
+    """The rendered tree in memory (never printed as such: the CLI prints a ``RenderSummary`` of it). A plain
+    dataclass on purpose: it holds every file's bytes, and building it must cost nothing on the hot path."""
+
     environment: str
     state: RenderState
     files: dict[str, bytes]  # path (relative to the output root) -> bytes, for every assignment rendered now

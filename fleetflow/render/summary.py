@@ -3,8 +3,41 @@
 from __future__ import annotations
 
 from fleetflow.render.pipeline import Changes, RenderResult
+from fleetflow.results import Result
 
 MAX_LISTED = 20
+
+
+class RenderSummary(Result):
+    """``fleetflow render``'s result."""
+
+    environment: str
+    output: str
+    assignments: int
+    rendered: int
+    changes: Changes
+    written: list[str]
+    deleted: list[str]
+
+
+class PlanSummary(Result):
+    """``fleetflow plan``'s result: what render would change, and the unified diff."""
+
+    environment: str
+    changes: Changes
+    assignments: int
+    diff: str
+
+
+class ValidatedEnvironment(Result):
+    name: str
+    assignments: int
+
+
+class ValidateSummary(Result):
+    """``fleetflow validate``'s result: every environment checked, with its number of assignments."""
+
+    environments: list[ValidatedEnvironment]
 
 
 def _listing(title: str, items: list[str]) -> list[str]:
