@@ -11,15 +11,30 @@ JSON envelope; ``docs/design.md`` shows the same table):
 * 2 :attr:`ExitCode.USAGE`: :class:`UsageError`, the command line itself is wrong (a missing option, a bad
   value, an ``--environment`` that main does not define, a config file that is not right).
 * 3 :attr:`ExitCode.FORGE`: :class:`ForgeError` / :class:`GitError`, the forge or git failed after retries.
+
+The one way problems travel (the rule every module follows):
+
+1. Code that checks input takes a :class:`Problems` collector, named ``problems``, and adds to it; it returns
+   only its result, never ``(result, problems)`` tuples or ``result | list[Problem]`` unions.
+2. The stage that owns the collector (loading a control plane, a render, a gate decision, a promotion step) ends
+   with ``problems.raise_if_any()``: one :class:`InputError` carrying all of them. A problem that ends the stage
+   on its own is raised at once as the error of its class (``raise InputError(Problem(...))``,
+   ``raise UsageError("...")``); every error class takes a message, one problem, or many.
+3. A pydantic refusal becomes problems through :func:`validation_problems` (field path, the value given, where).
+4. Nobody catches ``Exception``: code catches what a library documents (``YAMLError``, ``ValidationError``,
+   ``OSError``, ``git.exc.GitError``, ``FleetflowError``...) and turns it into a problem. The only exceptions are
+   the places where a user's own code runs: a template's expressions (``render/templates.py``), a JSON schema
+   (``render/validation.py``) and YAML inside a config value (``render/composition.py``); each says so.
+5. Only ``fleetflow.cli.errors`` turns an error into output and an exit code.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from enum import IntEnum
 
-from pydantic import ConfigDict
+from pydantic import ConfigDict, ValidationError
 
 from fleetflow.results import Result
 
@@ -92,21 +107,25 @@ class FleetflowError(Exception):
 
     exit_code: ExitCode = ExitCode.REFUSED
 
+    def __init__(self, problems: str | Problem | Iterable[Problem]) -> None:
+        """A message, one problem, or every problem found (reported sorted by place, each once)."""
+        if isinstance(problems, str):
+            found = [Problem(problems)]
+        elif isinstance(problems, Problem):
+            found = [problems]
+        else:
+            found = sorted(set(problems), key=_problem_order)
+        self._problems = found
+        super().__init__("\n".join(str(p) for p in found))
+
     def problems(self) -> list[Problem]:
-        return [Problem(str(self))]
+        return list(self._problems)
 
 
 class InputError(FleetflowError):
     """The input is wrong. Carries every problem found, not just the first."""
 
     exit_code = ExitCode.REFUSED
-
-    def __init__(self, problems: Iterable[Problem]) -> None:
-        self._problems = sorted(set(problems), key=_problem_order)
-        super().__init__("\n".join(str(p) for p in self._problems))
-
-    def problems(self) -> list[Problem]:
-        return list(self._problems)
 
 
 class GateError(FleetflowError):
@@ -178,6 +197,46 @@ class Problems:
     def raise_if_any(self) -> None:
         if self.items:
             raise InputError(self.items)
+
+
+def validation_problems(
+    error: ValidationError,
+    where: Callable[..., Location],
+    *,
+    prefix: str = "",
+    path: tuple[str | int, ...] = (),
+    unknown_hint: str = "check the spelling (keys are camelCase)",
+    empty: str = "",
+) -> list[Problem]:
+    """One problem per pydantic error, the one way a model's refusal becomes problems: the field path (``path``
+    plus pydantic's), what is wrong (with the value given when it is a short scalar: ``got 'Like'``), where it is
+    (``where(*field path)``), and how to fix it."""
+    problems: list[Problem] = []
+    for item in error.errors():
+        loc: tuple[str | int, ...] = (*path, *item["loc"])
+        field_path = ".".join(str(p) for p in loc) or empty
+        kind = item["type"]
+        hint: str | None = None
+        if kind == "missing":
+            message, hint = "required field is missing", f"add {field_path}"
+        elif kind == "extra_forbidden":
+            message, hint = "unknown field", unknown_hint
+        else:
+            message = item["msg"].removeprefix("Value error, ")
+            if kind != "value_error":  # our own value errors already name the value
+                message += _got(item.get("input"))
+            if kind in ("literal_error", "enum"):
+                hint = "use one of the values listed"
+        problems.append(Problem(f"{prefix}{field_path}: {message}", where(*loc), hint))
+    return problems
+
+
+def _got(value: object) -> str:
+    """``, got 'Like'``: the value given, for a scalar short enough to quote (an enum typo names what was typed)."""
+    if value is None or isinstance(value, bool | int | float | str):
+        text = repr(value)
+        return f", got {text}" if len(text) <= 80 else f", got {text[:77]}..."
+    return ""
 
 
 def unknown_environment(name: str, known: Iterable[str]) -> UsageError:

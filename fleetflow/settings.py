@@ -18,50 +18,88 @@ Environment variables: ``FLEETFLOW_FORGE``, ``FLEETFLOW_CONTROL_PLANE`` (default
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Literal
 
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic.alias_generators import to_camel
 from ruamel.yaml import YAML
 from ruamel.yaml.error import YAMLError
 
-from fleetflow.errors import Location, Problem, UsageError
+from fleetflow.errors import Location, Problem, UsageError, validation_problems
+from fleetflow.model.documents import parse_documents
 
 DEFAULT_CONFIG = ".fleetflow.yaml"
+ForgeName = Literal["github", "local"]
+KNOWN_KEYS = "forge, controlPlane, github (apiUrl, appId, privateKeyFile), cacheDir"
 
 
-@dataclass(frozen=True)
-class Settings:
-    forge: str = "local"
+class _ConfigPart(BaseModel):
+    """The config file's own models: camelCase keys, and a key the model does not know is refused."""
+
+    model_config = ConfigDict(extra="forbid", alias_generator=to_camel, frozen=True)
+
+
+class GitHubConfig(_ConfigPart):
+    api_url: str | None = None
+    app_id: str | int | None = None
+    private_key_file: str | None = None
+
+
+class ConfigFile(_ConfigPart):
+    """``.fleetflow.yaml`` (or ``--config``/``$FLEETFLOW_CONFIG``). Never holds a token."""
+
+    forge: ForgeName | None = None
+    control_plane: str | None = None
+    github: GitHubConfig = Field(default_factory=GitHubConfig)
+    cache_dir: str | None = None
+
+
+class Settings(BaseModel):
+    """The settings a run uses, after flags, environment variables and the config file were combined."""
+
+    model_config = ConfigDict(frozen=True)
+
+    forge: ForgeName = "local"
     control_plane: str = ""
-    token: str | None = None
+    token: str | None = Field(default=None, repr=False)
     api_url: str = "https://api.github.com"
     app_id: str | None = None
-    app_private_key: str | None = None
+    app_private_key: str | None = Field(default=None, repr=False)
     cache_dir: Path = Path.home() / ".cache" / "fleetflow"
 
     def describe(self) -> str:
         return f"forge {self.forge}, control plane {self.control_plane or '(not set)'}"
 
 
-def _read_config(path: Path | None, explicit: bool) -> dict[str, Any]:
+def read_config(path: Path | None, explicit: bool) -> tuple[ConfigFile, Callable[..., Location]]:
+    """The config file as a model (an empty one when there is none), and where each of its keys is written.
+    Every problem is a UsageError (exit 2) with file:line."""
+    display = str(path)
     if path is None or not path.is_file():
         if explicit and path is not None:
             raise UsageError(f"config file not found: {path}")
-        return {}
+        return ConfigFile(), lambda *_: Location(display)
+    text = path.read_text(encoding="utf-8")
     try:
-        data = YAML(typ="safe").load(path.read_text(encoding="utf-8")) or {}
+        data = YAML(typ="safe").load(text)
     except YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
-        loc = Location(str(path), mark.line + 1 if mark else None)
-        raise UsageError(str(Problem("invalid YAML in the config file", loc, "fix the YAML syntax"))) from None
+        loc = Location(display, mark.line + 1 if mark else None)
+        raise UsageError(Problem("invalid YAML in the config file", loc, "fix the YAML syntax")) from None
+    documents, _ = parse_documents(text, display)
+    where = documents[0].where if documents else (lambda *_: Location(display))
+    if data is None:
+        return ConfigFile(), where
     if not isinstance(data, dict):
-        raise UsageError(f"{path}: the config file must be a mapping")
-    unknown = set(data) - {"forge", "controlPlane", "github", "cacheDir"}
-    if unknown:
-        raise UsageError(f"{path}: unknown keys {sorted(unknown)}; known: forge, controlPlane, github, cacheDir")
-    return data
+        raise UsageError(Problem("the config file must be a mapping", Location(display, 1), f"keys: {KNOWN_KEYS}"))
+    try:
+        return ConfigFile.model_validate(data), where
+    except ValidationError as exc:
+        raise UsageError(validation_problems(
+            exc, where, unknown_hint=f"known keys: {KNOWN_KEYS}; tokens come from $GITHUB_TOKEN, never from a file",
+        )) from None
 
 
 def load_settings(
@@ -75,37 +113,41 @@ def load_settings(
     env = os.environ if environ is None else environ
     explicit = config is not None or "FLEETFLOW_CONFIG" in env
     path = config or (Path(env["FLEETFLOW_CONFIG"]) if "FLEETFLOW_CONFIG" in env else Path(DEFAULT_CONFIG))
-    file = _read_config(path, explicit)
-    github = file.get("github") or {}
-    key_file = github.get("privateKeyFile")
+    file, where = read_config(path, explicit)
+    github = file.github
     private_key = env.get("FLEETFLOW_APP_PRIVATE_KEY")
-    if not private_key and key_file:
-        private_key = Path(os.path.expanduser(str(key_file))).read_text(encoding="utf-8")
-    chosen_forge = forge or env.get("FLEETFLOW_FORGE") or file.get("forge") or (
+    if not private_key and github.private_key_file:
+        key_path = Path(os.path.expanduser(github.private_key_file))
+        try:
+            private_key = key_path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            reason = exc.strerror if isinstance(exc, OSError) else "not UTF-8 text"
+            raise UsageError(Problem(
+                f"cannot read github.privateKeyFile {key_path}: {reason}",
+                where("github", "privateKeyFile"),
+                "point privateKeyFile at the GitHub App's PEM file, or set FLEETFLOW_APP_PRIVATE_KEY",
+            )) from None
+    chosen_forge = forge or env.get("FLEETFLOW_FORGE") or file.forge or (
         "github" if env.get("GITHUB_TOKEN") or env.get("FLEETFLOW_APP_ID") else "local"
     )
     if chosen_forge not in ("github", "local"):
         raise UsageError(f"unknown forge {chosen_forge!r}: use github or local")
-    cp = (
-        control_plane
-        or env.get("FLEETFLOW_CONTROL_PLANE")
-        or env.get("GITHUB_REPOSITORY")
-        or str(file.get("controlPlane") or "")
-    )
+    cp = control_plane or env.get("FLEETFLOW_CONTROL_PLANE") or env.get("GITHUB_REPOSITORY") or file.control_plane
     if not cp:
         raise UsageError(
             "no control-plane repo: pass --control-plane, set FLEETFLOW_CONTROL_PLANE (or GITHUB_REPOSITORY), "
             f"or write controlPlane: in {DEFAULT_CONFIG}"
         )
-    cache = env.get("FLEETFLOW_CACHE_DIR") or file.get("cacheDir")
+    cache = env.get("FLEETFLOW_CACHE_DIR") or file.cache_dir
     xdg = env.get("XDG_CACHE_HOME")
     default_cache = Path(xdg) / "fleetflow" if xdg else Path.home() / ".cache" / "fleetflow"
+    app_id = env.get("FLEETFLOW_APP_ID") or (str(github.app_id) if github.app_id not in (None, "") else None)
     return Settings(
         forge=chosen_forge,
         control_plane=cp,
         token=env.get("GITHUB_TOKEN") or None,
-        api_url=(env.get("GITHUB_API_URL") or github.get("apiUrl") or "https://api.github.com").rstrip("/"),
-        app_id=env.get("FLEETFLOW_APP_ID") or (str(github["appId"]) if github.get("appId") else None),
+        api_url=(env.get("GITHUB_API_URL") or github.api_url or "https://api.github.com").rstrip("/"),
+        app_id=app_id,
         app_private_key=private_key or None,
-        cache_dir=Path(os.path.expanduser(str(cache))) if cache else default_cache,
+        cache_dir=Path(os.path.expanduser(cache)) if cache else default_cache,
     )

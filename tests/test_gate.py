@@ -4,9 +4,14 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from fleetflow.errors import InputError, Problems
 from fleetflow.forge.base import CommitStatus
-from fleetflow.model.resources import RolloutPolicy
-from fleetflow.promotion.gate import GateDecision, evaluate, parse_duration
+from fleetflow.model.controlplane import Resource, build_resource
+from fleetflow.model.documents import parse_documents
+from fleetflow.model.durations import format_duration, parse_duration
+from fleetflow.model.resources import EnvironmentSpec, RolloutPolicy
+from fleetflow.promotion.context import chain_order
+from fleetflow.promotion.gate import GateDecision, evaluate
 from fleetflow.promotion.pin import read_pin, write_pin
 from fleetflow.render.incremental import ExpectedCluster
 
@@ -65,8 +70,8 @@ def test_min_clusters_without_inventory() -> None:
 
 
 def test_zero_expected_is_a_configuration_error_unless_allowed() -> None:
-    result = evaluate(RolloutPolicy(), [], {}, T0, T0)
-    assert isinstance(result, list) and "zero clusters" in result[0].message
+    with pytest.raises(InputError, match="zero clusters"):
+        evaluate(RolloutPolicy(), [], {}, T0, T0)
     allowed = evaluate(RolloutPolicy(allow_empty=True), [], {}, T0, T0)
     assert isinstance(allowed, GateDecision) and allowed.state == "success"
 
@@ -76,8 +81,8 @@ def test_context_pattern_for_clusters_without_status_context() -> None:
     result = evaluate(policy, [ExpectedCluster("c", "ct", None)], {"flux/c": st("flux/c", "success")}, T0,
                       T0 + timedelta(minutes=1))
     assert isinstance(result, GateDecision) and result.state == "success"
-    missing = evaluate(RolloutPolicy(), [ExpectedCluster("c", "ct", None)], {}, T0, T0)
-    assert isinstance(missing, list) and "no statusContext" in missing[0].message
+    with pytest.raises(InputError, match="no statusContext"):
+        evaluate(RolloutPolicy(), [ExpectedCluster("c", "ct", None)], {}, T0, T0)
 
 
 @pytest.mark.parametrize(("text", "seconds"), [("90", 90), ("90s", 90), ("2m", 120), ("1h30m", 5400), (45, 45)])
@@ -100,3 +105,41 @@ def test_pin_roundtrip_keeps_comments() -> None:
     released = write_pin(new, commit="ghi", repo="r", hold=None)
     assert read_pin(released).hold is None and "annotations" not in released
     assert read_pin(write_pin(None, commit="x", repo="r", hold=None)).commit == "x"
+
+
+def test_durations_are_parsed_once_into_timedelta() -> None:
+    policy = RolloutPolicy.model_validate({"soakTime": "15m", "timeout": 5400})
+    assert policy.soak_time == timedelta(minutes=15) and policy.timeout == timedelta(hours=1, minutes=30)
+    assert RolloutPolicy().timeout == timedelta(minutes=30) and RolloutPolicy().soak_time == timedelta(0)
+    assert [format_duration(parse_duration(t)) for t in ("90s", "15m", "1h30m", "0", 3600)] == [
+        "1m30s", "15m", "1h30m", "0s", "1h"]
+    with pytest.raises(ValueError, match="invalid duration 'soon'"):
+        RolloutPolicy.model_validate({"soakTime": "soon"})
+
+
+def _envs(chain: dict[str, list[str]]) -> dict[str, Resource[EnvironmentSpec]]:
+    docs = "---\n".join(f"apiVersion: fleetflow.dev/v1alpha1\nkind: Environment\nmetadata:\n  name: {name}\n"
+                        f"spec:\n  after: {after}\n" for name, after in chain.items())
+    documents, problems = parse_documents(docs, "envs.yaml")
+    assert not problems
+    collected = Problems()
+    built = [build_resource(d, "main", collected) for d in documents]
+    assert not collected
+    return {r.name: r for r in built if r is not None}
+
+
+def test_chain_order_is_topological_by_steps_and_names() -> None:
+    """graphlib.TopologicalSorter: every environment after all of its upstreams; one step's ready ones by name."""
+    envs = _envs({"prod": ["qa"], "qa": ["dev"], "dev": [], "dr": ["prod", "qa"], "canary": []})
+    assert chain_order(envs) == ["canary", "dev", "qa", "prod", "dr"]
+
+
+def test_a_cycle_in_the_chain_is_one_clear_problem() -> None:
+    envs = _envs({"dev": ["prod"], "qa": ["dev"], "prod": ["qa"], "sandbox": []})
+    with pytest.raises(InputError) as raised:
+        chain_order(envs)
+    [problem] = raised.value.problems()
+    assert problem.message == (
+        "Environment chain has a cycle: dev -> qa -> prod -> dev (each comes after the one before it)"
+    )
+    assert problem.location is not None and problem.location.file == "envs.yaml" and problem.location.line == 6

@@ -1,8 +1,12 @@
 from __future__ import annotations
 
+import io
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from ruamel.yaml import YAML
 
 from fleetflow.errors import UsageError
 from fleetflow.settings import load_settings
@@ -38,8 +42,11 @@ def test_app_key_from_file(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     ("text", "message"),
-    [("forge: [\n", "invalid YAML"), ("- a\n", "must be a mapping"), ("controlPlane: x\ntoken: y\n", "unknown keys"),
-     ("forge: gitlab\ncontrolPlane: x\n", "unknown forge")],
+    [("forge: [\n", "invalid YAML"), ("- a\n", "must be a mapping"),
+     ("controlPlane: x\ntoken: y\n", r"c.yaml:2:\d+: token: unknown field \(hint: known keys: forge, controlPlane"),
+     ("forge: gitlab\ncontrolPlane: x\n", r"c.yaml:1:\d+: forge: Input should be 'github' or 'local', got 'gitlab'"),
+     ("github:\n  apiUrl: x\n  appid: 1\n", r"c.yaml:3:\d+: github.appid: unknown field"),
+     ("github: [1]\n", r"github: Input should be a valid dictionary")],
 )
 def test_bad_config_is_a_usage_error(tmp_path: Path, text: str, message: str) -> None:
     config = tmp_path / "c.yaml"
@@ -57,3 +64,42 @@ def test_no_control_plane(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> No
     monkeypatch.chdir(tmp_path)
     with pytest.raises(UsageError, match="no control-plane repo"):
         load_settings(environ={})
+
+
+def test_unreadable_private_key_file_is_a_usage_error_at_its_line(tmp_path: Path) -> None:
+    config = tmp_path / "c.yaml"
+    config.write_text(f"controlPlane: o/r\ngithub:\n  appId: 42\n  privateKeyFile: {tmp_path / 'nope.pem'}\n")
+    with pytest.raises(UsageError, match=r"c.yaml:4:\d+: cannot read github.privateKeyFile .*nope.pem"):
+        load_settings(config=config, environ={})
+
+
+def test_settings_are_a_model_that_keeps_secrets_out_of_its_repr() -> None:
+    s = load_settings(environ={"GITHUB_REPOSITORY": "o/r", "GITHUB_TOKEN": "secret-token"})
+    assert s.token == "secret-token" and "secret-token" not in repr(s)
+
+
+YAML_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=10),
+    lambda children: st.lists(children, max_size=3) | st.dictionaries(
+        st.sampled_from(["forge", "controlPlane", "github", "cacheDir", "apiUrl", "appId", "privateKeyFile", "x"]),
+        children, max_size=4),
+    max_leaves=10,
+)
+
+
+@given(data=YAML_VALUES, raw=st.none() | st.text(max_size=40))
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+def test_any_config_file_gives_settings_or_a_usage_error(tmp_path: Path, data: object, raw: str | None) -> None:
+    """hypothesis: whatever the config file holds, load_settings returns settings or raises UsageError (exit 2)
+    naming the file, never another exception."""
+    config = tmp_path / "c.yaml"
+    if raw is not None:
+        config.write_text(raw, encoding="utf-8")
+    else:
+        buffer = io.StringIO()
+        YAML(typ="safe", pure=True).dump(data, buffer)
+        config.write_text(buffer.getvalue(), encoding="utf-8")
+    try:
+        load_settings(config=config, environ={"FLEETFLOW_CONTROL_PLANE": "o/r"})
+    except UsageError as exc:
+        assert exc.problems() and all(str(p) for p in exc.problems())

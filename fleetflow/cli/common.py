@@ -78,12 +78,12 @@ def parse_cache() -> ParseCache | None:
 
 def head_commit(directory: Path) -> str | None:
     """The commit checked out in ``directory`` when it is the top of a git work tree, else None."""
-    try:
-        import git
+    import git
 
+    try:
         repo = git.Repo(directory, search_parent_directories=False)
         return str(repo.head.commit.hexsha)
-    except Exception:  # not a repo, no commits yet, git missing: the commit is simply unknown
+    except (git.exc.GitError, ValueError, OSError):  # not a repo, no commit yet: the commit is unknown
         return None
 
 

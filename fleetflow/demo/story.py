@@ -21,7 +21,6 @@ from pydantic import Field
 from fleetflow.clock import Clock
 from fleetflow.forge.git import GitRepos
 from fleetflow.forge.local import LocalForge
-from fleetflow.model.durations import parse_duration
 from fleetflow.promotion.check_rollout import RolloutOutcome, check_rollout
 from fleetflow.promotion.context import Context, head_branch, short
 from fleetflow.promotion.promote import promote_many
@@ -164,7 +163,7 @@ class Demo:
         self.say(f"   {env}: {len(state.clusters)} clusters report on {short(tip)}"
                  + (" (one reports a failure)" if fail else ""))
         envs = self.ctx.environments(state.main_commit or "")
-        soak = parse_duration(envs[env].spec.rollout.soak_time)
+        soak = envs[env].spec.rollout.soak_time
         self.clock.advance(soak + timedelta(seconds=1))
         result = check_rollout(self.ctx, env)
         for promoted in result.promoted:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+import jwt
 from github import Auth, GithubIntegration
 
 from fleetflow.errors import UsageError
@@ -99,7 +100,7 @@ def _app_auth(app_id: str | None, private_key: str | None) -> Auth.AppAuth:
     auth = Auth.AppAuth(app_id.strip(), private_key)
     try:
         auth.create_jwt()
-    except Exception as exc:  # cryptography/PyJWT raise ValueError, TypeError, InvalidKeyError... for a bad key
+    except (ValueError, TypeError, jwt.PyJWTError) as exc:  # what cryptography and PyJWT raise for a bad key
         raise UsageError(
             f"the GitHub App private key cannot sign a JWT ({type(exc).__name__}): give the app's PEM private key "
             "(-----BEGIN RSA PRIVATE KEY----- ...) in FLEETFLOW_APP_PRIVATE_KEY or github.privateKeyFile"

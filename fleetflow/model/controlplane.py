@@ -13,7 +13,7 @@ from typing import Any, Generic, TypeVar
 
 from pydantic import Field, ValidationError
 
-from fleetflow.errors import Location, Problem, Problems
+from fleetflow.errors import Location, Problem, Problems, validation_problems
 from fleetflow.model.documents import ACCEPTED_APIS, FLEETFLOW_API, Document, ParseCache, Tree, read_tree
 from fleetflow.model.resources import (
     KIND_ORIGINS,
@@ -207,42 +207,13 @@ def build_resource(doc: Document, origin: str, problems: Problems) -> Resource[A
     try:
         spec = model.model_validate(raw_spec)
     except ValidationError as exc:
-        for error in exc.errors():
-            loc = tuple(error["loc"])
-            field_path = ".".join(str(p) for p in (*spec_path, *loc)) or kind
-            message = error["msg"].removeprefix("Value error, ")
-            if error["type"] == "missing":
-                message = "required field is missing"
-            elif error["type"] == "extra_forbidden":
-                message = "unknown field"
-            else:
-                message += _got(error.get("input"))
-            problems.add(
-                f"{kind} {name or '?'}: {field_path}: {message}",
-                doc.where(*spec_path, *loc),
-                _hint_for(error["type"], field_path),
-            )
+        problems.extend(validation_problems(
+            exc, doc.where, prefix=f"{kind} {name or '?'}: ", path=spec_path, empty=kind,
+            unknown_hint="check the spelling against DESIGN.md §2 (fields are camelCase)",
+        ))
     if len(problems) > before:
         return None
     return Resource(kind, name, labels, annotations, spec, doc, origin)
-
-
-def _got(value: object) -> str:
-    """``, got 'Like'``: the value given, for a scalar short enough to quote (an enum typo names what was typed)."""
-    if value is None or isinstance(value, bool | int | float | str):
-        text = repr(value)
-        return f", got {text}" if len(text) <= 80 else f", got {text[:77]}..."
-    return ""
-
-
-def _hint_for(error_type: str, field_path: str) -> str | None:
-    if error_type == "extra_forbidden":
-        return "check the spelling against DESIGN.md §2 (fields are camelCase)"
-    if error_type == "missing":
-        return f"add {field_path}"
-    if error_type == "literal_error":
-        return "use one of the values listed"
-    return None
 
 
 def _add(plane: ControlPlane, res: Resource[Any], problems: Problems) -> None:

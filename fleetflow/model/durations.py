@@ -1,4 +1,8 @@
-"""Durations as people write them in YAML: ``90``, ``90s``, ``15m``, ``1h30m``."""
+"""Durations as people write them in YAML: ``90``, ``90s``, ``15m``, ``1h30m``.
+
+They are parsed once, when a resource is read (``RolloutPolicy.soak_time`` and ``timeout`` are ``timedelta``
+fields), and shown back with :func:`format_duration`.
+"""
 
 from __future__ import annotations
 
@@ -20,3 +24,12 @@ def parse_duration(value: str | int) -> timedelta:
         raise ValueError(f"invalid duration {value!r}: use e.g. 90s, 15m, 1h30m")
     hours, minutes, seconds = (int(g) if g else 0 for g in match.groups())
     return timedelta(hours=hours, minutes=minutes, seconds=seconds)
+
+
+def format_duration(value: timedelta) -> str:
+    """``timedelta`` → ``1h30m``, ``15m``, ``90s`` → ``1m30s``, zero → ``0s`` (the form ``parse_duration`` reads)."""
+    total = int(value.total_seconds())
+    hours, rest = divmod(total, 3600)
+    minutes, seconds = divmod(rest, 60)
+    text = (f"{hours}h" if hours else "") + (f"{minutes}m" if minutes else "") + (f"{seconds}s" if seconds else "")
+    return text or "0s"

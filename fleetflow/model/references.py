@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from graphlib import CycleError, TopologicalSorter
 from typing import Any
 
 from fleetflow.errors import Problems
 from fleetflow.model.controlplane import ControlPlane, Resource
-from fleetflow.model.resources import TEMPLATE_ROLES
+from fleetflow.model.resources import TEMPLATE_ROLES, EnvironmentSpec
 
 
 def check_references(plane: ControlPlane, environment: str | None, problems: Problems) -> None:
@@ -53,6 +55,31 @@ def check_references(plane: ControlPlane, environment: str | None, problems: Pro
                 )
 
 
+def environment_order(envs: Mapping[str, Resource[EnvironmentSpec]], problems: Problems) -> list[str]:
+    """Environments in promotion order: every environment after all of its ``after`` (``graphlib``), and the
+    environments that become ready at the same step by name. A cycle is a problem (then the order is by name)."""
+    graph = {name: sorted(u for u in env.spec.after if u in envs) for name, env in envs.items()}
+    sorter = TopologicalSorter(graph)
+    try:
+        sorter.prepare()
+    except CycleError as exc:
+        cycle: list[str] = list(exc.args[1][:-1])  # each comes before the next, and the last before the first
+        start = cycle.index(min(cycle))
+        cycle = cycle[start:] + cycle[:start]
+        problems.add(
+            f"Environment chain has a cycle: {' -> '.join([*cycle, cycle[0]])} (each comes after the one before it)",
+            envs[cycle[0]].where("spec", "after"),
+            "an environment cannot (indirectly) come after itself",
+        )
+        return sorted(envs)
+    order: list[str] = []
+    while sorter.is_active():
+        ready = sorted(sorter.get_ready())
+        order.extend(ready)
+        sorter.done(*ready)
+    return order
+
+
 def _check_environments(plane: ControlPlane, environment: str | None, problems: Problems) -> None:
     envs = plane.environments
     for name, env in sorted(envs.items()):
@@ -63,30 +90,7 @@ def _check_environments(plane: ControlPlane, environment: str | None, problems: 
                     env.where("spec", "after", i),
                     "known environments: " + ", ".join(sorted(envs)),
                 )
-    # cycles: depth-first search over `after`
-    state: dict[str, int] = {}
-
-    def visit(name: str, path: list[str]) -> None:
-        state[name] = 1
-        for upstream in envs[name].spec.after:
-            if upstream not in envs:
-                continue
-            if state.get(upstream) == 1:
-                cycle = (
-                    " -> ".join([*path[path.index(upstream) :], upstream]) if upstream in path else upstream
-                )
-                problems.add(
-                    f"Environment chain has a cycle: {cycle}",
-                    envs[name].where("spec", "after"),
-                    "an environment cannot (indirectly) come after itself",
-                )
-            elif upstream not in state:
-                visit(upstream, [*path, upstream])
-        state[name] = 2
-
-    for name in sorted(envs):
-        if name not in state:
-            visit(name, [name])
+    environment_order(envs, problems)  # reports a cycle
     if environment is not None and envs and environment not in envs:
         problems.add(
             f"unknown environment {environment!r}",

@@ -7,6 +7,7 @@ Field names are camelCase in YAML (as Kalypso), snake_case in Python. Unknown fi
 from __future__ import annotations
 
 import re
+from datetime import timedelta
 from typing import Any, Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -67,15 +68,19 @@ class ClusterTypeSelector(Spec):
 class RolloutPolicy(Spec):
     min_clusters: int | None = Field(default=None, ge=0)
     context_pattern: str | None = None
-    soak_time: str | int = 0
-    timeout: str | int = "30m"
+    soak_time: timedelta = timedelta(0)
+    timeout: timedelta = timedelta(minutes=30)
     allow_empty: bool = False
 
-    @field_validator("soak_time", "timeout")
+    @field_validator("soak_time", "timeout", mode="before")
     @classmethod
-    def _duration(cls, value: str | int) -> str | int:
-        parse_duration(value)
-        return value
+    def _duration(cls, value: object) -> timedelta:
+        """Parsed once, here: ``90``, ``"90s"``, ``"15m"``, ``"1h30m"``."""
+        if isinstance(value, timedelta):
+            return value
+        if isinstance(value, bool) or not isinstance(value, str | int):
+            raise ValueError(f"a duration is a number of seconds or a text like 90s, 15m, 1h30m, got {value!r}")
+        return parse_duration(value)
 
 
 class PullRequestPolicy(Spec):

@@ -16,6 +16,7 @@ from fleetflow.forge.git import GitRepos
 from fleetflow.forge.registrations import RegistrationFetcher
 from fleetflow.model.controlplane import ControlPlane, Resource, build_resource, load_control_plane
 from fleetflow.model.documents import ParseCache, Tree, read_tree
+from fleetflow.model.references import environment_order
 from fleetflow.model.resources import EnvironmentSpec
 from fleetflow.promotion.pin import PIN_FILE, Pin, read_pin
 
@@ -199,18 +200,8 @@ def pinned(ctx: Context, environment: str, *, required: bool) -> Pinned | None:
 
 
 def chain_order(envs: dict[str, Resource[EnvironmentSpec]]) -> list[str]:
-    """Environments in promotion order (upstreams first), ties by name."""
-    order: list[str] = []
-    seen: set[str] = set()
-
-    def visit(name: str) -> None:
-        if name in seen or name not in envs:
-            return
-        seen.add(name)
-        for upstream in sorted(envs[name].spec.after):
-            visit(upstream)
-        order.append(name)
-
-    for name in sorted(envs):
-        visit(name)
+    """Environments in promotion order (upstreams first, ties by name); InputError on a cycle."""
+    problems = Problems()
+    order = environment_order(envs, problems)
+    problems.raise_if_any()
     return order

@@ -15,9 +15,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Literal
 
-from fleetflow.errors import Problem
+from fleetflow.errors import InputError, Problem, Problems
 from fleetflow.forge.base import STATUS_DESCRIPTION_LIMIT, CommitStatus
-from fleetflow.model.durations import parse_duration
+from fleetflow.model.durations import format_duration
 from fleetflow.model.resources import RolloutPolicy
 from fleetflow.render.incremental import ExpectedCluster
 
@@ -46,11 +46,10 @@ class GateDecision:
         return text if len(text) <= STATUS_DESCRIPTION_LIMIT else text[: STATUS_DESCRIPTION_LIMIT - 1] + "…"
 
 
-def reporters(policy: RolloutPolicy, clusters: Sequence[ExpectedCluster]) -> tuple[list[Reporter], list[Problem]]:
+def reporters(policy: RolloutPolicy, clusters: Sequence[ExpectedCluster], problems: Problems) -> list[Reporter]:
     """The contexts to wait for, from the inventory. Clusters with neither a statusContext nor a contextPattern
     to derive one from are configuration problems."""
     found: list[Reporter] = []
-    problems: list[Problem] = []
     for cluster in clusters:
         if cluster.status_context:
             found.append(Reporter(cluster.name, cluster.status_context))
@@ -60,15 +59,13 @@ def reporters(policy: RolloutPolicy, clusters: Sequence[ExpectedCluster]) -> tup
             )
             found.append(Reporter(cluster.name, context))
         else:
-            problems.append(
-                Problem(
-                    f"Cluster {cluster.name} has no statusContext",
-                    None,
-                    "set spec.statusContext on the Cluster, or rollout.contextPattern (e.g. flux/{cluster}) "
-                    "on the Environment",
-                )
+            problems.add(
+                f"Cluster {cluster.name} has no statusContext",
+                None,
+                "set spec.statusContext on the Cluster, or rollout.contextPattern (e.g. flux/{cluster}) "
+                "on the Environment",
             )
-    return found, problems
+    return found
 
 
 def evaluate(
@@ -77,24 +74,21 @@ def evaluate(
     statuses: Mapping[str, CommitStatus],
     started: datetime,
     now: datetime,
-) -> GateDecision | list[Problem]:
-    """Decide the gate. Returns the problems instead when the gate is misconfigured."""
-    soak = parse_duration(policy.soak_time)
-    timeout = parse_duration(policy.timeout)
-    expected, problems = reporters(policy, clusters)
-    if problems:
-        return problems
+) -> GateDecision:
+    """Decide the gate. Raises InputError when the gate is misconfigured (with every problem)."""
+    soak, timeout = policy.soak_time, policy.timeout
+    problems = Problems()
+    expected = reporters(policy, clusters, problems)
+    problems.raise_if_any()
     if not expected and policy.min_clusters is None:
         if policy.allow_empty:
             return GateDecision("success", "rolled out: no clusters expected (allowEmpty)", 0)
-        return [
-            Problem(
-                "the gate expects zero clusters: no Cluster of this environment runs an assigned cluster type",
-                None,
-                "add Cluster resources (with statusContext) to the environment branch, set rollout.minClusters, "
-                "or set rollout.allowEmpty: true",
-            )
-        ]
+        raise InputError(Problem(
+            "the gate expects zero clusters: no Cluster of this environment runs an assigned cluster type",
+            None,
+            "add Cluster resources (with statusContext) to the environment branch, set rollout.minClusters, "
+            "or set rollout.allowEmpty: true",
+        ))
     if expected:
         watched = {r.context: r.cluster for r in expected}
     else:  # no inventory: every context matching the pattern counts
@@ -134,7 +128,7 @@ def evaluate(
     if now - started >= timeout:
         decision.state = "failure"
         missing = ", ".join(decision.missing) or f"{required - len(decision.succeeded)} more"
-        decision.description = f"timed out after {policy.timeout}: {count}; missing: {missing}"
+        decision.description = f"timed out after {format_duration(timeout)}: {count}; missing: {missing}"
         return decision
     decision.description = f"rolling out: {count}"
     return decision

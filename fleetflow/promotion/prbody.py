@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from fleetflow.forge.base import PR_MARKER
+from fleetflow.model.durations import format_duration
 from fleetflow.model.resources import RolloutPolicy
 from fleetflow.render.incremental import ExpectedCluster
 from fleetflow.render.pipeline import Changes
@@ -82,9 +83,10 @@ def body(facts: PullRequestFacts) -> str:
         "### Gate plan",
         "",
         f"Merging this PR approves the rollout. The clusters reconcile the merge commit; the gate waits for "
-        f"{expected} to report success ({gate_clusters}), soaks {policy.soak_time or '0s'}, and fails after "
-        f"{policy.timeout} or on the first failure. On success `fleetflow/{facts.environment}` turns green on "
-        f"`{facts.main_commit[:12]}` and the same commit is promoted to: {nxt}.",
+        f"{expected} to report success ({gate_clusters}), soaks {format_duration(policy.soak_time)}, and fails "
+        f"after {format_duration(policy.timeout)} or on the first failure. On success "
+        f"`fleetflow/{facts.environment}` turns green on `{facts.main_commit[:12]}` and the same commit is "
+        f"promoted to: {nxt}.",
         "",
     ]
     text = "\n".join(head + lists + gate)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pydantic import Field, computed_field
 
+from fleetflow.errors import FleetflowError
 from fleetflow.promotion.context import Context, chain_order, head_branch, short, status_context
 from fleetflow.promotion.pin import PIN_FILE, read_pin
 from fleetflow.promotion.schedule import PullRequestLink
@@ -66,7 +67,7 @@ def fleet_status(ctx: Context, history: int = 3) -> list[EnvironmentStatus]:
             entry.last_success = _previous_success(ctx, name, env_sha, pin.commit, history)
         try:
             plane = ctx.plane(pin.commit, branch, env_sha)
-        except Exception as exc:  # a broken branch still gets a status line
+        except FleetflowError as exc:  # a broken branch (bad input, git failure) still gets a status line
             entry.gate_description += f" (cannot read {branch}: {str(exc).splitlines()[0]})"
             continue
         gitops = plane.gitops_repo()

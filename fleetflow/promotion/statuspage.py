@@ -18,7 +18,7 @@ from typing import Any
 from fleetflow.delivery.chain import layout
 from fleetflow.delivery.metrics import MetricsReport, compute, human_duration, rows
 from fleetflow.delivery.records import Promotion
-from fleetflow.errors import GitError, InputError
+from fleetflow.errors import GitError, InputError, Problems
 from fleetflow.forge.base import CommitStatus
 from fleetflow.forge.git import CommitInfo
 from fleetflow.promotion.check_rollout import _merge_latest, _state_at
@@ -71,7 +71,7 @@ def gate_clusters(ctx: Context, environment: str) -> GateClusters | None:
     if carrier != tip:
         groups.insert(0, ctx.forge.statuses(at.gitops_repo, carrier))
     latest = _merge_latest(*groups)
-    expected, _problems = reporters(at.env_at_pin.spec.rollout, state.clusters)
+    expected = reporters(at.env_at_pin.spec.rollout, state.clusters, Problems())  # the gate reports them
     types = {c.name: c.cluster_type for c in state.clusters}
     by_type: dict[str, dict[str, Any]] = {}
     succeeded = 0

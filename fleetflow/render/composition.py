@@ -182,7 +182,7 @@ def _parse_value(yaml: YAML, text: str) -> Any:
         return text
     try:
         parsed = yaml.load(text)
-    except Exception:  # not YAML: a plain string value
+    except Exception:  # user text, any parser error: then it is a plain string value (errors.py, rule 4)
         return text
     if isinstance(parsed, Mapping | list):
         return _plain(parsed)
