@@ -92,3 +92,14 @@ def check_environment(plane: ControlPlane, environment: str) -> None:
     usage error as ``promote``'s."""
     if plane.environments and environment not in plane.environments:
         raise unknown_environment(environment, plane.environments)
+
+
+def head_branch_name(directory: Path) -> str | None:
+    """The branch checked out in ``directory`` when it is the top of a git work tree, else None."""
+    try:
+        import git
+
+        repo = git.Repo(directory, search_parent_directories=False)
+        return None if repo.head.is_detached else str(repo.active_branch.name)
+    except Exception:  # not a repo, no commits yet, git missing: the branch is simply unknown
+        return None

@@ -67,6 +67,8 @@ def render(
         result = render_environment(
             plane, environment, previous=previous, meta=meta, keep_last_good=keep_last_good, reuse=not full
         )
+        for item in result.warnings:
+            reply.warn(item)
         reply.written = (
             f"The render stopped while writing {output}: each file written is whole, and state.json was not "
             "updated, so the next render finishes the job."

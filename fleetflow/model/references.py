@@ -2,17 +2,24 @@
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Mapping
 from graphlib import CycleError, TopologicalSorter
 from typing import Any
 
-from fleetflow.errors import Problems
+from fleetflow.errors import Location, Problems
 from fleetflow.model.controlplane import ControlPlane, Resource
 from fleetflow.model.resources import TEMPLATE_ROLES, EnvironmentSpec
 
 
-def check_references(plane: ControlPlane, environment: str | None, problems: Problems) -> None:
-    """Templates of cluster types, cluster types of clusters, environment chain, singletons."""
+def check_references(
+    plane: ControlPlane, environment: str | None, problems: Problems, warnings: Problems | None = None
+) -> None:
+    """Templates of cluster types, cluster types of clusters, environment chain, singletons.
+
+    Deployment targets naming an environment main does not define are ``warnings``: per the contract, targets
+    of other environments do not take part, so an app team preparing ``staging`` stops nobody's render.
+    """
     for name, ct in sorted(plane.cluster_types.items()):
         for role in TEMPLATE_ROLES:
             ref = getattr(ct.spec, role.attribute)
@@ -42,7 +49,7 @@ def check_references(plane: ControlPlane, environment: str | None, problems: Pro
                 cluster.where("spec", "clusterType"),
                 "name a ClusterType defined on this environment branch",
             )
-    _check_environments(plane, environment, problems)
+    _check_environments(plane, environment, problems, warnings if warnings is not None else Problems())
     singletons: list[tuple[str, list[Resource[Any]]]] = [
         ("GitOpsRepo", list(plane.gitops_repos.values())),
         ("BaseRepo", list(plane.base_repos.values())),
@@ -80,7 +87,9 @@ def environment_order(envs: Mapping[str, Resource[EnvironmentSpec]], problems: P
     return order
 
 
-def _check_environments(plane: ControlPlane, environment: str | None, problems: Problems) -> None:
+def _check_environments(
+    plane: ControlPlane, environment: str | None, problems: Problems, warnings: Problems
+) -> None:
     envs = plane.environments
     for name, env in sorted(envs.items()):
         for i, upstream in enumerate(env.spec.after):
@@ -101,8 +110,77 @@ def _check_environments(plane: ControlPlane, environment: str | None, problems: 
         for wl_name, wl in sorted(plane.workloads.items()):
             for i, dt in enumerate(wl.spec.deployment_targets):
                 if dt.environment not in envs:
-                    problems.add(
-                        f"workload {wl_name}: target {dt.name} names unknown environment {dt.environment!r}",
+                    close = difflib.get_close_matches(dt.environment, sorted(envs), n=1)
+                    warnings.add(
+                        f"workload {wl_name}: target {dt.name} names environment {dt.environment!r}, which main "
+                        "does not define; the target takes part in no render until it does",
                         wl.where("spec", "deploymentTargets", i, "environment"),
-                        "known environments: " + ", ".join(sorted(envs)),
+                        (f"did you mean {close[0]!r}? " if close else "")
+                        + "known environments: " + ", ".join(sorted(envs)),
                     )
+
+
+def check_tree_belongs(
+    plane: ControlPlane, environment: str, problems: Problems, *, checked_out_branch: str | None = None
+) -> None:
+    """The environment-branch tree must be ``environment``'s, not another environment's.
+
+    Evidence, as found in the tree: the ``GitOpsRepo``'s name (fleetflow names it after its environment) and its
+    ``branch`` (the GitOps branch, by default the environment's name), and the branch checked out in the tree when
+    it is a git work tree (an ``Environment``'s ``branch``). Evidence naming another defined environment, and
+    none naming this one, is an error: rendering ``--env envs/qa --environment dev`` would put qa's clusters
+    into dev's state.
+    """
+    envs = plane.environments
+    if environment not in envs:
+        return
+    mine = {environment, _branch(envs[environment])}
+    evidence: list[tuple[str, str, Location | None]] = []  # (environment it names, what, where)
+    branch_owner = {_branch(env): name for name, env in envs.items()}
+    gitops = plane.gitops_repo()
+    if gitops is not None:
+        evidence.append((gitops.name, f"GitOpsRepo {gitops.name!r}", gitops.where("metadata", "name")))
+        if gitops.spec.branch:
+            evidence.append((gitops.spec.branch, f"GitOpsRepo branch {gitops.spec.branch!r}",
+                             gitops.where("spec", "branch")))
+    if checked_out_branch:
+        owner = branch_owner.get(checked_out_branch, checked_out_branch)
+        evidence.append((owner, f"checked-out branch {checked_out_branch!r}", None))
+    if any(named in mine for named, _, _ in evidence):
+        return
+    for named, what, where in evidence:
+        if named in envs and named not in mine:
+            problems.add(
+                f"this environment tree belongs to environment {named!r} ({what}), not {environment!r}",
+                where,
+                f"pass --environment {named}, or --env a checkout of branch "
+                f"{_branch(envs[environment])!r}",
+            )
+            return
+
+
+def _branch(env: Resource[EnvironmentSpec]) -> str:
+    spec = env.spec
+    return spec.branch or (spec.control_plane.branch if spec.control_plane else None) or env.name
+
+
+def check_trees_not_empty(plane: ControlPlane, main_label: str, env_label: str, problems: Problems) -> None:
+    """An empty tree is a wrong path, not an empty fleet: say so instead of "ok: 0 assignments"."""
+    origins: set[str] = set()
+    for table in (plane.environments, plane.templates, plane.workloads, plane.registrations, plane.config_schemas,
+                  plane.cluster_types, plane.clusters, plane.policies, plane.config_maps, plane.gitops_repos,
+                  plane.base_repos):
+        origins.update(res.origin for res in table.values())
+    if "main" not in origins:
+        problems.add(
+            f"no fleetflow resource under {main_label}",
+            Location(main_label),
+            "--main must be a checkout of the control plane's main branch (Environments, Templates, Workloads)",
+        )
+    if "env" not in origins:
+        problems.add(
+            f"no fleetflow resource under {env_label}",
+            Location(env_label),
+            "--env must be a checkout of an environment branch (ClusterTypes, Clusters, ConfigMaps, "
+            "SchedulingPolicies, GitOpsRepo)",
+        )

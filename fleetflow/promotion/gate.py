@@ -68,6 +68,26 @@ def reporters(policy: RolloutPolicy, clusters: Sequence[ExpectedCluster], proble
     return found
 
 
+def configuration_problems(policy: RolloutPolicy, clusters: Sequence[ExpectedCluster]) -> list[Problem]:
+    """What makes the gate unable to decide, known before any rollout: clusters it cannot tell the context of,
+    and an empty expected set (no ``Cluster`` runs an assigned cluster type) without ``minClusters`` or
+    ``allowEmpty``. ``validate`` reports these up front; ``evaluate`` refuses with them."""
+    found = Problems()
+    expected = reporters(policy, clusters, found)
+    if found:
+        return list(found)
+    if not expected and policy.min_clusters is None and not policy.allow_empty:
+        return [
+            Problem(
+                "the gate expects zero clusters: no Cluster of this environment runs an assigned cluster type",
+                None,
+                "add Cluster resources (with statusContext) to the environment branch, set rollout.minClusters, "
+                "or set rollout.allowEmpty: true",
+            )
+        ]
+    return []
+
+
 def evaluate(
     policy: RolloutPolicy,
     clusters: Sequence[ExpectedCluster],

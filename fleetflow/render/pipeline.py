@@ -17,7 +17,7 @@ from pydantic import Field
 from fleetflow import __version__
 from fleetflow.errors import InputError, Location, Problem, Problems
 from fleetflow.model.controlplane import ControlPlane
-from fleetflow.model.references import check_references
+from fleetflow.model.references import check_references, check_tree_belongs
 from fleetflow.model.resources import TEMPLATE_ROLES
 from fleetflow.render.canonical import canonical_json
 from fleetflow.render.composition import Composed, Composer, Subject, applies
@@ -30,6 +30,7 @@ from fleetflow.render.incremental import (
 )
 from fleetflow.render.inputs import config_sources, inline_schema, schema_sources
 from fleetflow.render.scheduling import Assignment, Schedule, Target, schedule
+from fleetflow.render.selection import selection_warnings
 from fleetflow.render.templates import CompiledTemplate, TemplateEngine, TemplateRenderError, TemplateSource
 from fleetflow.render.validation import ConfigValidator, SchemaSource
 from fleetflow.results import Result
@@ -46,6 +47,7 @@ class Meta:
 
     main_commit: str | None = None
     env_commit: str | None = None
+    env_branch: str | None = None  # the branch checked out in the environment tree, when known
 
 
 class Changes(Result):
@@ -78,6 +80,9 @@ class RenderResult:
     problems: list[Problem] = field(default_factory=list)  # held-back assignments (--keep-last-good)
     # per cluster type, the files of its status reporter (<clusterType>/_status/...), rendered on every run
     reporters: dict[str, bytes] = field(default_factory=dict)
+    # what does not stop the render but probably is a mistake (selectors selecting nothing, targets of
+    # environments main does not define, nothing scheduled); reported, and failing only under --strict
+    warnings: list[Problem] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -186,10 +191,21 @@ def render_environment(
     """
     meta = meta or Meta()
     problems = Problems()
-    check_references(plane, environment, problems)
+    warnings = Problems()
+    check_references(plane, environment, problems, warnings)
+    check_tree_belongs(plane, environment, problems, checked_out_branch=meta.env_branch)
     sources = config_sources(plane, problems)
     named_schemas = schema_sources(plane, problems)
     sched = schedule(plane, environment, problems)
+    if environment in plane.environments:
+        warnings.extend(selection_warnings(plane, environment, sched))
+        if not sched.assignments:
+            warnings.add(
+                f"environment {environment} schedules no assignment",
+                plane.environments[environment].location,
+                f"give a workload a deployment target with environment: {environment}, and a SchedulingPolicy "
+                "on the environment branch that selects it and a cluster type",
+            )
     compiled, fingerprints = _compile_templates(plane, templates or TemplateEngine(), problems)
     target_schemas = {tid: _target_schemas(t, named_schemas, problems) for tid, t in sched.targets.items()}
     problems.raise_if_any()
@@ -296,7 +312,9 @@ def render_environment(
     changes.held_back = sorted(failed)
     removed = sorted(set(previous.assignments) - set(states)) if previous is not None else []
     reporters = _render_reporters(plane, environment, sched, compiled, state.clusters)
-    return RenderResult(environment, state, files, rendered, removed, changes, sched, held, reporters)
+    return RenderResult(
+        environment, state, files, rendered, removed, changes, sched, held, reporters, list(warnings)
+    )
 
 
 def _render_assignment(
