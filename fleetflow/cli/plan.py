@@ -8,7 +8,9 @@ import click
 
 from fleetflow.cli.common import FORMAT, check_environment, head_commit, load, trees
 from fleetflow.cli.errors import handled
-from fleetflow.render.output import plan_diff, read_state
+from fleetflow.cli.render import foreign_lines
+from fleetflow.cli.terminal import TERMINAL
+from fleetflow.render.output import plan_diff, read_state, survey
 from fleetflow.render.pipeline import Meta, render_environment
 from fleetflow.render.summary import PlanSummary, changes_text, headline
 
@@ -39,15 +41,19 @@ def plan(
     fmt: str,
 ) -> None:
     """Show what `fleetflow render` would change in --output: assignments added, removed and changed,
-    config keys changed, and a unified diff. Nothing is written. Exit 0 when valid, 1 when not.
+    config keys changed, every file it would delete, the files it keeps because fleetflow did not write them,
+    and a unified diff. Nothing is written. Exit 0 when valid, 1 when not.
     """
     with handled(fmt) as reply:
-        plane = load(main_dir, env_dir)
+        plane = load(main_dir, env_dir, fmt)
         check_environment(plane, environment)
         previous, _ = read_state(output)
         meta = Meta(main_commit or head_commit(main_dir), env_commit or head_commit(env_dir))
-        result = render_environment(plane, environment, previous=previous, meta=meta)
-        text = plan_diff(output, result) if diff else ""
+        result = render_environment(plane, environment, previous=previous, meta=meta, progress=TERMINAL.progress(fmt))
+        for warning in result.warnings:
+            reply.warn(warning)
+        owned = survey(output, result, previous)
+        text = plan_diff(output, result, owned) if diff else ""
 
         def show() -> None:
             click.echo(f"Plan for {headline(result)}")
@@ -55,13 +61,20 @@ def plan(
                 click.echo(line)
             if result.changes.empty:
                 click.echo("  no rendered file changes")
+            if owned.delete:
+                click.echo(f"render would delete {len(owned.delete)} files fleetflow wrote:")
+                for path in owned.delete:
+                    click.echo(f"  delete {path}")
+            for line in foreign_lines(owned.foreign, "render keeps"):
+                click.echo(line)
             if text:
                 click.echo("")
                 click.echo(text, nl=False)
 
         reply.done(
             PlanSummary(
-                environment=environment, changes=result.changes, assignments=len(result.state.assignments), diff=text
+                environment=environment, changes=result.changes, assignments=len(result.state.assignments),
+                delete=owned.delete, foreign=owned.foreign, diff=text,
             ),
             show,
         )

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import click
 
 from fleetflow.cli.common import FORMAT, check_environment, head_commit, load, trees
 from fleetflow.cli.errors import handled
-from fleetflow.render.output import apply_result, read_state
+from fleetflow.cli.terminal import TERMINAL
+from fleetflow.errors import UsageError
+from fleetflow.render.output import apply_result, read_state, survey
 from fleetflow.render.pipeline import Meta, render_environment
 from fleetflow.render.summary import RenderSummary, changes_text, headline
 
@@ -32,6 +35,12 @@ from fleetflow.render.summary import RenderSummary, changes_text, headline
     help="Invalid assignments keep their previous files; everything else is rendered; still exits 1.",
 )
 @click.option(
+    "--prune-foreign",
+    is_flag=True,
+    help="Also delete files in cluster-type folders that fleetflow did not write (asks first on a terminal).",
+)
+@click.option("--yes", is_flag=True, help="Do not ask before --prune-foreign deletes (needed off a terminal).")
+@click.option(
     "--main-commit", help="main commit recorded in state.json (default: HEAD of --main if a git repo)."
 )
 @click.option(
@@ -45,6 +54,8 @@ def render(
     output: Path,
     full: bool,
     keep_last_good: bool,
+    prune_foreign: bool,
+    yes: bool,
     main_commit: str | None,
     env_commit: str | None,
     fmt: str,
@@ -56,30 +67,46 @@ def render(
     Incremental: when --output holds a previous state.json, only assignments whose inputs changed are
     rendered again; the result is byte-identical to a full render. Unchanged files are not rewritten.
     Nothing is written when any input is invalid (unless --keep-last-good).
+
+    \b
+    Only files fleetflow wrote (those the previous state.json lists) are ever deleted. Other files in
+    cluster-type folders are kept and listed as not managed by fleetflow; --prune-foreign deletes them too.
     """
     with handled(fmt, f"Nothing was written to {output}.") as reply:
-        plane = load(main_dir, env_dir)
+        plane = load(main_dir, env_dir, fmt)
         check_environment(plane, environment)
         previous, warning = read_state(output)
         if warning:
             reply.warn(warning)
         meta = Meta(main_commit or head_commit(main_dir), env_commit or head_commit(env_dir))
         result = render_environment(
-            plane, environment, previous=previous, meta=meta, keep_last_good=keep_last_good, reuse=not full
+            plane, environment, previous=previous, meta=meta, keep_last_good=keep_last_good, reuse=not full,
+            progress=TERMINAL.progress(fmt),
         )
-        for item in result.warnings:
-            reply.warn(item)
+        owned = survey(output, result, previous, sweep=full or prune_foreign)
+        if prune_foreign and owned.foreign and not yes:
+            _confirm_prune(output, owned.foreign)
         reply.written = (
             f"The render stopped while writing {output}: each file written is whole, and state.json was not "
             "updated, so the next render finishes the job."
         )
-        report = apply_result(output, result, previous, sweep=full)
+        report = apply_result(
+            output, result, previous, sweep=full, prune_foreign=prune_foreign, owned=owned
+        )
+        for item in result.warnings:
+            reply.warn(item)
 
         def text() -> None:
             click.echo(f"Rendered {headline(result)}")
             for line in changes_text(result.changes):
                 click.echo(line)
-            click.echo(f"Wrote {len(report.written)} files, deleted {len(report.deleted)} into {output}")
+            click.echo(f"Wrote {len(report.written)} files, deleted {len(report.deleted)} in {output}")
+            for path in report.written:
+                TERMINAL.detail(f"  wrote {path}")
+            for path in report.deleted:
+                TERMINAL.detail(f"  deleted {path}")
+            for line in foreign_lines(report.foreign, "kept"):
+                click.echo(line)
             if result.problems:
                 click.echo(
                     f"{len(result.problems)} invalid assignments kept their previous files (--keep-last-good)."
@@ -94,7 +121,32 @@ def render(
                 changes=result.changes,
                 written=report.written,
                 deleted=report.deleted,
+                foreign=report.foreign,
             ),
             text,
             problems=result.problems,
         )
+
+
+def foreign_lines(paths: list[str], verb: str, limit: int = 20) -> list[str]:
+    """The foreign files, as a short list for people (every one of them is in the JSON output)."""
+    if not paths:
+        return []
+    lines = [f"{verb[0].upper()}{verb[1:]} {len(paths)} files not managed by fleetflow (not in its state.json):"]
+    lines += [f"  {path}" for path in paths[:limit]]
+    if len(paths) > limit:
+        lines.append(f"  … and {len(paths) - limit} more (--format json lists them all)")
+    return lines
+
+
+def _confirm_prune(output: Path, foreign: list[str]) -> None:
+    """--prune-foreign deletes what fleetflow did not write: ask on a terminal, refuse elsewhere without --yes."""
+    if not sys.stdin.isatty():
+        raise UsageError(
+            f"--prune-foreign would delete {len(foreign)} files fleetflow did not write in {output} "
+            f"(e.g. {foreign[0]}); pass --yes to confirm when not on a terminal"
+        )
+    for line in foreign_lines(foreign, "found"):
+        click.echo(line, err=True)
+    if not click.confirm(f"Delete these {len(foreign)} files?", default=False, err=True):
+        raise UsageError("--prune-foreign not confirmed")

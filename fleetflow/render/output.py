@@ -1,22 +1,22 @@
 """The edge between a rendered result and a directory on disk (the GitOps output root).
 
-``apply_result`` makes the directory hold exactly what a full render would: folders of rendered assignments get
-exactly their files, folders of removed assignments go, ``.fleetflow/state.json`` is rewritten, and files outside
-cluster-type folders are left alone. Unchanged files are not rewritten (their mtime stays), so a re-render with
+``apply_result`` makes the directory hold what a full render would: rendered assignments get their files, files
+fleetflow wrote that the render no longer produces go, ``.fleetflow/state.json`` is rewritten. Nothing fleetflow
+did not write is deleted (``render.ownership``): foreign files in cluster-type folders are kept and reported, files
+outside cluster-type folders are left alone. Unchanged files are not rewritten (their mtime stays), so a re-render with
 no change writes nothing. Writes go through a temporary file and a rename, so a crash never leaves half a file.
 """
 
 from __future__ import annotations
 
 import os
-import shutil
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from fleetflow.errors import Location, Problem, UsageError
 from fleetflow.render.diff import unified_diff
 from fleetflow.render.incremental import STATE_PATH, RenderState
+from fleetflow.render.ownership import Ownership, cluster_types, ownership
 from fleetflow.render.pipeline import STATUS_DIR, RenderResult
 
 
@@ -24,6 +24,7 @@ from fleetflow.render.pipeline import STATUS_DIR, RenderResult
 class WriteReport:
     written: list[str] = field(default_factory=list)
     deleted: list[str] = field(default_factory=list)
+    foreign: list[str] = field(default_factory=list)  # kept: in cluster-type folders, not written by fleetflow
 
 
 def safe_path(root: Path, relative: str) -> Path:
@@ -73,17 +74,60 @@ def _cluster_type(assignment_id: str) -> str:
     return assignment_id.split("/", 1)[0]
 
 
-def apply_result(root: Path, result: RenderResult, previous: RenderState | None, *, sweep: bool = False) -> WriteReport:
-    """Make ``root`` match the render. Only touches cluster-type folders and the state file (written last, so an
-    interrupted run is finished by the next one: what it had not recorded is rendered again).
+def _files_under(root: Path, folder: Path) -> list[str]:
+    """Every file below ``folder`` (symbolic links as files, never followed), relative to ``root``."""
+    found: list[str] = []
+    if not folder.is_dir() or folder.is_symlink():
+        return found
+    for dirpath, dirnames, filenames in os.walk(folder):
+        base = Path(dirpath)
+        names = [*filenames, *(d for d in dirnames if (base / d).is_symlink())]
+        found.extend((base / name).relative_to(root).as_posix() for name in names)
+    return found
 
-    Folders of assignments that no longer exist are found from the previous state; without one (or with
-    ``sweep``) every cluster-type folder is swept for folders that are not assignments.
+
+def survey(root: Path, result: RenderResult, previous: RenderState | None, *, sweep: bool = False) -> Ownership:
+    """Which files of ``root`` the render would delete and which are foreign (see ``render.ownership``).
+
+    Looks in the folders the render touches (assignments rendered now or removed, status folders); without a
+    previous state, or with ``sweep``, in every cluster-type folder fleetflow writes into.
+    """
+    types = cluster_types(previous, result.state, result.reporters)
+    folders: set[str] = set()
+    if previous is None or sweep:
+        folders |= types
+    else:
+        folders |= set(result.rendered)
+        folders |= set(previous.assignments) - set(result.state.assignments)
+        folders |= {f"{ct}/{STATUS_DIR}" for ct in types}
+    paths: list[str] = []
+    for folder in sorted(folders):
+        paths.extend(_files_under(root, safe_path(root, folder)))
+    return ownership(previous, result.state, result.reporters, paths)
+
+
+def apply_result(
+    root: Path,
+    result: RenderResult,
+    previous: RenderState | None,
+    *,
+    sweep: bool = False,
+    prune_foreign: bool = False,
+    owned: Ownership | None = None,
+) -> WriteReport:
+    """Make ``root`` hold the render. Writes the files of rendered assignments and status reporters, deletes only
+    the files fleetflow wrote that the render no longer produces (``render.ownership``), keeps every other file
+    and lists those in cluster-type folders as foreign (deleted too with ``prune_foreign``). The state file is
+    written last, so an interrupted run is finished by the next one.
     """
     report = WriteReport()
     root.mkdir(parents=True, exist_ok=True)
+    owned = owned if owned is not None else survey(root, result, previous, sweep=sweep or prune_foreign)
     grouped: dict[str, dict[str, bytes]] = {}
     for path, data in result.files.items():
+        aid, _, name = path.rpartition("/")
+        grouped.setdefault(aid, {})[name] = data
+    for path, data in result.reporters.items():
         aid, _, name = path.rpartition("/")
         grouped.setdefault(aid, {})[name] = data
     folders: dict[str, Path] = {}
@@ -93,86 +137,40 @@ def apply_result(root: Path, result: RenderResult, previous: RenderState | None,
             folders[ct] = safe_path(root, ct)
         return folders[ct]
 
-    for aid in result.rendered:
+    for aid in sorted(grouped):
         ct, _, target = aid.partition("/")
         folder = ct_folder(ct) / target
         if folder.is_symlink():
             raise UsageError(f"refusing to write through a symbolic link: {aid}")
-        wanted = grouped.get(aid, {})
-        try:
-            existing = sorted(os.listdir(folder))
-        except FileNotFoundError:
+        wanted = grouped[aid]
+        if not folder.exists():
             folder.mkdir(parents=True, exist_ok=True)
             for name, data in sorted(wanted.items()):
                 (folder / name).write_bytes(data)  # a new folder: nothing to compare with
                 report.written.append(f"{aid}/{name}")
             continue
-        for name in existing:
-            if name not in wanted:
-                _remove(folder / name)
-                report.deleted.append(f"{aid}/{name}")
         for name, data in sorted(wanted.items()):
             if _write_if_changed(folder / name, data):
                 report.written.append(f"{aid}/{name}")
-    current = result.state.assignments
-    touched: set[str] = set()
-    if previous is None or sweep:
-        cluster_types = {_cluster_type(a) for a in current}
-        if previous is not None:
-            cluster_types |= {_cluster_type(a) for a in previous.assignments}
-        for ct in sorted(cluster_types):
-            ct_dir = ct_folder(ct)
-            if not ct_dir.is_dir():
-                continue
-            for child in sorted(ct_dir.iterdir()):
-                if child.is_dir() and not child.name.startswith("_") and f"{ct}/{child.name}" not in current:
-                    _remove(child)
-                    report.deleted.append(f"{ct}/{child.name}/")
-                    touched.add(ct)
-    else:
-        for aid in sorted(set(previous.assignments) - set(current)):
-            ct, _, target = aid.partition("/")
-            folder = ct_folder(ct) / target
-            if folder.is_dir() and not folder.is_symlink():
-                _remove(folder)
-                report.deleted.append(f"{aid}/")
-                touched.add(ct)
-    _apply_reporters(root, result, previous, ct_folder, report, touched)
-    for ct in sorted(touched):
-        ct_dir = ct_folder(ct)
-        if ct_dir.is_dir() and not any(ct_dir.iterdir()):
-            ct_dir.rmdir()
+    doomed = [*owned.delete, *(owned.foreign if prune_foreign else [])]
+    for path in sorted(doomed):
+        target_path = safe_path(root, path)
+        if target_path.is_symlink() or target_path.is_file():
+            target_path.unlink()
+            report.deleted.append(path)
+            _remove_empty_parents(root, target_path.parent)
+    report.foreign = [] if prune_foreign else list(owned.foreign)
     if _write_if_changed(safe_path(root, STATE_PATH), result.state.to_bytes()):
         report.written.append(STATE_PATH)
     return report
 
 
-def _apply_reporters(
-    root: Path, result: RenderResult, previous: RenderState | None, ct_folder: Callable[[str], Path],
-    report: WriteReport, touched: set[str],
-) -> None:
-    """Per cluster type status reporters: <clusterType>/_status/ holds exactly what was rendered for it."""
-    wanted: dict[str, dict[str, bytes]] = {}
-    for path, data in result.reporters.items():
-        ct, _, name = path.partition(f"/{STATUS_DIR}/")
-        wanted.setdefault(ct, {})[name] = data
-    known = {_cluster_type(a) for a in result.state.assignments}
-    if previous is not None:
-        known |= {_cluster_type(a) for a in previous.assignments}
-    for ct in sorted(known | set(wanted)):
-        folder = ct_folder(ct) / STATUS_DIR
-        files = wanted.get(ct, {})
-        if folder.is_dir() and not folder.is_symlink():
-            for stale in sorted(os.listdir(folder)):
-                if stale not in files:
-                    _remove(folder / stale)
-                    report.deleted.append(f"{ct}/{STATUS_DIR}/{stale}")
-                    touched.add(ct)
-            if not files:
-                folder.rmdir()
-        for name, data in sorted(files.items()):
-            if _write_if_changed(folder / name, data):
-                report.written.append(f"{ct}/{STATUS_DIR}/{name}")
+def _remove_empty_parents(root: Path, folder: Path) -> None:
+    """Remove ``folder`` and its parents while they are empty, never ``root`` itself."""
+    base = root.resolve()
+    while folder.resolve() != base and folder.is_dir() and not folder.is_symlink() and not any(folder.iterdir()):
+        folder.rmdir()
+        folder = folder.parent
 
 
 def read_reporter_files(root: Path, cluster_types: set[str]) -> dict[str, bytes]:
@@ -186,21 +184,25 @@ def read_reporter_files(root: Path, cluster_types: set[str]) -> dict[str, bytes]
     return found
 
 
-def _remove(path: Path) -> None:
-    if path.is_dir() and not path.is_symlink():
-        shutil.rmtree(path)
-    else:
-        path.unlink()
-
-
-def plan_diff(output: Path, result: RenderResult) -> str:
-    """Unified diff of every assignment folder render would touch, plus state.json."""
+def plan_diff(output: Path, result: RenderResult, owned: Ownership | None = None) -> str:
+    """Unified diff of every file render would write or delete, plus state.json (foreign files are not shown:
+    render keeps them)."""
     old: dict[str, bytes] = {}
-    for aid in [*result.rendered, *result.removed]:
+    for aid in result.rendered:
         old.update(read_assignment_files(output, aid))
-    cluster_types = {_cluster_type(a) for a in result.state.assignments}
-    cluster_types |= {_cluster_type(a) for a in result.removed}
-    old.update(read_reporter_files(output, cluster_types))
+    cluster_types_now = {_cluster_type(a) for a in result.state.assignments}
+    cluster_types_now |= {_cluster_type(a) for a in result.removed}
+    old.update(read_reporter_files(output, cluster_types_now))
+    if owned is not None:
+        foreign = set(owned.foreign)
+        old = {path: data for path, data in old.items() if path not in foreign}
+        for path in owned.delete:
+            file = safe_path(output, path)
+            if file.is_file():
+                old[path] = file.read_bytes()
+    else:
+        for aid in result.removed:
+            old.update(read_assignment_files(output, aid))
     new = {**result.files, **result.reporters}
     state_file = output / STATE_PATH
     if state_file.is_file():

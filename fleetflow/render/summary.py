@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pydantic import Field
+
 from fleetflow.render.pipeline import Changes, RenderResult
 from fleetflow.results import Result
 
@@ -18,6 +20,7 @@ class RenderSummary(Result):
     changes: Changes
     written: list[str]
     deleted: list[str]
+    foreign: list[str] = Field(default_factory=list)  # kept: not written by fleetflow
 
 
 class PlanSummary(Result):
@@ -26,6 +29,8 @@ class PlanSummary(Result):
     environment: str
     changes: Changes
     assignments: int
+    delete: list[str] = Field(default_factory=list)  # every file render would delete (fleetflow wrote them)
+    foreign: list[str] = Field(default_factory=list)  # files render keeps: not written by fleetflow
     diff: str
 
 

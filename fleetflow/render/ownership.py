@@ -1,0 +1,74 @@
+"""Which files of an output tree are fleetflow's: the one rule for what a render (or a GitOps commit) may delete.
+
+fleetflow deletes only what it wrote. What it wrote is what the previous ``.fleetflow/state.json`` lists (each
+assignment's files, ``<clusterType>/<target>/<file>``) plus the reserved status-reporter folders
+(``<clusterType>/_status/``: assignment folders never start with ``_``). A file fleetflow wrote that the new render
+no longer produces is deleted. Every other file inside a cluster-type folder is **foreign**: kept, and listed as
+"not managed by fleetflow". Files outside cluster-type folders are neither: they are not looked at.
+
+Pure: the caller says which paths the tree holds (a directory walk for ``render``, a git tree for ``schedule``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterable
+from dataclasses import dataclass, field
+
+from fleetflow.render.incremental import STATE_PATH, RenderState
+from fleetflow.render.pipeline import STATUS_DIR
+
+
+@dataclass
+class Ownership:
+    delete: list[str] = field(default_factory=list)  # fleetflow wrote them; the new render does not produce them
+    foreign: list[str] = field(default_factory=list)  # in a cluster-type folder, not written by fleetflow: kept
+    examined: list[str] = field(default_factory=list)  # every path looked at, sorted
+
+
+def _split(path: str) -> tuple[str, str, str]:
+    """``ct/target/name`` → (ct, "ct/target", name); other depths give an empty assignment id."""
+    parts = path.split("/")
+    if len(parts) == 3:
+        return parts[0], f"{parts[0]}/{parts[1]}", parts[2]
+    return parts[0], "", ""
+
+
+def _listed(state: RenderState | None, aid: str, name: str) -> bool:
+    if state is None or not aid:
+        return False
+    entry = state.assignments.get(aid)
+    return entry is not None and name in entry.files
+
+
+def cluster_types(previous: RenderState | None, current: RenderState, reporters: Iterable[str]) -> set[str]:
+    """The cluster-type folders fleetflow writes into, now or before."""
+    found = {aid.split("/", 1)[0] for aid in current.assignments}
+    if previous is not None:
+        found |= {aid.split("/", 1)[0] for aid in previous.assignments}
+    found |= {path.split("/", 1)[0] for path in reporters}
+    return found
+
+
+def ownership(
+    previous: RenderState | None, current: RenderState, reporters: Collection[str], paths: Iterable[str]
+) -> Ownership:
+    """Sort the tree's ``paths`` (relative to the output root, ``/``-separated, files only) into what a render
+    that produces ``current`` (+ the status ``reporters`` files) must delete and what it must keep as foreign."""
+    result = Ownership()
+    types = cluster_types(previous, current, reporters)
+    for path in sorted(set(paths)):
+        if path == STATE_PATH:
+            continue
+        ct, aid, name = _split(path)
+        if ct not in types or "/" not in path:
+            continue  # outside cluster-type folders: not ours to judge
+        result.examined.append(path)
+        reporter = aid == f"{ct}/{STATUS_DIR}"
+        wanted = (path in reporters) if reporter else _listed(current, aid, name)
+        if wanted:
+            continue
+        if reporter or _listed(previous, aid, name):
+            result.delete.append(path)
+        else:
+            result.foreign.append(path)
+    return result

@@ -1,0 +1,93 @@
+"""Ownership of the output: fleetflow deletes only files its state says it wrote (DESIGN §4, "never delete what
+fleetflow did not write"). Foreign files in cluster-type folders are kept and listed; ``plan`` shows every file
+render would delete; ``--prune-foreign`` deletes the others too, after a confirmation (``--yes`` off a terminal)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from fleetflow.render.incremental import AssignmentState, RenderState
+from fleetflow.render.ownership import ownership
+from tests.helpers import ENV_FILES, make_plane, run_cli, tree_bytes
+
+
+def render(main: Path, env: Path, out: Path, *extra: str) -> tuple[int, str, str]:
+    result = run_cli("render", "--main", main, "--env", env, "--environment", "dev", "--output", out, *extra)
+    return result.exit_code, result.stdout, result.stderr
+
+
+def state(**assignments: tuple[str, ...]) -> RenderState:
+    return RenderState(
+        "dev",
+        assignments={aid.replace("__", "/"): AssignmentState("i", "c", files) for aid, files in assignments.items()},
+    )
+
+
+def test_ownership_rule_is_the_previous_state() -> None:
+    previous = state(ct__a=("reconciler.yaml", "namespace.yaml"), ct__gone=("reconciler.yaml",))
+    current = state(ct__a=("reconciler.yaml",))
+    paths = [
+        "ct/a/reconciler.yaml", "ct/a/namespace.yaml", "ct/a/hand-written.yaml", "ct/gone/reconciler.yaml",
+        "ct/gone/notes.md", "ct/ingress/hand-written.yaml", "ct/kustomization.yaml", "ct/_status/old.yaml",
+        "README.md", "other/x/y.yaml", ".fleetflow/state.json",
+    ]
+    found = ownership(previous, current, {"ct/_status/new.yaml"}, paths)
+    assert found.delete == ["ct/_status/old.yaml", "ct/a/namespace.yaml", "ct/gone/reconciler.yaml"]
+    assert found.foreign == [
+        "ct/a/hand-written.yaml", "ct/gone/notes.md", "ct/ingress/hand-written.yaml", "ct/kustomization.yaml",
+    ]
+    # without a previous state only the reserved status folders are known to be fleetflow's
+    assert ownership(None, current, set(), paths).delete == ["ct/_status/old.yaml"]
+
+
+def test_first_render_into_an_existing_gitops_folder_keeps_hand_written_files(tmp_path: Path) -> None:
+    main, env = make_plane(tmp_path)
+    out = tmp_path / "out"
+    hand = out / "cloud-eu" / "ingress" / "hand-written.yaml"
+    hand.parent.mkdir(parents=True)
+    hand.write_text("kind: Ingress\n")
+    code, stdout, _ = render(main, env, out)
+    assert code == 0
+    assert hand.read_text() == "kind: Ingress\n"
+    assert "Kept 1 files not managed by fleetflow" in stdout and "cloud-eu/ingress/hand-written.yaml" in stdout
+    code, stdout, _ = render(main, env, out, "--full", "--format", "json")
+    assert code == 0 and hand.is_file()
+    assert json.loads(stdout)["result"]["foreign"] == ["cloud-eu/ingress/hand-written.yaml"]
+
+
+def test_removed_assignment_loses_only_fleetflows_files(tmp_path: Path) -> None:
+    main, env = make_plane(tmp_path)
+    out = tmp_path / "out"
+    assert render(main, env, out)[0] == 0
+    notes = out / "cloud-eu" / "app-dev" / "NOTES.md"
+    notes.write_text("runbook\n")
+    # cloud-eu leaves the policy: the cloud-eu/app-dev assignment goes
+    policies = ENV_FILES["policies.yaml"].replace("values: [eu]", "values: [eu]\n                - key: kind\n"
+                                                  "                  operator: In\n                  values: [edge]")
+    main2, env2 = make_plane(tmp_path / "v2", env={"policies.yaml": policies})
+    plan = run_cli("plan", "--main", main2, "--env", env2, "--environment", "dev", "--output", out)
+    assert plan.exit_code == 0, plan.output
+    for name in ("reconciler.yaml", "namespace.yaml", "platform-config.yaml"):
+        assert f"delete cloud-eu/app-dev/{name}" in plan.stdout
+    assert "cloud-eu/app-dev/NOTES.md" in plan.stdout and "render keeps 1 files" in plan.stdout.lower()
+    assert "NOTES.md" not in plan.stdout.split("---", 1)[-1]  # not in the diff: nothing happens to it
+    code, stdout, _ = render(main2, env2, out)
+    assert code == 0
+    assert sorted(p.name for p in (out / "cloud-eu" / "app-dev").iterdir()) == ["NOTES.md"]
+    assert "cloud-eu/app-dev/NOTES.md" in stdout
+
+
+def test_prune_foreign_refuses_off_a_terminal_without_yes(tmp_path: Path) -> None:
+    main, env = make_plane(tmp_path)
+    out = tmp_path / "out"
+    assert render(main, env, out)[0] == 0
+    stray = out / "cloud-eu" / "app-dev" / "stray.yaml"
+    stray.write_text("stray")
+    before = tree_bytes(out)
+    code, _, err = render(main, env, out, "--prune-foreign")
+    assert code == 2 and "pass --yes" in err and "cloud-eu/app-dev/stray.yaml" in err
+    assert tree_bytes(out) == before
+    code, stdout, _ = render(main, env, out, "--prune-foreign", "--yes", "--format", "json")
+    assert code == 0 and not stray.exists()
+    assert json.loads(stdout)["result"]["deleted"] == ["cloud-eu/app-dev/stray.yaml"]
