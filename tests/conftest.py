@@ -15,7 +15,7 @@ def clean_environment(
 ) -> Iterator[None]:
     """The runner's environment never leaks into a test: no GITHUB_*, a fixed git identity, a private cache."""
     for name in list(os.environ):
-        if name.startswith(("GITHUB_", "FLEETFLOW_", "GIT_")):
+        if name.startswith(("GITHUB_", "FLEETFLOW_", "GIT_")) or name in ("CI", "NO_COLOR"):
             monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("GIT_AUTHOR_NAME", "fleetflow tests")
     monkeypatch.setenv("GIT_AUTHOR_EMAIL", "tests@fleetflow.invalid")

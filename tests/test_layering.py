@@ -17,15 +17,15 @@ PACKAGE = Path(__file__).resolve().parents[1] / "fleetflow"
 
 # what each folder must never import (module prefixes); the pure core must not reach git, GitHub or the network
 _EDGES = ("git", "github", "requests", "urllib3", "urllib.request", "http", "socket", "subprocess", "dulwich",
-          "pygit2", "tenacity")
+          "pygit2", "tenacity", "rich")
 RULES: dict[str, tuple[str, ...]] = {
     "model": ("fleetflow.render", "fleetflow.forge", "fleetflow.promotion", "fleetflow.cli", "fleetflow.demo",
               "fleetflow.settings", "click", *_EDGES),
     "render": ("fleetflow.forge", "fleetflow.promotion", "fleetflow.cli", "fleetflow.demo", "fleetflow.settings",
                "click", *_EDGES),
-    "forge": ("fleetflow.render", "fleetflow.promotion", "fleetflow.cli", "fleetflow.demo", "click"),
-    "promotion": ("fleetflow.cli", "fleetflow.demo", "click", "github"),
-    "demo": ("fleetflow.cli", "click", "github"),
+    "forge": ("fleetflow.render", "fleetflow.promotion", "fleetflow.cli", "fleetflow.demo", "click", "rich"),
+    "promotion": ("fleetflow.cli", "fleetflow.demo", "click", "github", "rich"),
+    "demo": ("fleetflow.cli", "click", "github", "rich"),
     "delivery": ("fleetflow.model", "fleetflow.render", "fleetflow.forge", "fleetflow.promotion", "fleetflow.cli",
                  "fleetflow.demo", "fleetflow.settings", "fleetflow.report", "click", "jinja2", *_EDGES),
     "report": ("fleetflow.model", "fleetflow.render", "fleetflow.forge", "fleetflow.promotion", "fleetflow.cli",
@@ -89,3 +89,10 @@ def test_a_forbidden_import_is_caught(tmp_path: Path, folder: str, line: str) ->
                                              f"{folder}/bad.py": line + "\n"})
     found = violations(tmp_path / "fleetflow", {folder: RULES[folder]})
     assert len(found) == 1 and found[0].startswith(f"fleetflow/{folder}/bad.py:")
+
+
+def test_the_progress_interface_needs_no_terminal() -> None:
+    """The core reports progress through fleetflow/progress.py; only the cli draws it (rich, click)."""
+    source = (PACKAGE / "progress.py").read_text(encoding="utf-8")
+    names = [name for _, name in imported_modules(source, "fleetflow.progress")]
+    assert not [n for n in names if n.split(".")[0] in ("rich", "click") or n.startswith("fleetflow.")], names

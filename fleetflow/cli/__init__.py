@@ -22,12 +22,15 @@ from fleetflow.cli.render import render
 from fleetflow.cli.route import route_command
 from fleetflow.cli.schedule import schedule
 from fleetflow.cli.status import status
+from fleetflow.cli.terminal import TERMINAL
 from fleetflow.cli.validate import validate
 
 
 @click.group(cls=FleetflowGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 110})
 @click.version_option(__version__, prog_name="fleetflow")
-def main() -> None:
+@click.option("-q", "--quiet", is_flag=True, help="No progress, narration or warnings: errors and the result only.")
+@click.option("-v", "--verbose", is_flag=True, help="Also every file written or deleted, and how long work took.")
+def main(quiet: bool, verbose: bool) -> None:
     """fleetflow: promote one control-plane commit through your fleet, dev → qa → prod.
 
     \b
@@ -44,7 +47,11 @@ def main() -> None:
       fleetflow explain  --main ... --env ... --environment dev --assignment CLUSTERTYPE/TARGET
 
     Exit codes: 0 done, 1 the input (or the gate) says no, 2 usage error, 3 forge or git failure.
+
+    Progress and narration go to stderr: a progress bar on a terminal, plain lines in CI (CI=true); colour only
+    on a terminal and never with NO_COLOR set.
     """
+    TERMINAL.quiet, TERMINAL.verbose = quiet, verbose and not quiet
 
 
 main.add_command(render)

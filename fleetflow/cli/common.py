@@ -11,6 +11,7 @@ from typing import Any, TypeVar
 import click
 import platformdirs
 
+from fleetflow.cli.terminal import TERMINAL
 from fleetflow.errors import GitError, InputError, unknown_environment
 from fleetflow.forge.registrations import RegistrationFetcher
 from fleetflow.model.controlplane import ControlPlane, load_control_plane
@@ -46,9 +47,9 @@ def trees(func: F) -> F:
     return MAIN(ENV(func))
 
 
-def load(main_dir: Path, env_dir: Path) -> ControlPlane:
+def load(main_dir: Path, env_dir: Path, fmt: str = "text") -> ControlPlane:
     """Load and structurally check both trees; raise every problem at once (git failures exit 3)."""
-    fetcher = RegistrationFetcher()
+    fetcher = RegistrationFetcher(progress=TERMINAL.progress(fmt))
     plane, problems = load_control_plane(
         main_dir, env_dir, main_label=str(main_dir), env_label=str(env_dir), fetch=fetcher, cache=parse_cache()
     )

@@ -23,6 +23,7 @@ from typing import Any, NoReturn
 
 import click
 
+from fleetflow.cli.terminal import TERMINAL
 from fleetflow.errors import ExitCode, FleetflowError, Problem
 from fleetflow.results import to_data
 
@@ -68,7 +69,7 @@ class Reply:
         warning = problem if isinstance(problem, Problem) else Problem(problem)
         self.warnings.append(warning)
         if not self.json:
-            click.echo(f"warning: {warning}", err=True)
+            TERMINAL.warn(str(warning))  # stderr; coloured on a terminal; silent with --quiet
 
     def done(
         self,

@@ -39,7 +39,7 @@ def explain(
     then the ConfigMap name. Works on invalid assignments too: it is how you find out why.
     """
     with handled(fmt) as reply:
-        plane = load(main_dir, env_dir)
+        plane = load(main_dir, env_dir, fmt)
         check_environment(plane, environment)
         explanation = explain_assignment(plane, environment, assignment)
         entries = explanation.entries(key)

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import Any, TypeVar
 
 import click
 
+from fleetflow.cli.terminal import TERMINAL
 from fleetflow.forge.factory import make_forge
 from fleetflow.forge.git import GitRepos
 from fleetflow.promotion.context import Context
@@ -32,12 +34,28 @@ def fleet_options(func: F) -> F:
     return func
 
 
-def make_context(forge: str | None, control_plane: str | None, config: Path | None, fmt: str) -> Context:
+@contextmanager
+def make_context(
+    forge: str | None, control_plane: str | None, config: Path | None, fmt: str, *, narrate: bool = True
+) -> Iterator[Context]:
+    """The run's context. On a terminal a spinner shows the current step and the time spent while git or the forge
+    is slow (an unreachable GitHub is retried for a while: the spinner says so); the narration (``ctx.say``) goes
+    to stderr, plain, unless ``--format json``, ``narrate=False`` or ``--quiet``."""
     settings = load_settings(forge=forge, control_plane=control_plane, config=config)
-    say: Callable[[str], None] = (lambda text: click.echo(text, err=True)) if fmt == "text" else (lambda _t: None)
-    return Context(
-        forge=make_forge(settings),
-        git=GitRepos(settings.cache_dir / "git"),
-        control_plane=settings.control_plane,
-        say=say,
-    )
+    text = fmt != "json"
+    where = f"{settings.forge} forge, control plane {settings.control_plane}"
+    with TERMINAL.activity(f"working with the {where}") if text else nullcontext() as line:
+
+        def say(message: str) -> None:
+            if line is not None:
+                line.update(f"{message} …")
+            if narrate and line is not None:
+                line.print(message)
+
+        with Context(
+            forge=make_forge(settings),
+            git=GitRepos(settings.cache_dir / "git"),
+            control_plane=settings.control_plane,
+            say=say,
+        ) as ctx:
+            yield ctx

@@ -27,7 +27,9 @@ def status(forge: str | None, control_plane: str | None, config: Path | None, fm
     with handled(fmt) as reply:
         if (fmt == "html") != (output is not None):
             raise UsageError("--format html and --output DIR go together: the page is written to DIR/index.html")
-    with handled(fmt) as reply, make_context(forge, control_plane, config, "json") as ctx:
+    with handled(fmt) as reply, make_context(
+        forge, control_plane, config, "json" if fmt == "json" else "text", narrate=False
+    ) as ctx:
         if output is not None:
             reply.written = f"Nothing was written to {output}."
             path = write_status_page(ctx, output)

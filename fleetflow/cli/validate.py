@@ -8,6 +8,7 @@ import click
 
 from fleetflow.cli.common import FORMAT, check_environment, head_branch_name, load, trees
 from fleetflow.cli.errors import handled
+from fleetflow.cli.terminal import TERMINAL
 from fleetflow.errors import ExitCode, InputError, Problem, Problems, UsageError
 from fleetflow.model.controlplane import ControlPlane
 from fleetflow.model.references import check_trees_not_empty
@@ -37,7 +38,7 @@ def validate(main_dir: Path, env_dir: Path, environment: str | None, strict: boo
     checked out in --env when there is one, else every environment defined on main is checked.
     """
     with handled(fmt) as reply:
-        plane = load(main_dir, env_dir)
+        plane = load(main_dir, env_dir, fmt)
         problems = Problems()
         check_trees_not_empty(plane, str(main_dir), str(env_dir), problems)
         problems.raise_if_any()
@@ -49,7 +50,7 @@ def validate(main_dir: Path, env_dir: Path, environment: str | None, strict: boo
         counts: dict[str, int] = {}
         for name in names:
             try:
-                result = render_environment(plane, name, meta=Meta(env_branch=branch))
+                result = render_environment(plane, name, meta=Meta(env_branch=branch), progress=TERMINAL.progress(fmt))
             except InputError as exc:
                 problems.extend(exc.problems())
                 continue

@@ -19,6 +19,7 @@ from fleetflow.errors import Problem
 from fleetflow.model.controlplane import Resource
 from fleetflow.model.documents import YAML_SUFFIXES, Document, parse_documents
 from fleetflow.model.resources import WorkloadRegistrationSpec
+from fleetflow.progress import NO_PROGRESS, Progress
 
 
 def default_cache_dir() -> Path:
@@ -32,6 +33,7 @@ class RegistrationFetcher:
 
     cache_dir: Path = field(default_factory=default_cache_dir)
     failures: list[Problem] = field(default_factory=list)
+    progress: Progress = NO_PROGRESS
     _parsed: dict[tuple[str, str, str], tuple[list[Document], list[Problem]]] = field(default_factory=dict)
 
     def __call__(self, reg: Resource[WorkloadRegistrationSpec]) -> tuple[list[Document], list[Problem]]:
@@ -41,9 +43,11 @@ class RegistrationFetcher:
             if value.startswith("-"):
                 problem = Problem(f"WorkloadRegistration {reg.name}: {what} may not start with '-'", where)
                 return [], [problem]
+        self.progress.begin(f"fetching workload {reg.name} from {src.repo} ({src.branch})")
         try:
             commit = self._fetch(src.repo, src.branch)
         except git.GitCommandError as exc:
+            self.progress.end()
             text = (exc.stderr or str(exc)).strip().removeprefix("stderr:").strip().strip("'")
             lines = [line.strip() for line in text.splitlines() if line.strip()]
             fatal = [line for line in lines if line.startswith(("fatal:", "error:"))]
@@ -56,6 +60,7 @@ class RegistrationFetcher:
             )
             self.failures.append(problem)
             return [], [problem]
+        self.progress.end()
         key = (src.repo, commit.hexsha, src.path)
         if key not in self._parsed:
             self._parsed[key] = self._read(commit, src.repo, src.path)

@@ -24,7 +24,9 @@ class EnvironmentStatus(Result):
     branch: str
     pinned: str | None = Field(serialization_alias="pinnedCommit")
     held: str | None
-    gitops: str | None = None
+    gitops: str | None = Field(default=None, exclude=True)  # "repo branch", for people
+    gitops_repo: str | None = None
+    gitops_branch: str | None = None
     gitops_head: str | None = None
     pull_request: PullRequestLink | None = None
     gate_state: str = Field(default="none", exclude=True)  # success | failure | pending | none
@@ -52,21 +54,22 @@ def fleet_status(ctx: Context, history: int = 3) -> list[EnvironmentStatus]:
         branch = ctx.env_branch(env)
         env_sha = ctx.git.fetch_branch(ctx.cp_url, branch)
         pin = ctx.pin(env_sha)
-        entry = EnvironmentStatus(name=name, after=list(env.spec.after), branch=branch, pinned=pin.commit,
+        pinned = None if pin.commit is None or not pin.commit.strip("0") else pin.commit  # 000…: never promoted
+        entry = EnvironmentStatus(name=name, after=list(env.spec.after), branch=branch, pinned=pinned,
                                   held=pin.hold)
         result.append(entry)
-        if env_sha is None or pin.commit is None:
+        if env_sha is None or pinned is None:
             continue
-        statuses = {s.context: s for s in ctx.forge.statuses(ctx.control_plane, pin.commit)}
+        statuses = {s.context: s for s in ctx.forge.statuses(ctx.control_plane, pinned)}
         gate = statuses.get(status_context(name))
         if gate is not None:
             entry.gate_state, entry.gate_description = gate.state, gate.description
             if gate.state == "success":
-                entry.last_success = pin.commit
+                entry.last_success = pinned
         if entry.last_success is None:
-            entry.last_success = _previous_success(ctx, name, env_sha, pin.commit, history)
+            entry.last_success = _previous_success(ctx, name, env_sha, pinned, history)
         try:
-            plane = ctx.plane(pin.commit, branch, env_sha)
+            plane = ctx.plane(pinned, branch, env_sha)
         except FleetflowError as exc:  # a broken branch (bad input, git failure) still gets a status line
             entry.gate_description += f" (cannot read {branch}: {str(exc).splitlines()[0]})"
             continue
@@ -75,6 +78,7 @@ def fleet_status(ctx: Context, history: int = 3) -> list[EnvironmentStatus]:
             continue
         g_branch = gitops.spec.branch or name
         entry.gitops = f"{gitops.spec.repo} {g_branch}"
+        entry.gitops_repo, entry.gitops_branch = gitops.spec.repo, g_branch
         entry.gitops_head = ctx.git.fetch_branch(ctx.forge.git_url(gitops.spec.repo), g_branch)
         pr = ctx.forge.open_pull(gitops.spec.repo, head_branch(name), g_branch)
         if pr is not None:
@@ -108,12 +112,20 @@ COLOUR = {
 }
 
 
+def _at(sha: str | None) -> str:
+    return f"main@{short(sha)}" if sha else "-"
+
+
 def as_text(entries: list[EnvironmentStatus]) -> str:
-    lines = [f"{'environment':<14} {'pinned':<13} {'gate':<9} {'pull request':<14} description"]
+    """One line per environment; commits labelled (``main@…``); pinned, gate, PR, last success, description."""
+    width = max([len("environment"), *(len(e.name) for e in entries)]) + 2
+    lines = [f"{'environment':<{width}}{'pinned':<19} {'gate':<9} {'pull request':<14} {'last success':<19} "
+             "description"]
     for e in entries:
         pr = f"#{e.pull_request.number} open" if e.pull_request else "-"
         held = f" [held: {e.held}]" if e.held else ""
-        lines.append(f"{e.name:<14} {short(e.pinned):<13} {e.gate_state:<9} {pr:<14} {e.gate_description}{held}")
+        lines.append(f"{e.name:<{width}}{_at(e.pinned):<19} {e.gate_state:<9} {pr:<14} {_at(e.last_success):<19} "
+                     f"{e.gate_description}{held}")
     return "\n".join(lines)
 
 

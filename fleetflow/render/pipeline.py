@@ -19,6 +19,7 @@ from fleetflow.errors import InputError, Location, Problem, Problems
 from fleetflow.model.controlplane import ControlPlane
 from fleetflow.model.references import check_references, check_tree_belongs
 from fleetflow.model.resources import TEMPLATE_ROLES
+from fleetflow.progress import NO_PROGRESS, Progress
 from fleetflow.render.canonical import canonical_json
 from fleetflow.render.composition import Composed, Composer, Subject, applies
 from fleetflow.render.incremental import (
@@ -182,6 +183,7 @@ def render_environment(
     keep_last_good: bool = False,
     reuse: bool = True,
     templates: TemplateEngine | None = None,
+    progress: Progress = NO_PROGRESS,
 ) -> RenderResult:
     """Render one environment. Raises InputError with every problem when the input is wrong.
 
@@ -250,7 +252,12 @@ def render_environment(
             {name: ct.labels for name, ct in plane.cluster_types.items()}, sched.targets,
         )
     fingerprint_of = composer.sources_fingerprint
+    progress.begin(f"rendering {environment}", total=len(sched.assignments))
+    step = 0
     for assignment in sched.assignments:
+        step += 1
+        if not step & 1023:
+            progress.advance(1024)
         aid = f"{assignment.cluster_type}/{assignment.target}"
         if affected is not None and aid not in affected:
             kept = reusable.get(aid)
@@ -288,6 +295,8 @@ def render_environment(
         )
         files.update(produced)
         rendered.append(aid)
+    progress.advance(step & 1023)
+    progress.end()
 
     held: list[Problem] = [p for aid in sorted(failed) for p in failed[aid]]
     if failed and not keep_last_good:
