@@ -14,7 +14,7 @@ from tests.helpers import run_cli
 def test_demo_walks_the_chain_and_stops_a_failed_rollout(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     result = run_cli("demo", "--dir", tmp_path / "demo")
     assert result.exit_code == 0, result.output
-    for text in ("PR #1 opened", "gate success: rolled out: 5/5 clusters", "rollout FAILED", "fleetflow status"):
+    for text in ("PR #1 opened", "success: rolled out: 5/5 clusters", "rollout FAILED", "fleetflow status"):
         assert text in result.output
     # the repos stay behind: status reads them like any other control plane
     monkeypatch.setenv("FLEETFLOW_CACHE_DIR", str(tmp_path / "demo" / "cache"))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 import tempfile
 import time
 from pathlib import Path
@@ -17,7 +18,8 @@ from fleetflow.errors import UsageError
 @click.option("--dir", "directory", type=click.Path(file_okay=False, path_type=Path),
               help="Where to build the repos (default: a new temporary folder, kept so you can look around).")
 @click.option("--examples", type=click.Path(file_okay=False, exists=True, path_type=Path),
-              help="Control plane to use (default: examples/control-plane of this checkout).")
+              help="Control plane to use: main/ and envs/<environment>/ (default: the example shipped with fleetflow, "
+              "examples/control-plane in the source).")
 @FORMAT
 def demo(directory: Path | None, examples: Path | None, fmt: str) -> None:
     """Build a control-plane repo and a GitOps repo from the examples, push a commit to main and walk it
@@ -38,9 +40,32 @@ def demo(directory: Path | None, examples: Path | None, fmt: str) -> None:
         started = time.monotonic()
         entries = Demo(root, say, source).run()
         seconds = time.monotonic() - started
+        def text() -> None:
+            click.echo(f"\nDone in {seconds:.1f}s.")
+            for line in look_around(root, source):
+                click.echo(line)
+
         reply.done(
-            DemoResult(directory=str(root), seconds=round(seconds, 1), environments=entries),
-            lambda: click.echo(
-                f"\nDone in {seconds:.1f}s. The repos are in {root} (control-plane.git, platform-gitops.git)."
-            ),
+            DemoResult(directory=str(root), seconds=round(seconds, 1), environments=entries), text
         )
+
+
+def look_around(root: Path, examples: Path) -> list[str]:
+    """Where the demo's files are and the exact commands to look at them (they work when copy-pasted)."""
+    q = shlex.quote
+    cp, gitops = root / "control-plane.git", root / "platform-gitops.git"
+    return [
+        "",
+        "== Look around",
+        f"   {root}/",
+        "     control-plane.git     the control-plane repo: main + one branch per environment (dev, qa, prod)",
+        "     platform-gitops.git   the GitOps repo: one branch per environment, written through fleetflow's PRs",
+        "     work-control-plane/   a checkout of main (the commits above were made here)",
+        "   PRs and commit statuses of the local forge live in the repos themselves (refs/fleetflow/forge).",
+        "",
+        f"   fleetflow status --forge local --control-plane {q(str(cp))}",
+        f"   git --git-dir {q(str(gitops))} log --oneline qa",
+        f"   git --git-dir {q(str(gitops))} show prod:.fleetflow/state.json",
+        f"   git --git-dir {q(str(cp))} log --oneline --all --decorate",
+        f"   fleetflow validate --main {q(str(examples / 'main'))} --env {q(str(examples / 'envs' / 'dev'))}",
+    ]

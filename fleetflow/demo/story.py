@@ -4,7 +4,9 @@ Builds a control-plane repo (``main`` from examples/control-plane/main, one bran
 examples/control-plane/envs/) and a platform GitOps repo as bare git repositories, uses the local forge (PRs and
 statuses kept in the repos), and walks a ``main`` commit through dev → qa → prod: PRs opened and merged, simulated
 clusters from the ``Cluster`` inventory posting statuses, gates passing. Then a second commit whose qa rollout
-fails is stopped before prod. The clock is simulated, so soak times pass instantly.
+fails is stopped before prod. The clock is simulated, so soak times pass instantly (said once, at the start).
+Every sha is labelled with its repo: ``main@…`` and ``<env>@…`` in the control plane, ``gitops@…`` in the GitOps
+repo.
 """
 
 from __future__ import annotations
@@ -28,7 +30,8 @@ from fleetflow.promotion.status import EnvironmentStatus, as_text, fleet_status
 from fleetflow.render.incremental import STATE_PATH, RenderState
 from fleetflow.results import Result
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "control-plane"
+# the example control plane, shipped as package data (in a checkout, a link to examples/control-plane)
+EXAMPLES = Path(__file__).parent / "examples"
 
 
 def _git(cwd: Path, *args: str) -> str:
@@ -104,6 +107,7 @@ class Demo:
                       clock=self.clock, say=lambda text: self.say(f"   {text}"))
         self.ctx = ctx
         with ctx:
+            self.say("   The clock is simulated: soak times (15m in prod) pass at once; nothing leaves this machine.")
             first = _git(self.root / "work-control-plane", "rev-parse", "HEAD").strip()
             self.say(f"\n== 1. A push to main: promote main@{short(first)} to the first environment")
             self.walk(first, fail_in=None)
@@ -139,11 +143,9 @@ class Demo:
 
     def approve(self, env: str) -> None:
         pr = self.forge.open_pull(str(self.gitops), head_branch(env), env)
-        if pr is not None:
+        if pr is not None:  # no open PR: autoMerge merged it, and schedule said so
             self.say(f"   {env}: a platform engineer approves PR #{pr.number} ({pr.title}) — merged")
             self.forge.merge_pull(str(self.gitops), pr.number)
-        else:
-            self.say(f"   {env}: PR already merged (autoMerge)")
 
     def report_and_check(self, env: str, fail: bool) -> RolloutOutcome:
         tip = self.ctx.git.fetch_branch(str(self.gitops), env)
@@ -158,14 +160,12 @@ class Demo:
             broken = fail and i == failing
             context = cluster.status_context or f"flux/{cluster.name}"
             outcome = "failure" if broken else "success"
-            text = "health check failed: orders-api not ready" if broken else f"reconciled {short(tip)}"
+            text = "health check failed: orders-api not ready" if broken else f"reconciled gitops@{short(tip)}"
             self.forge.set_status(str(self.gitops), tip, context, outcome, text)  # type: ignore[arg-type]
-        self.say(f"   {env}: {len(state.clusters)} clusters report on {short(tip)}"
-                 + (" (one reports a failure)" if fail else ""))
+        self.say(f"   {env}: {len(state.clusters)} clusters report on gitops@{short(tip)}, the tip of {env}"
+                 + ("; one reports a failure" if fail else ""))
         envs = self.ctx.environments(state.main_commit or "")
         soak = envs[env].spec.rollout.soak_time
         self.clock.advance(soak + timedelta(seconds=1))
         result = check_rollout(self.ctx, env)
-        for promoted in result.promoted:
-            self.say(f"   → {promoted.message}")
-        return result
+        return result  # promotions to the next environments were narrated as they happened

@@ -104,7 +104,7 @@ def check_rollout(ctx: Context, environment: str, *, fan_out: bool = True) -> Ro
     decision = evaluate(policy, tip_state.clusters, _merge_latest(*groups), started, ctx.clock())
     description = decision.status_description()
     ctx.forge.set_status(ctx.control_plane, main_sha, status_context(environment), decision.state, description)
-    ctx.say(f"{environment}: gate {decision.state}: {description}")
+    ctx.say(f"{environment}: gate for main@{short(main_sha)} {decision.state}: {description}")
     outcome = RolloutOutcome(environment=environment, main_commit=main_sha, gitops_commit=carrier,
                              state=decision.state, description=description, decision=decision)
     if decision.state == "success" and fan_out:

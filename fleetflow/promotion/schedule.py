@@ -80,7 +80,8 @@ def _schedule_once(ctx: Context, environment: str) -> ScheduleOutcome:
     heads = ctx.git.fetch(g_url, [g_branch, head])
     base_sha = heads[g_branch]
     policy = env_at_pin.spec
-    ctx.say(f"{environment}: rendering main@{short(main_sha)} + {branch}@{short(env_sha)} into {g_repo} {g_branch}")
+    ctx.say(f"{environment}: rendering main@{short(main_sha)} + {branch}@{short(env_sha)} "
+            f"into {g_repo} (branch {g_branch})")
 
     with ctx.git.checkout(g_url, base_sha) as work:
         out = safe_path(work, g_path)
