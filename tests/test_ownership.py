@@ -91,3 +91,35 @@ def test_prune_foreign_refuses_off_a_terminal_without_yes(tmp_path: Path) -> Non
     code, stdout, _ = render(main, env, out, "--prune-foreign", "--yes", "--format", "json")
     assert code == 0 and not stray.exists()
     assert json.loads(stdout)["result"]["deleted"] == ["cloud-eu/app-dev/stray.yaml"]
+
+
+def test_schedule_keeps_foreign_files_on_the_gitops_branch(tmp_path: Path) -> None:
+    """The GitOps commit schedule proposes follows the same rule: what fleetflow did not write stays."""
+    from fleetflow.promotion.promote import promote_many
+    from fleetflow.promotion.schedule import schedule_environment
+    from tests.fleet import git
+    from tests.test_promotion import first_commit, make_local_fleet
+
+    fleet = make_local_fleet(tmp_path)
+    with fleet.context() as ctx:
+        promote_many(ctx, None, first_commit(fleet))
+    fleet.approve("dev")
+    clone = tmp_path / "gitops-clone"
+    git(tmp_path, "clone", "-q", "--branch", "dev", fleet.gitops_url, str(clone))
+    (clone / "cloud" / "app-dev" / "NOTES.md").write_text("runbook\n")
+    (clone / "cloud" / "ingress").mkdir()
+    (clone / "cloud" / "ingress" / "hand-written.yaml").write_text("kind: Ingress\n")
+    git(clone, "add", "-A")
+    git(clone, "commit", "-q", "-m", "hand-written files")
+    git(clone, "push", "-q", "origin", "HEAD:refs/heads/dev")
+    # the app-dev target leaves dev: its assignment goes
+    fleet.push_env("dev", {"policy.yaml": "apiVersion: fleetflow.dev/v1alpha1\nkind: SchedulingPolicy\nmetadata:\n"
+                                          "  name: app\nspec:\n  deploymentTargetSelector:\n"
+                                          "    labelSelector: {matchLabels: {purpose: other}}\n"})
+    with fleet.context() as ctx:
+        outcome = schedule_environment(ctx, "dev")
+    assert outcome.operation in ("created", "updated"), outcome.message
+    files = git(tmp_path, "--git-dir", fleet.gitops_url, "ls-tree", "-r", "--name-only", "refs/heads/fleetflow/dev")
+    assert "cloud/app-dev/NOTES.md" in files.splitlines()
+    assert "cloud/ingress/hand-written.yaml" in files.splitlines()
+    assert "cloud/app-dev/reconciler.yaml" not in files.splitlines()
