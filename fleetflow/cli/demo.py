@@ -40,6 +40,7 @@ def demo(directory: Path | None, examples: Path | None, fmt: str) -> None:
         started = time.monotonic()
         entries = Demo(root, say, source).run()
         seconds = time.monotonic() - started
+
         def text() -> None:
             click.echo(f"\nDone in {seconds:.1f}s.")
             for line in look_around(root, source):
