@@ -190,7 +190,10 @@ def evaluate(
             if status.updated_at is not None and (last_success is None or status.updated_at > last_success):
                 last_success = status.updated_at
         else:
-            detail = f" ({status.description})" if status.description else ""
+            # one line: a reporter's description may hold newlines (Argo CD keeps them), and a line of a log that
+            # starts with "::" is a workflow command on GitHub Actions
+            text = " ".join(status.description.split())
+            detail = f" ({text})" if text else ""
             decision.failed.append(f"{cluster}{detail}")
     total = max(required, len(watched)) if expected else required
     count = f"{len(decision.succeeded)}/{total} clusters"
