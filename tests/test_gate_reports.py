@@ -74,6 +74,10 @@ def test_counts_decide_pending_and_timeout_but_never_success_or_failure() -> Non
     assert estimate(policy, clusters, [Counts("success", 120, 5, checks_failed=True)], T0, T0) is None
     assert estimate(policy, clusters, [Counts("success", 120, 101, checks_read=False)], T0, T0) is None
     assert estimate(policy, clusters, [Counts("success", 200), Counts("pending", 100)], T0, T0) is None  # could be in
+    # as many reports as clusters and a pending one on the newest commit: someone has not succeeded
+    waiting = estimate(policy, clusters, [Counts("pending", 200), Counts("success", 100)], T0, T0)
+    assert isinstance(waiting, GateDecision) and waiting.state == "pending"
+    assert estimate(policy, clusters, [Counts("pending", 201), Counts("success", 100)], T0, T0) is None
 
 
 def test_a_long_argo_message_with_newlines_and_colons_stays_one_line() -> None:
@@ -274,8 +278,10 @@ def test_pending_without_any_failure_stops_at_the_first_pending_cluster(stub: Gi
     assert sha
     post(stub, sha, {i: "success" for i in range(300)})
     post(stub, sha, {120: "pending"})  # Argo CD's syncing trigger
+    stub.repo(REPO).add_status(sha, "success", "ci/lint", "an unrelated context: the counts cannot tell")
     reading, requests = decide(stub, forge, [sha], 300)
     assert reading.decision.state == "pending" and requests == 3
+    assert not reading.enumerated
 
 
 def test_local_forge_decides_the_same(tmp_path: Path) -> None:

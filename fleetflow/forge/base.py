@@ -197,8 +197,9 @@ class Forge(Protocol):
 
     def request_reviewers(self, repo: str, number: int, reviewers: list[str]) -> None: ...
 
-    def merge_pull(self, repo: str, number: int) -> str:
-        """Merge (merge commit). Returns the merge commit sha. Merging a merged PR returns its sha again."""
+    def merge_pull(self, repo: str, number: int, *, expected_head: str | None = None) -> str:
+        """Merge (merge commit). Returns the merge commit sha. Merging a merged PR returns its sha again.
+        ``expected_head``: merge only if the head is still that commit (else a ForgeError with status 409)."""
         ...
 
     def merge_rules(self, repo: str, branch: str) -> MergeRules:

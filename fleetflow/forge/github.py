@@ -372,9 +372,10 @@ class GitHubForge:
             with self._request("request reviewers", "POST", f"/repos/{repo}/pulls/{number}/requested_reviewers"):
                 pr.create_review_request(reviewers=new_users, team_reviewers=new_teams)
 
-    def merge_pull(self, repo: str, number: int) -> str:
+    def merge_pull(self, repo: str, number: int, *, expected_head: str | None = None) -> str:
         """Merge with a merge commit. A merged PR gives its merge sha again (also when the answer to our own
-        merge was lost: the retried PUT answers 405 and the PR reads merged)."""
+        merge was lost: the retried PUT answers 405 and the PR reads merged). ``expected_head`` is GitHub's
+        ``sha`` parameter: 409 when the head moved."""
         pr = self._get_pull(repo, number)
         if pr.merged_at is not None:
             return pr.merge_commit_sha
@@ -383,7 +384,7 @@ class GitHubForge:
         try:
             with self._request("merge a pull request", "PUT", f"/repos/{repo}/pulls/{number}/merge",
                                reraise=lambda e: e.status == 405):
-                return pr.merge(merge_method="merge").sha
+                return pr.merge(merge_method="merge", sha=expected_head or NotSet).sha
         except GithubException as exc:
             again = self._get_pull(repo, number)
             if again.merged_at is not None:

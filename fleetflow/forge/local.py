@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any, Literal, TypeVar, cast
 
 from fleetflow.clock import utc_now
-from fleetflow.errors import ForgeError
+from fleetflow.errors import ForgeError, ForgeRequest
 from fleetflow.forge.base import (
     CommitStatus,
     MergeRules,
@@ -333,7 +333,7 @@ class LocalForge:
 
         self._write(repo, "request_reviewers", change)
 
-    def merge_pull(self, repo: str, number: int) -> str:
+    def merge_pull(self, repo: str, number: int, *, expected_head: str | None = None) -> str:
         """A real merge commit of the head branch (as it is now) into the base branch, pushed together with the
         PR's new state (atomically, compare-and-swap on both). Merging a merged PR returns its sha again."""
         mirror = self._mirror(repo)
@@ -349,6 +349,10 @@ class LocalForge:
                 if branch not in snap.heads:
                     raise ForgeError(f"cannot merge pull request #{number}: branch {branch!r} does not exist")
             head_sha, base_sha = snap.heads[head], snap.heads[base]
+            if expected_head is not None and head_sha != expected_head:
+                raise ForgeError(f"pull request #{number}: head branch was modified ({head_sha[:12]}, expected "
+                                 f"{expected_head[:12]}); review and try the merge again",
+                                 ForgeRequest("merge", mirror.url, 409))
             refs: dict[str, tuple[str, str]] = {}
             if mirror.is_ancestor(head_sha, base_sha):  # already in the base (e.g. our own earlier attempt)
                 sha = base_sha

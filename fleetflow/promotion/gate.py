@@ -124,12 +124,15 @@ def _required(policy: RolloutPolicy, clusters: Sequence[ExpectedCluster]) -> tup
 
 def estimate(policy: RolloutPolicy, clusters: Sequence[ExpectedCluster], counts: Sequence[Counts],
              started: datetime, now: datetime) -> GateDecision | None:
-    """A decision from counts alone, or None when the reports must be read one by one.
+    """A decision from counts alone, or None when the reports must be read one by one. ``counts``: newest commit
+    first.
 
-    Counts decide only when fewer contexts reported on all the commits together than the gate requires (so not
-    every expected cluster can have succeeded) and nothing failed anywhere (no commit's combined state is
-    ``failure``, no check run failed): then the gate is pending, or, past ``timeout``, failed. Anything else (a
-    failure somewhere, or enough reports to possibly be complete) needs the reports themselves."""
+    Nothing may have failed anywhere (no commit's combined state is ``failure``, no check run failed). Then the gate
+    is pending (or, past ``timeout``, failed) when fewer contexts reported on all the commits together than the gate
+    requires, so not every expected cluster can have succeeded; or when exactly as many reported and the newest
+    commit's combined state is ``pending``: its pending context is the newest report of that context, so either it
+    is an expected cluster that has not succeeded yet, or it is another context and an expected one is missing.
+    Anything else (a failure somewhere, or enough reports to possibly be complete) needs the reports themselves."""
     needs = _required(policy, clusters)
     if isinstance(needs, list) or not counts:
         return None
@@ -138,7 +141,7 @@ def estimate(policy: RolloutPolicy, clusters: Sequence[ExpectedCluster], counts:
         return None
     failure_seen = any(c.state == "failure" or c.checks_failed or not c.checks_read for c in counts)
     reported = sum(c.statuses + c.checks for c in counts)
-    if failure_seen or reported >= required:
+    if failure_seen or reported > required or (reported == required and counts[0].state != "pending"):
         return None
     timeout = parse_duration(policy.timeout)
     if now - started >= timeout:
