@@ -128,7 +128,7 @@ def merged_dev(fleet: Fleet) -> str:
     with fleet.context() as ctx:
         promote_many(ctx, None, fleet.branch_sha(fleet.cp_url, "main"))
     fleet.approve("dev")
-    fleet.clock.advance(0.5)
+    fleet.clock.advance(timedelta(minutes=0.5))
     return fleet.gitops_tip("dev")
 
 
@@ -145,16 +145,16 @@ def test_a_failure_on_an_intermediate_commit_beats_an_older_success(fleet: Fleet
     one.event(middle, "error", "HealthCheckFailed")
     tip = gitops_commit(fleet, "dev", "tip")
     one.event(tip, "info", "Progressing")  # skipped by Flux: nothing on the tip
-    fleet.clock.advance(2)
+    fleet.clock.advance(timedelta(minutes=2))
     outcome = gate(fleet)
     assert outcome.state == "failure" and "dev-1 (health check failed)" in outcome.description
     assert fleet.cp_status(merge_main(fleet), "dev") == "failure" and fleet.pin("qa") == ""
     one.event(middle, "error", "HealthCheckFailed")  # the same event again: Flux skips the duplicate post
     assert (one.posts, one.skipped) == (2, 1)
     one.event(tip, "info", "ReconciliationSucceeded")
-    fleet.clock.advance(0.5)
+    fleet.clock.advance(timedelta(minutes=0.5))
     assert gate(fleet).state == "pending"  # soaking: dev-1's last success is new
-    fleet.clock.advance(1)
+    fleet.clock.advance(timedelta(minutes=1))
     assert gate(fleet).state == "success" and fleet.pin("qa") == merge_main(fleet)
 
 
@@ -180,13 +180,13 @@ def test_reports_only_on_intermediate_or_later_commits_count_and_argo_pending_wa
     assert gate(fleet).state == "pending"  # dev-1 has not reported anywhere
     flux.event(tip, "info", "ReconciliationSucceeded")  # only on the later commit
     argo.send(tip, "pending", "fleetflow-root is syncing")  # Argo picked up the tip: its newest report is pending
-    fleet.clock.advance(2)
+    fleet.clock.advance(timedelta(minutes=2))
     outcome = gate(fleet)
     assert outcome.state == "pending" and outcome.decision.missing == ["dev-2"]
     long = "fleetflow-root synced " + tip + "\nresources:\n" + "".join(f"  apps/Deployment::web-{i} Healthy\n"
                                                                        for i in range(20))
     argo.send(tip, "success", long)
-    fleet.clock.advance(2)
+    fleet.clock.advance(timedelta(minutes=2))
     outcome = gate(fleet)
     assert outcome.state == "success", outcome.description
     assert sorted(outcome.decision.succeeded) == ["dev-1", "dev-2"]
