@@ -102,7 +102,14 @@ def test_every_operation_answers_in_githubs_shapes(stub: GitHubStub, app_keys: t
     assert (repo.full_name, repo.default_branch) == ("acme/gitops", "main")
     assert repo.clone_url == stub.repo("acme/gitops").clone_url and repo.clone_url.startswith("file://")
     gh.get_rate_limit()
+    stub.repo("acme/gitops").protection["main"] = ["ci/build"]
+    stub.repo("acme/gitops").rulesets["main"] = ["security/scan"]
     main = repo.get_branch("main")
+    assert main.protected and main.raw_data["protection"]["required_status_checks"]["contexts"] == ["ci/build"]
+    _, rules = gh.requester.requestJsonAndCheck("GET", "/repos/acme/gitops/rules/branches/main")
+    assert [r["parameters"]["required_status_checks"] for r in rules] == [[{"context": "security/scan"}]]
+    stub.repo("acme/gitops").protection.clear()
+    stub.repo("acme/gitops").rulesets.clear()
     ref = repo.create_git_ref("refs/heads/scratch", main.commit.sha)
     assert [r.ref for r in repo.get_git_matching_refs("heads/scratch")] == ["refs/heads/scratch"]
     dev_sha = repo.get_git_ref("heads/fleetflow/dev").object.sha

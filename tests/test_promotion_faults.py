@@ -111,6 +111,10 @@ def test_request_counts_per_step(gh: Fleet, capsys: pytest.CaptureFixture[str]) 
     with gh.context() as ctx:
         check_rollout(ctx, "qa")  # qa's PR is open, not merged: the gate only waits
     waiting = s.count(since=mark)
+    mark = s.mark()
+    with gh.context() as ctx:
+        assert check_rollout(ctx, "dev").state == "success"  # recorded: decided once per (environment, commit)
+    assert s.count(since=mark, path=r"^/repos/contoso/gitops/commits/[0-9a-f]+/(status|check-runs)$") == 0
     with capsys.disabled():
         print(f"\nGitHub API requests: promote+schedule dev = {promote_requests}; gate check = {gate_requests}; "
               f"gate check dev + promote/schedule qa = {gate_requests_with_fanout} ({fanout} fan-out); "

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Literal, Protocol
@@ -16,6 +17,7 @@ from typing import Literal, Protocol
 from fleetflow.errors import ForgeError
 
 StatusState = Literal["pending", "success", "failure", "error"]
+CombinedState = Literal["pending", "success", "failure"]
 
 # The hidden marker that identifies fleetflow's pull requests (the environment follows it).
 PR_MARKER = "<!-- fleetflow:environment="
@@ -72,6 +74,43 @@ class CommitStatus:
     kind: Literal["status", "check"] = "status"
 
 
+_SEVERITY = {"success": 0, "pending": 1, "failure": 2, "error": 3}
+
+
+def newer_report(candidate: CommitStatus, current: CommitStatus) -> bool:
+    """Between two reports of one context on one commit (a commit status and a check run of the same name): the
+    later one wins; a tie, or a missing time, goes to the worse state."""
+    if candidate.updated_at is not None and current.updated_at is not None \
+            and candidate.updated_at != current.updated_at:
+        return candidate.updated_at > current.updated_at
+    if (candidate.updated_at is None) != (current.updated_at is None):
+        return candidate.updated_at is not None
+    return _SEVERITY[candidate.state] > _SEVERITY[current.state]
+
+
+def combined_state(reports: Sequence[CommitStatus]) -> CombinedState:
+    """GitHub's combined state over the latest status per context: ``failure`` if any is ``error`` or
+    ``failure``, ``pending`` if there is none or any is ``pending``, else ``success`` ("Get the combined status
+    for a specific reference", REST API docs)."""
+    states = {r.state for r in reports}
+    if states & {"failure", "error"}:
+        return "failure"
+    if not states or "pending" in states:
+        return "pending"
+    return "success"
+
+
+@dataclass(frozen=True)
+class ReportPage:
+    """One page of what was reported on a commit: commit statuses (latest per context, from the combined status)
+    or check runs (latest per name). ``total`` counts every context (or check run name) on the commit, on all
+    pages; ``state`` is GitHub's combined state of the commit statuses (None for check runs: GitHub has none)."""
+
+    reports: list[CommitStatus]
+    total: int
+    state: CombinedState | None = None
+
+
 @dataclass(frozen=True)
 class PullRequest:
     number: int
@@ -85,6 +124,16 @@ class PullRequest:
     merge_commit_sha: str | None = None
     url: str = ""
     labels: tuple[str, ...] = field(default_factory=tuple)
+    auto_merge: bool = False  # the forge's own auto-merge is enabled: it merges once the branch rules are met
+
+
+@dataclass(frozen=True)
+class MergeRules:
+    """What the base branch asks before a merge: the status/check contexts branch protection and rulesets require,
+    and whether the repository lets the forge merge on its own once they pass (GitHub: "Allow auto-merge")."""
+
+    required: tuple[str, ...] = ()
+    auto_merge_allowed: bool = False
 
 
 class Forge(Protocol):
@@ -113,10 +162,20 @@ class Forge(Protocol):
         """The forge's web page of a commit, or None when the forge has no web pages (the local forge)."""
         ...
 
+    def status_pages(self, repo: str, sha: str) -> Iterator[ReportPage]:
+        """The commit statuses of ``sha`` (latest per context), a page at a time, each page one request at most:
+        the caller stops reading when it knows enough. The first page carries the totals and the combined state."""
+        ...
+
+    def check_pages(self, repo: str, sha: str) -> Iterator[ReportPage]:
+        """The check runs of ``sha`` (latest per name, mapped onto states as in ``statuses``), a page at a time."""
+        ...
+
     def set_status(self, repo: str, sha: str, context: str, state: StatusState, description: str,
-                   target_url: str | None = None) -> bool:
+                   target_url: str | None = None, *, known: Sequence[CommitStatus] | None = None) -> bool:
         """Post a commit status unless the latest one for ``context`` already has this state and description.
-        Returns True when something was written."""
+        ``known``: the commit's statuses as the caller just read them (no second read). Returns True when
+        something was written."""
         ...
 
     def open_pull(self, repo: str, head: str, base: str) -> PullRequest | None:
@@ -138,8 +197,19 @@ class Forge(Protocol):
 
     def request_reviewers(self, repo: str, number: int, reviewers: list[str]) -> None: ...
 
-    def merge_pull(self, repo: str, number: int) -> str:
-        """Merge (merge commit). Returns the merge commit sha. Merging a merged PR returns its sha again."""
+    def merge_pull(self, repo: str, number: int, *, expected_head: str | None = None) -> str:
+        """Merge (merge commit). Returns the merge commit sha. Merging a merged PR returns its sha again.
+        ``expected_head``: merge only if the head is still that commit (else a ForgeError with status 409)."""
+        ...
+
+    def merge_rules(self, repo: str, branch: str) -> MergeRules:
+        """What ``branch`` requires before a merge, and whether the forge may auto-merge there."""
+        ...
+
+    def enable_auto_merge(self, repo: str, number: int) -> str | None:
+        """Ask the forge to merge the PR itself once the branch's rules are met (merge commit). None when it is
+        enabled (or already was); otherwise the forge's reason for refusing (auto-merge not allowed in the
+        repository, the PR needs no waiting, ...): the caller then decides itself."""
         ...
 
     def dispatch(self, repo: str, event_type: str, payload: dict[str, object]) -> None:

@@ -154,8 +154,9 @@ class GitRepos:
     def commit_time(self, url: str, sha: str) -> int:
         return int(self.mirror(url).git.show("-s", "--format=%ct", sha))
 
-    def log(self, url: str, sha: str, path: str | None = None, limit: int = 200) -> list[str]:
-        args = ["--format=%H", f"--max-count={limit}", sha]
+    def log(self, url: str, sha: str, path: str | None = None, limit: int = 200,
+            first_parent: bool = False) -> list[str]:
+        args = ["--format=%H", f"--max-count={limit}", *(["--first-parent"] if first_parent else []), sha]
         if path:
             args += ["--", path]
         return [line for line in str(self.mirror(url).git.log(*args)).splitlines() if line]

@@ -14,11 +14,11 @@ A repo is ``owner/name``. Only this module and :mod:`fleetflow.forge.githubauth`
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
 from typing import Any, Literal, TypedDict, Unpack
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import quote, urlsplit, urlunsplit
 
 import requests
 from github import Github, GithubException, GithubIntegration, GithubRetry, RateLimitExceededException
@@ -30,7 +30,17 @@ from github.Repository import Repository
 from urllib3 import Retry
 
 from fleetflow.errors import ForgeError, ForgeRequest
-from fleetflow.forge.base import CommitStatus, PullRequest, StatusState, check_dispatch, check_status, full_sha
+from fleetflow.forge.base import (
+    CommitStatus,
+    MergeRules,
+    PullRequest,
+    ReportPage,
+    StatusState,
+    check_dispatch,
+    check_status,
+    full_sha,
+    newer_report,
+)
 from fleetflow.forge.githubauth import PERMISSIONS_HINT, Credential, Credentials
 from fleetflow.settings import Settings
 
@@ -39,7 +49,6 @@ _REPO = re.compile(r"^[A-Za-z0-9-]+/[A-Za-z0-9._-]+$")
 _PER_PAGE = 100
 # Check run conclusions as commit states; anything not completed is pending, an unknown conclusion fails.
 _SUCCESS_CONCLUSIONS = frozenset({"success", "neutral", "skipped"})
-_SEVERITY = {"success": 0, "pending": 1, "failure": 2, "error": 3}
 
 
 class Tuning(TypedDict, total=False):
@@ -183,38 +192,35 @@ class GitHubForge:
     # -- commit statuses -----------------------------------------------------------------------------------
 
     def statuses(self, repo: str, sha: str) -> list[CommitStatus]:
-        """Latest commit status per context plus the latest check run per name, by context. A context that is
-        both a status and a check run: the newer wins (a tie: the worse state)."""
-        sha = full_sha(sha)
-        latest = {s.context: s for s in self._combined(repo, sha)}
-        remote = self._remote(repo)
-        with self._request("list check runs", "GET", f"/repos/{repo}/commits/{sha}/check-runs"):
-            runs = list(remote.get_commit(sha).get_check_runs())
-        for run in runs:
-            check = _check_status(run.name, run.status, run.conclusion, run.output.title if run.output else None,
-                                  run.completed_at or run.started_at)
-            other = latest.get(check.context)
-            if other is None or _newer(check, other):
-                latest[check.context] = check
+        """Latest commit status per context plus the latest check run per name, by context (every page). A
+        context that is both a status and a check run: the newer wins (a tie: the worse state)."""
+        latest = {s.context: s for page in self.status_pages(repo, sha) for s in page.reports}
+        for page in self.check_pages(repo, sha):
+            for check in page.reports:
+                other = latest.get(check.context)
+                if other is None or newer_report(check, other):
+                    latest[check.context] = check
         return [latest[context] for context in sorted(latest)]
 
-    def _combined(self, repo: str, sha: str, context: str | None = None) -> list[CommitStatus]:
-        """The combined status' latest status per context (every page; with ``context``, until it is found)."""
-        found: list[CommitStatus] = []
-        page = 1
+    def status_pages(self, repo: str, sha: str) -> Iterator[ReportPage]:
+        """``GET /repos/{repo}/commits/{sha}/status``, 100 contexts a page (GitHub's most), one request per page
+        read; ``total_count`` and ``state`` come with the first."""
+        sha = full_sha(sha)
         path = f"/repos/{repo}/commits/{sha}/status"
+        seen, page = 0, 1
         while True:
             data = self._requester_json(repo, "GET", path, "read the combined commit status",
                                         parameters={"per_page": _PER_PAGE, "page": page})
             chunk = data.get("statuses") or []
-            found.extend(
-                CommitStatus(context=s["context"], state=s["state"], description=s.get("description") or "",
-                             updated_at=_when(s.get("updated_at") or s.get("created_at")), kind="status")
-                for s in chunk
-            )
-            done = len(chunk) < _PER_PAGE or len(found) >= int(data.get("total_count") or 0)
-            if done or (context is not None and any(s.context == context for s in found)):
-                return found
+            total = int(data.get("total_count") or 0)
+            seen += len(chunk)
+            yield ReportPage(
+                [CommitStatus(context=s["context"], state=s["state"], description=s.get("description") or "",
+                              updated_at=_when(s.get("updated_at") or s.get("created_at")), kind="status")
+                 for s in chunk],
+                total, data.get("state") or "pending")
+            if len(chunk) < _PER_PAGE or seen >= total:
+                return
             page += 1
 
     def status_history(self, repo: str, sha: str) -> list[CommitStatus]:
@@ -243,10 +249,41 @@ class GitHubForge:
         with self._request("read the repository", "GET", f"/repos/{repo}"):
             return f"{remote.html_url}/commit/{full_sha(sha)}"
 
+    def check_pages(self, repo: str, sha: str) -> Iterator[ReportPage]:
+        """``GET /repos/{repo}/commits/{sha}/check-runs?filter=latest``, 100 a page (check runs are not in the
+        combined status)."""
+        sha = full_sha(sha)
+        path = f"/repos/{repo}/commits/{sha}/check-runs"
+        seen, page = 0, 1
+        while True:
+            data = self._requester_json(repo, "GET", path, "list check runs",
+                                        parameters={"per_page": _PER_PAGE, "page": page, "filter": "latest"})
+            chunk = data.get("check_runs") or []
+            total = int(data.get("total_count") or 0)
+            seen += len(chunk)
+            yield ReportPage([_check_status(run["name"], run["status"], run.get("conclusion"),
+                                            (run.get("output") or {}).get("title"),
+                                            _when(run.get("completed_at") or run.get("started_at")))
+                              for run in chunk], total)
+            if len(chunk) < _PER_PAGE or seen >= total:
+                return
+            page += 1
+
+    def _latest_status(self, repo: str, sha: str, context: str) -> CommitStatus | None:
+        """The latest status of ``context``: pages are read until it is found."""
+        for page in self.status_pages(repo, sha):
+            found = next((s for s in page.reports if s.context == context), None)
+            if found is not None:
+                return found
+        return None
+
     def set_status(self, repo: str, sha: str, context: str, state: StatusState, description: str,
-                   target_url: str | None = None) -> bool:
+                   target_url: str | None = None, *, known: Sequence[CommitStatus] | None = None) -> bool:
         sha = check_status(sha, state, context, description)
-        last = next((s for s in self._combined(repo, sha, context) if s.context == context), None)
+        if known is not None:
+            last = next((s for s in known if s.context == context and s.kind == "status"), None)
+        else:
+            last = self._latest_status(repo, sha, context)
         if last is not None and (last.state, last.description) == (state, description):
             return False
         body: dict[str, Any] = {"state": state, "context": context, "description": description}
@@ -335,9 +372,10 @@ class GitHubForge:
             with self._request("request reviewers", "POST", f"/repos/{repo}/pulls/{number}/requested_reviewers"):
                 pr.create_review_request(reviewers=new_users, team_reviewers=new_teams)
 
-    def merge_pull(self, repo: str, number: int) -> str:
+    def merge_pull(self, repo: str, number: int, *, expected_head: str | None = None) -> str:
         """Merge with a merge commit. A merged PR gives its merge sha again (also when the answer to our own
-        merge was lost: the retried PUT answers 405 and the PR reads merged)."""
+        merge was lost: the retried PUT answers 405 and the PR reads merged). ``expected_head`` is GitHub's
+        ``sha`` parameter: 409 when the head moved."""
         pr = self._get_pull(repo, number)
         if pr.merged_at is not None:
             return pr.merge_commit_sha
@@ -346,13 +384,49 @@ class GitHubForge:
         try:
             with self._request("merge a pull request", "PUT", f"/repos/{repo}/pulls/{number}/merge",
                                reraise=lambda e: e.status == 405):
-                return pr.merge(merge_method="merge").sha
+                return pr.merge(merge_method="merge", sha=expected_head or NotSet).sha
         except GithubException as exc:
             again = self._get_pull(repo, number)
             if again.merged_at is not None:
                 return again.merge_commit_sha
             raise _forge_error("merge a pull request", "PUT", f"{self.api_url}/repos/{repo}/pulls/{number}/merge",
                                exc, hint="conflicts with the base branch, or branch protection rules") from None
+
+    def merge_rules(self, repo: str, branch: str) -> MergeRules:
+        """Required contexts from branch protection (``GET /branches/{branch}``: ``protection.required_status_checks``,
+        readable with pull access) and from rulesets (``GET /rules/branches/{branch}``: the active
+        ``required_status_checks`` rules), plus the repository's ``allow_auto_merge``. Three requests."""
+        remote = self._remote(repo)
+        with self._request("read the repository", "GET", f"/repos/{repo}"):
+            allowed = bool(remote.allow_auto_merge)
+        quoted = quote(branch, safe="")
+        data = self._requester_json(repo, "GET", f"/repos/{repo}/branches/{quoted}", "read the branch")
+        checks = ((data.get("protection") or {}).get("required_status_checks") or {})
+        required = list(checks.get("contexts") or [])
+        required += [c["context"] for c in checks.get("checks") or [] if c.get("context")]
+        rules = self._requester_json(repo, "GET", f"/repos/{repo}/rules/branches/{quoted}",
+                                     "read the rules for the branch")
+        for rule in rules or []:
+            if rule.get("type") == "required_status_checks":
+                params = rule.get("parameters") or {}
+                required += [c["context"] for c in params.get("required_status_checks") or [] if c.get("context")]
+        return MergeRules(tuple(dict.fromkeys(required)), allowed)
+
+    def enable_auto_merge(self, repo: str, number: int) -> str | None:
+        """GraphQL ``enablePullRequestAutoMerge`` (merge commit) through PyGithub's ``enable_automerge``. GitHub
+        refuses it when the repository does not allow auto-merge and when the PR needs no waiting ("Pull request
+        is in clean status", "... unstable status"): the refusal's message is returned."""
+        pr = self._get_pull(repo, number)
+        if pr.auto_merge is not None:
+            return None
+        if pr.state != "open":
+            return f"pull request #{number} is {'merged' if pr.merged_at else 'closed'}"
+        try:
+            with self._request("enable auto-merge", "POST", "/graphql", reraise=lambda e: e.status in (400, 422)):
+                pr.enable_automerge(merge_method="MERGE")
+        except GithubException as exc:
+            return _github_message(exc) or "auto-merge refused"
+        return None
 
     def _get_pull(self, repo: str, number: int) -> GhPullRequest:
         if not isinstance(number, int) or isinstance(number, bool) or number < 1:
@@ -405,6 +479,7 @@ def _pull(pr: GhPullRequest) -> PullRequest:
         merge_commit_sha=pr.merge_commit_sha if merged else None,  # an open PR's is GitHub's test merge
         url=pr.html_url,
         labels=tuple(label.name for label in pr.labels),
+        auto_merge=pr.auto_merge is not None,
     )
 
 
@@ -419,15 +494,6 @@ def _check_status(name: str, status: str, conclusion: str | None, title: str | N
         state = "failure"
     description = title or (conclusion if status == "completed" and conclusion else status)
     return CommitStatus(context=name, state=state, description=description, updated_at=when, kind="check")
-
-
-def _newer(candidate: CommitStatus, current: CommitStatus) -> bool:
-    if candidate.updated_at is not None and current.updated_at is not None \
-            and candidate.updated_at != current.updated_at:
-        return candidate.updated_at > current.updated_at
-    if (candidate.updated_at is None) != (current.updated_at is None):
-        return candidate.updated_at is not None
-    return _SEVERITY[candidate.state] > _SEVERITY[current.state]
 
 
 def _when(value: str | None) -> datetime | None:
@@ -445,7 +511,7 @@ def _github_message(exc: GithubException) -> str:
     if not isinstance(data, dict):
         return str(data or exc.message or "")
     parts = [str(data.get("message") or "")]
-    for error in data.get("errors") or []:
+    for error in data.get("errors") or []:  # REST validation errors, or GraphQL's errors list
         if isinstance(error, dict):
             parts.append(str(error.get("message") or " ".join(
                 str(error[k]) for k in ("resource", "field", "code") if error.get(k))))

@@ -4,14 +4,18 @@ A repo is a path to a (usually bare) git repository or any git URL. Pull request
 events are kept in the repository itself, as JSON files under ``refs/fleetflow/forge`` (see
 :mod:`fleetflow.forge.localstore`), so every clone and every concurrent run sees the same state::
 
-    meta.json                 {"format": 1, "next_pull": N, "next_dispatch": M}
+    meta.json                 {"format": 1, "next_pull": N, "next_dispatch": M,
+                               "allow_auto_merge": bool, "branch_rules": {branch: {"required": [context, ...]}}}
     pulls/<number>.json       one pull request (reviewers and timestamps included)
     statuses/<sha>.json       every status posted on the commit, oldest first (the latest per context wins)
     dispatches/<number>.json  one repository_dispatch event
 
 Semantics follow GitHub's: a merge is a real merge commit pushed to the base branch, a PR needs an existing head
 branch with commits not in the base, a status needs an existing commit and a description of at most 140
-characters, a dispatch payload at most 10 top-level keys.
+characters, a dispatch payload at most 10 top-level keys. Branch rules and auto-merge follow GitHub's too: a
+branch may require status contexts (``protect_branch``), a repository may allow auto-merge (``allow_auto_merge``);
+a PR with auto-merge enabled is merged by the status post that makes every required context of its head
+``success``, and enabling it is refused when the repository does not allow it or the PR needs no waiting.
 """
 
 from __future__ import annotations
@@ -19,14 +23,24 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal, TypeVar, cast
 
 from fleetflow.clock import utc_now
-from fleetflow.errors import ForgeError
-from fleetflow.forge.base import CommitStatus, PullRequest, StatusState, check_dispatch, check_status, full_sha
+from fleetflow.errors import ForgeError, ForgeRequest
+from fleetflow.forge.base import (
+    CommitStatus,
+    MergeRules,
+    PullRequest,
+    ReportPage,
+    StatusState,
+    check_dispatch,
+    check_status,
+    combined_state,
+    full_sha,
+)
 from fleetflow.forge.localstore import Edit, MergeConflict, Mirror, Snapshot, dump_json, run_git
 
 R = TypeVar("R")
@@ -120,8 +134,20 @@ class LocalForge:
         """The local forge has no web pages."""
         return None
 
+    def status_pages(self, repo: str, sha: str) -> Iterator[ReportPage]:
+        """One page: everything (reading it is one fetch, whatever the count)."""
+        reports = self.statuses(repo, sha)
+        yield ReportPage(reports, len(reports), combined_state(reports))
+
+    def check_pages(self, repo: str, sha: str) -> Iterator[ReportPage]:
+        """The local forge has no check runs."""
+        full_sha(sha)
+        yield ReportPage([], 0)
+
     def set_status(self, repo: str, sha: str, context: str, state: StatusState, description: str,
-                   target_url: str | None = None) -> bool:
+                   target_url: str | None = None, *, known: Sequence[CommitStatus] | None = None) -> bool:
+        """``known`` is not needed here: the check against the latest post is part of the compare-and-swap
+        write. A post that makes every required context of an auto-merge PR's head ``success`` merges it."""
         sha = check_status(sha, state, context, description)
         mirror = self._mirror(repo)
         if not mirror.has_commit(sha):
@@ -129,17 +155,89 @@ class LocalForge:
             if not mirror.has_commit(sha):
                 raise ForgeError(f"no commit {sha} in {mirror.url}: a status needs a commit of a branch")
         path = f"statuses/{sha}.json"
+        waiting: list[int] = []
 
         def change(snap: Snapshot) -> Edit[bool]:
             posts: list[Record] = snap.read_json(path) or []
             last = next((p for p in reversed(posts) if p["context"] == context), None)
             if last is not None and (last["state"], last["description"]) == (state, description):
                 return Edit(False)
+            waiting[:] = [r["number"] for r in _records(snap) if r["state"] == "open" and r.get("auto_merge")]
             post = {"context": context, "state": state, "description": description, "target_url": target_url,
                     "created_at": self._now()}
             return Edit(True, {path: dump_json([*posts, post])}, message=f"status {context}={state} on {sha}")
 
-        return self._write(repo, "set_status", change)
+        wrote = self._write(repo, "set_status", change)
+        if wrote and state == "success" and waiting:
+            self._auto_merge(repo, sha, waiting)
+        return wrote
+
+    def _auto_merge(self, repo: str, sha: str, numbers: list[int]) -> None:
+        """Merge the auto-merge PRs whose head is ``sha`` once every context their base requires is success."""
+        snap = self._mirror(repo).fetch(heads=True)
+        latest = {s.context: s.state for s in self.statuses(repo, sha)}
+        for number in numbers:
+            rec = snap.read_json(f"pulls/{number}.json")
+            if rec is None or rec["state"] != "open" or snap.heads.get(rec["head"]) != sha:
+                continue
+            required = _rules(snap, rec["base"]).required
+            if required and all(latest.get(c) == "success" for c in required):
+                self.merge_pull(repo, number)
+
+    # -- branch rules and auto-merge -------------------------------------------------------------------------
+
+    def protect_branch(self, repo: str, branch: str, required: Sequence[str]) -> None:
+        """Require these status contexts on ``branch`` (an empty list lifts the rule)."""
+        _branch(branch)
+
+        def change(snap: Snapshot) -> Edit[None]:
+            meta = _meta(snap)
+            rules = {**meta.get("branch_rules", {}), branch: {"required": list(dict.fromkeys(required))}}
+            if not required:
+                rules.pop(branch)
+            return Edit(None, {"meta.json": dump_json({**meta, "branch_rules": rules})},
+                        message=f"protect {branch}")
+
+        self._write(repo, "protect_branch", change)
+
+    def allow_auto_merge(self, repo: str, allowed: bool = True) -> None:
+        """The repository setting "Allow auto-merge"."""
+        def change(snap: Snapshot) -> Edit[None]:
+            meta = _meta(snap)
+            if meta.get("allow_auto_merge", False) == allowed:
+                return Edit(None)
+            return Edit(None, {"meta.json": dump_json({**meta, "allow_auto_merge": allowed})},
+                        message=f"allow auto-merge: {allowed}")
+
+        self._write(repo, "allow_auto_merge", change)
+
+    def merge_rules(self, repo: str, branch: str) -> MergeRules:
+        _branch(branch)
+        return _rules(self._mirror(repo).fetch(), branch)
+
+    def enable_auto_merge(self, repo: str, number: int) -> str | None:
+        """As GitHub: refused when the repository does not allow it, and when the PR needs no waiting (no
+        required context, or all of them already success: "clean status")."""
+        snap = self._mirror(repo).fetch(heads=True)
+        rec = _record(snap, repo, number)
+        if rec.get("auto_merge"):
+            return None
+        if rec["state"] != "open":
+            return f"pull request #{number} is {'merged' if rec['merged'] else 'closed'}"
+        rules = _rules(snap, rec["base"])
+        if not rules.auto_merge_allowed:
+            return "Auto merge is not allowed for this repository"
+        head = snap.heads.get(rec["head"], rec["head_sha"])
+        latest = {s.context: s.state for s in self.statuses(repo, head)}
+        if not rules.required or all(latest.get(c) == "success" for c in rules.required):
+            return "Pull request is in clean status"
+
+        def change(snap: Snapshot) -> Edit[Record]:
+            current = _record(snap, repo, number)
+            return self._edit_pull(current, {**current, "auto_merge": True}, f"auto-merge pull request #{number}")
+
+        self._write(repo, "enable_auto_merge", change)
+        return None
 
     # -- pull requests -------------------------------------------------------------------------------------
 
@@ -235,7 +333,7 @@ class LocalForge:
 
         self._write(repo, "request_reviewers", change)
 
-    def merge_pull(self, repo: str, number: int) -> str:
+    def merge_pull(self, repo: str, number: int, *, expected_head: str | None = None) -> str:
         """A real merge commit of the head branch (as it is now) into the base branch, pushed together with the
         PR's new state (atomically, compare-and-swap on both). Merging a merged PR returns its sha again."""
         mirror = self._mirror(repo)
@@ -251,6 +349,10 @@ class LocalForge:
                 if branch not in snap.heads:
                     raise ForgeError(f"cannot merge pull request #{number}: branch {branch!r} does not exist")
             head_sha, base_sha = snap.heads[head], snap.heads[base]
+            if expected_head is not None and head_sha != expected_head:
+                raise ForgeError(f"pull request #{number}: head branch was modified ({head_sha[:12]}, expected "
+                                 f"{expected_head[:12]}); review and try the merge again",
+                                 ForgeRequest("merge", mirror.url, 409))
             refs: dict[str, tuple[str, str]] = {}
             if mirror.is_ancestor(head_sha, base_sha):  # already in the base (e.g. our own earlier attempt)
                 sha = base_sha
@@ -283,6 +385,7 @@ class LocalForge:
             number=rec["number"], head=rec["head"], base=rec["base"], title=rec["title"], body=rec["body"],
             state=rec["state"], merged=rec["merged"], head_sha=head_sha, merge_commit_sha=rec["merge_commit_sha"],
             url=f"local://{self.git_url(repo)}/pull/{rec['number']}", labels=tuple(rec["labels"]),
+            auto_merge=bool(rec.get("auto_merge")) and rec["state"] == "open",
         )
 
     # -- repository_dispatch -------------------------------------------------------------------------------
@@ -325,6 +428,12 @@ def _branch(name: str) -> str:
 
 def _meta(snap: Snapshot) -> Record:
     return {"format": 1, "next_pull": 1, "next_dispatch": 1, **(snap.read_json("meta.json") or {})}
+
+
+def _rules(snap: Snapshot, branch: str) -> MergeRules:
+    meta = _meta(snap)
+    required = (meta.get("branch_rules") or {}).get(branch, {}).get("required") or []
+    return MergeRules(tuple(required), bool(meta.get("allow_auto_merge", False)))
 
 
 def _records(snap: Snapshot) -> list[Record]:

@@ -1,10 +1,13 @@
 """``check-rollout``: has the environment rolled out its pinned ``main`` commit? If so, promote it onwards.
 
-Finds the GitOps commit that carries the pinned commit (the oldest of the run of commits at the branch tip whose
-state.json names it: the merged PR), reads the statuses the clusters posted on it and on the branch tip, decides
-the gate (fleetflow.promotion.gate), records the decision as ``fleetflow/<env>`` on the ``main`` commit, and on success
+Finds the GitOps commits that carry the pinned commit (the run of first-parent commits at the branch tip whose
+state.json names it; the oldest is the merge), reads what the clusters reported on every one of them
+(fleetflow.promotion.reports: newest report per context, as few pages as the decision needs), decides the gate
+(fleetflow.promotion.gate), records the decision as ``fleetflow/<env>`` on the ``main`` commit, and on success
 promotes the same commit to every environment that comes after this one and whose other upstreams have also
-succeeded (fan-in). A run makes no request while waiting: it decides and exits; the next event runs it again.
+succeeded (fan-in). A recorded success stands: a later check reads no GitOps status again (it only repeats the
+fan-out, which changes nothing when it was done). A run makes no request while waiting for the merge: it decides
+and exits; the next event runs it again.
 """
 
 from __future__ import annotations
@@ -16,8 +19,9 @@ from pydantic import Field, computed_field
 
 from fleetflow.forge.base import CommitStatus
 from fleetflow.promotion.context import Context, pinned, short, status_context
-from fleetflow.promotion.gate import GateDecision, evaluate
+from fleetflow.promotion.gate import GateDecision
 from fleetflow.promotion.promote import PromoteOutcome, promote
+from fleetflow.promotion.reports import read_and_decide
 from fleetflow.render.incremental import RenderState, state_path
 from fleetflow.results import Result
 
@@ -62,17 +66,6 @@ def _state_at(ctx: Context, url: str, sha: str, path: str) -> RenderState | None
         return None
 
 
-def _merge_latest(*groups: list[CommitStatus]) -> dict[str, CommitStatus]:
-    latest: dict[str, CommitStatus] = {}
-    epoch = datetime.min.replace(tzinfo=UTC)
-    for group in groups:
-        for status in group:
-            seen = latest.get(status.context)
-            if seen is None or (status.updated_at or epoch) >= (seen.updated_at or epoch):
-                latest[status.context] = status
-    return latest
-
-
 def check_rollout(ctx: Context, environment: str, *, fan_out: bool = True) -> RolloutOutcome:
     """The gate of ``environment`` at its pin; ``fan_out``: on success promote onwards (reconcile promotes
     downstream itself, forward only)."""
@@ -83,40 +76,58 @@ def check_rollout(ctx: Context, environment: str, *, fan_out: bool = True) -> Ro
     main_sha, envs_at, policy = at.main_sha, at.envs_at_pin, at.env_at_pin.spec.rollout
     g_repo, g_branch, g_path, g_url = at.gitops_repo, at.gitops_branch, at.gitops_path, at.gitops_url
     tip = ctx.git.fetch_branch(g_url, g_branch)
-    carrier: str | None = None
+    run: list[str] = []  # newest first: the tip ... the merge
     tip_state: RenderState | None = None
     if tip is not None:
-        for sha in ctx.git.log(g_url, tip, limit=50):
+        for sha in ctx.git.log(g_url, tip, limit=50, first_parent=True):
             state = _state_at(ctx, g_url, sha, g_path)
             if state is None or state.main_commit != main_sha:
                 break
-            carrier = sha
+            run.append(sha)
             tip_state = tip_state or state
-    if carrier is None or tip is None or tip_state is None:
+    if not run or tip_state is None:
         text = f"waiting for the PR that carries main@{short(main_sha)} to be merged into {g_branch}"
         ctx.say(f"{environment}: {text}")
         return RolloutOutcome(environment=environment, main_commit=main_sha, gitops_commit=None,
                               state="waiting-for-merge", description=text)
+    carrier = run[-1]
+    recorded = _recorded(ctx, main_sha)
+    mine = next((s for s in recorded if s.context == status_context(environment)), None)
+    if mine is not None and mine.state == "success":  # decided once: the statuses are not read again
+        recorded_decision = GateDecision("success", mine.description, len(tip_state.clusters), counted=False)
+        ctx.say(f"{environment}: gate success (recorded): {mine.description}")
+        outcome = RolloutOutcome(environment=environment, main_commit=main_sha, gitops_commit=carrier,
+                                 state="success", description=mine.description, decision=recorded_decision)
+        if fan_out:
+            _fan_out(ctx, environment, main_sha, envs_at, outcome, recorded)
+        return outcome
     started = datetime.fromtimestamp(ctx.git.commit_time(g_url, carrier), UTC)
-    groups = [ctx.forge.statuses(g_repo, tip)]
-    if carrier != tip:
-        groups.insert(0, ctx.forge.statuses(g_repo, carrier))
-    decision = evaluate(policy, tip_state.clusters, _merge_latest(*groups), started, ctx.clock())
+    reading = read_and_decide(ctx.forge, g_repo, run, policy, tip_state.clusters, started, ctx.clock())
+    decision = reading.decision
     description = decision.status_description()
-    ctx.forge.set_status(ctx.control_plane, main_sha, status_context(environment), decision.state, description)
+    ctx.forge.set_status(ctx.control_plane, main_sha, status_context(environment), decision.state, description,
+                         known=recorded)
     ctx.say(f"{environment}: gate for main@{short(main_sha)} {decision.state}: {description}")
     outcome = RolloutOutcome(environment=environment, main_commit=main_sha, gitops_commit=carrier,
                              state=decision.state, description=description, decision=decision)
     if decision.state == "success" and fan_out:
-        _fan_out(ctx, environment, main_sha, envs_at, outcome)
+        now = [s for s in recorded if s.context != status_context(environment)]
+        now.append(CommitStatus(status_context(environment), "success", description))
+        _fan_out(ctx, environment, main_sha, envs_at, outcome, now)
     return outcome
 
 
-def _fan_out(ctx: Context, environment: str, sha: str, envs: dict[str, Any], outcome: RolloutOutcome) -> None:
+def _recorded(ctx: Context, sha: str) -> list[CommitStatus]:
+    """fleetflow's records on a main commit: its commit statuses (every page; a few contexts, one request)."""
+    return [s for page in ctx.forge.status_pages(ctx.control_plane, sha) for s in page.reports]
+
+
+def _fan_out(ctx: Context, environment: str, sha: str, envs: dict[str, Any], outcome: RolloutOutcome,
+             recorded: list[CommitStatus]) -> None:
     downstream = sorted(name for name, e in envs.items() if environment in e.spec.after)
     if not downstream:
         return
-    statuses = {s.context: s.state for s in ctx.forge.statuses(ctx.control_plane, sha)}
+    statuses = {s.context: s.state for s in recorded}
     for name in downstream:
         waiting = [u for u in envs[name].spec.after if statuses.get(status_context(u)) != "success"]
         if waiting:

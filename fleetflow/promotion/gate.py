@@ -5,6 +5,18 @@ Rules (DESIGN.md §5): the expected set comes from the ``Cluster`` inventory (ea
 from ``minClusters`` contexts matching ``contextPattern``; any ``failure``/``error`` fails fast; a missing status
 is pending, never success; all expected clusters successful for ``soakTime`` → success; still pending after
 ``timeout`` → failure; zero expected clusters is a configuration error unless ``allowEmpty``.
+
+Which report counts (``newest_reports``): the gate reads every commit of the GitOps branch from the one that
+merged the rollout to the tip, along the first-parent line (the commits that were the branch's tip, the only ones a
+cluster applies). For each context the **newest report** wins: the one on the latest of those commits (a cluster
+that applied a later commit applied this rollout with it, and reports there, as Flux and Argo CD post on the
+revision they applied); within one commit, the forge's latest for that context (GitHub: the newest status), and
+between a commit status and a check run of the same name on one commit the later one (a tie: the worse state).
+Timestamps never reorder commits: a cluster's report on an older commit, however late it was posted, is older
+news than its report on a newer one.
+
+``estimate`` decides from counts alone (GitHub's combined ``state`` and ``total_count`` of each commit) when
+they suffice, so that a gate waiting for 30,000 clusters costs a few requests, not every page.
 """
 
 from __future__ import annotations
@@ -16,7 +28,7 @@ from datetime import datetime
 from typing import Literal
 
 from fleetflow.errors import InputError, Problem, Problems
-from fleetflow.forge.base import STATUS_DESCRIPTION_LIMIT, CommitStatus
+from fleetflow.forge.base import STATUS_DESCRIPTION_LIMIT, CombinedState, CommitStatus, newer_report
 from fleetflow.model.durations import format_duration
 from fleetflow.model.resources import RolloutPolicy
 from fleetflow.render.incremental import ExpectedCluster
@@ -40,6 +52,7 @@ class GateDecision:
     failed: list[str] = field(default_factory=list)
     missing: list[str] = field(default_factory=list)
     ready_at: datetime | None = None
+    counted: bool = True  # False: decided from counts alone (succeeded/failed/missing are not listed)
 
     def status_description(self) -> str:
         text = self.description
@@ -77,15 +90,82 @@ def configuration_problems(policy: RolloutPolicy, clusters: Sequence[ExpectedClu
     if found:
         return list(found)
     if not expected and policy.min_clusters is None and not policy.allow_empty:
-        return [
-            Problem(
-                "the gate expects zero clusters: no Cluster of this environment runs an assigned cluster type",
-                None,
-                "add Cluster resources (with statusContext) to the environment branch, set rollout.minClusters, "
-                "or set rollout.allowEmpty: true",
-            )
-        ]
+        return [_ZERO_CLUSTERS]
     return []
+
+
+_ZERO_CLUSTERS = Problem(
+    "the gate expects zero clusters: no Cluster of this environment runs an assigned cluster type",
+    None,
+    "add Cluster resources (with statusContext) to the environment branch, set rollout.minClusters, "
+    "or set rollout.allowEmpty: true",
+)
+
+
+def newest_reports(commits: Sequence[Sequence[CommitStatus]]) -> dict[str, CommitStatus]:
+    """The report that counts per context. ``commits``: newest commit first, each with its reports (latest per
+    context, commit statuses and check runs). The newest commit that has a report of a context decides it; on one
+    commit, a status and a check run of the same name: ``newer_report``."""
+    newest: dict[str, CommitStatus] = {}
+    for reports in commits:
+        here: dict[str, CommitStatus] = {}
+        for report in reports:
+            other = here.get(report.context)
+            if other is None or newer_report(report, other):
+                here[report.context] = report
+        for context, report in here.items():
+            newest.setdefault(context, report)
+    return newest
+
+
+@dataclass(frozen=True)
+class Counts:
+    """What the first page of one commit's reports tells without reading the rest: GitHub's combined state of its
+    commit statuses, how many contexts carry a status, how many check runs there are, and whether any check run
+    read so far is not green (``checks_read``: all of them were read)."""
+
+    state: CombinedState
+    statuses: int
+    checks: int = 0
+    checks_failed: bool = False
+    checks_read: bool = True
+
+
+def _required(policy: RolloutPolicy, clusters: Sequence[ExpectedCluster]) -> tuple[int, int] | list[Problem]:
+    """(reports required, clusters expected) or the configuration problems."""
+    problems = Problems()
+    expected = reporters(policy, clusters, problems)
+    if problems:
+        return list(problems)
+    required = policy.min_clusters if policy.min_clusters is not None else len(expected)
+    return required, max(required, len(expected))
+
+
+def estimate(policy: RolloutPolicy, clusters: Sequence[ExpectedCluster], counts: Sequence[Counts],
+             started: datetime, now: datetime) -> GateDecision | None:
+    """A decision from counts alone, or None when the reports must be read one by one. ``counts``: newest commit
+    first.
+
+    Nothing may have failed anywhere (no commit's combined state is ``failure``, no check run failed). Then the gate
+    is pending (or, past ``timeout``, failed) when fewer contexts reported on all the commits together than the gate
+    requires, so not every expected cluster can have succeeded; or when exactly as many reported and the newest
+    commit's combined state is ``pending``: its pending context is the newest report of that context, so either it
+    is an expected cluster that has not succeeded yet, or it is another context and an expected one is missing.
+    Anything else (a failure somewhere, or enough reports to possibly be complete) needs the reports themselves."""
+    needs = _required(policy, clusters)
+    if isinstance(needs, list) or not counts:
+        return None
+    required, total = needs
+    if required == 0:
+        return None
+    failure_seen = any(c.state == "failure" or c.checks_failed or not c.checks_read for c in counts)
+    reported = sum(c.statuses + c.checks for c in counts)
+    if failure_seen or reported > required or (reported == required and counts[0].state != "pending"):
+        return None
+    if now - started >= policy.timeout:
+        return GateDecision("failure", f"timed out after {format_duration(policy.timeout)}: at most {reported}/{total} clusters "
+                                       "reported", required, counted=False)
+    return GateDecision("pending", f"rolling out: waiting for {total} clusters", required, counted=False)
 
 
 def evaluate(
@@ -103,12 +183,7 @@ def evaluate(
     if not expected and policy.min_clusters is None:
         if policy.allow_empty:
             return GateDecision("success", "rolled out: no clusters expected (allowEmpty)", 0)
-        raise InputError(Problem(
-            "the gate expects zero clusters: no Cluster of this environment runs an assigned cluster type",
-            None,
-            "add Cluster resources (with statusContext) to the environment branch, set rollout.minClusters, "
-            "or set rollout.allowEmpty: true",
-        ))
+        raise InputError(_ZERO_CLUSTERS)
     if expected:
         watched = {r.context: r.cluster for r in expected}
     else:  # no inventory: every context matching the pattern counts
@@ -128,7 +203,10 @@ def evaluate(
             if status.updated_at is not None and (last_success is None or status.updated_at > last_success):
                 last_success = status.updated_at
         else:
-            detail = f" ({status.description})" if status.description else ""
+            # one line: a reporter's description may hold newlines (Argo CD keeps them), and a line of a log that
+            # starts with "::" is a workflow command on GitHub Actions
+            text = " ".join(status.description.split())
+            detail = f" ({text})" if text else ""
             decision.failed.append(f"{cluster}{detail}")
     total = max(required, len(watched)) if expected else required
     count = f"{len(decision.succeeded)}/{total} clusters"

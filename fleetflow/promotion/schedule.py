@@ -8,13 +8,16 @@ rendered file gives none, and an open PR that became empty is closed.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Literal
 
 from pydantic import Field, computed_field
 
 from fleetflow.forge.base import PullRequest
 from fleetflow.forge.git import PushRejected, retrying
+from fleetflow.promotion import merging
 from fleetflow.promotion.context import Context, head_branch, pinned, short
+from fleetflow.promotion.merging import MergeOutcome
 from fleetflow.promotion.prbody import PullRequestFacts, body, title
 from fleetflow.render.incremental import STATE_PATH, RenderState, state_path
 from fleetflow.render.output import apply_result, plan_diff, read_state, safe_path
@@ -48,6 +51,7 @@ class ScheduleOutcome(Result):
     pull: PullRequest | None = Field(default=None, exclude=True)  # the forge's view, for the steps that follow
     changes: Changes = Field(default_factory=Changes)
     gitops_commit: str | None = None
+    merge: MergeOutcome | None = Field(default=None, exclude=True)  # the merge step's result (autoMerge)
 
     @computed_field(alias="pullRequest")  # type: ignore[prop-decorator]
     @property
@@ -167,26 +171,32 @@ def _state_main(ctx: Context, url: str, sha: str | None, path: str) -> str | Non
 
 
 def merge_if_due(ctx: Context, repo: str, pr: PullRequest, head_sha: str | None = None) -> bool:
-    """autoMerge: merge once the PR's own checks pass (none pending, none failed). True when merged now."""
+    """The merge step of an autoMerge environment's PR (:func:`fleetflow.promotion.merging.merge_if_due`: the
+    forge's auto-merge, or a merge once every check on the head is green). True when it merged now. ``head_sha``:
+    the head the caller knows (the merge is refused if the PR's head moved since)."""
     if pr.state != "open":
         return False
-    checks = ctx.forge.statuses(repo, head_sha or pr.head_sha)
-    if any(s.state != "success" for s in checks):
-        return False
-    ctx.forge.merge_pull(repo, pr.number)
-    return True
+    if head_sha is not None and head_sha != pr.head_sha:
+        pr = replace(pr, head_sha=head_sha)
+    return merging.merge_if_due(ctx.forge, repo, pr, auto_merge=True).state == "merged"
 
 
 def _maybe_merge(ctx: Context, repo: str, auto_merge: bool, outcome: ScheduleOutcome) -> ScheduleOutcome:
+    """autoMerge: the merge step (fleetflow.promotion.merging): the forge's auto-merge, or a merge once every check
+    on the head is green; otherwise the PR waits for a later run."""
     pr = outcome.pull
     if not auto_merge or pr is None or pr.state != "open":
         return outcome
-    if not merge_if_due(ctx, repo, pr, outcome.gitops_commit):
-        outcome.message += "; auto-merge waits for the PR's checks"
-        return outcome
-    outcome.operation = "merged"
-    outcome.message += "; merged (autoMerge)"
-    ctx.say(f"{outcome.environment}: PR #{pr.number} merged (autoMerge)")
+    result = merging.merge_if_due(ctx.forge, repo, pr, auto_merge=True)
+    outcome.merge = result
+    if result.state == "merged":
+        outcome.operation = "merged"
+        outcome.message += "; merged (autoMerge: every check green)"
+    elif result.state == "auto-merge":
+        outcome.message += f"; auto-merge on: {ctx.forge.name} merges it once the branch rules are met"
+    else:
+        outcome.message += f"; auto-merge waits: {result.reason}"
+    ctx.say(f"{outcome.environment}: {result.message}")
     return outcome
 
 

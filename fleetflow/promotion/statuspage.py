@@ -19,11 +19,10 @@ from fleetflow.delivery.chain import layout
 from fleetflow.delivery.metrics import MetricsReport, compute, human_duration, rows
 from fleetflow.delivery.records import Promotion
 from fleetflow.errors import GitError, InputError, Problems
-from fleetflow.forge.base import CommitStatus
 from fleetflow.forge.git import CommitInfo
-from fleetflow.promotion.check_rollout import _merge_latest, _state_at
+from fleetflow.promotion.check_rollout import _state_at
 from fleetflow.promotion.context import Context, pinned, short
-from fleetflow.promotion.gate import reporters
+from fleetflow.promotion.gate import newest_reports, reporters
 from fleetflow.promotion.history import DEFAULT_LIMIT, History, read_history
 from fleetflow.promotion.status import EnvironmentStatus, fleet_status
 from fleetflow.render.incremental import RenderState
@@ -51,26 +50,25 @@ class GateClusters:
 
 def gate_clusters(ctx: Context, environment: str) -> GateClusters | None:
     """The clusters the gate waits for at the environment's pin, as the gate sees them now (the newest status
-    per context on the GitOps commit that carries the pin and on later commits), grouped by cluster type."""
+    per context across the GitOps commits from the merge that carries the pin to the tip, the gate's rule),
+    grouped by cluster type."""
     at = pinned(ctx, environment, required=False)
     if at is None:
         return None
     tip = ctx.git.fetch_branch(at.gitops_url, at.gitops_branch)
     if tip is None:
         return None
-    carrier: str | None = None
+    run: list[str] = []  # the first-parent commits from the tip back to the merge, as the gate reads them
     state: RenderState | None = None
-    for sha in ctx.git.log(at.gitops_url, tip, limit=50):
+    for sha in ctx.git.log(at.gitops_url, tip, limit=50, first_parent=True):
         found = _state_at(ctx, at.gitops_url, sha, at.gitops_path)
         if found is None or found.main_commit != at.main_sha:
             break
-        carrier, state = sha, state or found
-    if carrier is None or state is None:
+        run.append(sha)
+        state = state or found
+    if not run or state is None:
         return None
-    groups: list[list[CommitStatus]] = [ctx.forge.statuses(at.gitops_repo, tip)]
-    if carrier != tip:
-        groups.insert(0, ctx.forge.statuses(at.gitops_repo, carrier))
-    latest = _merge_latest(*groups)
+    latest = newest_reports([ctx.forge.statuses(at.gitops_repo, sha) for sha in run])
     expected = reporters(at.env_at_pin.spec.rollout, state.clusters, Problems())  # the gate reports them
     types = {c.name: c.cluster_type for c in state.clusters}
     by_type: dict[str, dict[str, Any]] = {}

@@ -86,6 +86,7 @@ def update_check_run(request: Request) -> Response:
             if not run.conclusion:
                 raise unprocessable("Conclusion is required when status is completed.")
             run.completed_at = run.completed_at or request.store.now()
+        request.repo.auto_merge_due(run.head_sha)
     return Response(200, request.shapes.check_run(request.repo, run))
 
 

@@ -47,6 +47,13 @@ def get_branch(request: Request) -> Response:
     return Response(200, request.shapes.branch(repo, name, repo.git.commit(sha)))
 
 
+@route("GET", "/repos/{owner}/{repo}/rules/branches/{branch}")
+def get_branch_rules(request: Request) -> Response:
+    """"Get rules for a branch": the branch need not exist; only active rulesets' rules."""
+    repo = request.repo
+    return Response(200, request.shapes.ruleset_rules(repo, request.params["branch"]))
+
+
 @route("GET", "/repos/{owner}/{repo}/git/ref/{ref}")
 def get_ref(request: Request) -> Response:
     repo, refname = request.repo, "refs/" + request.params["ref"]

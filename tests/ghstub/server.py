@@ -37,7 +37,7 @@ from types import TracebackType
 from typing import Any, Self
 from urllib.parse import parse_qsl, urlsplit
 
-from . import handlers_apps, handlers_checks, handlers_pulls, handlers_repos
+from . import graphql, handlers_apps, handlers_checks, handlers_pulls, handlers_repos
 from .apps import App, Credential, InstallationToken
 from .errors import ApiError
 from .faults import Fault, FaultKind, Faults
@@ -332,9 +332,14 @@ class GitHubStub:
                 head = body.get("head", "").rpartition(":")[2] if isinstance(body, dict) else None
                 raise fault.error(request_id, owner, head)
             credential = self._authenticate(http.headers.get("Authorization", ""), matched)
-            if matched is None:
+            if matched is None and (method, path) == ("POST", "/graphql"):
+                with self.store.lock:
+                    actor = credential.actor if credential is not None else None
+                    response = graphql.handle(self.store, self.shapes, body, actor or self.store.login)
+            elif matched is None:
                 raise ApiError(404, "Not Found")
-            response = self._dispatch(matched[0], path, query, body, matched[1], credential)
+            else:
+                response = self._dispatch(matched[0], path, query, body, matched[1], credential)
         except json.JSONDecodeError:
             response = Response(400, ApiError(400, "Problems parsing JSON").body())
         except ApiError as error:

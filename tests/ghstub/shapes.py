@@ -260,7 +260,7 @@ class Shapes:
             "allow_merge_commit": True,
             "allow_squash_merge": True,
             "allow_rebase_merge": True,
-            "allow_auto_merge": False,
+            "allow_auto_merge": repo.allow_auto_merge,
             "allow_update_branch": False,
             "delete_branch_on_merge": repo.delete_branch_on_merge,
             "use_squash_pr_title_as_default": False,
@@ -341,16 +341,22 @@ class Shapes:
         }
 
     def branch(self, repo: Repo, name: str, info: CommitInfo) -> Json:
-        """``branch-with-protection`` (never protected)."""
+        """``branch-with-protection``: ``protection.required_status_checks`` lists the contexts branch protection
+        requires (``checks``: the same with ``app_id`` null, "any source")."""
         api = f"{self.base}/repos/{repo.full_name}/branches/{quote(name)}"
+        required = repo.protection.get(name)
         return {
             "name": name,
             "commit": self.commit(repo, info),
             "_links": {"html": f"{self.base}/{repo.full_name}/tree/{quote(name)}", "self": api},
-            "protected": False,
+            "protected": required is not None,
             "protection": {
-                "enabled": False,
-                "required_status_checks": {"enforcement_level": "off", "contexts": [], "checks": []},
+                "enabled": required is not None,
+                "required_status_checks": {
+                    "enforcement_level": "non_admins" if required is not None else "off",
+                    "contexts": list(required or []),
+                    "checks": [{"context": c, "app_id": None} for c in required or []],
+                },
             },
             "protection_url": f"{api}/protection",
         }
@@ -421,9 +427,31 @@ class Shapes:
                 "statuses": {"href": f"{api}/statuses/{pr.head_sha}"},
             },
             "author_association": "OWNER" if pr.user == repo.owner else "MEMBER",
-            "auto_merge": None,
+            "auto_merge": self.auto_merge(pr),
             "draft": pr.draft,
         }
+
+    def auto_merge(self, pr: PullRequest) -> Json | None:
+        """``auto-merge``: null, or who enabled it and how it will merge."""
+        if pr.auto_merge is None:
+            return None
+        return {"enabled_by": self.user(pr.auto_merge["enabled_by"]), "merge_method": pr.auto_merge["merge_method"],
+                "commit_title": pr.title, "commit_message": ""}
+
+    def ruleset_rules(self, repo: Repo, branch: str) -> list[Json]:
+        """``repository-rule-detailed`` items of ``GET /rules/branches/{branch}``: one ``required_status_checks``
+        rule from the repository's active ruleset when it targets the branch."""
+        contexts = repo.rulesets.get(branch)
+        if not contexts:
+            return []
+        return [{
+            "type": "required_status_checks",
+            "parameters": {"required_status_checks": [{"context": c} for c in contexts],
+                           "strict_required_status_checks_policy": False},
+            "ruleset_source_type": "Repository",
+            "ruleset_source": repo.full_name,
+            "ruleset_id": 1,
+        }]
 
     def pull(self, repo: Repo, pr: PullRequest) -> Json:
         """``pull-request``: the simple form plus merge state and diff counts from git."""

@@ -20,6 +20,8 @@ from .errors import ApiError, not_found, pr_already_exists, unprocessable, valid
 from .gitbackend import BareRepo, MergeConflict
 
 STATUS_STATES = ("error", "failure", "pending", "success")
+GREEN_CONCLUSIONS = ("success", "neutral", "skipped")  # what satisfies a required check (GitHub docs, "About
+# protected branches": a required check passes with success, skipped or neutral)
 
 
 def iso(moment: datetime) -> str:
@@ -67,6 +69,7 @@ class PullRequest:
     labels: list[str] = field(default_factory=list)
     requested_reviewers: list[str] = field(default_factory=list)
     requested_teams: list[str] = field(default_factory=list)
+    auto_merge: dict[str, Any] | None = None  # {"enabled_by": login, "merge_method": "merge"|"squash"|"rebase"}
 
     @property
     def merged(self) -> bool:
@@ -130,6 +133,12 @@ class Repo:
     check_runs: list[CheckRun] = field(default_factory=list)
     dispatches: list[Dispatch] = field(default_factory=list)
     delete_branch_on_merge: bool = False
+    allow_auto_merge: bool = False  # the repository setting "Allow auto-merge"
+    # Branch protection: branch -> required status check contexts; rulesets likewise (``required_status_checks``
+    # rules of active rulesets that target the branch). ``bypass``: merges ignore both (an App on the bypass list).
+    protection: dict[str, list[str]] = field(default_factory=dict)
+    rulesets: dict[str, list[str]] = field(default_factory=dict)
+    bypass: bool = False
     # When set, the API reports this (e.g. ``https://git.example.com/acme/app.git``) as ``clone_url``: for clients
     # that put a token into an https clone URL. The stub serves git only at the ``file://`` URL (``clone_url``).
     https_clone_url: str | None = None
@@ -288,6 +297,9 @@ class Repo:
                 raise ApiError(405, "Pull Request is not mergeable")
             if sha is not None and sha != pr.head_sha:
                 raise ApiError(409, "Head branch was modified. Review and try the merge again.")
+            blocking = self.blocking_check(pr.base_ref, pr.head_sha)
+            if blocking is not None and not self.bypass:
+                raise ApiError(405, blocking)
             actor = user or self.store.login
             author = (actor, f"{actor}@users.noreply.github.com")
             base_sha = pr.base_sha
@@ -314,6 +326,57 @@ class Repo:
             if self.delete_branch_on_merge:
                 self.git.delete_ref(f"refs/heads/{pr.head_ref}")
             return new
+
+    # -- branch rules and auto-merge ------------------------------------------------------------------------
+    def required_contexts(self, branch: str) -> list[str]:
+        return list(dict.fromkeys([*self.protection.get(branch, []), *self.rulesets.get(branch, [])]))
+
+    def check_state(self, sha: str, context: str) -> str | None:
+        """``success``/``failure``/``pending`` of a required check: the latest commit status of that context, or
+        the latest check run of that name (completed with a green conclusion: success); None when neither."""
+        status = next((s for s in self.statuses_for(sha) if s.context == context), None)
+        run = next((r for r in self.check_runs_for(sha) if r.name == context), None)
+        if run is not None and (status is None or run.id > status.id):
+            if run.status != "completed":
+                return "pending"
+            return "success" if run.conclusion in GREEN_CONCLUSIONS else "failure"
+        if status is None:
+            return None
+        return {"error": "failure"}.get(status.state, status.state)
+
+    def blocking_check(self, base: str, sha: str) -> str | None:
+        """GitHub's refusal of a merge into a protected branch, or None when every required check passed."""
+        for context in self.required_contexts(base):
+            state = self.check_state(sha, context)
+            if state is None or state == "pending":
+                return f'Required status check "{context}" is expected.'
+            if state != "success":
+                return f'Required status check "{context}" is failing.'
+        return None
+
+    def enable_auto_merge(self, number: int, method: str, actor: str) -> str | None:
+        """``enablePullRequestAutoMerge``: None when enabled, else GitHub's refusal."""
+        with self.store.lock:
+            pr = self.pull(number)
+            if not self.allow_auto_merge:
+                return "Auto merge is not allowed for this repository"
+            if pr.state != "open":
+                return "Pull request is closed" if not pr.merged else "Pull request is already merged"
+            if pr.auto_merge is None:
+                if not self.required_contexts(pr.base_ref) or self.blocking_check(pr.base_ref, pr.head_sha) is None:
+                    return "Pull request is in clean status"
+                pr.auto_merge = {"enabled_by": actor, "merge_method": method.lower()}
+                pr.updated_at = self.store.now()
+            return None
+
+    def auto_merge_due(self, sha: str) -> None:
+        """What GitHub does when a check completes: merge the auto-merge PRs whose head is ``sha`` once every
+        required check of their base passed."""
+        with self.store.lock:
+            for pr in self.list_pulls():
+                if pr.state == "open" and pr.auto_merge is not None and pr.head_sha == sha \
+                        and self.blocking_check(pr.base_ref, sha) is None:
+                    self.merge_pull(pr.number, pr.auto_merge["merge_method"], user=pr.auto_merge["enabled_by"])
 
     def label(self, name: str) -> Label:
         with self.store.lock:
@@ -358,6 +421,7 @@ class Repo:
                 now,
             )
             self.statuses.append(status)
+            self.auto_merge_due(full)
             return status
 
     def statuses_for(self, ref: str) -> list[CommitStatus]:
@@ -402,6 +466,7 @@ class Repo:
             if status == "completed" and not run.conclusion:
                 raise validation_failed({"resource": "CheckRun", "field": "conclusion", "code": "missing_field"})
             self.check_runs.append(run)
+            self.auto_merge_due(sha)
             return run
 
     def check_runs_for(self, ref: str) -> list[CheckRun]:

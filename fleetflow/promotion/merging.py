@@ -1,0 +1,90 @@
+"""Merging an environment's PR by the rules (``autoMerge``): the step ``schedule`` and ``reconcile`` both take.
+
+1. The forge's own auto-merge first (GitHub: ``enablePullRequestAutoMerge``): the forge merges once branch
+   protection and rulesets are satisfied, with no event and no later run needed.
+2. Where the forge refuses it (the repository does not allow auto-merge, or the PR needs no waiting: GitHub's
+   "clean status"), fleetflow merges itself, and only when every check on the head is complete and green and every
+   context the base branch requires is among them (:func:`merge_verdict`). Otherwise the PR stays open and a later
+   run (``fleetflow reconcile``) decides again.
+
+A PR with no completed check is never merged when the branch requires any; a PR with no check at all on a branch
+that requires none is merged (nothing to wait for). The merge names the head it checked: if the head moved in
+between, the forge refuses (409) and the PR waits for the next run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from fleetflow.errors import ForgeError
+from fleetflow.forge.base import CommitStatus, Forge, PullRequest
+
+MergeState = Literal["merged", "auto-merge", "waiting", "manual", "closed"]
+
+
+@dataclass
+class MergeOutcome:
+    """What ``merge_if_due`` found and did. ``state``: ``merged`` (now, or earlier), ``auto-merge`` (the forge
+    merges it once the rules are met), ``waiting`` (fleetflow will decide again later; ``reason`` says why),
+    ``manual`` (``autoMerge`` is off: a person merges), ``closed`` (closed without merging)."""
+
+    state: MergeState
+    number: int
+    message: str
+    reason: str | None = None
+    merge_commit: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"state": self.state, "pullRequest": self.number, "message": self.message, "reason": self.reason,
+                "mergeCommit": self.merge_commit}
+
+
+def merge_verdict(required: Sequence[str], reports: Sequence[CommitStatus]) -> str | None:
+    """None when the head may be merged; otherwise why not. Every report (commit status or check run) must be
+    complete and green, and every required context must have reported."""
+    latest = {r.context: r for r in reports}
+    failing = sorted(c for c, r in latest.items() if r.state in ("failure", "error"))
+    if failing:
+        return f"checks failed: {', '.join(failing)}"
+    running = sorted(c for c, r in latest.items() if r.state == "pending")
+    if running:
+        return f"checks not complete: {', '.join(running)}"
+    missing = [c for c in required if c not in latest]
+    if missing:
+        return f"required checks have not reported: {', '.join(missing)}"
+    return None
+
+
+def merge_if_due(forge: Forge, repo: str, pr: PullRequest, *, auto_merge: bool) -> MergeOutcome:
+    """Take the merge step for ``pr`` if it is due (see the module docstring). Idempotent: a merged PR, or one
+    whose auto-merge is on, is left as it is."""
+    if pr.merged:
+        return MergeOutcome("merged", pr.number, f"PR #{pr.number} is merged", merge_commit=pr.merge_commit_sha)
+    if pr.state != "open":
+        return MergeOutcome("closed", pr.number, f"PR #{pr.number} is closed")
+    if not auto_merge:
+        return MergeOutcome("manual", pr.number, f"PR #{pr.number} waits for a person to merge it (autoMerge off)")
+    if pr.auto_merge:
+        return MergeOutcome("auto-merge", pr.number,
+                            f"PR #{pr.number}: auto-merge is on; {forge.name} merges it once the branch rules are met")
+    refusal = forge.enable_auto_merge(repo, pr.number)
+    if refusal is None:
+        return MergeOutcome("auto-merge", pr.number,
+                            f"PR #{pr.number}: auto-merge enabled; {forge.name} merges it once the branch rules are "
+                            "met")
+    rules = forge.merge_rules(repo, pr.base)
+    why = merge_verdict(rules.required, forge.statuses(repo, pr.head_sha))
+    if why is not None:
+        return MergeOutcome("waiting", pr.number,
+                            f"PR #{pr.number} stays open: {why} (auto-merge unavailable: {refusal}); a later run "
+                            "merges it", reason=why)
+    try:
+        sha = forge.merge_pull(repo, pr.number, expected_head=pr.head_sha)
+    except ForgeError as exc:
+        if exc.request is not None and exc.request.status in (405, 409):  # the head moved, or a rule we cannot see
+            reason = str(exc).splitlines()[0]
+            return MergeOutcome("waiting", pr.number, f"PR #{pr.number} stays open: {reason}", reason=reason)
+        raise
+    return MergeOutcome("merged", pr.number, f"PR #{pr.number} merged: every check is green", merge_commit=sha)

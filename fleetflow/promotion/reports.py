@@ -1,0 +1,153 @@
+"""What the clusters reported on the GitOps commits of a rollout, read no further than the gate's decision needs.
+
+The commits are the first-parent line of the GitOps branch from its tip back to the commit that merged the
+rollout, newest first. For each, the first page of commit statuses (GitHub's combined status: the ``state`` and
+``total_count`` of every context come with it) and the first page of check runs are read: one request each. When
+those counts decide the gate (:func:`fleetflow.promotion.gate.estimate`: too few reports to be complete and no
+failure anywhere) nothing more is read. Otherwise the rest is read newest commit first, and reading stops as soon
+as the answer is known: an expected cluster whose newest report failed (fail fast), or, when nothing failed
+anywhere, one whose newest report is still pending. Only a success needs every page.
+
+Cost on GitHub per check: 2 requests per commit in the run (usually one commit: the merge) while the counts
+decide; a full read (``total_count`` / 100 pages per commit) when they cannot.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from fleetflow.errors import Problem
+from fleetflow.forge.base import CombinedState, CommitStatus, Forge, ReportPage
+from fleetflow.model.resources import RolloutPolicy
+from fleetflow.promotion.gate import Counts, GateDecision, estimate, evaluate, newest_reports, reporters
+from fleetflow.render.incremental import ExpectedCluster
+
+
+@dataclass
+class _Commit:
+    sha: str
+    status_pages: Iterator[ReportPage]
+    check_pages: Iterator[ReportPage]
+    statuses: list[CommitStatus] = field(default_factory=list)
+    checks: list[CommitStatus] = field(default_factory=list)
+    status_total: int = 0
+    check_total: int = 0
+    state: CombinedState = "pending"
+    statuses_done: bool = False
+    checks_done: bool = False
+
+    def next_status_page(self) -> bool:
+        page = next(self.status_pages, None)
+        if page is None:
+            self.statuses_done = True
+            return False
+        if not self.statuses:
+            self.status_total, self.state = page.total, page.state or "pending"
+        self.statuses.extend(page.reports)
+        self.statuses_done = len(self.statuses) >= self.status_total or not page.reports
+        return True
+
+    def next_check_page(self) -> bool:
+        page = next(self.check_pages, None)
+        if page is None:
+            self.checks_done = True
+            return False
+        if not self.checks:
+            self.check_total = page.total
+        self.checks.extend(page.reports)
+        self.checks_done = len(self.checks) >= self.check_total or not page.reports
+        return True
+
+    def counts(self) -> Counts:
+        return Counts(self.state, self.status_total, self.check_total,
+                      checks_failed=any(c.state != "success" for c in self.checks), checks_read=self.checks_done)
+
+    @property
+    def done(self) -> bool:
+        return self.statuses_done and self.checks_done
+
+
+@dataclass
+class Reading:
+    """The decision and what it cost: pages read, and whether every page of every commit was read."""
+
+    decision: GateDecision | list[Problem]
+    commits: int
+    pages: int
+    enumerated: bool
+
+
+def read_and_decide(forge: Forge, repo: str, commits: Sequence[str], policy: RolloutPolicy,
+                    clusters: Sequence[ExpectedCluster], started: datetime, now: datetime) -> Reading:
+    """Decide the gate over ``commits`` (newest first) of ``repo``, reading as few pages as the decision allows."""
+    expected, problems = reporters(policy, clusters)
+    if problems:
+        return Reading(problems, len(commits), 0, False)
+    if not expected and (policy.min_clusters or 0) == 0:  # allowEmpty, or a configuration error: nothing to read
+        return Reading(evaluate(policy, clusters, {}, started, now), len(commits), 0, False)
+    read = [_Commit(sha, forge.status_pages(repo, sha), forge.check_pages(repo, sha)) for sha in commits]
+    pages = 0
+    for commit in read:
+        pages += commit.next_status_page() + commit.next_check_page()
+
+    def decide(upto: int | None = None) -> GateDecision | list[Problem]:
+        """Over every commit (or, stopping early, the ones up to ``upto``: older ones were only partly read)."""
+        chosen = read if upto is None else read[: upto + 1]
+        return evaluate(policy, clusters, newest_reports([c.statuses + c.checks for c in chosen]), started, now)
+
+    if all(c.done for c in read):
+        return Reading(decide(), len(read), pages, True)
+    guess = estimate(policy, clusters, [c.counts() for c in read], started, now)
+    if guess is not None:
+        return Reading(guess, len(read), pages, False)
+
+    watched = {r.context: r.cluster for r in expected}
+    failure_possible = any(c.state == "failure" or c.checks_failed for c in (c.counts() for c in read)) \
+        or not all(c.checks_done for c in read)
+    newer: set[str] = set()  # contexts reported on the commits already read in full (newer than the current one)
+    for index, commit in enumerate(read):
+        while not commit.checks_done and commit.next_check_page():
+            pages += 1
+        checks = {c.context: c for c in commit.checks}
+        while True:
+            early = _final(commit.statuses, checks, newer, watched, failure_possible)
+            if early is not None and watched:
+                decision = decide(index)
+                if isinstance(decision, GateDecision):
+                    decision.counted = False
+                    if early == "failure" and decision.failed:
+                        decision.state = "failure"
+                        decision.description = f"failed: failing: {', '.join(decision.failed)}"
+                    else:
+                        decision.state = "pending"
+                        decision.description = f"rolling out: waiting for {decision.expected} clusters"
+                        decision.ready_at = None
+                return Reading(decision, len(read), pages, False)
+            if commit.statuses_done or not commit.next_status_page():
+                break
+            pages += 1
+        newer.update(s.context for s in commit.statuses)
+        newer.update(checks)
+    return Reading(decide(), len(read), pages, True)
+
+
+def _final(statuses: Sequence[CommitStatus], checks: dict[str, CommitStatus], newer: set[str],
+           watched: dict[str, str], failure_possible: bool) -> str | None:
+    """``failure`` when an expected context's newest report (nothing on a newer commit, no newer check run of
+    that name here) failed; ``pending`` when, with no failure possible anywhere, one is still pending."""
+    pending = False
+    for status in statuses:
+        if status.context not in watched or status.context in newer:
+            continue
+        check = checks.get(status.context)
+        state = check.state if check is not None and check.updated_at and status.updated_at \
+            and check.updated_at > status.updated_at else status.state
+        if state in ("failure", "error"):
+            return "failure"
+        pending = pending or state == "pending"
+    for check in checks.values():
+        if check.context in watched and check.context not in newer and check.state == "failure":
+            return "failure"
+    return "pending" if pending and not failure_possible else None

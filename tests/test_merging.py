@@ -1,0 +1,197 @@
+"""The merge step (``autoMerge``) by the rules, on both forges: the forge's own auto-merge first, else a merge only
+when every check on the head is complete and green and every required context reported.
+
+GitHub's rules the stand-in follows: ``enablePullRequestAutoMerge`` (GraphQL reference, mutations) is refused with
+"Auto merge is not allowed for this repository" when the repository setting is off and with "Pull request is in
+clean status" when nothing is left to wait for (as ``gh pr merge --auto`` relays them); auto-merge merges once every
+required check passed ("Automatically merging a pull request"); required checks come from branch protection
+(``branch-with-protection``: ``protection.required_status_checks``) and rulesets (``GET /rules/branches/{branch}``:
+``required_status_checks`` rules), and a check run counts once ``completed`` with ``success``, ``neutral`` or
+``skipped`` ("About protected branches"); an App on the bypass list can merge anyway, which is why fleetflow checks
+the rules itself.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from fleetflow.forge.base import CommitStatus, PullRequest
+from fleetflow.forge.github import GitHubForge
+from fleetflow.forge.local import LocalForge
+from fleetflow.promotion.merging import merge_if_due, merge_verdict
+from tests.ghstub.fixtures import github_stub  # noqa: F401
+from tests.ghstub.server import GitHubStub
+from tests.test_forge_local import origin, template  # noqa: F401
+
+REPO = "acme/gitops"
+HEAD = "fleetflow/dev"
+
+
+def test_the_verdict() -> None:
+    ok = CommitStatus("ci/build", "success")
+    assert merge_verdict([], []) is None  # nothing required, nothing reported: nothing to wait for
+    assert merge_verdict(["ci/build"], []) == "required checks have not reported: ci/build"
+    assert merge_verdict(["ci/build"], [ok]) is None
+    assert "not complete: lint" in (merge_verdict([], [ok, CommitStatus("lint", "pending", kind="check")]) or "")
+    assert "failed: lint" in (merge_verdict([], [ok, CommitStatus("lint", "error")]) or "")
+
+
+# -- GitHub (stand-in) --------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def stub(github_stub: GitHubStub) -> GitHubStub:  # noqa: F811
+    repo = github_stub.create_repo(REPO)
+    repo.commit_files("dev", {"README.md": "gitops\n"}, "readme")
+    repo.commit_files(HEAD, {"dev/app.yaml": "replicas: 1\n"}, "render dev", base="dev")
+    return github_stub
+
+
+@pytest.fixture
+def forge(stub: GitHubStub) -> Iterator[GitHubForge]:
+    made = GitHubForge(token="t", api_url=stub.url, retries=0, backoff_factor=0, seconds_between_requests=0,
+                       seconds_between_writes=0)
+    yield made
+    made.close()
+
+
+def open_pr(forge: GitHubForge | LocalForge, repo: str) -> PullRequest:
+    return forge.create_pull(repo, HEAD, "dev", "fleetflow: dev", "body")
+
+
+def test_github_native_auto_merge_merges_when_the_required_check_passes(stub: GitHubStub, forge: GitHubForge) -> None:
+    repo = stub.repo(REPO)
+    repo.allow_auto_merge = True
+    repo.protection["dev"] = ["ci/build"]
+    pr = open_pr(forge, REPO)
+    outcome = merge_if_due(forge, REPO, pr, auto_merge=True)
+    assert outcome.state == "auto-merge" and not repo.pull(pr.number).merged
+    assert stub.count(method="POST", path=r"^/graphql$") == 1
+    again = forge.open_pull(REPO, HEAD, "dev")
+    assert again is not None and again.auto_merge
+    assert merge_if_due(forge, REPO, again, auto_merge=True).state == "auto-merge"  # idempotent: no second mutation
+    assert stub.count(method="POST", path=r"^/graphql$") == 1
+    repo.add_status(pr.head_sha, "success", "ci/build", "ok")  # GitHub merges on its own: no event, no run needed
+    assert repo.pull(pr.number).merged
+
+
+def test_github_without_auto_merge_waits_for_every_check(stub: GitHubStub, forge: GitHubForge) -> None:
+    """The repository does not allow auto-merge; a ruleset requires ``ci/build``; the App may bypass the rules,
+    so only fleetflow's own check keeps the PR from being merged before anything reported."""
+    repo = stub.repo(REPO)
+    repo.rulesets["dev"] = ["ci/build"]
+    repo.bypass = True
+    pr = open_pr(forge, REPO)
+    outcome = merge_if_due(forge, REPO, pr, auto_merge=True)
+    assert outcome.state == "waiting" and outcome.reason == "required checks have not reported: ci/build"
+    assert "Auto merge is not allowed" in outcome.message
+    run = repo.add_check_run(pr.head_sha, "ci/build", status="in_progress")
+    assert merge_if_due(forge, REPO, pr, auto_merge=True).reason == "checks not complete: ci/build"
+    repo.add_status(pr.head_sha, "pending", "lint", "running")  # not required, not green yet: still waits
+    run.status, run.conclusion, run.completed_at = "completed", "success", stub.store.now()
+    assert merge_if_due(forge, REPO, pr, auto_merge=True).reason == "checks not complete: lint"
+    assert not repo.pull(pr.number).merged
+    repo.add_status(pr.head_sha, "success", "lint", "ok")
+    merged = merge_if_due(forge, REPO, pr, auto_merge=True)
+    assert merged.state == "merged" and repo.pull(pr.number).merged
+    assert merged.merge_commit == repo.branch_sha("dev")
+
+
+def test_github_clean_pr_without_rules_merges_when_green(stub: GitHubStub, forge: GitHubForge) -> None:
+    repo = stub.repo(REPO)
+    repo.allow_auto_merge = True  # allowed, but no rule to wait for: GitHub answers "clean status"
+    pr = open_pr(forge, REPO)
+    repo.add_status(pr.head_sha, "failure", "lint", "2 problems")
+    outcome = merge_if_due(forge, REPO, pr, auto_merge=True)
+    assert outcome.state == "waiting" and "clean status" in outcome.message and outcome.reason == "checks failed: lint"
+    repo.add_status(pr.head_sha, "success", "lint", "fixed")
+    assert merge_if_due(forge, REPO, pr, auto_merge=True).state == "merged"
+
+
+def test_github_merge_rules_read_protection_and_rulesets(stub: GitHubStub, forge: GitHubForge) -> None:
+    repo = stub.repo(REPO)
+    repo.protection["dev"] = ["ci/build"]
+    repo.rulesets["dev"] = ["ci/build", "security/scan"]
+    rules = forge.merge_rules(REPO, "dev")
+    assert rules.required == ("ci/build", "security/scan") and not rules.auto_merge_allowed
+    assert forge.merge_rules(REPO, "main").required == ()
+
+
+def test_github_head_moved_after_the_checks_were_read(stub: GitHubStub, forge: GitHubForge,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """The merge names the head it checked (``sha`` of "Merge a pull request"): a push in between gets GitHub's 409
+    and the PR waits for the next run instead of merging a head nobody checked."""
+    repo = stub.repo(REPO)
+    pr = open_pr(forge, REPO)
+    read = forge.statuses
+
+    def read_then_push(name: str, sha: str) -> list[CommitStatus]:
+        found = read(name, sha)
+        repo.commit_files(HEAD, {"dev/app.yaml": "replicas: 2\n"}, "a newer render")
+        return found
+
+    monkeypatch.setattr(forge, "statuses", read_then_push)
+    outcome = merge_if_due(forge, REPO, pr, auto_merge=True)
+    assert outcome.state == "waiting" and "modified" in (outcome.reason or "")
+    assert not repo.pull(pr.number).merged
+
+
+def test_auto_merge_off_leaves_the_pr_to_a_person(stub: GitHubStub, forge: GitHubForge) -> None:
+    pr = open_pr(forge, REPO)
+    assert merge_if_due(forge, REPO, pr, auto_merge=False).state == "manual"
+    assert stub.count(method="POST", path="graphql") == 0
+
+
+# -- local forge ----------------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def local(tmp_path: Path) -> LocalForge:
+    return LocalForge(cache_dir=tmp_path / "cache")
+
+
+def local_pr(local: LocalForge, origin: Path) -> PullRequest:  # noqa: F811
+    from tests.test_forge_local import git
+
+    work = origin.parent / "work"
+    git(work, "push", "-q", "origin", f"feature:{HEAD}")
+    return open_pr(local, str(origin))
+
+
+def test_local_auto_merge_is_honoured_when_the_required_status_turns_green(local: LocalForge,
+                                                                          origin: Path) -> None:  # noqa: F811
+    repo = str(origin)
+    local.allow_auto_merge(repo)
+    local.protect_branch(repo, "dev", ["ci/build"])
+    pr = local_pr(local, origin)
+    assert merge_if_due(local, repo, pr, auto_merge=True).state == "auto-merge"
+    local.set_status(repo, pr.head_sha, "lint", "success", "ok")
+    assert local.pull_record(repo, pr.number)["merged"] is False
+    local.set_status(repo, pr.head_sha, "ci/build", "success", "ok")
+    assert local.pull_record(repo, pr.number)["merged"] is True
+
+
+def test_local_without_auto_merge_waits_then_merges(local: LocalForge, origin: Path) -> None:  # noqa: F811
+    repo = str(origin)
+    local.protect_branch(repo, "dev", ["ci/build"])
+    pr = local_pr(local, origin)
+    outcome = merge_if_due(local, repo, pr, auto_merge=True)
+    assert outcome.state == "waiting" and outcome.reason == "required checks have not reported: ci/build"
+    local.set_status(repo, pr.head_sha, "ci/build", "pending", "running")
+    assert merge_if_due(local, repo, pr, auto_merge=True).state == "waiting"
+    local.set_status(repo, pr.head_sha, "ci/build", "success", "ok")
+    assert merge_if_due(local, repo, pr, auto_merge=True).state == "merged"
+    assert local.pull_record(repo, pr.number)["merged"] is True
+
+
+def test_local_merge_refuses_a_moved_head(local: LocalForge, origin: Path) -> None:  # noqa: F811
+    from fleetflow.errors import ForgeError
+
+    repo = str(origin)
+    pr = local_pr(local, origin)
+    with pytest.raises(ForgeError, match="head branch was modified") as caught:
+        local.merge_pull(repo, pr.number, expected_head="0" * 40)
+    assert caught.value.request is not None and caught.value.request.status == 409
