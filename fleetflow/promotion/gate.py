@@ -163,8 +163,9 @@ def estimate(policy: RolloutPolicy, clusters: Sequence[ExpectedCluster], counts:
     if failure_seen or reported > required or (reported == required and counts[0].state != "pending"):
         return None
     if now - started >= policy.timeout:
-        return GateDecision("failure", f"timed out after {format_duration(policy.timeout)}: at most {reported}/{total} clusters "
-                                       "reported", required, counted=False)
+        waited = format_duration(policy.timeout)
+        return GateDecision("failure", f"timed out after {waited}: at most {reported}/{total} clusters reported",
+                            required, counted=False)
     return GateDecision("pending", f"rolling out: waiting for {total} clusters", required, counted=False)
 
 

@@ -18,7 +18,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from fleetflow.errors import Problem
+from fleetflow.errors import Problems
 from fleetflow.forge.base import CombinedState, CommitStatus, Forge, ReportPage
 from fleetflow.model.resources import RolloutPolicy
 from fleetflow.promotion.gate import Counts, GateDecision, estimate, evaluate, newest_reports, reporters
@@ -73,7 +73,7 @@ class _Commit:
 class Reading:
     """The decision and what it cost: pages read, and whether every page of every commit was read."""
 
-    decision: GateDecision | list[Problem]
+    decision: GateDecision
     commits: int
     pages: int
     enumerated: bool
@@ -81,10 +81,11 @@ class Reading:
 
 def read_and_decide(forge: Forge, repo: str, commits: Sequence[str], policy: RolloutPolicy,
                     clusters: Sequence[ExpectedCluster], started: datetime, now: datetime) -> Reading:
-    """Decide the gate over ``commits`` (newest first) of ``repo``, reading as few pages as the decision allows."""
-    expected, problems = reporters(policy, clusters)
-    if problems:
-        return Reading(problems, len(commits), 0, False)
+    """Decide the gate over ``commits`` (newest first) of ``repo``, reading as few pages as the decision allows.
+    Raises InputError (every problem) when the gate is misconfigured."""
+    problems = Problems()
+    expected = reporters(policy, clusters, problems)
+    problems.raise_if_any()
     if not expected and (policy.min_clusters or 0) == 0:  # allowEmpty, or a configuration error: nothing to read
         return Reading(evaluate(policy, clusters, {}, started, now), len(commits), 0, False)
     read = [_Commit(sha, forge.status_pages(repo, sha), forge.check_pages(repo, sha)) for sha in commits]
@@ -92,7 +93,7 @@ def read_and_decide(forge: Forge, repo: str, commits: Sequence[str], policy: Rol
     for commit in read:
         pages += commit.next_status_page() + commit.next_check_page()
 
-    def decide(upto: int | None = None) -> GateDecision | list[Problem]:
+    def decide(upto: int | None = None) -> GateDecision:
         """Over every commit (or, stopping early, the ones up to ``upto``: older ones were only partly read)."""
         chosen = read if upto is None else read[: upto + 1]
         return evaluate(policy, clusters, newest_reports([c.statuses + c.checks for c in chosen]), started, now)
@@ -115,15 +116,14 @@ def read_and_decide(forge: Forge, repo: str, commits: Sequence[str], policy: Rol
             early = _final(commit.statuses, checks, newer, watched, failure_possible)
             if early is not None and watched:
                 decision = decide(index)
-                if isinstance(decision, GateDecision):
-                    decision.counted = False
-                    if early == "failure" and decision.failed:
-                        decision.state = "failure"
-                        decision.description = f"failed: failing: {', '.join(decision.failed)}"
-                    else:
-                        decision.state = "pending"
-                        decision.description = f"rolling out: waiting for {decision.expected} clusters"
-                        decision.ready_at = None
+                decision.counted = False
+                if early == "failure" and decision.failed:
+                    decision.state = "failure"
+                    decision.description = f"failed: failing: {', '.join(decision.failed)}"
+                else:
+                    decision.state = "pending"
+                    decision.description = f"rolling out: waiting for {decision.expected} clusters"
+                    decision.ready_at = None
                 return Reading(decision, len(read), pages, False)
             if commit.statuses_done or not commit.next_status_page():
                 break
