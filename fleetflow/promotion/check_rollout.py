@@ -18,7 +18,7 @@ from fleetflow.forge.base import CommitStatus
 from fleetflow.promotion.context import Context, pinned, short, status_context
 from fleetflow.promotion.gate import GateDecision, evaluate
 from fleetflow.promotion.promote import PromoteOutcome, promote
-from fleetflow.render.incremental import RenderState, state_path
+from fleetflow.render.incremental import RenderState
 from fleetflow.results import Result
 
 
@@ -52,15 +52,6 @@ class RolloutOutcome(Result):
         return ClusterCounts(expected=d.expected, succeeded=d.succeeded, failed=d.failed, missing=d.missing)
 
 
-def _state_at(ctx: Context, url: str, sha: str, path: str) -> RenderState | None:
-    text = ctx.git.read_file(url, sha, state_path(path))
-    if text is None:
-        return None
-    try:
-        return RenderState.from_bytes(text.encode())
-    except (ValueError, KeyError, TypeError):
-        return None
-
 
 def _merge_latest(*groups: list[CommitStatus]) -> dict[str, CommitStatus]:
     latest: dict[str, CommitStatus] = {}
@@ -87,7 +78,7 @@ def check_rollout(ctx: Context, environment: str, *, fan_out: bool = True) -> Ro
     tip_state: RenderState | None = None
     if tip is not None:
         for sha in ctx.git.log(g_url, tip, limit=50):
-            state = _state_at(ctx, g_url, sha, g_path)
+            state = ctx.render_state(g_url, sha, g_path)
             if state is None or state.main_commit != main_sha:
                 break
             carrier = sha

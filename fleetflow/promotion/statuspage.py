@@ -21,7 +21,7 @@ from fleetflow.delivery.records import Promotion
 from fleetflow.errors import GitError, InputError, Problems
 from fleetflow.forge.base import CommitStatus
 from fleetflow.forge.git import CommitInfo
-from fleetflow.promotion.check_rollout import _merge_latest, _state_at
+from fleetflow.promotion.check_rollout import _merge_latest
 from fleetflow.promotion.context import Context, pinned, short
 from fleetflow.promotion.gate import reporters
 from fleetflow.promotion.history import DEFAULT_LIMIT, History, read_history
@@ -61,7 +61,7 @@ def gate_clusters(ctx: Context, environment: str) -> GateClusters | None:
     carrier: str | None = None
     state: RenderState | None = None
     for sha in ctx.git.log(at.gitops_url, tip, limit=50):
-        found = _state_at(ctx, at.gitops_url, sha, at.gitops_path)
+        found = ctx.render_state(at.gitops_url, sha, at.gitops_path)
         if found is None or found.main_commit != at.main_sha:
             break
         carrier, state = sha, state or found
