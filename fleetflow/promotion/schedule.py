@@ -120,7 +120,7 @@ def _schedule_once(ctx: Context, environment: str) -> ScheduleOutcome:
         rollout=policy.rollout,
         next_environments=sorted(n for n, e in envs.items() if environment in e.spec.after),
         diff=diff,
-        plan_hint=f"`fleetflow plan --environment {environment}` on main@{short(main_sha)}",
+        plan_hint=f"fleetflow plan --environment {environment}",
     )
     pr_title, pr_body = title(facts), body(facts)
     if open_pr is not None:
