@@ -55,9 +55,10 @@ def _render(facts: PullRequestFacts, *, lists: bool, diff: str, diff_cut: bool =
 
 
 def body(facts: PullRequestFacts) -> str:
-    text = _render(facts, lists=True, diff=facts.diff)
-    if len(text) <= BODY_LIMIT:
-        return text
+    if len(facts.diff) < BODY_LIMIT:  # else it cannot fit: do not render it whole only to measure
+        text = _render(facts, lists=True, diff=facts.diff)
+        if len(text) <= BODY_LIMIT:
+            return text
     if facts.diff:  # cut the diff at a line end to what fits beside everything else
         room = BODY_LIMIT - len(_render(facts, lists=True, diff="")) - _MARGIN
         if room > 0:
