@@ -20,11 +20,12 @@ import re
 from markupsafe import Markup
 
 # punctuation with a meaning anywhere in a line: emphasis, code, links and images, raw HTML, table cells,
-# strikethrough (and '&', which starts an entity); then what only means something at a line start: headings, lists,
-# setext underlines
+# strikethrough (and '&', which starts an entity)
 _SPECIAL = re.compile(r"([\\`*_\[\]<>|~])")
-_LINE_START = re.compile(r"^([-+=#])")
-_ORDERED = re.compile(r"^(\d{1,9})([.)])")  # an ordered list marker: the '.' or ')' is what gets escaped
+# what only means something at a line start, and only followed by a blank or the end (CommonMark "ATX headings",
+# "List items", "Setext headings", "Thematic breaks"): '#', '-', '+' markers, '1.' / '1)' markers, '---' / '==='
+_LINE_START = re.compile(r"^(#{1,6}|[-+])(?=[ \t]|$)|^([-=])(?=[-= \t]*$)")
+_ORDERED = re.compile(r"^(\d{1,9})([.)])(?=[ \t]|$)")  # an ordered list marker: the '.' or ')' gets escaped
 _BACKTICKS = re.compile(r"`+")
 
 
@@ -45,7 +46,10 @@ def text(value: object) -> str:
     cell). ``Markup`` passes."""
     if isinstance(value, Markup):
         return str(value)
-    return _ORDERED.sub(r"\1\\\2", _LINE_START.sub(r"\\\1", inline(value)))
+    # blanks at the start: Markdown drops them from a paragraph or a cell, but 1-3 would still let '#' or '-' start
+    # a heading or a list, and 4 would start a code block
+    escaped = _LINE_START.sub(lambda m: "\\" + m.group(0), inline(value).lstrip(" \t"))
+    return _ORDERED.sub(r"\1\\\2", escaped)
 
 
 def code(value: object, cell: bool = True) -> Markup:
