@@ -17,7 +17,7 @@ import json
 import textwrap
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -47,7 +47,7 @@ class WallClock(Clock):
     """The real time: the actions' fleetflow reads the wall clock, and setup steps must agree with it."""
 
     def __call__(self) -> datetime:
-        return datetime.now(UTC)
+        return utc_now()
 
 
 # --- session: the action checkout, the stand-ins, the venv cache ---------------------------------------------------

@@ -19,7 +19,7 @@ def facts(diff: str = "", n: int = 3) -> PullRequestFacts:
         rollout=RolloutPolicy.model_validate({"soakTime": "15m", "timeout": "1h"}),
         next_environments=["prod"],
         diff=diff,
-        plan_hint="`fleetflow plan --environment qa`",
+        plan_hint="fleetflow plan --environment qa",
     )
 
 

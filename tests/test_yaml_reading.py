@@ -138,6 +138,7 @@ def test_aliases_are_copies_as_before() -> None:
         ("a: 1\nb: 2\na: 3\n", "f.yaml:3:1", "duplicate key"),
         ("kind: A\n---\n- x\n", "f.yaml:3", "document 2 is a CommentedSeq, not a mapping"),
         ("v: 2024-02-30\n", "f.yaml", "invalid YAML: day is out of range"),  # crashed before
+        ("v: -_\n", "f.yaml", "invalid YAML"),  # ruamel's int constructor raised IndexError: crashed before
     ],
 )
 def test_errors_keep_their_line_and_column(text: str, where: str, message: str) -> None:

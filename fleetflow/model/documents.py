@@ -504,7 +504,7 @@ def _careful_parse(text: str, source: Source) -> tuple[list[Document], list[Prob
         else:
             hint = "fix the YAML syntax (indentation, quotes, ':' after keys)"
         return [], [Problem(f"invalid YAML: {what}", where, hint)]
-    except (YAMLError, ValueError) as exc:  # ValueError: a date such as 2024-02-30
+    except (YAMLError, ValueError, IndexError) as exc:  # a date such as 2024-02-30; ruamel's int of "-_"
         return [], [Problem(f"invalid YAML: {exc}", Location(display), "fix the YAML syntax")]
     for index, node in enumerate(loaded):
         if node is None:

@@ -22,7 +22,7 @@ from fleetflow.promotion.context import Context, pinned, short, status_context
 from fleetflow.promotion.gate import GateDecision
 from fleetflow.promotion.promote import PromoteOutcome, promote
 from fleetflow.promotion.reports import read_and_decide
-from fleetflow.render.incremental import RenderState, state_path
+from fleetflow.render.incremental import RenderState
 from fleetflow.results import Result
 
 
@@ -56,15 +56,6 @@ class RolloutOutcome(Result):
         return ClusterCounts(expected=d.expected, succeeded=d.succeeded, failed=d.failed, missing=d.missing)
 
 
-def _state_at(ctx: Context, url: str, sha: str, path: str) -> RenderState | None:
-    text = ctx.git.read_file(url, sha, state_path(path))
-    if text is None:
-        return None
-    try:
-        return RenderState.from_bytes(text.encode())
-    except (ValueError, KeyError, TypeError):
-        return None
-
 
 def check_rollout(ctx: Context, environment: str, *, fan_out: bool = True) -> RolloutOutcome:
     """The gate of ``environment`` at its pin; ``fan_out``: on success promote onwards (reconcile promotes
@@ -80,7 +71,7 @@ def check_rollout(ctx: Context, environment: str, *, fan_out: bool = True) -> Ro
     tip_state: RenderState | None = None
     if tip is not None:
         for sha in ctx.git.log(g_url, tip, limit=50, first_parent=True):
-            state = _state_at(ctx, g_url, sha, g_path)
+            state = ctx.render_state(g_url, sha, g_path)
             if state is None or state.main_commit != main_sha:
                 break
             run.append(sha)

@@ -19,6 +19,7 @@ from fleetflow.model.documents import ParseCache, Tree, read_tree
 from fleetflow.model.references import environment_order
 from fleetflow.model.resources import EnvironmentSpec
 from fleetflow.promotion.pin import PIN_FILE, Pin, read_pin
+from fleetflow.render.incremental import RenderState, state_path
 
 MAIN = "main"
 
@@ -121,6 +122,19 @@ class Context:
         if env_sha is None:
             return Pin(None, None)
         return read_pin(self.git.read_file(self.cp_url, env_sha, PIN_FILE))
+
+    def render_state(self, url: str, sha: str | None, output_path: str) -> RenderState | None:
+        """The ``state.json`` of a GitOps commit whose environment output is at ``output_path``; None when the
+        commit is unknown or holds none that reads."""
+        if sha is None:
+            return None
+        text = self.git.read_file(url, sha, state_path(output_path))
+        if text is None:
+            return None
+        try:
+            return RenderState.from_bytes(text.encode())
+        except (ValueError, KeyError, TypeError):
+            return None
 
     def plane(self, main_sha: str, env_branch: str, env_sha: str) -> ControlPlane:
         """main@main_sha + the environment branch at env_sha, loaded and structurally checked."""

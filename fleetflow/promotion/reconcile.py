@@ -35,7 +35,7 @@ from fleetflow.promotion.pin import PIN_FILE, read_pin
 from fleetflow.promotion.promote import PromoteOutcome, promote
 from fleetflow.promotion.schedule import PullRequestLink, ScheduleOutcome, merge_if_due, schedule_environment
 from fleetflow.promotion.status import GateRecord
-from fleetflow.render.incremental import STATE_PATH, RenderState
+from fleetflow.render.incremental import RenderState
 from fleetflow.results import Result
 
 StepName = Literal["gate", "promote", "schedule", "merge"]
@@ -140,18 +140,6 @@ class _Run:
         self._statuses.clear()
 
 
-def _state_at(ctx: Context, url: str, sha: str | None, path: str) -> RenderState | None:
-    if sha is None:
-        return None
-    rel = f"{path.strip('/')}/{STATE_PATH}" if path.strip("/. ") else STATE_PATH
-    text = ctx.git.read_file(url, sha, rel)
-    if text is None:
-        return None
-    try:
-        return RenderState.from_bytes(text.encode())
-    except (ValueError, KeyError, TypeError):
-        return None
-
 
 def _observe(run: _Run, name: str, envs: dict[str, Resource[EnvironmentSpec]]) -> _View:
     ctx = run.ctx
@@ -166,8 +154,8 @@ def _observe(run: _Run, name: str, envs: dict[str, Resource[EnvironmentSpec]]) -
     found.pin = at.main_sha
     found.gitops = f"{at.gitops_repo} {at.gitops_branch}"
     heads = ctx.git.fetch(at.gitops_url, [at.gitops_branch, head_branch(name)])
-    tip_state = _state_at(ctx, at.gitops_url, heads[at.gitops_branch], at.gitops_path)
-    head_state = _state_at(ctx, at.gitops_url, heads[head_branch(name)], at.gitops_path)
+    tip_state = ctx.render_state(at.gitops_url, heads[at.gitops_branch], at.gitops_path)
+    head_state = ctx.render_state(at.gitops_url, heads[head_branch(name)], at.gitops_path)
     if tip_state is not None:
         found.gitops_main, found.gitops_env = tip_state.main_commit, tip_state.env_commit
     if head_state is not None:

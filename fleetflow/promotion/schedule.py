@@ -19,7 +19,7 @@ from fleetflow.promotion import merging
 from fleetflow.promotion.context import Context, head_branch, pinned, short
 from fleetflow.promotion.merging import MergeOutcome
 from fleetflow.promotion.prbody import PullRequestFacts, body, title
-from fleetflow.render.incremental import STATE_PATH, RenderState, state_path
+from fleetflow.render.incremental import STATE_PATH
 from fleetflow.render.output import apply_result, plan_diff, read_state, safe_path
 from fleetflow.render.pipeline import Changes, Meta, render_environment
 from fleetflow.results import Result
@@ -124,7 +124,7 @@ def _schedule_once(ctx: Context, environment: str) -> ScheduleOutcome:
         rollout=policy.rollout,
         next_environments=sorted(n for n, e in envs.items() if environment in e.spec.after),
         diff=diff,
-        plan_hint=f"`fleetflow plan --environment {environment}` on main@{short(main_sha)}",
+        plan_hint=f"fleetflow plan --environment {environment}",
     )
     pr_title, pr_body = title(facts), body(facts)
     if open_pr is not None:
@@ -133,7 +133,8 @@ def _schedule_once(ctx: Context, environment: str) -> ScheduleOutcome:
             outcome.message = f"PR #{open_pr.number} already proposes exactly this"
             return _maybe_merge(ctx, g_repo, policy.pull_request.auto_merge, outcome)
         if policy.concurrency == "queue":
-            queued_main = _state_main(ctx, g_url, heads[head], g_path)
+            queued = ctx.render_state(g_url, heads[head], g_path)
+            queued_main = queued.main_commit if queued is not None else None
             if queued_main is not None and queued_main != main_sha:
                 outcome.operation, outcome.pull = "queued", open_pr
                 outcome.message = (
@@ -156,18 +157,6 @@ def _schedule_once(ctx: Context, environment: str) -> ScheduleOutcome:
         outcome.message = f"PR #{pr.number} opened: main@{short(main_sha)} to {environment}"
     ctx.say(f"{environment}: {outcome.message}")
     return _maybe_merge(ctx, g_repo, policy.pull_request.auto_merge, outcome)
-
-
-def _state_main(ctx: Context, url: str, sha: str | None, path: str) -> str | None:
-    if sha is None:
-        return None
-    text = ctx.git.read_file(url, sha, state_path(path))
-    if text is None:
-        return None
-    try:
-        return RenderState.from_bytes(text.encode()).main_commit
-    except (ValueError, KeyError, TypeError):
-        return None
 
 
 def merge_if_due(ctx: Context, repo: str, pr: PullRequest, head_sha: str | None = None) -> bool:

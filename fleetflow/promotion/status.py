@@ -8,6 +8,7 @@ from fleetflow.errors import FleetflowError
 from fleetflow.promotion.context import Context, chain_order, head_branch, short, status_context
 from fleetflow.promotion.pin import PIN_FILE, read_pin
 from fleetflow.promotion.schedule import PullRequestLink
+from fleetflow.report import render_report
 from fleetflow.results import Result
 
 
@@ -129,32 +130,6 @@ def as_text(entries: list[EnvironmentStatus]) -> str:
     return "\n".join(lines)
 
 
-def mermaid(entries: list[EnvironmentStatus]) -> str:
-    def node_id(name: str) -> str:
-        return "env_" + "".join(ch if ch.isalnum() else "_" for ch in name)
-
-    lines = ["```mermaid", "graph LR"]
-    for e in entries:
-        label = f"{e.name}<br/>{short(e.pinned)}<br/>{e.gate_state}"
-        lines.append(f'  {node_id(e.name)}["{label}"]')
-    for e in entries:
-        for upstream in e.after:
-            lines.append(f"  {node_id(upstream)} --> {node_id(e.name)}")
-    for state, style in COLOUR.items():
-        lines.append(f"  classDef {state} {style}")
-    for e in entries:
-        lines.append(f"  class {node_id(e.name)} {e.gate_state if e.gate_state in COLOUR else 'none'}")
-    lines.append("```")
-    return "\n".join(lines)
-
-
 def as_markdown(entries: list[EnvironmentStatus]) -> str:
-    lines = ["## fleetflow status", "", mermaid(entries), "",
-             "| environment | pinned main commit | gate | pull request | last success |",
-             "|---|---|---|---|---|"]
-    for e in entries:
-        pr = f"[#{e.pull_request.number}]({e.pull_request.url})" if e.pull_request else "–"
-        gate = f"{ICON.get(e.gate_state, '')} {e.gate_state}: {e.gate_description}"
-        held = f" (held: {e.held})" if e.held else ""
-        lines.append(f"| `{e.name}` | `{short(e.pinned)}`{held} | {gate} | {pr} | `{short(e.last_success)}` |")
-    return "\n".join(lines) + "\n"
+    """The chain as a Mermaid graph coloured by gate state, then a table (report template ``status.md.j2``)."""
+    return render_report("status.md.j2", entries=entries, icons=ICON, styles=COLOUR)

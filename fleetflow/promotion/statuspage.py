@@ -20,7 +20,6 @@ from fleetflow.delivery.metrics import MetricsReport, compute, human_duration, r
 from fleetflow.delivery.records import Promotion
 from fleetflow.errors import GitError, InputError, Problems
 from fleetflow.forge.git import CommitInfo
-from fleetflow.promotion.check_rollout import _state_at
 from fleetflow.promotion.context import Context, pinned, short
 from fleetflow.promotion.gate import newest_reports, reporters
 from fleetflow.promotion.history import DEFAULT_LIMIT, History, read_history
@@ -61,7 +60,7 @@ def gate_clusters(ctx: Context, environment: str) -> GateClusters | None:
     run: list[str] = []  # the first-parent commits from the tip back to the merge, as the gate reads them
     state: RenderState | None = None
     for sha in ctx.git.log(at.gitops_url, tip, limit=50, first_parent=True):
-        found = _state_at(ctx, at.gitops_url, sha, at.gitops_path)
+        found = ctx.render_state(at.gitops_url, sha, at.gitops_path)
         if found is None or found.main_commit != at.main_sha:
             break
         run.append(sha)

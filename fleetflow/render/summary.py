@@ -1,10 +1,12 @@
-"""Human summaries of a render: used by the CLI, plan, job summaries and PR bodies."""
+"""The results of render, plan and validate, and their summaries for a terminal (``fleetflow plan``, ``render``,
+``schedule``): the report templates ``headline.txt.j2`` and ``changes.txt.j2``."""
 
 from __future__ import annotations
 
 from pydantic import Field
 
 from fleetflow.render.pipeline import Changes, RenderResult
+from fleetflow.report import render_report
 from fleetflow.results import Result
 
 MAX_LISTED = 20
@@ -45,31 +47,11 @@ class ValidateSummary(Result):
     environments: list[ValidatedEnvironment]
 
 
-def _listing(title: str, items: list[str]) -> list[str]:
-    if not items:
-        return []
-    lines = [f"  {title} ({len(items)}):"]
-    lines += [f"    {item}" for item in items[:MAX_LISTED]]
-    if len(items) > MAX_LISTED:
-        lines.append(f"    ... and {len(items) - MAX_LISTED} more")
-    return lines
-
-
 def changes_text(changes: Changes) -> list[str]:
-    lines = []
-    lines += _listing("added", changes.added)
-    lines += _listing("removed", changes.removed)
-    lines += _listing("changed", changes.changed)
-    lines += _listing("config keys changed", changes.config_keys)
-    lines += _listing("held back (kept their last good files)", changes.held_back)
-    return lines
+    """The names added, removed, changed, the config keys changed and what was held back, as indented lines
+    (report template ``changes.txt.j2``)."""
+    return render_report("changes.txt.j2", changes=changes, limit=MAX_LISTED).strip("\n").splitlines()
 
 
 def headline(result: RenderResult) -> str:
-    c = result.changes
-    total = len(result.state.assignments)
-    return (
-        f"{result.environment}: {total} assignments, {len(c.added)} added, {len(c.changed)} changed, "
-        f"{len(c.removed)} removed, {c.unchanged} unchanged"
-        + (f", {len(c.held_back)} held back" if c.held_back else "")
-    )
+    return render_report("headline.txt.j2", result=result).strip()
