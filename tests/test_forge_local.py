@@ -13,8 +13,9 @@ import pytest
 
 from fleetflow.clock import Clock
 from fleetflow.errors import ForgeError
-from fleetflow.forge import localstore
+from fleetflow.forge import git as gitlayer
 from fleetflow.forge.base import Forge
+from fleetflow.forge.git import PushRejected
 from fleetflow.forge.local import LocalForge
 
 
@@ -219,11 +220,11 @@ def interleave(monkeypatch: pytest.MonkeyPatch, slow: LocalForge, repo: str, mea
     push = mirror._push
     calls: list[dict[str, tuple[str, str]]] = []
 
-    def racing_push(updates: dict[str, tuple[str, str]]) -> bool:
+    def racing_push(updates: dict[str, tuple[str, str]]) -> None:
         if not calls:
             meanwhile()
         calls.append(updates)
-        return push(updates)
+        push(updates)
 
     monkeypatch.setattr(mirror, "_push", racing_push)
 
@@ -248,7 +249,10 @@ def test_concurrent_writers_lose_nothing(
 
 def test_gives_up_after_bounded_retries(forge: LocalForge, origin: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     repo = str(origin)
-    monkeypatch.setattr(forge._mirror(repo), "_push", lambda updates: False)
+    def always_rejected(updates: dict[str, tuple[str, str]]) -> None:
+        raise PushRejected("someone else pushed first")
+
+    monkeypatch.setattr(forge._mirror(repo), "_push", always_rejected)
     monkeypatch.setattr(time, "sleep", lambda seconds: None)
     with pytest.raises(ForgeError, match="after 10 attempts"):
         forge.dispatch(repo, "promote", {})
@@ -282,7 +286,7 @@ def test_merge_takes_the_current_head(forge: LocalForge, origin: Path, work: Pat
 
 def test_merge_without_merge_tree(forge: LocalForge, origin: Path, work: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The fallback for git < 2.38 merges in a throw-away work tree."""
-    monkeypatch.setattr(localstore, "has_merge_tree", lambda: False)
+    monkeypatch.setattr(gitlayer, "has_merge_tree", lambda: False)
     repo = str(origin)
     git(work, "checkout", "-q", "dev")
     commit_file(work, "conf.txt", "c\n", "dev conf")

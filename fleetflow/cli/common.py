@@ -12,6 +12,7 @@ import click
 import platformdirs
 
 from fleetflow.errors import GitError, InputError, unknown_environment
+from fleetflow.forge.git import work_tree_head
 from fleetflow.forge.registrations import RegistrationFetcher
 from fleetflow.model.controlplane import ControlPlane, load_control_plane
 from fleetflow.model.documents import ParseCache
@@ -78,13 +79,7 @@ def parse_cache() -> ParseCache | None:
 
 def head_commit(directory: Path) -> str | None:
     """The commit checked out in ``directory`` when it is the top of a git work tree, else None."""
-    try:
-        import git
-
-        repo = git.Repo(directory, search_parent_directories=False)
-        return str(repo.head.commit.hexsha)
-    except Exception:  # not a repo, no commits yet, git missing: the commit is simply unknown
-        return None
+    return work_tree_head(directory)
 
 
 def check_environment(plane: ControlPlane, environment: str) -> None:

@@ -27,7 +27,8 @@ from typing import Any, Literal, TypeVar, cast
 from fleetflow.clock import utc_now
 from fleetflow.errors import ForgeError
 from fleetflow.forge.base import CommitStatus, PullRequest, StatusState, check_dispatch, check_status, full_sha
-from fleetflow.forge.localstore import Edit, MergeConflict, Mirror, Snapshot, dump_json, run_git
+from fleetflow.forge.git import MergeConflict, run_git
+from fleetflow.forge.localstore import Edit, Mirror, Snapshot, dump_json
 
 R = TypeVar("R")
 Record = dict[str, Any]

@@ -13,45 +13,23 @@ names, and paths of its own folders. User text (titles, bodies, descriptions) tr
 from __future__ import annotations
 
 import json
-import os
-import random
-import re
-import shutil
-import subprocess
-import tempfile
-import time
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from functools import cache
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
 from fleetflow.errors import ForgeError, ForgeRequest, GitError
+from fleetflow.forge.git import BareRepo, MergeConflict, PushRejected, retry_races
 
 STORE_REF = "refs/fleetflow/forge"
 _MIRROR_PREFIX = "refs/mirror/"
 _MIRROR_STORE = "refs/mirror/fleetflow/forge"
 _MIRROR_HEADS = "refs/mirror/heads/"
 _IDENTITY = ("fleetflow local forge", "local-forge@fleetflow.invalid")
-# Rejections that mean "someone else wrote first" (or is writing: the remote's ref lock was taken): fetch again and
-# re-apply. Anything else is final.
-_RETRYABLE = ("stale info", "fetch first", "non-fast-forward", "atomic push failed", "failed to update ref",
-              "failed to lock", "cannot lock ref")
-# Variables that would point git at another repository than the one we name (e.g. when run from a git hook).
-_LOCATION_VARS = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY", "GIT_COMMON_DIR",
-                  "GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_NAMESPACE", "GIT_PREFIX")
 
 R = TypeVar("R")
-
-
-class MergeConflict(Exception):
-    """A merge that git cannot do on its own; carries the conflicting paths."""
-
-    def __init__(self, paths: Sequence[str]) -> None:
-        self.paths = list(paths)
-        super().__init__(", ".join(self.paths) or "conflict")
 
 
 @dataclass
@@ -67,35 +45,6 @@ class Edit(Generic[R]):
 
 def dump_json(value: Any) -> bytes:
     return (json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False) + "\n").encode()
-
-
-def git_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in _LOCATION_VARS}
-    env.update(GIT_TERMINAL_PROMPT="0", LC_ALL="C", LANGUAGE="C")
-    env.update(extra or {})
-    return env
-
-
-def run_git(args: Sequence[str], *, cwd: Path | None = None, stdin: bytes | None = None,
-            env: Mapping[str, str] | None = None, check: bool = True) -> subprocess.CompletedProcess[bytes]:
-    """Run git; on failure (``check``) raise :class:`GitError` with git's own reason."""
-    proc = subprocess.run(["git", *args], cwd=cwd, input=stdin, capture_output=True, env=git_env(env), check=False)
-    if check and proc.returncode != 0:
-        raise GitError(f"git {args[0] if args[0][0] != '-' else args[1]} failed: {git_reason(proc.stderr)}")
-    return proc
-
-
-def git_reason(stderr: bytes) -> str:
-    lines = [line.strip() for line in stderr.decode(errors="replace").splitlines() if line.strip()]
-    fatal = [line for line in lines if line.startswith(("fatal:", "error:"))]
-    return (fatal or lines or ["git failed"])[0]
-
-
-@cache
-def has_merge_tree() -> bool:
-    """``git merge-tree --write-tree`` exists from git 2.38 on."""
-    found = re.search(rb"(\d+)\.(\d+)", run_git(["version"]).stdout)
-    return found is not None and (int(found[1]), int(found[2])) >= (2, 38)
 
 
 @dataclass(frozen=True)
@@ -133,29 +82,11 @@ class Mirror:
 
     def __init__(self, url: str, folder: Path, clock: Callable[[], datetime], attempts: int = 10) -> None:
         self.url = url
-        self.folder = folder = folder.absolute()
+        self.repo = BareRepo(folder)
+        self.folder = self.repo.folder
         self.clock = clock
         self.attempts = attempts
         self._trees: dict[str, dict[str, tuple[str, str, str]]] = {}
-        self._blobs: dict[str, bytes] = {}
-        if not (folder / "HEAD").exists():  # made aside and renamed: runs sharing the cache may race here
-            folder.parent.mkdir(parents=True, exist_ok=True)
-            tmp = tempfile.mkdtemp(prefix=".new-", dir=folder.parent)
-            try:
-                run_git(["init", "--quiet", "--bare", tmp])
-                os.rename(tmp, folder)
-            except OSError:
-                if not (folder / "HEAD").exists():
-                    raise
-            finally:
-                shutil.rmtree(tmp, ignore_errors=True)
-
-    def git(self, *args: str, stdin: bytes | None = None, env: Mapping[str, str] | None = None,
-            check: bool = True) -> subprocess.CompletedProcess[bytes]:
-        return run_git([f"--git-dir={self.folder}", *args], stdin=stdin, env=env, check=check)
-
-    def out(self, *args: str, stdin: bytes | None = None, env: Mapping[str, str] | None = None) -> str:
-        return self.git(*args, stdin=stdin, env=env).stdout.decode().strip()
 
     # -- reading ------------------------------------------------------------------------------------------
 
@@ -164,18 +95,13 @@ class Mirror:
         specs = ["+refs/fleetflow/*:refs/mirror/fleetflow/*"]
         if heads:
             specs.append(f"+refs/heads/*:{_MIRROR_HEADS}*")
-        for attempt in range(3):  # two runs sharing a cache may race for the mirror's ref locks
-            proc = self.git("fetch", "--quiet", "--no-tags", "--prune", "--", self.url, *specs, check=False)
-            if proc.returncode == 0:
-                break
-            if b"lock" not in proc.stderr or attempt == 2:
-                raise ForgeError(f"cannot fetch from {self.url}: {git_reason(proc.stderr)}",
-                                 ForgeRequest("git fetch", self.url))
-            time.sleep(0.05 * (attempt + 1))
-        refs = self.out("for-each-ref", "--format=%(objectname) %(refname)", _MIRROR_PREFIX)
+        try:
+            self.repo.fetch(self.url, specs, prune=True)
+        except GitError as exc:
+            raise ForgeError(f"cannot fetch from {self.url}: {exc.reason or exc}",
+                             ForgeRequest("git fetch", self.url)) from None
         commit, tips = None, {}
-        for line in refs.splitlines():
-            sha, ref = line.split(" ", 1)
+        for ref, sha in self.repo.refs(_MIRROR_PREFIX).items():
             if ref == _MIRROR_STORE:
                 commit = sha
             elif heads and ref.startswith(_MIRROR_HEADS):
@@ -186,43 +112,30 @@ class Mirror:
         if commit is None:
             return {}
         if commit not in self._trees:
-            listing: dict[str, tuple[str, str, str]] = {}
-            for item in self.git("ls-tree", "-r", "-t", "-z", commit).stdout.split(b"\0"):
-                if item:
-                    info, path = item.decode().split("\t", 1)
-                    mode, kind, sha = info.split(" ")
-                    listing[path] = (mode, kind, sha)
-            self._trees[commit] = listing
+            self._trees[commit] = {e.path: (e.mode, e.kind, e.sha) for e in self.repo.ls_tree(commit, recursive=True)}
         return self._trees[commit]
 
     def blobs(self, shas: Sequence[str]) -> dict[str, bytes]:
         """Contents of blobs (cached: a blob id names its content)."""
-        missing = sorted({s for s in shas if s not in self._blobs})
-        if missing:
-            out = self.git("cat-file", "--batch", stdin="".join(f"{s}\n" for s in missing).encode()).stdout
-            pos = 0
-            for sha in missing:
-                end = out.index(b"\n", pos)
-                size = int(out[pos:end].split(b" ")[2])
-                self._blobs[sha] = out[end + 1:end + 1 + size]
-                pos = end + 1 + size + 1
-        return {s: self._blobs[s] for s in shas}
+        return self.repo.blobs(shas)
 
     def has_commit(self, sha: str) -> bool:
-        return self.git("cat-file", "-e", f"{sha}^{{commit}}", check=False).returncode == 0
+        return self.repo.has_commit(sha)
 
     def is_ancestor(self, older: str, newer: str) -> bool:
-        return self.git("merge-base", "--is-ancestor", older, newer, check=False).returncode == 0
+        return self.repo.is_ancestor(older, newer)
 
     # -- writing ------------------------------------------------------------------------------------------
 
     def update(self, change: Callable[[Snapshot], Edit[R]], heads: bool = False) -> tuple[R, bool]:
         """Apply ``change`` to the latest store and push the result with compare-and-swap; on a lost race, fetch
-        and apply again. Returns the edit's result and whether anything was written."""
-        for attempt in range(self.attempts):
+        and apply again (:func:`~fleetflow.forge.git.retry_races`). Returns the edit's result and whether anything
+        was written."""
+
+        def attempt() -> tuple[R, bool]:
             snap = self.fetch(heads)
             edit = change(snap)
-            blobs = {path: None if data is None else self._blob(data) for path, data in edit.files.items()}
+            blobs = {path: None if data is None else self.repo.hash_blob(data) for path, data in edit.files.items()}
             blobs = {p: s for p, s in blobs.items() if (snap.entries[p][2] if p in snap.entries else None) != s}
             if not blobs and not edit.refs:
                 return edit.result, False
@@ -231,17 +144,14 @@ class Mirror:
                 tree = self._tree(snap.entries, blobs)
                 new = self.commit(tree, [snap.commit] if snap.commit else [], f"fleetflow forge: {edit.message}")
                 updates[STORE_REF] = (new, snap.commit or "")
-            if self._push(updates):
-                return edit.result, True
-            if attempt + 1 < self.attempts:  # exponential backoff with full jitter
-                time.sleep(random.uniform(0, min(1.0, 0.02 * 2**attempt)))
-        raise ForgeError(f"gave up writing {STORE_REF} of {self.url} after {self.attempts} attempts: other writers "
-                         "kept changing it", ForgeRequest("git push", self.url))
+            self._push(updates)
+            return edit.result, True
 
-    def _blob(self, data: bytes) -> str:
-        sha = self.out("hash-object", "-w", "--stdin", stdin=data)
-        self._blobs[sha] = data
-        return sha
+        try:
+            return retry_races(attempt, self.attempts)
+        except PushRejected:
+            raise ForgeError(f"gave up writing {STORE_REF} of {self.url} after {self.attempts} attempts: other "
+                             "writers kept changing it", ForgeRequest("git push", self.url)) from None
 
     def _tree(self, entries: Mapping[str, tuple[str, str, str]], changes: Mapping[str, str | None]) -> str:
         """Write the tree of ``entries`` with ``changes`` (path -> blob sha, None deletes); only the folders on the
@@ -264,75 +174,39 @@ class Mirror:
                 parent = grand
 
         def build(folder: str) -> str:
-            lines = []
-            for name, (mode, kind, sha) in sorted(children[folder].items()):
+            rows = []
+            for name, (mode, kind, sha) in children[folder].items():
                 full = f"{folder}/{name}" if folder else name
                 if kind == "tree" and full in dirty:
                     if not children[full]:
                         continue
                     sha = build(full)
-                lines.append(f"{mode} {kind} {sha}\t{name}\n")
-            return self.out("mktree", stdin="".join(lines).encode())
+                rows.append((mode, kind, sha, name))
+            return self.repo.mktree(rows)
 
         return build("")
 
-    def commit_env(self) -> dict[str, str]:
-        now = self.clock()
-        stamp = f"{int((now if now.tzinfo else now.replace(tzinfo=UTC)).timestamp())} +0000"
-        name, email = _IDENTITY
-        return {"GIT_AUTHOR_NAME": name, "GIT_AUTHOR_EMAIL": email, "GIT_AUTHOR_DATE": stamp,
-                "GIT_COMMITTER_NAME": name, "GIT_COMMITTER_EMAIL": email, "GIT_COMMITTER_DATE": stamp}
-
     def commit(self, tree: str, parents: Sequence[str], message: str) -> str:
-        args = ["commit-tree", "--no-gpg-sign", tree]
-        for parent in parents:
-            args += ["-p", parent]
-        return self.out(*args, stdin=message.encode(), env=self.commit_env())
+        now = self.clock()
+        when = int((now if now.tzinfo else now.replace(tzinfo=UTC)).timestamp())
+        return self.repo.commit_tree(tree, parents, message, _IDENTITY, when)
 
-    def _push(self, updates: Mapping[str, tuple[str, str]]) -> bool:
-        """Push ``ref -> (new, expected old)`` all or nothing. False when a writer got there first."""
-        leases = [f"--force-with-lease={ref}:{old}" for ref, (_, old) in updates.items()]
-        specs = [f"{new}:{ref}" for ref, (new, _) in updates.items()]
-        atomic = ["--atomic"] if len(updates) > 1 else []
-        proc = self.git("push", "--porcelain", *atomic, *leases, "--", self.url, *specs, check=False)
-        if proc.returncode == 0:
-            return True
-        reasons = [line.split("\t")[-1] for line in proc.stdout.decode().splitlines() if line.startswith("!\t")]
-        if reasons and all(any(r in reason for r in _RETRYABLE) for reason in reasons):
-            return False
-        final = [r for r in reasons if not any(k in r for k in _RETRYABLE)]
-        raise ForgeError(f"cannot push to {self.url}: {final[0] if final else git_reason(proc.stderr)}",
-                         ForgeRequest("git push", self.url))
+    def _push(self, updates: Mapping[str, tuple[str, str]]) -> None:
+        """Push ``ref -> (new, expected old)`` all or nothing; PushRejected when a writer got there first."""
+        try:
+            self.repo.push(self.url, updates)
+        except PushRejected:
+            raise  # a lost race: the caller fetches and applies again
+        except GitError as exc:
+            raise ForgeError(f"cannot push to {self.url}: {exc.reason or exc}",
+                             ForgeRequest("git push", self.url)) from None
 
     # -- merging ------------------------------------------------------------------------------------------
 
     def merge(self, base: str, head: str, message: str) -> str:
         """A merge commit of ``head`` into ``base`` (always a new commit, like ``--no-ff``); MergeConflict when git
         cannot merge on its own. Nothing is pushed."""
-        tree = self._merge_tree(base, head) if has_merge_tree() else self._merge_in_worktree(base, head)
-        return self.commit(tree, [base, head], message)
+        return self.commit(self.repo.merge_tree(base, head), [base, head], message)
 
-    def _merge_tree(self, base: str, head: str) -> str:
-        proc = self.git("merge-tree", "--write-tree", "--name-only", "--no-messages", base, head, check=False)
-        lines = proc.stdout.decode().splitlines()
-        if proc.returncode == 0:
-            return lines[0]
-        if proc.returncode == 1:
-            raise MergeConflict([line for line in lines[1:] if line])
-        raise GitError(f"git merge-tree failed: {git_reason(proc.stderr)}")
 
-    def _merge_in_worktree(self, base: str, head: str) -> str:
-        """For git < 2.38: merge in a throw-away work tree of the mirror."""
-        with tempfile.TemporaryDirectory(prefix="fleetflow-merge-") as tmp:
-            work = Path(tmp) / "work"
-            self.git("worktree", "add", "--quiet", "--detach", str(work), base)
-            try:
-                args = ["merge", "--quiet", "--no-ff", "--no-commit", "--no-edit", head]
-                proc = run_git(args, cwd=work, env=self.commit_env(), check=False)
-                if proc.returncode != 0:
-                    unmerged = run_git(["diff", "--name-only", "--diff-filter=U"], cwd=work, check=False)
-                    raise MergeConflict(unmerged.stdout.decode().split() or [git_reason(proc.stdout + proc.stderr)])
-                return run_git(["write-tree"], cwd=work).stdout.decode().strip()
-            finally:
-                self.git("worktree", "remove", "--force", str(work), check=False)
-                self.git("worktree", "prune", check=False)
+__all__ = ["STORE_REF", "Edit", "MergeConflict", "Mirror", "Snapshot", "dump_json"]

@@ -13,7 +13,7 @@ from typing import Literal
 from pydantic import Field, computed_field
 
 from fleetflow.forge.base import PullRequest
-from fleetflow.forge.git import PushRejected, retrying
+from fleetflow.forge.git import PushRejected, retry_races
 from fleetflow.promotion.context import Context, head_branch, pinned, short
 from fleetflow.promotion.prbody import PullRequestFacts, body, title
 from fleetflow.render.incremental import STATE_PATH, RenderState, state_path
@@ -57,16 +57,7 @@ class ScheduleOutcome(Result):
 
 def schedule_environment(ctx: Context, environment: str) -> ScheduleOutcome:
     """Bounded retries when a concurrent run pushes the same head branch first."""
-    outcome = None
-
-    def attempt() -> str | None:
-        nonlocal outcome
-        outcome = _schedule_once(ctx, environment)
-        return None
-
-    retrying(3, attempt)
-    assert outcome is not None
-    return outcome
+    return retry_races(lambda: _schedule_once(ctx, environment), 3)
 
 
 def _schedule_once(ctx: Context, environment: str) -> ScheduleOutcome:
