@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import os
 import shutil
 import subprocess
 import time
@@ -16,7 +18,7 @@ from fleetflow.errors import ForgeError
 from fleetflow.forge import git as gitlayer
 from fleetflow.forge.base import Forge
 from fleetflow.forge.git import PushRejected
-from fleetflow.forge.local import LocalForge
+from fleetflow.forge.local import LocalForge, status_path
 
 
 def git(cwd: Path, *args: str) -> str:
@@ -178,8 +180,50 @@ def test_statuses_latest_per_context(forge: LocalForge, origin: Path, clock: Clo
     ]
     assert latest[1].updated_at == clock.now
     assert forge.operations == ["set_status"] * 3
-    stored = git(origin, "show", f"refs/fleetflow/forge:statuses/{sha}.json")
+    files = git(origin, "ls-tree", "-r", "--name-only", "refs/fleetflow/forge", f"statuses/{sha}/").split()
+    assert files == sorted(status_path(sha, c) for c in ("fleetflow/dev", "cluster/eu"))
+    stored = "".join(git(origin, "show", f"refs/fleetflow/forge:{f}") for f in files)
     assert stored.count('"context"') == 3
+
+
+def test_a_status_post_rewrites_one_small_file(forge: LocalForge, origin: Path) -> None:
+    """No file holds every status of a commit: a post changes exactly its context's file, so its cost does not grow
+    with the number of statuses (benchmarks/bench_promotion.py measures it at 10, 1,000 and 30,000)."""
+    repo, sha = str(origin), tip(origin, "main")
+    for i in range(20):
+        forge.set_status(repo, sha, f"flux/cluster-{i}", "success", "ok")
+    before = git(origin, "rev-parse", "refs/fleetflow/forge")
+    forge.set_status(repo, sha, "flux/cluster-7", "failure", "broken")
+    changed = git(origin, "diff-tree", "-r", "--name-only", before, "refs/fleetflow/forge").split()
+    assert changed == [status_path(sha, "flux/cluster-7")]
+    assert len(json.loads(git(origin, "show", f"refs/fleetflow/forge:{changed[0]}"))) == 2
+    assert [s.state for s in forge.statuses(repo, sha) if s.context == "flux/cluster-7"] == ["failure"]
+
+
+def test_statuses_of_the_older_layout_are_still_read(forge: LocalForge, origin: Path, clock: Clock) -> None:
+    """A store written before the per-context layout (``statuses/<sha>.json``) keeps its statuses; a new post on a
+    context supersedes the old file's record and keeps its history."""
+    repo, sha = str(origin), tip(origin, "main")
+    forge.dispatch(repo, "seed", {})  # creates the store
+    old = [{"context": "flux/a", "state": "pending", "description": "old", "target_url": None,
+            "created_at": "2024-05-01T11:00:00+00:00"},
+           {"context": "flux/b", "state": "success", "description": "old b", "target_url": None,
+            "created_at": "2024-05-01T11:01:00+00:00"}]
+    blob = subprocess.run(["git", "hash-object", "-w", "--stdin"], cwd=origin, input=json.dumps(old).encode(),
+                          capture_output=True, check=True).stdout.decode().strip()
+    git(origin, "read-tree", "--index-output=legacy-index", "refs/fleetflow/forge")
+    env = {**os.environ, "GIT_INDEX_FILE": "legacy-index"}
+    subprocess.run(["git", "update-index", "--add", "--cacheinfo", f"100644,{blob},statuses/{sha}.json"], cwd=origin,
+                   env=env, check=True)
+    tree = subprocess.run(["git", "write-tree"], cwd=origin, env=env, capture_output=True, check=True, text=True)
+    commit = git(origin, "commit-tree", tree.stdout.strip(), "-p", "refs/fleetflow/forge", "-m", "legacy")
+    git(origin, "update-ref", "refs/fleetflow/forge", commit)
+    assert [(s.context, s.state) for s in forge.statuses(repo, sha)] == [("flux/a", "pending"), ("flux/b", "success")]
+    assert forge.set_status(repo, sha, "flux/b", "success", "old b") is False  # same as the newest: not posted
+    assert forge.set_status(repo, sha, "flux/a", "success", "new") is True
+    assert [(s.context, s.state) for s in forge.statuses(repo, sha)] == [("flux/a", "success"), ("flux/b", "success")]
+    history = json.loads(git(origin, "show", f"refs/fleetflow/forge:{status_path(sha, 'flux/a')}"))
+    assert [p["description"] for p in history] == ["old", "new"]
 
 
 def test_set_status_is_checked_like_github(forge: LocalForge, origin: Path) -> None:

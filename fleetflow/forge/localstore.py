@@ -13,7 +13,6 @@ names, and paths of its own folders. User text (titles, bodies, descriptions) tr
 from __future__ import annotations
 
 import json
-from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -21,7 +20,7 @@ from pathlib import Path
 from typing import Any, Generic, TypeVar
 
 from fleetflow.errors import ForgeError, ForgeRequest, GitError
-from fleetflow.forge.git import BareRepo, MergeConflict, PushRejected, retry_races
+from fleetflow.forge.git import BareRepo, MergeConflict, PushRejected, TreeEdit, retry_races
 
 STORE_REF = "refs/fleetflow/forge"
 _MIRROR_PREFIX = "refs/mirror/"
@@ -47,34 +46,55 @@ def dump_json(value: Any) -> bytes:
     return (json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False) + "\n").encode()
 
 
-@dataclass(frozen=True)
+@dataclass
 class Snapshot:
-    """The store at one commit (``None``: not created yet), and the branch tips of the repo when fetched."""
+    """The store at one commit (``None``: not created yet), and the branch tips of the repo when fetched.
+
+    Read lazily: a file or a folder listing is read from git when asked for (and remembered), never the whole
+    store, so reading one record costs the same however many records the store holds."""
 
     mirror: Mirror
     commit: str | None
-    entries: Mapping[str, tuple[str, str, str]]  # path -> (mode, type, sha), trees included
     heads: Mapping[str, str]
+    _files: dict[str, bytes | None] = field(default_factory=dict, repr=False)
+    _folders: dict[str, dict[str, tuple[str, str]]] = field(default_factory=dict, repr=False)
+
+    def listing(self, folder: str) -> dict[str, tuple[str, str]]:
+        """What lies directly in ``folder``: name -> (kind, sha)."""
+        folder = folder.strip("/")
+        if folder not in self._folders:
+            found: dict[str, tuple[str, str]] = {}
+            if self.commit is not None:
+                for entry in self.mirror.repo.ls_tree(self.commit, [f"{folder}/"] if folder else []):
+                    found[entry.path.rsplit("/", 1)[-1]] = (entry.kind, entry.sha)
+            self._folders[folder] = found
+        return self._folders[folder]
 
     def names(self, folder: str) -> list[str]:
         """File names directly in ``folder``."""
-        prefix = folder.rstrip("/") + "/"
-        return [p[len(prefix):] for p, (_, kind, _) in self.entries.items()
-                if kind == "blob" and p.startswith(prefix) and "/" not in p[len(prefix):]]
+        return sorted(name for name, (kind, _) in self.listing(folder).items() if kind == "blob")
 
     def read(self, path: str) -> bytes | None:
-        entry = self.entries.get(path)
-        return None if entry is None or entry[1] != "blob" else self.mirror.blobs([entry[2]])[entry[2]]
+        if path not in self._files:
+            self._files[path] = None if self.commit is None else self.mirror.repo.read_file(self.commit, path)
+        return self._files[path]
 
     def read_json(self, path: str) -> Any:
         data = self.read(path)
         return None if data is None else json.loads(data)
 
-    def read_all_json(self, folder: str) -> list[Any]:
-        paths = [f"{folder}/{name}" for name in self.names(folder) if name.endswith(".json")]
-        shas = [self.entries[p][2] for p in paths]
-        found = self.mirror.blobs(shas)
-        return [json.loads(found[sha]) for sha in shas]
+    def read_all_json(self, folder: str, *, recursive: bool = False) -> list[Any]:
+        """Every ``.json`` file in ``folder`` (and below it with ``recursive``), in path order."""
+        if self.commit is None:
+            return []
+        if recursive:
+            found = self.mirror.repo.ls_tree(self.commit, [f"{folder.strip('/')}/"], recursive=True, trees=False)
+            shas = [e.sha for e in sorted(found, key=lambda e: e.path) if e.kind == "blob" and e.path.endswith(".json")]
+        else:
+            listing = self.listing(folder)
+            shas = [listing[name][1] for name in self.names(folder) if name.endswith(".json")]
+        blobs = self.mirror.blobs(shas)
+        return [json.loads(blobs[sha]) for sha in shas]
 
 
 class Mirror:
@@ -86,7 +106,6 @@ class Mirror:
         self.folder = self.repo.folder
         self.clock = clock
         self.attempts = attempts
-        self._trees: dict[str, dict[str, tuple[str, str, str]]] = {}
 
     # -- reading ------------------------------------------------------------------------------------------
 
@@ -106,14 +125,7 @@ class Mirror:
                 commit = sha
             elif heads and ref.startswith(_MIRROR_HEADS):
                 tips[ref[len(_MIRROR_HEADS):]] = sha
-        return Snapshot(self, commit, self._entries(commit), tips)
-
-    def _entries(self, commit: str | None) -> dict[str, tuple[str, str, str]]:
-        if commit is None:
-            return {}
-        if commit not in self._trees:
-            self._trees[commit] = {e.path: (e.mode, e.kind, e.sha) for e in self.repo.ls_tree(commit, recursive=True)}
-        return self._trees[commit]
+        return Snapshot(self, commit, tips)
 
     def blobs(self, shas: Sequence[str]) -> dict[str, bytes]:
         """Contents of blobs (cached: a blob id names its content)."""
@@ -130,19 +142,23 @@ class Mirror:
     def update(self, change: Callable[[Snapshot], Edit[R]], heads: bool = False) -> tuple[R, bool]:
         """Apply ``change`` to the latest store and push the result with compare-and-swap; on a lost race, fetch
         and apply again (:func:`~fleetflow.forge.git.retry_races`). Returns the edit's result and whether anything
-        was written."""
+        was written.
+
+        The new store commit is the old one's tree with the edited files only (one ``git fast-import``: the trees
+        along the edited paths are rewritten, every other one keeps its id), so a write costs the same however many
+        records the store holds."""
 
         def attempt() -> tuple[R, bool]:
             snap = self.fetch(heads)
             edit = change(snap)
-            blobs = {path: None if data is None else self.repo.hash_blob(data) for path, data in edit.files.items()}
-            blobs = {p: s for p, s in blobs.items() if (snap.entries[p][2] if p in snap.entries else None) != s}
-            if not blobs and not edit.refs:
+            files = {path: data for path, data in edit.files.items() if snap.read(path) != data}
+            if not files and not edit.refs:
                 return edit.result, False
             updates = dict(edit.refs)
-            if blobs:
-                tree = self._tree(snap.entries, blobs)
-                new = self.commit(tree, [snap.commit] if snap.commit else [], f"fleetflow forge: {edit.message}")
+            if files:
+                edits = [TreeEdit(path, data) for path, data in sorted(files.items())]
+                new, _ = self.repo.fast_commit(snap.commit, edits, f"fleetflow forge: {edit.message}", _IDENTITY,
+                                               self._when())
                 updates[STORE_REF] = (new, snap.commit or "")
             self._push(updates)
             return edit.result, True
@@ -153,43 +169,12 @@ class Mirror:
             raise ForgeError(f"gave up writing {STORE_REF} of {self.url} after {self.attempts} attempts: other "
                              "writers kept changing it", ForgeRequest("git push", self.url)) from None
 
-    def _tree(self, entries: Mapping[str, tuple[str, str, str]], changes: Mapping[str, str | None]) -> str:
-        """Write the tree of ``entries`` with ``changes`` (path -> blob sha, None deletes); only the folders on the
-        way to a change are rebuilt (one ``mktree`` each), the others keep their ids."""
-        children: dict[str, dict[str, tuple[str, str, str]]] = defaultdict(dict)
-        for path, entry in entries.items():
-            parent, _, name = path.rpartition("/")
-            children[parent][name] = entry
-        dirty = {""}
-        for path, sha in changes.items():
-            parent, _, name = path.rpartition("/")
-            if sha is None:
-                children[parent].pop(name, None)
-            else:
-                children[parent][name] = ("100644", "blob", sha)
-            while parent:
-                dirty.add(parent)
-                grand, _, base = parent.rpartition("/")
-                children[grand].setdefault(base, ("040000", "tree", ""))
-                parent = grand
-
-        def build(folder: str) -> str:
-            rows = []
-            for name, (mode, kind, sha) in children[folder].items():
-                full = f"{folder}/{name}" if folder else name
-                if kind == "tree" and full in dirty:
-                    if not children[full]:
-                        continue
-                    sha = build(full)
-                rows.append((mode, kind, sha, name))
-            return self.repo.mktree(rows)
-
-        return build("")
+    def _when(self) -> int:
+        now = self.clock()
+        return int((now if now.tzinfo else now.replace(tzinfo=UTC)).timestamp())
 
     def commit(self, tree: str, parents: Sequence[str], message: str) -> str:
-        now = self.clock()
-        when = int((now if now.tzinfo else now.replace(tzinfo=UTC)).timestamp())
-        return self.repo.commit_tree(tree, parents, message, _IDENTITY, when)
+        return self.repo.commit_tree(tree, parents, message, _IDENTITY, self._when())
 
     def _push(self, updates: Mapping[str, tuple[str, str]]) -> None:
         """Push ``ref -> (new, expected old)`` all or nothing; PushRejected when a writer got there first."""
