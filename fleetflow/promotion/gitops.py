@@ -14,6 +14,7 @@ only the trees along changed paths loaded and rewritten.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
@@ -81,8 +82,10 @@ def _relative(entry: TreeEntry, root: str) -> TreeEntry:
     return TreeEntry(entry.mode, entry.kind, entry.sha, entry.path[len(root) + 1:] if root else entry.path)
 
 
-def tree_edits(tree: GitOpsTree, result: RenderResult, previous: RenderState | None) -> Iterator[TreeEdit]:
-    """The edits that make ``tree``'s output folder hold what ``apply_result`` would write there."""
+def tree_edits(tree: GitOpsTree, result: RenderResult, previous: RenderState | None,
+               state: bytes | None = None) -> Iterator[TreeEdit]:
+    """The edits that make ``tree``'s output folder hold what ``apply_result`` would write there (``state``: the
+    new state's bytes, when already made)."""
     grouped: dict[str, list[tuple[str, bytes]]] = {}
     for path, data in result.files.items():
         aid, _, name = path.rpartition("/")
@@ -112,7 +115,7 @@ def tree_edits(tree: GitOpsTree, result: RenderResult, previous: RenderState | N
         yield TreeEdit(tree.path(f"{ct}/{STATUS_DIR}"))
         for name, data in sorted(wanted.get(ct, ())):
             yield TreeEdit(tree.path(f"{ct}/{STATUS_DIR}/{name}"), data)
-    state = result.state.to_bytes()
+    state = result.state.to_bytes() if state is None else state
     if state != tree.state_bytes:
         yield TreeEdit(tree.path(STATE_PATH), state)
 
@@ -126,14 +129,35 @@ class WrittenCommit:
 def write_commit(tree: GitOpsTree, result: RenderResult, previous: RenderState | None, message: str,
                  identity: tuple[str, str], when: int) -> WrittenCommit:
     """Commit the render on top of ``tree.commit`` (nothing is pushed). Call ``tree.read_state()`` first."""
-    commit, new_tree = tree.repo.fast_commit(tree.commit, tree_edits(tree, result, previous), message, identity,
-                                             when)
+    state = result.state.to_bytes()
+    if _nothing_to_write(tree, result, previous, state):
+        return WrittenCommit(None, [])
+    edits = tree_edits(tree, result, previous, state)
+    commit, new_tree = tree.repo.fast_commit(tree.commit, edits, message, identity, when)
     old_tree = tree.repo.tree_of(tree.commit) if tree.commit else None
     if old_tree == new_tree:
         return WrittenCommit(None, [])
     changed = tree.repo.changed_paths(old_tree, new_tree)
     prefix = f"{tree.root}/" if tree.root else ""
     return WrittenCommit(commit, [p[len(prefix):] for p in changed if p.startswith(prefix)])
+
+
+def blob_id(data: bytes) -> str:
+    """The id git gives a blob of ``data``."""
+    return hashlib.sha1(b"blob %d\0" % len(data) + data, usedforsecurity=False).hexdigest()
+
+
+def _nothing_to_write(tree: GitOpsTree, result: RenderResult, previous: RenderState | None, state: bytes) -> bool:
+    """True when the render would leave the tree as it is: nothing rendered or removed, the same state bytes, and
+    every ``_status/`` folder already holding exactly the reporter files (compared by blob id, without reading)."""
+    if tree.commit is None or previous is None or result.rendered or result.removed:
+        return False
+    if state != tree.state_bytes or previous.assignments.keys() != result.state.assignments.keys():
+        return False
+    cluster_types = {_cluster_type(a) for a in result.state.assignments} | {
+        p.partition(f"/{STATUS_DIR}/")[0] for p in result.reporters}
+    have = tree.files([f"{ct}/{STATUS_DIR}" for ct in sorted(cluster_types)])
+    return have == {path: blob_id(data) for path, data in result.reporters.items()}
 
 
 def plan_diff(tree: GitOpsTree, result: RenderResult, limit: int | None = None) -> str:
