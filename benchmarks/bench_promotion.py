@@ -179,7 +179,7 @@ def phase_status_posts(root: str, existing: int, posts: int) -> Result:
         post = {"context": context, "state": "success", "description": "ok", "target_url": None,
                 "created_at": "2026-01-01T00:00:00+00:00"}
         edits.append(TreeEdit(status_path(commit, context), json.dumps([post]).encode()))
-    store, _ = repo.fast_commit(None, edits, "seed", ("bench", "bench@fleetflow.invalid"), 1_700_000_000)
+    store = repo.fast_commit(None, edits, "seed", ("bench", "bench@fleetflow.invalid"), 1_700_000_000)
     repo.git("update-ref", STORE_REF, store)
     forge = LocalForge(cache_dir=Path(root) / "cache" / f"forge-status-{existing}")
     forge.statuses(str(repo_path), commit)  # the mirror exists and holds the store: posts are measured warm

@@ -76,7 +76,7 @@ def edits_for(case: str, workloads: int, cluster_types: int, changed: set[str]) 
 
 
 def with_fast_import(repo: BareRepo, parent: str | None, edits: list[TreeEdit]) -> str:
-    return repo.fast_commit(parent, edits, "bench", IDENTITY, WHEN)[1]
+    return repo.tree_of(repo.fast_commit(parent, edits, "bench", IDENTITY, WHEN))
 
 
 def with_index(repo: BareRepo, parent: str | None, edits: list[TreeEdit]) -> str:
@@ -165,7 +165,7 @@ def main() -> int:
         repo = BareRepo(Path(tmp) / "repo.git")
         base_edits = [TreeEdit(p, d) for p, d in files_of(w, t)] + [TreeEdit(p, d) for p, d in status_files(t)]
         base_edits.append(TreeEdit(".fleetflow/state.json", state(w, t, 0)))
-        base, _ = repo.fast_commit(None, base_edits, "base", IDENTITY, WHEN)
+        base = repo.fast_commit(None, base_edits, "base", IDENTITY, WHEN)
         repo.git("update-ref", "refs/heads/base", base)
         subprocess.run(["git", f"--git-dir={repo.folder}", "repack", "-adq"], check=True)
         print(f"{w * t} assignments, {3 * w * t} files; seconds per candidate (one run each)")

@@ -328,49 +328,47 @@ class BareRepo:
         return self.out(*args, stdin=message.encode(), env=commit_env(identity, when))
 
     def fast_commit(self, parent: str | None, edits: Iterable[TreeEdit], message: str, identity: tuple[str, str],
-                    when: int) -> tuple[str, str]:
-        """A commit whose tree is ``parent``'s with ``edits`` applied, written by one ``git fast-import``; returns
-        (commit, tree). fast-import loads only the trees along edited paths and keeps every other subtree by id,
-        so the cost follows the edits, not the size of the tree. Nothing is checked out and no ref moves (the
-        scratch ref it needs is removed again)."""
+                    when: int) -> str:
+        """A commit whose tree is ``parent``'s with ``edits`` applied, written by one ``git fast-import``. It loads
+        only the trees along edited paths and keeps every other subtree by id, so the cost follows the edits, not
+        the size of the tree. Nothing is checked out and no ref moves (the scratch ref fast-import needs is removed
+        again); the commit's id comes back through ``get-mark``."""
         scratch = f"refs/fleetflow-scratch/{os.getpid()}-{uuid.uuid4().hex}"
         name, email = identity
-        head = [b"feature done\n", f"commit {scratch}\n".encode(), _who(b"author", name, email, when),
+        head = [b"feature done\n", f"commit {scratch}\nmark :1\n".encode(), _who(b"author", name, email, when),
                 _who(b"committer", name, email, when), _data(message.encode())]
         if parent is not None:
             head.append(f"from {parent}\n".encode())
         argv = ["git", f"--git-dir={self.folder}", "fast-import", "--quiet", "--date-format=raw"]
-        proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                 env=git_env())
-        assert proc.stdin is not None and proc.stderr is not None
+        assert proc.stdin is not None
         try:
-            buffer = bytearray(b"".join(head))
-            for edit in edits:
-                path = _quote(edit.path)
-                if edit.data is None:
-                    buffer += b"D " + path + b"\n"
-                else:
-                    buffer += b"M 100644 inline " + path + b"\n" + _data(edit.data)
-                if len(buffer) > 1 << 20:
-                    proc.stdin.write(buffer)
-                    buffer.clear()
-            buffer += b"\ndone\n"
-            proc.stdin.write(buffer)
-            proc.stdin.close()
-        except BrokenPipeError:
-            pass  # fast-import stopped early: its reason is on stderr
-        err = proc.stderr.read()
-        proc.stderr.close()
-        proc.wait()
-        if proc.returncode != 0:
-            reason = git_reason(err)
-            raise GitError(f"git fast-import failed: {reason}", command="fast-import", reason=reason)
-        try:
-            commit = self.out("rev-parse", "--verify", scratch)
-            tree = self.tree_of(commit)
+            try:
+                buffer = bytearray(b"".join(head))
+                for edit in edits:
+                    path = _quote(edit.path)
+                    if edit.data is None:
+                        buffer += b"D " + path + b"\n"
+                    else:
+                        buffer += b"M 100644 inline " + path + b"\n" + _data(edit.data)
+                    if len(buffer) > 1 << 20:
+                        proc.stdin.write(buffer)
+                        buffer.clear()
+                buffer += b"\nget-mark :1\ndone\n"
+                proc.stdin.write(buffer)
+            except BrokenPipeError:
+                pass  # fast-import stopped early: its reason is on stderr
+            out, err = proc.communicate()
+            if proc.returncode != 0:
+                reason = git_reason(err)
+                raise GitError(f"git fast-import failed: {reason}", command="fast-import", reason=reason)
         finally:
+            if proc.returncode is None:
+                proc.kill()
+                proc.wait()
             self.git("update-ref", "-d", scratch, check=False)
-        return commit, tree
+        return out.decode().strip()
 
     def tree_of(self, commit: str) -> str:
         return self.out("rev-parse", f"{commit}^{{tree}}")

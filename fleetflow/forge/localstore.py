@@ -157,7 +157,7 @@ class Mirror:
             updates = dict(edit.refs)
             if files:
                 edits = [TreeEdit(path, data) for path, data in sorted(files.items())]
-                new, _ = self.repo.fast_commit(snap.commit, edits, f"fleetflow forge: {edit.message}", _IDENTITY,
+                new = self.repo.fast_commit(snap.commit, edits, f"fleetflow forge: {edit.message}", _IDENTITY,
                                                self._when())
                 updates[STORE_REF] = (new, snap.commit or "")
             self._push(updates)

@@ -133,7 +133,8 @@ def write_commit(tree: GitOpsTree, result: RenderResult, previous: RenderState |
     if _nothing_to_write(tree, result, previous, state):
         return WrittenCommit(None, [])
     edits = tree_edits(tree, result, previous, state)
-    commit, new_tree = tree.repo.fast_commit(tree.commit, edits, message, identity, when)
+    commit = tree.repo.fast_commit(tree.commit, edits, message, identity, when)
+    new_tree = tree.repo.tree_of(commit)
     old_tree = tree.repo.tree_of(tree.commit) if tree.commit else None
     if old_tree == new_tree:
         return WrittenCommit(None, [])
