@@ -10,7 +10,16 @@ from typing import Any
 import pytest
 
 from fleetflow.errors import GitError
-from fleetflow.forge.git import BareRepo, GitRepos, PushRejected, check_ref, retry_races, run_git, split_credentials
+from fleetflow.forge.git import (
+    BareRepo,
+    GitRepos,
+    PushRejected,
+    TreeEdit,
+    check_ref,
+    retry_races,
+    run_git,
+    split_credentials,
+)
 
 
 def test_credentials_leave_the_url_for_a_header() -> None:
@@ -159,3 +168,21 @@ def test_credentials_travel_in_the_environment_only(tmp_path: Path, monkeypatch:
     assert remote_calls and all("supersecret" not in " ".join(argv) for argv, _ in seen)
     header = base64.b64encode(b"x-access-token:supersecret").decode()
     assert remote_calls[0][1]["GIT_CONFIG_VALUE_0"] == f"AUTHORIZATION: basic {header}"
+
+
+def test_fast_commit_keeps_every_other_subtree_and_takes_any_name(tmp_path: Path) -> None:
+    """Names reach fast-import C-quoted (a quote, a backslash, a newline, non-ASCII, a leading '-' stay names);
+    a delete removes a whole folder; untouched folders keep their tree ids."""
+    repo = BareRepo(tmp_path / "r.git")
+    who = ("tests", "tests@fleetflow.invalid")
+    odd = ['a"b.yaml', "back\\slash", "new\nline", "é.yaml", "-rf"]
+    first = repo.fast_commit(None, [TreeEdit(f"odd/{n}", n.encode()) for n in odd]
+                             + [TreeEdit("keep/x.yaml", b"x\n"), TreeEdit("gone/y.yaml", b"y\n")], "one", who,
+                             1_700_000_000)
+    assert sorted(e.path for e in repo.ls_tree(first, ["odd/"])) == sorted(f"odd/{n}" for n in odd)
+    second = repo.fast_commit(first, [TreeEdit("gone"), TreeEdit("odd/-rf", b"changed")], "two", who,
+                              1_700_000_001)
+    assert repo.read_file(second, "odd/-rf") == b"changed" and repo.read_file(second, "gone/y.yaml") is None
+    assert repo.resolve(f"{first}:keep") == repo.resolve(f"{second}:keep")
+    assert repo.resolve(f"{first}:odd") != repo.resolve(f"{second}:odd")
+    assert repo.refs("refs/fleetflow-scratch/") == {}  # no ref is left behind

@@ -432,6 +432,8 @@ def _data(payload: bytes) -> bytes:
 
 def _quote(path: str) -> bytes:
     """A path as fast-import reads it: always C-quoted, so no name can be taken for a command or an option."""
+    if path.isascii() and path.isprintable() and '"' not in path and "\\" not in path:
+        return b'"' + path.encode() + b'"'  # nothing to escape (every name fleetflow renders)
     out = bytearray(b'"')
     for byte in path.encode():
         if byte in (0x22, 0x5C):
