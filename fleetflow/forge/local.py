@@ -115,8 +115,10 @@ class LocalForge:
         ]
 
     def status_history(self, repo: str, sha: str) -> list[CommitStatus]:
-        """Every status posted on ``sha``, oldest first."""
-        posts = self._mirror(repo).fetch().read_json(f"statuses/{full_sha(sha)}.json") or []
+        """Every status posted on ``sha``, oldest first (by post time; posts of one context keep their order)."""
+        by_context = status_posts(self._mirror(repo).fetch(), full_sha(sha))
+        every = [post for posts in by_context for post in posts]
+        posts = sorted(every, key=lambda post: datetime.fromisoformat(post["created_at"]))
         return [
             CommitStatus(context=p["context"], state=p["state"], description=p["description"],
                          updated_at=datetime.fromisoformat(p["created_at"]))
