@@ -380,3 +380,12 @@ def test_merge_retries_when_the_base_moves(
     assert tip(origin, "main") == sha
     assert git(origin, "ls-tree", "--name-only", sha).split() == ["app.txt", "readme.txt"]
     assert forge.operations == ["create_pull", "merge_pull"]
+
+
+def test_status_history_is_every_post_oldest_first(forge: LocalForge, origin: Path, clock: Clock) -> None:
+    repo, sha = str(origin), tip(origin, "main")
+    for context, state in (("fleetflow/dev", "pending"), ("flux/a", "success"), ("fleetflow/dev", "success")):
+        forge.set_status(repo, sha, context, state, state)  # type: ignore[arg-type]
+        clock.advance(timedelta(minutes=1))
+    assert [(s.context, s.state) for s in forge.status_history(repo, sha)] == [
+        ("fleetflow/dev", "pending"), ("flux/a", "success"), ("fleetflow/dev", "success")]
