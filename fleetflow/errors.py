@@ -141,9 +141,15 @@ class UsageError(FleetflowError):
 
 
 class GitError(FleetflowError):
-    """A git operation failed (clone, fetch, push), after retries where retrying makes sense."""
+    """A git operation failed (clone, fetch, push), after retries where retrying makes sense. ``command`` is the
+    git subcommand that failed and ``reason`` git's own words (credentials masked), when known."""
 
     exit_code = ExitCode.FORGE
+
+    def __init__(self, message: str, *, command: str | None = None, reason: str | None = None) -> None:
+        self.command = command
+        self.reason = reason
+        super().__init__(message)
 
 
 @dataclass

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import os
 import shutil
 import subprocess
 import time
@@ -13,9 +15,10 @@ import pytest
 
 from fleetflow.clock import Clock
 from fleetflow.errors import ForgeError
-from fleetflow.forge import localstore
+from fleetflow.forge import git as gitlayer
 from fleetflow.forge.base import Forge
-from fleetflow.forge.local import LocalForge
+from fleetflow.forge.git import PushRejected
+from fleetflow.forge.local import LocalForge, status_path
 
 
 def git(cwd: Path, *args: str) -> str:
@@ -177,8 +180,50 @@ def test_statuses_latest_per_context(forge: LocalForge, origin: Path, clock: Clo
     ]
     assert latest[1].updated_at == clock.now
     assert forge.operations == ["set_status"] * 3
-    stored = git(origin, "show", f"refs/fleetflow/forge:statuses/{sha}.json")
+    files = git(origin, "ls-tree", "-r", "--name-only", "refs/fleetflow/forge", f"statuses/{sha}/").split()
+    assert files == sorted(status_path(sha, c) for c in ("fleetflow/dev", "cluster/eu"))
+    stored = "".join(git(origin, "show", f"refs/fleetflow/forge:{f}") for f in files)
     assert stored.count('"context"') == 3
+
+
+def test_a_status_post_rewrites_one_small_file(forge: LocalForge, origin: Path) -> None:
+    """No file holds every status of a commit: a post changes exactly its context's file, so its cost does not grow
+    with the number of statuses (benchmarks/bench_promotion.py measures it at 10, 1,000 and 30,000)."""
+    repo, sha = str(origin), tip(origin, "main")
+    for i in range(20):
+        forge.set_status(repo, sha, f"flux/cluster-{i}", "success", "ok")
+    before = git(origin, "rev-parse", "refs/fleetflow/forge")
+    forge.set_status(repo, sha, "flux/cluster-7", "failure", "broken")
+    changed = git(origin, "diff-tree", "-r", "--name-only", before, "refs/fleetflow/forge").split()
+    assert changed == [status_path(sha, "flux/cluster-7")]
+    assert len(json.loads(git(origin, "show", f"refs/fleetflow/forge:{changed[0]}"))) == 2
+    assert [s.state for s in forge.statuses(repo, sha) if s.context == "flux/cluster-7"] == ["failure"]
+
+
+def test_statuses_of_the_older_layout_are_still_read(forge: LocalForge, origin: Path, clock: Clock) -> None:
+    """A store written before the per-context layout (``statuses/<sha>.json``) keeps its statuses; a new post on a
+    context supersedes the old file's record and keeps its history."""
+    repo, sha = str(origin), tip(origin, "main")
+    forge.dispatch(repo, "seed", {})  # creates the store
+    old = [{"context": "flux/a", "state": "pending", "description": "old", "target_url": None,
+            "created_at": "2024-05-01T11:00:00+00:00"},
+           {"context": "flux/b", "state": "success", "description": "old b", "target_url": None,
+            "created_at": "2024-05-01T11:01:00+00:00"}]
+    blob = subprocess.run(["git", "hash-object", "-w", "--stdin"], cwd=origin, input=json.dumps(old).encode(),
+                          capture_output=True, check=True).stdout.decode().strip()
+    git(origin, "read-tree", "--index-output=legacy-index", "refs/fleetflow/forge")
+    env = {**os.environ, "GIT_INDEX_FILE": "legacy-index"}
+    subprocess.run(["git", "update-index", "--add", "--cacheinfo", f"100644,{blob},statuses/{sha}.json"], cwd=origin,
+                   env=env, check=True)
+    tree = subprocess.run(["git", "write-tree"], cwd=origin, env=env, capture_output=True, check=True, text=True)
+    commit = git(origin, "commit-tree", tree.stdout.strip(), "-p", "refs/fleetflow/forge", "-m", "legacy")
+    git(origin, "update-ref", "refs/fleetflow/forge", commit)
+    assert [(s.context, s.state) for s in forge.statuses(repo, sha)] == [("flux/a", "pending"), ("flux/b", "success")]
+    assert forge.set_status(repo, sha, "flux/b", "success", "old b") is False  # same as the newest: not posted
+    assert forge.set_status(repo, sha, "flux/a", "success", "new") is True
+    assert [(s.context, s.state) for s in forge.statuses(repo, sha)] == [("flux/a", "success"), ("flux/b", "success")]
+    history = json.loads(git(origin, "show", f"refs/fleetflow/forge:{status_path(sha, 'flux/a')}"))
+    assert [p["description"] for p in history] == ["old", "new"]
 
 
 def test_set_status_is_checked_like_github(forge: LocalForge, origin: Path) -> None:
@@ -219,11 +264,11 @@ def interleave(monkeypatch: pytest.MonkeyPatch, slow: LocalForge, repo: str, mea
     push = mirror._push
     calls: list[dict[str, tuple[str, str]]] = []
 
-    def racing_push(updates: dict[str, tuple[str, str]]) -> bool:
+    def racing_push(updates: dict[str, tuple[str, str]]) -> None:
         if not calls:
             meanwhile()
         calls.append(updates)
-        return push(updates)
+        push(updates)
 
     monkeypatch.setattr(mirror, "_push", racing_push)
 
@@ -248,7 +293,10 @@ def test_concurrent_writers_lose_nothing(
 
 def test_gives_up_after_bounded_retries(forge: LocalForge, origin: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     repo = str(origin)
-    monkeypatch.setattr(forge._mirror(repo), "_push", lambda updates: False)
+    def always_rejected(updates: dict[str, tuple[str, str]]) -> None:
+        raise PushRejected("someone else pushed first")
+
+    monkeypatch.setattr(forge._mirror(repo), "_push", always_rejected)
     monkeypatch.setattr(time, "sleep", lambda seconds: None)
     with pytest.raises(ForgeError, match="after 10 attempts"):
         forge.dispatch(repo, "promote", {})
@@ -282,7 +330,7 @@ def test_merge_takes_the_current_head(forge: LocalForge, origin: Path, work: Pat
 
 def test_merge_without_merge_tree(forge: LocalForge, origin: Path, work: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The fallback for git < 2.38 merges in a throw-away work tree."""
-    monkeypatch.setattr(localstore, "has_merge_tree", lambda: False)
+    monkeypatch.setattr(gitlayer, "has_merge_tree", lambda: False)
     repo = str(origin)
     git(work, "checkout", "-q", "dev")
     commit_file(work, "conf.txt", "c\n", "dev conf")
@@ -332,3 +380,12 @@ def test_merge_retries_when_the_base_moves(
     assert tip(origin, "main") == sha
     assert git(origin, "ls-tree", "--name-only", sha).split() == ["app.txt", "readme.txt"]
     assert forge.operations == ["create_pull", "merge_pull"]
+
+
+def test_status_history_is_every_post_oldest_first(forge: LocalForge, origin: Path, clock: Clock) -> None:
+    repo, sha = str(origin), tip(origin, "main")
+    for context, state in (("fleetflow/dev", "pending"), ("flux/a", "success"), ("fleetflow/dev", "success")):
+        forge.set_status(repo, sha, context, state, state)  # type: ignore[arg-type]
+        clock.advance(timedelta(minutes=1))
+    assert [(s.context, s.state) for s in forge.status_history(repo, sha)] == [
+        ("fleetflow/dev", "pending"), ("flux/a", "success"), ("fleetflow/dev", "success")]

@@ -1,11 +1,25 @@
 from __future__ import annotations
 
+import base64
+import subprocess
+import threading
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from fleetflow.errors import GitError
-from fleetflow.forge.git import GitRepos, check_ref, split_credentials
+from fleetflow.forge.git import (
+    BareRepo,
+    GitRepos,
+    PushRejected,
+    TreeEdit,
+    check_ref,
+    retry_races,
+    run_git,
+    split_credentials,
+)
 
 
 def test_credentials_leave_the_url_for_a_header() -> None:
@@ -20,7 +34,7 @@ def test_mirror_is_keyed_without_credentials(tmp_path: Path) -> None:
     repos = GitRepos(tmp_path)
     a = repos.mirror("https://x:one@github.example/o/r.git")
     b = GitRepos(tmp_path).mirror("https://x:two@github.example/o/r.git")
-    assert a.git_dir == b.git_dir
+    assert a.folder == b.folder
 
 
 @pytest.mark.parametrize("name", ["-rf", "a..b", "x/", "a b", "a;b", "x.lock", "$(id)"])
@@ -33,3 +47,142 @@ def test_errors_never_show_the_token(tmp_path: Path) -> None:
     with pytest.raises(GitError) as info:
         GitRepos(tmp_path).fetch("https://x-access-token:supersecret@127.0.0.1:9/o/r.git", ["main"])
     assert "supersecret" not in str(info.value)
+
+
+# -- the one git layer: errors and the compare-and-swap retry helper -------------------------------------------
+
+
+def _origin(tmp_path: Path) -> tuple[str, str]:
+    """A bare repo with ``main`` holding ``count.txt`` = 0; returns (its path, the first commit)."""
+    origin = tmp_path / "origin.git"
+    run_git(["init", "--quiet", "--bare", str(origin)])
+    repo = BareRepo(origin)
+    tree = repo.mktree([("100644", "blob", repo.hash_blob(b"0\n"), "count.txt")])
+    first = repo.commit_tree(tree, [], "start", ("tests", "tests@fleetflow.invalid"), 1_700_000_000)
+    repo.git("update-ref", "refs/heads/main", first)
+    return str(origin), first
+
+
+def _increment(repos: GitRepos, url: str, attempts: list[int], before_push: Callable[[], None] | None = None,
+               who: str = "a") -> str:
+    """One read-modify-push step: add 1 to count.txt on main, pushed with a lease on the sha it read. (Commits are
+    deterministic: ``who`` in the message keeps two writers' commits apart.)"""
+    attempts.append(1)
+    tip = repos.fetch_branch(url, "main")
+    assert tip is not None
+    count = int(repos.read_file(url, tip, "count.txt") or "0")
+    new = repos.commit_files(url, tip, {"count.txt": f"{count + 1}\n".encode()}, f"count {count + 1} by {who}",
+                             1_700_000_000 + count + 1)
+    assert new is not None
+    if before_push is not None and len(attempts) == 1:
+        before_push()
+    repos.push(url, new, "main", tip)
+    return new
+
+
+def test_a_lost_race_is_pushrejected_and_reapplied(tmp_path: Path) -> None:
+    """Another writer pushes between our read and our push: git refuses our lease ("stale info"), the helper
+    reads again and applies the step to the new tip; nothing is lost, nothing is overwritten."""
+    url, _ = _origin(tmp_path)
+    mine, theirs = GitRepos(tmp_path / "cache-a"), GitRepos(tmp_path / "cache-b")
+    tries: list[int] = []
+    result = retry_races(lambda: _increment(mine, url, tries, lambda: _increment(theirs, url, [], who="b")), 3)
+    assert len(tries) == 2
+    log = run_git(["log", "--format=%s", "main"], git_dir=Path(url)).stdout.decode().split("\n")
+    assert log[:3] == ["count 2 by a", "count 1 by b", "start"]
+    assert BareRepo(Path(url)).read_file("main", "count.txt") == b"2\n"
+    assert mine.mirror(url).resolve("refs/mirror/main") == result  # the mirror follows our own push
+
+
+def test_concurrent_writers_all_land(tmp_path: Path) -> None:
+    """Three threads, each with its own mirror, add 1 four times at once: every increment lands exactly once.
+    Their pushes really collide (leases refused, ref locks taken): the helper absorbs every collision."""
+    url, _ = _origin(tmp_path)
+    failures: list[BaseException] = []
+
+    def writer(n: int) -> None:
+        repos = GitRepos(tmp_path / f"cache-{n}")
+        try:
+            for _ in range(4):
+                retry_races(lambda: _increment(repos, url, [], who=str(n)), 40)
+        except BaseException as exc:  # reported below
+            failures.append(exc)
+
+    threads = [threading.Thread(target=writer, args=(n,)) for n in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert failures == []
+    assert BareRepo(Path(url)).read_file("main", "count.txt") == b"12\n"
+    subjects = run_git(["log", "--format=%s", "main"], git_dir=Path(url)).stdout.decode().splitlines()
+    assert [s.split(" by ")[0] for s in subjects] == [f"count {n}" for n in range(12, 0, -1)] + ["start"]
+
+
+def test_the_helper_gives_up_and_retries_nothing_else(tmp_path: Path) -> None:
+    url, first = _origin(tmp_path)
+    repos = GitRepos(tmp_path / "cache")
+    calls: list[int] = []
+
+    def stale() -> None:  # a lease on a sha that is not the tip: refused every time
+        calls.append(1)
+        repos.fetch_branch(url, "main")
+        new = repos.commit_files(url, first, {"x.txt": b"x\n"}, "x", 1_700_000_000)
+        assert new is not None
+        repos.push(url, new, "main", "0" * 40)
+
+    with pytest.raises(PushRejected, match="main moved on") as info:
+        retry_races(stale, 3, max_wait=0.01)
+    assert len(calls) == 3 and info.value.exit_code == 3 and info.value.command == "push"
+
+    with pytest.raises(GitError) as failed:
+        retry_races(lambda: repos.push(str(tmp_path / "missing.git"), first, "main", None), 3)
+    assert not isinstance(failed.value, PushRejected) and failed.value.command == "push"
+
+
+def test_git_error_says_which_command_and_why(tmp_path: Path) -> None:
+    url, _ = _origin(tmp_path)
+    with pytest.raises(GitError) as info:
+        run_git(["rev-parse", "--verify", "no-such-branch"], git_dir=Path(url))
+    error = info.value
+    assert error.exit_code == 3 and error.command == "rev-parse"
+    assert error.reason and error.reason.startswith("fatal:") and str(error) == f"git rev-parse failed: {error.reason}"
+    assert isinstance(PushRejected("x"), GitError)
+
+
+def test_credentials_travel_in_the_environment_only(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The token of an https URL reaches git as an ``http.extraheader`` in the environment: never in argv (process
+    lists), never in an error message."""
+    seen: list[tuple[list[str], dict[str, str]]] = []
+    real_run = subprocess.run
+
+    def watch(argv: list[str], **kwargs: Any) -> Any:
+        seen.append((list(argv), dict(kwargs.get("env") or {})))
+        return real_run(argv, **kwargs)
+
+    monkeypatch.setattr(subprocess, "run", watch)
+    with pytest.raises(GitError) as info:
+        GitRepos(tmp_path).fetch("https://x-access-token:supersecret@127.0.0.1:9/o/r.git", ["main"])
+    assert "supersecret" not in str(info.value)
+    remote_calls = [(argv, env) for argv, env in seen if "ls-remote" in argv]
+    assert remote_calls and all("supersecret" not in " ".join(argv) for argv, _ in seen)
+    header = base64.b64encode(b"x-access-token:supersecret").decode()
+    assert remote_calls[0][1]["GIT_CONFIG_VALUE_0"] == f"AUTHORIZATION: basic {header}"
+
+
+def test_fast_commit_keeps_every_other_subtree_and_takes_any_name(tmp_path: Path) -> None:
+    """Names reach fast-import C-quoted (a quote, a backslash, a newline, non-ASCII, a leading '-' stay names);
+    a delete removes a whole folder; untouched folders keep their tree ids."""
+    repo = BareRepo(tmp_path / "r.git")
+    who = ("tests", "tests@fleetflow.invalid")
+    odd = ['a"b.yaml', "back\\slash", "new\nline", "é.yaml", "-rf"]
+    first = repo.fast_commit(None, [TreeEdit(f"odd/{n}", n.encode()) for n in odd]
+                             + [TreeEdit("keep/x.yaml", b"x\n"), TreeEdit("gone/y.yaml", b"y\n")], "one", who,
+                             1_700_000_000)
+    assert sorted(e.path for e in repo.ls_tree(first, ["odd/"])) == sorted(f"odd/{n}" for n in odd)
+    second = repo.fast_commit(first, [TreeEdit("gone"), TreeEdit("odd/-rf", b"changed")], "two", who,
+                              1_700_000_001)
+    assert repo.read_file(second, "odd/-rf") == b"changed" and repo.read_file(second, "gone/y.yaml") is None
+    assert repo.resolve(f"{first}:keep") == repo.resolve(f"{second}:keep")
+    assert repo.resolve(f"{first}:odd") != repo.resolve(f"{second}:odd")
+    assert repo.refs("refs/fleetflow-scratch/") == {}  # no ref is left behind

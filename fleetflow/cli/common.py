@@ -13,6 +13,7 @@ import platformdirs
 
 from fleetflow.cli.terminal import TERMINAL
 from fleetflow.errors import GitError, InputError, unknown_environment
+from fleetflow.forge.git import work_tree_branch, work_tree_head
 from fleetflow.forge.registrations import RegistrationFetcher
 from fleetflow.model.controlplane import ControlPlane, load_control_plane
 from fleetflow.model.documents import ParseCache
@@ -79,13 +80,7 @@ def parse_cache() -> ParseCache | None:
 
 def head_commit(directory: Path) -> str | None:
     """The commit checked out in ``directory`` when it is the top of a git work tree, else None."""
-    import git
-
-    try:
-        repo = git.Repo(directory, search_parent_directories=False)
-        return str(repo.head.commit.hexsha)
-    except (git.exc.GitError, ValueError, OSError):  # not a repo, no commit yet: the commit is unknown
-        return None
+    return work_tree_head(directory)
 
 
 def check_environment(plane: ControlPlane, environment: str) -> None:
@@ -97,10 +92,4 @@ def check_environment(plane: ControlPlane, environment: str) -> None:
 
 def head_branch_name(directory: Path) -> str | None:
     """The branch checked out in ``directory`` when it is the top of a git work tree, else None."""
-    try:
-        import git
-
-        repo = git.Repo(directory, search_parent_directories=False)
-        return None if repo.head.is_detached else str(repo.active_branch.name)
-    except Exception:  # not a repo, no commits yet, git missing: the branch is simply unknown
-        return None
+    return work_tree_branch(directory)

@@ -12,7 +12,6 @@ repo.
 from __future__ import annotations
 
 import shutil
-import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -21,7 +20,7 @@ from pathlib import Path
 from pydantic import Field
 
 from fleetflow.clock import Clock
-from fleetflow.forge.git import GitRepos
+from fleetflow.forge.git import GitRepos, run_in
 from fleetflow.forge.local import LocalForge
 from fleetflow.promotion.check_rollout import RolloutOutcome, check_rollout
 from fleetflow.promotion.context import Context, head_branch, short
@@ -34,10 +33,12 @@ from fleetflow.results import Result
 EXAMPLES = Path(__file__).parent / "examples"
 
 
+_DEMO_GIT_CONFIG = {"user.name": "Platform Engineer", "user.email": "platform@contoso.example",
+                    "init.defaultBranch": "main", "commit.gpgsign": "false"}
+
+
 def _git(cwd: Path, *args: str) -> str:
-    env_args = ["-c", "user.name=Platform Engineer", "-c", "user.email=platform@contoso.example",
-                "-c", "init.defaultBranch=main", "-c", "commit.gpgsign=false"]
-    return subprocess.run(["git", *env_args, *args], cwd=cwd, check=True, capture_output=True, text=True).stdout
+    return run_in(cwd, *args, config=_DEMO_GIT_CONFIG)
 
 
 def _replace_line(path: Path, key: str, value: str) -> None:

@@ -1,48 +1,118 @@
-"""Git at the edge of promotion: mirrors, reading files at commits, making commits, pushing with a lease.
+"""The one git layer: every git command fleetflow runs, its errors and its retries.
 
-Every repo is mirrored (bare) into a cache folder and fetched by explicit refspecs. Commits are made with git
-plumbing from a plain directory (no worktree state to clean up), with a fixed identity and dates derived from
-the inputs, so the same inputs give the same commit sha and a re-run pushes nothing new. Pushes use
-``--force-with-lease`` against the sha we read: a concurrent run's push makes ours fail (``PushRejected``) instead
-of overwriting it; callers re-read and retry. Credentials in URLs are never printed.
+* **One way to run git**: :func:`run_git` (``subprocess``, no shell). Git never inherits a location from the
+  environment (``GIT_DIR`` and friends are dropped), never prompts, and speaks C-locale English so its reasons can
+  be matched. A failure is a :class:`~fleetflow.errors.GitError` carrying the command and git's own reason.
+* **One kind of repository**: :class:`BareRepo`, a bare repository in a folder (made aside and renamed, so runs
+  sharing a cache may race to create it). Reading (trees, blobs, ancestry), writing objects (blobs, trees, commits:
+  plumbing only, no index, no work tree), fetching and pushing with compare-and-swap all live there.
+* **One retry helper**: :func:`retry_races` (tenacity) runs a read-modify-push step again when it lost a race
+  (:class:`PushRejected`: the lease saw another writer's push, or the remote's ref lock was taken).
+* **Credentials** in an ``https://user:token@host/...`` URL leave the URL for an ``http.extraheader`` in the
+  environment of the one git process that talks to that host: never on a command line, never in a message or a
+  cache key. **User text never reaches an option**: URLs and paths go after ``--`` or inside ``rev:path``, ref
+  names are checked (:func:`check_ref`), and messages travel on stdin.
+
+:class:`GitRepos` is the promotion side's view: one mirror per repository URL in a cache folder, fetched by
+explicit refspecs into ``refs/mirror/*``, commits with a fixed identity and dates derived from the inputs (same
+inputs, same sha: a re-run pushes nothing new).
 """
 
 from __future__ import annotations
 
 import base64
 import hashlib
-import io
 import os
 import re
-import tarfile
+import shutil
+import subprocess
 import tempfile
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+import uuid
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path
+from typing import TypeVar
 from urllib.parse import unquote, urlsplit, urlunsplit
 
-import git
+import tenacity
 
 from fleetflow.errors import GitError
+
+T = TypeVar("T")
 
 SAFE_REF = re.compile(r"^(?!-)(?!.*\.\.)[A-Za-z0-9._/-]+$")
 FLEETFLOW_NAME = "fleetflow"
 FLEETFLOW_EMAIL = "fleetflow@users.noreply.github.com"
+MIRROR_PREFIX = "refs/mirror/"
+EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
+# Variables that would point git at another repository than the one we name (e.g. when run from a git hook).
+_LOCATION_VARS = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY", "GIT_COMMON_DIR",
+                  "GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_NAMESPACE", "GIT_PREFIX")
+# Push rejections that mean "someone else wrote first (or is writing: the remote's ref lock was taken)".
+_RACES = ("stale info", "fetch first", "non-fast-forward", "atomic push failed", "failed to update ref",
+          "failed to lock", "cannot lock ref")
 
 
 class PushRejected(GitError):
-    """The remote branch moved since we read it (a concurrent run pushed first)."""
+    """A compare-and-swap lost a race: the remote ref moved since we read it (or another writer holds its lock).
+    Re-read and apply again (:func:`retry_races`)."""
+
+
+# -- running git ---------------------------------------------------------------------------------------------
+
+
+def scrub(text: str) -> str:
+    """``text`` with any ``user:password@`` of a URL masked."""
+    return re.sub(r"://[^/@\s]+@", "://***@", text)
+
+
+def git_reason(stderr: bytes | str) -> str:
+    """The line of git's stderr that says why (its first ``fatal:``/``error:`` line), credentials masked."""
+    text = stderr.decode(errors="replace") if isinstance(stderr, bytes) else stderr
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    fatal = [line for line in lines if line.startswith(("fatal:", "error:"))]
+    return scrub((fatal or lines or ["git failed"])[0])
+
+
+def git_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in _LOCATION_VARS}
+    env.update(GIT_TERMINAL_PROMPT="0", LC_ALL="C", LANGUAGE="C", GIT_LITERAL_PATHSPECS="1")
+    env.update(extra or {})
+    return env
+
+
+def run_git(args: Sequence[str], *, git_dir: Path | None = None, cwd: Path | None = None,
+            stdin: bytes | None = None, env: Mapping[str, str] | None = None,
+            check: bool = True) -> subprocess.CompletedProcess[bytes]:
+    """Run ``git [--git-dir=git_dir] args``; with ``check``, a failure raises :class:`GitError` with git's reason."""
+    argv = ["git", *([f"--git-dir={git_dir}"] if git_dir is not None else []), *args]
+    try:
+        proc = subprocess.run(argv, cwd=cwd, input=stdin, capture_output=True, env=git_env(env), check=False)
+    except OSError as exc:  # git missing, cwd gone
+        raise GitError(f"cannot run git {args[0]}: {exc}", command=args[0], reason=str(exc)) from None
+    if check and proc.returncode != 0:
+        reason = git_reason(proc.stderr)
+        raise GitError(f"git {args[0]} failed: {reason}", command=args[0], reason=reason)
+    return proc
+
+
+@cache
+def git_version() -> tuple[int, int]:
+    found = re.search(rb"(\d+)\.(\d+)", run_git(["version"]).stdout)
+    return (int(found[1]), int(found[2])) if found else (0, 0)
+
+
+def has_merge_tree() -> bool:
+    """``git merge-tree --write-tree`` exists from git 2.38 on."""
+    return git_version() >= (2, 38)
 
 
 def check_ref(name: str) -> str:
+    """A branch name that is safe on a command line (no leading '-', no '..', plain characters)."""
     if not SAFE_REF.match(name) or name.endswith(("/", ".lock")):
         raise GitError(f"unsafe branch name {name!r}: use letters, digits, '.', '_', '-' and '/'")
     return name
-
-
-def _scrub(text: str) -> str:
-    return re.sub(r"://[^/@\s]+@", "://***@", text)
 
 
 def split_credentials(url: str) -> tuple[str, dict[str, str]]:
@@ -63,6 +133,368 @@ def split_credentials(url: str) -> tuple[str, dict[str, str]]:
     }
 
 
+# -- retrying a compare-and-swap ----------------------------------------------------------------------------
+
+
+def retry_races(step: Callable[[], T], attempts: int, *, on: type[BaseException] = PushRejected,
+                max_wait: float = 1.0) -> T:
+    """Run ``step`` (read, compute, push with a lease) until it does not raise ``on``, at most ``attempts`` times,
+    waiting a random, exponentially growing time between attempts (full jitter: writers that collided do not
+    collide again in lockstep). The last attempt's error is raised as is."""
+    retrying = tenacity.Retrying(
+        retry=tenacity.retry_if_exception_type(on),
+        stop=tenacity.stop_after_attempt(attempts),
+        wait=tenacity.wait_random_exponential(multiplier=0.02, max=max_wait),
+        reraise=True,
+    )
+    return retrying(step)
+
+
+# -- a bare repository ---------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TreeEntry:
+    mode: str
+    kind: str  # "blob", "tree" or "commit"
+    sha: str
+    path: str
+
+
+class BareRepo:
+    """A bare repository in ``folder`` (created when missing). All reading and writing of git objects."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder = folder.absolute()
+        self._blobs: dict[str, bytes] = {}
+        if not (folder / "HEAD").exists():  # made aside and renamed: runs sharing the cache may race here
+            folder.parent.mkdir(parents=True, exist_ok=True)
+            tmp = tempfile.mkdtemp(prefix=".new-", dir=folder.parent)
+            try:
+                run_git(["init", "--quiet", "--bare", tmp])
+                os.rename(tmp, folder)
+            except OSError:
+                if not (folder / "HEAD").exists():
+                    raise
+            finally:
+                shutil.rmtree(tmp, ignore_errors=True)
+
+    def git(self, *args: str, stdin: bytes | None = None, env: Mapping[str, str] | None = None,
+            check: bool = True) -> subprocess.CompletedProcess[bytes]:
+        return run_git(args, git_dir=self.folder, stdin=stdin, env=env, check=check)
+
+    def out(self, *args: str, stdin: bytes | None = None, env: Mapping[str, str] | None = None) -> str:
+        return self.git(*args, stdin=stdin, env=env).stdout.decode().strip()
+
+    # -- talking to a remote ---------------------------------------------------------------------------------
+
+    def remote(self, url: str, *args: str, check: bool = True) -> subprocess.CompletedProcess[bytes]:
+        """``git <args> -- <url> ...``: the literal ``url`` in ``args`` is replaced by its form without
+        credentials, which travel in the environment. Failures name the clean URL only."""
+        clean, auth = split_credentials(url)
+        argv = [clean if a == url else a for a in args]
+        proc = self.git(*argv, env=auth, check=False)
+        if check and proc.returncode != 0:
+            reason = git_reason(proc.stderr)
+            raise GitError(f"git {args[0]} failed for {scrub(clean)}: {reason}", command=args[0], reason=reason)
+        return proc
+
+    def ls_remote_heads(self, url: str) -> dict[str, str]:
+        """Branch -> sha on the remote."""
+        listing = self.remote(url, "ls-remote", "--heads", "--", url).stdout.decode()
+        heads: dict[str, str] = {}
+        for line in listing.splitlines():
+            sha, _, ref = line.partition("\t")
+            heads[ref.removeprefix("refs/heads/")] = sha
+        return heads
+
+    def fetch(self, url: str, refspecs: Sequence[str], *, prune: bool = False, attempts: int = 3) -> None:
+        """Fetch ``refspecs``; two runs sharing a cache may race for the mirror's ref locks (retried)."""
+
+        def once() -> None:
+            args = ["fetch", "--quiet", "--no-tags", *(["--prune"] if prune else []), "--", url, *refspecs]
+            proc = self.remote(url, *args, check=False)
+            if proc.returncode != 0:
+                reason = git_reason(proc.stderr)
+                error = PushRejected if "lock" in reason else GitError
+                raise error(f"git fetch failed for {scrub(split_credentials(url)[0])}: {reason}",
+                            command="fetch", reason=reason)
+
+        retry_races(once, attempts, max_wait=0.2)
+
+    def push(self, url: str, updates: Mapping[str, tuple[str, str]]) -> None:
+        """Set each ``ref`` to ``new`` if it still is ``old`` ("" = must not exist), all or nothing.
+
+        Raises :class:`PushRejected` when every rejection is a lost race, :class:`GitError` otherwise. (``git push``
+        exits non-zero on any rejected ref; ``--porcelain`` gives one ``!`` line with the reason per ref.)"""
+        leases = [f"--force-with-lease={ref}:{old}" for ref, (_, old) in updates.items()]
+        specs = [f"{new}:{ref}" for ref, (new, _) in updates.items()]
+        atomic = ["--atomic"] if len(updates) > 1 else []
+        proc = self.remote(url, "push", "--porcelain", *atomic, *leases, "--", url, *specs, check=False)
+        if proc.returncode == 0:
+            return
+        text = proc.stdout.decode(errors="replace")
+        reasons = [line.split("\t")[-1] for line in text.splitlines() if line.startswith("!\t")]
+        clean = scrub(split_credentials(url)[0])
+        if reasons and all(any(r in reason for r in _RACES) for reason in reasons):
+            raise PushRejected(f"{', '.join(updates)} moved on {clean} while fleetflow worked ({reasons[0]})",
+                               command="push", reason=reasons[0])
+        final = [r for r in reasons if not any(k in r for k in _RACES)]
+        reason = final[0] if final else git_reason(proc.stderr)
+        raise GitError(f"git push to {clean} failed: {reason}", command="push", reason=reason)
+
+    # -- reading -------------------------------------------------------------------------------------------
+
+    def refs(self, prefix: str) -> dict[str, str]:
+        listing = self.out("for-each-ref", "--format=%(objectname) %(refname)", prefix)
+        return {ref: sha for sha, _, ref in (line.partition(" ") for line in listing.splitlines())}
+
+    def resolve(self, rev: str) -> str | None:
+        proc = self.git("rev-parse", "--verify", "--quiet", "--end-of-options", rev, check=False)
+        return proc.stdout.decode().strip() or None if proc.returncode == 0 else None
+
+    def has_commit(self, sha: str) -> bool:
+        return self.git("cat-file", "-e", f"{sha}^{{commit}}", check=False).returncode == 0
+
+    def is_ancestor(self, older: str, newer: str) -> bool:
+        return self.git("merge-base", "--is-ancestor", older, newer, check=False).returncode == 0
+
+    def commit_time(self, sha: str) -> int:
+        return int(self.out("show", "-s", "--format=%ct", sha))
+
+    def log(self, sha: str, path: str | None = None, limit: int = 200, *, first_parent: bool = False) -> list[str]:
+        args = ["log", "--format=%H", f"--max-count={limit}", *(["--first-parent"] if first_parent else []), sha]
+        if path:
+            args += ["--", path]
+        return [line for line in self.out(*args).splitlines() if line]
+
+    def ls_tree(self, rev: str, paths: Sequence[str] = (), *, recursive: bool = False,
+                trees: bool = True) -> list[TreeEntry]:
+        """Entries of ``rev``'s tree (``paths``: only those, or the content of those folders when they end with
+        '/'). ``recursive`` walks into folders, listing the folders too unless ``trees`` is False."""
+        args = ["ls-tree", "-z", "--full-tree"]
+        if recursive:
+            args += ["-r", *(["-t"] if trees else [])]
+        out = self.git(*args, rev, "--", *paths).stdout
+        found = []
+        for item in out.split(b"\0"):
+            if item:
+                info, path = item.decode().split("\t", 1)
+                mode, kind, sha = info.split(" ")
+                found.append(TreeEntry(mode, kind, sha, path))
+        return found
+
+    def blobs(self, shas: Iterable[str]) -> dict[str, bytes]:
+        """Contents of blobs by id (cached: an id names its content), read with one ``cat-file --batch``."""
+        wanted = list(shas)
+        missing = sorted({s for s in wanted if s not in self._blobs})
+        if missing:
+            out = self.git("cat-file", "--batch", stdin="".join(f"{s}\n" for s in missing).encode()).stdout
+            pos = 0
+            for sha in missing:
+                end = out.index(b"\n", pos)
+                header = out[pos:end].split(b" ")
+                if len(header) != 3:
+                    raise GitError(f"git cat-file: {out[pos:end].decode(errors='replace')}", command="cat-file")
+                size = int(header[2])
+                self._blobs[sha] = out[end + 1:end + 1 + size]
+                pos = end + 1 + size + 1
+        return {s: self._blobs[s] for s in wanted}
+
+    def read_file(self, rev: str, path: str) -> bytes | None:
+        """The bytes of ``path`` in ``rev``'s tree; None when there is no such file."""
+        clean = "/".join(part for part in path.split("/") if part not in ("", "."))
+        proc = self.git("cat-file", "blob", f"{rev}:{clean}", check=False)
+        return proc.stdout if proc.returncode == 0 else None
+
+    # -- writing objects -----------------------------------------------------------------------------------
+
+    def hash_blob(self, data: bytes) -> str:
+        sha = self.out("hash-object", "-w", "--stdin", stdin=data)
+        self._blobs[sha] = data
+        return sha
+
+    def mktree(self, entries: Iterable[tuple[str, str, str, str]]) -> str:
+        """A tree from (mode, kind, sha, name) entries."""
+        lines = "".join(f"{mode} {kind} {sha}\t{name}\n" for mode, kind, sha, name in sorted(entries, key=_tree_key))
+        return self.out("mktree", stdin=lines.encode())
+
+    def commit_tree(self, tree: str, parents: Sequence[str], message: str, identity: tuple[str, str],
+                    when: int) -> str:
+        """A commit with a fixed identity and date (same inputs, same sha). The message goes on stdin."""
+        args = ["commit-tree", "--no-gpg-sign", tree]
+        for parent in parents:
+            args += ["-p", parent]
+        return self.out(*args, stdin=message.encode(), env=commit_env(identity, when))
+
+    def fast_commit(self, parent: str | None, edits: Iterable[TreeEdit], message: str, identity: tuple[str, str],
+                    when: int) -> str:
+        """A commit whose tree is ``parent``'s with ``edits`` applied, written by one ``git fast-import``. It loads
+        only the trees along edited paths and keeps every other subtree by id, so the cost follows the edits, not
+        the size of the tree. Nothing is checked out and no ref moves (the scratch ref fast-import needs is removed
+        again); the commit's id comes back through ``get-mark``."""
+        scratch = f"refs/fleetflow-scratch/{os.getpid()}-{uuid.uuid4().hex}"
+        name, email = identity
+        head = [b"feature done\n", f"commit {scratch}\nmark :1\n".encode(), _who(b"author", name, email, when),
+                _who(b"committer", name, email, when), _data(message.encode())]
+        if parent is not None:
+            head.append(f"from {parent}\n".encode())
+        argv = ["git", f"--git-dir={self.folder}", "fast-import", "--quiet", "--date-format=raw"]
+        proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                env=git_env())
+        assert proc.stdin is not None
+        try:
+            try:
+                buffer = bytearray(b"".join(head))
+                for edit in edits:
+                    path = _quote(edit.path)
+                    if edit.data is None:
+                        buffer += b"D " + path + b"\n"
+                    else:
+                        buffer += b"M 100644 inline " + path + b"\n" + _data(edit.data)
+                    if len(buffer) > 1 << 20:
+                        proc.stdin.write(buffer)
+                        buffer.clear()
+                buffer += b"\nget-mark :1\ndone\n"
+                proc.stdin.write(buffer)
+            except BrokenPipeError:
+                pass  # fast-import stopped early: its reason is on stderr
+            out, err = proc.communicate()
+            if proc.returncode != 0:
+                reason = git_reason(err)
+                raise GitError(f"git fast-import failed: {reason}", command="fast-import", reason=reason)
+        finally:
+            if proc.returncode is None:
+                proc.kill()
+                proc.wait()
+            self.git("update-ref", "-d", scratch, check=False)
+        return out.decode().strip()
+
+    def tree_of(self, commit: str) -> str:
+        return self.out("rev-parse", f"{commit}^{{tree}}")
+
+    def changed_paths(self, old: str | None, new: str) -> list[str]:
+        """Files that differ between two commits or trees (``old`` None: every file of ``new``). Unchanged
+        subtrees are skipped by id, so this costs what changed."""
+        args = ["diff-tree", "-r", "-z", "--no-commit-id", "--name-only", "--no-renames"]
+        out = self.git(*args, old or EMPTY_TREE, new).stdout
+        return [p.decode() for p in out.split(b"\0") if p]
+
+    # -- merging -------------------------------------------------------------------------------------------
+
+    def merge_tree(self, base: str, head: str) -> str:
+        """The tree of merging ``head`` into ``base``; :class:`MergeConflict` when git cannot do it alone."""
+        if not has_merge_tree():
+            return self._merge_in_worktree(base, head)
+        proc = self.git("merge-tree", "--write-tree", "--name-only", "--no-messages", base, head, check=False)
+        lines = proc.stdout.decode().splitlines()
+        if proc.returncode == 0:
+            return lines[0]
+        if proc.returncode == 1:
+            raise MergeConflict([line for line in lines[1:] if line])
+        raise GitError(f"git merge-tree failed: {git_reason(proc.stderr)}", command="merge-tree")
+
+    def _merge_in_worktree(self, base: str, head: str) -> str:
+        """For git < 2.38: merge in a throw-away work tree of the repository."""
+        with tempfile.TemporaryDirectory(prefix="fleetflow-merge-") as tmp:
+            work = Path(tmp) / "work"
+            self.git("worktree", "add", "--quiet", "--detach", str(work), base)
+            try:
+                args = ["merge", "--quiet", "--no-ff", "--no-commit", "--no-edit", head]
+                env = {"GIT_AUTHOR_NAME": FLEETFLOW_NAME, "GIT_AUTHOR_EMAIL": FLEETFLOW_EMAIL,
+                       "GIT_COMMITTER_NAME": FLEETFLOW_NAME, "GIT_COMMITTER_EMAIL": FLEETFLOW_EMAIL}
+                proc = run_git(args, cwd=work, env=env, check=False)
+                if proc.returncode != 0:
+                    unmerged = run_git(["diff", "--name-only", "--diff-filter=U"], cwd=work, check=False)
+                    raise MergeConflict(unmerged.stdout.decode().split() or [git_reason(proc.stdout + proc.stderr)])
+                return run_git(["write-tree"], cwd=work).stdout.decode().strip()
+            finally:
+                self.git("worktree", "remove", "--force", str(work), check=False)
+                self.git("worktree", "prune", check=False)
+
+
+@dataclass(frozen=True)
+class TreeEdit:
+    """One edit of a tree: write ``data`` at ``path`` (mode 100644), or delete ``path`` (a file or a whole folder)
+    when ``data`` is None."""
+
+    path: str
+    data: bytes | None = None
+
+
+def _who(role: bytes, name: str, email: str, when: int) -> bytes:
+    return role + f" {name} <{email}> {when} +0000\n".encode()
+
+
+def _data(payload: bytes) -> bytes:
+    return b"data %d\n" % len(payload) + payload + b"\n"
+
+
+def _quote(path: str) -> bytes:
+    """A path as fast-import reads it: always C-quoted, so no name can be taken for a command or an option."""
+    if path.isascii() and path.isprintable() and '"' not in path and "\\" not in path:
+        return b'"' + path.encode() + b'"'  # nothing to escape (every name fleetflow renders)
+    out = bytearray(b'"')
+    for byte in path.encode():
+        if byte in (0x22, 0x5C):
+            out += b"\\" + bytes([byte])
+        elif byte < 0x20 or byte == 0x7F:
+            out += b"\\%03o" % byte
+        else:
+            out.append(byte)
+    out += b'"'
+    return bytes(out)
+
+
+class MergeConflict(Exception):
+    """A merge that git cannot do on its own; carries the conflicting paths."""
+
+    def __init__(self, paths: Sequence[str]) -> None:
+        self.paths = list(paths)
+        super().__init__(", ".join(self.paths) or "conflict")
+
+
+def _tree_key(entry: tuple[str, str, str, str]) -> str:
+    return entry[3]
+
+
+def commit_env(identity: tuple[str, str], when: int) -> dict[str, str]:
+    name, email = identity
+    stamp = f"{when} +0000"
+    return {"GIT_AUTHOR_NAME": name, "GIT_AUTHOR_EMAIL": email, "GIT_AUTHOR_DATE": stamp,
+            "GIT_COMMITTER_NAME": name, "GIT_COMMITTER_EMAIL": email, "GIT_COMMITTER_DATE": stamp}
+
+
+def work_tree_head(directory: Path) -> str | None:
+    """The commit checked out in ``directory`` when it is the top of a git work tree (or a bare repo), else None."""
+    proc = run_git(["rev-parse", "--is-bare-repository", "--absolute-git-dir"], cwd=directory, check=False)
+    if proc.returncode != 0:
+        return None  # not a repo, or git missing: the commit is simply unknown
+    bare, git_dir = proc.stdout.decode().split("\n")[:2]
+    if bare != "true":
+        top = run_git(["rev-parse", "--show-toplevel"], cwd=directory, check=False)
+        git_dir = top.stdout.decode().strip() if top.returncode == 0 else ""
+    if not git_dir or Path(git_dir).resolve() != directory.resolve():
+        return None
+    head = run_git(["rev-parse", "--verify", "--quiet", "HEAD^{commit}"], cwd=directory, check=False)
+    return head.stdout.decode().strip() or None if head.returncode == 0 else None
+
+
+def work_tree_branch(directory: Path) -> str | None:
+    """The branch checked out in ``directory`` when it is the top of a git work tree, else None (detached HEAD, no
+    repo, git missing: the branch is simply unknown)."""
+    if work_tree_head(directory) is None:
+        return None
+    proc = run_git(["symbolic-ref", "--quiet", "--short", "HEAD"], cwd=directory, check=False)
+    return proc.stdout.decode().strip() or None if proc.returncode == 0 else None
+
+
+def run_in(cwd: Path, *args: str, config: Mapping[str, str] | None = None) -> str:
+    """``git -c k=v ... args`` in a work tree (the demo builds its repos with it); output as text."""
+    options = [part for key, value in (config or {}).items() for part in ("-c", f"{key}={value}")]
+    return run_git([*options, *args], cwd=cwd).stdout.decode()
+
+
 @dataclass(frozen=True)
 class CommitInfo:
     sha: str
@@ -75,54 +507,37 @@ class CommitInfo:
         return self.message.split("\n", 1)[0]
 
 
+# -- the promotion side's mirrors ---------------------------------------------------------------------------
+
+
 @dataclass
 class GitRepos:
-    """Bare mirrors of the repos fleetflow works on, in ``cache_dir``."""
+    """Bare mirrors of the repos fleetflow works on, in ``cache_dir``: one per URL (without credentials)."""
 
     cache_dir: Path
     name: str = FLEETFLOW_NAME
     email: str = FLEETFLOW_EMAIL
-    _repos: dict[str, git.Repo] = field(default_factory=dict)
+    _repos: dict[str, BareRepo] = field(default_factory=dict)
 
-    def mirror(self, url: str) -> git.Repo:
-        url = split_credentials(url)[0]
-        if url in self._repos:
-            return self._repos[url]
-        folder = self.cache_dir / hashlib.sha256(url.encode()).hexdigest()[:24]
-        if (folder / "HEAD").exists():
-            repo = git.Repo(folder)
-        else:
-            folder.mkdir(parents=True, exist_ok=True)
-            repo = git.Repo.init(folder, bare=True)
-        self._repos[url] = repo
-        return repo
+    @property
+    def identity(self) -> tuple[str, str]:
+        return (self.name, self.email)
 
-    def _git(self, url: str, *args: str) -> str:
-        """Run git in the mirror of ``url``; the literal ``url`` among ``args`` is replaced by its clean form and
-        its credentials travel in the environment."""
-        clean, auth = split_credentials(url)
-        argv = ["git", *(clean if a == url else a for a in args)]
-        try:
-            return str(self.mirror(url).git.execute(argv, env={**os.environ, **auth} if auth else None))
-        except git.GitCommandError as exc:
-            stderr = _scrub((exc.stderr or "").strip().removeprefix("stderr:").strip().strip("'"))
-            stdout = _scrub((exc.stdout or "").strip().removeprefix("stdout:").strip().strip("'"))
-            detail = " ".join(t for t in (stderr, stdout) if t) or str(exc.status)
-            raise GitError(f"git {args[0]} failed for {_scrub(clean)}: {detail}") from None
+    def mirror(self, url: str) -> BareRepo:
+        clean = split_credentials(url)[0]
+        if clean not in self._repos:
+            self._repos[clean] = BareRepo(self.cache_dir / hashlib.sha256(clean.encode()).hexdigest()[:24])
+        return self._repos[clean]
 
     def fetch(self, url: str, branches: Sequence[str]) -> dict[str, str | None]:
-        """Fetch ``branches``; returns branch -> sha (None when the branch does not exist)."""
+        """Fetch ``branches`` into ``refs/mirror/<branch>``; returns branch -> sha (None when it does not exist)."""
         for b in branches:
             check_ref(b)
-        listing = self._git(url, "ls-remote", "--heads", "--", url)
-        remote: dict[str, str] = {}
-        for line in listing.splitlines():
-            sha, _, ref = line.partition("\t")
-            remote[ref.removeprefix("refs/heads/")] = sha
-        wanted = [b for b in branches if b in remote]
+        repo = self.mirror(url)
+        remote = repo.ls_remote_heads(url)
+        wanted = [b for b in branches if b in remote and repo.resolve(f"{MIRROR_PREFIX}{b}") != remote[b]]
         if wanted:
-            specs = [f"+refs/heads/{b}:refs/mirror/{b}" for b in wanted]
-            self._git(url, "fetch", "--quiet", "--no-tags", "--", url, *specs)
+            repo.fetch(url, [f"+refs/heads/{b}:{MIRROR_PREFIX}{b}" for b in wanted])
         return {b: remote.get(b) for b in branches}
 
     def fetch_branch(self, url: str, branch: str) -> str | None:
@@ -132,34 +547,21 @@ class GitRepos:
         """Full sha of ``rev`` (a sha or an abbreviation) in the mirror, or None."""
         if not re.fullmatch(r"[0-9a-fA-F]{4,40}", rev):
             return None
-        try:
-            return str(self.mirror(url).git.rev_parse("--verify", "--quiet", f"{rev}^{{commit}}"))
-        except git.GitCommandError:
-            return None
+        return self.mirror(url).resolve(f"{rev}^{{commit}}")
 
     def is_ancestor(self, url: str, older: str, newer: str) -> bool:
-        try:
-            self.mirror(url).git.merge_base("--is-ancestor", older, newer)
-            return True
-        except git.GitCommandError:
-            return False
+        return self.mirror(url).is_ancestor(older, newer)
 
     def read_file(self, url: str, sha: str, path: str) -> str | None:
-        try:
-            clean = "/".join(part for part in path.split("/") if part not in ("", "."))
-            return str(self.mirror(url).git.show(f"{sha}:{clean}"))
-        except git.GitCommandError:
-            return None
+        data = self.mirror(url).read_file(sha, path)
+        return None if data is None else data.decode()
 
     def commit_time(self, url: str, sha: str) -> int:
-        return int(self.mirror(url).git.show("-s", "--format=%ct", sha))
+        return self.mirror(url).commit_time(sha)
 
     def log(self, url: str, sha: str, path: str | None = None, limit: int = 200,
             first_parent: bool = False) -> list[str]:
-        args = ["--format=%H", f"--max-count={limit}", *(["--first-parent"] if first_parent else []), sha]
-        if path:
-            args += ["--", path]
-        return [line for line in str(self.mirror(url).git.log(*args)).splitlines() if line]
+        return self.mirror(url).log(sha, path, limit, first_parent=first_parent)
 
     def commits(self, url: str, revs: Sequence[str], *, limit: int | None = None, first_parent: bool = False,
                 no_walk: bool = False) -> list[CommitInfo]:
@@ -167,14 +569,14 @@ class GitRepos:
         ``no_walk``: exactly ``revs``, not their history."""
         if not revs:
             return []
-        args = ["--format=%H%x00%an%x00%ct%x00%B%x1e"]
+        args = ["log", "--format=%H%x00%an%x00%ct%x00%B%x1e"]
         if limit is not None:
             args.append(f"--max-count={limit}")
         if first_parent:
             args.append("--first-parent")
         if no_walk:
             args += ["--no-walk=unsorted", "--ignore-missing"]
-        out = str(self.mirror(url).git.log(*args, *revs, "--"))
+        out = self.mirror(url).git(*args, "--end-of-options", *revs, "--").stdout.decode(errors="replace")
         found: list[CommitInfo] = []
         for record in out.split("\x1e"):
             fields = record.strip("\n").split("\x00")
@@ -183,68 +585,60 @@ class GitRepos:
         return found
 
     def export(self, url: str, sha: str, dest: Path) -> Path:
-        """Write the tree of ``sha`` into ``dest`` (created)."""
+        """Write the files of ``sha`` into ``dest`` (created): for reading a control-plane tree with the parser."""
         dest.mkdir(parents=True, exist_ok=True)
-        data = self.mirror(url).git.archive("--format=tar", sha, stdout_as_string=False)
-        with tarfile.open(fileobj=io.BytesIO(data)) as tar:
-            tar.extractall(dest, filter="data")
+        repo = self.mirror(url)
+        entries = [e for e in repo.ls_tree(sha, recursive=True, trees=False) if e.kind == "blob"]
+        data = repo.blobs(e.sha for e in entries)
+        for entry in entries:
+            target = dest / entry.path
+            target.parent.mkdir(parents=True, exist_ok=True)
+            if entry.mode == "120000":
+                continue  # a symbolic link: never followed, never written
+            target.write_bytes(data[entry.sha])
         return dest
 
-    @contextmanager
-    def checkout(self, url: str, sha: str | None) -> Iterator[Path]:
-        """A temporary directory holding the tree of ``sha`` (empty when None)."""
-        with tempfile.TemporaryDirectory(prefix="fleetflow-") as tmp:
-            work = Path(tmp) / "tree"
-            if sha is None:
-                work.mkdir()
-            else:
-                self.export(url, sha, work)
-            yield work
-
-    def commit_directory(self, url: str, directory: Path, parent: str | None, message: str,
-                         when: int) -> str | None:
-        """Commit the content of ``directory`` on top of ``parent``. None when the tree equals the parent's."""
+    def commit_files(self, url: str, parent: str, files: Mapping[str, bytes], message: str, when: int) -> str | None:
+        """A commit on top of ``parent`` whose tree is the parent's with ``files`` (path -> bytes) written.
+        None when nothing changes."""
         repo = self.mirror(url)
-        with tempfile.TemporaryDirectory(prefix="fleetflow-index-") as tmp:
-            env = {**os.environ, "GIT_INDEX_FILE": str(Path(tmp) / "index"), "GIT_WORK_TREE": str(directory)}
-            repo.git.execute(["git", "--work-tree", str(directory), "add", "-A", "--", "."], env=env)
-            tree = str(repo.git.execute(["git", "write-tree"], env=env)).strip()
-        if parent is not None and str(repo.git.rev_parse(f"{parent}^{{tree}}")) == tree:
+        tree = self._replace(repo, repo.tree_of(parent), {tuple(p.split("/")): d for p, d in files.items()})
+        if tree == repo.tree_of(parent):
             return None
-        return self.commit_tree(url, tree, [parent] if parent else [], message, when)
+        return repo.commit_tree(tree, [parent], message, (self.name, self.email), when)
 
-    def commit_tree(self, url: str, tree: str, parents: list[str], message: str, when: int) -> str:
-        stamp = f"{when} +0000"
-        env = {
-            **os.environ,
-            "GIT_AUTHOR_NAME": self.name, "GIT_AUTHOR_EMAIL": self.email, "GIT_AUTHOR_DATE": stamp,
-            "GIT_COMMITTER_NAME": self.name, "GIT_COMMITTER_EMAIL": self.email, "GIT_COMMITTER_DATE": stamp,
-        }
-        args = ["git", "commit-tree", tree, "-m", message]
-        for p in parents:
-            args += ["-p", p]
-        return str(self.mirror(url).git.execute(args, env=env)).strip()
+    def _replace(self, repo: BareRepo, tree: str | None, files: Mapping[tuple[str, ...], bytes]) -> str:
+        entries = {e.path: e for e in repo.ls_tree(tree)} if tree else {}
+        rows = {name: (e.mode, e.kind, e.sha, name) for name, e in entries.items()}
+        here = {parts[0]: data for parts, data in files.items() if len(parts) == 1}
+        below: dict[str, dict[tuple[str, ...], bytes]] = {}
+        for parts, data in files.items():
+            if len(parts) > 1:
+                below.setdefault(parts[0], {})[parts[1:]] = data
+        for name, data in here.items():
+            rows[name] = ("100644", "blob", repo.hash_blob(data), name)
+        for name, sub in below.items():
+            old = entries.get(name)
+            rows[name] = ("040000", "tree", self._replace(repo, old.sha if old and old.kind == "tree" else None, sub),
+                          name)
+        return repo.mktree(rows.values())
 
     def push(self, url: str, sha: str, branch: str, expected: str | None) -> None:
-        """Set ``branch`` to ``sha`` if it still points at ``expected`` (None: must not exist)."""
+        """Set ``branch`` to ``sha`` if it still points at ``expected`` (None: must not exist); the mirror's ref
+        follows, so the next read needs no fetch."""
         check_ref(branch)
-        lease = f"--force-with-lease=refs/heads/{branch}:{expected or ''}"
+        repo = self.mirror(url)
         try:
-            self._git(url, "push", "--porcelain", lease, "--", url, f"{sha}:refs/heads/{branch}")
-        except GitError as exc:
-            text = str(exc)
-            if "stale info" in text or "rejected" in text or "fetch first" in text or "non-fast-forward" in text:
-                moved = f"{branch} moved on {_scrub(url)} while fleetflow worked; re-read and retry"
-                raise PushRejected(moved) from None
-            raise GitError(f"git push of {branch} to {_scrub(url)} failed: {text.strip()}") from None
-
-
-def retrying(attempts: int, step: Callable[[], str | None]) -> str | None:
-    """Run ``step`` until it does not raise PushRejected (a concurrent push), at most ``attempts`` times."""
-    for attempt in range(attempts):
-        try:
-            return step()
+            repo.push(url, {f"refs/heads/{branch}": (sha, expected or "")})
         except PushRejected:
-            if attempt == attempts - 1:
-                raise
-    return None
+            raise PushRejected(f"{branch} moved on {scrub(split_credentials(url)[0])} while fleetflow worked; "
+                               "re-read and retry", command="push") from None
+        repo.git("update-ref", f"{MIRROR_PREFIX}{branch}", sha)
+
+
+__all__ = [
+    "BareRepo", "GitError", "GitRepos", "MergeConflict", "PushRejected", "TreeEdit", "TreeEntry", "check_ref",
+    "git_reason",
+    "retry_races", "run_git", "scrub", "split_credentials",
+]
+

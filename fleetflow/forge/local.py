@@ -4,11 +4,18 @@ A repo is a path to a (usually bare) git repository or any git URL. Pull request
 events are kept in the repository itself, as JSON files under ``refs/fleetflow/forge`` (see
 :mod:`fleetflow.forge.localstore`), so every clone and every concurrent run sees the same state::
 
-    meta.json                 {"format": 1, "next_pull": N, "next_dispatch": M,
-                               "allow_auto_merge": bool, "branch_rules": {branch: {"required": [context, ...]}}}
-    pulls/<number>.json       one pull request (reviewers and timestamps included)
-    statuses/<sha>.json       every status posted on the commit, oldest first (the latest per context wins)
-    dispatches/<number>.json  one repository_dispatch event
+    meta.json                            {"format": 1, "next_pull": N, "next_dispatch": M,
+                                          "allow_auto_merge": bool, "branch_rules": {branch: {"required": [...]}}}
+    pulls/<number>.json                  one pull request (reviewers and timestamps included)
+    statuses/<sha>/<kk>/<key>.json       one context on one commit: every post, oldest first (the last one is its
+                                         state); <key> = sha256(context)[:24], <kk> its first two digits
+    dispatches/<number>.json             one repository_dispatch event
+
+A status post reads and rewrites one small file (one context's posts) and the four trees above it, whatever the
+number of statuses on the commit (at 30,000 contexts a folder ``<kk>`` holds about 120 files): its cost does not
+grow with the fleet. Reading the statuses of a commit lists ``statuses/<sha>/`` once and reads its blobs in one
+batch (:func:`status_posts`). Files of the older layout (``statuses/<sha>.json``, every post of a commit in one
+file) are still read; new posts go to the new layout and win over them.
 
 Semantics follow GitHub's: a merge is a real merge commit pushed to the base branch, a PR needs an existing head
 branch with commits not in the base, a status needs an existing commit and a description of at most 140
@@ -41,7 +48,8 @@ from fleetflow.forge.base import (
     combined_state,
     full_sha,
 )
-from fleetflow.forge.localstore import Edit, MergeConflict, Mirror, Snapshot, dump_json, run_git
+from fleetflow.forge.git import MergeConflict, run_git
+from fleetflow.forge.localstore import Edit, Mirror, Snapshot, dump_json
 
 R = TypeVar("R")
 Record = dict[str, Any]
@@ -113,8 +121,7 @@ class LocalForge:
 
     def statuses(self, repo: str, sha: str) -> list[CommitStatus]:
         """Latest status per context, sorted by context."""
-        posts = self._mirror(repo).fetch().read_json(f"statuses/{full_sha(sha)}.json") or []
-        latest = {post["context"]: post for post in posts}
+        latest = {posts[-1]["context"]: posts[-1] for posts in status_posts(self._mirror(repo).fetch(), full_sha(sha))}
         return [
             CommitStatus(context=c, state=p["state"], description=p["description"],
                          updated_at=datetime.fromisoformat(p["created_at"]))
@@ -122,8 +129,10 @@ class LocalForge:
         ]
 
     def status_history(self, repo: str, sha: str) -> list[CommitStatus]:
-        """Every status posted on ``sha``, oldest first."""
-        posts = self._mirror(repo).fetch().read_json(f"statuses/{full_sha(sha)}.json") or []
+        """Every status posted on ``sha``, oldest first (by post time; posts of one context keep their order)."""
+        by_context = status_posts(self._mirror(repo).fetch(), full_sha(sha))
+        every = [post for posts in by_context for post in posts]
+        posts = sorted(every, key=lambda post: datetime.fromisoformat(post["created_at"]))
         return [
             CommitStatus(context=p["context"], state=p["state"], description=p["description"],
                          updated_at=datetime.fromisoformat(p["created_at"]))
@@ -154,12 +163,12 @@ class LocalForge:
             mirror.fetch(heads=True)
             if not mirror.has_commit(sha):
                 raise ForgeError(f"no commit {sha} in {mirror.url}: a status needs a commit of a branch")
-        path = f"statuses/{sha}.json"
+        path = status_path(sha, context)
         waiting: list[int] = []
 
         def change(snap: Snapshot) -> Edit[bool]:
-            posts: list[Record] = snap.read_json(path) or []
-            last = next((p for p in reversed(posts) if p["context"] == context), None)
+            posts: list[Record] = snap.read_json(path) or _legacy_posts(snap, sha, context)
+            last = posts[-1] if posts else None
             if last is not None and (last["state"], last["description"]) == (state, description):
                 return Edit(False)
             waiting[:] = [r["number"] for r in _records(snap) if r["state"] == "open" and r.get("auto_merge")]
@@ -410,6 +419,28 @@ class LocalForge:
         events = self._mirror(repo).fetch().read_all_json("dispatches")
         return sorted(events, key=lambda e: int(e["number"]))
 
+
+
+def status_path(sha: str, context: str) -> str:
+    """Where the posts of ``context`` on commit ``sha`` are stored (see the module docstring)."""
+    key = hashlib.sha256(context.encode()).hexdigest()[:24]
+    return f"statuses/{sha}/{key[:2]}/{key}.json"
+
+
+def status_posts(snap: Snapshot, sha: str) -> list[list[Record]]:
+    """Every context's posts on commit ``sha`` (each list oldest first), older layout included: the storage API
+    for readers of statuses (one listing of ``statuses/<sha>/`` and one batch read of its blobs)."""
+    by_context: dict[str, list[Record]] = {}
+    for post in snap.read_json(f"statuses/{sha}.json") or []:  # the older layout: one file per commit
+        by_context.setdefault(post["context"], []).append(post)
+    for posts in snap.read_all_json(f"statuses/{sha}", recursive=True):
+        if posts:
+            by_context[posts[0]["context"]] = posts
+    return list(by_context.values())
+
+
+def _legacy_posts(snap: Snapshot, sha: str, context: str) -> list[Record]:
+    return [p for p in snap.read_json(f"statuses/{sha}.json") or [] if p["context"] == context]
 
 
 _VALID_BRANCHES: set[str] = set()

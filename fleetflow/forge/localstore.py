@@ -13,45 +13,22 @@ names, and paths of its own folders. User text (titles, bodies, descriptions) tr
 from __future__ import annotations
 
 import json
-import os
-import random
-import re
-import shutil
-import subprocess
-import tempfile
-import time
-from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from functools import cache
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
 from fleetflow.errors import ForgeError, ForgeRequest, GitError
+from fleetflow.forge.git import BareRepo, MergeConflict, PushRejected, TreeEdit, retry_races
 
 STORE_REF = "refs/fleetflow/forge"
 _MIRROR_PREFIX = "refs/mirror/"
 _MIRROR_STORE = "refs/mirror/fleetflow/forge"
 _MIRROR_HEADS = "refs/mirror/heads/"
 _IDENTITY = ("fleetflow local forge", "local-forge@fleetflow.invalid")
-# Rejections that mean "someone else wrote first" (or is writing: the remote's ref lock was taken): fetch again and
-# re-apply. Anything else is final.
-_RETRYABLE = ("stale info", "fetch first", "non-fast-forward", "atomic push failed", "failed to update ref",
-              "failed to lock", "cannot lock ref")
-# Variables that would point git at another repository than the one we name (e.g. when run from a git hook).
-_LOCATION_VARS = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY", "GIT_COMMON_DIR",
-                  "GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_NAMESPACE", "GIT_PREFIX")
 
 R = TypeVar("R")
-
-
-class MergeConflict(Exception):
-    """A merge that git cannot do on its own; carries the conflicting paths."""
-
-    def __init__(self, paths: Sequence[str]) -> None:
-        self.paths = list(paths)
-        super().__init__(", ".join(self.paths) or "conflict")
 
 
 @dataclass
@@ -69,63 +46,55 @@ def dump_json(value: Any) -> bytes:
     return (json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False) + "\n").encode()
 
 
-def git_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in _LOCATION_VARS}
-    env.update(GIT_TERMINAL_PROMPT="0", LC_ALL="C", LANGUAGE="C")
-    env.update(extra or {})
-    return env
-
-
-def run_git(args: Sequence[str], *, cwd: Path | None = None, stdin: bytes | None = None,
-            env: Mapping[str, str] | None = None, check: bool = True) -> subprocess.CompletedProcess[bytes]:
-    """Run git; on failure (``check``) raise :class:`GitError` with git's own reason."""
-    proc = subprocess.run(["git", *args], cwd=cwd, input=stdin, capture_output=True, env=git_env(env), check=False)
-    if check and proc.returncode != 0:
-        raise GitError(f"git {args[0] if args[0][0] != '-' else args[1]} failed: {git_reason(proc.stderr)}")
-    return proc
-
-
-def git_reason(stderr: bytes) -> str:
-    lines = [line.strip() for line in stderr.decode(errors="replace").splitlines() if line.strip()]
-    fatal = [line for line in lines if line.startswith(("fatal:", "error:"))]
-    return (fatal or lines or ["git failed"])[0]
-
-
-@cache
-def has_merge_tree() -> bool:
-    """``git merge-tree --write-tree`` exists from git 2.38 on."""
-    found = re.search(rb"(\d+)\.(\d+)", run_git(["version"]).stdout)
-    return found is not None and (int(found[1]), int(found[2])) >= (2, 38)
-
-
-@dataclass(frozen=True)
+@dataclass
 class Snapshot:
-    """The store at one commit (``None``: not created yet), and the branch tips of the repo when fetched."""
+    """The store at one commit (``None``: not created yet), and the branch tips of the repo when fetched.
+
+    Read lazily: a file or a folder listing is read from git when asked for (and remembered), never the whole
+    store, so reading one record costs the same however many records the store holds."""
 
     mirror: Mirror
     commit: str | None
-    entries: Mapping[str, tuple[str, str, str]]  # path -> (mode, type, sha), trees included
     heads: Mapping[str, str]
+    _files: dict[str, bytes | None] = field(default_factory=dict, repr=False)
+    _folders: dict[str, dict[str, tuple[str, str]]] = field(default_factory=dict, repr=False)
+
+    def listing(self, folder: str) -> dict[str, tuple[str, str]]:
+        """What lies directly in ``folder``: name -> (kind, sha)."""
+        folder = folder.strip("/")
+        if folder not in self._folders:
+            found: dict[str, tuple[str, str]] = {}
+            if self.commit is not None:
+                for entry in self.mirror.repo.ls_tree(self.commit, [f"{folder}/"] if folder else []):
+                    found[entry.path.rsplit("/", 1)[-1]] = (entry.kind, entry.sha)
+            self._folders[folder] = found
+        return self._folders[folder]
 
     def names(self, folder: str) -> list[str]:
         """File names directly in ``folder``."""
-        prefix = folder.rstrip("/") + "/"
-        return [p[len(prefix):] for p, (_, kind, _) in self.entries.items()
-                if kind == "blob" and p.startswith(prefix) and "/" not in p[len(prefix):]]
+        return sorted(name for name, (kind, _) in self.listing(folder).items() if kind == "blob")
 
     def read(self, path: str) -> bytes | None:
-        entry = self.entries.get(path)
-        return None if entry is None or entry[1] != "blob" else self.mirror.blobs([entry[2]])[entry[2]]
+        if path not in self._files:
+            self._files[path] = None if self.commit is None else self.mirror.repo.read_file(self.commit, path)
+        return self._files[path]
 
     def read_json(self, path: str) -> Any:
         data = self.read(path)
         return None if data is None else json.loads(data)
 
-    def read_all_json(self, folder: str) -> list[Any]:
-        paths = [f"{folder}/{name}" for name in self.names(folder) if name.endswith(".json")]
-        shas = [self.entries[p][2] for p in paths]
-        found = self.mirror.blobs(shas)
-        return [json.loads(found[sha]) for sha in shas]
+    def read_all_json(self, folder: str, *, recursive: bool = False) -> list[Any]:
+        """Every ``.json`` file in ``folder`` (and below it with ``recursive``), in path order."""
+        if self.commit is None:
+            return []
+        if recursive:
+            found = self.mirror.repo.ls_tree(self.commit, [f"{folder.strip('/')}/"], recursive=True, trees=False)
+            shas = [e.sha for e in sorted(found, key=lambda e: e.path) if e.kind == "blob" and e.path.endswith(".json")]
+        else:
+            listing = self.listing(folder)
+            shas = [listing[name][1] for name in self.names(folder) if name.endswith(".json")]
+        blobs = self.mirror.blobs(shas)
+        return [json.loads(blobs[sha]) for sha in shas]
 
 
 class Mirror:
@@ -133,29 +102,10 @@ class Mirror:
 
     def __init__(self, url: str, folder: Path, clock: Callable[[], datetime], attempts: int = 10) -> None:
         self.url = url
-        self.folder = folder = folder.absolute()
+        self.repo = BareRepo(folder)
+        self.folder = self.repo.folder
         self.clock = clock
         self.attempts = attempts
-        self._trees: dict[str, dict[str, tuple[str, str, str]]] = {}
-        self._blobs: dict[str, bytes] = {}
-        if not (folder / "HEAD").exists():  # made aside and renamed: runs sharing the cache may race here
-            folder.parent.mkdir(parents=True, exist_ok=True)
-            tmp = tempfile.mkdtemp(prefix=".new-", dir=folder.parent)
-            try:
-                run_git(["init", "--quiet", "--bare", tmp])
-                os.rename(tmp, folder)
-            except OSError:
-                if not (folder / "HEAD").exists():
-                    raise
-            finally:
-                shutil.rmtree(tmp, ignore_errors=True)
-
-    def git(self, *args: str, stdin: bytes | None = None, env: Mapping[str, str] | None = None,
-            check: bool = True) -> subprocess.CompletedProcess[bytes]:
-        return run_git([f"--git-dir={self.folder}", *args], stdin=stdin, env=env, check=check)
-
-    def out(self, *args: str, stdin: bytes | None = None, env: Mapping[str, str] | None = None) -> str:
-        return self.git(*args, stdin=stdin, env=env).stdout.decode().strip()
 
     # -- reading ------------------------------------------------------------------------------------------
 
@@ -164,175 +114,84 @@ class Mirror:
         specs = ["+refs/fleetflow/*:refs/mirror/fleetflow/*"]
         if heads:
             specs.append(f"+refs/heads/*:{_MIRROR_HEADS}*")
-        for attempt in range(3):  # two runs sharing a cache may race for the mirror's ref locks
-            proc = self.git("fetch", "--quiet", "--no-tags", "--prune", "--", self.url, *specs, check=False)
-            if proc.returncode == 0:
-                break
-            if b"lock" not in proc.stderr or attempt == 2:
-                raise ForgeError(f"cannot fetch from {self.url}: {git_reason(proc.stderr)}",
-                                 ForgeRequest("git fetch", self.url))
-            time.sleep(0.05 * (attempt + 1))
-        refs = self.out("for-each-ref", "--format=%(objectname) %(refname)", _MIRROR_PREFIX)
+        try:
+            self.repo.fetch(self.url, specs, prune=True)
+        except GitError as exc:
+            raise ForgeError(f"cannot fetch from {self.url}: {exc.reason or exc}",
+                             ForgeRequest("git fetch", self.url)) from None
         commit, tips = None, {}
-        for line in refs.splitlines():
-            sha, ref = line.split(" ", 1)
+        for ref, sha in self.repo.refs(_MIRROR_PREFIX).items():
             if ref == _MIRROR_STORE:
                 commit = sha
             elif heads and ref.startswith(_MIRROR_HEADS):
                 tips[ref[len(_MIRROR_HEADS):]] = sha
-        return Snapshot(self, commit, self._entries(commit), tips)
-
-    def _entries(self, commit: str | None) -> dict[str, tuple[str, str, str]]:
-        if commit is None:
-            return {}
-        if commit not in self._trees:
-            listing: dict[str, tuple[str, str, str]] = {}
-            for item in self.git("ls-tree", "-r", "-t", "-z", commit).stdout.split(b"\0"):
-                if item:
-                    info, path = item.decode().split("\t", 1)
-                    mode, kind, sha = info.split(" ")
-                    listing[path] = (mode, kind, sha)
-            self._trees[commit] = listing
-        return self._trees[commit]
+        return Snapshot(self, commit, tips)
 
     def blobs(self, shas: Sequence[str]) -> dict[str, bytes]:
         """Contents of blobs (cached: a blob id names its content)."""
-        missing = sorted({s for s in shas if s not in self._blobs})
-        if missing:
-            out = self.git("cat-file", "--batch", stdin="".join(f"{s}\n" for s in missing).encode()).stdout
-            pos = 0
-            for sha in missing:
-                end = out.index(b"\n", pos)
-                size = int(out[pos:end].split(b" ")[2])
-                self._blobs[sha] = out[end + 1:end + 1 + size]
-                pos = end + 1 + size + 1
-        return {s: self._blobs[s] for s in shas}
+        return self.repo.blobs(shas)
 
     def has_commit(self, sha: str) -> bool:
-        return self.git("cat-file", "-e", f"{sha}^{{commit}}", check=False).returncode == 0
+        return self.repo.has_commit(sha)
 
     def is_ancestor(self, older: str, newer: str) -> bool:
-        return self.git("merge-base", "--is-ancestor", older, newer, check=False).returncode == 0
+        return self.repo.is_ancestor(older, newer)
 
     # -- writing ------------------------------------------------------------------------------------------
 
     def update(self, change: Callable[[Snapshot], Edit[R]], heads: bool = False) -> tuple[R, bool]:
         """Apply ``change`` to the latest store and push the result with compare-and-swap; on a lost race, fetch
-        and apply again. Returns the edit's result and whether anything was written."""
-        for attempt in range(self.attempts):
+        and apply again (:func:`~fleetflow.forge.git.retry_races`). Returns the edit's result and whether anything
+        was written.
+
+        The new store commit is the old one's tree with the edited files only (one ``git fast-import``: the trees
+        along the edited paths are rewritten, every other one keeps its id), so a write costs the same however many
+        records the store holds."""
+
+        def attempt() -> tuple[R, bool]:
             snap = self.fetch(heads)
             edit = change(snap)
-            blobs = {path: None if data is None else self._blob(data) for path, data in edit.files.items()}
-            blobs = {p: s for p, s in blobs.items() if (snap.entries[p][2] if p in snap.entries else None) != s}
-            if not blobs and not edit.refs:
+            files = {path: data for path, data in edit.files.items() if snap.read(path) != data}
+            if not files and not edit.refs:
                 return edit.result, False
             updates = dict(edit.refs)
-            if blobs:
-                tree = self._tree(snap.entries, blobs)
-                new = self.commit(tree, [snap.commit] if snap.commit else [], f"fleetflow forge: {edit.message}")
+            if files:
+                edits = [TreeEdit(path, data) for path, data in sorted(files.items())]
+                new = self.repo.fast_commit(snap.commit, edits, f"fleetflow forge: {edit.message}", _IDENTITY,
+                                               self._when())
                 updates[STORE_REF] = (new, snap.commit or "")
-            if self._push(updates):
-                return edit.result, True
-            if attempt + 1 < self.attempts:  # exponential backoff with full jitter
-                time.sleep(random.uniform(0, min(1.0, 0.02 * 2**attempt)))
-        raise ForgeError(f"gave up writing {STORE_REF} of {self.url} after {self.attempts} attempts: other writers "
-                         "kept changing it", ForgeRequest("git push", self.url))
+            self._push(updates)
+            return edit.result, True
 
-    def _blob(self, data: bytes) -> str:
-        sha = self.out("hash-object", "-w", "--stdin", stdin=data)
-        self._blobs[sha] = data
-        return sha
+        try:
+            return retry_races(attempt, self.attempts)
+        except PushRejected:
+            raise ForgeError(f"gave up writing {STORE_REF} of {self.url} after {self.attempts} attempts: other "
+                             "writers kept changing it", ForgeRequest("git push", self.url)) from None
 
-    def _tree(self, entries: Mapping[str, tuple[str, str, str]], changes: Mapping[str, str | None]) -> str:
-        """Write the tree of ``entries`` with ``changes`` (path -> blob sha, None deletes); only the folders on the
-        way to a change are rebuilt (one ``mktree`` each), the others keep their ids."""
-        children: dict[str, dict[str, tuple[str, str, str]]] = defaultdict(dict)
-        for path, entry in entries.items():
-            parent, _, name = path.rpartition("/")
-            children[parent][name] = entry
-        dirty = {""}
-        for path, sha in changes.items():
-            parent, _, name = path.rpartition("/")
-            if sha is None:
-                children[parent].pop(name, None)
-            else:
-                children[parent][name] = ("100644", "blob", sha)
-            while parent:
-                dirty.add(parent)
-                grand, _, base = parent.rpartition("/")
-                children[grand].setdefault(base, ("040000", "tree", ""))
-                parent = grand
-
-        def build(folder: str) -> str:
-            lines = []
-            for name, (mode, kind, sha) in sorted(children[folder].items()):
-                full = f"{folder}/{name}" if folder else name
-                if kind == "tree" and full in dirty:
-                    if not children[full]:
-                        continue
-                    sha = build(full)
-                lines.append(f"{mode} {kind} {sha}\t{name}\n")
-            return self.out("mktree", stdin="".join(lines).encode())
-
-        return build("")
-
-    def commit_env(self) -> dict[str, str]:
+    def _when(self) -> int:
         now = self.clock()
-        stamp = f"{int((now if now.tzinfo else now.replace(tzinfo=UTC)).timestamp())} +0000"
-        name, email = _IDENTITY
-        return {"GIT_AUTHOR_NAME": name, "GIT_AUTHOR_EMAIL": email, "GIT_AUTHOR_DATE": stamp,
-                "GIT_COMMITTER_NAME": name, "GIT_COMMITTER_EMAIL": email, "GIT_COMMITTER_DATE": stamp}
+        return int((now if now.tzinfo else now.replace(tzinfo=UTC)).timestamp())
 
     def commit(self, tree: str, parents: Sequence[str], message: str) -> str:
-        args = ["commit-tree", "--no-gpg-sign", tree]
-        for parent in parents:
-            args += ["-p", parent]
-        return self.out(*args, stdin=message.encode(), env=self.commit_env())
+        return self.repo.commit_tree(tree, parents, message, _IDENTITY, self._when())
 
-    def _push(self, updates: Mapping[str, tuple[str, str]]) -> bool:
-        """Push ``ref -> (new, expected old)`` all or nothing. False when a writer got there first."""
-        leases = [f"--force-with-lease={ref}:{old}" for ref, (_, old) in updates.items()]
-        specs = [f"{new}:{ref}" for ref, (new, _) in updates.items()]
-        atomic = ["--atomic"] if len(updates) > 1 else []
-        proc = self.git("push", "--porcelain", *atomic, *leases, "--", self.url, *specs, check=False)
-        if proc.returncode == 0:
-            return True
-        reasons = [line.split("\t")[-1] for line in proc.stdout.decode().splitlines() if line.startswith("!\t")]
-        if reasons and all(any(r in reason for r in _RETRYABLE) for reason in reasons):
-            return False
-        final = [r for r in reasons if not any(k in r for k in _RETRYABLE)]
-        raise ForgeError(f"cannot push to {self.url}: {final[0] if final else git_reason(proc.stderr)}",
-                         ForgeRequest("git push", self.url))
+    def _push(self, updates: Mapping[str, tuple[str, str]]) -> None:
+        """Push ``ref -> (new, expected old)`` all or nothing; PushRejected when a writer got there first."""
+        try:
+            self.repo.push(self.url, updates)
+        except PushRejected:
+            raise  # a lost race: the caller fetches and applies again
+        except GitError as exc:
+            raise ForgeError(f"cannot push to {self.url}: {exc.reason or exc}",
+                             ForgeRequest("git push", self.url)) from None
 
     # -- merging ------------------------------------------------------------------------------------------
 
     def merge(self, base: str, head: str, message: str) -> str:
         """A merge commit of ``head`` into ``base`` (always a new commit, like ``--no-ff``); MergeConflict when git
         cannot merge on its own. Nothing is pushed."""
-        tree = self._merge_tree(base, head) if has_merge_tree() else self._merge_in_worktree(base, head)
-        return self.commit(tree, [base, head], message)
+        return self.commit(self.repo.merge_tree(base, head), [base, head], message)
 
-    def _merge_tree(self, base: str, head: str) -> str:
-        proc = self.git("merge-tree", "--write-tree", "--name-only", "--no-messages", base, head, check=False)
-        lines = proc.stdout.decode().splitlines()
-        if proc.returncode == 0:
-            return lines[0]
-        if proc.returncode == 1:
-            raise MergeConflict([line for line in lines[1:] if line])
-        raise GitError(f"git merge-tree failed: {git_reason(proc.stderr)}")
 
-    def _merge_in_worktree(self, base: str, head: str) -> str:
-        """For git < 2.38: merge in a throw-away work tree of the mirror."""
-        with tempfile.TemporaryDirectory(prefix="fleetflow-merge-") as tmp:
-            work = Path(tmp) / "work"
-            self.git("worktree", "add", "--quiet", "--detach", str(work), base)
-            try:
-                args = ["merge", "--quiet", "--no-ff", "--no-commit", "--no-edit", head]
-                proc = run_git(args, cwd=work, env=self.commit_env(), check=False)
-                if proc.returncode != 0:
-                    unmerged = run_git(["diff", "--name-only", "--diff-filter=U"], cwd=work, check=False)
-                    raise MergeConflict(unmerged.stdout.decode().split() or [git_reason(proc.stdout + proc.stderr)])
-                return run_git(["write-tree"], cwd=work).stdout.decode().strip()
-            finally:
-                self.git("worktree", "remove", "--force", str(work), check=False)
-                self.git("worktree", "prune", check=False)
+__all__ = ["STORE_REF", "Edit", "MergeConflict", "Mirror", "Snapshot", "dump_json"]

@@ -13,9 +13,8 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
-import git
-
-from fleetflow.errors import Problem
+from fleetflow.errors import GitError, Problem
+from fleetflow.forge.git import BareRepo, split_credentials
 from fleetflow.model.controlplane import Resource
 from fleetflow.model.documents import YAML_SUFFIXES, Document, parse_documents
 from fleetflow.model.resources import WorkloadRegistrationSpec
@@ -35,6 +34,7 @@ class RegistrationFetcher:
     failures: list[Problem] = field(default_factory=list)
     progress: Progress = NO_PROGRESS
     _parsed: dict[tuple[str, str, str], tuple[list[Document], list[Problem]]] = field(default_factory=dict)
+    _repos: dict[str, BareRepo] = field(default_factory=dict)
 
     def __call__(self, reg: Resource[WorkloadRegistrationSpec]) -> tuple[list[Document], list[Problem]]:
         src = reg.spec.workload
@@ -45,64 +45,56 @@ class RegistrationFetcher:
                 return [], [problem]
         self.progress.begin(f"fetching workload {reg.name} from {src.repo} ({src.branch})")
         try:
-            commit = self._fetch(src.repo, src.branch)
-        except git.GitCommandError as exc:
+            repo, commit = self._fetch(src.repo, src.branch)
+        except GitError as exc:
             self.progress.end()
-            text = (exc.stderr or str(exc)).strip().removeprefix("stderr:").strip().strip("'")
-            lines = [line.strip() for line in text.splitlines() if line.strip()]
-            fatal = [line for line in lines if line.startswith(("fatal:", "error:"))]
-            reason = fatal or lines
             problem = Problem(
                 f"WorkloadRegistration {reg.name}: cannot fetch branch {src.branch!r} of {src.repo}: "
-                + (reason[0] if reason else "git failed"),
+                + (exc.reason or "git failed"),
                 where,
                 "check the repo URL, the branch name and the credentials",
             )
             self.failures.append(problem)
             return [], [problem]
         self.progress.end()
-        key = (src.repo, commit.hexsha, src.path)
+        key = (src.repo, commit, src.path)
         if key not in self._parsed:
-            self._parsed[key] = self._read(commit, src.repo, src.path)
+            self._parsed[key] = self._read(repo, commit, src.repo, src.path)
         return self._parsed[key]
 
-    def _fetch(self, url: str, branch: str) -> git.Commit:
-        folder = self.cache_dir / hashlib.sha256(url.encode()).hexdigest()[:24]
-        if (folder / "HEAD").exists():
-            repo = git.Repo(folder)
-        else:
-            folder.mkdir(parents=True, exist_ok=True)
-            repo = git.Repo.init(folder, bare=True)
+    def _fetch(self, url: str, branch: str) -> tuple[BareRepo, str]:
+        repo = self._repos.get(url)
+        if repo is None:
+            clean = split_credentials(url)[0]
+            repo = self._repos[url] = BareRepo(self.cache_dir / hashlib.sha256(clean.encode()).hexdigest()[:24])
         ref = f"refs/fleetflow/{hashlib.sha256(branch.encode()).hexdigest()[:16]}"
-        repo.git.fetch("--quiet", "--no-tags", "--", url, f"+refs/heads/{branch}:{ref}")
-        return repo.commit(ref)
+        repo.fetch(url, [f"+refs/heads/{branch}:{ref}"])
+        commit = repo.resolve(f"{ref}^{{commit}}")
+        if commit is None:
+            raise GitError(f"no commit at {ref}", command="rev-parse", reason=f"branch {branch!r} has no commit")
+        return repo, commit
 
     @staticmethod
-    def _read(commit: git.Commit, url: str, path: str) -> tuple[list[Document], list[Problem]]:
+    def _read(repo: BareRepo, commit: str, url: str, path: str) -> tuple[list[Document], list[Problem]]:
         clean = PurePosixPath(path.strip("/") or ".")
         if ".." in clean.parts:
             return [], [
                 Problem(f"workload path {path!r} leaves the repository", None, "use a path inside the repo")
             ]
-        tree = commit.tree
-        if str(clean) != ".":
-            try:
-                tree = tree / str(clean)
-            except KeyError:
-                return [], [Problem(f"path {path!r} not found in {url} at {commit.hexsha[:12]}")]
+        where = [] if str(clean) == "." else [str(clean)]
+        entries = [e for e in repo.ls_tree(commit, where, recursive=True, trees=False) if e.kind == "blob"]
+        if where:
+            inside = f"{where[0]}/"
+            entries = [e for e in entries if e.path == where[0] or e.path.startswith(inside)]
+            if not entries and not repo.ls_tree(commit, where):
+                return [], [Problem(f"path {path!r} not found in {url} at {commit[:12]}")]
         documents: list[Document] = []
         problems: list[Problem] = []
-        blobs: list[git.Blob] = []
-        if isinstance(tree, git.Blob):
-            blobs.append(tree)
-        elif isinstance(tree, git.Tree):
-            blobs.extend(item for item in tree.traverse() if isinstance(item, git.Blob))
-        for blob in sorted(blobs, key=lambda b: str(b.path)):
-            blob_path = str(blob.path)
-            if not blob_path.endswith(YAML_SUFFIXES):
-                continue
-            display = f"{url}@{commit.hexsha[:12]}:{blob_path}"
-            found, errors = parse_documents(blob.data_stream.read().decode("utf-8", "replace"), display)
+        wanted = sorted((e for e in entries if e.path.endswith(YAML_SUFFIXES)), key=lambda e: e.path)
+        data = repo.blobs(e.sha for e in wanted)
+        for entry in wanted:
+            display = f"{url}@{commit[:12]}:{entry.path}"
+            found, errors = parse_documents(data[entry.sha].decode("utf-8", "replace"), display)
             documents.extend(found)
             problems.extend(errors)
         return documents, problems

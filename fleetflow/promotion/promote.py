@@ -10,11 +10,11 @@
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass
 
 from fleetflow.errors import GateError, InputError, Problem, UsageError
 from fleetflow.forge.base import CommitStatus
-from fleetflow.forge.git import retrying
+from fleetflow.forge.git import retry_races
 from fleetflow.promotion.context import Context, short, status_context
 from fleetflow.promotion.pin import PIN_FILE, read_pin, write_pin
 from fleetflow.promotion.schedule import ScheduleOutcome, schedule_environment
@@ -82,66 +82,67 @@ def promote(ctx: Context, environment: str, commit: str, *, release: bool = Fals
     check_guarantee(ctx, environment, sha, statuses)
     env = ctx.environment(ctx.environments(sha), environment)
     branch = ctx.env_branch(env)
-    state: dict[str, Any] = {"pinned": False, "held": None}
-
-    def pin_once() -> str | None:
-        env_sha = ctx.git.fetch_branch(ctx.cp_url, branch)
-        if env_sha is None:
-            raise InputError([Problem(
-                f"environment {environment}: branch {branch!r} does not exist in {ctx.control_plane}", None,
-                f"create it with the environment's files (cluster types, configs, GitOpsRepo); "
-                f"fleetflow writes {PIN_FILE} there",
-            )])
-        text = ctx.git.read_file(ctx.cp_url, env_sha, PIN_FILE)
-        current = read_pin(text)
-        hold = None if release else current.hold
-        if current.commit and current.commit != sha:
-            older = ctx.git.is_ancestor(ctx.cp_url, sha, current.commit)
-            if current.hold and not release and not older:
-                if skip_held:
-                    state["skipped"] = True
-                    state["held"] = current.hold
-                    return None
-                raise GateError(
-                    f"{environment} is held at main@{short(current.commit)} ({current.hold}); "
-                    f"promote with --release to move it to main@{short(sha)}"
-                )
-            if older and not release:
-                hold = f"rollback from {short(current.commit)} to {short(sha)}"
-        state["held"] = hold
-        if current.commit == sha and current.hold == hold:
-            return None
-        new_text = write_pin(text, commit=sha, repo=ctx.control_plane, hold=hold)
-        verb = "roll back" if hold and hold.startswith("rollback") else "pin"
-        message = f"fleetflow: {verb} {environment} to main@{short(sha)}"
-        with ctx.git.checkout(ctx.cp_url, env_sha) as work:
-            (work / PIN_FILE).write_text(new_text, encoding="utf-8")
-            when = ctx.git.commit_time(ctx.cp_url, sha)
-            new_sha = ctx.git.commit_directory(ctx.cp_url, work, env_sha, message, when)
-        if new_sha is not None:
-            ctx.git.push(ctx.cp_url, new_sha, branch, env_sha)
-            state["pinned"] = True
-            done = "rolled back" if verb == "roll back" else "pinned"
-            ctx.say(f"{environment}: {done} to main@{short(sha)} on branch {branch}")
-        return new_sha
-
-    retrying(5, pin_once)
-    if state.get("skipped"):
+    pin = retry_races(lambda: _pin_once(ctx, environment, branch, sha, release=release, skip_held=skip_held), 5)
+    if pin.skipped:
         return PromoteOutcome(
-            environment=environment, commit=sha, pinned=False, held=state["held"], schedule=None,
-            message=f"{environment} is held ({state['held']}); main@{short(sha)} not promoted; "
+            environment=environment, commit=sha, pinned=False, held=pin.held, schedule=None,
+            message=f"{environment} is held ({pin.held}); main@{short(sha)} not promoted; "
             f"release it with: fleetflow promote --environment {environment} --commit SHA --release",
         )
-    if state["pinned"] or status_context(environment) not in statuses:
+    if pin.pinned or status_context(environment) not in statuses:
         # a re-run of an earlier promotion keeps the gate's record (it may already say success)
         ctx.forge.set_status(ctx.control_plane, sha, status_context(environment), "pending", "scheduled")
     outcome = schedule_environment(ctx, environment)
-    held = state["held"]
     message = f"main@{short(sha)} promoted to {environment}: {outcome.message}"
-    if held:
-        message += f" (held: {held})"
-    return PromoteOutcome(environment=environment, commit=sha, pinned=bool(state["pinned"]), held=held,
+    if pin.held:
+        message += f" (held: {pin.held})"
+    return PromoteOutcome(environment=environment, commit=sha, pinned=pin.pinned, held=pin.held,
                           schedule=outcome, message=message)
+
+
+@dataclass(frozen=True)
+class PinResult:
+    pinned: bool  # a pin commit was pushed now
+    held: str | None
+    skipped: bool = False  # held, and this promotion may not move it (skip_held)
+
+
+def _pin_once(ctx: Context, environment: str, branch: str, sha: str, *, release: bool, skip_held: bool) -> PinResult:
+    """Read the environment branch, write the pin, push it with a lease (PushRejected when the branch moved)."""
+    env_sha = ctx.git.fetch_branch(ctx.cp_url, branch)
+    if env_sha is None:
+        raise InputError([Problem(
+            f"environment {environment}: branch {branch!r} does not exist in {ctx.control_plane}", None,
+            f"create it with the environment's files (cluster types, configs, GitOpsRepo); "
+            f"fleetflow writes {PIN_FILE} there",
+        )])
+    text = ctx.git.read_file(ctx.cp_url, env_sha, PIN_FILE)
+    current = read_pin(text)
+    hold = None if release else current.hold
+    if current.commit and current.commit != sha:
+        older = ctx.git.is_ancestor(ctx.cp_url, sha, current.commit)
+        if current.hold and not release and not older:
+            if skip_held:
+                return PinResult(False, current.hold, skipped=True)
+            raise GateError(
+                f"{environment} is held at main@{short(current.commit)} ({current.hold}); "
+                f"promote with --release to move it to main@{short(sha)}"
+            )
+        if older and not release:
+            hold = f"rollback from {short(current.commit)} to {short(sha)}"
+    if current.commit == sha and current.hold == hold:
+        return PinResult(False, hold)
+    new_text = write_pin(text, commit=sha, repo=ctx.control_plane, hold=hold)
+    verb = "roll back" if hold and hold.startswith("rollback") else "pin"
+    message = f"fleetflow: {verb} {environment} to main@{short(sha)}"
+    when = ctx.git.commit_time(ctx.cp_url, sha)
+    new_sha = ctx.git.commit_files(ctx.cp_url, env_sha, {PIN_FILE: new_text.encode()}, message, when)
+    if new_sha is None:
+        return PinResult(False, hold)
+    ctx.git.push(ctx.cp_url, new_sha, branch, env_sha)
+    done = "rolled back" if verb == "roll back" else "pinned"
+    ctx.say(f"{environment}: {done} to main@{short(sha)} on branch {branch}")
+    return PinResult(True, hold)
 
 
 def promote_many(ctx: Context, environment: str | None, commit: str, *, release: bool = False) -> list[PromoteOutcome]:

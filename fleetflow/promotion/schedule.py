@@ -1,7 +1,8 @@
 """``schedule``: render one environment at its pinned ``main`` commit and keep its one fleetflow PR up to date.
 
 Renders ``main@pin`` + the environment branch incrementally against the GitOps branch, commits the result on
-``fleetflow/<env>`` (deterministic commit: same inputs, same sha), and creates, updates, closes or leaves the
+``fleetflow/<env>`` as git objects built on the GitOps branch's tree (:mod:`fleetflow.promotion.gitops`: no
+checkout, no folder; deterministic commit: same inputs, same sha), and creates, updates, closes or leaves the
 PR. A new ``main`` commit always gives a PR (its state.json changes); an environment-branch commit that changes no
 rendered file gives none, and an open PR that became empty is closed.
 """
@@ -14,13 +15,13 @@ from typing import Literal
 from pydantic import Field, computed_field
 
 from fleetflow.forge.base import PullRequest
-from fleetflow.forge.git import PushRejected, retrying
+from fleetflow.forge.git import PushRejected, retry_races
 from fleetflow.promotion import merging
 from fleetflow.promotion.context import Context, head_branch, pinned, short
+from fleetflow.promotion.gitops import GitOpsTree, clean_root, plan_diff, write_commit
 from fleetflow.promotion.merging import MergeOutcome
-from fleetflow.promotion.prbody import PullRequestFacts, body, title
+from fleetflow.promotion.prbody import BODY_LIMIT, PullRequestFacts, body, title
 from fleetflow.render.incremental import STATE_PATH
-from fleetflow.render.output import apply_result, plan_diff, read_state, safe_path
 from fleetflow.render.pipeline import Changes, Meta, render_environment
 from fleetflow.results import Result
 
@@ -61,16 +62,7 @@ class ScheduleOutcome(Result):
 
 def schedule_environment(ctx: Context, environment: str) -> ScheduleOutcome:
     """Bounded retries when a concurrent run pushes the same head branch first."""
-    outcome = None
-
-    def attempt() -> str | None:
-        nonlocal outcome
-        outcome = _schedule_once(ctx, environment)
-        return None
-
-    retrying(3, attempt)
-    assert outcome is not None
-    return outcome
+    return retry_races(lambda: _schedule_once(ctx, environment), 3)
 
 
 def _schedule_once(ctx: Context, environment: str) -> ScheduleOutcome:
@@ -87,31 +79,30 @@ def _schedule_once(ctx: Context, environment: str) -> ScheduleOutcome:
     ctx.say(f"{environment}: rendering main@{short(main_sha)} + {branch}@{short(env_sha)} "
             f"into {g_repo} (branch {g_branch})")
 
-    with ctx.git.checkout(g_url, base_sha) as work:
-        out = safe_path(work, g_path)
-        previous, _ = read_state(out)
-        result = render_environment(plane, environment, previous=previous, meta=Meta(main_sha, env_sha))
-        diff = plan_diff(out, result)
-        report = apply_result(out, result, previous)
-        rendered_change = any(p != STATE_PATH for p in report.written + report.deleted)
-        new_main = previous is None or previous.main_commit != main_sha
-        outcome = ScheduleOutcome(environment=environment, operation="none", main_commit=main_sha, env_commit=env_sha,
-                                  message="", changes=result.changes)
-        open_pr = ctx.forge.open_pull(g_repo, head, g_branch)
-        if not (rendered_change or new_main):
-            if open_pr is not None:
-                closed = ctx.forge.update_pull(g_repo, open_pr.number, state="closed")
-                outcome.operation, outcome.pull = "closed", closed
-                outcome.message = f"PR #{open_pr.number} closed: {g_branch} already has everything it proposed"
-            else:
-                outcome.message = f"nothing to change: {g_branch} already has main@{short(main_sha)}"
-            return outcome
-        when = max(ctx.git.commit_time(ctx.cp_url, main_sha), ctx.git.commit_time(ctx.cp_url, env_sha))
-        message = f"fleetflow: {environment} <- main@{short(main_sha)} ({branch}@{short(env_sha)})"
-        new_sha = ctx.git.commit_directory(g_url, work, base_sha, message, when)
+    tree = GitOpsTree(ctx.git.mirror(g_url), base_sha, clean_root(g_path))
+    previous = tree.read_state()
+    result = render_environment(plane, environment, previous=previous, meta=Meta(main_sha, env_sha))
+    when = max(ctx.git.commit_time(ctx.cp_url, main_sha), ctx.git.commit_time(ctx.cp_url, env_sha))
+    message = f"fleetflow: {environment} <- main@{short(main_sha)} ({branch}@{short(env_sha)})"
+    written = write_commit(tree, result, previous, message, ctx.git.identity, when)
+    rendered_change = any(p != STATE_PATH for p in written.changed)
+    new_main = previous is None or previous.main_commit != main_sha
+    outcome = ScheduleOutcome(environment=environment, operation="none", main_commit=main_sha, env_commit=env_sha,
+                              message="", changes=result.changes)
+    open_pr = ctx.forge.open_pull(g_repo, head, g_branch)
+    if not (rendered_change or new_main):
+        if open_pr is not None:
+            closed = ctx.forge.update_pull(g_repo, open_pr.number, state="closed")
+            outcome.operation, outcome.pull = "closed", closed
+            outcome.message = f"PR #{open_pr.number} closed: {g_branch} already has everything it proposed"
+        else:
+            outcome.message = f"nothing to change: {g_branch} already has main@{short(main_sha)}"
+        return outcome
+    new_sha = written.commit
     if new_sha is None:  # defensive: a needed change always changes state.json
         outcome.message = "nothing to change"
         return outcome
+    diff = plan_diff(tree, result, limit=BODY_LIMIT)
     outcome.gitops_commit = new_sha
     facts = PullRequestFacts(
         environment=environment,

@@ -14,19 +14,17 @@ def _lines(data: bytes | None) -> list[str]:
 
 def unified_diff(old: Mapping[str, bytes], new: Mapping[str, bytes]) -> str:
     """A ``git diff``-like text of every path that differs, in path order."""
-    chunks: list[str] = []
-    for path in sorted(set(old) | set(new)):
-        a, b = old.get(path), new.get(path)
-        if a == b:
-            continue
-        diff = difflib.unified_diff(
-            _lines(a),
-            _lines(b),
-            fromfile=f"a/{path}" if a is not None else "/dev/null",
-            tofile=f"b/{path}" if b is not None else "/dev/null",
-        )
-        text = "".join(
-            line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in diff
-        )
-        chunks.append(text)
-    return "".join(chunks)
+    return "".join(file_diff(path, old.get(path), new.get(path)) for path in sorted(set(old) | set(new)))
+
+
+def file_diff(path: str, a: bytes | None, b: bytes | None) -> str:
+    """The unified diff of one file (None: absent on that side); empty when both sides are equal."""
+    if a == b:
+        return ""
+    diff = difflib.unified_diff(
+        _lines(a),
+        _lines(b),
+        fromfile=f"a/{path}" if a is not None else "/dev/null",
+        tofile=f"b/{path}" if b is not None else "/dev/null",
+    )
+    return "".join(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in diff)

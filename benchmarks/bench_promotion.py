@@ -1,0 +1,297 @@
+"""Promotion benchmark: promote and schedule on the local forge beside the render-only figures and a plain-git floor.
+
+Run from the repository root::
+
+    python benchmarks/bench_promotion.py                               # 100 workloads x 1000 cluster types
+    python benchmarks/bench_promotion.py --workloads 10 --cluster-types 1000 --runs 3
+
+The fleet is ``benchmarks/fleet.py``'s (``W × T`` assignments, three files each). It is put into real repos: a bare
+control-plane repo (``main``; the ``dev`` branch with the environment files, its GitOpsRepo pointing at a bare
+GitOps repo) and the local forge (PRs and statuses in the repos themselves). Every phase runs in a fresh process
+(``spawn``) so that its peak RSS is its own; the caches (mirrors, parse cache) persist between phases as they do
+on a runner with a cache.
+
+Phases and the figure each is compared with:
+
+(p) full promote: pin + schedule of the first ``main`` commit into an empty GitOps branch, cold caches; against
+    (r) a full render into an empty folder (load + render + write) and (f) the plain-git floor for the same tree:
+    ``git add -A && git commit`` of that folder in a fresh work tree. Then the PR is merged.
+(n) no-change schedule (nothing to do); against (rn) a no-change render of a folder holding the full render.
+(c) 1%-change schedule: one ConfigMap value that applies to 1% of the assignments changes on the environment
+    branch; schedule opens the PR (then it is merged, and the value goes back and forth between runs); against
+    (rc) the same incremental render of a folder and (fc) ``git add -A && git commit`` of that folder in the kept
+    work tree.
+(s) local forge: the cost of one status post on a commit that already holds 10, 1,000 and 30,000 statuses.
+
+Targets (issue #9, at 100k assignments): no-change schedule ≤ 3 s and ≤ 3× (rn); 1%-change schedule ≤ 3× (rc);
+full promote ≤ 1.3× (r); peak RSS ≤ 1 GiB. Each of (n), (c), (s) runs ``--runs`` times (min/median/max);
+(p) once per fleet (it needs an empty GitOps repo).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import bench_render  # a sibling module (benchmarks/ is not a package)
+import fleet
+
+Result = dict[str, Any]
+ENV = fleet.ENVIRONMENT
+GIT = ["git", "-c", "init.defaultBranch=main", "-c", "commit.gpgsign=false", "-c", "user.name=bench",
+       "-c", "user.email=bench@fleetflow.invalid"]
+TARGETS = {"no_change_s": 3.0, "no_change_ratio": 3.0, "one_percent_ratio": 3.0, "full_ratio": 1.3,
+           "peak_mib": 1024.0}
+
+
+def git(cwd: Path, *args: str) -> str:
+    return subprocess.run([*GIT, *args], cwd=cwd, check=True, capture_output=True, text=True).stdout.strip()
+
+
+# --- setup -----------------------------------------------------------------------------------------------
+
+
+def build_repos(root: Path, workloads: int, cluster_types: int) -> Result:
+    """The fleet's trees as a control-plane repo (main + dev) and an empty GitOps repo (dev holds a README)."""
+    t0 = time.perf_counter()
+    trees = root / "trees"
+    main_dir, env_dir = fleet.write_fleet(trees, fleet.FleetSize(workloads=workloads, cluster_types=cluster_types))
+    cp, gitops = root / "control-plane.git", root / "gitops.git"
+    for bare in (cp, gitops):
+        git(root, "init", "-q", "--bare", str(bare))
+    git(main_dir, "init", "-q")
+    git(main_dir, "add", "-A")
+    git(main_dir, "commit", "-q", "-m", "control plane")
+    git(main_dir, "push", "-q", str(cp), "HEAD:refs/heads/main")
+    (env_dir / "gitops-repo.yaml").write_text(
+        "apiVersion: fleetflow.dev/v1alpha1\nkind: GitOpsRepo\nmetadata:\n  name: dev\n"
+        f"spec:\n  repo: {gitops}\n  branch: dev\n  path: .\n", encoding="utf-8")
+    (env_dir / "base-repo.yaml").write_text(
+        "apiVersion: fleetflow.dev/v1alpha1\nkind: BaseRepo\nmetadata:\n  name: main\n"
+        f"spec:\n  repo: {cp}\n  branch: main\n  path: .\n  commit: \"\"\n", encoding="utf-8")
+    git(env_dir, "init", "-q")
+    git(env_dir, "add", "-A")
+    git(env_dir, "commit", "-q", "-m", "dev environment")
+    git(env_dir, "push", "-q", str(cp), f"HEAD:refs/heads/{ENV}")
+    seed = root / "gitops-seed"
+    seed.mkdir()
+    git(seed, "init", "-q")
+    (seed / "README.md").write_text("GitOps\n", encoding="utf-8")
+    git(seed, "add", "-A")
+    git(seed, "commit", "-q", "-m", "seed")
+    git(seed, "push", "-q", str(gitops), f"HEAD:refs/heads/{ENV}")
+    return {"total": time.perf_counter() - t0, "main": str(main_dir), "env": str(env_dir), "cp": str(cp),
+            "gitops": str(gitops)}
+
+
+def _context(root: str) -> Any:
+    from fleetflow.forge.git import GitRepos
+    from fleetflow.forge.local import LocalForge
+    from fleetflow.promotion.context import Context
+
+    forge = LocalForge(cache_dir=Path(root) / "cache" / "forge")
+    return Context(forge=forge, git=GitRepos(Path(root) / "cache" / "git"), control_plane=str(Path(root) /
+                                                                                             "control-plane.git"))
+
+
+# --- phases (each in its own process) ----------------------------------------------------------------------
+
+
+def phase_promote(root: str) -> Result:
+    from fleetflow.cli.common import tune_gc
+    from fleetflow.promotion.promote import promote
+
+    tune_gc()
+    ctx = _context(root)
+    main_sha = git(Path(root), "--git-dir", str(Path(root) / "control-plane.git"), "rev-parse", "main")
+    t0 = time.perf_counter()
+    with ctx:
+        outcome = promote(ctx, ENV, main_sha)
+    total = time.perf_counter() - t0
+    assert outcome.schedule is not None
+    return {"total": total, "operation": outcome.schedule.operation, "maxrss_mib": bench_render._maxrss_mib(),
+            "pr": outcome.schedule.pull_request.number if outcome.schedule.pull_request else None}
+
+
+def phase_schedule(root: str) -> Result:
+    from fleetflow.cli.common import tune_gc
+    from fleetflow.promotion.schedule import schedule_environment
+
+    tune_gc()
+    ctx = _context(root)
+    t0 = time.perf_counter()
+    with ctx:
+        outcome = schedule_environment(ctx, ENV)
+    return {"total": time.perf_counter() - t0, "operation": outcome.operation,
+            "pr": outcome.pull_request.number if outcome.pull_request else None,
+            "maxrss_mib": bench_render._maxrss_mib()}
+
+
+def phase_merge(root: str, number: int) -> Result:
+    from fleetflow.forge.local import LocalForge
+
+    forge = LocalForge(cache_dir=Path(root) / "cache" / "forge")
+    t0 = time.perf_counter()
+    forge.merge_pull(str(Path(root) / "gitops.git"), number)
+    return {"total": time.perf_counter() - t0}
+
+
+def phase_git_floor(work: str, first: bool) -> Result:
+    """``git add -A && git commit`` in the work tree ``work`` (made a repo first when ``first``)."""
+    folder = Path(work)
+    if first:
+        git(folder, "init", "-q")
+    t0 = time.perf_counter()
+    git(folder, "add", "-A")
+    git(folder, "commit", "-q", "--allow-empty", "-m", "render")
+    return {"total": time.perf_counter() - t0}
+
+
+def phase_status_posts(root: str, existing: int, posts: int) -> Result:
+    """``posts`` status posts through the local forge on a commit that already holds ``existing`` statuses (those
+    are written straight into the store with one fast-import, in the forge's own layout)."""
+    import json
+
+    from fleetflow.forge.git import BareRepo, TreeEdit
+    from fleetflow.forge.local import LocalForge, status_path
+    from fleetflow.forge.localstore import STORE_REF
+
+    repo_path = Path(root) / f"status-{existing}.git"
+    if repo_path.exists():
+        shutil.rmtree(repo_path)
+    repo = BareRepo(repo_path)
+    tree = repo.mktree([("100644", "blob", repo.hash_blob(b"x\n"), "x.txt")])
+    commit = repo.commit_tree(tree, [], "x", ("bench", "bench@fleetflow.invalid"), 1_700_000_000)
+    repo.git("update-ref", "refs/heads/main", commit)
+    edits = []
+    for i in range(existing):
+        context = f"flux/cluster-{i:06d}"
+        post = {"context": context, "state": "success", "description": "ok", "target_url": None,
+                "created_at": "2026-01-01T00:00:00+00:00"}
+        edits.append(TreeEdit(status_path(commit, context), json.dumps([post]).encode()))
+    store = repo.fast_commit(None, edits, "seed", ("bench", "bench@fleetflow.invalid"), 1_700_000_000)
+    repo.git("update-ref", STORE_REF, store)
+    forge = LocalForge(cache_dir=Path(root) / "cache" / f"forge-status-{existing}")
+    forge.statuses(str(repo_path), commit)  # the mirror exists and holds the store: posts are measured warm
+    times = []
+    for i in range(posts):
+        t0 = time.perf_counter()
+        forge.set_status(str(repo_path), commit, f"flux/cluster-{i % max(existing, 1):06d}", "failure", f"run {i}")
+        times.append(time.perf_counter() - t0)
+    count = len(forge.statuses(str(repo_path), commit))
+    return {"times": times, "statuses": count, "maxrss_mib": bench_render._maxrss_mib()}
+
+
+# --- driver --------------------------------------------------------------------------------------------------
+
+
+def spread(values: list[float]) -> str:
+    if len(values) == 1:
+        return f"{values[0]:.2f} s"
+    return f"min {min(values):.2f} / median {statistics.median(values):.2f} / max {max(values):.2f} s"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--workloads", type=int, default=100)
+    parser.add_argument("--cluster-types", type=int, default=1000)
+    parser.add_argument("--runs", type=int, default=3, help="runs of each repeated phase (min/median/max)")
+    parser.add_argument("--posts", type=int, default=10, help="status posts measured per store size")
+    parser.add_argument("--statuses", default="10,1000,30000", help="store sizes for the status-post phase")
+    parser.add_argument("--dir", type=Path, help="work directory (default: a temporary one, removed after)")
+    args = parser.parse_args(argv)
+    work = Path(tempfile.mkdtemp(prefix="bench-promotion-", dir=args.dir))
+    os.environ["XDG_CACHE_HOME"] = str(work / "xdg")
+    try:
+        return run(args, work)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def run(args: argparse.Namespace, work: Path) -> int:
+    w, t, runs = args.workloads, args.cluster_types, args.runs
+    print(f"fleet: {w} workloads x {t} cluster types = {w * t} assignments; {runs} run(s) per repeated phase")
+    setup = build_repos(work, w, t)
+    root = str(work)
+    main_dir, env_dir = setup["main"], setup["env"]
+    print(f"setup: repos in {setup['total']:.1f} s")
+    peaks: list[float] = []
+
+    rendered = work / "rendered"
+    r_full = bench_render.in_child(bench_render.phase_render, main_dir, env_dir, str(rendered))
+    print(f"(r)  full render:      {bench_render._fmt_phase('render', r_full)}")
+    floor = bench_render.in_child(phase_git_floor, str(rendered), True)
+    print(f"(f)  plain-git floor:  git add -A && git commit of the full render: {floor['total']:.2f} s")
+    p = bench_render.in_child(phase_promote, root)
+    peaks.append(p["maxrss_mib"])
+    print(f"(p)  full promote:     {p['total']:.2f} s ({p['operation']} PR #{p['pr']}); peak RSS "
+          f"{p['maxrss_mib']:.0f} MiB; {p['total'] / r_full['total']:.2f}x the full render")
+    merge = bench_render.in_child(phase_merge, root, p["pr"])
+    print(f"     merge of the PR (local forge): {merge['total']:.2f} s")
+
+    rn, n = [], []
+    for _ in range(runs):
+        rn.append(bench_render.in_child(bench_render.phase_render, main_dir, env_dir, str(rendered)))
+        n.append(bench_render.in_child(phase_schedule, root))
+        assert n[-1]["operation"] in ("none", "closed"), n[-1]
+    peaks += [r["maxrss_mib"] for r in n]
+    rn_t, n_t = [r["total"] for r in rn], [r["total"] for r in n]
+    print(f"(rn) no-change render:   {spread(rn_t)}")
+    print(f"(n)  no-change schedule: {spread(n_t)}; peak RSS {max(r['maxrss_mib'] for r in n):.0f} MiB; "
+          f"{statistics.median(n_t) / statistics.median(rn_t):.2f}x the no-change render (medians)")
+
+    rc, c, fc = [], [], []
+    env_work = Path(env_dir)
+    for i in range(runs):
+        git(env_work, "pull", "-q", "--ff-only", setup["cp"], ENV)  # the pin commit of (p)
+        path = env_work / fleet.LINE_TUNING_FILE
+        text = path.read_text(encoding="utf-8")
+        old, new = (fleet.LINE_TUNING_OLD, fleet.LINE_TUNING_NEW) if i % 2 == 0 else (fleet.LINE_TUNING_NEW,
+                                                                                     fleet.LINE_TUNING_OLD)
+        path.write_text(text.replace(f"  {fleet.LINE_TUNING_KEY}: {old}\n", f"  {fleet.LINE_TUNING_KEY}: {new}\n"),
+                        encoding="utf-8")
+        git(env_work, "commit", "-q", "-am", f"line tuning {new}")
+        git(env_work, "push", "-q", setup["cp"], f"HEAD:refs/heads/{ENV}")
+        rc.append(bench_render.in_child(bench_render.phase_render, main_dir, env_dir, str(rendered)))
+        fc.append(bench_render.in_child(phase_git_floor, str(rendered), False))
+        c.append(bench_render.in_child(phase_schedule, root))
+        assert c[-1]["operation"] == "created", c[-1]
+        bench_render.in_child(phase_merge, root, c[-1]["pr"])
+    peaks += [r["maxrss_mib"] for r in c]
+    rc_t, c_t, fc_t = [r["total"] for r in rc], [r["total"] for r in c], [r["total"] for r in fc]
+    print(f"(rc) 1%-change render:   {spread(rc_t)} (rendered {rc[0]['rendered']} assignments)")
+    print(f"(fc) plain-git floor:    {spread(fc_t)} (git add -A && git commit in the kept work tree)")
+    print(f"(c)  1%-change schedule: {spread(c_t)}; peak RSS {max(r['maxrss_mib'] for r in c):.0f} MiB; "
+          f"{statistics.median(c_t) / statistics.median(rc_t):.2f}x the incremental render (medians)")
+
+    for size in (int(s) for s in args.statuses.split(",")):
+        posts = bench_render.in_child(phase_status_posts, root, size, args.posts)
+        print(f"(s)  status post on a commit with {size:>6} statuses: {spread(posts['times'])} per post "
+              f"({args.posts} posts; {posts['statuses']} statuses read back)")
+
+    verdicts = [
+        ("no-change schedule <= 3 s", statistics.median(n_t) <= TARGETS["no_change_s"]),
+        ("no-change schedule <= 3x no-change render",
+         statistics.median(n_t) <= TARGETS["no_change_ratio"] * statistics.median(rn_t)),
+        ("1%-change schedule <= 3x incremental render",
+         statistics.median(c_t) <= TARGETS["one_percent_ratio"] * statistics.median(rc_t)),
+        ("full promote <= 1.3x full render", p["total"] <= TARGETS["full_ratio"] * r_full["total"]),
+        ("peak RSS <= 1 GiB", max(peaks) <= TARGETS["peak_mib"]),
+    ]
+    for what, ok in verdicts:
+        print(f"target: {what}: {'met' if ok else 'MISSED'}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,189 @@
+"""The GitOps commit: a render applied to the previous commit's tree as git objects, never through a folder.
+
+:func:`write_commit` gives the commit whose tree is what :func:`fleetflow.render.output.apply_result` would leave in
+a checkout of the previous commit (the same bytes as ``fleetflow render``), built from the previous commit's tree
+plus the rendered changes only: each rendered assignment folder is replaced by exactly its files, folders of
+removed assignments go, each cluster type's ``_status/`` folder holds exactly its reporter files, and the state
+file is rewritten when it changed. Everything else (other cluster types, files fleetflow did not write) keeps its
+tree id. :class:`GitOpsTree` reads what the render needs from the previous commit: the state file, and old files
+only where a diff shows them (:func:`plan_diff` stops at a size limit).
+
+The tool is ``git fast-import`` (see :meth:`fleetflow.forge.git.BareRepo.fast_commit`): one process, inline blobs,
+only the trees along changed paths loaded and rewritten.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import PurePosixPath
+
+from fleetflow.errors import UsageError
+from fleetflow.forge.git import BareRepo, TreeEdit, TreeEntry
+from fleetflow.render.diff import file_diff
+from fleetflow.render.incremental import STATE_PATH, RenderState
+from fleetflow.render.pipeline import STATUS_DIR, RenderResult
+
+
+def clean_root(path: str) -> str:
+    """The output folder inside the repo, as a git path ("" for the root); refuses anything leaving the repo."""
+    parts = [p for p in PurePosixPath(path.replace("\\", "/")).parts if p not in ("", ".", "/")]
+    if path.startswith("/") or ".." in parts:
+        raise UsageError(f"refusing to write outside the GitOps repo: {path!r} (use a path inside it)")
+    return "/".join(parts)
+
+
+def _cluster_type(assignment_id: str) -> str:
+    return assignment_id.split("/", 1)[0]
+
+
+@dataclass
+class GitOpsTree:
+    """The output folder ``root`` in the tree of ``commit`` (None: the branch does not exist yet)."""
+
+    repo: BareRepo
+    commit: str | None
+    root: str
+    state_bytes: bytes | None = field(default=None, init=False)
+
+    def path(self, relative: str) -> str:
+        return f"{self.root}/{relative}" if self.root else relative
+
+    def read_state(self) -> RenderState | None:
+        """The previous state (None when absent or unreadable: then everything is rendered and the file rewritten,
+        as ``read_state`` does for a folder)."""
+        if self.commit is None:
+            return None
+        self.state_bytes = self.repo.read_file(self.commit, self.path(STATE_PATH))
+        if self.state_bytes is None:
+            return None
+        try:
+            return RenderState.from_bytes(self.state_bytes)
+        except (ValueError, KeyError, TypeError):
+            return None
+
+    def children(self, folders: list[str]) -> list[TreeEntry]:
+        """What lies directly in each of ``folders`` (relative to the root), paths relative to the root."""
+        if self.commit is None or not folders:
+            return []
+        found = self.repo.ls_tree(self.commit, [self.path(f) + "/" for f in folders])
+        return [_relative(e, self.root) for e in found]
+
+    def files(self, folders: list[str]) -> dict[str, str]:
+        """Every file under ``folders`` (relative to the root): path relative to the root -> blob id."""
+        if self.commit is None or not folders:
+            return {}
+        found = self.repo.ls_tree(self.commit, [self.path(f) + "/" for f in folders], recursive=True, trees=False)
+        return {_relative(e, self.root).path: e.sha for e in found if e.kind == "blob"}
+
+
+def _relative(entry: TreeEntry, root: str) -> TreeEntry:
+    return TreeEntry(entry.mode, entry.kind, entry.sha, entry.path[len(root) + 1:] if root else entry.path)
+
+
+def tree_edits(tree: GitOpsTree, result: RenderResult, previous: RenderState | None,
+               state: bytes | None = None) -> Iterator[TreeEdit]:
+    """The edits that make ``tree``'s output folder hold what ``apply_result`` would write there (``state``: the
+    new state's bytes, when already made)."""
+    grouped: dict[str, list[tuple[str, bytes]]] = {}
+    for path, data in result.files.items():
+        aid, _, name = path.rpartition("/")
+        grouped.setdefault(aid, []).append((name, data))
+    for aid in result.rendered:
+        yield TreeEdit(tree.path(aid))
+        for name, data in sorted(grouped.get(aid, ())):
+            yield TreeEdit(tree.path(f"{aid}/{name}"), data)
+    current = result.state.assignments
+    if previous is None:  # no record of what was there: sweep the cluster-type folders
+        cluster_types = sorted({_cluster_type(a) for a in current})
+        for entry in tree.children(cluster_types):
+            name = entry.path.rsplit("/", 1)[-1]
+            if entry.kind == "tree" and not name.startswith("_") and entry.path not in current:
+                yield TreeEdit(tree.path(entry.path))
+    else:
+        for aid in sorted(set(previous.assignments) - set(current)):
+            yield TreeEdit(tree.path(aid))
+    wanted: dict[str, list[tuple[str, bytes]]] = {}
+    for path, data in result.reporters.items():
+        ct, _, name = path.partition(f"/{STATUS_DIR}/")
+        wanted.setdefault(ct, []).append((name, data))
+    known = {_cluster_type(a) for a in current}
+    if previous is not None:
+        known |= {_cluster_type(a) for a in previous.assignments}
+    for ct in sorted(known | set(wanted)):
+        yield TreeEdit(tree.path(f"{ct}/{STATUS_DIR}"))
+        for name, data in sorted(wanted.get(ct, ())):
+            yield TreeEdit(tree.path(f"{ct}/{STATUS_DIR}/{name}"), data)
+    state = result.state.to_bytes() if state is None else state
+    if state != tree.state_bytes:
+        yield TreeEdit(tree.path(STATE_PATH), state)
+
+
+@dataclass(frozen=True)
+class WrittenCommit:
+    commit: str | None  # None: the tree would not change
+    changed: list[str]  # paths (relative to the output folder) that differ from the previous commit
+
+
+def write_commit(tree: GitOpsTree, result: RenderResult, previous: RenderState | None, message: str,
+                 identity: tuple[str, str], when: int) -> WrittenCommit:
+    """Commit the render on top of ``tree.commit`` (nothing is pushed). Call ``tree.read_state()`` first."""
+    state = result.state.to_bytes()
+    if _nothing_to_write(tree, result, previous, state):
+        return WrittenCommit(None, [])
+    edits = tree_edits(tree, result, previous, state)
+    commit = tree.repo.fast_commit(tree.commit, edits, message, identity, when)
+    new_tree = tree.repo.tree_of(commit)
+    old_tree = tree.repo.tree_of(tree.commit) if tree.commit else None
+    if old_tree == new_tree:
+        return WrittenCommit(None, [])
+    changed = tree.repo.changed_paths(old_tree, new_tree)
+    prefix = f"{tree.root}/" if tree.root else ""
+    return WrittenCommit(commit, [p[len(prefix):] for p in changed if p.startswith(prefix)])
+
+
+def blob_id(data: bytes) -> str:
+    """The id git gives a blob of ``data``."""
+    return hashlib.sha1(b"blob %d\0" % len(data) + data, usedforsecurity=False).hexdigest()
+
+
+def _nothing_to_write(tree: GitOpsTree, result: RenderResult, previous: RenderState | None, state: bytes) -> bool:
+    """True when the render would leave the tree as it is: nothing rendered or removed, the same state bytes, and
+    every ``_status/`` folder already holding exactly the reporter files (compared by blob id, without reading)."""
+    if tree.commit is None or previous is None or result.rendered or result.removed:
+        return False
+    if state != tree.state_bytes or previous.assignments.keys() != result.state.assignments.keys():
+        return False
+    cluster_types = {_cluster_type(a) for a in result.state.assignments} | {
+        p.partition(f"/{STATUS_DIR}/")[0] for p in result.reporters}
+    have = tree.files([f"{ct}/{STATUS_DIR}" for ct in sorted(cluster_types)])
+    return have == {path: blob_id(data) for path, data in result.reporters.items()}
+
+
+def plan_diff(tree: GitOpsTree, result: RenderResult, limit: int | None = None) -> str:
+    """The unified diff of every assignment folder the render touches, the reporters and the state file, against
+    the previous commit, in path order. With ``limit``, stops after the file that passes ``limit`` characters:
+    old files are read (in batches) only up to there."""
+    folders = {*result.rendered, *result.removed}
+    cluster_types = {_cluster_type(a) for a in result.state.assignments} | {_cluster_type(a) for a in result.removed}
+    # one listing per touched cluster-type folder (a pathspec per assignment costs entries x pathspecs in git)
+    listed = tree.files(sorted({_cluster_type(a) for a in folders}))
+    old = {p: sha for p, sha in listed.items() if p.rsplit("/", 1)[0] in folders}
+    old.update(tree.files([f"{ct}/{STATUS_DIR}" for ct in sorted(cluster_types)]))
+    new: dict[str, bytes] = {**result.files, **result.reporters, STATE_PATH: result.state.to_bytes()}
+    old_state = tree.state_bytes
+    paths = sorted(set(old) | set(new) | ({STATE_PATH} if old_state is not None else set()))
+    chunks: list[str] = []
+    size = 0
+    for start in range(0, len(paths), 256):
+        batch = paths[start:start + 256]
+        blobs = tree.repo.blobs(old[p] for p in batch if p in old)
+        for path in batch:
+            before = old_state if path == STATE_PATH else (blobs[old[path]] if path in old else None)
+            text = file_diff(path, before, new.get(path))
+            chunks.append(text)
+            size += len(text)
+            if limit is not None and size > limit:
+                return "".join(chunks)
+    return "".join(chunks)

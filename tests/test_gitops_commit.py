@@ -1,0 +1,111 @@
+"""The GitOps commit is written as git objects: its tree equals a fresh ``fleetflow render`` byte for byte, files
+fleetflow did not write are kept, and unchanged folders keep their tree ids."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from fleetflow.cli import main as cli
+from fleetflow.forge.git import BareRepo, GitRepos
+from fleetflow.promotion.promote import promote_many
+from fleetflow.promotion.schedule import schedule_environment
+from tests.fleet import Fleet, git
+from tests.test_promotion import make_local_fleet
+
+FOREIGN = {"README.md": b"GitOps\n", "notes/keep.md": b"ours, not fleetflow's\n",
+           "cloud/_platform/extra.yaml": b"kind: Namespace\n"}
+EDGE_TYPE = """\
+apiVersion: fleetflow.dev/v1alpha1
+kind: ClusterType
+metadata:
+  name: edge
+  labels: {region: dev}
+spec: {reconciler: flux, namespaceService: namespace, configType: config}
+"""
+
+
+def tree_files(repo: BareRepo, rev: str) -> dict[str, bytes]:
+    entries = [e for e in repo.ls_tree(rev, recursive=True, trees=False) if e.kind == "blob"]
+    data = repo.blobs(e.sha for e in entries)
+    return {e.path: data[e.sha] for e in entries}
+
+
+def fresh_render(fleet: Fleet, env: str, work: Path) -> dict[str, bytes]:
+    """``fleetflow render`` of ``env`` at its pin into an empty folder, through the command line."""
+    repos = GitRepos(work / "cache")
+    env_sha = fleet.branch_sha(fleet.cp_url, env)
+    repos.fetch(fleet.cp_url, ["main", env])
+    main_dir = repos.export(fleet.cp_url, fleet.pin(env), work / "main")
+    env_dir = repos.export(fleet.cp_url, env_sha, work / "env")
+    out = work / "out"
+    args = ["render", "--main", str(main_dir), "--env", str(env_dir), "--environment", env, "--output", str(out),
+            "--main-commit", fleet.pin(env), "--env-commit", env_sha]
+    result = CliRunner().invoke(cli, args)
+    assert result.exit_code == 0, result.output
+    files = {}
+    for folder, _, names in os.walk(out):
+        for name in names:
+            path = Path(folder) / name
+            files[path.relative_to(out).as_posix()] = path.read_bytes()
+    return files
+
+
+def add_foreign_files(fleet: Fleet, env: str) -> None:
+    seed = fleet.root / "gitops-seed"
+    git(seed, "checkout", "-q", "-B", env)
+    for path, data in FOREIGN.items():
+        (seed / path).parent.mkdir(parents=True, exist_ok=True)
+        (seed / path).write_bytes(data)
+    git(seed, "add", "-A")
+    git(seed, "commit", "-q", "-m", "files fleetflow did not write")
+    git(seed, "push", "-q", "-f", fleet.gitops_url, f"HEAD:refs/heads/{env}")
+
+
+def check_head_equals_render(fleet: Fleet, env: str, work: Path) -> str:
+    head = fleet.branch_sha(fleet.gitops_url, f"fleetflow/{env}")
+    committed = tree_files(BareRepo(Path(fleet.gitops_url)), head)
+    rendered = fresh_render(fleet, env, work)
+    assert {p: d for p, d in committed.items() if p not in FOREIGN} == rendered
+    assert {p: committed.get(p) for p in FOREIGN} == FOREIGN
+    return head
+
+
+def test_the_gitops_commit_is_a_fresh_render_plus_foreign_files(tmp_path: Path) -> None:
+    fleet = make_local_fleet(tmp_path)
+    add_foreign_files(fleet, "dev")
+    with fleet.context() as ctx:
+        promote_many(ctx, None, fleet.branch_sha(fleet.cp_url, "main"))
+    first = check_head_equals_render(fleet, "dev", tmp_path / "r1")
+
+    fleet.approve("dev")  # the next schedule starts from the merged tree and its state
+    fleet.push_env("dev", {"cluster-types-edge.yaml": EDGE_TYPE}, "a second cluster type")
+    with fleet.context() as ctx:
+        assert schedule_environment(ctx, "dev").operation == "created"
+    second = check_head_equals_render(fleet, "dev", tmp_path / "r2")
+    repo = BareRepo(Path(fleet.gitops_url))
+    assert any(p.startswith("edge/") for p in tree_files(repo, second))
+    # the cluster type that did not change keeps its tree id: it was reused, not rebuilt from files
+    assert repo.resolve(f"{first}:cloud") == repo.resolve(f"{second}:cloud")
+
+    fleet.approve("dev")
+    fleet.push_env("dev", {"cluster-types-edge.yaml": ""}, "the second cluster type goes")
+    with fleet.context() as ctx:
+        assert schedule_environment(ctx, "dev").operation == "created"
+    third = check_head_equals_render(fleet, "dev", tmp_path / "r3")
+    assert not any(p.startswith("edge/") for p in tree_files(repo, third))
+    assert repo.resolve(f"{first}:cloud") == repo.resolve(f"{third}:cloud")
+
+
+def test_no_change_writes_no_commit(tmp_path: Path) -> None:
+    fleet = make_local_fleet(tmp_path)
+    with fleet.context() as ctx:
+        promote_many(ctx, None, fleet.branch_sha(fleet.cp_url, "main"))
+    fleet.approve("dev")
+    objects = sorted(os.listdir(Path(fleet.gitops_url) / "objects"))
+    with fleet.context() as ctx:
+        outcome = schedule_environment(ctx, "dev")
+    assert outcome.operation == "none" and outcome.gitops_commit is None
+    assert sorted(os.listdir(Path(fleet.gitops_url) / "objects")) == objects  # nothing pushed
