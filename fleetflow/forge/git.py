@@ -31,6 +31,9 @@ FLEETFLOW_NAME = "fleetflow"
 FLEETFLOW_EMAIL = "fleetflow@users.noreply.github.com"
 
 
+EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"  # git's well-known empty tree
+
+
 class PushRejected(GitError):
     """The remote branch moved since we read it (a concurrent run pushed first)."""
 
@@ -184,6 +187,8 @@ class GitRepos:
     def export(self, url: str, sha: str, dest: Path) -> Path:
         """Write the tree of ``sha`` into ``dest`` (created)."""
         dest.mkdir(parents=True, exist_ok=True)
+        if str(self.mirror(url).git.rev_parse(f"{sha}^{{tree}}")) == EMPTY_TREE:
+            return dest  # git archive of an empty tree is no tar file tarfile reads (GitHub's "Initial commit")
         data = self.mirror(url).git.archive("--format=tar", sha, stdout_as_string=False)
         with tarfile.open(fileobj=io.BytesIO(data)) as tar:
             tar.extractall(dest, filter="data")
