@@ -268,3 +268,24 @@ def test_set_default_branch_refuses_a_missing_branch(pair: Pair) -> None:
     assert pair.forge.set_default_branch(pair.gitops, "dev") is True
     assert pair.forge.default_branch(pair.gitops) == "dev"
     assert pair.forge.set_default_branch(pair.gitops, "dev") is False
+
+
+def test_init_workflows_trigger_like_the_examples() -> None:
+    """init's callers and the documented examples (examples/workflows/) must not drift apart: the same events,
+    the same reusable workflow, the same secrets; only the branch lists and the control plane differ."""
+    import yaml
+
+    from fleetflow.promotion.bootstrap import control_plane_workflow, gitops_workflow
+
+    root = Path(__file__).resolve().parent.parent / "examples" / "workflows"
+    for written, example in (
+        (control_plane_workflow(["main", "dev", "qa", "prod"], "v0"), root / "control-plane.yml"),
+        (gitops_workflow("contoso/platform-control-plane", ["dev", "qa", "prod"], "v0"), root / "gitops.yml"),
+    ):
+        mine, theirs = yaml.safe_load(written), yaml.safe_load(example.read_text())
+        assert mine[True].keys() == theirs[True].keys(), example.name  # PyYAML reads the key `on` as True
+        for event in mine[True]:
+            assert mine[True][event] == theirs[True][event], (example.name, event)
+        assert mine["jobs"]["fleetflow"]["uses"] == theirs["jobs"]["fleetflow"]["uses"]
+        assert mine["jobs"]["fleetflow"]["secrets"] == theirs["jobs"]["fleetflow"]["secrets"]
+        assert mine["permissions"] == theirs["permissions"] == {}
