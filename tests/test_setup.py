@@ -289,3 +289,27 @@ def test_init_workflows_trigger_like_the_examples() -> None:
         assert mine["jobs"]["fleetflow"]["uses"] == theirs["jobs"]["fleetflow"]["uses"]
         assert mine["jobs"]["fleetflow"]["secrets"] == theirs["jobs"]["fleetflow"]["secrets"]
         assert mine["permissions"] == theirs["permissions"] == {}
+
+
+def test_example_status_reporter_address_is_the_repository_web_address(tmp_path: Path) -> None:
+    """Flux's github provider takes the host and ``<owner>/<repo>`` from the Provider's ``address`` (notification-
+    controller ``internal/notifier/util.go``, ``parseGitAddress``), so the example template renders
+    ``https://github.com/<owner>/<repo>`` also from a GitOpsRepo whose ``repo`` is ``owner/name`` (what the GitHub
+    forge takes)."""
+    import shutil
+
+    from tests.helpers import run_cli
+
+    example = Path(__file__).resolve().parent.parent / "examples" / "control-plane"
+    env = tmp_path / "dev"
+    shutil.copytree(example / "envs" / "dev", env)
+    gitops = env / "gitops-repo.yaml"
+    gitops.write_text(gitops.read_text().replace("https://github.com/contoso/platform-gitops",
+                                                  "contoso/platform-gitops"))
+    out = tmp_path / "out"
+    result = run_cli("render", "--main", example / "main", "--env", env, "--environment", "dev", "--output", out)
+    assert result.exit_code == 0, result.output
+    providers = list(out.glob("*/_status/flux-status-reporter.yaml"))
+    assert providers
+    for provider in providers:
+        assert "address: https://github.com/contoso/platform-gitops\n" in provider.read_text()
