@@ -37,5 +37,5 @@ def doctor_command(forge: str | None, control_plane: str | None, config: Path | 
             click.echo("healthy" if not found.findings else f"{len(found.findings)} problem(s):")
 
         problems = [f.to_problem() for f in found.findings]
-        reply.done(found.to_json(), text, problems=problems,
+        reply.done(found, text, problems=problems,
                    exit_code=ExitCode.REFUSED if problems else ExitCode.DONE)

@@ -63,5 +63,5 @@ def init_command(gitops: str, ref: str, dry_run: bool, forge: str | None, contro
                 click.echo(f"Done: {len(plan.todo)} change(s) written.")
 
         problems = conflicts_as_problems(plan)
-        reply.done(plan.to_json(), text, problems=problems,
+        reply.done(plan.outcome(), text, problems=problems,
                    exit_code=ExitCode.REFUSED if problems else ExitCode.DONE)

@@ -31,6 +31,7 @@ from fleetflow.model.controlplane import Resource, build_resource
 from fleetflow.model.documents import Tree, read_tree
 from fleetflow.model.resources import EnvironmentSpec
 from fleetflow.promotion.context import Context, chain_order
+from fleetflow.results import Result
 
 MAIN = "main"
 WORKFLOW_FILE = ".github/workflows/fleetflow.yml"
@@ -44,8 +45,7 @@ EVENTS_DOC = (
 StepState = Literal["todo", "unchanged", "conflict"]
 
 
-@dataclass(frozen=True)
-class Step:
+class Step(Result):
     """One thing init makes sure of. ``state``: ``todo`` (init writes it), ``unchanged`` (already so), or
     ``conflict`` (something else is there that init will not overwrite)."""
 
@@ -55,9 +55,16 @@ class Step:
     state: StepState
     detail: str
 
-    def to_json(self) -> dict[str, str]:
-        return {"repo": self.repo, "branch": self.branch, "what": self.what, "state": self.state,
-                "detail": self.detail}
+
+class InitOutcome(Result):
+    """What ``fleetflow init`` prints: the plan, and whether it was written."""
+
+    control_plane: str
+    gitops: str
+    applied: bool
+    changes: int
+    conflicts: int
+    steps: list[Step]
 
 
 @dataclass
@@ -87,10 +94,9 @@ class InitPlan:
     def conflicts(self) -> list[Step]:
         return [s for s in self.steps if s.state == "conflict"]
 
-    def to_json(self) -> dict[str, object]:
-        return {"controlPlane": self.control_plane, "gitops": self.gitops, "applied": self.applied,
-                "changes": len(self.todo), "conflicts": len(self.conflicts),
-                "steps": [s.to_json() for s in self.steps]}
+    def outcome(self) -> InitOutcome:
+        return InitOutcome(control_plane=self.control_plane, gitops=self.gitops, applied=self.applied,
+                           changes=len(self.todo), conflicts=len(self.conflicts), steps=self.steps)
 
 
 def control_plane_workflow(branches: list[str], ref: str) -> str:
@@ -283,9 +289,10 @@ def plan_init(forge: Forge, git: GitRepos, control_plane: str, gitops: str, *, r
     for repo, branch in ((control_plane, MAIN), (gitops, go_default)):
         current = _current_default(forge, repo)
         if current == branch:
-            plan.steps.append(Step(repo, branch, "default branch", "unchanged", f"{branch} is the default branch"))
+            plan.steps.append(Step(repo=repo, branch=branch, what="default branch", state="unchanged",
+                                   detail=f"{branch} is the default branch"))
         else:
-            plan.steps.append(Step(repo, branch, "default branch", "todo",
+            plan.steps.append(Step(repo=repo, branch=branch, what="default branch", state="todo", detail=
                                    f"make {branch} the default branch (now {current or 'none'}): status, schedule "
                                    "and dispatch events run the default branch's workflow file"))
             plan.defaults.append((repo, branch))
@@ -311,17 +318,18 @@ def _branch_files(plan: InitPlan, git: GitRepos, repo: str, url: str, branch: st
                   files: dict[str, str]) -> None:
     write = BranchWrite(url, branch, tip)
     if tip is None:
-        plan.steps.append(Step(repo, branch, "branch", "todo", f"create {branch}"))
+        plan.steps.append(Step(repo=repo, branch=branch, what="branch", state="todo", detail=f"create {branch}"))
     for path, content in files.items():
         current = git.read_file(url, tip, path) if tip else None
         if current is not None and current.rstrip("\n") == content.rstrip("\n"):
-            plan.steps.append(Step(repo, branch, f"file {path}", "unchanged", "as init writes it"))
+            plan.steps.append(Step(repo=repo, branch=branch, what=f"file {path}", state="unchanged",
+                                   detail="as init writes it"))
         elif current is not None and MARKER not in current:
-            plan.steps.append(Step(repo, branch, f"file {path}", "conflict",
+            plan.steps.append(Step(repo=repo, branch=branch, what=f"file {path}", state="conflict", detail=
                                    "exists and was not written by fleetflow init: left as it is; compare it with "
                                    "`fleetflow init --dry-run --format json` and merge by hand"))
         else:
-            plan.steps.append(Step(repo, branch, f"file {path}", "todo",
+            plan.steps.append(Step(repo=repo, branch=branch, what=f"file {path}", state="todo", detail=
                                    "update (written by init before)" if current is not None else "add"))
             write.files[path] = content
     if write.files:
