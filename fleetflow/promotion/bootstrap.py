@@ -24,7 +24,7 @@ from datetime import datetime
 from typing import Literal, cast
 
 from fleetflow.clock import utc_now
-from fleetflow.errors import InputError, Problem, Problems
+from fleetflow.errors import ForgeError, InputError, Problem, Problems
 from fleetflow.forge.base import Forge
 from fleetflow.forge.git import GitRepos
 from fleetflow.model.controlplane import Resource, build_resource
@@ -302,7 +302,7 @@ def plan_init(forge: Forge, git: GitRepos, control_plane: str, gitops: str, *, r
 def _current_default(forge: Forge, repo: str) -> str | None:
     try:
         return forge.default_branch(repo)
-    except Exception:  # an empty repository may have no readable default branch yet
+    except ForgeError:  # an empty repository may have no readable default branch yet
         return None
 
 
