@@ -102,6 +102,12 @@ def test_every_operation_answers_in_githubs_shapes(stub: GitHubStub, app_keys: t
     assert (repo.full_name, repo.default_branch) == ("acme/gitops", "main")
     assert repo.clone_url == stub.repo("acme/gitops").clone_url and repo.clone_url.startswith("file://")
     gh.get_rate_limit()
+    repo.edit(default_branch="fleetflow/dev")  # "Update a repository" (fleetflow init sets the default branch)
+    assert gh.get_repo("acme/gitops").default_branch == "fleetflow/dev"
+    repo.edit(default_branch="main")
+    with pytest.raises(GithubException) as no_branch:
+        repo.edit(default_branch="no-such-branch")
+    assert no_branch.value.status == 422
     stub.repo("acme/gitops").protection["main"] = ["ci/build"]
     stub.repo("acme/gitops").rulesets["main"] = ["security/scan"]
     main = repo.get_branch("main")

@@ -12,8 +12,10 @@ import click
 from fleetflow import __version__
 from fleetflow.cli.check_rollout import check_rollout_command
 from fleetflow.cli.demo import demo
+from fleetflow.cli.doctor import doctor_command
 from fleetflow.cli.errors import FleetflowGroup
 from fleetflow.cli.explain import explain
+from fleetflow.cli.init import init_command
 from fleetflow.cli.metrics import metrics
 from fleetflow.cli.plan import plan
 from fleetflow.cli.promote import promote
@@ -66,3 +68,5 @@ main.add_command(metrics)
 main.add_command(demo)
 main.add_command(route_command)
 main.add_command(reconcile_command)
+main.add_command(init_command)
+main.add_command(doctor_command)

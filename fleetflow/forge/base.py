@@ -215,3 +215,19 @@ class Forge(Protocol):
     def dispatch(self, repo: str, event_type: str, payload: dict[str, object]) -> None:
         """Fire a repository_dispatch event (the local forge records it)."""
         ...
+
+    def set_default_branch(self, repo: str, branch: str) -> bool:
+        """Make the existing ``branch`` the repository's default branch (the one whose workflow files GitHub runs
+        for ``status``, ``schedule``, ``workflow_dispatch`` and ``repository_dispatch``). False when it already
+        was."""
+        ...
+
+    def installation_permissions(self, repo: str) -> dict[str, str] | None:
+        """The GitHub App installation's permissions on ``repo`` (``GET /repos/{owner}/{repo}/installation``:
+        ``permissions``), or None when the forge does not act as an App (a token, the local forge)."""
+        ...
+
+    def auto_merge_allowed(self, repo: str) -> bool | None:
+        """Whether the repository lets the forge merge a PR on its own once the branch rules pass (GitHub:
+        ``allow_auto_merge``); None when the forge has no such setting (the local forge)."""
+        ...

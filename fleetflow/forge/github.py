@@ -444,6 +444,33 @@ class GitHubForge:
         self._requester_json(repo, "POST", f"/repos/{repo}/dispatches", "dispatch an event",
                              body={"event_type": event_type, "client_payload": payload})
 
+    # -- repository settings (fleetflow init / doctor) -----------------------------------------------------
+
+    def set_default_branch(self, repo: str, branch: str) -> bool:
+        """``PATCH /repos/{owner}/{repo}`` with ``default_branch`` (PyGithub's ``Repository.edit``)."""
+        if self.default_branch(repo) == branch:
+            return False
+        remote = self._remote(repo)
+        with self._request("set the default branch", "PATCH", f"/repos/{repo}",
+                           hint=f"the branch {branch} must exist, and the token needs the Administration permission"):
+            remote.edit(default_branch=branch)
+        return True
+
+    def installation_permissions(self, repo: str) -> dict[str, str] | None:
+        """The App installation that serves ``repo`` (looked up with the App's JWT), None with a token."""
+        credential = self._resolve(repo)[0]
+        if not credential.key.startswith("installation-"):
+            return None
+        owner, name = repo.split("/")
+        with self._request("read the GitHub App installation", "GET", f"/repos/{repo}/installation"):
+            installation = self._credentials.installation(owner, name)
+            return {str(k): str(v) for k, v in (installation.permissions or {}).items()}
+
+    def auto_merge_allowed(self, repo: str) -> bool | None:
+        remote = self._remote(repo)
+        with self._request("read the repository", "GET", f"/repos/{repo}"):
+            return bool(remote.allow_auto_merge)
+
     # -- errors --------------------------------------------------------------------------------------------
 
     @contextmanager

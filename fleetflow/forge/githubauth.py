@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import jwt
 from github import Auth, GithubIntegration
+from github.Installation import Installation
 
 from fleetflow.errors import UsageError
 
@@ -76,6 +77,11 @@ class Credentials:
             auth = self._app.get_installation_auth(installation.id)
             self._by_owner[account] = Credential(f"installation-{installation.id}", auth)
         return self._by_owner[account]
+
+    def installation(self, owner: str, name: str) -> Installation:
+        """The App's installation that serves ``owner/name`` (a fresh read: its permissions as they are now)."""
+        assert self._app is not None
+        return self._app_integration().get_repo_installation(owner, name)
 
     def _app_integration(self) -> GithubIntegration:
         if self._integration is None:

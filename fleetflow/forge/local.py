@@ -414,6 +414,35 @@ class LocalForge:
 
         self._write(repo, "dispatch", change)
 
+    # -- repository settings -------------------------------------------------------------------------------
+
+    def set_default_branch(self, repo: str, branch: str) -> bool:
+        """Point the repository's ``HEAD`` at ``branch`` (a repository on this machine only: git cannot change a
+        remote's HEAD)."""
+        url = self.git_url(repo)
+        check = run_git(["check-ref-format", "--branch", branch], check=False)
+        if check.returncode != 0 or branch.startswith("-"):
+            raise ForgeError(f"invalid branch name {branch!r}")
+        if _URL.match(url) or not Path(url).is_dir():
+            raise ForgeError(f"cannot set the default branch of {url}: not a repository on this machine; set it on "
+                             f"the server (git symbolic-ref HEAD refs/heads/{branch})")
+        folder = Path(url)
+        if run_git(["rev-parse", "--verify", "--quiet", f"refs/heads/{branch}"], cwd=folder, check=False).returncode:
+            raise ForgeError(f"cannot make {branch} the default branch of {url}: no such branch")
+        if self.default_branch(repo) == branch:
+            return False
+        run_git(["symbolic-ref", "HEAD", f"refs/heads/{branch}"], cwd=folder)
+        self.operations.append("set_default_branch")
+        return True
+
+    def installation_permissions(self, repo: str) -> dict[str, str] | None:
+        """The local forge has no Apps."""
+        return None
+
+    def auto_merge_allowed(self, repo: str) -> bool | None:
+        """The local forge has no auto-merge setting (fleetflow merges by its own rules)."""
+        return None
+
     def dispatches(self, repo: str) -> list[Record]:
         """Every dispatched event, oldest first: ``number``, ``event_type``, ``client_payload``, ``created_at``."""
         events = self._mirror(repo).fetch().read_all_json("dispatches")

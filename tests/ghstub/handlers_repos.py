@@ -38,6 +38,22 @@ def get_repo(request: Request) -> Response:
     return Response(200, request.shapes.full_repository(request.repo))
 
 
+@route("PATCH", "/repos/{owner}/{repo}")
+def update_repo(request: Request) -> Response:
+    """"Update a repository": ``default_branch`` must name an existing branch (GitHub answers 422 otherwise);
+    ``allow_auto_merge`` where the stand-in's repository models it. Other fields are accepted and ignored."""
+    repo = request.repo
+    branch = request.json_field("default_branch")
+    if branch is not None:
+        if not isinstance(branch, str) or not is_safe_rev(branch) or repo.branch_sha(branch) is None:
+            raise unprocessable("Validation Failed")
+        repo.default_branch = branch
+    allow = request.json_field("allow_auto_merge")
+    if isinstance(allow, bool) and hasattr(repo, "allow_auto_merge"):
+        repo.allow_auto_merge = allow
+    return Response(200, request.shapes.full_repository(repo))
+
+
 @route("GET", "/repos/{owner}/{repo}/branches/{branch}")
 def get_branch(request: Request) -> Response:
     repo, name = request.repo, request.params["branch"]

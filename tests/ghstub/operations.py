@@ -8,6 +8,7 @@ the schema of the operation it answered.
 OPERATIONS: tuple[tuple[str, str], ...] = (
     ("GET", "/rate_limit"),
     ("GET", "/repos/{owner}/{repo}"),
+    ("PATCH", "/repos/{owner}/{repo}"),
     ("GET", "/repos/{owner}/{repo}/branches/{branch}"),
     ("GET", "/repos/{owner}/{repo}/rules/branches/{branch}"),
     ("GET", "/repos/{owner}/{repo}/git/ref/{ref}"),

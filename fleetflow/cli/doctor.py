@@ -1,0 +1,41 @@
+"""``fleetflow doctor``: check a live setup (workflows where GitHub reads them, App permissions, auto-merge,
+default branches, status contexts) and print each problem with its fix."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from fleetflow.cli.common import FORMAT
+from fleetflow.cli.errors import handled
+from fleetflow.cli.fleet import fleet_options, make_context
+from fleetflow.errors import ExitCode
+from fleetflow.promotion.doctor import diagnose
+
+
+@click.command("doctor")
+@fleet_options
+@FORMAT
+def doctor_command(forge: str | None, control_plane: str | None, config: Path | None, fmt: str) -> None:
+    """Check the control plane and its GitOps repositories through git and the forge's API; writes nothing.
+
+    \b
+    Exit 0 when healthy, 1 when any problem was found (each printed with its fix), 3 when the forge or git
+    failed. Checks: the caller workflow on every branch GitHub reads it from, the default branches, the GitHub
+    App's permissions, autoMerge vs the repository's auto-merge setting, and statuses on the GitOps branch tips
+    whose contexts match no Cluster of the inventory.
+    """
+    with handled(fmt) as reply, make_context(forge, control_plane, config, fmt) as ctx:
+        found = diagnose(ctx)
+
+        def text() -> None:
+            for line in found.checked:
+                click.echo(f"ok       {line}")
+            for line in found.skipped:
+                click.echo(f"skipped  {line}")
+            click.echo("healthy" if not found.findings else f"{len(found.findings)} problem(s):")
+
+        problems = [f.to_problem() for f in found.findings]
+        reply.done(found, text, problems=problems,
+                   exit_code=ExitCode.REFUSED if problems else ExitCode.DONE)

@@ -1,0 +1,371 @@
+"""``fleetflow init``: set up a control-plane and GitOps repository pair so that every event reaches a workflow.
+
+Where GitHub reads a workflow file from decides which branches need the caller workflow
+(https://docs.github.com/en/actions/writing-workflows/choosing-when-your-workflow-runs/events-that-trigger-workflows):
+
+* ``push`` runs the workflow file of the pushed commit: the control plane's ``main`` **and every environment
+  branch** carry the control-plane caller (a push to an environment branch re-schedules that environment);
+* ``status``, ``schedule``, ``workflow_dispatch`` and ``repository_dispatch`` run the file on the **default
+  branch**: the control plane's default branch is ``main``, the GitOps repository's default branch carries the
+  GitOps caller;
+* ``pull_request`` reads the file from the PR's merge ref (the base branch merged with the head): every GitOps
+  environment branch (a PR's base) carries the GitOps caller too.
+
+The plan is computed from what is there (branches, files, default branches) and only then applied, so a second
+run finds nothing to do, and ``--dry-run`` prints the same plan without writing. A file fleetflow did not write
+(no :data:`MARKER` line) is never overwritten: it is reported as a conflict and left as it is.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Literal, cast
+
+from fleetflow.clock import utc_now
+from fleetflow.errors import ForgeError, InputError, Problem, Problems
+from fleetflow.forge.base import Forge
+from fleetflow.forge.git import GitRepos
+from fleetflow.model.controlplane import Resource, build_resource
+from fleetflow.model.documents import Tree, read_tree
+from fleetflow.model.resources import EnvironmentSpec
+from fleetflow.promotion.context import Context, chain_order
+from fleetflow.results import Result
+
+MAIN = "main"
+WORKFLOW_FILE = ".github/workflows/fleetflow.yml"
+CONFIG_FILE = ".fleetflow.yaml"
+MARKER = "# Written by fleetflow init: it updates this file while this line is here (delete the line to own it)."
+STARTER_CHAIN: tuple[tuple[str, tuple[str, ...]], ...] = (("dev", ()), ("qa", ("dev",)), ("prod", ("qa",)))
+EVENTS_DOC = (
+    "https://docs.github.com/en/actions/writing-workflows/choosing-when-your-workflow-runs/events-that-trigger-workflows"
+)
+
+StepState = Literal["todo", "unchanged", "conflict"]
+
+
+class Step(Result):
+    """One thing init makes sure of. ``state``: ``todo`` (init writes it), ``unchanged`` (already so), or
+    ``conflict`` (something else is there that init will not overwrite)."""
+
+    repo: str
+    branch: str
+    what: str  # "branch", "file <path>", "default branch"
+    state: StepState
+    detail: str
+
+
+class InitOutcome(Result):
+    """What ``fleetflow init`` prints: the plan, and whether it was written."""
+
+    control_plane: str
+    gitops: str
+    applied: bool
+    changes: int
+    conflicts: int
+    steps: list[Step]
+
+
+@dataclass
+class BranchWrite:
+    """The files init writes in one commit on one branch (``parent`` None: a new branch)."""
+
+    url: str
+    branch: str
+    parent: str | None
+    files: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class InitPlan:
+    control_plane: str
+    gitops: str
+    steps: list[Step] = field(default_factory=list)
+    writes: list[BranchWrite] = field(default_factory=list)
+    defaults: list[tuple[str, str]] = field(default_factory=list)  # (repo, branch) to make the default
+    applied: bool = False
+
+    @property
+    def todo(self) -> list[Step]:
+        return [s for s in self.steps if s.state == "todo"]
+
+    @property
+    def conflicts(self) -> list[Step]:
+        return [s for s in self.steps if s.state == "conflict"]
+
+    def outcome(self) -> InitOutcome:
+        return InitOutcome(control_plane=self.control_plane, gitops=self.gitops, applied=self.applied,
+                           changes=len(self.todo), conflicts=len(self.conflicts), steps=self.steps)
+
+
+def control_plane_workflow(branches: list[str], ref: str) -> str:
+    """The control-plane caller (as in examples/workflows/control-plane.yml), listing ``branches`` under push."""
+    listed = ", ".join(branches)
+    return f"""{MARKER}
+# On main (push to main; dispatches and the cron tick run the default branch's file) and on every environment
+# branch (a push runs the workflow file of the pushed commit): {EVENTS_DOC}
+# Needs the FLEETFLOW_APP_ID and FLEETFLOW_APP_PRIVATE_KEY secrets (docs/setup.md).
+name: fleetflow
+
+on:
+  push:
+    branches: [{listed}]
+  repository_dispatch:
+    types: [fleetflow-promote]
+  workflow_dispatch:
+    inputs:
+      environment:
+        description: Environment to promote to (empty - the first environments)
+        type: string
+        required: false
+      commit:
+        description: Main commit (sha) to promote; an older one is a rollback
+        type: string
+        required: true
+      release:
+        description: Release an environment held by a rollback
+        type: boolean
+        default: false
+  schedule:
+    - cron: "7,22,37,52 * * * *"
+
+permissions: {{}}
+
+jobs:
+  fleetflow:
+    name: fleetflow
+    permissions: {{}}
+    # zizmor: ignore[unpinned-uses] pin to the commit sha of the fleetflow release you adopt
+    uses: fleetflow/fleetflow/.github/workflows/fleetflow-control-plane.yml@{ref}
+    secrets:
+      app-id: ${{{{ secrets.FLEETFLOW_APP_ID }}}}
+      app-private-key: ${{{{ secrets.FLEETFLOW_APP_PRIVATE_KEY }}}}
+"""
+
+
+def gitops_workflow(control_plane: str, branches: list[str], ref: str) -> str:
+    """The GitOps caller (as in examples/workflows/gitops.yml)."""
+    listed = ", ".join(branches)
+    return f"""{MARKER}
+# On the default branch (status, schedule and workflow_dispatch run the default branch's file) and on every
+# environment branch (pull_request reads the file from the PR's merge ref): {EVENTS_DOC}
+# Needs the FLEETFLOW_APP_ID and FLEETFLOW_APP_PRIVATE_KEY secrets (docs/setup.md).
+name: fleetflow
+
+on:
+  status:
+  pull_request:
+    types: [closed]
+    branches: [{listed}]
+  schedule:
+    - cron: "*/15 * * * *"
+  workflow_dispatch:
+
+permissions: {{}}
+
+jobs:
+  fleetflow:
+    name: fleetflow
+    permissions: {{}}
+    # zizmor: ignore[unpinned-uses] pin to the commit sha of the fleetflow release you adopt
+    uses: fleetflow/fleetflow/.github/workflows/fleetflow-gitops.yml@{ref}
+    with:
+      control-plane: {control_plane}
+    secrets:
+      app-id: ${{{{ secrets.FLEETFLOW_APP_ID }}}}
+      app-private-key: ${{{{ secrets.FLEETFLOW_APP_PRIVATE_KEY }}}}
+"""
+
+
+def config_file(forge: str, control_plane: str) -> str:
+    return f"{MARKER}\nforge: {forge}\ncontrolPlane: {control_plane}\n"
+
+
+def starter_environment(name: str, after: tuple[str, ...]) -> str:
+    listed = ", ".join(after)
+    return f"""{MARKER}
+apiVersion: fleetflow.dev/v1alpha1
+kind: Environment
+metadata:
+  name: {name}
+spec:
+  after: [{listed}]
+  branch: {name}
+  pullRequest:
+    autoMerge: {"false" if name == "prod" else "true"}
+"""
+
+
+def starter_gitops_repo(name: str, gitops: str) -> str:
+    return f"""{MARKER}
+apiVersion: fleetflow.dev/v1alpha1
+kind: GitOpsRepo
+metadata:
+  name: {name}
+spec:
+  repo: {gitops}
+  branch: {name}
+  path: "."
+"""
+
+
+@dataclass(frozen=True)
+class ChainEntry:
+    environment: str
+    branch: str  # control-plane branch
+    gitops_branch: str
+
+
+def _chain(git: GitRepos, url: str, main_sha: str | None) -> tuple[list[ChainEntry], bool]:
+    """The environments on main in promotion order, or the starter chain (True) when main does not exist yet or
+    holds no YAML document."""
+    if main_sha is None:
+        return [ChainEntry(n, n, n) for n, _ in STARTER_CHAIN], True
+    collected = Problems()
+    envs: dict[str, Resource[EnvironmentSpec]] = {}
+    with git.checkout(url, main_sha) as root:
+        docs, problems = read_tree(Tree(root, f"main@{main_sha[:12]}"))
+        if not docs and not problems:  # a main with no documents yet (GitHub's "Initial commit", a README)
+            return [ChainEntry(n, n, n) for n, _ in STARTER_CHAIN], True
+        collected.extend(problems)
+        for doc in docs:
+            if doc.kind == "Environment":
+                env = build_resource(doc, "main", collected)
+                if env is not None and isinstance(env.spec, EnvironmentSpec):
+                    envs[env.name] = cast(Resource[EnvironmentSpec], env)
+    if not envs and not collected:
+        collected.add(f"no Environment on main@{main_sha[:12]}", None,
+                      "define the environment chain on main (kind: Environment), or start from an empty repository "
+                      "and let fleetflow init write a starter chain")
+    collected.raise_if_any()
+    return [ChainEntry(name, Context.env_branch(envs[name]), name) for name in chain_order(envs)], False
+
+
+def _gitops_branch(git: GitRepos, url: str, sha: str, fallback: str) -> str:
+    """The GitOps branch the environment branch's GitOpsRepo names (its name when it names none)."""
+    collected = Problems()
+    with git.checkout(url, sha) as root:
+        docs, _ = read_tree(Tree(root, "env"))
+        for doc in docs:
+            if doc.kind == "GitOpsRepo":
+                res = build_resource(doc, "env", collected)
+                if res is not None:
+                    return str(getattr(res.spec, "branch", None) or fallback)
+    return fallback
+
+
+def plan_init(forge: Forge, git: GitRepos, control_plane: str, gitops: str, *, ref: str = "v0") -> InitPlan:
+    """What init would do: read both repositories, compare with what they should hold. Writes nothing."""
+    plan = InitPlan(control_plane, gitops)
+    cp_url, go_url = forge.git_url(control_plane), forge.git_url(gitops)
+    main_sha = git.fetch_branch(cp_url, MAIN)
+    chain, starter = _chain(git, cp_url, main_sha)
+    cp_tips = git.fetch(cp_url, [c.branch for c in chain])
+    chain = [ChainEntry(c.environment, c.branch,
+                        _gitops_branch(git, cp_url, tip, c.gitops_branch) if (tip := cp_tips[c.branch]) else
+                        c.gitops_branch) for c in chain]
+    env_branches = [c.branch for c in chain]
+    cp_flow = control_plane_workflow([MAIN, *env_branches], ref)
+    gitops_branches = sorted({c.gitops_branch for c in chain})
+    go_flow = gitops_workflow(control_plane, gitops_branches, ref)
+
+    main_files = {WORKFLOW_FILE: cp_flow, CONFIG_FILE: config_file(forge.name, control_plane)}
+    if starter:
+        main_files |= {f".environments/{n}.yaml": starter_environment(n, a) for n, a in STARTER_CHAIN}
+    _branch_files(plan, git, control_plane, cp_url, MAIN, main_sha, main_files)
+    for entry in chain:
+        files = {WORKFLOW_FILE: cp_flow}
+        if cp_tips[entry.branch] is None:
+            files["gitops-repo.yaml"] = starter_gitops_repo(entry.gitops_branch, gitops)
+        _branch_files(plan, git, control_plane, cp_url, entry.branch, cp_tips[entry.branch], files)
+
+    go_default = _wanted_default(forge, git, gitops, go_url, set(gitops_branches))
+    go_tips = git.fetch(go_url, [go_default, *gitops_branches])
+    _branch_files(plan, git, gitops, go_url, go_default, go_tips[go_default], {WORKFLOW_FILE: go_flow})
+    for branch in gitops_branches:
+        _branch_files(plan, git, gitops, go_url, branch, go_tips[branch], {WORKFLOW_FILE: go_flow})
+
+    for repo, branch in ((control_plane, MAIN), (gitops, go_default)):
+        current = _current_default(forge, repo)
+        if current == branch:
+            plan.steps.append(Step(repo=repo, branch=branch, what="default branch", state="unchanged",
+                                   detail=f"{branch} is the default branch"))
+        else:
+            plan.steps.append(Step(repo=repo, branch=branch, what="default branch", state="todo", detail=
+                                   f"make {branch} the default branch (now {current or 'none'}): status, schedule "
+                                   "and dispatch events run the default branch's workflow file"))
+            plan.defaults.append((repo, branch))
+    return plan
+
+
+def _current_default(forge: Forge, repo: str) -> str | None:
+    try:
+        return forge.default_branch(repo)
+    except ForgeError:  # an empty repository may have no readable default branch yet
+        return None
+
+
+def _wanted_default(forge: Forge, git: GitRepos, repo: str, url: str, env_branches: set[str]) -> str:
+    """The GitOps default branch: the current one when it exists and is no environment branch, else main."""
+    current = _current_default(forge, repo)
+    if current and current not in env_branches and git.fetch_branch(url, current) is not None:
+        return current
+    return MAIN
+
+
+def _branch_files(plan: InitPlan, git: GitRepos, repo: str, url: str, branch: str, tip: str | None,
+                  files: dict[str, str]) -> None:
+    write = BranchWrite(url, branch, tip)
+    if tip is None:
+        plan.steps.append(Step(repo=repo, branch=branch, what="branch", state="todo", detail=f"create {branch}"))
+    for path, content in files.items():
+        current = git.read_file(url, tip, path) if tip else None
+        if current is not None and current.rstrip("\n") == content.rstrip("\n"):
+            plan.steps.append(Step(repo=repo, branch=branch, what=f"file {path}", state="unchanged",
+                                   detail="as init writes it"))
+        elif current is not None and MARKER not in current:
+            plan.steps.append(Step(repo=repo, branch=branch, what=f"file {path}", state="conflict", detail=
+                                   "exists and was not written by fleetflow init: left as it is; compare it with "
+                                   "`fleetflow init --dry-run --format json` and merge by hand"))
+        else:
+            plan.steps.append(Step(repo=repo, branch=branch, what=f"file {path}", state="todo", detail=
+                                   "update (written by init before)" if current is not None else "add"))
+            write.files[path] = content
+    if write.files:
+        plan.writes.append(write)
+
+
+def apply_init(plan: InitPlan, forge: Forge, git: GitRepos, clock: Callable[[], datetime] = utc_now) -> None:
+    """Write the plan: one commit per branch (pushed only if the branch did not move meanwhile), then the default
+    branches. A branch that moved makes the push fail: nothing is overwritten, run init again."""
+    when = int(clock().timestamp())
+    for write in plan.writes:
+        with git.checkout(write.url, write.parent) as tree:
+            for path, content in write.files.items():
+                target = tree / path
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_text(content, encoding="utf-8")
+            sha = git.commit_directory(write.url, tree, write.parent,
+                                       f"fleetflow init: {', '.join(sorted(write.files))}", when)
+        if sha is not None:
+            git.push(write.url, sha, write.branch, write.parent)
+    for repo, branch in plan.defaults:
+        forge.set_default_branch(repo, branch)
+    plan.applied = True
+
+
+def conflicts_as_problems(plan: InitPlan) -> list[Problem]:
+    return [Problem(f"{s.repo}@{s.branch}: {s.what} {s.detail}", None,
+                    f"delete it or add the line '{MARKER}' to let init manage it") for s in plan.conflicts]
+
+
+def require_repos(control_plane: str, gitops: str) -> None:
+    problems = []
+    if not control_plane:
+        problems.append(Problem("no control-plane repository given", None,
+                                "pass --control-plane (owner/name on GitHub, a path for the local forge)"))
+    if not gitops:
+        problems.append(Problem("no GitOps repository given", None, "pass --gitops (owner/name, or a path)"))
+    if problems:
+        raise InputError(problems)

@@ -1,0 +1,315 @@
+"""``fleetflow init`` and ``fleetflow doctor`` on both forges (the local forge; the GitHub stand-in with PyGithub).
+
+Which branch must carry which workflow file follows GitHub's rules for where a run's workflow file is read from
+(https://docs.github.com/en/actions/writing-workflows/choosing-when-your-workflow-runs/events-that-trigger-workflows):
+``push`` runs the file of the pushed commit ("the workflow file ... in the commit that was pushed" -> every
+control-plane environment branch); ``status``, ``schedule``, ``workflow_dispatch`` and ``repository_dispatch``
+run the file on the default branch ("Last commit on default branch"); ``pull_request`` reads it from the merge
+ref (the GitOps environment branches, the PRs' bases). The App's installation permissions come from
+``GET /repos/{owner}/{repo}/installation`` (REST: "Get a repository installation for the authenticated app",
+``permissions``); ``allow_auto_merge`` from ``GET /repos/{owner}/{repo}``; the default branch is set with
+``PATCH /repos/{owner}/{repo}`` (``default_branch``), PyGithub's ``Repository.edit``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import rsa
+
+from fleetflow.cli import main as cli
+from fleetflow.errors import ForgeError
+from fleetflow.forge.base import Forge
+from fleetflow.forge.git import GitRepos
+from fleetflow.forge.local import LocalForge
+from fleetflow.promotion.bootstrap import MARKER, WORKFLOW_FILE, apply_init, plan_init
+from fleetflow.promotion.context import Context
+from fleetflow.promotion.doctor import diagnose
+from tests.fleet import ENVIRONMENTS, Fleet, git
+from tests.ghstub.fixtures import github_stub  # noqa: F401
+from tests.ghstub.server import GitHubStub
+from tests.test_promotion import FORGES, make_github_fleet, make_local_fleet
+
+FAST = {"retries": 3, "backoff_factor": 0, "seconds_between_requests": 0, "seconds_between_writes": 0}
+
+
+class Pair:
+    """An empty control-plane and GitOps repository pair on one forge, with a way to look at their refs."""
+
+    def __init__(self, forge: Forge, cp: str, gitops: str, cp_path: Path, gitops_path: Path, cache: Path) -> None:
+        self.forge, self.cp, self.gitops = forge, cp, gitops
+        self.cp_path, self.gitops_path, self.cache = cp_path, gitops_path, cache
+
+    def repos(self) -> GitRepos:
+        return GitRepos(self.cache)
+
+    def refs(self) -> dict[str, str]:
+        out = {}
+        for role, repo, path in (("cp.git", self.cp, self.cp_path), ("gitops.git", self.gitops, self.gitops_path)):
+            listing = git(path, "for-each-ref", "--format=%(refname) %(objectname)", "refs/heads")
+            for line in listing.splitlines():
+                name, sha = line.split()
+                out[f"{role}:{name}"] = sha
+            out[f"{role}:HEAD"] = "refs/heads/" + self.forge.default_branch(repo)
+        return out
+
+    def show(self, path: Path, branch: str, file: str) -> str:
+        return git(path, "show", f"refs/heads/{branch}:{file}")
+
+
+@pytest.fixture(params=FORGES)
+def pair(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Pair]:
+    cp_path, gitops_path = tmp_path / "cp.git", tmp_path / "gitops.git"
+    if request.param == "local":
+        for path in (cp_path, gitops_path):
+            git(tmp_path, "init", "-q", "--bare", "--initial-branch=master", str(path))
+        yield Pair(LocalForge(cache_dir=tmp_path / "forge"), str(cp_path), str(gitops_path), cp_path, gitops_path,
+                   tmp_path / "git")
+        return
+    from fleetflow.forge.github import GitHubForge
+
+    stub: GitHubStub = request.getfixturevalue("github_stub")
+    cp = stub.create_repo("contoso/control-plane")  # GitHub's auto_init: main with an empty "Initial commit"
+    go = stub.create_repo("contoso/gitops", auto_init=False, default_branch="trunk")
+    forge = GitHubForge(token="stub-token", api_url=stub.url, **FAST)  # type: ignore[arg-type]
+    yield Pair(forge, "contoso/control-plane", "contoso/gitops", cp.git.path, go.git.path, tmp_path / "git")
+    forge.close()
+
+
+def run_init(pair: Pair, *, dry_run: bool = False) -> tuple[int, int]:
+    """(changes planned, conflicts)."""
+    plan = plan_init(pair.forge, pair.repos(), pair.cp, pair.gitops)
+    if not dry_run:
+        apply_init(plan, pair.forge, pair.repos())
+    return len(plan.todo), len(plan.conflicts)
+
+
+def test_init_sets_up_an_empty_pair_once_and_then_changes_nothing(pair: Pair) -> None:
+    before = pair.refs()
+    changes, conflicts = run_init(pair, dry_run=True)
+    assert changes > 0 and conflicts == 0
+    assert pair.refs() == before  # the dry run wrote nothing
+
+    run_init(pair)
+    after = pair.refs()
+    # control plane: main (default) + one branch per starter Environment, each with the caller workflow
+    for branch in ("main", "dev", "qa", "prod"):
+        flow = pair.show(pair.cp_path, branch, WORKFLOW_FILE)
+        assert flow.startswith(MARKER) and "push:\n    branches: [main, dev, qa, prod]" in flow
+    assert after["cp.git:HEAD"] == "refs/heads/main"
+    assert "kind: Environment" in pair.show(pair.cp_path, "main", ".environments/qa.yaml")
+    assert f"controlPlane: {pair.cp}" in pair.show(pair.cp_path, "main", ".fleetflow.yaml")
+    assert f"repo: {pair.gitops}" in pair.show(pair.cp_path, "dev", "gitops-repo.yaml")
+    # GitOps: main becomes the default branch (status/schedule), every environment branch has the caller too
+    assert after["gitops.git:HEAD"] == "refs/heads/main"
+    for branch in ("main", "dev", "qa", "prod"):
+        flow = pair.show(pair.gitops_path, branch, WORKFLOW_FILE)
+        assert "status:" in flow and f"control-plane: {pair.cp}" in flow
+
+    assert run_init(pair) == (0, 0)  # idempotent: nothing planned, nothing written
+    assert pair.refs() == after
+
+
+def test_init_never_overwrites_a_file_it_did_not_write(pair: Pair, tmp_path: Path) -> None:
+    run_init(pair)
+    work = tmp_path / "work"
+    git(tmp_path, "clone", "-q", "-b", "qa", str(pair.cp_path), str(work))
+    (work / WORKFLOW_FILE).write_text("name: mine\non: push\njobs: {}\n")
+    git(work, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qam", "my own workflow")
+    git(work, "push", "-q", "origin", "qa")
+    before = pair.refs()
+
+    plan = plan_init(pair.forge, pair.repos(), pair.cp, pair.gitops)
+    [conflict] = plan.conflicts
+    assert (conflict.branch, conflict.what) == ("qa", f"file {WORKFLOW_FILE}")
+    assert plan.todo == []
+    apply_init(plan, pair.forge, pair.repos())
+    assert pair.refs() == before
+    assert pair.show(pair.cp_path, "qa", WORKFLOW_FILE).startswith("name: mine")
+
+
+def test_init_cli_dry_run_and_conflict_exit_codes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    cp, gitops = tmp_path / "cp.git", tmp_path / "gitops.git"
+    for path in (cp, gitops):
+        git(tmp_path, "init", "-q", "--bare", str(path))
+    monkeypatch.setenv("FLEETFLOW_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.chdir(tmp_path)
+    args = ["init", "--forge", "local", "--control-plane", str(cp), "--gitops", str(gitops)]
+    runner = CliRunner()
+    dry = runner.invoke(cli, [*args, "--dry-run", "--format", "json"])
+    assert dry.exit_code == 0, dry.output
+    envelope = json.loads(dry.output)
+    assert envelope["ok"] and not envelope["result"]["applied"] and envelope["result"]["changes"] > 0
+    assert git(tmp_path, "--git-dir", str(cp), "for-each-ref") == ""
+
+    first = runner.invoke(cli, args)
+    assert first.exit_code == 0 and "change(s) written" in first.output
+    again = runner.invoke(cli, args)
+    assert again.exit_code == 0 and "Nothing to do: the repositories are set up." in again.output
+
+
+# -- doctor ---------------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(params=FORGES)
+def fleet(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Fleet]:
+    if request.param == "local":
+        yield make_local_fleet(tmp_path)
+    else:
+        yield make_github_fleet(tmp_path, request)
+
+
+def findings(fleet: Fleet) -> list[tuple[str, str]]:
+    with fleet.context() as ctx:
+        return [(f.check, f.where) for f in diagnose(ctx).findings]
+
+
+def init_fleet(fleet: Fleet) -> None:
+    repos = GitRepos(fleet.root / "cache-git")
+    apply_init(plan_init(fleet.forge, repos, fleet.cp_id, fleet.gitops_id), fleet.forge, repos)
+
+
+def test_doctor_finds_missing_workflows_then_init_fixes_them(fleet: Fleet) -> None:
+    """The test fleet has every branch but no workflow file anywhere, and a GitOps repository whose HEAD names a
+    branch that does not exist."""
+    found = findings(fleet)
+    cp, go = fleet.cp_id, fleet.gitops_id
+    workflows = {where for check, where in found if check == "workflows"}
+    expected = {f"{cp}@main", *(f"{cp}@{e}" for e in ENVIRONMENTS), *(f"{go}@{e}" for e in ENVIRONMENTS)}
+    assert expected <= workflows
+
+    init_fleet(fleet)
+    assert findings(fleet) == []
+
+
+def test_doctor_reports_a_status_context_no_cluster_matches(fleet: Fleet) -> None:
+    init_fleet(fleet)
+    tip = fleet.branch_sha(fleet.gitops_url, "qa")
+    fleet.post_status(tip, "flux/qa-cluster-typo", "success", "applied")
+    fleet.post_status(tip, "fleetflow/qa", "success", "fleetflow's own")  # never an unknown reporter
+    # the seeded GitOps branches (and init's commits on them) are one commit: every branch there shows the status
+    sharing = [e for e in ENVIRONMENTS if fleet.branch_sha(fleet.gitops_url, e) == tip]
+    with fleet.context() as ctx:
+        found = diagnose(ctx).findings
+    assert sorted((f.check, f.where) for f in found) == sorted(
+        ("contexts", f"{fleet.gitops_id}@{e} ({tip[:12]})") for e in sharing)
+    assert "qa" in sharing and all("'flux/qa-cluster-typo'" in f.problem for f in found)
+
+
+def test_doctor_reports_a_workflow_removed_from_an_environment_branch(fleet: Fleet) -> None:
+    init_fleet(fleet)
+    work = fleet.root / "rm"
+    git(fleet.root, "clone", "-q", "-b", "prod-eu", fleet.cp_url, str(work))
+    git(work, "rm", "-q", WORKFLOW_FILE)
+    git(work, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "drop the workflow")
+    git(work, "push", "-q", "origin", "prod-eu")
+    assert findings(fleet) == [("workflows", f"{fleet.cp_id}@prod-eu")]
+
+
+def test_doctor_cli_exit_codes_and_envelope(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    fleet = make_local_fleet(tmp_path)
+    monkeypatch.setenv("FLEETFLOW_CACHE_DIR", str(tmp_path / "cache"))
+    args = ["doctor", "--forge", "local", "--control-plane", fleet.cp_id, "--format", "json"]
+    sick = CliRunner().invoke(cli, args)
+    assert sick.exit_code == 1
+    envelope = json.loads(sick.output)
+    assert not envelope["ok"] and envelope["problems"] and all(p["hint"] for p in envelope["problems"])
+    assert envelope["result"]["findings"][0]["fix"]
+    init_fleet(fleet)
+    healthy = CliRunner().invoke(cli, args)
+    assert healthy.exit_code == 0, healthy.output
+    assert json.loads(healthy.output)["result"]["healthy"] is True
+
+
+# -- GitHub only: the App's permissions and the auto-merge setting -------------------------------------------
+
+
+def _pem(key: rsa.RSAPrivateKey) -> str:
+    return key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.TraditionalOpenSSL,
+                             serialization.NoEncryption()).decode()
+
+
+def test_doctor_on_github_checks_app_permissions_and_auto_merge(tmp_path: Path, request: pytest.FixtureRequest
+                                                                ) -> None:
+    from fleetflow.forge.github import GitHubForge
+
+    fleet = make_github_fleet(tmp_path, request)
+    stub: GitHubStub = fleet.stub  # type: ignore[attr-defined]
+    init_fleet(fleet)
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    public = key.public_key().public_bytes(serialization.Encoding.PEM,
+                                           serialization.PublicFormat.SubjectPublicKeyInfo).decode()
+    # an installation without the statuses permission (docs/setup.md asks for statuses: write)
+    stub.register_app(4242, public, installed_on=["contoso"], slug="fleetflow",
+                      permissions={"contents": "write", "pull_requests": "write", "checks": "read",
+                                   "metadata": "read"})
+    forge = GitHubForge(app_id="4242", app_private_key=_pem(key), api_url=stub.url, **FAST)  # type: ignore[arg-type]
+    assert forge.installation_permissions("contoso/gitops") == {
+        "contents": "write", "pull_requests": "write", "checks": "read", "metadata": "read"}
+    with Context(forge=forge, git=GitRepos(tmp_path / "app-git"), control_plane=fleet.cp_id) as ctx:
+        found = diagnose(ctx)
+    checks = sorted((f.check, f.where) for f in found.findings)
+    assert ("app", "contoso/control-plane") in checks and ("app", "contoso/gitops") in checks
+    assert all("statuses: write" in f.problem for f in found.findings if f.check == "app")
+    assert not any(check == "autoMerge" for check, _ in checks)  # no Environment of this fleet sets autoMerge
+    assert forge.auto_merge_allowed("contoso/gitops") is False  # GitHub's default for a new repository
+    forge.close()
+
+
+def test_set_default_branch_refuses_a_missing_branch(pair: Pair) -> None:
+    run_init(pair)
+    with pytest.raises(ForgeError):
+        pair.forge.set_default_branch(pair.gitops, "no-such-branch")
+    assert pair.forge.set_default_branch(pair.gitops, "dev") is True
+    assert pair.forge.default_branch(pair.gitops) == "dev"
+    assert pair.forge.set_default_branch(pair.gitops, "dev") is False
+
+
+def test_init_workflows_trigger_like_the_examples() -> None:
+    """init's callers and the documented examples (examples/workflows/) must not drift apart: the same events,
+    the same reusable workflow, the same secrets; only the branch lists and the control plane differ."""
+    import yaml
+
+    from fleetflow.promotion.bootstrap import control_plane_workflow, gitops_workflow
+
+    root = Path(__file__).resolve().parent.parent / "examples" / "workflows"
+    for written, example in (
+        (control_plane_workflow(["main", "dev", "qa", "prod"], "v0"), root / "control-plane.yml"),
+        (gitops_workflow("contoso/platform-control-plane", ["dev", "qa", "prod"], "v0"), root / "gitops.yml"),
+    ):
+        mine, theirs = yaml.safe_load(written), yaml.safe_load(example.read_text())
+        assert mine[True].keys() == theirs[True].keys(), example.name  # PyYAML reads the key `on` as True
+        for event in mine[True]:
+            assert mine[True][event] == theirs[True][event], (example.name, event)
+        assert mine["jobs"]["fleetflow"]["uses"] == theirs["jobs"]["fleetflow"]["uses"]
+        assert mine["jobs"]["fleetflow"]["secrets"] == theirs["jobs"]["fleetflow"]["secrets"]
+        assert mine["permissions"] == theirs["permissions"] == {}
+
+
+def test_example_status_reporter_address_is_the_repository_web_address(tmp_path: Path) -> None:
+    """Flux's github provider takes the host and ``<owner>/<repo>`` from the Provider's ``address`` (notification-
+    controller ``internal/notifier/util.go``, ``parseGitAddress``), so the example template renders
+    ``https://github.com/<owner>/<repo>`` also from a GitOpsRepo whose ``repo`` is ``owner/name`` (what the GitHub
+    forge takes)."""
+    import shutil
+
+    from tests.helpers import run_cli
+
+    example = Path(__file__).resolve().parent.parent / "examples" / "control-plane"
+    env = tmp_path / "dev"
+    shutil.copytree(example / "envs" / "dev", env)
+    gitops = env / "gitops-repo.yaml"
+    gitops.write_text(gitops.read_text().replace("https://github.com/contoso/platform-gitops",
+                                                  "contoso/platform-gitops"))
+    out = tmp_path / "out"
+    result = run_cli("render", "--main", example / "main", "--env", env, "--environment", "dev", "--output", out)
+    assert result.exit_code == 0, result.output
+    providers = list(out.glob("*/_status/flux-status-reporter.yaml"))
+    assert providers
+    for provider in providers:
+        assert "address: https://github.com/contoso/platform-gitops\n" in provider.read_text()
