@@ -598,14 +598,16 @@ class GitRepos:
             target.write_bytes(data[entry.sha])
         return dest
 
-    def commit_files(self, url: str, parent: str, files: Mapping[str, bytes], message: str, when: int) -> str | None:
-        """A commit on top of ``parent`` whose tree is the parent's with ``files`` (path -> bytes) written.
-        None when nothing changes."""
+    def commit_files(self, url: str, parent: str | None, files: Mapping[str, bytes], message: str,
+                     when: int) -> str | None:
+        """A commit on top of ``parent`` (None: a first commit) whose tree is the parent's with ``files``
+        (path -> bytes) written. None when nothing changes."""
         repo = self.mirror(url)
-        tree = self._replace(repo, repo.tree_of(parent), {tuple(p.split("/")): d for p, d in files.items()})
-        if tree == repo.tree_of(parent):
+        base = repo.tree_of(parent) if parent is not None else None
+        tree = self._replace(repo, base, {tuple(p.split("/")): d for p, d in files.items()})
+        if tree == base:
             return None
-        return repo.commit_tree(tree, [parent], message, (self.name, self.email), when)
+        return repo.commit_tree(tree, [parent] if parent is not None else [], message, (self.name, self.email), when)
 
     def _replace(self, repo: BareRepo, tree: str | None, files: Mapping[tuple[str, ...], bytes]) -> str:
         entries = {e.path: e for e in repo.ls_tree(tree)} if tree else {}

@@ -18,9 +18,12 @@ run finds nothing to do, and ``--dry-run`` prints the same plan without writing.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import tempfile
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
+from pathlib import Path
 from typing import Literal, cast
 
 from fleetflow.clock import utc_now
@@ -217,6 +220,13 @@ class ChainEntry:
     gitops_branch: str
 
 
+@contextmanager
+def _exported(git: GitRepos, url: str, sha: str) -> Iterator[Path]:
+    """A temporary folder holding the files of ``sha`` (read by the parser, then removed)."""
+    with tempfile.TemporaryDirectory(prefix="fleetflow-init-") as tmp:
+        yield git.export(url, sha, Path(tmp) / "tree")
+
+
 def _chain(git: GitRepos, url: str, main_sha: str | None) -> tuple[list[ChainEntry], bool]:
     """The environments on main in promotion order, or the starter chain (True) when main does not exist yet or
     holds no YAML document."""
@@ -224,7 +234,7 @@ def _chain(git: GitRepos, url: str, main_sha: str | None) -> tuple[list[ChainEnt
         return [ChainEntry(n, n, n) for n, _ in STARTER_CHAIN], True
     collected = Problems()
     envs: dict[str, Resource[EnvironmentSpec]] = {}
-    with git.checkout(url, main_sha) as root:
+    with _exported(git, url, main_sha) as root:
         docs, problems = read_tree(Tree(root, f"main@{main_sha[:12]}"))
         if not docs and not problems:  # a main with no documents yet (GitHub's "Initial commit", a README)
             return [ChainEntry(n, n, n) for n, _ in STARTER_CHAIN], True
@@ -245,7 +255,7 @@ def _chain(git: GitRepos, url: str, main_sha: str | None) -> tuple[list[ChainEnt
 def _gitops_branch(git: GitRepos, url: str, sha: str, fallback: str) -> str:
     """The GitOps branch the environment branch's GitOpsRepo names (its name when it names none)."""
     collected = Problems()
-    with git.checkout(url, sha) as root:
+    with _exported(git, url, sha) as root:
         docs, _ = read_tree(Tree(root, "env"))
         for doc in docs:
             if doc.kind == "GitOpsRepo":
@@ -341,13 +351,8 @@ def apply_init(plan: InitPlan, forge: Forge, git: GitRepos, clock: Callable[[], 
     branches. A branch that moved makes the push fail: nothing is overwritten, run init again."""
     when = int(clock().timestamp())
     for write in plan.writes:
-        with git.checkout(write.url, write.parent) as tree:
-            for path, content in write.files.items():
-                target = tree / path
-                target.parent.mkdir(parents=True, exist_ok=True)
-                target.write_text(content, encoding="utf-8")
-            sha = git.commit_directory(write.url, tree, write.parent,
-                                       f"fleetflow init: {', '.join(sorted(write.files))}", when)
+        sha = git.commit_files(write.url, write.parent, {p: c.encode() for p, c in write.files.items()},
+                               f"fleetflow init: {', '.join(sorted(write.files))}", when)
         if sha is not None:
             git.push(write.url, sha, write.branch, write.parent)
     for repo, branch in plan.defaults:

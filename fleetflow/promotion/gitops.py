@@ -23,6 +23,7 @@ from fleetflow.errors import UsageError
 from fleetflow.forge.git import BareRepo, TreeEdit, TreeEntry
 from fleetflow.render.diff import file_diff
 from fleetflow.render.incremental import STATE_PATH, RenderState
+from fleetflow.render.ownership import cluster_types, ownership
 from fleetflow.render.pipeline import STATUS_DIR, RenderResult
 
 
@@ -85,36 +86,22 @@ def _relative(entry: TreeEntry, root: str) -> TreeEntry:
 def tree_edits(tree: GitOpsTree, result: RenderResult, previous: RenderState | None,
                state: bytes | None = None) -> Iterator[TreeEdit]:
     """The edits that make ``tree``'s output folder hold what ``apply_result`` would write there (``state``: the
-    new state's bytes, when already made)."""
-    grouped: dict[str, list[tuple[str, bytes]]] = {}
-    for path, data in result.files.items():
-        aid, _, name = path.rpartition("/")
-        grouped.setdefault(aid, []).append((name, data))
-    for aid in result.rendered:
-        yield TreeEdit(tree.path(aid))
-        for name, data in sorted(grouped.get(aid, ())):
-            yield TreeEdit(tree.path(f"{aid}/{name}"), data)
-    current = result.state.assignments
-    if previous is None:  # no record of what was there: sweep the cluster-type folders
-        cluster_types = sorted({_cluster_type(a) for a in current})
-        for entry in tree.children(cluster_types):
-            name = entry.path.rsplit("/", 1)[-1]
-            if entry.kind == "tree" and not name.startswith("_") and entry.path not in current:
-                yield TreeEdit(tree.path(entry.path))
+    new state's bytes, when already made). The ownership rule is the one ``render`` follows
+    (:func:`fleetflow.render.ownership.ownership`): only files the previous state says fleetflow wrote are deleted;
+    every other file in a cluster-type folder is kept."""
+    types = cluster_types(previous, result.state, result.reporters)
+    if previous is None:  # no record of what was there: look at every cluster-type folder
+        folders = set(types)
     else:
-        for aid in sorted(set(previous.assignments) - set(current)):
-            yield TreeEdit(tree.path(aid))
-    wanted: dict[str, list[tuple[str, bytes]]] = {}
-    for path, data in result.reporters.items():
-        ct, _, name = path.partition(f"/{STATUS_DIR}/")
-        wanted.setdefault(ct, []).append((name, data))
-    known = {_cluster_type(a) for a in current}
-    if previous is not None:
-        known |= {_cluster_type(a) for a in previous.assignments}
-    for ct in sorted(known | set(wanted)):
-        yield TreeEdit(tree.path(f"{ct}/{STATUS_DIR}"))
-        for name, data in sorted(wanted.get(ct, ())):
-            yield TreeEdit(tree.path(f"{ct}/{STATUS_DIR}/{name}"), data)
+        folders = {*result.rendered, *(set(previous.assignments) - set(result.state.assignments))}
+        folders |= {f"{ct}/{STATUS_DIR}" for ct in types}
+    owned = ownership(previous, result.state, result.reporters, tree.files(sorted(folders)))
+    for path in owned.delete:
+        yield TreeEdit(tree.path(path))
+    for path, data in sorted(result.files.items()):
+        yield TreeEdit(tree.path(path), data)
+    for path, data in sorted(result.reporters.items()):
+        yield TreeEdit(tree.path(path), data)
     state = result.state.to_bytes() if state is None else state
     if state != tree.state_bytes:
         yield TreeEdit(tree.path(STATE_PATH), state)
