@@ -23,7 +23,7 @@ from fleetflow.errors import UsageError
 from fleetflow.forge.git import BareRepo, TreeEdit, TreeEntry
 from fleetflow.render.diff import file_diff
 from fleetflow.render.incremental import STATE_PATH, RenderState
-from fleetflow.render.ownership import cluster_types, ownership
+from fleetflow.render.ownership import examined_folders, ownership
 from fleetflow.render.pipeline import STATUS_DIR, RenderResult
 
 
@@ -89,12 +89,7 @@ def tree_edits(tree: GitOpsTree, result: RenderResult, previous: RenderState | N
     new state's bytes, when already made). The ownership rule is the one ``render`` follows
     (:func:`fleetflow.render.ownership.ownership`): only files the previous state says fleetflow wrote are deleted;
     every other file in a cluster-type folder is kept."""
-    types = cluster_types(previous, result.state, result.reporters)
-    if previous is None:  # no record of what was there: look at every cluster-type folder
-        folders = set(types)
-    else:
-        folders = {*result.rendered, *(set(previous.assignments) - set(result.state.assignments))}
-        folders |= {f"{ct}/{STATUS_DIR}" for ct in types}
+    folders = examined_folders(previous, result.state, result.rendered, result.reporters)
     owned = ownership(previous, result.state, result.reporters, tree.files(sorted(folders)))
     for path in owned.delete:
         yield TreeEdit(tree.path(path))

@@ -16,7 +16,7 @@ from pathlib import Path
 from fleetflow.errors import Location, Problem, UsageError
 from fleetflow.render.diff import unified_diff
 from fleetflow.render.incremental import STATE_PATH, RenderState
-from fleetflow.render.ownership import Ownership, cluster_types, ownership
+from fleetflow.render.ownership import Ownership, examined_folders, ownership
 from fleetflow.render.pipeline import STATUS_DIR, RenderResult
 
 
@@ -92,14 +92,7 @@ def survey(root: Path, result: RenderResult, previous: RenderState | None, *, sw
     Looks in the folders the render touches (assignments rendered now or removed, status folders); without a
     previous state, or with ``sweep``, in every cluster-type folder fleetflow writes into.
     """
-    types = cluster_types(previous, result.state, result.reporters)
-    folders: set[str] = set()
-    if previous is None or sweep:
-        folders |= types
-    else:
-        folders |= set(result.rendered)
-        folders |= set(previous.assignments) - set(result.state.assignments)
-        folders |= {f"{ct}/{STATUS_DIR}" for ct in types}
+    folders = examined_folders(previous, result.state, result.rendered, result.reporters, sweep=sweep)
     paths: list[str] = []
     for folder in sorted(folders):
         paths.extend(_files_under(root, safe_path(root, folder)))

@@ -49,6 +49,18 @@ def cluster_types(previous: RenderState | None, current: RenderState, reporters:
     return found
 
 
+def examined_folders(previous: RenderState | None, current: RenderState, rendered: Iterable[str],
+                     reporters: Iterable[str], *, sweep: bool = False) -> set[str]:
+    """The folders (relative to the output root) whose files a render must sort with :func:`ownership`: the
+    assignments rendered now or removed, and the status folders; without a previous state, or with ``sweep``,
+    every cluster-type folder fleetflow writes into."""
+    types = cluster_types(previous, current, reporters)
+    if previous is None or sweep:
+        return set(types)
+    folders = {*rendered, *(set(previous.assignments) - set(current.assignments))}
+    return folders | {f"{ct}/{STATUS_DIR}" for ct in types}
+
+
 def ownership(
     previous: RenderState | None, current: RenderState, reporters: Collection[str], paths: Iterable[str]
 ) -> Ownership:
