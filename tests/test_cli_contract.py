@@ -57,7 +57,9 @@ def test_render_plan_validate_explain_print_the_envelope(tmp_path: Path) -> None
     assert code == 0 and envelope(stdout)["result"]["changes"]["added"] == []
     code, stdout, _ = invoke("validate", *common, "--format", "json")
     # one shape for a list of environments: a list of objects, never {name: count}
-    assert code == 0 and envelope(stdout)["result"]["environments"] == [{"name": "dev", "assignments": 2}]
+    assert code == 0 and envelope(stdout)["result"]["environments"] == [
+        {"name": "dev", "assignments": 2, "mainTree": str(main_dir), "envTree": str(env_dir)}
+    ]
     code, stdout, _ = invoke("explain", *common, "--environment", "dev", "--assignment", "cloud-eu/app-dev",
                              "--format", "json")
     assert code == 0 and envelope(stdout)["result"]["assignment"] == "cloud-eu/app-dev"

@@ -48,11 +48,16 @@ def trees(func: F) -> F:
     return MAIN(ENV(func))
 
 
-def load(main_dir: Path, env_dir: Path, fmt: str = "text") -> ControlPlane:
-    """Load and structurally check both trees; raise every problem at once (git failures exit 3)."""
+def load(main_dir: Path, env_dir: Path, fmt: str = "text", *, main_label: str | None = None,
+         env_label: str | None = None) -> ControlPlane:
+    """Load and structurally check both trees; raise every problem at once (git failures exit 3). Messages name
+    files by the labels (default: the paths as given)."""
     fetcher = RegistrationFetcher(progress=TERMINAL.progress(fmt))
     plane, problems = load_control_plane(
-        main_dir, env_dir, main_label=str(main_dir), env_label=str(env_dir), fetch=fetcher, cache=parse_cache()
+        main_dir, env_dir,
+        main_label=str(main_dir) if main_label is None else main_label,
+        env_label=str(env_dir) if env_label is None else env_label,
+        fetch=fetcher, cache=parse_cache(),
     )
     if fetcher.failures:
         raise GitError("\n".join(str(p) for p in fetcher.failures))

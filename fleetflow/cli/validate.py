@@ -2,29 +2,55 @@
 
 from __future__ import annotations
 
+import tempfile
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import click
 
-from fleetflow.cli.common import FORMAT, check_environment, head_branch_name, load, trees
-from fleetflow.cli.errors import handled
+from fleetflow.cli.common import FORMAT, check_environment, head_branch_name, load, parse_cache
+from fleetflow.cli.errors import Reply, handled
 from fleetflow.cli.terminal import TERMINAL
 from fleetflow.errors import ExitCode, InputError, Problem, Problems, UsageError
 from fleetflow.model.controlplane import ControlPlane
 from fleetflow.model.references import check_trees_not_empty
+from fleetflow.promotion.context import environment_branch
 from fleetflow.promotion.gate import configuration_problems
+from fleetflow.promotion.proposed_change import plan_change
 from fleetflow.render.pipeline import Meta, RenderResult, render_environment
 from fleetflow.render.summary import ValidatedEnvironment, ValidateSummary
 
+TREE = click.Path(file_okay=False, path_type=Path)
+
+
+@dataclass
+class Findings:
+    """What the checks found, over every environment checked."""
+
+    problems: Problems = field(default_factory=Problems)
+    warnings: list[Problem] = field(default_factory=list)
+    checked: list[ValidatedEnvironment] = field(default_factory=list)
+
 
 @click.command()
-@trees
+@click.option("--main", "main_dir", type=TREE, help="Checkout of the control-plane main branch.")
+@click.option("--env", "env_dir", type=TREE, help="Checkout of the environment branch.")
+@click.option(
+    "--into", "into", metavar="BRANCH",
+    help="Check the change in --repo as it would land on BRANCH (a pull request's base): main, against every "
+    "environment's branch; an environment branch, against the main commit it pins. Instead of --main/--env.",
+)
+@click.option(
+    "--repo", "repo_dir", type=TREE, default=Path("."), show_default=True,
+    help="With --into: the checkout holding the change (every branch fetched, e.g. fetch-depth: 0).",
+)
 @click.option(
     "--environment", help="Environment to check (default: the one the --env branch belongs to, or all)."
 )
 @click.option("--strict", is_flag=True, help="Warnings fail too (exit 1), e.g. in CI.")
 @FORMAT
-def validate(main_dir: Path, env_dir: Path, environment: str | None, strict: bool, fmt: str) -> None:
+def validate(main_dir: Path | None, env_dir: Path | None, into: str | None, repo_dir: Path,
+             environment: str | None, strict: bool, fmt: str) -> None:
     """Load, schedule, compose, validate and render in memory, check the rollout gate's configuration; report
     every problem and every warning; write nothing.
 
@@ -34,45 +60,96 @@ def validate(main_dir: Path, env_dir: Path, environment: str | None, strict: boo
     nothing (with the closest existing label), targets of environments main does not define, an environment
     that schedules nothing.
 
-    Without --environment, the environment is taken from the env branch's GitOpsRepo (its name) or the branch
-    checked out in --env when there is one, else every environment defined on main is checked.
+    \b
+    Two ways to name what to check:
+      fleetflow validate --main ../cp-main --env ../cp-dev     two checkouts side by side
+      fleetflow validate --into main --strict                  a pull request, in its checkout (CI)
+
+    With --main/--env and no --environment, the environment is taken from the env branch's GitOpsRepo (its
+    name) or the branch checked out in --env when there is one, else every environment defined on main is
+    checked. With --into, the working tree of --repo is the change (uncommitted edits included), and the other
+    side is read from the repo's branches (origin/<branch>, else the local branch).
     """
     with handled(fmt) as reply:
-        plane = load(main_dir, env_dir, fmt)
-        problems = Problems()
-        check_trees_not_empty(plane, str(main_dir), str(env_dir), problems)
-        problems.raise_if_any()
-        branch = head_branch_name(env_dir)
-        if environment:
-            check_environment(plane, environment)
-        names = _environments(plane, environment, branch)
-        warnings: list[Problem] = []
-        counts: dict[str, int] = {}
-        for name in names:
+        if into is not None:
+            if main_dir is not None or env_dir is not None:
+                raise UsageError("--into checks the change in --repo: leave out --main and --env")
+            findings = _check_change(repo_dir, into, environment, fmt)
+        else:
+            if main_dir is None or env_dir is None:
+                raise UsageError(
+                    "name the trees to check: --main DIR --env DIR, or --into BRANCH for a change in --repo"
+                )
+            findings = _check_trees(main_dir, env_dir, environment, fmt)
+        _reply(reply, findings, strict, into)
+
+
+def _check_trees(main_dir: Path, env_dir: Path, environment: str | None, fmt: str) -> Findings:
+    plane = load(main_dir, env_dir, fmt)
+    found = Findings()
+    check_trees_not_empty(plane, str(main_dir), str(env_dir), found.problems)
+    found.problems.raise_if_any()
+    branch = head_branch_name(env_dir)
+    if environment:
+        check_environment(plane, environment)
+    for name in _environments(plane, environment, branch):
+        _check_environment(plane, name, branch, fmt, found, (str(main_dir), str(env_dir)))
+    return found
+
+
+def _check_change(repo_dir: Path, into: str, environment: str | None, fmt: str) -> Findings:
+    found = Findings()
+    with tempfile.TemporaryDirectory(prefix="fleetflow-validate-") as scratch:
+        change = plan_change(repo_dir, into, Path(scratch), environment=environment, cache=parse_cache())
+        found.warnings.extend(change.warnings)
+        for pair in change.pairs:
             try:
-                result = render_environment(plane, name, meta=Meta(env_branch=branch), progress=TERMINAL.progress(fmt))
+                plane = load(pair.main.root, pair.env.root, fmt, main_label=pair.main.label,
+                             env_label=pair.env.label)
             except InputError as exc:
-                problems.extend(exc.problems())
+                found.problems.extend(exc.problems())
                 continue
-            counts[name] = len(result.state.assignments)
-            warnings.extend(result.warnings)
-            problems.extend(_gate_problems(plane, name, result))
-        for warning in sorted(set(warnings), key=lambda p: (str(p.location or ""), p.message)):
-            reply.warn(warning)
-        problems.raise_if_any()
-        strict_fail = strict and bool(warnings)
+            trees = (pair.main.label or ".", pair.env.label or ".")
+            _check_environment(plane, pair.environment, pair.branch, fmt, found, trees)
+    return found
 
-        def text() -> None:
-            for name, count in counts.items():
-                click.echo(f"ok: {name}: {count} assignments scheduled, composed, validated and rendered")
-            if strict_fail:
-                click.echo(f"{len(reply.warnings)} warnings and --strict: failing.", err=True)
 
-        reply.done(
-            ValidateSummary(environments=[ValidatedEnvironment(name=n, assignments=c) for n, c in counts.items()]),
-            text,
-            exit_code=ExitCode.REFUSED if strict_fail else None,
-        )
+def _check_environment(plane: ControlPlane, name: str, branch: str | None, fmt: str, found: Findings,
+                       trees: tuple[str, str]) -> None:
+    try:
+        result = render_environment(plane, name, meta=Meta(env_branch=branch), progress=TERMINAL.progress(fmt))
+    except InputError as exc:
+        found.problems.extend(exc.problems())
+        return
+    found.checked.append(ValidatedEnvironment(
+        name=name, assignments=len(result.state.assignments), main_tree=trees[0], env_tree=trees[1]
+    ))
+    found.warnings.extend(result.warnings)
+    found.problems.extend(_gate_problems(plane, name, result))
+
+
+def _reply(reply: Reply, found: Findings, strict: bool, into: str | None) -> None:
+    # a problem of main's tree is found once per environment checked against it: say it once
+    for warning in sorted(set(found.warnings), key=lambda p: (str(p.location or ""), p.message)):
+        reply.warn(warning)
+    Problems(list(dict.fromkeys(found.problems))).raise_if_any()
+    strict_fail = strict and bool(found.warnings)
+
+    def text() -> None:
+        for env in found.checked:
+            trees = f" ({env.main_tree} + {env.env_tree})" if into else ""
+            click.echo(f"ok: {env.name}: {env.assignments} assignments scheduled, composed, validated and "
+                       f"rendered{trees}")
+        if not found.checked:
+            click.echo("nothing to check: no environment could be paired with the change (see the warnings)")
+        if strict_fail:
+            click.echo(f"{len(reply.warnings)} warnings and --strict: failing.", err=True)
+
+    reply.done(
+        ValidateSummary(environments=found.checked),
+        text,
+        exit_code=ExitCode.REFUSED if strict_fail else None,
+    )
 
 
 def _environments(plane: ControlPlane, environment: str | None, branch: str | None) -> list[str]:
@@ -81,10 +158,7 @@ def _environments(plane: ControlPlane, environment: str | None, branch: str | No
     gitops = plane.gitops_repo()
     if gitops is not None and gitops.name in plane.environments:
         return [gitops.name]
-    by_branch = {
-        (env.spec.branch or (env.spec.control_plane.branch if env.spec.control_plane else None) or name): name
-        for name, env in plane.environments.items()
-    }
+    by_branch = {environment_branch(env): name for name, env in plane.environments.items()}
     if branch is not None and branch in by_branch:
         return [by_branch[branch]]
     if plane.environments:

@@ -307,6 +307,19 @@ class BareRepo:
         proc = self.git("cat-file", "blob", f"{rev}:{clean}", check=False)
         return proc.stdout if proc.returncode == 0 else None
 
+    def export(self, rev: str, dest: Path) -> Path:
+        """Write the files of ``rev``'s tree into ``dest`` (created). Symbolic links are never written."""
+        dest.mkdir(parents=True, exist_ok=True)
+        entries = [e for e in self.ls_tree(rev, recursive=True, trees=False) if e.kind == "blob"]
+        data = self.blobs(e.sha for e in entries)
+        for entry in entries:
+            if entry.mode == "120000":
+                continue  # a symbolic link: never followed, never written
+            target = dest / entry.path
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(data[entry.sha])
+        return dest
+
     # -- writing objects -----------------------------------------------------------------------------------
 
     def hash_blob(self, data: bytes) -> str:
@@ -586,17 +599,7 @@ class GitRepos:
 
     def export(self, url: str, sha: str, dest: Path) -> Path:
         """Write the files of ``sha`` into ``dest`` (created): for reading a control-plane tree with the parser."""
-        dest.mkdir(parents=True, exist_ok=True)
-        repo = self.mirror(url)
-        entries = [e for e in repo.ls_tree(sha, recursive=True, trees=False) if e.kind == "blob"]
-        data = repo.blobs(e.sha for e in entries)
-        for entry in entries:
-            target = dest / entry.path
-            target.parent.mkdir(parents=True, exist_ok=True)
-            if entry.mode == "120000":
-                continue  # a symbolic link: never followed, never written
-            target.write_bytes(data[entry.sha])
-        return dest
+        return self.mirror(url).export(sha, dest)
 
     def commit_files(self, url: str, parent: str | None, files: Mapping[str, bytes], message: str,
                      when: int) -> str | None:

@@ -36,6 +36,33 @@ def short(sha: str | None) -> str:
     return sha[:12] if sha else "-"
 
 
+def environment_branch(env: Resource[EnvironmentSpec]) -> str:
+    """The control-plane branch that holds an environment's configuration (and its pin)."""
+    spec = env.spec
+    return spec.branch or (spec.control_plane.branch if spec.control_plane else None) or env.name
+
+
+def read_environments(tree: Tree, cache: ParseCache | None, *, where: str) -> dict[str, Resource[EnvironmentSpec]]:
+    """The Environment resources of a main tree (only those: cheap, no registrations). ``where`` names the tree
+    in the message when it defines none. Raises InputError with every problem found."""
+    docs, problems = read_tree(tree, cache=cache)
+    collected = Problems(list(problems))
+    envs: dict[str, Resource[EnvironmentSpec]] = {}
+    for doc in docs:
+        if doc.kind == "Environment":
+            res = build_resource(doc, "main", collected)
+            if res is not None:
+                envs[res.name] = res
+    if not envs and not collected:
+        collected.add(
+            f"no Environment on {where}",
+            None,
+            "define the environment chain on main (kind: Environment), e.g. in .environments/",
+        )
+    collected.raise_if_any()
+    return envs
+
+
 @dataclass
 class Context:
     forge: Forge
@@ -91,22 +118,9 @@ class Context:
 
     def _read_environments(self, main_sha: str) -> dict[str, Resource[EnvironmentSpec]]:
         root = self.tree(self.cp_url, main_sha)
-        docs, problems = read_tree(Tree(root, self.main_branch), cache=ParseCache(self.git.cache_dir / "parsed"))
-        collected = Problems(list(problems))
-        envs: dict[str, Resource[EnvironmentSpec]] = {}
-        for doc in docs:
-            if doc.kind == "Environment":
-                res = build_resource(doc, "main", collected)
-                if res is not None:
-                    envs[res.name] = res
-        if not envs and not collected:
-            collected.add(
-                f"no Environment on main@{short(main_sha)}",
-                None,
-                "define the environment chain on main (kind: Environment), e.g. in .environments/",
-            )
-        collected.raise_if_any()
-        return envs
+        return read_environments(
+            Tree(root, self.main_branch), ParseCache(self.git.cache_dir / "parsed"), where=f"main@{short(main_sha)}"
+        )
 
     def environment(self, envs: dict[str, Resource[EnvironmentSpec]], name: str) -> Resource[EnvironmentSpec]:
         if name not in envs:
@@ -115,8 +129,7 @@ class Context:
 
     @staticmethod
     def env_branch(env: Resource[EnvironmentSpec]) -> str:
-        spec = env.spec
-        return spec.branch or (spec.control_plane.branch if spec.control_plane else None) or env.name
+        return environment_branch(env)
 
     def pin(self, env_sha: str | None) -> Pin:
         if env_sha is None:

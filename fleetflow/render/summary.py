@@ -39,6 +39,8 @@ class PlanSummary(Result):
 class ValidatedEnvironment(Result):
     name: str
     assignments: int
+    main_tree: str  # the main tree checked: a path, or branch@sha when read from git (--into)
+    env_tree: str
 
 
 class ValidateSummary(Result):

@@ -1,0 +1,157 @@
+"""A proposed change to the control-plane repo (a pull request), paired with what it will be rendered with.
+
+A pull request into ``main`` changes what every environment renders: each environment's branch is read as it is
+now. A pull request into an environment branch changes that environment only, and schedule renders it with the
+``main`` commit the branch pins (``base-repo.yaml``), or ``main``'s tip before the first promotion. This module
+finds those pairs in a checkout of the change (the pull request's merge commit, as ``actions/checkout`` leaves it
+on a ``pull_request`` event, with every branch fetched) and writes the other side of each pair into a scratch
+folder; the checkout's own working tree is read as it is, uncommitted edits included, so the same command checks
+a change on a laptop before it is pushed.
+
+Branches are read from ``refs/remotes/origin/<branch>`` (what a clone or ``actions/checkout`` with
+``fetch-depth: 0`` has), else from a local branch of that name.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from fleetflow.errors import GitError, Problem, UsageError, unknown_environment
+from fleetflow.forge.git import BareRepo, run_git
+from fleetflow.model.documents import ParseCache, Tree
+from fleetflow.promotion.context import MAIN, environment_branch, read_environments, short
+from fleetflow.promotion.pin import PIN_FILE, read_pin
+
+
+@dataclass(frozen=True)
+class Side:
+    """One tree of a pair: where its files are and how messages name them."""
+
+    root: Path
+    label: str
+
+
+@dataclass(frozen=True)
+class Pair:
+    """What schedule will render for ``environment`` once the change has landed."""
+
+    environment: str
+    branch: str  # the environment's branch in the control-plane repo
+    main: Side
+    env: Side
+
+
+@dataclass(frozen=True)
+class ChangePlan:
+    """The pairs to check, and what could not be paired (warnings: they fail only with --strict)."""
+
+    into: str
+    pairs: list[Pair]
+    warnings: list[Problem]
+
+
+def _git_dir(checkout: Path) -> Path:
+    proc = run_git(["rev-parse", "--absolute-git-dir"], cwd=checkout, check=False)
+    if proc.returncode != 0:
+        raise UsageError(
+            f"--repo {checkout}: not a git checkout of the control-plane repo "
+            "(clone it, or use actions/checkout with fetch-depth: 0)"
+        )
+    return Path(proc.stdout.decode().strip())
+
+
+def _branch_commit(repo: BareRepo, branch: str) -> str | None:
+    for ref in (f"refs/remotes/origin/{branch}", f"refs/heads/{branch}"):
+        sha = repo.resolve(f"{ref}^{{commit}}")
+        if sha is not None:
+            return sha
+    return None
+
+
+def _label(checkout: Path) -> str:
+    """How messages name files of the working tree: by their path in the repository when the checkout is the
+    current folder (so a GitHub annotation's ``file=`` points into the pull request's diff), relative to the
+    current folder when it is below it, else by the path as given."""
+    here = Path.cwd().resolve()
+    where = checkout.resolve()
+    if where == here:
+        return ""
+    if where.is_relative_to(here):
+        return where.relative_to(here).as_posix()
+    return str(checkout)
+
+
+def plan_change(checkout: Path, into: str, scratch: Path, *, environment: str | None = None,
+                main_branch: str = MAIN, cache: ParseCache | None = None) -> ChangePlan:
+    """Pair the working tree of ``checkout`` (the change, as it would land on branch ``into``) with the other side
+    of each environment it affects, exported from git into ``scratch``.
+
+    Raises UsageError when ``into`` is neither ``main_branch`` nor an environment's branch, InputError when the
+    Environments cannot be read, GitError when a commit the pairing needs is not in the checkout."""
+    repo = BareRepo(_git_dir(checkout))
+    work = Side(checkout, _label(checkout))
+    exported: dict[str, Side] = {}
+
+    def side(branch: str, sha: str) -> Side:
+        if sha not in exported:
+            exported[sha] = Side(repo.export(sha, scratch / f"{len(exported)}-{sha[:12]}"), f"{branch}@{short(sha)}")
+        return exported[sha]
+
+    warnings: list[Problem] = []
+    if into == main_branch:
+        envs = read_environments(Tree(checkout, work.label), cache, where=f"the change into {main_branch}")
+        if environment is not None and environment not in envs:
+            raise unknown_environment(environment, envs)
+        pairs: list[Pair] = []
+        for name, env in sorted(envs.items()):
+            if environment is not None and name != environment:
+                continue
+            branch = environment_branch(env)
+            sha = _branch_commit(repo, branch)
+            if sha is None:
+                warnings.append(Problem(
+                    f"environment {name}: no branch {branch!r} in {checkout}: its configuration was not checked",
+                    env.where("metadata", "name"),
+                    f"create the {branch} branch first (cluster types, clusters, configs, GitOpsRepo); in a "
+                    "workflow, check the repo out with fetch-depth: 0 so every branch is there",
+                ))
+                continue
+            pairs.append(Pair(name, branch, work, side(branch, sha)))
+        return ChangePlan(into, pairs, warnings)
+
+    main_sha = _pinned_main(repo, checkout, main_branch)
+    main_side = side(main_branch, main_sha)
+    envs = read_environments(Tree(main_side.root, main_side.label), cache, where=main_side.label)
+    by_branch = {environment_branch(env): name for name, env in envs.items()}
+    if into not in by_branch:
+        known = ", ".join(f"{b} ({n})" for b, n in sorted(by_branch.items())) or "none"
+        raise UsageError(
+            f"--into {into}: not {main_branch} and not the branch of any Environment on {main_side.label} "
+            f"(environment branches: {known})"
+        )
+    name = by_branch[into]
+    if environment is not None and environment != name:
+        raise UsageError(f"--environment {environment}: branch {into} belongs to environment {name}")
+    return ChangePlan(into, [Pair(name, into, main_side, work)], warnings)
+
+
+def _pinned_main(repo: BareRepo, checkout: Path, main_branch: str) -> str:
+    """The main commit an environment branch's change renders with: its pin, else main's tip."""
+    pin_file = checkout / PIN_FILE
+    pin = read_pin(pin_file.read_text(encoding="utf-8") if pin_file.is_file() else None)
+    if pin.commit:
+        sha = repo.resolve(f"{pin.commit}^{{commit}}")
+        if sha is None:
+            raise GitError(
+                f"main@{pin.commit[:12]}, pinned in {PIN_FILE}, is not in {checkout}: fetch the whole history "
+                "(git fetch origin, or actions/checkout with fetch-depth: 0)"
+            )
+        return sha
+    sha = _branch_commit(repo, main_branch)
+    if sha is None:
+        raise GitError(
+            f"no {main_branch} branch in {checkout}: fetch it (git fetch origin {main_branch}, or "
+            "actions/checkout with fetch-depth: 0)"
+        )
+    return sha
