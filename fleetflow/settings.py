@@ -27,7 +27,7 @@ from pydantic.alias_generators import to_camel
 from ruamel.yaml import YAML
 from ruamel.yaml.error import YAMLError
 
-from fleetflow.errors import Location, Problem, UsageError, validation_problems
+from fleetflow.errors import Location, Problem, Problems, UsageError, validation_problems
 from fleetflow.model.documents import parse_documents
 
 DEFAULT_CONFIG = ".fleetflow.yaml"
@@ -88,7 +88,7 @@ def read_config(path: Path | None, explicit: bool) -> tuple[ConfigFile, Callable
         mark = getattr(exc, "problem_mark", None)
         loc = Location(display, mark.line + 1 if mark else None)
         raise UsageError(Problem("invalid YAML in the config file", loc, "fix the YAML syntax")) from None
-    documents, _ = parse_documents(text, display)
+    documents = parse_documents(text, display, Problems())  # read for positions only: the YAML loaded above
     where = documents[0].where if documents else (lambda *_: Location(display))
     if data is None:
         return ConfigFile(), where

@@ -9,6 +9,8 @@ import pytest
 from click.testing import CliRunner, Result
 
 from fleetflow.cli import main as cli_main
+from fleetflow.errors import Problem, Problems
+from fleetflow.model.documents import Document, ParseCache, Tree, parse_documents, read_tree
 
 
 def build_file_tree(root: Path, files: dict[str, str]) -> Path:
@@ -18,6 +20,18 @@ def build_file_tree(root: Path, files: dict[str, str]) -> Path:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(textwrap.dedent(text).lstrip("\n"), encoding="utf-8")
     return root
+
+
+def parsed(text: str, display: str = "f.yaml") -> tuple[list[Document], list[Problem]]:
+    """``parse_documents`` with a fresh collector: the documents and what it collected (tests look at both)."""
+    problems = Problems()
+    return parse_documents(text, display, problems), problems.items
+
+
+def tree_read(tree: Tree, cache: ParseCache | None = None) -> tuple[list[Document], list[Problem]]:
+    """``read_tree`` with a fresh collector: the documents and what it collected."""
+    problems = Problems()
+    return read_tree(tree, problems, cache), problems.items
 
 
 MAIN_FILES: dict[str, str] = {

@@ -22,7 +22,7 @@ from fleetflow.cli import main
 from fleetflow.errors import EXIT_CODES_HELP, ExitCode, InputError
 from fleetflow.promotion.events import route
 from tests.fleet import build_bare_repos, git
-from tests.helpers import build_file_tree, make_plane, run_cli, tree_bytes
+from tests.helpers import build_file_tree, make_plane, parsed, run_cli, tree_bytes
 
 ENVELOPE_KEYS = ["ok", "exitCode", "problems", "warnings", "result"]
 ENVS = ["dev", "qa", "prod"]
@@ -300,9 +300,7 @@ def test_loaders_answer_every_yaml_document_with_problems_not_tracebacks(tmp_pat
 @given(text=st.text(max_size=60))
 @settings(max_examples=150, deadline=None)
 def test_yaml_parser_answers_any_text_with_problems(text: str) -> None:
-    from fleetflow.model.documents import parse_documents
-
-    _, problems = parse_documents(text, "x.yaml")
+    _, problems = parsed(text, "x.yaml")
     assert all(p.location is not None and p.location.file == "x.yaml" for p in problems)
 
 

@@ -2,10 +2,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from fleetflow.model.documents import Tree, parse_documents, read_tree
+from fleetflow.model.documents import Tree
 from fleetflow.render.diff import unified_diff
 from fleetflow.render.incremental import AssignmentState, ExpectedCluster, RenderState
-from tests.helpers import build_file_tree
+from tests.helpers import build_file_tree, parsed, tree_read
 
 TEXT = """\
 apiVersion: v1
@@ -29,7 +29,7 @@ spec:
 
 
 def test_documents_keep_positions_and_plain_data() -> None:
-    docs, problems = parse_documents(TEXT, "f.yaml")
+    docs, problems = parsed(TEXT, "f.yaml")
     assert problems == [] and len(docs) == 2  # the empty document is skipped
     cm, cluster = docs
     assert type(cm.body["data"]) is dict and cm.body["data"]["nested"] == {"deep": 1}
@@ -47,7 +47,7 @@ def test_tree_scan_skips_hidden_folders_but_environments(tmp_path: Path) -> None
         "b/c.yml": "kind: C\n", "notes.txt": "x", ".hidden.yaml": "kind: H\n",
         "skip/d.yaml": "kind: D\n", ".fleetflowignore": "skip/\n",
     })
-    docs, problems = read_tree(Tree(root, "t"))
+    docs, problems = tree_read(Tree(root, "t"))
     assert problems == []
     assert sorted(d.kind for d in docs) == ["C", "E", "X"]
 

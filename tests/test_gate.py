@@ -7,13 +7,13 @@ import pytest
 from fleetflow.errors import InputError, Problems
 from fleetflow.forge.base import CommitStatus
 from fleetflow.model.controlplane import Resource, build_resource
-from fleetflow.model.documents import parse_documents
 from fleetflow.model.durations import format_duration, parse_duration
 from fleetflow.model.resources import EnvironmentSpec, RolloutPolicy
 from fleetflow.promotion.context import chain_order
 from fleetflow.promotion.gate import GateDecision, evaluate
 from fleetflow.promotion.pin import read_pin, write_pin
 from fleetflow.render.incremental import ExpectedCluster
+from tests.helpers import parsed
 
 T0 = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
 CLUSTERS = [ExpectedCluster("a", "ct", "flux/a"), ExpectedCluster("b", "ct", "flux/b")]
@@ -120,7 +120,7 @@ def test_durations_are_parsed_once_into_timedelta() -> None:
 def _envs(chain: dict[str, list[str]]) -> dict[str, Resource[EnvironmentSpec]]:
     docs = "---\n".join(f"apiVersion: fleetflow.dev/v1alpha1\nkind: Environment\nmetadata:\n  name: {name}\n"
                         f"spec:\n  after: {after}\n" for name, after in chain.items())
-    documents, problems = parse_documents(docs, "envs.yaml")
+    documents, problems = parsed(docs, "envs.yaml")
     assert not problems
     collected = Problems()
     built = [build_resource(d, "main", collected) for d in documents]

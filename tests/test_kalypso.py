@@ -291,3 +291,32 @@ def test_unreachable_workload_repo_exits_3(tmp_path: Path) -> None:
     assert result.exit_code == 3, result.output
     assert "cannot fetch branch 'main'" in result.output and "reg.yaml:7" in result.output
     assert not (tmp_path / "o").exists()
+
+
+def test_every_unreachable_workload_repo_is_reported_at_once(tmp_path: Path) -> None:
+    """Two registrations git cannot fetch: one error (exit 3) names both, each at its file:line, not only the
+    first; nothing is written."""
+    files = {
+        f"{name}.yaml": f"""
+        apiVersion: {K}
+        kind: WorkloadRegistration
+        metadata:
+          name: {name}
+        spec:
+          workload:
+            repo: {(tmp_path / name).as_uri()}
+            branch: main
+            path: .
+          workspace: w
+    """
+        for name in ("ghost", "phantom")
+    }
+    main = build_file_tree(tmp_path / "main", files)
+    env = build_file_tree(tmp_path / "env", {"x.yaml": "# empty\n"})
+    result = run_cli(
+        "render", "--main", main, "--env", env, "--environment", "dev", "--output", tmp_path / "o"
+    )
+    assert result.exit_code == 3, result.output
+    assert "ghost.yaml:7" in result.output and "phantom.yaml:7" in result.output, result.output
+    assert result.output.count("cannot fetch branch 'main'") == 2
+    assert not (tmp_path / "o").exists()

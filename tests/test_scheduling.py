@@ -27,8 +27,7 @@ def plan(
     tmp_path: Path, env: dict[str, str] | None = None, main: dict[str, str] | None = None
 ) -> list[Assignment]:
     main_dir, env_dir = make_plane(tmp_path, main, env)
-    plane, problems = load_control_plane(main_dir, env_dir)
-    assert not problems, list(problems)
+    plane = load_control_plane(main_dir, env_dir)  # raises every problem, if any
     p = Problems()
     result = schedule(plane, "dev", p)
     assert not p, list(p)
@@ -62,7 +61,7 @@ def test_workspace_filter(tmp_path: Path) -> None:
 
 def test_no_policy_no_assignment(tmp_path: Path) -> None:
     main_dir, env_dir = make_plane(tmp_path, drop=("policies.yaml",))
-    plane, _ = load_control_plane(main_dir, env_dir)
+    plane = load_control_plane(main_dir, env_dir)
     assert schedule(plane, "dev", Problems()).assignments == []
 
 

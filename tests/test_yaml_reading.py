@@ -22,8 +22,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fleetflow.model import documents
-from fleetflow.model.documents import Document, ParseCache, Tree, parse_documents, read_tree
-from tests.helpers import build_file_tree
+from fleetflow.model.documents import Document, ParseCache, Tree
+from tests.helpers import build_file_tree, parsed, tree_read
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -31,7 +31,7 @@ ROOT = Path(__file__).resolve().parent.parent
 def _careful(text: str, display: str = "f.yaml") -> tuple[list[Document], list[Any]]:
     documents._quick_enabled = False
     try:
-        return parse_documents(text, display)
+        return parsed(text, display)
     finally:
         documents._quick_enabled = True
 
@@ -104,7 +104,7 @@ def test_scalars_mean_what_yaml_1_2_says(text: str, expected: Any) -> None:
     assert problems == []
     assert _same(careful[0].body["v"], expected)
     assert quick is not None and _same(quick[0].body["v"], expected)
-    docs, _ = parse_documents(doc, "f.yaml")
+    docs, _ = parsed(doc, "f.yaml")
     assert _same(docs[0].body["v"], expected)
 
 
@@ -121,12 +121,12 @@ def test_scalars_mean_what_yaml_1_2_says(text: str, expected: Any) -> None:
 )
 def test_what_the_quick_path_leaves_out_is_read_the_careful_way(text: str, expected: dict[str, Any]) -> None:
     assert _quick(text) is None
-    docs, problems = parse_documents(text, "f.yaml")
+    docs, problems = parsed(text, "f.yaml")
     assert problems == [] and docs[0].body == expected
 
 
 def test_aliases_are_copies_as_before() -> None:
-    docs, _ = parse_documents("a: &x {k: [1]}\nb: *x\n", "f.yaml")
+    docs, _ = parsed("a: &x {k: [1]}\nb: *x\n", "f.yaml")
     body = docs[0].body
     assert body["a"] == body["b"] and body["a"] is not body["b"]
 
@@ -142,14 +142,14 @@ def test_aliases_are_copies_as_before() -> None:
     ],
 )
 def test_errors_keep_their_line_and_column(text: str, where: str, message: str) -> None:
-    _, problems = parse_documents(text, "f.yaml")
+    _, problems = parsed(text, "f.yaml")
     assert len(problems) == 1
     assert str(problems[0].location).startswith(where) and message in problems[0].message
 
 
 def test_positions_are_worked_out_only_when_asked_for() -> None:
     text = "kind: A\nspec:\n  items:\n    - |\n      text\n    - b\n"
-    (doc,), _ = parse_documents(text, "f.yaml")
+    (doc,), _ = parsed(text, "f.yaml")
     assert doc.source is not None and doc.source._positions is None  # nothing parsed for positions yet
     assert str(doc.where("spec", "items", 1)) == "f.yaml:6:7"
     assert doc.is_block_scalar("spec", "items", 0) and not doc.is_block_scalar("spec", "items", 1)
@@ -159,7 +159,7 @@ def test_positions_are_worked_out_only_when_asked_for() -> None:
 def test_empty_values_point_where_ruamel_points() -> None:
     """libyaml and ruamel place an empty value differently; ruamel's place (what the messages always said) wins."""
     text = "kind: A\nspec:\n  clusterType:\n  other: x\n"
-    (doc,), _ = parse_documents(text, "f.yaml")
+    (doc,), _ = parsed(text, "f.yaml")
     (careful,), _ = _careful(text)
     assert doc.where("spec", "clusterType") == careful.where("spec", "clusterType")
 
@@ -203,39 +203,39 @@ def _entries(cache: Path) -> list[Path]:
 
 def test_a_planted_file_in_the_cache_is_never_executed(tmp_path: Path) -> None:
     tree, folder = _tree(tmp_path), tmp_path / "cache"
-    read_tree(tree, ParseCache(folder))
+    tree_read(tree, ParseCache(folder))
     (entry,) = _entries(folder)
     marker = tmp_path / "pwned"
     payload = pickle.dumps(_Planted(marker))
     entry.write_bytes(payload)  # in place of the entry for a.yaml
     entry.with_suffix(".pickle").write_bytes(payload)  # and where the old cache kept it
-    docs, problems = read_tree(tree, ParseCache(folder))
+    docs, problems = tree_read(tree, ParseCache(folder))
     assert not marker.exists()
     assert problems == [] and [d.body for d in docs] == [{"kind": "A", "metadata": {"name": "a"}}]
 
 
 def test_a_corrupt_entry_is_ignored_parsed_again_and_rewritten(tmp_path: Path) -> None:
     tree, folder = _tree(tmp_path), tmp_path / "cache"
-    read_tree(tree, ParseCache(folder))
+    tree_read(tree, ParseCache(folder))
     (entry,) = _entries(folder)
     good = entry.read_bytes()
     for bad in (b"{not json", b'{"a": 1}', b"[[0, 1, 1, []]]", b""):
         entry.write_bytes(bad)
-        docs, problems = read_tree(tree, ParseCache(folder))
+        docs, problems = tree_read(tree, ParseCache(folder))
         assert problems == [] and docs[0].name == "a" and str(docs[0].where("metadata", "name")) == "t/a.yaml:3:9"
         assert entry.read_bytes() == good or bad == b"[[0, 1, 1, []]]"
 
 
 def test_cached_documents_are_read_back_with_the_same_data_and_positions(tmp_path: Path) -> None:
     tree, folder = _tree(tmp_path), tmp_path / "cache"
-    first, _ = read_tree(tree, ParseCache(folder))
-    again, _ = read_tree(tree, ParseCache(folder))
+    first, _ = tree_read(tree, ParseCache(folder))
+    again, _ = tree_read(tree, ParseCache(folder))
     assert [(d.body, d.location, d.positions) for d in again] == [(d.body, d.location, d.positions) for d in first]
 
 
 def test_the_cache_folder_is_the_users_alone(tmp_path: Path) -> None:
     tree, folder = _tree(tmp_path), tmp_path / "cache" / "parsed"
-    read_tree(tree, ParseCache(folder))
+    tree_read(tree, ParseCache(folder))
     assert stat.S_IMODE(folder.stat().st_mode) == 0o700
     for entry in _entries(folder):
         assert stat.S_IMODE(entry.parent.stat().st_mode) == 0o700
@@ -246,7 +246,7 @@ def test_an_own_folder_that_others_may_read_is_made_private(tmp_path: Path) -> N
     folder = tmp_path / "parsed"
     folder.mkdir(mode=0o755)
     os.chmod(folder, 0o755)
-    read_tree(_tree(tmp_path), ParseCache(folder))
+    tree_read(_tree(tmp_path), ParseCache(folder))
     assert stat.S_IMODE(folder.stat().st_mode) == 0o700 and _entries(folder)
 
 
@@ -255,7 +255,7 @@ def test_a_folder_others_may_write_to_is_not_used(tmp_path: Path, mode: int) -> 
     folder = tmp_path / "parsed"
     folder.mkdir()
     os.chmod(folder, mode)
-    docs, problems = read_tree(_tree(tmp_path), ParseCache(folder))
+    docs, problems = tree_read(_tree(tmp_path), ParseCache(folder))
     assert problems == [] and docs[0].name == "a"
     assert _entries(folder) == [] and stat.S_IMODE(folder.stat().st_mode) == mode  # untouched
 
@@ -265,12 +265,12 @@ def test_a_folder_of_someone_else_or_a_link_is_not_used(tmp_path: Path, monkeypa
     folder.mkdir(mode=0o700)
     real_uid = os.getuid()
     monkeypatch.setattr(documents.os, "getuid", lambda: real_uid + 1)  # as if another user owned it
-    read_tree(_tree(tmp_path), ParseCache(folder))
+    tree_read(_tree(tmp_path), ParseCache(folder))
     assert _entries(folder) == []
     monkeypatch.undo()
     link = tmp_path / "link"
     link.symlink_to(folder)
-    read_tree(_tree(tmp_path), ParseCache(link))
+    tree_read(_tree(tmp_path), ParseCache(link))
     assert _entries(folder) == []
 
 
@@ -287,5 +287,5 @@ def test_the_cli_cache_folder_comes_from_platformdirs(tmp_path: Path, monkeypatc
 
 def test_merged_keys_point_at_their_mapping() -> None:
     """ruamel keeps no position for a key merged in by "<<"; reading such a file crashed before."""
-    (doc,), problems = parse_documents("a: &x {k: 1}\nb:\n  <<: *x\n  j: 2\n", "f.yaml")
+    (doc,), problems = parsed("a: &x {k: 1}\nb:\n  <<: *x\n  j: 2\n", "f.yaml")
     assert problems == [] and str(doc.where("b", "j")) == "f.yaml:4:6" and str(doc.where("b", "k")) == "f.yaml:2:1"

@@ -12,7 +12,7 @@ import click
 import platformdirs
 
 from fleetflow.cli.terminal import TERMINAL
-from fleetflow.errors import GitError, InputError, unknown_environment
+from fleetflow.errors import unknown_environment
 from fleetflow.forge.git import work_tree_branch, work_tree_head
 from fleetflow.forge.registrations import RegistrationFetcher
 from fleetflow.model.controlplane import ControlPlane, load_control_plane
@@ -53,16 +53,12 @@ def load(main_dir: Path, env_dir: Path, fmt: str = "text", *, main_label: str | 
     """Load and structurally check both trees; raise every problem at once (git failures exit 3). Messages name
     files by the labels (default: the paths as given)."""
     fetcher = RegistrationFetcher(progress=TERMINAL.progress(fmt))
-    plane, problems = load_control_plane(
+    plane = load_control_plane(
         main_dir, env_dir,
         main_label=str(main_dir) if main_label is None else main_label,
         env_label=str(env_dir) if env_label is None else env_label,
         fetch=fetcher, cache=parse_cache(),
     )
-    if fetcher.failures:
-        raise GitError("\n".join(str(p) for p in fetcher.failures))
-    if problems:
-        raise InputError(problems)
     tune_gc()
     return plane
 

@@ -13,7 +13,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
-from fleetflow.errors import GitError, Problem
+from fleetflow.errors import GitError, Problem, Problems
 from fleetflow.forge.git import BareRepo, split_credentials
 from fleetflow.model.controlplane import Resource
 from fleetflow.model.documents import YAML_SUFFIXES, Document, parse_documents
@@ -26,41 +26,51 @@ def default_cache_dir() -> Path:
     return Path(base) / "fleetflow" / "repos"
 
 
+@dataclass(frozen=True)
+class _Read:
+    """One repo path at one commit, parsed: its documents and what was wrong in them."""
+
+    documents: list[Document]
+    problems: list[Problem]
+
+
 @dataclass
 class RegistrationFetcher:
-    """A ``WorkloadFetcher`` backed by git. Git failures are kept in ``failures`` (the CLI exits 3 on them)."""
+    """A ``WorkloadFetcher`` backed by git: problems in the documents go to the caller's ``Problems``; a repo git
+    cannot fetch raises :class:`GitError` (the loader reports every such registration, and the CLI exits 3)."""
 
     cache_dir: Path = field(default_factory=default_cache_dir)
-    failures: list[Problem] = field(default_factory=list)
     progress: Progress = NO_PROGRESS
-    _parsed: dict[tuple[str, str, str], tuple[list[Document], list[Problem]]] = field(default_factory=dict)
+    _parsed: dict[tuple[str, str, str], _Read] = field(default_factory=dict)
     _repos: dict[str, BareRepo] = field(default_factory=dict)
 
-    def __call__(self, reg: Resource[WorkloadRegistrationSpec]) -> tuple[list[Document], list[Problem]]:
+    def __call__(self, reg: Resource[WorkloadRegistrationSpec], problems: Problems) -> list[Document]:
         src = reg.spec.workload
         where = reg.where("spec", "workload", "repo")
         for value, what in ((src.repo, "repo"), (src.branch, "branch")):
             if value.startswith("-"):
-                problem = Problem(f"WorkloadRegistration {reg.name}: {what} may not start with '-'", where)
-                return [], [problem]
+                problems.add(f"WorkloadRegistration {reg.name}: {what} may not start with '-'", where)
+                return []
         self.progress.begin(f"fetching workload {reg.name} from {src.repo} ({src.branch})")
         try:
             repo, commit = self._fetch(src.repo, src.branch)
         except GitError as exc:
-            self.progress.end()
             problem = Problem(
                 f"WorkloadRegistration {reg.name}: cannot fetch branch {src.branch!r} of {src.repo}: "
                 + (exc.reason or "git failed"),
                 where,
                 "check the repo URL, the branch name and the credentials",
             )
-            self.failures.append(problem)
-            return [], [problem]
-        self.progress.end()
+            raise GitError(str(problem), command=exc.command, reason=exc.reason) from exc
+        finally:
+            self.progress.end()
         key = (src.repo, commit, src.path)
         if key not in self._parsed:
-            self._parsed[key] = self._read(repo, commit, src.repo, src.path)
-        return self._parsed[key]
+            found = Problems()
+            self._parsed[key] = _Read(self._read(repo, commit, src.repo, src.path, found), found.items)
+        read = self._parsed[key]
+        problems.extend(read.problems)
+        return read.documents
 
     def _fetch(self, url: str, branch: str) -> tuple[BareRepo, str]:
         repo = self._repos.get(url)
@@ -75,26 +85,23 @@ class RegistrationFetcher:
         return repo, commit
 
     @staticmethod
-    def _read(repo: BareRepo, commit: str, url: str, path: str) -> tuple[list[Document], list[Problem]]:
+    def _read(repo: BareRepo, commit: str, url: str, path: str, problems: Problems) -> list[Document]:
         clean = PurePosixPath(path.strip("/") or ".")
         if ".." in clean.parts:
-            return [], [
-                Problem(f"workload path {path!r} leaves the repository", None, "use a path inside the repo")
-            ]
+            problems.add(f"workload path {path!r} leaves the repository", None, "use a path inside the repo")
+            return []
         where = [] if str(clean) == "." else [str(clean)]
         entries = [e for e in repo.ls_tree(commit, where, recursive=True, trees=False) if e.kind == "blob"]
         if where:
             inside = f"{where[0]}/"
             entries = [e for e in entries if e.path == where[0] or e.path.startswith(inside)]
             if not entries and not repo.ls_tree(commit, where):
-                return [], [Problem(f"path {path!r} not found in {url} at {commit[:12]}")]
+                problems.add(f"path {path!r} not found in {url} at {commit[:12]}")
+                return []
         documents: list[Document] = []
-        problems: list[Problem] = []
         wanted = sorted((e for e in entries if e.path.endswith(YAML_SUFFIXES)), key=lambda e: e.path)
         data = repo.blobs(e.sha for e in wanted)
         for entry in wanted:
             display = f"{url}@{commit[:12]}:{entry.path}"
-            found, errors = parse_documents(data[entry.sha].decode("utf-8", "replace"), display)
-            documents.extend(found)
-            problems.extend(errors)
-        return documents, problems
+            documents.extend(parse_documents(data[entry.sha].decode("utf-8", "replace"), display, problems))
+        return documents

@@ -1,7 +1,10 @@
 """Load a control plane (``main`` + one environment branch) into typed resources, checking all of it at once.
 
 ``load_control_plane`` is pure apart from reading the two trees: workload registrations are resolved through
-a ``WorkloadFetcher`` the caller passes in (git lives in ``fleetflow.forge.registrations``).
+a ``WorkloadFetcher`` the caller passes in (git lives in ``fleetflow.forge.registrations``). Loading is a stage
+that owns its :class:`Problems` (``fleetflow.errors``, the one way problems travel): it ends by raising one
+:class:`InputError` with every problem found, or a :class:`GitError` with every registration git could not
+fetch (exit 3), and otherwise returns the control plane.
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ from typing import Any, Generic, TypeVar
 
 from pydantic import Field, ValidationError
 
-from fleetflow.errors import Location, Problem, Problems, validation_problems
+from fleetflow.errors import GitError, Location, Problems, validation_problems
 from fleetflow.model.documents import ACCEPTED_APIS, FLEETFLOW_API, Document, ParseCache, Tree, read_tree
 from fleetflow.model.resources import (
     KIND_ORIGINS,
@@ -65,7 +68,9 @@ class Resource(Generic[S]):
         return self.doc.where(*path)
 
 
-WorkloadFetcher = Callable[[Resource[WorkloadRegistrationSpec]], tuple[list[Document], list[Problem]]]
+WorkloadFetcher = Callable[[Resource[WorkloadRegistrationSpec], Problems], list[Document]]
+"""The Workload repo's documents of one registration; what is wrong in them goes to the ``Problems`` given, and a
+repo that git cannot fetch raises :class:`GitError` (its message names the registration and says why)."""
 
 
 @dataclass
@@ -229,16 +234,17 @@ def _add(plane: ControlPlane, res: Resource[Any], problems: Problems) -> None:
     table[res.name] = res
 
 
-def load_documents(
-    documents: Iterable[tuple[Document, str]], fetch: WorkloadFetcher | None = None
-) -> tuple[ControlPlane, Problems]:
-    """Build a control plane from (document, origin) pairs. Problems are returned, not raised."""
+def _build(
+    documents: Iterable[tuple[Document, str]], fetch: WorkloadFetcher | None, problems: Problems
+) -> ControlPlane:
+    """The control plane of ``documents`` and of every registration's Workload repo. Input problems go to
+    ``problems``; registrations git cannot fetch raise one :class:`GitError` naming all of them."""
     plane = ControlPlane()
-    problems = Problems()
     for doc, origin in documents:
         res = build_resource(doc, origin, problems)
         if res is not None:
             _add(plane, res, problems)
+    unfetched: list[GitError] = []
     for name, reg in sorted(plane.registrations.items()):
         if fetch is None:
             problems.add(
@@ -247,8 +253,13 @@ def load_documents(
                 "run with git access (the CLI fetches registrations)",
             )
             continue
-        docs, errors = fetch(reg)
-        problems.extend(errors)
+        before = len(problems)
+        try:
+            docs = fetch(reg, problems)
+        except GitError as exc:
+            unfetched.append(exc)  # every registration is tried: all of them are reported at once
+            continue
+        read_cleanly = len(problems) == before
         found = 0
         for doc in docs:
             if doc.kind != "Workload":
@@ -258,16 +269,18 @@ def load_documents(
                 found += 1
                 _add(plane, res, problems)
                 plane.workspaces[res.name] = res.spec.workspace or reg.spec.workspace or DEFAULT_WORKSPACE
-        if found == 0 and not errors:
+        if found == 0 and read_cleanly:
             problems.add(
                 f"WorkloadRegistration {name}: no Workload found in {reg.spec.workload.repo} "
                 f"(branch {reg.spec.workload.branch}, path {reg.spec.workload.path})",
                 reg.where("spec", "workload"),
                 "check repo, branch and path",
             )
+    if unfetched:
+        raise GitError("\n".join(str(exc) for exc in unfetched))
     for name, wl in plane.workloads.items():
         plane.workspaces.setdefault(name, wl.spec.workspace or DEFAULT_WORKSPACE)
-    return plane, problems
+    return plane
 
 
 def load_control_plane(
@@ -278,14 +291,13 @@ def load_control_plane(
     env_label: str | None = None,
     fetch: WorkloadFetcher | None = None,
     cache: ParseCache | None = None,
-) -> tuple[ControlPlane, Problems]:
-    """Read both trees and build the control plane. Structural problems are returned (not raised)."""
+) -> ControlPlane:
+    """Read both trees and build the control plane, checked structurally. Raises every problem at once."""
     problems = Problems()
     pairs: list[tuple[Document, str]] = []
     for root, label, origin in ((main, main_label, "main"), (env, env_label, "env")):
-        docs, errors = read_tree(Tree(root, label if label is not None else str(root)), cache)
-        problems.extend(errors)
+        docs = read_tree(Tree(root, label if label is not None else str(root)), problems, cache)
         pairs.extend((d, origin) for d in docs)
-    plane, more = load_documents(pairs, fetch)
-    problems.extend(more)
-    return plane, problems
+    plane = _build(pairs, fetch, problems)
+    problems.raise_if_any()
+    return plane

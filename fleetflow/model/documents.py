@@ -47,7 +47,7 @@ from yaml._yaml import CParser
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from fleetflow import __version__
-from fleetflow.errors import Location, Problem
+from fleetflow.errors import Location, Problems
 
 FLEETFLOW_API = "fleetflow.dev/v1alpha1"
 KALYPSO_API = "scheduler.kalypso.io/v1alpha1"
@@ -488,10 +488,9 @@ def _yaml() -> YAML:
     return yaml
 
 
-def _careful_parse(text: str, source: Source) -> tuple[list[Document], list[Problem]]:
+def _careful_parse(text: str, source: Source, problems: Problems) -> list[Document]:
     """Parse every document in ``text`` with ruamel.yaml, which words every error with its line and column."""
     display = source.display
-    problems: list[Problem] = []
     documents: list[Document] = []
     try:
         loaded = list(_yaml().load_all(text))
@@ -503,38 +502,39 @@ def _careful_parse(text: str, source: Source) -> tuple[list[Document], list[Prob
             hint = "each key may appear once per mapping; remove or rename the repeated one"
         else:
             hint = "fix the YAML syntax (indentation, quotes, ':' after keys)"
-        return [], [Problem(f"invalid YAML: {what}", where, hint)]
+        problems.add(f"invalid YAML: {what}", where, hint)
+        return []
     except (YAMLError, ValueError, IndexError) as exc:  # a date such as 2024-02-30; ruamel's int of "-_"
-        return [], [Problem(f"invalid YAML: {exc}", Location(display), "fix the YAML syntax")]
+        problems.add(f"invalid YAML: {exc}", Location(display), "fix the YAML syntax")
+        return []
     for index, node in enumerate(loaded):
         if node is None:
             continue  # empty document ("---" at the end of a file)
         if not isinstance(node, CommentedMap):
             line = getattr(getattr(node, "lc", None), "line", None)
-            problems.append(
-                Problem(
-                    f"document {index + 1} is a {type(node).__name__}, not a mapping",
-                    Location(display, line + 1 if line is not None else None),
-                    "each document must be a resource with apiVersion, kind, metadata and spec",
-                )
+            problems.add(
+                f"document {index + 1} is a {type(node).__name__}, not a mapping",
+                Location(display, line + 1 if line is not None else None),
+                "each document must be a resource with apiVersion, kind, metadata and spec",
             )
             continue
         start = Location(display, node.lc.line + 1, node.lc.col + 1)
         documents.append(Document(to_plain(node), start, source, index))
     source.known([_ruamel_positions(node) for node in loaded])
-    return documents, problems
+    return documents
 
 
-def parse_documents(text: str, display: str, source: Source | None = None) -> tuple[list[Document], list[Problem]]:
-    """Parse every document in ``text``; ``display`` is the file name used in messages. ``source`` (the file's
-    bytes, when the caller has them) is kept for positions; by default the text is."""
+def parse_documents(text: str, display: str, problems: Problems, source: Source | None = None) -> list[Document]:
+    """Parse every document in ``text``, adding what is wrong to ``problems``; ``display`` is the file name used in
+    messages. ``source`` (the file's bytes, when the caller has them) is kept for positions; by default the text
+    is."""
     source = source if source is not None else Source(display, text)
     if _quick_enabled:
         try:
-            return _quick_parse(text, source), []
+            return _quick_parse(text, source)
         except _Careful:
             pass
-    return _careful_parse(text, source)
+    return _careful_parse(text, source, problems)
 
 
 @dataclass(frozen=True)
@@ -578,8 +578,6 @@ def yaml_files(tree: Tree) -> Iterator[Path]:
                 continue
             yield current / name
 
-
-Parsed = tuple[list[Document], list[Problem]]
 
 
 @dataclass(frozen=True)
@@ -650,14 +648,12 @@ class ParseCache:
             pass  # a cache that cannot be written only costs time
 
 
-def read_tree(tree: Tree, cache: ParseCache | None = None) -> Parsed:
-    """Parse every YAML file of a tree. Returns the documents and every problem found."""
+def read_tree(tree: Tree, problems: Problems, cache: ParseCache | None = None) -> list[Document]:
+    """Parse every YAML file of a tree: its documents; every problem found goes to ``problems``."""
     documents: list[Document] = []
-    problems: list[Problem] = []
     if not tree.root.is_dir():
-        return [], [
-            Problem(f"directory not found: {tree.label}", None, "check the path given on the command line")
-        ]
+        problems.add(f"directory not found: {tree.label}", None, "check the path given on the command line")
+        return []
     for path in yaml_files(tree):
         display = tree.display(path)
         data = path.read_bytes()
@@ -669,11 +665,11 @@ def read_tree(tree: Tree, cache: ParseCache | None = None) -> Parsed:
         try:
             text = data.decode("utf-8")
         except UnicodeDecodeError:
-            problems.append(Problem("file is not UTF-8 text", Location(display), "save it as UTF-8"))
+            problems.add("file is not UTF-8 text", Location(display), "save it as UTF-8")
             continue
-        parsed, errors = parse_documents(text, display, source)
-        if cache is not None and not errors:
+        before = len(problems)
+        parsed = parse_documents(text, display, problems, source)
+        if cache is not None and len(problems) == before:
             cache.put(source, data, parsed)
         documents.extend(parsed)
-        problems.extend(errors)
-    return documents, problems
+    return documents

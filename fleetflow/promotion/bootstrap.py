@@ -235,10 +235,9 @@ def _chain(git: GitRepos, url: str, main_sha: str | None) -> tuple[list[ChainEnt
     collected = Problems()
     envs: dict[str, Resource[EnvironmentSpec]] = {}
     with _exported(git, url, main_sha) as root:
-        docs, problems = read_tree(Tree(root, f"main@{main_sha[:12]}"))
-        if not docs and not problems:  # a main with no documents yet (GitHub's "Initial commit", a README)
+        docs = read_tree(Tree(root, f"main@{main_sha[:12]}"), collected)
+        if not docs and not collected:  # a main with no documents yet (GitHub's "Initial commit", a README)
             return [ChainEntry(n, n, n) for n, _ in STARTER_CHAIN], True
-        collected.extend(problems)
         for doc in docs:
             if doc.kind == "Environment":
                 env = build_resource(doc, "main", collected)
@@ -256,7 +255,7 @@ def _gitops_branch(git: GitRepos, url: str, sha: str, fallback: str) -> str:
     """The GitOps branch the environment branch's GitOpsRepo names (its name when it names none)."""
     collected = Problems()
     with _exported(git, url, sha) as root:
-        docs, _ = read_tree(Tree(root, "env"))
+        docs = read_tree(Tree(root, "env"), Problems())  # unreadable files name no GitOpsRepo: the fallback holds
         for doc in docs:
             if doc.kind == "GitOpsRepo":
                 res = build_resource(doc, "env", collected)

@@ -45,8 +45,8 @@ def environment_branch(env: Resource[EnvironmentSpec]) -> str:
 def read_environments(tree: Tree, cache: ParseCache | None, *, where: str) -> dict[str, Resource[EnvironmentSpec]]:
     """The Environment resources of a main tree (only those: cheap, no registrations). ``where`` names the tree
     in the message when it defines none. Raises InputError with every problem found."""
-    docs, problems = read_tree(tree, cache=cache)
-    collected = Problems(list(problems))
+    collected = Problems()
+    docs = read_tree(tree, collected, cache=cache)
     envs: dict[str, Resource[EnvironmentSpec]] = {}
     for doc in docs:
         if doc.kind == "Environment":
@@ -153,7 +153,7 @@ class Context:
         """main@main_sha + the environment branch at env_sha, loaded and structurally checked."""
         if self._fetcher is None:
             self._fetcher = RegistrationFetcher(self.git.cache_dir / "workloads")
-        plane, problems = load_control_plane(
+        return load_control_plane(
             self.tree(self.cp_url, main_sha),
             self.tree(self.cp_url, env_sha),
             # labels without the commit: the parse cache is keyed by label and bytes, so a label that changed with
@@ -164,10 +164,6 @@ class Context:
             fetch=self._fetcher,
             cache=ParseCache(self.git.cache_dir / "parsed"),
         )
-        if self._fetcher.failures:
-            raise GitError("\n".join(str(p) for p in self._fetcher.failures))
-        problems.raise_if_any()
-        return plane
 
 
 @dataclass

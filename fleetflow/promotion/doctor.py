@@ -206,8 +206,8 @@ def _env_setup(ctx: Context, env: Resource[EnvironmentSpec]) -> EnvSetup:
     gitops: GitOpsRepoSpec | None = None
     clusters: list[Resource[ClusterSpec]] = []
     if tip is not None:
-        docs, _ = read_tree(Tree(ctx.tree(ctx.cp_url, tip), f"{branch}@{short(tip)}"))
         collected = Problems()
+        docs = read_tree(Tree(ctx.tree(ctx.cp_url, tip), f"{branch}@{short(tip)}"), Problems())
         for doc in docs:
             if doc.kind not in ("GitOpsRepo", "Cluster"):
                 continue

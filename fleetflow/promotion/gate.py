@@ -131,12 +131,12 @@ class Counts:
     checks_read: bool = True
 
 
-def _required(policy: RolloutPolicy, clusters: Sequence[ExpectedCluster]) -> tuple[int, int] | list[Problem]:
-    """(reports required, clusters expected) or the configuration problems."""
+def _required(policy: RolloutPolicy, clusters: Sequence[ExpectedCluster]) -> tuple[int, int] | None:
+    """(reports required, clusters expected), or None when the gate is misconfigured (``evaluate`` reports how)."""
     problems = Problems()
     expected = reporters(policy, clusters, problems)
     if problems:
-        return list(problems)
+        return None
     required = policy.min_clusters if policy.min_clusters is not None else len(expected)
     return required, max(required, len(expected))
 
@@ -153,7 +153,7 @@ def estimate(policy: RolloutPolicy, clusters: Sequence[ExpectedCluster], counts:
     is an expected cluster that has not succeeded yet, or it is another context and an expected one is missing.
     Anything else (a failure somewhere, or enough reports to possibly be complete) needs the reports themselves."""
     needs = _required(policy, clusters)
-    if isinstance(needs, list) or not counts:
+    if needs is None or not counts:
         return None
     required, total = needs
     if required == 0:
