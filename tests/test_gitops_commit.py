@@ -10,8 +10,16 @@ from click.testing import CliRunner
 
 from fleetflow.cli import main as cli
 from fleetflow.forge.git import BareRepo, GitRepos
+from fleetflow.promotion.context import pinned
+from fleetflow.promotion.gitops import GitOpsTree
+from fleetflow.promotion.gitops import survey as gitops_survey
 from fleetflow.promotion.promote import promote_many
 from fleetflow.promotion.schedule import schedule_environment
+from fleetflow.render.diff import plan_diff
+from fleetflow.render.incremental import STATE_PATH, RenderState
+from fleetflow.render.output import FolderTree
+from fleetflow.render.output import survey as output_survey
+from fleetflow.render.pipeline import Meta, render_environment
 from tests.fleet import Fleet, git
 from tests.test_promotion import make_local_fleet
 
@@ -109,3 +117,42 @@ def test_no_change_writes_no_commit(tmp_path: Path) -> None:
         outcome = schedule_environment(ctx, "dev")
     assert outcome.operation == "none" and outcome.gitops_commit is None
     assert sorted(os.listdir(Path(fleet.gitops_url) / "objects")) == objects  # nothing pushed
+
+
+def test_plan_and_the_pr_body_show_one_diff(tmp_path: Path) -> None:
+    """``plan`` diffs a render against a folder, ``schedule``'s PR body against the GitOps commit's tree: the same
+    ``plan_diff`` over both, so they show the same text. A file fleetflow did not write inside an assignment
+    folder is kept by both writers, so neither diff shows it going (the PR body's diff once did)."""
+    fleet = make_local_fleet(tmp_path)
+    with fleet.context() as ctx:
+        promote_many(ctx, None, fleet.branch_sha(fleet.cp_url, "main"))
+    fleet.approve("dev")
+    head = fleet.branch_sha(fleet.gitops_url, "dev")
+    state = next(p for p in tree_files(BareRepo(Path(fleet.gitops_url)), head) if p.endswith(STATE_PATH))
+    root = state.removesuffix(STATE_PATH).rstrip("/")
+    assignment = sorted(RenderState.from_bytes(tree_files(BareRepo(Path(fleet.gitops_url)), head)[state])
+                        .assignments)[0]
+    runbook = f"{assignment}/runbook.md"
+    seed = fleet.root / "gitops-seed"
+    git(seed, "fetch", "-q", fleet.gitops_url, "dev")
+    git(seed, "checkout", "-q", "-B", "dev", "FETCH_HEAD")
+    (seed / root / runbook).write_bytes(b"how to page the team\n")
+    git(seed, "add", "-A")
+    git(seed, "commit", "-q", "-m", "a runbook next to the manifests")
+    git(seed, "push", "-q", fleet.gitops_url, "HEAD:refs/heads/dev")
+    fleet.push_env("dev", {"cluster-types-edge.yaml": EDGE_TYPE}, "a second cluster type")
+    with fleet.context() as ctx:
+        at = pinned(ctx, "dev", required=True)
+        assert at is not None
+        base = ctx.git.fetch(at.gitops_url, ["dev"])["dev"]
+        tree = GitOpsTree(ctx.git.mirror(at.gitops_url), base, root)
+        tree.read_state()
+        result = render_environment(at.plane, "dev", previous=None, meta=Meta(at.main_sha, at.env_sha))
+        folder = ctx.git.export(at.gitops_url, tree.commit or "", tmp_path / "checkout") / root
+    in_git, on_disk = gitops_survey(tree, result, None), output_survey(folder, result, None)
+    assert in_git == on_disk and runbook in in_git.foreign
+    diff = plan_diff(tree, result, in_git)
+    assert diff == plan_diff(FolderTree(folder), result, on_disk)
+    assert "b/edge/" in diff and runbook not in diff
+    cut = plan_diff(tree, result, in_git, limit=10)  # stops after the first file that differs
+    assert diff.startswith(cut) and 10 < len(cut) < len(diff)

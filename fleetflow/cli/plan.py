@@ -10,7 +10,8 @@ from fleetflow.cli.common import FORMAT, check_environment, head_commit, load, t
 from fleetflow.cli.errors import handled
 from fleetflow.cli.render import foreign_lines
 from fleetflow.cli.terminal import TERMINAL
-from fleetflow.render.output import plan_diff, read_state, survey
+from fleetflow.render.diff import plan_diff
+from fleetflow.render.output import FolderTree, read_state, survey
 from fleetflow.render.pipeline import Meta, render_environment
 from fleetflow.render.summary import PlanSummary, changes_text, headline
 
@@ -53,7 +54,7 @@ def plan(
         for warning in result.warnings:
             reply.warn(warning)
         owned = survey(output, result, previous)
-        text = plan_diff(output, result, owned) if diff else ""
+        text = plan_diff(FolderTree(output), result, owned) if diff else ""
 
         def show() -> None:
             click.echo(f"Plan for {headline(result)}")

@@ -24,6 +24,11 @@ from fleetflow.render.incremental import RenderState, state_path
 MAIN = "main"
 
 
+SCHEDULED = "scheduled"
+"""The description of the ``pending`` post on :func:`status_context` that opens a promotion: promote writes it
+when it pins a commit, and the delivery history reads it as the moment the commit was pinned."""
+
+
 def status_context(environment: str) -> str:
     return f"fleetflow/{environment}"
 

@@ -6,7 +6,8 @@ plus the rendered changes only: each rendered assignment folder is replaced by e
 removed assignments go, each cluster type's ``_status/`` folder holds exactly its reporter files, and the state
 file is rewritten when it changed. Everything else (other cluster types, files fleetflow did not write) keeps its
 tree id. :class:`GitOpsTree` reads what the render needs from the previous commit: the state file, and old files
-only where a diff shows them (:func:`plan_diff` stops at a size limit).
+only where a diff shows them (:func:`fleetflow.render.diff.plan_diff`, the same diff ``plan`` shows, stops at a size
+limit).
 
 The tool is ``git fast-import`` (see :meth:`fleetflow.forge.git.BareRepo.fast_commit`): one process, inline blobs,
 only the trees along changed paths loaded and rewritten.
@@ -15,15 +16,14 @@ only the trees along changed paths loaded and rewritten.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
 from fleetflow.errors import UsageError
 from fleetflow.forge.git import BareRepo, TreeEdit, TreeEntry
-from fleetflow.render.diff import file_diff
 from fleetflow.render.incremental import STATE_PATH, RenderState
-from fleetflow.render.ownership import examined_folders, ownership
+from fleetflow.render.ownership import Ownership, cluster_type_of, examined_folders, ownership
 from fleetflow.render.pipeline import STATUS_DIR, RenderResult
 
 
@@ -33,10 +33,6 @@ def clean_root(path: str) -> str:
     if path.startswith("/") or ".." in parts:
         raise UsageError(f"refusing to write outside the GitOps repo: {path!r} (use a path inside it)")
     return "/".join(parts)
-
-
-def _cluster_type(assignment_id: str) -> str:
-    return assignment_id.split("/", 1)[0]
 
 
 @dataclass
@@ -72,25 +68,53 @@ class GitOpsTree:
         return [_relative(e, self.root) for e in found]
 
     def files(self, folders: list[str]) -> dict[str, str]:
-        """Every file under ``folders`` (relative to the root): path relative to the root -> blob id."""
+        """Every file under ``folders`` (relative to the root): path relative to the root -> blob id. One listing
+        per cluster-type folder they lie in, filtered here (a pathspec per assignment folder costs git entries x
+        pathspecs)."""
         if self.commit is None or not folders:
             return {}
-        found = self.repo.ls_tree(self.commit, [self.path(f) + "/" for f in folders], recursive=True, trees=False)
-        return {_relative(e, self.root).path: e.sha for e in found if e.kind == "blob"}
+        wanted = set(folders)
+        tops = sorted({cluster_type_of(f) for f in wanted})
+        found = self.repo.ls_tree(self.commit, [self.path(t) + "/" for t in tops], recursive=True, trees=False)
+        listed: dict[str, str] = {}
+        for entry in found:
+            path = _relative(entry, self.root).path
+            if entry.kind == "blob" and _under(path, wanted):
+                listed[path] = entry.sha
+        return listed
+
+    def blobs(self, keys: Iterable[str]) -> dict[str, bytes]:
+        """The blobs of ``keys`` (blob ids from :meth:`files`)."""
+        return self.repo.blobs(keys)
+
+
+def _under(path: str, folders: set[str]) -> bool:
+    """Whether ``path`` lies in one of ``folders`` (at any depth)."""
+    folder = path.rpartition("/")[0]
+    while folder:
+        if folder in folders:
+            return True
+        folder = folder.rpartition("/")[0]
+    return False
 
 
 def _relative(entry: TreeEntry, root: str) -> TreeEntry:
     return TreeEntry(entry.mode, entry.kind, entry.sha, entry.path[len(root) + 1:] if root else entry.path)
 
 
-def tree_edits(tree: GitOpsTree, result: RenderResult, previous: RenderState | None,
-               state: bytes | None = None) -> Iterator[TreeEdit]:
-    """The edits that make ``tree``'s output folder hold what ``apply_result`` would write there (``state``: the
-    new state's bytes, when already made). The ownership rule is the one ``render`` follows
-    (:func:`fleetflow.render.ownership.ownership`): only files the previous state says fleetflow wrote are deleted;
-    every other file in a cluster-type folder is kept."""
+def survey(tree: GitOpsTree, result: RenderResult, previous: RenderState | None) -> Ownership:
+    """Which files of ``tree`` the render deletes and which are foreign: the rule ``render`` follows on disk
+    (:func:`fleetflow.render.ownership.ownership`, :func:`fleetflow.render.output.survey`)."""
     folders = examined_folders(previous, result.state, result.rendered, result.reporters)
-    owned = ownership(previous, result.state, result.reporters, tree.files(sorted(folders)))
+    return ownership(previous, result.state, result.reporters, tree.files(sorted(folders)))
+
+
+def tree_edits(
+    tree: GitOpsTree, result: RenderResult, owned: Ownership, state: bytes | None = None
+) -> Iterator[TreeEdit]:
+    """The edits that make ``tree``'s output folder hold what ``apply_result`` would write there (``state``: the
+    new state's bytes, when already made). Only files fleetflow wrote are deleted (``owned.delete``, from
+    :func:`survey`); every other file in a cluster-type folder is kept."""
     for path in owned.delete:
         yield TreeEdit(tree.path(path))
     for path, data in sorted(result.files.items()):
@@ -106,6 +130,7 @@ def tree_edits(tree: GitOpsTree, result: RenderResult, previous: RenderState | N
 class WrittenCommit:
     commit: str | None  # None: the tree would not change
     changed: list[str]  # paths (relative to the output folder) that differ from the previous commit
+    owned: Ownership = field(default_factory=Ownership)  # what the commit deleted, and the foreign files it kept
 
 
 def write_commit(tree: GitOpsTree, result: RenderResult, previous: RenderState | None, message: str,
@@ -114,15 +139,15 @@ def write_commit(tree: GitOpsTree, result: RenderResult, previous: RenderState |
     state = result.state.to_bytes()
     if _nothing_to_write(tree, result, previous, state):
         return WrittenCommit(None, [])
-    edits = tree_edits(tree, result, previous, state)
-    commit = tree.repo.fast_commit(tree.commit, edits, message, identity, when)
+    owned = survey(tree, result, previous)
+    commit = tree.repo.fast_commit(tree.commit, tree_edits(tree, result, owned, state), message, identity, when)
     new_tree = tree.repo.tree_of(commit)
     old_tree = tree.repo.tree_of(tree.commit) if tree.commit else None
     if old_tree == new_tree:
-        return WrittenCommit(None, [])
+        return WrittenCommit(None, [], owned)
     changed = tree.repo.changed_paths(old_tree, new_tree)
     prefix = f"{tree.root}/" if tree.root else ""
-    return WrittenCommit(commit, [p[len(prefix):] for p in changed if p.startswith(prefix)])
+    return WrittenCommit(commit, [p[len(prefix):] for p in changed if p.startswith(prefix)], owned)
 
 
 def blob_id(data: bytes) -> str:
@@ -137,35 +162,6 @@ def _nothing_to_write(tree: GitOpsTree, result: RenderResult, previous: RenderSt
         return False
     if state != tree.state_bytes or previous.assignments.keys() != result.state.assignments.keys():
         return False
-    cluster_types = {_cluster_type(a) for a in result.state.assignments} | {
-        p.partition(f"/{STATUS_DIR}/")[0] for p in result.reporters}
+    cluster_types = {cluster_type_of(a) for a in (*result.state.assignments, *result.reporters)}
     have = tree.files([f"{ct}/{STATUS_DIR}" for ct in sorted(cluster_types)])
     return have == {path: blob_id(data) for path, data in result.reporters.items()}
-
-
-def plan_diff(tree: GitOpsTree, result: RenderResult, limit: int | None = None) -> str:
-    """The unified diff of every assignment folder the render touches, the reporters and the state file, against
-    the previous commit, in path order. With ``limit``, stops after the file that passes ``limit`` characters:
-    old files are read (in batches) only up to there."""
-    folders = {*result.rendered, *result.removed}
-    cluster_types = {_cluster_type(a) for a in result.state.assignments} | {_cluster_type(a) for a in result.removed}
-    # one listing per touched cluster-type folder (a pathspec per assignment costs entries x pathspecs in git)
-    listed = tree.files(sorted({_cluster_type(a) for a in folders}))
-    old = {p: sha for p, sha in listed.items() if p.rsplit("/", 1)[0] in folders}
-    old.update(tree.files([f"{ct}/{STATUS_DIR}" for ct in sorted(cluster_types)]))
-    new: dict[str, bytes] = {**result.files, **result.reporters, STATE_PATH: result.state.to_bytes()}
-    old_state = tree.state_bytes
-    paths = sorted(set(old) | set(new) | ({STATE_PATH} if old_state is not None else set()))
-    chunks: list[str] = []
-    size = 0
-    for start in range(0, len(paths), 256):
-        batch = paths[start:start + 256]
-        blobs = tree.repo.blobs(old[p] for p in batch if p in old)
-        for path in batch:
-            before = old_state if path == STATE_PATH else (blobs[old[path]] if path in old else None)
-            text = file_diff(path, before, new.get(path))
-            chunks.append(text)
-            size += len(text)
-            if limit is not None and size > limit:
-                return "".join(chunks)
-    return "".join(chunks)

@@ -27,11 +27,10 @@ from fleetflow.forge.base import CommitStatus
 from fleetflow.forge.git import CommitInfo
 from fleetflow.model.controlplane import Resource
 from fleetflow.model.resources import EnvironmentSpec
-from fleetflow.promotion.context import Context, chain_order, short, status_context
+from fleetflow.promotion.context import SCHEDULED, Context, chain_order, short, status_context
 from fleetflow.promotion.pin import PIN_FILE, Pin, read_pin
 
 DEFAULT_LIMIT = 50
-SCHEDULED = "scheduled"  # the description promote posts when it pins (fleetflow/<env> pending)
 _MAIN_REF = re.compile(r"main@([0-9a-f]{7,40})\b")
 
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from fleetflow.errors import GateError, InputError, Problem, UsageError
 from fleetflow.forge.base import CommitStatus
 from fleetflow.forge.git import retry_races
-from fleetflow.promotion.context import Context, short, status_context
+from fleetflow.promotion.context import SCHEDULED, Context, short, status_context
 from fleetflow.promotion.pin import PIN_FILE, read_pin, write_pin
 from fleetflow.promotion.schedule import ScheduleOutcome, schedule_environment
 from fleetflow.results import Result
@@ -91,7 +91,7 @@ def promote(ctx: Context, environment: str, commit: str, *, release: bool = Fals
         )
     if pin.pinned or status_context(environment) not in statuses:
         # a re-run of an earlier promotion keeps the gate's record (it may already say success)
-        ctx.forge.set_status(ctx.control_plane, sha, status_context(environment), "pending", "scheduled")
+        ctx.forge.set_status(ctx.control_plane, sha, status_context(environment), "pending", SCHEDULED)
     outcome = schedule_environment(ctx, environment)
     message = f"main@{short(sha)} promoted to {environment}: {outcome.message}"
     if pin.held:

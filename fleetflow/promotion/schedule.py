@@ -18,9 +18,10 @@ from fleetflow.forge.base import PullRequest
 from fleetflow.forge.git import PushRejected, retry_races
 from fleetflow.promotion import merging
 from fleetflow.promotion.context import Context, head_branch, pinned, short
-from fleetflow.promotion.gitops import GitOpsTree, clean_root, plan_diff, write_commit
+from fleetflow.promotion.gitops import GitOpsTree, clean_root, write_commit
 from fleetflow.promotion.merging import MergeOutcome
 from fleetflow.promotion.prbody import BODY_LIMIT, PullRequestFacts, body, title
+from fleetflow.render.diff import plan_diff
 from fleetflow.render.incremental import STATE_PATH
 from fleetflow.render.pipeline import Changes, Meta, render_environment
 from fleetflow.results import Result
@@ -102,7 +103,7 @@ def _schedule_once(ctx: Context, environment: str) -> ScheduleOutcome:
     if new_sha is None:  # defensive: a needed change always changes state.json
         outcome.message = "nothing to change"
         return outcome
-    diff = plan_diff(tree, result, limit=BODY_LIMIT)
+    diff = plan_diff(tree, result, written.owned, limit=BODY_LIMIT)
     outcome.gitops_commit = new_sha
     facts = PullRequestFacts(
         environment=environment,

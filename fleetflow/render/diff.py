@@ -1,9 +1,15 @@
-"""Unified diffs between two file sets (path -> bytes), for ``plan`` and PR bodies."""
+"""Unified diffs between two file sets (path -> bytes), and the one diff of a render against the output tree it
+changes (:func:`plan_diff`), shown by ``plan`` (a folder) and in the PR body of ``schedule`` (a commit's tree)."""
 
 from __future__ import annotations
 
 import difflib
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
+from typing import Protocol
+
+from fleetflow.render.incremental import STATE_PATH
+from fleetflow.render.ownership import Ownership, cluster_type_of
+from fleetflow.render.pipeline import STATUS_DIR, RenderResult
 
 
 def _lines(data: bytes | None) -> list[str]:
@@ -28,3 +34,56 @@ def file_diff(path: str, a: bytes | None, b: bytes | None) -> str:
         tofile=f"b/{path}" if b is not None else "/dev/null",
     )
     return "".join(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in diff)
+
+
+class PreviousTree(Protocol):
+    """An output tree as it was before a render, read only where a diff needs it: a folder
+    (:class:`fleetflow.render.output.FolderTree`) or the tree of a GitOps commit
+    (:class:`fleetflow.promotion.gitops.GitOpsTree`)."""
+
+    @property
+    def state_bytes(self) -> bytes | None:
+        """The bytes of the state file (None: there is none)."""
+        ...
+
+    def files(self, folders: list[str]) -> dict[str, str]:
+        """Every file under ``folders``: path relative to the output root -> a key :meth:`blobs` reads."""
+        ...
+
+    def blobs(self, keys: Iterable[str]) -> Mapping[str, bytes]:
+        """The bytes behind each key (a key whose file cannot be read is left out)."""
+        ...
+
+
+BATCH = 256  # old files read at a time, so that a diff cut at ``limit`` reads little more than it shows
+
+
+def plan_diff(previous: PreviousTree, result: RenderResult, owned: Ownership, limit: int | None = None) -> str:
+    """The unified diff of what the render changes in ``previous``, in path order: the files of every rendered
+    assignment and status folder, every file fleetflow wrote that goes (``owned.delete``), and the state file.
+    Foreign files (``owned.foreign``) are not shown: the render keeps them. With ``limit``, stops after the file
+    that passes ``limit`` characters; old files are read (in batches) only up to there."""
+    types = {cluster_type_of(a) for a in (*result.state.assignments, *result.removed)}
+    shown = {*result.rendered, *(f"{ct}/{STATUS_DIR}" for ct in types)}
+    doomed, foreign = set(owned.delete), set(owned.foreign)
+    listed = previous.files(sorted(shown | set(result.removed) | {p.rpartition("/")[0] for p in doomed}))
+    old = {
+        path: key for path, key in listed.items()
+        if path in doomed or (path not in foreign and path.rpartition("/")[0] in shown)
+    }
+    new: dict[str, bytes] = {**result.files, **result.reporters, STATE_PATH: result.state.to_bytes()}
+    old_state = previous.state_bytes
+    paths = sorted(set(old) | set(new) | ({STATE_PATH} if old_state is not None else set()))
+    chunks: list[str] = []
+    size = 0
+    for start in range(0, len(paths), BATCH):
+        batch = paths[start:start + BATCH]
+        blobs = previous.blobs(old[p] for p in batch if p in old)
+        for path in batch:
+            before = old_state if path == STATE_PATH else (blobs.get(old[path]) if path in old else None)
+            text = file_diff(path, before, new.get(path))
+            chunks.append(text)
+            size += len(text)
+            if limit is not None and size > limit:
+                return "".join(chunks)
+    return "".join(chunks)

@@ -10,14 +10,14 @@ no change writes nothing. Writes go through a temporary file and a rename, so a 
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from fleetflow.errors import Location, Problem, UsageError
-from fleetflow.render.diff import unified_diff
 from fleetflow.render.incremental import STATE_PATH, RenderState
 from fleetflow.render.ownership import Ownership, examined_folders, ownership
-from fleetflow.render.pipeline import STATUS_DIR, RenderResult
+from fleetflow.render.pipeline import RenderResult
 
 
 @dataclass
@@ -50,13 +50,6 @@ def read_state(root: Path) -> tuple[RenderState | None, Problem | None]:
         )
 
 
-def read_assignment_files(root: Path, assignment_id: str) -> dict[str, bytes]:
-    folder = safe_path(root, assignment_id)
-    if not folder.is_dir():
-        return {}
-    return {f"{assignment_id}/{p.name}": p.read_bytes() for p in sorted(folder.iterdir()) if p.is_file()}
-
-
 def _write_if_changed(path: Path, data: bytes) -> bool:
     try:
         if path.stat().st_size == len(data) and path.read_bytes() == data:
@@ -68,10 +61,6 @@ def _write_if_changed(path: Path, data: bytes) -> bool:
     tmp.write_bytes(data)
     os.replace(tmp, path)
     return True
-
-
-def _cluster_type(assignment_id: str) -> str:
-    return assignment_id.split("/", 1)[0]
 
 
 def _files_under(root: Path, folder: Path) -> list[str]:
@@ -166,39 +155,25 @@ def _remove_empty_parents(root: Path, folder: Path) -> None:
         folder = folder.parent
 
 
-def read_reporter_files(root: Path, cluster_types: set[str]) -> dict[str, bytes]:
-    found: dict[str, bytes] = {}
-    for ct in sorted(cluster_types):
-        folder = safe_path(root, ct) / STATUS_DIR
-        if folder.is_dir():
-            for child in sorted(folder.iterdir()):
-                if child.is_file():
-                    found[f"{ct}/{STATUS_DIR}/{child.name}"] = child.read_bytes()
-    return found
+@dataclass(frozen=True)
+class FolderTree:
+    """An output folder on disk as the tree a plan is diffed against (:class:`fleetflow.render.diff.PreviousTree`);
+    a file's key is its path."""
 
+    root: Path
 
-def plan_diff(output: Path, result: RenderResult, owned: Ownership | None = None) -> str:
-    """Unified diff of every file render would write or delete, plus state.json (foreign files are not shown:
-    render keeps them)."""
-    old: dict[str, bytes] = {}
-    for aid in result.rendered:
-        old.update(read_assignment_files(output, aid))
-    cluster_types_now = {_cluster_type(a) for a in result.state.assignments}
-    cluster_types_now |= {_cluster_type(a) for a in result.removed}
-    old.update(read_reporter_files(output, cluster_types_now))
-    if owned is not None:
-        foreign = set(owned.foreign)
-        old = {path: data for path, data in old.items() if path not in foreign}
-        for path in owned.delete:
-            file = safe_path(output, path)
-            if file.is_file():
-                old[path] = file.read_bytes()
-    else:
-        for aid in result.removed:
-            old.update(read_assignment_files(output, aid))
-    new = {**result.files, **result.reporters}
-    state_file = output / STATE_PATH
-    if state_file.is_file():
-        old[STATE_PATH] = state_file.read_bytes()
-    new[STATE_PATH] = result.state.to_bytes()
-    return unified_diff(old, new)
+    @property
+    def state_bytes(self) -> bytes | None:
+        path = self.root / STATE_PATH
+        return path.read_bytes() if path.is_file() else None
+
+    def files(self, folders: list[str]) -> dict[str, str]:
+        return {path: path for folder in folders for path in _files_under(self.root, safe_path(self.root, folder))}
+
+    def blobs(self, keys: Iterable[str]) -> dict[str, bytes]:
+        found: dict[str, bytes] = {}
+        for key in keys:
+            path = safe_path(self.root, key)
+            if path.is_file():
+                found[key] = path.read_bytes()
+        return found

@@ -25,6 +25,11 @@ class Ownership:
     examined: list[str] = field(default_factory=list)  # every path looked at, sorted
 
 
+def cluster_type_of(path: str) -> str:
+    """The cluster-type folder of an assignment id (``ct/target``) or of a path in the output tree."""
+    return path.split("/", 1)[0]
+
+
 def _split(path: str) -> tuple[str, str, str]:
     """``ct/target/name`` → (ct, "ct/target", name); other depths give an empty assignment id."""
     parts = path.split("/")
@@ -42,10 +47,10 @@ def _listed(state: RenderState | None, aid: str, name: str) -> bool:
 
 def cluster_types(previous: RenderState | None, current: RenderState, reporters: Iterable[str]) -> set[str]:
     """The cluster-type folders fleetflow writes into, now or before."""
-    found = {aid.split("/", 1)[0] for aid in current.assignments}
+    found = {cluster_type_of(aid) for aid in current.assignments}
     if previous is not None:
-        found |= {aid.split("/", 1)[0] for aid in previous.assignments}
-    found |= {path.split("/", 1)[0] for path in reporters}
+        found |= {cluster_type_of(aid) for aid in previous.assignments}
+    found |= {cluster_type_of(path) for path in reporters}
     return found
 
 
