@@ -1,7 +1,8 @@
 """The workflows and composite actions as files: zizmor (pedantic) finds nothing, they match GitHub's schemas, no
 ``${{ }}`` reaches a shell, every pin is a full sha (our own actions move in lockstep on one ref), the requirements
 are hash-pinned and cover fleetflow's dependencies; and the actions' shared script (``actions/_shared/run.py``)
-checks inputs, sets outputs, writes summaries and annotations as documented."""
+checks inputs and hands the run to the package (``fleetflow ... --github-actions``), which sets outputs, writes
+summaries and annotations as documented."""
 
 from __future__ import annotations
 
@@ -309,37 +310,35 @@ def test_bad_inputs_are_all_reported_with_exit_2(tmp_path: Path, capsys: pytest.
     assert "input environment is required" in capsys.readouterr().out
 
 
-def test_workflow_command_escaping() -> None:
-    assert run.command("error", "50% done\r\nnext", file="a,b:c.yaml", line=3) == (
-        "::error file=a%2Cb%3Ac.yaml,line=3::50%25 done%0D%0Anext"
-    )
-    assert run.command("notice", "plain") == "::notice::plain"
+def test_errors_before_fleetflow_runs_are_escaped(capsys: pytest.CaptureFixture[str]) -> None:
+    """The one annotation run.py writes itself (bad inputs, a failed install) follows the runner's escaping
+    (actions/runner src/Runner.Common/ActionCommand.cs); everything after is the package's
+    (tests/test_github_actions.py)."""
+    run.error("50% done\r\n::warning::next", "fleetflow a,b:c")
+    assert capsys.readouterr().out == "::error title=fleetflow a%2Cb%3Ac::50%25 done%0D%0A::warning::next\n"
 
 
-def test_problems_become_located_annotations(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    failure = {"ok": False, "exitCode": 1, "problems": [
-        {"message": "bad value\nfor key", "location": {"file": "envs/dev/config.yaml", "line": 7, "column": 3},
-         "hint": "use 100%"},
-        {"message": "no location", "location": None, "hint": None},
-    ]}
-    venv = fake_venv(tmp_path, f"print({json.dumps(json.dumps(failure))})\nsys.exit(1)\n")
-    env = action_env(tmp_path, forge="local", environment="dev", **{"control-plane": "/nowhere"})
-    code = run.main(["schedule"], env, installer=lambda: venv)
-    out = capsys.readouterr().out
-    assert code == 1
-    assert ("::error title=fleetflow schedule,file=envs/dev/config.yaml,line=7,col=3::bad value%0Afor key "
-            "(hint: use 100%25)") in out
-    assert "::error title=fleetflow schedule::no location" in out
+def test_the_cli_runs_as_a_step_with_its_exit_code(tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
+    """run.py hands the run to ``fleetflow <command> --format json --github-actions`` (annotations, outputs and the
+    summary are the package's) and exits with its code: here 1, a commit that is not on main."""
+    cp, gitops = tmp_path / "control-plane.git", tmp_path / "gitops.git"
+    build_bare_repos(tmp_path, str(gitops), str(cp))
+    env = {**action_env(tmp_path, forge="local", commit="0" * 40, **{"control-plane": str(cp)}),
+           "FLEETFLOW_CACHE_DIR": str(tmp_path / "cache")}
+    assert run.main(["promote"], env, installer=lambda: fake_venv(tmp_path)) == 1
+    out = capfd.readouterr().out
+    assert f"fleetflow promote --commit {'0' * 40} --format json --github-actions\n" in out
+    [annotation] = [line for line in out.splitlines() if line.startswith("::error")]
+    assert annotation.startswith("::error title=fleetflow promote::commit 0000000000000000000000000000000000000000 is "
+                                 "not on main")
     assert "**Failed** (exit code 1)" in (tmp_path / "summary.md").read_text()
+    assert not (tmp_path / "output").exists()
 
 
-def test_output_that_is_not_json_fails_clearly(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    venv = fake_venv(tmp_path, "print('Traceback (most recent call last):')\nsys.exit(1)\n")
+def test_a_crash_of_the_cli_fails_the_step(tmp_path: Path) -> None:
+    venv = fake_venv(tmp_path, "print('Traceback (most recent call last):')\nsys.exit(70)\n")
     env = action_env(tmp_path, forge="local", environment="dev", summary="false")
-    assert run.main(["check-rollout"], env, installer=lambda: venv) == 1
-    out = capsys.readouterr().out
-    assert "failed with exit code 1 and no JSON result" in out
-    assert "::stop-commands::" in out  # raw output is printed with workflow commands off
+    assert run.main(["check-rollout"], env, installer=lambda: venv) == 70
 
 
 def test_promote_schedule_check_rollout_route_on_local_repos(tmp_path: Path) -> None:

@@ -9,16 +9,19 @@ import click
 from fleetflow.cli.common import FORMAT
 from fleetflow.cli.errors import FLEET_WRITTEN, handled
 from fleetflow.cli.fleet import fleet_options, make_context
+from fleetflow.cli.github_actions import actions_step, check_rollout_report, github_actions_options
 from fleetflow.errors import Problem
 from fleetflow.promotion.check_rollout import check_rollout
+from fleetflow.promotion.status import as_markdown, fleet_status
 
 
 @click.command("check-rollout")
 @click.option("--environment", required=True, help="Environment whose rollout to check.")
 @fleet_options
 @FORMAT
+@github_actions_options
 def check_rollout_command(environment: str, forge: str | None, control_plane: str | None, config: Path | None,
-                          fmt: str) -> None:
+                          fmt: str, github_actions: bool, job_summary: bool) -> None:
     """Read the statuses the clusters posted on the GitOps commit that carries ENVIRONMENT's pinned main
     commit, decide the gate, record fleetflow/<environment> on that main commit, and on success promote
     the commit to the environments that come after (once all their upstreams succeeded).
@@ -28,8 +31,11 @@ def check_rollout_command(environment: str, forge: str | None, control_plane: st
     timeout; any failure fails fast; a missing status is pending. Exit 0 when pending or success,
     1 when the gate failed.
     """
-    with handled(fmt, FLEET_WRITTEN) as reply, make_context(forge, control_plane, config, fmt) as ctx:
+    step = actions_step("check-rollout", github_actions, job_summary)
+    with handled(fmt, FLEET_WRITTEN, step) as reply, make_context(forge, control_plane, config, fmt) as ctx:
         outcome = check_rollout(ctx, environment)
+        if step is not None:
+            step.report(check_rollout_report(outcome), lambda: as_markdown(fleet_status(ctx)))
 
         def text() -> None:
             click.echo(f"{environment}: {outcome.state}: {outcome.description}")

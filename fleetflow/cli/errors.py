@@ -23,6 +23,7 @@ from typing import Any, NoReturn
 
 import click
 
+from fleetflow.cli.github_actions import ActionsStep, reporting
 from fleetflow.cli.terminal import TERMINAL
 from fleetflow.errors import ExitCode, FleetflowError, Problem
 from fleetflow.results import to_data
@@ -59,9 +60,10 @@ class Reply:
     read-only commands leave it empty and say nothing about writing.
     """
 
-    def __init__(self, fmt: str, written: str = "") -> None:
+    def __init__(self, fmt: str, written: str = "", step: ActionsStep | None = None) -> None:
         self.json = fmt == "json"
         self.written = written
+        self.step = step  # --github-actions: the step gets the envelope, its problems and warnings too
         self.warnings: list[Problem] = []
         self.result: Any = None
 
@@ -84,6 +86,8 @@ class Reply:
         the text already says what was written, so no ``written`` sentence follows."""
         code = exit_code if exit_code is not None else (ExitCode.REFUSED if problems else ExitCode.DONE)
         self.result = result
+        if self.step is not None:
+            self.step.done(envelope(code, result, problems, self.warnings), problems, self.warnings)
         if self.json:
             print_envelope(envelope(code, result, problems, self.warnings))
         else:
@@ -96,6 +100,8 @@ class Reply:
 
     def fail(self, error: FleetflowError) -> NoReturn:
         problems = error.problems()
+        if self.step is not None:
+            self.step.failed(error, self.warnings)
         if self.json:
             print_envelope(envelope(error.exit_code, self.result, problems, self.warnings))
         else:
@@ -110,13 +116,15 @@ class Reply:
 
 
 @contextmanager
-def handled(fmt: str, written: str = "") -> Iterator[Reply]:
-    """Run a command body; a FleetflowError ends the process with its exit code and clear messages."""
-    reply = Reply(fmt, written)
-    try:
-        yield reply
-    except FleetflowError as error:
-        reply.fail(error)
+def handled(fmt: str, written: str = "", step: ActionsStep | None = None) -> Iterator[Reply]:
+    """Run a command body; a FleetflowError ends the process with its exit code and clear messages. With a GitHub
+    Actions ``step`` (``--github-actions``), the step also reports the run: outputs, annotations, job summary."""
+    reply = Reply(fmt, written, step)
+    with reporting(step):
+        try:
+            yield reply
+        except FleetflowError as error:
+            reply.fail(error)
 
 
 def json_requested(args: Sequence[str]) -> bool:

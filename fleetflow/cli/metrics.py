@@ -14,6 +14,7 @@ from fleetflow.cli.fleet import fleet_options, make_context
 from fleetflow.delivery.metrics import MetricsReport, compute, rows
 from fleetflow.errors import UsageError
 from fleetflow.model.durations import parse_duration
+from fleetflow.promotion.context import Context
 from fleetflow.promotion.history import DEFAULT_LIMIT, read_history
 from fleetflow.report import render_report
 
@@ -54,6 +55,12 @@ def metrics(forge: str | None, control_plane: str | None, config: Path | None, s
         report = compute(history.all(), history.after, now, start)
         reply.done({"metrics": report.model_dump(by_alias=True, mode="json"), "statusReads": history.status_reads},
                    lambda: click.echo(render_metrics(report, "md" if fmt == "markdown" else "txt"), nl=False))
+
+
+def metrics_markdown(ctx: Context, limit: int = DEFAULT_LIMIT) -> str:
+    """The delivery metrics over the whole history read, as Markdown (the status-page action's job summary)."""
+    history = read_history(ctx, limit)
+    return render_metrics(compute(history.all(), history.after, ctx.clock(), None), "md")
 
 
 def window_text(report: MetricsReport) -> str:

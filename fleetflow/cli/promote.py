@@ -9,7 +9,9 @@ import click
 from fleetflow.cli.common import FORMAT
 from fleetflow.cli.errors import FLEET_WRITTEN, handled
 from fleetflow.cli.fleet import fleet_options, make_context
+from fleetflow.cli.github_actions import actions_step, github_actions_options, promote_report
 from fleetflow.promotion.promote import PromoteResult, promote_many
+from fleetflow.promotion.status import as_markdown, fleet_status
 
 
 @click.command()
@@ -19,8 +21,9 @@ from fleetflow.promotion.promote import PromoteResult, promote_many
 @click.option("--release", is_flag=True, help="Release a held environment (after a rollback) and move it to --commit.")
 @fleet_options
 @FORMAT
+@github_actions_options
 def promote(environment: str | None, commit: str, release: bool, forge: str | None, control_plane: str | None,
-            config: Path | None, fmt: str) -> None:
+            config: Path | None, fmt: str, github_actions: bool, job_summary: bool) -> None:
     """Promote main commit COMMIT to an environment, then schedule it (render + PR in the GitOps repo).
 
     \b
@@ -29,8 +32,11 @@ def promote(environment: str | None, commit: str, release: bool, forge: str | No
     Promoting an older commit is a rollback: it passes the same check and holds the environment there
     until `--release`. Re-running with the same arguments changes nothing.
     """
-    with handled(fmt, FLEET_WRITTEN) as reply, make_context(forge, control_plane, config, fmt) as ctx:
+    step = actions_step("promote", github_actions, job_summary)
+    with handled(fmt, FLEET_WRITTEN, step) as reply, make_context(forge, control_plane, config, fmt) as ctx:
         outcomes = promote_many(ctx, environment, commit, release=release)
+        if step is not None:
+            step.report(promote_report(outcomes), lambda: as_markdown(fleet_status(ctx)))
 
         def text() -> None:
             for outcome in outcomes:

@@ -10,6 +10,7 @@ import click
 from fleetflow.cli.common import FORMAT
 from fleetflow.cli.errors import handled
 from fleetflow.cli.fleet import fleet_options, make_context
+from fleetflow.cli.github_actions import actions_step, github_actions_options, route_report
 from fleetflow.errors import InputError, Location, Problem
 from fleetflow.promotion.events import route
 
@@ -28,13 +29,16 @@ def one_line(text: str) -> str:
               "main branch).")
 @fleet_options
 @FORMAT
+@github_actions_options
 def route_command(event_name: str, event_path: Path, environments: str | None, forge: str | None,
-                  control_plane: str | None, config: Path | None, fmt: str) -> None:
+                  control_plane: str | None, config: Path | None, fmt: str, github_actions: bool,
+                  job_summary: bool) -> None:
     """Decide what EVENT means: promote (push to main, fleetflow-promote dispatch, manual dispatch),
     schedule (push to an environment branch), check-rollout (status / merged fleetflow PR / schedule
     in the GitOps repo), or none. Prints {"action", "environments", "commit", "release", "reason"}.
     Exit 1 when the payload is not a JSON object or a manual request is invalid (unknown environment, not a sha)."""
-    with handled(fmt) as reply:
+    step = actions_step("route", github_actions, job_summary)
+    with handled(fmt, step=step) as reply:
         payload = read_event(event_path)
         branches: dict[str, str] | None = None
         if environments is not None:
@@ -49,6 +53,8 @@ def route_command(event_name: str, event_path: Path, environments: str | None, f
         except InputError as exc:
             raise InputError([Problem(p.message, p.location or Location(str(event_path)), p.hint)
                               for p in exc.problems()]) from None
+        if step is not None:
+            step.report(route_report(decision))
 
         def text() -> None:
             click.echo(f"{decision.action} {','.join(decision.environments)} {decision.commit}".rstrip())

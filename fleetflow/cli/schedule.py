@@ -9,7 +9,9 @@ import click
 from fleetflow.cli.common import FORMAT
 from fleetflow.cli.errors import FLEET_WRITTEN, handled
 from fleetflow.cli.fleet import fleet_options, make_context
+from fleetflow.cli.github_actions import actions_step, github_actions_options, schedule_report
 from fleetflow.promotion.schedule import schedule_environment
+from fleetflow.promotion.status import as_markdown, fleet_status
 from fleetflow.render.summary import changes_text
 
 
@@ -17,7 +19,9 @@ from fleetflow.render.summary import changes_text
 @click.option("--environment", required=True, help="Environment to schedule.")
 @fleet_options
 @FORMAT
-def schedule(environment: str, forge: str | None, control_plane: str | None, config: Path | None, fmt: str) -> None:
+@github_actions_options
+def schedule(environment: str, forge: str | None, control_plane: str | None, config: Path | None, fmt: str,
+             github_actions: bool, job_summary: bool) -> None:
     """Render ENVIRONMENT from main@<pinned commit> + its environment branch and create, update or close
     its one fleetflow PR (head branch fleetflow/<environment>) in the GitOps repo.
 
@@ -26,8 +30,11 @@ def schedule(environment: str, forge: str | None, control_plane: str | None, con
     empty is closed). Concurrency `supersede` updates an open PR; `queue` leaves it until merged or closed.
     Operation printed: created, updated, unchanged, closed, none, queued, merged.
     """
-    with handled(fmt, FLEET_WRITTEN) as reply, make_context(forge, control_plane, config, fmt) as ctx:
+    step = actions_step("schedule", github_actions, job_summary)
+    with handled(fmt, FLEET_WRITTEN, step) as reply, make_context(forge, control_plane, config, fmt) as ctx:
         outcome = schedule_environment(ctx, environment)
+        if step is not None:
+            step.report(schedule_report(outcome), lambda: as_markdown(fleet_status(ctx)))
 
         def text() -> None:
             click.echo(f"{environment}: {outcome.operation}: {outcome.message}")

@@ -8,6 +8,8 @@ import click
 
 from fleetflow.cli.errors import handled
 from fleetflow.cli.fleet import fleet_options, make_context
+from fleetflow.cli.github_actions import actions_step, github_actions_options, status_page_report
+from fleetflow.cli.metrics import metrics_markdown
 from fleetflow.errors import UsageError
 from fleetflow.promotion.status import FleetStatus, as_markdown, as_text, fleet_status
 from fleetflow.promotion.statuspage import write_status_page
@@ -20,19 +22,23 @@ from fleetflow.promotion.statuspage import write_status_page
               "html: a self-contained status page written to --output DIR/index.html.")
 @click.option("--output", type=click.Path(file_okay=False, path_type=Path),
               help="With --format html: the folder to write index.html into (created).")
+@github_actions_options
 def status(forge: str | None, control_plane: str | None, config: Path | None, fmt: str,
-           output: Path | None) -> None:
+           output: Path | None, github_actions: bool, job_summary: bool) -> None:
     """For each environment, in promotion order: pinned main commit (and hold), GitOps head, open PR,
     gate state with n/m clusters, and the last commit that rolled out successfully."""
     with handled(fmt) as reply:
         if (fmt == "html") != (output is not None):
             raise UsageError("--format html and --output DIR go together: the page is written to DIR/index.html")
-    with handled(fmt) as reply, make_context(
+    step = actions_step("status", github_actions, job_summary)
+    with handled(fmt, step=step) as reply, make_context(
         forge, control_plane, config, "json" if fmt == "json" else "text", narrate=False
     ) as ctx:
         if output is not None:
             reply.written = f"Nothing was written to {output}."
             path = write_status_page(ctx, output)
+            if step is not None:  # the page is the status; the summary gets the delivery metrics
+                step.report(status_page_report(str(path.parent.resolve())), lambda: metrics_markdown(ctx))
             reply.done({"page": str(path)}, lambda: click.echo(f"wrote {path} (nothing else)"))
             return
         entries = fleet_status(ctx)

@@ -1,0 +1,346 @@
+"""A command run as a GitHub Actions step (``--github-actions``, ``fleetflow/cli/github_actions.py``): workflow
+commands escaped so data cannot end or start one, outputs that data cannot forge, problems as located annotations,
+the job summary; on real repos with the local forge, through the real CLI.
+
+GitHub's rules, from "Workflow commands for GitHub Actions"
+(https://docs.github.com/en/actions/reference/workflows-and-actions/workflow-commands: "Setting an error message",
+"Setting an output parameter", "Multiline strings", "Adding a job summary", "Stopping and starting workflow
+commands") and the runner that applies them
+(actions/runner ``src/Runner.Common/ActionCommand.cs``, ``ActionCommand.TryParseV2``: a command is a line starting
+with ``::``; ``::name k=v,k=v::data``; data unescapes ``%0D %0A %25``, properties also ``%3A %2C``;
+``src/Runner.Worker/FileCommandManager.cs``: ``$GITHUB_OUTPUT`` holds ``name<<DELIMITER`` lines closed by a line equal
+to the delimiter).
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from hypothesis import given
+from hypothesis import strategies as st
+
+from fleetflow.cli import main as cli_main
+from fleetflow.cli.github_actions import command, output_lines, problem_command
+from fleetflow.cli.route import one_line
+from fleetflow.errors import Location, Problem
+from tests.fleet import Fleet
+from tests.test_promotion import make_local_fleet
+
+DATA_ESCAPES = (("%0D", "\r"), ("%0A", "\n"), ("%25", "%"))
+PROPERTY_ESCAPES = (("%0D", "\r"), ("%0A", "\n"), ("%3A", ":"), ("%2C", ","), ("%25", "%"))
+
+
+def runner_unescape(text: str, escapes: tuple[tuple[str, str], ...]) -> str:
+    """ActionCommand.cs ``UnescapeValue`` / ``UnescapeProperty``: the escapes undone in that order."""
+    for escaped, plain in escapes:
+        text = text.replace(escaped, plain)
+    return text
+
+
+def runner_parse(line: str) -> tuple[str, dict[str, str], str] | None:
+    """ActionCommand.TryParseV2: ``::command props::data`` on one line, leading blanks trimmed (None: not one)."""
+    line = line.lstrip()
+    if not line.startswith("::"):
+        return None
+    end = line.find("::", 2)
+    if end < 0:
+        return None
+    head, data = line[2:end], line[end + 2:]
+    name, _, props_text = head.partition(" ")
+    props = {}
+    for pair in filter(None, props_text.split(",")):
+        key, _, value = pair.partition("=")
+        props[key] = runner_unescape(value, PROPERTY_ESCAPES)
+    return name, props, runner_unescape(data, DATA_ESCAPES)
+
+
+def runner_outputs(text: str) -> dict[str, str]:
+    """FileCommandManager: ``name<<DELIMITER``, then lines up to the one equal to DELIMITER."""
+    outputs: dict[str, str] = {}
+    lines = text.split("\n")
+    i = 0
+    while i < len(lines):
+        if "<<" in lines[i]:
+            key, delimiter = lines[i].split("<<", 1)
+            end = lines.index(delimiter, i + 1)
+            outputs[key] = "\n".join(lines[i + 1:end])
+            i = end + 1
+        else:
+            i += 1
+    return outputs
+
+
+# --- workflow commands ---
+
+def test_workflow_command_escaping() -> None:
+    assert command("error", "50% done\r\nnext", file="a,b:c.yaml", line=3) == (
+        "::error file=a%2Cb%3Ac.yaml,line=3::50%25 done%0D%0Anext"
+    )
+    assert command("notice", "plain") == "::notice::plain"
+
+
+@given(message=st.text(), file=st.text())
+def test_data_cannot_end_or_start_a_command(message: str, file: str) -> None:
+    """Whatever a message or a file name holds (``::``, line breaks, ``%0A`` written out), the command stays one
+    line and the runner reads back exactly the text."""
+    line = command("error", message, file=file or None, title="fleetflow x")
+    assert "\n" not in line and "\r" not in line
+    parsed = runner_parse(line)
+    assert parsed is not None
+    name, props, data = parsed
+    assert name == "error" and data == message
+    assert props.get("file", "") == file and props["title"] == "fleetflow x"
+
+
+HOSTILE = [
+    "line one\nline two",
+    "::warning::injected",
+    "50% done %0A not a newline %25",
+    "ends in a bare CR\r",
+    "x\r\n::set-output name=action::promote",
+    "a:b,c::d",
+    "##[error]legacy form",
+]
+
+
+@pytest.mark.parametrize("text", HOSTILE)
+def test_hostile_problems_stay_one_annotation(text: str) -> None:
+    """A problem whose message, hint and file name hold line breaks, ``::``, ``%`` (and ``%0A`` written out), ``,``
+    and ``:``: one line, one ``::error`` command, and the runner reads back exactly the file, line and column and the
+    message (with its hint) - nothing can end the command early or add a property (``,line=99`` in a file name
+    stays part of the name). "Setting an error message", workflow-commands page above; the escapes are the
+    runner's ``_escapeDataMappings`` / ``_escapePropertyMappings``."""
+    problem = Problem(text, Location(f"envs/{text},line=99/config.yaml", 7, 3), f"hint {text}")
+    line = problem_command(problem, f"fleetflow {text}")
+    assert "\n" not in line and "\r" not in line
+    parsed = runner_parse(line)
+    assert parsed is not None
+    name, props, data = parsed
+    assert name == "error"
+    assert props == {"title": f"fleetflow {text}", "file": f"envs/{text},line=99/config.yaml", "line": "7",
+                     "col": "3"}
+    assert data == f"{text} (hint: hint {text})"
+    assert commands_in(line) == [parsed]  # the legacy ##[ form inside the escaped data is no second command
+
+
+def test_escapes_of_the_documented_characters() -> None:
+    """Each character the runner unescapes, one by one: ``%`` first (so ``%0A`` written out survives), CR, LF; in
+    properties also ``:`` and ``,``."""
+    assert command("warning", "%") == "::warning::%25"
+    assert command("warning", "\r\n") == "::warning::%0D%0A"
+    assert command("warning", "%0A") == "::warning::%250A"
+    assert command("warning", "a:b,c") == "::warning::a:b,c"  # the message is the rest of the line
+    assert command("warning", "m", title="a:b,c%\n") == "::warning title=a%3Ab%2Cc%25%0A::m"
+
+
+@given(values=st.dictionaries(st.sampled_from(["result", "reason", "commit"]),
+                              st.text(alphabet=st.characters(exclude_characters="\r"))))
+def test_outputs_cannot_be_forged(values: dict[str, str]) -> None:
+    """A value holding ``x<<EOF`` lines or a guessed delimiter sets nothing else and keeps every byte."""
+    assert runner_outputs(output_lines(values)) == values
+
+
+# --- the CLI as a step, on real repos ---
+
+@dataclass
+class Step:
+    fleet: Fleet
+    tmp: Path
+
+    @property
+    def env(self) -> dict[str, str]:
+        return {"GITHUB_OUTPUT": str(self.tmp / "output"), "GITHUB_STEP_SUMMARY": str(self.tmp / "summary.md"),
+                "FLEETFLOW_CACHE_DIR": str(self.tmp / "cache")}
+
+    def run(self, *args: str) -> tuple[int, str]:
+        base = ["--forge", "local", "--control-plane", self.fleet.cp_url, "--format", "json", "--github-actions"]
+        result = CliRunner().invoke(cli_main, [*args, *base], env=self.env, catch_exceptions=False)
+        return result.exit_code, result.output
+
+    def run_plain(self, *args: str) -> tuple[int, str]:
+        """A command line as given, with the local forge (no ``--format json``)."""
+        base = ["--forge", "local", "--control-plane", self.fleet.cp_url]
+        result = CliRunner().invoke(cli_main, [*args, *base], env=self.env, catch_exceptions=False)
+        return result.exit_code, result.output
+
+    def outputs(self) -> dict[str, str]:
+        path = self.tmp / "output"
+        return runner_outputs(path.read_text(encoding="utf-8")) if path.exists() else {}
+
+    def summary(self) -> str:
+        path = self.tmp / "summary.md"
+        return path.read_text(encoding="utf-8") if path.exists() else ""
+
+
+@pytest.fixture
+def step(tmp_path: Path) -> Iterator[Step]:
+    (tmp_path / "fleet").mkdir()
+    yield Step(make_local_fleet(tmp_path / "fleet"), tmp_path)
+
+
+def commands_in(log: str) -> list[tuple[str, dict[str, str], str]]:
+    """The workflow commands the runner would act on (ActionCommandManager.TryProcessCommand): none between
+    ``::stop-commands::T`` and ``::T::``."""
+    found, stopped = [], None
+    for line in log.splitlines():
+        if stopped is not None:
+            if line.strip() == f"::{stopped}::":
+                stopped = None
+            continue
+        parsed = runner_parse(line)
+        if parsed is None:
+            if "##[" in line:  # ActionCommand.TryParse: the legacy form, anywhere in a line
+                found.append(("legacy", {}, line))
+            continue
+        if parsed[0] == "stop-commands":
+            stopped = parsed[2]
+            continue
+        found.append(parsed)
+    return found
+
+
+def test_promote_sets_outputs_annotates_and_summarizes(step: Step) -> None:
+    sha = step.fleet.branch_sha(step.fleet.cp_url, "main")
+    code, log = step.run("promote", "--commit", sha[:10])
+    assert code == 0, log
+    result = json.loads(step.outputs()["result"])  # the whole envelope
+    [promotion] = result["result"]["promotions"]
+    outputs = step.outputs()
+    assert outputs["operation"] == promotion["schedule"]["operation"] == "created"
+    assert outputs["commit"] == sha and json.loads(outputs["environments"]) == ["dev"]
+    assert outputs["pull-request-number"] == str(promotion["schedule"]["pullRequest"]["number"])
+    assert outputs["pull-request-url"] == promotion["schedule"]["pullRequest"]["url"]
+    # the JSON went to the log with commands off; the notice after they came back on
+    assert json.dumps(result, indent=2) in log
+    assert ("notice", {"title": "fleetflow promote"}, promotion["message"]) in commands_in(log)
+    summary = step.summary()
+    assert summary.startswith("## fleetflow promote\n")
+    assert f"| `dev` | created | #{outputs['pull-request-number']} (open) |" in summary  # local:// URLs are no links
+    assert "## fleetflow status" in summary and "```mermaid" in summary  # this run, then the fleet
+
+
+def test_problems_become_located_annotations(step: Step) -> None:
+    """A broken environment branch: each problem is an ``::error`` at its file and line, the summary says Failed,
+    no output is set (nothing the workflow could act on)."""
+    sha = step.fleet.branch_sha(step.fleet.cp_url, "main")
+    assert step.run("promote", "--commit", sha)[0] == 0
+    (step.tmp / "output").unlink()
+    (step.tmp / "summary.md").unlink()
+    step.fleet.push_env("dev", {"clusters.yaml": (
+        "apiVersion: fleetflow.dev/v1alpha1\nkind: Cluster\nmetadata:\n  name: dev-1\n"
+        "spec:\n  clusterType: nowhere\n  statusContext: flux/dev-1\n")})
+    code, log = step.run("schedule", "--environment", "dev", "--no-job-summary")
+    assert code == 1, log
+    errors = [c for c in commands_in(log) if c[0] == "error"]
+    assert errors, log
+    failure = json.loads(log[log.index("{"):log.rindex("}") + 1])
+    assert failure["ok"] is False and len(errors) == len(failure["problems"])
+    for (_name, props, message), problem in zip(errors, failure["problems"], strict=True):
+        where = problem["location"] or {}
+        located = {key: str(where[field]) for key, field in (("file", "file"), ("line", "line"), ("col", "column"))
+                   if where.get(field) is not None}
+        assert props == {"title": "fleetflow schedule", **located}
+        assert message.startswith(problem["message"])
+    assert any(props.get("file", "").endswith("clusters.yaml") and props.get("line") for _n, props, _m in errors)
+    assert step.outputs() == {} and step.summary() == ""  # --no-job-summary
+
+
+def test_failure_summary(step: Step) -> None:
+    code, log = step.run("promote", "--commit", "0" * 40)
+    assert code == 1
+    [(_name, props, message)] = [c for c in commands_in(log) if c[0] == "error"]
+    assert "is not on main" in message and props["title"] == "fleetflow promote"
+    summary = step.summary()
+    assert summary.startswith("## fleetflow promote\n\n**Failed** (exit code 1):")
+    assert "0000000000000000000000000000000000000000 is not on main" in summary
+
+
+def test_route_outputs_and_a_hostile_event(step: Step) -> None:
+    """A manual request whose input holds a newline and a workflow command: the reason carries it as data; no line
+    of the log starts a command but fleetflow's own."""
+    event = step.tmp / "event.json"
+    hostile = "x\n::set-output name=action::promote ##[error]y"
+    event.write_text(json.dumps({"inputs": {"environment": hostile, "commit": ""}}))
+    code, log = step.run("route", "--event-name", "workflow_dispatch", "--event-path", str(event),
+                         "--environments", "dev,qa")
+    outputs = step.outputs()
+    assert code == 1 and outputs["action"] == "none"
+    assert "::set-output name=action::promote" in outputs["reason"]
+    [(name, _p, message)] = commands_in(log)  # the invalid request is the envelope's one problem
+    assert name == "error" and message.startswith(one_line(outputs["reason"]))
+
+
+def test_a_bug_is_one_annotation_and_exit_1(step: Step, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Not a FleetflowError: the traceback goes to the log with commands off (it may quote anything), then one
+    ``::error``. (The bug is planted: fleetflow has none on purpose.)"""
+    promote_cli = importlib.import_module("fleetflow.cli.promote")  # the module (the package exports the command)
+
+    def broken(*_args: object, **_kwargs: object) -> None:
+        raise RuntimeError("::warning::planted")
+
+    monkeypatch.setattr(promote_cli, "promote_many", broken)
+    code, log = step.run("promote", "--commit", "abcdef1")
+    assert code == 1
+    assert "RuntimeError: ::warning::planted" in log
+    [(name, _props, message)] = commands_in(log)
+    assert name == "error" and "crashed" in message
+
+
+def test_outputs_of_check_rollout_and_schedule(step: Step) -> None:
+    sha = step.fleet.branch_sha(step.fleet.cp_url, "main")
+    step.run("promote", "--commit", sha)
+    code, _log = step.run("schedule", "--environment", "dev")
+    outputs = step.outputs()
+    assert code == 0 and outputs["operation"] == "unchanged" and outputs["commit"] == sha
+    (step.tmp / "output").unlink()
+    code, _log = step.run("check-rollout", "--environment", "dev")
+    outputs = step.outputs()
+    assert code == 0 and outputs["gate-state"] == "waiting-for-merge" and outputs["promoted"] == "[]"
+    assert outputs["description"] == json.loads(outputs["result"])["result"]["description"]
+    assert re.search(r"^## fleetflow check-rollout\n\n⏳ \*\*dev\*\*: waiting-for-merge", step.summary(), re.M)
+
+
+def test_reconcile_as_a_step(step: Step) -> None:
+    """``reconcile --github-actions`` (what every workflow runs): ``steps`` (environment -> steps taken, the others
+    left out) and ``main-commit`` outputs, one notice per step, the summary's table of what each environment looked
+    like, what was done and what it waits for, then the fleet status."""
+    sha = step.fleet.branch_sha(step.fleet.cp_url, "main")
+    code, log = step.run("reconcile")
+    assert code == 0, log
+    outputs = step.outputs()
+    envelope = json.loads(outputs["result"])
+    assert envelope["ok"] is True and envelope["result"]["mainCommit"] == sha
+    assert json.loads(outputs["steps"]) == {"dev": ["promote"]} and outputs["main-commit"] == sha
+    [dev] = [e for e in envelope["result"]["environments"] if e["environment"] == "dev"]
+    [(name, props, message)] = commands_in(log)
+    assert (name, props) == ("notice", {"title": "fleetflow reconcile"})
+    assert message == f"dev: promote: {dev['did'][0]['message']}"
+    summary = step.summary()
+    assert summary.startswith(f"## fleetflow reconcile\n\nMain at `{sha[:12]}`.\n")
+    assert re.search(r"^\| `dev` \| pinned `[0-9a-f]{12}`, .* \| \*\*promote\*\*: .* \| PR #1 waits to be merged \|$",
+                     summary, re.M)
+    assert "| `qa` | pinned `-`, GitOps carries `-`, gate none | – | nothing promoted here yet |" in summary
+    assert "## fleetflow status" in summary
+    (step.tmp / "output").unlink()
+    code, log = step.run("reconcile", "--no-job-summary")  # nothing new is due: no step, no notice
+    assert code == 0 and json.loads(step.outputs()["steps"]) == {} and commands_in(log) == []
+
+
+def test_the_status_page_as_a_step(step: Step) -> None:
+    """``status --format html --output DIR --github-actions`` (the status-page action): the ``path`` output for
+    actions/upload-pages-artifact, the envelope as ``result``, the delivery metrics as the job summary."""
+    code, log = step.run_plain("status", "--format", "html", "--output", str(step.tmp / "site"), "--github-actions")
+    assert code == 0, log
+    outputs = step.outputs()
+    assert outputs["path"] == str((step.tmp / "site").resolve())
+    assert json.loads(outputs["result"])["result"] == {"page": str(step.tmp / "site" / "index.html")}
+    assert (step.tmp / "site" / "index.html").is_file()
+    assert step.summary().startswith("## Delivery metrics")
+    assert commands_in(log) == []
