@@ -341,7 +341,7 @@ def test_a_crash_of_the_cli_fails_the_step(tmp_path: Path) -> None:
     assert run.main(["check-rollout"], env, installer=lambda: venv) == 70
 
 
-def test_promote_schedule_check_rollout_route_on_local_repos(tmp_path: Path) -> None:
+def test_every_action_command_on_local_repos(tmp_path: Path) -> None:
     cp, gitops = tmp_path / "control-plane.git", tmp_path / "gitops.git"
     build_bare_repos(tmp_path, str(gitops), str(cp))
     sha = git(tmp_path, "--git-dir", str(cp), "rev-parse", "main")
@@ -376,3 +376,10 @@ def test_promote_schedule_check_rollout_route_on_local_repos(tmp_path: Path) -> 
     assert run.main(["check-rollout"], env, installer=lambda: venv) == 0
     outputs = read_outputs(tmp_path / "output")
     assert outputs["gate-state"] == "waiting-for-merge" and outputs["promoted"] == "[]"
+
+    (tmp_path / "output").unlink()
+    env = {**action_env(tmp_path, **common), **cache}
+    assert run.main(["reconcile"], env, installer=lambda: venv) == 0
+    outputs = read_outputs(tmp_path / "output")
+    assert outputs["main-commit"] == sha and json.loads(outputs["steps"]) == {}  # nothing due: the PR waits
+    assert "## fleetflow reconcile" in (tmp_path / "summary.md").read_text()
