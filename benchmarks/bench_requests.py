@@ -37,6 +37,7 @@ def clusters_file(env: str, count: int) -> str:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--clusters", type=int, default=1000, help="clusters in dev (default 1000)")
+    parser.add_argument("--log", action="store_true", help="print every request of every run")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="fleetflow-bench-") as tmp:
         root = Path(tmp)
@@ -61,6 +62,9 @@ def main() -> int:
                     outcome = reconcile(ctx)
                 problems = [p for e in outcome.environments for p in e.problems]
                 assert not problems, problems
+                if "--log" in sys.argv:
+                    for r in stub.requests_since(mark):
+                        print("   ", r.method, r.path, r.query, r.status)
                 return int(stub.count(since=mark))
 
             figures = {"promote+schedule dev": run(), "waiting for dev's merge": run()}

@@ -33,9 +33,9 @@ HEAD = "fleetflow/dev"
 def test_the_verdict() -> None:
     ok = CommitStatus("ci/build", "success")
     assert merge_verdict([], []) is None  # nothing required, nothing reported: nothing to wait for
-    assert merge_verdict(["ci/build"], []) == "required checks have not reported: ci/build"
+    assert merge_verdict(["ci/build"], []) == "waiting for required checks: ci/build"
     assert merge_verdict(["ci/build"], [ok]) is None
-    assert "not complete: lint" in (merge_verdict([], [ok, CommitStatus("lint", "pending", kind="check")]) or "")
+    assert "waiting for checks: lint" in (merge_verdict([], [ok, CommitStatus("lint", "pending", kind="check")]) or "")
     assert "failed: lint" in (merge_verdict([], [ok, CommitStatus("lint", "error")]) or "")
 
 
@@ -86,13 +86,13 @@ def test_github_without_auto_merge_waits_for_every_check(stub: GitHubStub, forge
     repo.bypass = True
     pr = open_pr(forge, REPO)
     outcome = merge_if_due(forge, REPO, pr, auto_merge=True)
-    assert outcome.state == "waiting" and outcome.reason == "required checks have not reported: ci/build"
+    assert outcome.state == "waiting" and outcome.reason == "waiting for required checks: ci/build"
     assert "Auto merge is not allowed" in outcome.message
     run = repo.add_check_run(pr.head_sha, "ci/build", status="in_progress")
-    assert merge_if_due(forge, REPO, pr, auto_merge=True).reason == "checks not complete: ci/build"
+    assert merge_if_due(forge, REPO, pr, auto_merge=True).reason == "waiting for checks: ci/build"
     repo.add_status(pr.head_sha, "pending", "lint", "running")  # not required, not green yet: still waits
     run.status, run.conclusion, run.completed_at = "completed", "success", stub.store.now()
-    assert merge_if_due(forge, REPO, pr, auto_merge=True).reason == "checks not complete: lint"
+    assert merge_if_due(forge, REPO, pr, auto_merge=True).reason == "waiting for checks: lint"
     assert not repo.pull(pr.number).merged
     repo.add_status(pr.head_sha, "success", "lint", "ok")
     merged = merge_if_due(forge, REPO, pr, auto_merge=True)
@@ -179,7 +179,7 @@ def test_local_without_auto_merge_waits_then_merges(local: LocalForge, origin: P
     local.protect_branch(repo, "dev", ["ci/build"])
     pr = local_pr(local, origin)
     outcome = merge_if_due(local, repo, pr, auto_merge=True)
-    assert outcome.state == "waiting" and outcome.reason == "required checks have not reported: ci/build"
+    assert outcome.state == "waiting" and outcome.reason == "waiting for required checks: ci/build"
     local.set_status(repo, pr.head_sha, "ci/build", "pending", "running")
     assert merge_if_due(local, repo, pr, auto_merge=True).state == "waiting"
     local.set_status(repo, pr.head_sha, "ci/build", "success", "ok")

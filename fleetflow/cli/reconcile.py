@@ -47,6 +47,8 @@ def reconcile_command(environment: str | None, forge: str | None, control_plane:
                 click.echo(f"{env.environment}: {env.found.summary()}")
                 for step in env.did:
                     click.echo(f"  did {step.step}: {step.message}")
+                if env.merge is not None and env.merge.state != "merged":
+                    click.echo(f"  merge: {env.merge.state}" + (f" ({env.merge.reason})" if env.merge.reason else ""))
                 if not env.did and not env.problems:
                     click.echo("  nothing due" + (f": {env.waiting}" if env.waiting else ""))
                 elif env.waiting:

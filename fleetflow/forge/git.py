@@ -208,6 +208,19 @@ class BareRepo:
             heads[ref.removeprefix("refs/heads/")] = sha
         return heads
 
+    def ls_remote_pulls(self, url: str) -> dict[int, str]:
+        """Pull request number -> the sha of ``refs/pull/<N>/head`` on the remote: the read-only ref GitHub keeps for
+        every pull request, open or closed, following its head branch while it is open ("Checking out pull requests
+        locally": ``git fetch origin pull/ID/head``). Empty on a remote without such refs (the local forge)."""
+        listing = self.remote(url, "ls-remote", "--", url, "refs/pull/*/head").stdout.decode()
+        pulls: dict[int, str] = {}
+        for line in listing.splitlines():
+            sha, _, ref = line.partition("\t")
+            number = ref.removeprefix("refs/pull/").removesuffix("/head")
+            if number.isdigit():
+                pulls[int(number)] = sha
+        return pulls
+
     def fetch(self, url: str, refspecs: Sequence[str], *, prune: bool = False, attempts: int = 3) -> None:
         """Fetch ``refspecs``; two runs sharing a cache may race for the mirror's ref locks (retried)."""
 
@@ -555,6 +568,12 @@ class GitRepos:
 
     def fetch_branch(self, url: str, branch: str) -> str | None:
         return self.fetch(url, [branch])[branch]
+
+    def pull_heads(self, url: str, sha: str) -> list[int]:
+        """The numbers of the pull requests whose ``refs/pull/<N>/head`` is ``sha`` (newest first): git's view of
+        "a pull request was made for exactly this head". Reads refs only (no fetch, no API request)."""
+        pulls = self.mirror(url).ls_remote_pulls(url)
+        return sorted((n for n, head in pulls.items() if head == sha), reverse=True)
 
     def resolve(self, url: str, rev: str) -> str | None:
         """Full sha of ``rev`` (a sha or an abbreviation) in the mirror, or None."""

@@ -150,7 +150,8 @@ def estimate(policy: RolloutPolicy, clusters: Sequence[ExpectedCluster], counts:
     is pending (or, past ``timeout``, failed) when fewer contexts reported on all the commits together than the gate
     requires, so not every expected cluster can have succeeded; or when exactly as many reported and the newest
     commit's combined state is ``pending``: its pending context is the newest report of that context, so either it
-    is an expected cluster that has not succeeded yet, or it is another context and an expected one is missing.
+    is an expected cluster that has not succeeded yet, or it is another context and an expected one is missing; or
+    when the soak time has not passed since the rollout started (no success can be due before that).
     Anything else (a failure somewhere, or enough reports to possibly be complete) needs the reports themselves."""
     needs = _required(policy, clusters)
     if needs is None or not counts:
@@ -159,6 +160,12 @@ def estimate(policy: RolloutPolicy, clusters: Sequence[ExpectedCluster], counts:
     if required == 0:
         return None
     failure_seen = any(c.state == "failure" or c.checks_failed or not c.checks_read for c in counts)
+    if not failure_seen and now - started < min(policy.soak_time, policy.timeout):
+        # no success before the soak time has passed since the rollout started (the soak runs from the newest
+        # success, which is not older than the start), and no failure anywhere: pending, whatever the reports say
+        ready = started + policy.soak_time
+        return GateDecision("pending", f"soaking: nothing failed; ready at {ready:%Y-%m-%d %H:%M:%S} UTC at the "
+                            "earliest", required, ready_at=ready, counted=False)
     reported = sum(c.statuses + c.checks for c in counts)
     if failure_seen or reported > required or (reported == required and counts[0].state != "pending"):
         return None

@@ -15,30 +15,29 @@ between, the forge refuses (409) and the PR waits for the next run.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal
+
+from pydantic import Field
 
 from fleetflow.errors import ForgeError
 from fleetflow.forge.base import CommitStatus, Forge, PullRequest
+from fleetflow.results import Result
 
 MergeState = Literal["merged", "auto-merge", "waiting", "manual", "closed"]
 
 
-@dataclass
-class MergeOutcome:
+class MergeOutcome(Result):
     """What ``merge_if_due`` found and did. ``state``: ``merged`` (now, or earlier), ``auto-merge`` (the forge
-    merges it once the rules are met), ``waiting`` (fleetflow will decide again later; ``reason`` says why),
-    ``manual`` (``autoMerge`` is off: a person merges), ``closed`` (closed without merging)."""
+    merges it once the rules are met), ``waiting`` (fleetflow will decide again later; ``reason`` says why:
+    "waiting for checks: ...", "checks failed: ...", "blocked by the branch rules: ..."), ``manual``
+    (``autoMerge`` is off: a person merges), ``closed`` (closed without merging). JSON: ``{state, pullRequest,
+    message, reason, mergeCommit}``."""
 
     state: MergeState
-    number: int
+    number: int = Field(serialization_alias="pullRequest")
     message: str
     reason: str | None = None
     merge_commit: str | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        return {"state": self.state, "pullRequest": self.number, "message": self.message, "reason": self.reason,
-                "mergeCommit": self.merge_commit}
 
 
 def merge_verdict(required: Sequence[str], reports: Sequence[CommitStatus]) -> str | None:
@@ -50,41 +49,44 @@ def merge_verdict(required: Sequence[str], reports: Sequence[CommitStatus]) -> s
         return f"checks failed: {', '.join(failing)}"
     running = sorted(c for c, r in latest.items() if r.state == "pending")
     if running:
-        return f"checks not complete: {', '.join(running)}"
+        return f"waiting for checks: {', '.join(running)}"
     missing = [c for c in required if c not in latest]
     if missing:
-        return f"required checks have not reported: {', '.join(missing)}"
+        return f"waiting for required checks: {', '.join(missing)}"
     return None
 
 
 def merge_if_due(forge: Forge, repo: str, pr: PullRequest, *, auto_merge: bool) -> MergeOutcome:
     """Take the merge step for ``pr`` if it is due (see the module docstring). Idempotent: a merged PR, or one
     whose auto-merge is on, is left as it is."""
+    n = pr.number
     if pr.merged:
-        return MergeOutcome("merged", pr.number, f"PR #{pr.number} is merged", merge_commit=pr.merge_commit_sha)
+        return MergeOutcome(state="merged", number=n, message=f"PR #{n} is merged", merge_commit=pr.merge_commit_sha)
     if pr.state != "open":
-        return MergeOutcome("closed", pr.number, f"PR #{pr.number} is closed")
+        return MergeOutcome(state="closed", number=n, message=f"PR #{n} is closed without merging")
     if not auto_merge:
-        return MergeOutcome("manual", pr.number, f"PR #{pr.number} waits for a person to merge it (autoMerge off)")
+        return MergeOutcome(state="manual", number=n, message=f"PR #{n} waits for a person to merge it (autoMerge off)")
     if pr.auto_merge:
-        return MergeOutcome("auto-merge", pr.number,
-                            f"PR #{pr.number}: auto-merge is on; {forge.name} merges it once the branch rules are met")
-    refusal = forge.enable_auto_merge(repo, pr.number)
+        return MergeOutcome(state="auto-merge", number=n,
+                            message=f"PR #{n}: auto-merge is on; {forge.name} merges it once the branch rules are met")
+    refusal = forge.enable_auto_merge(repo, n)
     if refusal is None:
-        return MergeOutcome("auto-merge", pr.number,
-                            f"PR #{pr.number}: auto-merge enabled; {forge.name} merges it once the branch rules are "
+        return MergeOutcome(state="auto-merge", number=n,
+                            message=f"PR #{n}: auto-merge enabled; {forge.name} merges it once the branch rules are "
                             "met")
     rules = forge.merge_rules(repo, pr.base)
     why = merge_verdict(rules.required, forge.statuses(repo, pr.head_sha))
     if why is not None:
-        return MergeOutcome("waiting", pr.number,
-                            f"PR #{pr.number} stays open: {why} (auto-merge unavailable: {refusal}); a later run "
+        return MergeOutcome(state="waiting", number=n,
+                            message=f"PR #{n} stays open: {why} (auto-merge unavailable: {refusal}); a later run "
                             "merges it", reason=why)
     try:
-        sha = forge.merge_pull(repo, pr.number, expected_head=pr.head_sha)
+        sha = forge.merge_pull(repo, n, expected_head=pr.head_sha)
     except ForgeError as exc:
         if exc.request is not None and exc.request.status in (405, 409):  # the head moved, or a rule we cannot see
-            reason = str(exc).splitlines()[0]
-            return MergeOutcome("waiting", pr.number, f"PR #{pr.number} stays open: {reason}", reason=reason)
+            reason = f"blocked by the branch rules: {str(exc).splitlines()[0]}"
+            if exc.request.status == 409:
+                reason = f"the head moved: {str(exc).splitlines()[0]}"
+            return MergeOutcome(state="waiting", number=n, message=f"PR #{n} stays open: {reason}", reason=reason)
         raise
-    return MergeOutcome("merged", pr.number, f"PR #{pr.number} merged: every check is green", merge_commit=sha)
+    return MergeOutcome(state="merged", number=n, message=f"PR #{n} merged: every check is green", merge_commit=sha)

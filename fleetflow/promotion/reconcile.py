@@ -23,7 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from pydantic import Field, computed_field
+from pydantic import Field, PrivateAttr, computed_field
 
 from fleetflow.errors import FleetflowError, Problem
 from fleetflow.forge.base import CommitStatus, PullRequest
@@ -31,9 +31,10 @@ from fleetflow.model.controlplane import Resource
 from fleetflow.model.resources import EnvironmentSpec
 from fleetflow.promotion.check_rollout import RolloutOutcome, check_rollout
 from fleetflow.promotion.context import Context, Pinned, chain_order, head_branch, pinned, short, status_context
+from fleetflow.promotion.merging import MergeOutcome, merge_if_due
 from fleetflow.promotion.pin import PIN_FILE, read_pin
 from fleetflow.promotion.promote import PromoteOutcome, promote
-from fleetflow.promotion.schedule import PullRequestLink, ScheduleOutcome, merge_if_due, schedule_environment
+from fleetflow.promotion.schedule import PullRequestLink, ScheduleOutcome, schedule_environment
 from fleetflow.promotion.status import GateRecord
 from fleetflow.render.incremental import RenderState
 from fleetflow.results import Result
@@ -62,6 +63,8 @@ class Found(Result):
     proposed_main: str | None = Field(default=None, serialization_alias="proposedMainCommit")
     proposed_env: str | None = Field(default=None, serialization_alias="proposedEnvCommit")
     pull_request: PullRequest | None = Field(default=None, exclude=True)
+    # git's view: the newest pull request whose refs/pull/<N>/head is the head branch's tip (GitHub keeps that ref)
+    pull_ref: int | None = Field(default=None, serialization_alias="pullRequestRef")
     # the fleetflow/<env> record on the pin: none, pending, success, failure, error
     gate: str = Field(default="none", exclude=True)
     gate_description: str = Field(default="", exclude=True)
@@ -86,6 +89,8 @@ class Found(Result):
             parts.append(f"GitOps {self.gitops} carries main@{short(self.gitops_main)}")
         if self.pull_request is not None:
             parts.append(f"PR #{self.pull_request.number} {self.pull_request.state}")
+        elif self.pull_ref is not None:
+            parts.append(f"PR #{self.pull_ref} proposes it (git)")
         parts.append(f"gate {self.gate}" + (f": {self.gate_description}" if self.gate_description else ""))
         return "; ".join(parts)
 
@@ -95,8 +100,17 @@ class EnvironmentReconcile(Result):
     found: Found = Field(default_factory=Found)
     did: list[Step] = Field(default_factory=list)
     waiting: str = ""  # what the environment waits for when nothing is due
+    merge: MergeOutcome | None = None  # the merge step's outcome in this run (merged, auto-merge, waiting, ...)
     problems: list[Problem] = Field(default_factory=list)
     exit_code: int = Field(default=0, exclude=True)
+    _pull: PullRequest | None = PrivateAttr(default=None)  # the PR a step of this run wrote or read
+
+    def merged_step(self, outcome: MergeOutcome | None, pull: PullRequest | None) -> None:
+        """Keep what a schedule (or promote) step of this run found about the PR and its merge step."""
+        if outcome is not None:
+            self.merge = outcome
+        if pull is not None:
+            self._pull = pull
 
     def wait(self, text: str) -> None:
         self.waiting = f"{self.waiting}; {text}" if self.waiting and text not in self.waiting else text
@@ -121,6 +135,7 @@ class _View:
     at: Pinned | None
     tip_state: RenderState | None = None
     auto_merge: bool = False
+    head_sha: str | None = None  # the tip of fleetflow/<env> in the GitOps repo
 
 
 class _Run:
@@ -160,10 +175,32 @@ def _observe(run: _Run, name: str, envs: dict[str, Resource[EnvironmentSpec]]) -
         found.gitops_main, found.gitops_env = tip_state.main_commit, tip_state.env_commit
     if head_state is not None:
         found.proposed_main, found.proposed_env = head_state.main_commit, head_state.env_commit
-    record = run.statuses(at.main_sha).get(status_context(name)) if found.gitops_main == at.main_sha else None
-    if record is not None:
-        found.gate, found.gate_description = record.state, record.description
-    return _View(found, at, tip_state, at.env_at_pin.spec.pull_request.auto_merge)
+    head_sha = heads[head_branch(name)]
+    if head_sha is not None and head_state is not None and not (
+            tip_state is not None and (tip_state.main_commit, tip_state.env_commit) == (
+                head_state.main_commit, head_state.env_commit)):
+        found.pull_ref = next(iter(ctx.git.pull_heads(at.gitops_url, head_sha)), None)
+    if found.gitops_main == at.main_sha:
+        if _taken_downstream(ctx, name, envs, at.main_sha):
+            found.gate, found.gate_description = "success", "every next environment was promoted to it"
+        else:
+            record = run.statuses(at.main_sha).get(status_context(name))
+            if record is not None:
+                found.gate, found.gate_description = record.state, record.description
+    return _View(found, at, tip_state, at.env_at_pin.spec.pull_request.auto_merge, head_sha)
+
+
+def _taken_downstream(ctx: Context, name: str, envs: dict[str, Resource[EnvironmentSpec]], main_sha: str) -> bool:
+    """Every environment after ``name`` is pinned to ``main_sha`` (git only). ``promote`` pins an environment only
+    when each of its upstreams records ``success`` on the commit, so ``name``'s gate for it was decided: its record
+    need not be read. False for the last environments of the chain (they have no next one)."""
+    nexts = [n for n, e in envs.items() if name in e.spec.after]
+
+    def pinned_there(env: str) -> bool:
+        commit = ctx.pin(ctx.git.fetch_branch(ctx.cp_url, ctx.env_branch(envs[env]))).commit
+        return commit is not None and (commit == main_sha or ctx.git.resolve(ctx.cp_url, commit) == main_sha)
+
+    return bool(nexts) and all(pinned_there(n) for n in nexts)
 
 
 def _carried(view: _View) -> bool:
@@ -231,6 +268,10 @@ def reconcile_environment(run: _Run, name: str, main_tip: str) -> EnvironmentRec
         for _ in range(6):
             view = _observe(run, name, envs)
             result.found = run.found[name] = view.found
+            known = result._pull
+            if view.found.pull_request is None and known is not None and known.state == "open" \
+                    and known.head_sha == view.head_sha:
+                view.found.pull_request = known  # what a step of this run wrote: not read again
             step = _next_step(run, name, envs, main_tip, view, done, result)
             if step is None:
                 break
@@ -262,41 +303,66 @@ def _next_step(run: _Run, name: str, envs: dict[str, Resource[EnvironmentSpec]],
             else:
                 outcome = promote(ctx, name, target, skip_held=True)
                 run.wrote()
+                if outcome.schedule is not None:
+                    result.merged_step(outcome.schedule.merge, outcome.schedule.pull)
+                    if outcome.schedule.merge is not None:
+                        done.add("merge")
                 return Step(step="promote", message=outcome.message, result=outcome)
     if at is None:
         result.wait("nothing promoted here yet")
         return None
-    # 3. schedule: neither the GitOps branch nor the proposal carries the pin and the environment branch
-    if not _carried(view) and "schedule" not in done:
-        pr = None
-        if _proposed(view):
-            pr = ctx.forge.open_pull(at.gitops_repo, head_branch(name), at.gitops_branch)
-            f.pull_request = pr
-        if pr is None and not (_proposed(view) and _closed_by_hand(ctx, at, name)):
-            scheduled = schedule_environment(ctx, name)
-            run.wrote()
-            return Step(step="schedule", message=scheduled.message, result=scheduled)
-        if pr is None:
-            result.wait(f"the PR for main@{short(f.pin)} was closed without merging; promote or push the "
-                        "environment branch to propose it again")
-            return None
-    elif not _carried(view) and f.pull_request is None and _proposed(view):
-        f.pull_request = ctx.forge.open_pull(at.gitops_repo, head_branch(name), at.gitops_branch)
-    # 4. merge when autoMerge is on and the conditions hold
-    pr = f.pull_request
-    if pr is not None and pr.state == "open" and not _carried(view):
-        if view.auto_merge and "merge" not in done and merge_if_due(ctx, at.gitops_repo, pr):
-            run.wrote()
-            return Step(step="merge", message=f"PR #{pr.number} merged (autoMerge)")
-        result.wait(f"PR #{pr.number} waits to be merged"
-                    + (" (autoMerge: its checks have not all passed)" if view.auto_merge else ""))
-        return None
+    if not _carried(view):
+        return _propose_and_merge(run, name, view, done, result)
     if f.gitops_main == f.pin:
         result.wait({
             "success": f"main@{short(f.pin)} rolled out",
             "failure": f"main@{short(f.pin)} failed its gate: {f.gate_description}",
             "error": f"main@{short(f.pin)} failed its gate: {f.gate_description}",
         }.get(f.gate, f"the clusters roll out main@{short(f.pin)}: {f.gate_description}".rstrip(": ")))
+    return None
+
+
+def _propose_and_merge(run: _Run, name: str, view: _View, done: set[StepName],
+                       result: EnvironmentReconcile) -> Step | None:
+    """Steps 3 and 4 for an environment whose GitOps branch does not carry its pin and environment branch.
+
+    While waiting for a merge, git alone decides when it can: the head branch proposes exactly the pin and the
+    environment branch, and the forge's ``refs/pull/<N>/head`` is that head (a PR was made for it), so a person
+    merges it (``autoMerge`` off) and no API request is made. Anything else (no such ref: a half-done promotion,
+    or a forge that keeps no pull refs; ``autoMerge`` on: fleetflow's merge step) reads the PR from the API."""
+    ctx, f, at = run.ctx, view.found, view.at
+    assert at is not None
+    if _proposed(view) and f.pull_ref is not None and not view.auto_merge and f.pull_request is None:
+        result.wait(f"PR #{f.pull_ref} proposes main@{short(f.pin)} and is not merged: a person merges it "
+                    "(autoMerge off); if it was closed without merging, promote again or push the environment "
+                    "branch to propose it anew")
+        return None
+    if f.pull_request is None and _proposed(view):
+        f.pull_request = ctx.forge.open_pull(at.gitops_repo, head_branch(name), at.gitops_branch)
+    pr = f.pull_request
+    if pr is None and "schedule" not in done:
+        if _proposed(view) and _closed_by_hand(ctx, at, name):
+            result.wait(f"the PR for main@{short(f.pin)} was closed without merging; promote or push the "
+                        "environment branch to propose it again")
+            return None
+        scheduled = schedule_environment(ctx, name)
+        run.wrote()
+        result.merged_step(scheduled.merge, scheduled.pull)
+        if scheduled.merge is not None:
+            done.add("merge")  # schedule took the merge step on the PR it wrote
+        return Step(step="schedule", message=scheduled.message, result=scheduled)
+    if pr is None or pr.state != "open":
+        return None
+    if "merge" in done:
+        if result.merge is not None and result.merge.state != "merged":
+            result.wait(result.merge.message)
+        return None
+    outcome = merge_if_due(ctx.forge, at.gitops_repo, pr, auto_merge=view.auto_merge)
+    result.merge = outcome
+    if outcome.state == "merged":
+        run.wrote()
+        return Step(step="merge", message=outcome.message)
+    result.wait(outcome.message)
     return None
 
 

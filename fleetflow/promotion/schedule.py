@@ -9,7 +9,6 @@ rendered file gives none, and an open PR that became empty is closed.
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Literal
 
 from pydantic import Field, computed_field
@@ -151,17 +150,6 @@ def _schedule_once(ctx: Context, environment: str) -> ScheduleOutcome:
     return _maybe_merge(ctx, g_repo, policy.pull_request.auto_merge, outcome)
 
 
-def merge_if_due(ctx: Context, repo: str, pr: PullRequest, head_sha: str | None = None) -> bool:
-    """The merge step of an autoMerge environment's PR (:func:`fleetflow.promotion.merging.merge_if_due`: the
-    forge's auto-merge, or a merge once every check on the head is green). True when it merged now. ``head_sha``:
-    the head the caller knows (the merge is refused if the PR's head moved since)."""
-    if pr.state != "open":
-        return False
-    if head_sha is not None and head_sha != pr.head_sha:
-        pr = replace(pr, head_sha=head_sha)
-    return merging.merge_if_due(ctx.forge, repo, pr, auto_merge=True).state == "merged"
-
-
 def _maybe_merge(ctx: Context, repo: str, auto_merge: bool, outcome: ScheduleOutcome) -> ScheduleOutcome:
     """autoMerge: the merge step (fleetflow.promotion.merging): the forge's auto-merge, or a merge once every check
     on the head is green; otherwise the PR waits for a later run."""
@@ -181,4 +169,4 @@ def _maybe_merge(ctx: Context, repo: str, auto_merge: bool, outcome: ScheduleOut
     return outcome
 
 
-__all__ = ["PushRejected", "ScheduleOutcome", "merge_if_due", "schedule_environment"]
+__all__ = ["PushRejected", "ScheduleOutcome", "schedule_environment"]

@@ -114,6 +114,32 @@ class Dispatch:
     received_at: str
 
 
+# GitHub keeps a read-only ref ``refs/pull/<N>/head`` for every pull request, open or closed, and moves it with
+# the head branch while the pull request is open ("Checking out pull requests locally", GitHub docs:
+# ``git fetch origin pull/ID/head:BRANCH_NAME``; https://docs.github.com/en/pull-requests/how-tos/
+# review-pull-requests/checking-out-pull-requests-locally). The stand-in keeps them too: the API side writes them
+# (create, refresh) and a post-receive hook moves them on a ``git push`` (which reaches the bare repo directly).
+OPEN_PULLS_FILE = "ghstub-open-pulls"
+PULL_REF_HOOK = f"""#!/bin/sh
+# ghstub: move refs/pull/<N>/head of open pull requests with their head branch, as GitHub does
+[ -f {OPEN_PULLS_FILE} ] || exit 0
+while read old new ref; do
+  case "$ref" in refs/heads/*) ;; *) continue ;; esac
+  case "$new" in 0000000000000000000000000000000000000000) continue ;; esac
+  while read number head; do
+    if [ "refs/heads/$head" = "$ref" ]; then git update-ref "refs/pull/$number/head" "$new"; fi
+  done < {OPEN_PULLS_FILE}
+done
+"""
+
+
+def install_pull_ref_hook(git_dir: Path) -> None:
+    hook = git_dir / "hooks" / "post-receive"
+    hook.parent.mkdir(parents=True, exist_ok=True)
+    hook.write_text(PULL_REF_HOOK)
+    hook.chmod(0o755)
+
+
 @dataclass
 class Repo:
     """One repository: its bare git repo plus the forge objects around it."""
@@ -182,6 +208,9 @@ class Repo:
             parent = old or self.git.resolve(base or self.default_branch)
             sha = self.git.write_commit(parent, files, message, (self.store.login, f"{self.store.login}@example.com"))
             self.git.update_ref(f"refs/heads/{branch}", sha, old or "0" * 40)
+            for pr in self.pulls.values():
+                if pr.state == "open" and pr.head_ref == branch:  # what the post-receive hook does on a push
+                    self.git.update_ref(f"refs/pull/{pr.number}/head", sha)
             return sha
 
     # -- pull requests --------------------------------------------------------------------------------------
@@ -203,10 +232,18 @@ class Repo:
         if head is None:
             pr.state, pr.closed_at = "closed", self.store.now()
             pr.updated_at = pr.closed_at
+            self.track_pull_refs()
             return pr
         pr.head_sha = head
         pr.base_sha = base or pr.base_sha
+        if self.git.ref_sha(f"refs/pull/{pr.number}/head") != head:
+            self.git.update_ref(f"refs/pull/{pr.number}/head", head)
         return pr
+
+    def track_pull_refs(self) -> None:
+        """Write the open pull requests' head branches where the post-receive hook reads them."""
+        lines = "".join(f"{pr.number} {pr.head_ref}\n" for pr in self.pulls.values() if pr.state == "open")
+        (self.git.path / OPEN_PULLS_FILE).write_text(lines)
 
     def create_pull(
         self,
@@ -254,6 +291,8 @@ class Repo:
                 draft=draft,
             )
             self.pulls[number] = pr
+            self.git.update_ref(f"refs/pull/{number}/head", head_sha)
+            self.track_pull_refs()
             return pr
 
     def update_pull(self, number: int, **changes: Any) -> PullRequest:
@@ -279,6 +318,7 @@ class Repo:
                     )
                 pr.state, pr.closed_at = "open", None
             pr.updated_at = self.store.now()
+            self.track_pull_refs()
             return self.refresh(pr)
 
     def merge_pull(
@@ -323,6 +363,7 @@ class Repo:
             now = self.store.now()
             pr.state, pr.merged_at, pr.closed_at, pr.updated_at = "closed", now, now, now
             pr.merge_commit_sha, pr.merged_by, pr.base_sha = new, actor, base_sha
+            self.track_pull_refs()
             if self.delete_branch_on_merge:
                 self.git.delete_ref(f"refs/heads/{pr.head_ref}")
             return new
@@ -548,6 +589,7 @@ class Store:
             key = (owner.lower(), name.lower())
             if key in self.repos:
                 raise ValueError(f"repository {owner}/{name} already exists")
+            install_pull_ref_hook(git.path)
             repo = Repo(owner, name, self.next_id(), git, default_branch, private, self.now(), self)
             self.repos[key] = repo
             return repo
