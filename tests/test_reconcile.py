@@ -255,3 +255,35 @@ def test_cli_text_and_json(fleet: Fleet, monkeypatch: pytest.MonkeyPatch) -> Non
     assert envs[0]["did"] == [] and envs[0]["waiting"].startswith("PR #")
     bad = CliRunner().invoke(cli, [*args, "--environment", "nope"])
     assert bad.exit_code == 2 and "unknown environment 'nope'" in bad.output
+
+
+def test_cli_reports_the_merge_outcome(fleet: Fleet, monkeypatch: pytest.MonkeyPatch) -> None:
+    """reconcile takes the merge step through ``merging.merge_if_due`` and says what it found, per environment,
+    in text and JSON: here the repository does not allow GitHub's auto-merge (a new repository's default,
+    ``allow_auto_merge`` false), so fleetflow waits for the check the branch requires, then merges."""
+    for name in ("GITHUB_TOKEN", "GITHUB_REPOSITORY"):
+        monkeypatch.delenv(name, raising=False)
+    if fleet.forge.name == "github":
+        monkeypatch.setenv("GITHUB_TOKEN", "test-token")
+        monkeypatch.setenv("GITHUB_API_URL", fleet.stub.url)  # type: ignore[attr-defined]
+        fleet.stub.repo(fleet.gitops_id).rulesets["dev"] = ["ci/validate"]  # type: ignore[attr-defined]
+    else:
+        fleet.forge.protect_branch(fleet.gitops_id, "dev", ["ci/validate"])  # type: ignore[attr-defined]
+    monkeypatch.setenv("FLEETFLOW_CACHE_DIR", str(fleet.root / "cli-cache"))
+    auto = {"dev": "  pullRequest:\n    autoMerge: true\n"}
+    fleet.push_main({".environments/envs.yaml": "---\n".join(_environment(n, a, auto.get(n, ""))
+                                                             for n, a in ENVIRONMENTS.items())}, "dev merges itself")
+    args = ["reconcile", "--forge", fleet.forge.name, "--control-plane", fleet.cp_id, "--environment", "dev"]
+    text = CliRunner().invoke(cli, args)
+    assert text.exit_code == 0, text.output
+    assert "  merge: waiting (waiting for required checks: ci/validate)" in text.output
+    result = CliRunner().invoke(cli, [*args, "--format", "json"])
+    dev = json.loads(result.output)["result"]["environments"][0]
+    pr = fleet.open_pr("dev")
+    assert pr is not None and dev["found"]["pullRequest"]["number"] == pr.number
+    assert dev["merge"]["state"] == "waiting" and dev["merge"]["pullRequest"] == pr.number
+    assert dev["merge"]["reason"] == "waiting for required checks: ci/validate"
+    fleet.post_status(fleet.branch_sha(fleet.gitops_url, "fleetflow/dev"), "ci/validate", "success", "ok")
+    merged = json.loads(CliRunner().invoke(cli, [*args, "--format", "json"]).output)["result"]["environments"][0]
+    assert [s["step"] for s in merged["did"]][:1] == ["merge"] and merged["merge"]["state"] == "merged"
+    assert fleet.open_pr("dev") is None and fleet.gitops_state("dev").main_commit == fleet.pin("dev")

@@ -30,7 +30,7 @@ from fleetflow.forge.local import LocalForge
 from fleetflow.promotion.bootstrap import MARKER, WORKFLOW_FILE, apply_init, plan_init
 from fleetflow.promotion.context import Context
 from fleetflow.promotion.doctor import diagnose
-from tests.fleet import ENVIRONMENTS, Fleet, git
+from tests.fleet import ENVIRONMENTS, Fleet, _environment, git
 from tests.ghstub.fixtures import github_stub  # noqa: F401
 from tests.ghstub.server import GitHubStub
 from tests.test_promotion import FORGES, make_github_fleet, make_local_fleet
@@ -313,3 +313,110 @@ def test_example_status_reporter_address_is_the_repository_web_address(tmp_path:
     assert providers
     for provider in providers:
         assert "address: https://github.com/contoso/platform-gitops\n" in provider.read_text()
+
+
+# -- branch rules and GitHub Environments ---------------------------------------------------------------------
+
+
+def require_checks(fleet: Fleet, branch: str, contexts: list[str]) -> None:
+    """Required status checks on a GitOps branch: a ruleset on the GitHub stand-in, the branch rules of the local
+    forge."""
+    stub = getattr(fleet, "stub", None)
+    if stub is not None:
+        stub.repo(fleet.gitops_id).rulesets[branch] = contexts
+    else:
+        assert isinstance(fleet.forge, LocalForge)
+        fleet.forge.protect_branch(fleet.gitops_id, branch, contexts)
+
+
+def commit_file(fleet: Fleet, url: str, branch: str, path: str, text: str) -> None:
+    work = fleet.root / f"edit-{branch}-{len(list(fleet.root.iterdir()))}"
+    git(fleet.root, "clone", "-q", "-b", branch, url, str(work))
+    (work / path).parent.mkdir(parents=True, exist_ok=True)
+    (work / path).write_text(text)
+    git(work, "add", path)
+    git(work, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", f"edit {path}")
+    git(work, "push", "-q", "origin", branch)
+
+
+def test_doctor_checks_required_checks_against_auto_merge(fleet: Fleet) -> None:
+    """Branch protection and rulesets, read through the forge's ``merge_rules``: on GitHub "Get a branch"
+    (``protection.required_status_checks``, https://docs.github.com/en/rest/branches/branches#get-a-branch) and
+    "Get rules for a branch" ("Returns all active rules that apply to the specified branch ... Rules in rulesets
+    with "evaluate" or "disabled" enforcement statuses are not returned",
+    https://docs.github.com/en/rest/repos/rules#get-rules-for-a-branch). An autoMerge environment whose branch
+    requires no check is merged as soon as the checks on the head are green (GitHub refuses auto-merge for a PR in
+    "clean status"), and a required context that only reports after the merge (a cluster's, fleetflow's own) makes
+    every PR unmergeable."""
+    stub: GitHubStub | None = getattr(fleet, "stub", None)
+    if stub is not None:  # the autoMerge check's own concern (tested below); set before the forge reads the repo
+        stub.repo(fleet.gitops_id).allow_auto_merge = True
+    init_fleet(fleet)
+    auto = {"dev": "  pullRequest:\n    autoMerge: true\n"}
+    fleet.push_main({".environments/envs.yaml": "---\n".join(_environment(n, a, auto.get(n, ""))
+                                                             for n, a in ENVIRONMENTS.items())}, "dev merges itself")
+    go = fleet.gitops_id
+    with fleet.context() as ctx:
+        found = diagnose(ctx).findings
+    assert [(f.check, f.where) for f in found] == [("branch-rules", f"{go}@dev")]
+    assert "requires no status check" in found[0].problem and "Require status checks" in found[0].fix
+
+    require_checks(fleet, "dev", ["ci/validate"])
+    require_checks(fleet, "qa", ["fleetflow/qa", "ci/validate"])
+    with fleet.context() as ctx:
+        diagnosis = diagnose(ctx)
+    assert [(f.check, f.where) for f in diagnosis.findings] == [("branch-rules", f"{go}@qa")]
+    [qa] = diagnosis.findings
+    assert "'fleetflow/qa'" in qa.problem and "ci/validate" not in qa.problem and "never" in qa.problem
+    assert qa.fix.startswith("remove fleetflow/qa from the required status checks of qa")
+    assert f"{go}@dev: required checks (ci/validate)" in diagnosis.checked
+
+
+def test_doctor_checks_the_github_environments_the_jobs_use(fleet: Fleet) -> None:
+    """The GitHub Environments of the jobs that need them, from "List environments" (``GET
+    /repos/{owner}/{repo}/environments``, ``protection_rules``: ``required_reviewers``, ``wait_timer``;
+    https://docs.github.com/en/rest/deployments/environments#list-environments). A job that references an
+    environment waits for its protection rules ("When a workflow job references an environment, the job won't
+    start until all of the environment's protection rules pass", https://docs.github.com/en/actions/reference/
+    environments): with ``approval-environment: fleetflow-{0}``, the environments whose PRs a person merges need
+    required reviewers; with ``status-page: true`` the deploy job needs ``github-pages`` (Pages deployed from
+    GitHub Actions, actions/deploy-pages' README). The local forge has no GitHub Environments: skipped."""
+    init_fleet(fleet)
+    with fleet.context() as ctx:
+        caller = ctx.git.read_file(ctx.cp_url, ctx.main_tip(), WORKFLOW_FILE)
+    assert caller is not None and "    secrets:\n" in caller
+    fleet.push_main({WORKFLOW_FILE: caller.replace(
+        "    secrets:\n", "    with:\n      approval-environment: fleetflow-{0}\n    secrets:\n")}, "approvals")
+    gitops_caller = fleet.forge.default_branch(fleet.gitops_id)
+    with fleet.context() as ctx:
+        text = ctx.git.read_file(fleet.gitops_url, ctx.git.fetch_branch(fleet.gitops_url, gitops_caller) or "",
+                                 WORKFLOW_FILE)
+    assert text is not None and "    secrets:\n" in text
+    commit_file(fleet, fleet.gitops_url, gitops_caller, WORKFLOW_FILE,
+                text.replace("    secrets:\n", "    with:\n      status-page: true\n    secrets:\n"))
+    stub: GitHubStub | None = getattr(fleet, "stub", None)
+    with fleet.context() as ctx:
+        diagnosis = diagnose(ctx)
+    if stub is None:
+        assert diagnosis.findings == []
+        assert f"{fleet.cp_id}: GitHub Environments (the local forge has none)" in diagnosis.skipped
+        assert f"{fleet.gitops_id}: GitHub Environments (the local forge has none)" in diagnosis.skipped
+        return
+    found = {(f.check, f.where): f for f in diagnosis.findings}
+    assert set(found) == {("environments", fleet.cp_id), ("environments", f"{fleet.gitops_id}@{gitops_caller}")}
+    pages = found[("environments", f"{fleet.gitops_id}@{gitops_caller}")]
+    assert "'github-pages'" in pages.problem and "Source: GitHub Actions" in pages.fix
+    approvals = [f for f in diagnosis.findings if f.where == fleet.cp_id]
+    assert len(approvals) == len(ENVIRONMENTS)  # one per environment whose PRs a person merges: all of them here
+    assert all("does not exist" in f.problem and "Required reviewers" in f.fix for f in approvals)
+
+    cp_repo = stub.repo(fleet.cp_id)
+    for env in ENVIRONMENTS:
+        cp_repo.environments[f"fleetflow-{env}"] = {"reviewers": ["alice"]}
+    cp_repo.environments["fleetflow-qa"] = {"wait_timer": 5}  # a timer alone approves nothing
+    stub.repo(fleet.gitops_id).environments["github-pages"] = {}
+    with fleet.context() as ctx:
+        diagnosis = diagnose(ctx)
+    assert [(f.check, f.where) for f in diagnosis.findings] == [("environments", fleet.cp_id)]
+    assert "'fleetflow-qa' has no required reviewers" in diagnosis.findings[0].problem
+    assert f"{fleet.cp_id}: GitHub Environment fleetflow-dev (1 required reviewer(s))" in diagnosis.checked

@@ -136,6 +136,16 @@ class MergeRules:
     auto_merge_allowed: bool = False
 
 
+@dataclass(frozen=True)
+class DeploymentEnvironment:
+    """A GitHub Environment (Settings → Environments) as its deployment protection rules describe it: the jobs that
+    name it wait for one of ``reviewers`` (when any) and ``wait_timer`` minutes."""
+
+    name: str
+    reviewers: int = 0  # required reviewers (users or teams); 0: no approval
+    wait_timer: int = 0  # minutes
+
+
 class Forge(Protocol):
     """What fleetflow asks of a forge. Implementations: ``GitHubForge``, ``LocalForge``."""
 
@@ -230,4 +240,9 @@ class Forge(Protocol):
     def auto_merge_allowed(self, repo: str) -> bool | None:
         """Whether the repository lets the forge merge a PR on its own once the branch rules pass (GitHub:
         ``allow_auto_merge``); None when the forge has no such setting (the local forge)."""
+        ...
+
+    def deployment_environments(self, repo: str) -> dict[str, DeploymentEnvironment] | None:
+        """The repository's GitHub Environments by name (``GET /repos/{owner}/{repo}/environments``); None when
+        the forge has none (the local forge)."""
         ...

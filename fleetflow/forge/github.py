@@ -32,6 +32,7 @@ from urllib3 import Retry
 from fleetflow.errors import ForgeError, ForgeRequest
 from fleetflow.forge.base import (
     CommitStatus,
+    DeploymentEnvironment,
     MergeRules,
     PullRequest,
     ReportPage,
@@ -470,6 +471,27 @@ class GitHubForge:
         remote = self._remote(repo)
         with self._request("read the repository", "GET", f"/repos/{repo}"):
             return bool(remote.allow_auto_merge)
+
+    def deployment_environments(self, repo: str) -> dict[str, DeploymentEnvironment] | None:
+        """"List environments" (``GET /repos/{owner}/{repo}/environments``, anyone with read access): each
+        environment's ``protection_rules`` (``required_reviewers`` with its ``reviewers``, ``wait_timer``)."""
+        found: dict[str, DeploymentEnvironment] = {}
+        page = 1
+        while True:
+            data = self._requester_json(repo, "GET", f"/repos/{repo}/environments", "list the environments",
+                                        parameters={"per_page": 100, "page": page})
+            items = (data or {}).get("environments") or []
+            for item in items:
+                reviewers = wait = 0
+                for rule in item.get("protection_rules") or []:
+                    if rule.get("type") == "required_reviewers":
+                        reviewers = len(rule.get("reviewers") or [])
+                    elif rule.get("type") == "wait_timer":
+                        wait = int(rule.get("wait_timer") or 0)
+                found[item["name"]] = DeploymentEnvironment(item["name"], reviewers, wait)
+            if len(items) < 100 or len(found) >= int((data or {}).get("total_count") or 0):
+                return found
+            page += 1
 
     # -- errors --------------------------------------------------------------------------------------------
 

@@ -39,6 +39,7 @@ from fleetflow.clock import utc_now
 from fleetflow.errors import ForgeError, ForgeRequest
 from fleetflow.forge.base import (
     CommitStatus,
+    DeploymentEnvironment,
     MergeRules,
     PullRequest,
     ReportPage,
@@ -437,6 +438,10 @@ class LocalForge:
 
     def installation_permissions(self, repo: str) -> dict[str, str] | None:
         """The local forge has no Apps."""
+        return None
+
+    def deployment_environments(self, repo: str) -> dict[str, DeploymentEnvironment] | None:
+        """The local forge runs no workflow, so it has no GitHub Environments."""
         return None
 
     def auto_merge_allowed(self, repo: str) -> bool | None:

@@ -13,17 +13,31 @@ Checks (each reads, none writes):
 * **autoMerge**: an Environment with ``pullRequest.autoMerge`` in a GitOps repository that does not allow
   auto-merge (``allow_auto_merge``): fleetflow then merges by its own rules only when it runs again;
 * **contexts**: statuses on each GitOps environment branch tip whose context matches no ``Cluster``'s
-  ``statusContext`` nor the Environment's ``rollout.contextPattern``: a reporter the gate never counts.
+  ``statusContext`` nor the Environment's ``rollout.contextPattern``: a reporter the gate never counts;
+* **branch-rules**: the status checks branch protection and rulesets require on each GitOps environment branch
+  (the forge's ``merge_rules``: GitHub's "Get a branch", ``protection.required_status_checks``, and "Get rules for
+  a branch", the ``required_status_checks`` rules of active rulesets). A required context that can never report on
+  a PR's head (``fleetflow/<env>`` is recorded on control-plane main commits; a cluster's context is posted on the
+  commit it applied, after the merge) keeps every PR unmergeable; an ``autoMerge`` Environment whose branch
+  requires no check gives GitHub's auto-merge nothing to wait for, so the PR is merged as soon as the checks
+  already on its head are green, possibly before any has started;
+* **environments**: the GitHub Environments (deployment protection rules, "List environments") of the jobs that
+  need them: with the control-plane caller's ``approval-environment``, the environment of each fleetflow
+  Environment whose PRs a person merges (``autoMerge`` off) must exist with required reviewers (GitHub creates a
+  missing one on first use without rules); with the GitOps caller's ``status-page``, ``github-pages`` must exist
+  (GitHub Pages set to "GitHub Actions").
 """
 
 from __future__ import annotations
 
 import fnmatch
 from dataclasses import dataclass
+from typing import Any
 
+import yaml
 from pydantic import Field
 
-from fleetflow.errors import Problem, Problems
+from fleetflow.errors import ForgeError, Problem, Problems
 from fleetflow.model.controlplane import Resource, build_resource
 from fleetflow.model.documents import Tree, read_tree
 from fleetflow.model.resources import ClusterSpec, EnvironmentSpec, GitOpsRepoSpec
@@ -43,7 +57,7 @@ _LEVEL = {"read": 1, "write": 2, "admin": 3}
 
 
 class Finding(Result):
-    check: str  # workflows | default-branch | app | autoMerge | contexts
+    check: str  # workflows | default-branch | app | autoMerge | contexts | branch-rules | environments
     where: str
     problem: str
     fix: str
@@ -193,7 +207,11 @@ def diagnose(ctx: Context) -> Diagnosis:
                 "a merged PR's pull_request event reads the workflow from the merge ref",
             )
             _check_contexts(ctx, found, env, repo, branch, sha)
+            _check_branch_rules(ctx, found, env, repo, branch)
+        if tip is not None:
+            _check_status_page_environment(ctx, found, repo, url, default, tip)
         _check_auto_merge(ctx, found, repo, [e for e in setups if e.gitops is not None and e.gitops.repo == repo])
+    _check_approval_environments(ctx, found, cp, main_sha, setups)
     for repo in [cp, *gitops_repos]:
         _check_app(ctx, found, repo)
     found.healthy = not found.findings
@@ -302,3 +320,114 @@ def _check_app(ctx: Context, found: Diagnosis, repo: str) -> None:
         )
     else:
         found.ok(f"{repo}: App permissions")
+
+
+def _reporter_contexts(env: EnvSetup) -> tuple[set[str], str | None]:
+    """The contexts the clusters of ``env`` post (exact), and the glob of ``rollout.contextPattern``."""
+    exact = {c.spec.status_context for c in env.clusters if c.spec.status_context}
+    pattern = env.spec.rollout.context_pattern
+    return exact, pattern.replace("{cluster}", "*").replace("{clusterType}", "*") if pattern else None
+
+
+def _check_branch_rules(ctx: Context, found: Diagnosis, env: EnvSetup, repo: str, branch: str) -> None:
+    rules = ctx.forge.merge_rules(repo, branch)
+    exact, glob = _reporter_contexts(env)
+    never = [c for c in rules.required
+             if c.startswith("fleetflow/") or c in exact or (glob is not None and fnmatch.fnmatchcase(c, glob))]
+    where = f"{repo}@{branch}"
+    if never:
+        why = ("fleetflow/<env> is recorded on the control plane's main commit"
+               if any(c.startswith("fleetflow/") for c in never)
+               else "the clusters report on the commit they applied, after the merge")
+        found.findings.append(finding(
+            "branch-rules", where,
+            f"the branch requires {', '.join(repr(c) for c in never)}, which never reports on a PR's head ({why}): "
+            f"{env.name}'s PRs can never be merged by the rules",
+            f"remove {', '.join(never)} from the required status checks of {branch} (branch protection rule or "
+            "ruleset); require the checks that run on the PR itself (your CI) instead"))
+    if env.spec.pull_request.auto_merge and not rules.required:
+        found.findings.append(finding(
+            "branch-rules", where,
+            f"{env.name} sets pullRequest.autoMerge but {branch} requires no status check: GitHub's auto-merge has "
+            "nothing to wait for, so the PR is merged as soon as the checks already on its head are green, possibly "
+            "before any has started",
+            f"require the checks that validate a GitOps PR on {branch}: Settings → Rules → Rulesets → Require status "
+            "checks to pass (or a branch protection rule with Require status checks to pass before merging)"))
+    if not never and not (env.spec.pull_request.auto_merge and not rules.required):
+        found.ok(f"{where}: required checks ({', '.join(rules.required) or 'none'})")
+
+
+def _caller_inputs(ctx: Context, url: str, sha: str) -> dict[str, Any]:
+    """The ``with:`` inputs the caller workflow on ``sha`` passes to fleetflow's reusable workflow (every job's,
+    merged); empty when the file is missing or not YAML (the workflows check reports that)."""
+    text = ctx.git.read_file(url, sha, WORKFLOW_FILE)
+    try:
+        data = yaml.safe_load(text) if text else None
+    except yaml.YAMLError:
+        return {}
+    inputs: dict[str, Any] = {}
+    jobs = data.get("jobs") if isinstance(data, dict) else None
+    for job in (jobs or {}).values() if isinstance(jobs, dict) else []:
+        if isinstance(job, dict) and "fleetflow" in str(job.get("uses", "")) and isinstance(job.get("with"), dict):
+            inputs.update(job["with"])
+    return inputs
+
+
+def _environments(ctx: Context, found: Diagnosis, repo: str) -> dict[str, Any] | None:
+    try:
+        envs = ctx.forge.deployment_environments(repo)
+    except ForgeError as exc:
+        found.skipped.append(f"{repo}: GitHub Environments could not be read ({str(exc).splitlines()[0]}); "
+                             "\"List environments\" needs Actions: read for a GitHub App or fine-grained token")
+        return None
+    if envs is None:
+        found.skipped.append(f"{repo}: GitHub Environments (the {ctx.forge.name} forge has none)")
+    return envs
+
+
+def _check_approval_environments(ctx: Context, found: Diagnosis, cp: str, main_sha: str,
+                                 setups: list[EnvSetup]) -> None:
+    pattern = _caller_inputs(ctx, ctx.cp_url, main_sha).get("approval-environment")
+    if not isinstance(pattern, str) or not pattern:
+        found.ok(f"{cp}: no approval-environment in the caller (manual promotions are gated by the GitOps PR review)")
+        return
+    gated = [e.name for e in setups if not e.spec.pull_request.auto_merge]
+    if not gated:
+        return
+    existing = _environments(ctx, found, cp)
+    if existing is None:
+        return
+    for name in gated:
+        wanted = pattern.replace("{0}", name)
+        have = existing.get(wanted)
+        if have is None:
+            problem = (f"the caller runs manual promotions of {name} in the GitHub Environment {wanted!r}, which "
+                       "does not exist: GitHub creates it on first use without protection rules, so a manual "
+                       f"promotion or rollback of {name} runs without approval")
+        elif not have.reviewers:
+            problem = (f"the GitHub Environment {wanted!r} has no required reviewers: a manual promotion or "
+                       f"rollback of {name} (whose PRs a person merges) runs without approval")
+        else:
+            found.ok(f"{cp}: GitHub Environment {wanted} ({have.reviewers} required reviewer(s))")
+            continue
+        found.findings.append(finding(
+            "environments", cp, problem,
+            f"Settings → Environments → {'New environment ' + wanted if have is None else wanted} → Required "
+            "reviewers (docs/setup.md, step 5); or remove approval-environment from the caller"))
+
+
+def _check_status_page_environment(ctx: Context, found: Diagnosis, repo: str, url: str, branch: str,
+                                   sha: str) -> None:
+    if _caller_inputs(ctx, url, sha).get("status-page") is not True:
+        return
+    existing = _environments(ctx, found, repo)
+    if existing is None:
+        return
+    if "github-pages" in existing:
+        found.ok(f"{repo}: GitHub Environment github-pages (status page)")
+        return
+    found.findings.append(finding(
+        "environments", f"{repo}@{branch}",
+        "the caller publishes the status page (status-page: true), whose job deploys to the GitHub Environment "
+        "'github-pages', but the repository has none: GitHub Pages is not set to deploy from GitHub Actions",
+        "Settings → Pages → Build and deployment → Source: GitHub Actions (docs/status-page.md)"))

@@ -70,6 +70,16 @@ def get_branch_rules(request: Request) -> Response:
     return Response(200, request.shapes.ruleset_rules(repo, request.params["branch"]))
 
 
+@route("GET", "/repos/{owner}/{repo}/environments")
+def list_environments(request: Request) -> Response:
+    """"List environments": ``{total_count, environments}``, paginated (``per_page`` default 30, at most 100),
+    for anyone with read access."""
+    repo = request.repo
+    names = sorted(repo.environments)
+    return paginate(request, names, lambda page: [request.shapes.environment(repo, n, names.index(n)) for n in page],
+                    wrap="environments")
+
+
 @route("GET", "/repos/{owner}/{repo}/git/ref/{ref}")
 def get_ref(request: Request) -> Response:
     repo, refname = request.repo, "refs/" + request.params["ref"]

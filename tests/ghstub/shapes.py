@@ -438,6 +438,31 @@ class Shapes:
         return {"enabled_by": self.user(pr.auto_merge["enabled_by"]), "merge_method": pr.auto_merge["merge_method"],
                 "commit_title": pr.title, "commit_message": ""}
 
+    def environment(self, repo: Repo, name: str, index: int) -> Json:
+        """``environment`` of "List environments": its ``protection_rules`` (``required_reviewers`` with the
+        reviewers as users, ``wait_timer``) and no deployment branch policy (every branch may deploy)."""
+        spec = repo.environments[name]
+        ident = repo.id * 1000 + index
+        rules: list[Json] = []
+        if spec.get("wait_timer"):
+            rules.append({"id": ident * 10 + 1, "node_id": node_id("GA", ident * 10 + 1), "type": "wait_timer",
+                          "wait_timer": int(spec["wait_timer"])})
+        if spec.get("reviewers"):
+            rules.append({"id": ident * 10 + 2, "node_id": node_id("GA", ident * 10 + 2), "type": "required_reviewers",
+                          "prevent_self_review": False,
+                          "reviewers": [{"type": "User", "reviewer": self.user(login)} for login in spec["reviewers"]]})
+        return {
+            "id": ident,
+            "node_id": node_id("EN", ident),
+            "name": name,
+            "url": f"{self.base}/repos/{repo.full_name}/environments/{quote(name)}",
+            "html_url": f"{self.base}/{repo.full_name}/deployments/activity_log?environments_filter={quote(name)}",
+            "created_at": repo.created_at,
+            "updated_at": repo.created_at,
+            "protection_rules": rules,
+            "deployment_branch_policy": None,
+        }
+
     def ruleset_rules(self, repo: Repo, branch: str) -> list[Json]:
         """``repository-rule-detailed`` items of ``GET /rules/branches/{branch}``: one ``required_status_checks``
         rule from the repository's active ruleset when it targets the branch."""

@@ -164,6 +164,8 @@ class Repo:
     # rules of active rulesets that target the branch). ``bypass``: merges ignore both (an App on the bypass list).
     protection: dict[str, list[str]] = field(default_factory=dict)
     rulesets: dict[str, list[str]] = field(default_factory=dict)
+    # GitHub Environments (Settings → Environments): name -> {"reviewers": [login, ...], "wait_timer": minutes}
+    environments: dict[str, dict[str, Any]] = field(default_factory=dict)
     bypass: bool = False
     # When set, the API reports this (e.g. ``https://git.example.com/acme/app.git``) as ``clone_url``: for clients
     # that put a token into an https clone URL. The stub serves git only at the ``file://`` URL (``clone_url``).
