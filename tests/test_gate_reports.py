@@ -80,6 +80,23 @@ def test_counts_decide_pending_and_timeout_but_never_success_or_failure() -> Non
     assert estimate(policy, clusters, [Counts("pending", 201), Counts("success", 100)], T0, T0) is None
 
 
+def test_counts_decide_pending_while_the_soak_time_since_the_start_runs() -> None:
+    """Every cluster may have succeeded (as many reports as clusters, nothing failed), but the soak time counts from
+    the newest success, which is not older than the rollout's start: before start + soakTime the gate is pending
+    from the first pages alone (bench_requests.py: 17 -> 8 requests at 1,000 clusters). Afterwards, or after any
+    failure, the reports are read."""
+    policy = RolloutPolicy.model_validate({"timeout": "30m", "soakTime": "10m"})
+    clusters = [ExpectedCluster(f"c{i}", "ct", f"flux/c{i}") for i in range(300)]
+    complete = [Counts("success", 300)]
+    soaking = estimate(policy, clusters, complete, T0, T0 + timedelta(minutes=4))
+    assert isinstance(soaking, GateDecision) and soaking.state == "pending" and not soaking.counted
+    assert soaking.ready_at == T0 + timedelta(minutes=10) and "soaking" in soaking.description
+    assert estimate(policy, clusters, complete, T0, T0 + timedelta(minutes=10)) is None  # may be success: read
+    assert estimate(policy, clusters, [Counts("failure", 300)], T0, T0 + timedelta(minutes=4)) is None
+    few = estimate(policy, clusters, [Counts("success", 100)], T0, T0 + timedelta(minutes=4))
+    assert isinstance(few, GateDecision) and few.description.startswith("rolling out")  # not everyone reported
+
+
 def test_a_long_argo_message_with_newlines_and_colons_stays_one_line() -> None:
     """Argo CD cuts the message to 140 characters and keeps newlines (notifications-engine pkg/services/github.go
     ``trunc``); a log line starting with ``::`` would be a workflow command on GitHub Actions, so the gate's

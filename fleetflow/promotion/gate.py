@@ -160,14 +160,16 @@ def estimate(policy: RolloutPolicy, clusters: Sequence[ExpectedCluster], counts:
     if required == 0:
         return None
     failure_seen = any(c.state == "failure" or c.checks_failed or not c.checks_read for c in counts)
-    if not failure_seen and now - started < min(policy.soak_time, policy.timeout):
-        # no success before the soak time has passed since the rollout started (the soak runs from the newest
-        # success, which is not older than the start), and no failure anywhere: pending, whatever the reports say
-        ready = started + policy.soak_time
-        return GateDecision("pending", f"soaking: nothing failed; ready at {ready:%Y-%m-%d %H:%M:%S} UTC at the "
-                            "earliest", required, ready_at=ready, counted=False)
     reported = sum(c.statuses + c.checks for c in counts)
-    if failure_seen or reported > required or (reported == required and counts[0].state != "pending"):
+    if failure_seen:
+        return None
+    if reported > required or (reported == required and counts[0].state != "pending"):
+        if now - started < min(policy.soak_time, policy.timeout):
+            # every cluster may have succeeded, but no success is due before the soak time has passed since the
+            # rollout started (it runs from the newest success, which is not older than the start): pending
+            ready = started + policy.soak_time
+            return GateDecision("pending", f"soaking: nothing failed; ready at {ready:%Y-%m-%d %H:%M:%S} UTC at the "
+                                "earliest", required, ready_at=ready, counted=False)
         return None
     if now - started >= policy.timeout:
         waited = format_duration(policy.timeout)
