@@ -116,6 +116,10 @@ def test_every_operation_answers_in_githubs_shapes(stub: GitHubStub, app_keys: t
     assert [r["parameters"]["required_status_checks"] for r in rules] == [[{"context": "security/scan"}]]
     stub.repo("acme/gitops").protection.clear()
     stub.repo("acme/gitops").rulesets.clear()
+    stub.repo("acme/gitops").environments.update({"prod": {"reviewers": ["alice"], "wait_timer": 5}, "dev": {}})
+    environments = {e.name: e for e in repo.get_environments()}  # PyGithub's "List environments"
+    assert sorted(environments) == ["dev", "prod"] and environments["dev"].protection_rules == []
+    assert sorted(r.type for r in environments["prod"].protection_rules) == ["required_reviewers", "wait_timer"]
     ref = repo.create_git_ref("refs/heads/scratch", main.commit.sha)
     assert [r.ref for r in repo.get_git_matching_refs("heads/scratch")] == ["refs/heads/scratch"]
     dev_sha = repo.get_git_ref("heads/fleetflow/dev").object.sha
