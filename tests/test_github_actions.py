@@ -324,8 +324,8 @@ def test_reconcile_as_a_step(step: Step) -> None:
     assert message == f"dev: promote: {dev['did'][0]['message']}"
     summary = step.summary()
     assert summary.startswith(f"## fleetflow reconcile\n\nMain at `{sha[:12]}`.\n")
-    assert re.search(r"^\| `dev` \| pinned `[0-9a-f]{12}`, .* \| \*\*promote\*\*: .* \| PR #1 waits to be merged \|$",
-                     summary, re.M)
+    assert re.search(r"^\| `dev` \| pinned `[0-9a-f]{12}`, .* \| \*\*promote\*\*: .* \| "
+                     r"PR #1 waits for a person to merge it \(autoMerge off\) \|$", summary, re.M)
     assert "| `qa` | pinned `-`, GitOps carries `-`, gate none | – | nothing promoted here yet |" in summary
     assert "## fleetflow status" in summary
     (step.tmp / "output").unlink()
