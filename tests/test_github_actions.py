@@ -17,6 +17,7 @@ from __future__ import annotations
 import importlib
 import json
 import re
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,7 +28,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from fleetflow.cli import main as cli_main
-from fleetflow.cli.github_actions import command, output_lines, problem_command
+from fleetflow.cli.github_actions import command, output_lines, problem_command, protected_excepthook
 from fleetflow.cli.route import one_line
 from fleetflow.errors import Location, Problem
 from tests.fleet import Fleet
@@ -277,20 +278,27 @@ def test_route_outputs_and_a_hostile_event(step: Step) -> None:
     assert name == "error" and message.startswith(one_line(outputs["reason"]))
 
 
-def test_a_bug_is_one_annotation_and_exit_1(step: Step, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Not a FleetflowError: the traceback goes to the log with commands off (it may quote anything), then one
-    ``::error``. (The bug is planted: fleetflow has none on purpose.)"""
+def test_a_bug_is_one_annotation_and_exit_1(step: Step, monkeypatch: pytest.MonkeyPatch,
+                                           capsys: pytest.CaptureFixture[str]) -> None:
+    """Not a FleetflowError: one ``::error`` after the step's report, the exception goes on (exit 1), and Python's
+    report of it prints the traceback with commands off: it may quote anything. (The bug is planted: fleetflow has
+    none on purpose.)"""
     promote_cli = importlib.import_module("fleetflow.cli.promote")  # the module (the package exports the command)
 
     def broken(*_args: object, **_kwargs: object) -> None:
-        raise RuntimeError("::warning::planted")
+        raise RuntimeError("planted\n::warning::injected")
 
     monkeypatch.setattr(promote_cli, "promote_many", broken)
-    code, log = step.run("promote", "--commit", "abcdef1")
-    assert code == 1
-    assert "RuntimeError: ::warning::planted" in log
-    [(name, _props, message)] = commands_in(log)
+    monkeypatch.setattr(sys, "excepthook", sys.excepthook)  # restored after the test
+    base = ["--forge", "local", "--control-plane", step.fleet.cp_url, "--format", "json", "--github-actions"]
+    result = CliRunner().invoke(cli_main, ["promote", "--commit", "abcdef1", *base], env=step.env)
+    assert result.exit_code == 1 and isinstance(result.exception, RuntimeError)
+    [(name, _props, message)] = commands_in(result.output)
     assert name == "error" and "crashed" in message
+    assert sys.excepthook is protected_excepthook
+    sys.excepthook(RuntimeError, result.exception, result.exception.__traceback__)
+    printed = capsys.readouterr().out
+    assert "RuntimeError: planted\n::warning::injected" in printed and commands_in(printed) == []
 
 
 def test_outputs_of_check_rollout_and_schedule(step: Step) -> None:

@@ -36,6 +36,7 @@ import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, redirect_stderr
 from dataclasses import dataclass, field
+from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import click
@@ -266,26 +267,33 @@ def actions_step(name: str, enabled: bool, job_summary: bool = True) -> ActionsS
 def reporting(step: ActionsStep | None) -> Iterator[None]:
     """Around a command body: workflow commands off while it prints (stderr joins stdout, so the two streams cannot
     overtake each other around the switch), then the outputs, annotations and summary. A bug (an exception that is
-    not a FleetflowError; those end in ``Reply.fail``) prints its traceback while commands are off and becomes one
-    ``::error`` annotation and exit 1."""
+    not a FleetflowError; those end in ``Reply.fail``) is not caught: it becomes one ``::error`` annotation, and
+    Python's own report of it (exit 1) prints the traceback with commands off (:func:`protected_excepthook`)."""
     if step is None:
         yield
         return
     step.begin()
-    crashed = False
     try:
         with redirect_stderr(sys.stdout):
             yield
-    except Exception:  # a bug in fleetflow, at the edge of the process: report it in the workflow's terms
-        traceback.print_exc(file=sys.stdout)
-        crashed = True
     finally:
+        in_flight = sys.exc_info()[1]  # the exception on its way out, if any (SystemExit: Reply's own exit)
+        crashed = in_flight is not None and not isinstance(in_flight, SystemExit | KeyboardInterrupt | GeneratorExit)
         sys.stdout.flush()
         step.end()
-    if crashed:
-        step.echo(command("error", f"{step.title} crashed (a bug in fleetflow; the traceback is in the log above)",
-                          title=step.title))
-        sys.exit(1)
+        if crashed:
+            step.echo(command("error", f"{step.title} crashed (a bug in fleetflow; the traceback is in the log)",
+                              title=step.title))
+            sys.excepthook = protected_excepthook
+
+
+def protected_excepthook(kind: type[BaseException], error: BaseException, trace: TracebackType | None) -> None:
+    """Python's report of an uncaught exception, between ``::stop-commands::`` and its token: a traceback may quote
+    anything (event data in an exception's message), and none of it may act as a workflow command."""
+    token = uuid.uuid4().hex
+    print(f"::stop-commands::{token}", flush=True)
+    traceback.print_exception(kind, error, trace, file=sys.stdout)
+    print(f"::{token}::", flush=True)
 
 
 def github_actions_options(func: F) -> F:
