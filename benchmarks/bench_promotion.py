@@ -69,6 +69,8 @@ def build_repos(root: Path, workloads: int, cluster_types: int) -> Result:
     cp, gitops = root / "control-plane.git", root / "gitops.git"
     for bare in (cp, gitops):
         git(root, "init", "-q", "--bare", str(bare))
+        git(bare, "config", "uploadpack.allowFilter", "true")  # as GitHub (serve_partial_clones)
+        git(bare, "config", "uploadpack.allowAnySHA1InWant", "true")
     git(main_dir, "init", "-q")
     git(main_dir, "add", "-A")
     git(main_dir, "commit", "-q", "-m", "control plane")

@@ -18,7 +18,7 @@ from typing import Any
 
 from fleetflow.clock import Clock
 from fleetflow.forge.base import Forge
-from fleetflow.forge.git import GitRepos
+from fleetflow.forge.git import GitRepos, serve_partial_clones
 from fleetflow.promotion.context import Context, head_branch
 from fleetflow.render.incremental import STATE_PATH, RenderState
 from tests.helpers import MAIN_FILES, build_file_tree
@@ -222,6 +222,8 @@ def build_bare_repos(root: Path, gitops_id: str, cp_id: str) -> tuple[Path, Path
     cp, gitops = root / "control-plane.git", root / "gitops.git"
     git(root, "init", "-q", "--bare", str(cp))
     git(root, "init", "-q", "--bare", str(gitops))
+    for bare in (cp, gitops):
+        serve_partial_clones(bare)  # as GitHub: blobless fetches, then blobs by id
     work = root / "work"
     work.mkdir()
     git(work, "init", "-q")

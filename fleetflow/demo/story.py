@@ -20,7 +20,7 @@ from pathlib import Path
 from pydantic import Field
 
 from fleetflow.clock import Clock
-from fleetflow.forge.git import GitRepos, run_in
+from fleetflow.forge.git import GitRepos, run_in, serve_partial_clones
 from fleetflow.forge.local import LocalForge
 from fleetflow.promotion.check_rollout import RolloutOutcome, check_rollout
 from fleetflow.promotion.context import Context, head_branch, short
@@ -52,6 +52,7 @@ def build_repos(root: Path, examples: Path) -> tuple[Path, Path]:
     cp_bare, gitops_bare = root / "control-plane.git", root / "platform-gitops.git"
     for bare in (cp_bare, gitops_bare):
         _git(root, "init", "--bare", "-q", str(bare))
+        serve_partial_clones(bare)  # as GitHub: the GitOps mirror is fetched without blobs
     work = root / "work-control-plane"
     work.mkdir()
     _git(work, "init", "-q")

@@ -45,6 +45,9 @@ SAFE_REF = re.compile(r"^(?!-)(?!.*\.\.)[A-Za-z0-9._/-]+$")
 FLEETFLOW_NAME = "fleetflow"
 FLEETFLOW_EMAIL = "fleetflow@users.noreply.github.com"
 MIRROR_PREFIX = "refs/mirror/"
+# The one remote of a blobless mirror: git's partial clone needs a named promisor remote (extensions.partialClone).
+PROMISOR = "origin"
+BLOBLESS = "blob:none"
 EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
 # Variables that would point git at another repository than the one we name (e.g. when run from a git hook).
 _LOCATION_VARS = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY", "GIT_COMMON_DIR",
@@ -162,16 +165,27 @@ class TreeEntry:
 
 
 class BareRepo:
-    """A bare repository in ``folder`` (created when missing). All reading and writing of git objects."""
+    """A bare repository in ``folder`` (created when missing). All reading and writing of git objects.
 
-    def __init__(self, folder: Path) -> None:
+    ``blobless_from`` (a URL): when the folder is created here, it is made a **partial clone** of that URL (git's
+    ``Documentation/technical/partial-clone.adoc``): remote ``origin`` with ``remote.origin.promisor = true`` and
+    ``remote.origin.partialclonefilter = blob:none``, and ``extensions.partialClone = origin``. Its fetches then
+    bring commits and trees only (``git fetch --filter=blob:none``); the blobs a reader asks for are fetched in one
+    batch (:meth:`blobs`), never one request per blob as git's on-demand ("dynamic") fetch would. A folder that
+    already exists keeps what it is (a full mirror stays full)."""
+
+    def __init__(self, folder: Path, *, blobless_from: str | None = None) -> None:
         self.folder = folder = folder.absolute()
         self._blobs: dict[str, bytes] = {}
+        self._partial: bool | None = None
+        self.remote_url: str | None = None  # the URL (credentials included, memory only) that promised the blobs
         if not (folder / "HEAD").exists():  # made aside and renamed: runs sharing the cache may race here
             folder.parent.mkdir(parents=True, exist_ok=True)
             tmp = tempfile.mkdtemp(prefix=".new-", dir=folder.parent)
             try:
                 run_git(["init", "--quiet", "--bare", tmp])
+                if blobless_from is not None:
+                    _make_partial(Path(tmp), split_credentials(blobless_from)[0])
                 os.rename(tmp, folder)
             except OSError:
                 if not (folder / "HEAD").exists():
@@ -181,7 +195,18 @@ class BareRepo:
 
     def git(self, *args: str, stdin: bytes | None = None, env: Mapping[str, str] | None = None,
             check: bool = True) -> subprocess.CompletedProcess[bytes]:
+        if env is None and self.remote_url is not None and self.partial:
+            env = split_credentials(self.remote_url)[1]  # a read git fetches on demand authenticates too
         return run_git(args, git_dir=self.folder, stdin=stdin, env=env, check=check)
+
+    @property
+    def partial(self) -> bool:
+        """True for a partial clone (blobs come from the promisor remote when read)."""
+        if self._partial is None:
+            proc = run_git(["config", "--bool", "--get", f"remote.{PROMISOR}.promisor"], git_dir=self.folder,
+                           check=False)
+            self._partial = proc.stdout.decode().strip() == "true"
+        return self._partial
 
     def out(self, *args: str, stdin: bytes | None = None, env: Mapping[str, str] | None = None) -> str:
         return self.git(*args, stdin=stdin, env=env).stdout.decode().strip()
@@ -222,10 +247,15 @@ class BareRepo:
         return pulls
 
     def fetch(self, url: str, refspecs: Sequence[str], *, prune: bool = False, attempts: int = 3) -> None:
-        """Fetch ``refspecs``; two runs sharing a cache may race for the mirror's ref locks (retried)."""
+        """Fetch ``refspecs``; two runs sharing a cache may race for the mirror's ref locks (retried). A partial
+        clone fetches from its promisor remote by name, without blobs (``--filter=blob:none``); the remote's URL is
+        kept current (a mirror is one per URL, so only its credentials can change, and those stay in memory)."""
+        if self.partial:
+            self._set_promisor(url)
 
         def once() -> None:
-            args = ["fetch", "--quiet", "--no-tags", *(["--prune"] if prune else []), "--", url, *refspecs]
+            source = [f"--filter={BLOBLESS}", PROMISOR] if self.partial else ["--", url]
+            args = ["fetch", "--quiet", "--no-tags", *(["--prune"] if prune else []), *source, *refspecs]
             proc = self.remote(url, *args, check=False)
             if proc.returncode != 0:
                 reason = git_reason(proc.stderr)
@@ -297,10 +327,50 @@ class BareRepo:
                 found.append(TreeEntry(mode, kind, sha, path))
         return found
 
+    def _set_promisor(self, url: str) -> None:
+        self.remote_url = url
+        clean = split_credentials(url)[0]
+        if self.git("config", "--get", f"remote.{PROMISOR}.url", check=False).stdout.decode().strip() != clean:
+            self.git("config", f"remote.{PROMISOR}.url", clean)
+
+    def absent(self, shas: Iterable[str]) -> list[str]:
+        """Which of ``shas`` are not in the local object store (promised by the remote, not fetched yet). Asks
+        ``git rev-list --missing=allow-any --ignore-missing``, which never fetches on demand: it lists the objects
+        that are present, and the rest are absent."""
+        wanted = sorted(set(shas))
+        if not wanted or not self.partial:
+            return []
+        proc = self.git("rev-list", "--objects", "--no-walk", "--ignore-missing", "--missing=allow-any", "--stdin",
+                        stdin="".join(f"{s}\n" for s in wanted).encode())
+        present = {line.split(" ", 1)[0].strip() for line in proc.stdout.decode().splitlines()}
+        return [s for s in wanted if s not in present]
+
+    def fetch_blobs(self, shas: Iterable[str]) -> int:
+        """Fetch the absent ones of ``shas`` from the promisor remote in **one** request (what git itself runs to
+        bulk-prefetch: ``fetch <remote> --filter=blob:none --stdin`` with the ids on stdin and the ``noop``
+        negotiation). Credentials travel in the environment. Returns how many were fetched."""
+        absent = self.absent(shas)
+        if not absent:
+            return 0
+        url = self.remote_url
+        auth = split_credentials(url)[1] if url else {}
+        args = ["-c", "fetch.negotiationAlgorithm=noop", "fetch", "--quiet", "--no-tags", "--no-write-fetch-head",
+                "--recurse-submodules=no", f"--filter={BLOBLESS}", "--stdin", PROMISOR]
+        proc = self.git(*args, stdin="".join(f"{s}\n" for s in absent).encode(), env=auth, check=False)
+        if proc.returncode != 0:
+            reason = git_reason(proc.stderr)
+            where = scrub(split_credentials(url)[0]) if url else PROMISOR
+            raise GitError(f"git fetch of {len(absent)} file(s) from {where} failed: {reason}", command="fetch",
+                           reason=reason)
+        return len(absent)
+
     def blobs(self, shas: Iterable[str]) -> dict[str, bytes]:
-        """Contents of blobs by id (cached: an id names its content), read with one ``cat-file --batch``."""
+        """Contents of blobs by id (cached: an id names its content), read with one ``cat-file --batch``. In a
+        partial clone the absent ones are fetched first, in one batch (:meth:`fetch_blobs`)."""
         wanted = list(shas)
         missing = sorted({s for s in wanted if s not in self._blobs})
+        if missing and self.partial:
+            self.fetch_blobs(missing)
         if missing:
             out = self.git("cat-file", "--batch", stdin="".join(f"{s}\n" for s in missing).encode()).stdout
             pos = 0
@@ -317,6 +387,11 @@ class BareRepo:
     def read_file(self, rev: str, path: str) -> bytes | None:
         """The bytes of ``path`` in ``rev``'s tree; None when there is no such file."""
         clean = "/".join(part for part in path.split("/") if part not in ("", "."))
+        if self.partial:  # the tree says which blob; then one batched fetch (with credentials) if it is absent
+            found = [e for e in self.ls_tree(rev, [clean]) if e.path == clean] if clean else []
+            if not found or found[0].kind != "blob":
+                return None
+            return self.blobs([found[0].sha])[found[0].sha]
         proc = self.git("cat-file", "blob", f"{rev}:{clean}", check=False)
         return proc.stdout if proc.returncode == 0 else None
 
@@ -448,6 +523,25 @@ class TreeEdit:
     data: bytes | None = None
 
 
+def _make_partial(folder: Path, clean_url: str) -> None:
+    """Configure the new bare repository ``folder`` as a blobless partial clone of ``clean_url``: what
+    ``git clone --filter=blob:none`` writes (git-config: ``extensions.partialClone``, ``remote.<name>.promisor``,
+    ``remote.<name>.partialclonefilter``). No fetch refspec: fleetflow names its refspecs on every fetch."""
+    for key, value in (("core.repositoryformatversion", "1"), ("extensions.partialClone", PROMISOR),
+                       (f"remote.{PROMISOR}.url", clean_url), (f"remote.{PROMISOR}.promisor", "true"),
+                       (f"remote.{PROMISOR}.partialclonefilter", BLOBLESS)):
+        run_git(["config", key, value], git_dir=folder)
+
+
+def serve_partial_clones(git_dir: Path) -> None:
+    """Let clients fetch the repository at ``git_dir`` blobless and then fetch single blobs by id, as GitHub does:
+    ``uploadpack.allowFilter`` (serve ``--filter``) and ``uploadpack.allowAnySHA1InWant`` (serve an object asked
+    for by id; protocol v2 already does, v0 needs it). For the repositories the local forge and the tests serve
+    from a folder: without it, ``git`` warns "filtering not recognized by server, ignoring" and sends every blob."""
+    for key in ("uploadpack.allowFilter", "uploadpack.allowAnySHA1InWant"):
+        run_git(["config", key, "true"], git_dir=git_dir)
+
+
 def _who(role: bytes, name: str, email: str, when: int) -> bytes:
     return role + f" {name} <{email}> {when} +0000\n".encode()
 
@@ -544,6 +638,13 @@ class GitRepos:
     name: str = FLEETFLOW_NAME
     email: str = FLEETFLOW_EMAIL
     _repos: dict[str, BareRepo] = field(default_factory=dict)
+    _blobless: set[str] = field(default_factory=set)
+
+    def blobless(self, url: str) -> str:
+        """Mark ``url`` (a GitOps repo) to be mirrored without blobs when its mirror is first made: a run reads
+        a few of its files (the state, the old side of changed files), never the whole tree. Returns ``url``."""
+        self._blobless.add(split_credentials(url)[0])
+        return url
 
     @property
     def identity(self) -> tuple[str, str]:
@@ -552,8 +653,11 @@ class GitRepos:
     def mirror(self, url: str) -> BareRepo:
         clean = split_credentials(url)[0]
         if clean not in self._repos:
-            self._repos[clean] = BareRepo(self.cache_dir / hashlib.sha256(clean.encode()).hexdigest()[:24])
-        return self._repos[clean]
+            self._repos[clean] = BareRepo(self.cache_dir / hashlib.sha256(clean.encode()).hexdigest()[:24],
+                                          blobless_from=clean if clean in self._blobless else None)
+        repo = self._repos[clean]
+        repo.remote_url = url  # the newest credentials, for fetching blobs on demand (memory only)
+        return repo
 
     def fetch(self, url: str, branches: Sequence[str]) -> dict[str, str | None]:
         """Fetch ``branches`` into ``refs/mirror/<branch>``; returns branch -> sha (None when it does not exist)."""
@@ -663,6 +767,6 @@ class GitRepos:
 __all__ = [
     "BareRepo", "GitError", "GitRepos", "MergeConflict", "PushRejected", "TreeEdit", "TreeEntry", "check_ref",
     "git_reason",
-    "retry_races", "run_git", "scrub", "split_credentials",
+    "retry_races", "run_git", "scrub", "serve_partial_clones", "split_credentials",
 ]
 

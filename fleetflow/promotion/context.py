@@ -226,7 +226,8 @@ def pinned(ctx: Context, environment: str, *, required: bool) -> Pinned | None:
         )])
     return Pinned(
         environment, envs, envs_at_pin.get(environment, env), envs_at_pin, branch, env_sha, main_sha, plane,
-        gitops.spec.repo, gitops.spec.branch or environment, gitops.spec.path, ctx.forge.git_url(gitops.spec.repo),
+        gitops.spec.repo, gitops.spec.branch or environment, gitops.spec.path,
+        ctx.git.blobless(ctx.forge.git_url(gitops.spec.repo)),  # read in parts: mirrored without blobs
     )
 
 

@@ -4,6 +4,7 @@ changes (:func:`plan_diff`), shown by ``plan`` (a folder) and in the PR body of 
 from __future__ import annotations
 
 import difflib
+import hashlib
 from collections.abc import Iterable, Mapping
 from typing import Protocol
 
@@ -55,6 +56,11 @@ class PreviousTree(Protocol):
         ...
 
 
+def git_blob_id(data: bytes) -> str:
+    """The id git gives a blob of ``data``."""
+    return hashlib.sha1(b"blob %d\0" % len(data) + data, usedforsecurity=False).hexdigest()
+
+
 BATCH = 256  # old files read at a time, so that a diff cut at ``limit`` reads little more than it shows
 
 
@@ -73,7 +79,10 @@ def plan_diff(previous: PreviousTree, result: RenderResult, owned: Ownership, li
     }
     new: dict[str, bytes] = {**result.files, **result.reporters, STATE_PATH: result.state.to_bytes()}
     old_state = previous.state_bytes
-    paths = sorted(set(old) | set(new) | ({STATE_PATH} if old_state is not None else set()))
+    # a file whose key is the git blob id of its new bytes (a GitOps tree's keys are) has not changed: no diff,
+    # never read (nor fetched, from a blobless mirror)
+    same = {path for path, key in old.items() if path in new and key == git_blob_id(new[path])}
+    paths = sorted((set(old) | set(new) | ({STATE_PATH} if old_state is not None else set())) - same)
     chunks: list[str] = []
     size = 0
     for start in range(0, len(paths), BATCH):

@@ -104,7 +104,7 @@ class BareRepo:
             check=True,
             env=git_env(),
         )
-        return cls(path)
+        return cls(path).serving_partial_clones()
 
     @classmethod
     def clone_bare(cls, source: Path, path: Path) -> BareRepo:
@@ -115,7 +115,14 @@ class BareRepo:
             env=git_env(),
             capture_output=True,
         )
-        return cls(path)
+        return cls(path).serving_partial_clones()
+
+    def serving_partial_clones(self) -> BareRepo:
+        """As GitHub, which serves partial clones (``git clone --filter=blob:none``; "Get up to speed with partial
+        clone and shallow clone", github.blog, 2020-12-21): ``--filter`` fetches and blobs asked for by id."""
+        for key in ("uploadpack.allowFilter", "uploadpack.allowAnySHA1InWant"):
+            self.git("config", key, "true")
+        return self
 
     def import_tree(self, directory: Path, branch: str, message: str) -> str:
         """Commit the files of a plain directory as the first commit of ``branch``."""
