@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, nullcontext
 from pathlib import Path
@@ -13,6 +14,7 @@ from fleetflow.cli.terminal import TERMINAL
 from fleetflow.forge.factory import make_forge
 from fleetflow.forge.git import GitRepos
 from fleetflow.promotion.context import Context
+from fleetflow.promotion.fullplan import run_url
 from fleetflow.settings import load_settings
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -34,9 +36,19 @@ def fleet_options(func: F) -> F:
     return func
 
 
+def plan_option(func: F) -> F:
+    """``--plan-dir``: the commands that schedule write each environment's full plan there."""
+    return click.option(
+        "--plan-dir", type=click.Path(file_okay=False, path_type=Path), envvar="FLEETFLOW_PLAN_DIR",
+        help="Write each scheduled environment's full plan (summary + the whole diff, which a PR body cuts at "
+        "64 KB) to DIR/<environment>.diff (default: $FLEETFLOW_PLAN_DIR; none).",
+    )(func)
+
+
 @contextmanager
 def make_context(
-    forge: str | None, control_plane: str | None, config: Path | None, fmt: str, *, narrate: bool = True
+    forge: str | None, control_plane: str | None, config: Path | None, fmt: str, *, narrate: bool = True,
+    plan_dir: Path | None = None,
 ) -> Iterator[Context]:
     """The run's context. On a terminal a spinner shows the current step and the time spent while git or the forge
     is slow (an unreachable GitHub is retried for a while: the spinner says so); the narration (``ctx.say``) goes
@@ -57,5 +69,8 @@ def make_context(
             git=GitRepos(settings.cache_dir / "git"),
             control_plane=settings.control_plane,
             say=say,
+            plan_dir=plan_dir,
+            run_url=run_url(os.environ),
+            server_url=os.environ.get("GITHUB_SERVER_URL") or None,
         ) as ctx:
             yield ctx

@@ -8,7 +8,7 @@ import click
 
 from fleetflow.cli.common import FORMAT
 from fleetflow.cli.errors import FLEET_WRITTEN, handled
-from fleetflow.cli.fleet import fleet_options, make_context
+from fleetflow.cli.fleet import fleet_options, make_context, plan_option
 from fleetflow.cli.github_actions import actions_step, github_actions_options, reconcile_report
 from fleetflow.errors import ExitCode, Problem
 from fleetflow.promotion.reconcile import reconcile
@@ -19,10 +19,11 @@ from fleetflow.promotion.status import as_markdown, fleet_status
 @click.option("--environment", help="Reconcile this environment and its neighbours (the environments right before "
               "and after it) only. Default: every environment.")
 @fleet_options
+@plan_option
 @FORMAT
 @github_actions_options
 def reconcile_command(environment: str | None, forge: str | None, control_plane: str | None, config: Path | None,
-                      fmt: str, github_actions: bool, job_summary: bool) -> None:
+                      plan_dir: Path | None, fmt: str, github_actions: bool, job_summary: bool) -> None:
     """Read pins, environment branches, GitOps branches and PRs and the statuses, and take every step that is
     due: run the gate where a PR was merged, promote main's tip to the first environments and a rolled-out
     commit to the next ones, schedule where the pin or the environment branch is not what the GitOps repo
@@ -36,7 +37,8 @@ def reconcile_command(environment: str | None, forge: str | None, control_plane:
     an error in one environment does not stop the others.
     """
     step = actions_step("reconcile", github_actions, job_summary)
-    with handled(fmt, FLEET_WRITTEN, step) as reply, make_context(forge, control_plane, config, fmt) as ctx:
+    with handled(fmt, FLEET_WRITTEN, step) as reply, \
+            make_context(forge, control_plane, config, fmt, plan_dir=plan_dir) as ctx:
         outcome = reconcile(ctx, environment)
         if step is not None:
             step.report(reconcile_report(outcome), lambda: as_markdown(fleet_status(ctx)))

@@ -76,6 +76,9 @@ class Context:
     clock: Callable[[], datetime] = utc_now
     say: Callable[[str], None] = field(default=lambda _text: None)
     main_branch: str = MAIN
+    plan_dir: Path | None = None  # where schedule writes each environment's full plan (None: it writes none)
+    run_url: str | None = None  # the workflow run this runs in (the PR body links its artifacts)
+    server_url: str | None = None  # GitHub's web address (the PR body links the compare view)
     _tmp: tempfile.TemporaryDirectory[str] | None = None
     _trees: dict[tuple[str, str], Path] = field(default_factory=dict)
     _environments: dict[str, dict[str, Resource[EnvironmentSpec]]] = field(default_factory=dict)

@@ -38,6 +38,8 @@ class PullRequestFacts:
     next_environments: list[str]
     diff: str
     plan_hint: str  # the command that shows the full plan when the body is cut (printed as code)
+    plan_url: str | None = None  # the workflow run whose artifact holds the full plan (fleetflow.promotion.fullplan)
+    compare_url: str | None = None  # GitHub's compare view of the GitOps branch and the PR's head branch
 
 
 def title(facts: PullRequestFacts) -> str:
@@ -60,7 +62,8 @@ def body(facts: PullRequestFacts) -> str:
         if len(text) <= BODY_LIMIT:
             return text
     if facts.diff:  # cut the diff at a line end to what fits beside everything else
-        room = BODY_LIMIT - len(_render(facts, lists=True, diff="")) - _MARGIN
+        # measured with the pointer to the full plan, whose links have any length
+        room = BODY_LIMIT - len(_render(facts, lists=True, diff="\n", diff_cut=True)) - _MARGIN
         if room > 0:
             diff = facts.diff[:room].rsplit("\n", 1)[0] + "\n"
             text = _render(facts, lists=True, diff=diff, diff_cut=True)

@@ -17,10 +17,11 @@ from fleetflow.forge.base import PullRequest
 from fleetflow.forge.git import PushRejected, retry_races
 from fleetflow.promotion import merging
 from fleetflow.promotion.context import Context, head_branch, pinned, short
+from fleetflow.promotion.fullplan import compare_url, plan_header, plan_path, write_plan
 from fleetflow.promotion.gitops import GitOpsTree, clean_root, write_commit
 from fleetflow.promotion.merging import MergeOutcome
 from fleetflow.promotion.prbody import BODY_LIMIT, PullRequestFacts, body, title
-from fleetflow.render.diff import plan_diff
+from fleetflow.render.diff import diff_chunks, plan_diff
 from fleetflow.render.incremental import STATE_PATH
 from fleetflow.render.pipeline import Changes, Meta, render_environment
 from fleetflow.results import Result
@@ -52,6 +53,7 @@ class ScheduleOutcome(Result):
     pull: PullRequest | None = Field(default=None, exclude=True)  # the forge's view, for the steps that follow
     changes: Changes = Field(default_factory=Changes)
     gitops_commit: str | None = None
+    plan_file: str | None = None  # the full plan (summary + whole diff), when asked for (--plan-dir)
     merge: MergeOutcome | None = Field(default=None, exclude=True)  # the merge step's result (autoMerge)
 
     @computed_field(alias="pullRequest")  # type: ignore[prop-decorator]
@@ -102,7 +104,13 @@ def _schedule_once(ctx: Context, environment: str) -> ScheduleOutcome:
     if new_sha is None:  # defensive: a needed change always changes state.json
         outcome.message = "nothing to change"
         return outcome
-    diff = plan_diff(tree, result, written.owned, limit=BODY_LIMIT)
+    if ctx.plan_dir is not None:  # one pass: the whole diff streams to the file, the PR keeps its first part
+        path = plan_path(ctx.plan_dir, environment)
+        header = plan_header(environment, main_sha, branch, env_sha, result.changes)
+        diff = write_plan(path, header, diff_chunks(tree, result, written.owned), BODY_LIMIT)
+        outcome.plan_file = str(path)
+    else:
+        diff = plan_diff(tree, result, written.owned, limit=BODY_LIMIT)
     outcome.gitops_commit = new_sha
     facts = PullRequestFacts(
         environment=environment,
@@ -116,6 +124,9 @@ def _schedule_once(ctx: Context, environment: str) -> ScheduleOutcome:
         next_environments=sorted(n for n, e in envs.items() if environment in e.spec.after),
         diff=diff,
         plan_hint=f"fleetflow plan --environment {environment}",
+        plan_url=ctx.run_url if outcome.plan_file else None,
+        compare_url=(compare_url(ctx.server_url, g_repo, g_branch, head)
+                     if ctx.server_url and ctx.forge.name == "github" else None),
     )
     pr_title, pr_body = title(facts), body(facts)
     if open_pr is not None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import difflib
 import hashlib
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Protocol
 
 from fleetflow.render.incremental import STATE_PATH
@@ -64,11 +64,11 @@ def git_blob_id(data: bytes) -> str:
 BATCH = 256  # old files read at a time, so that a diff cut at ``limit`` reads little more than it shows
 
 
-def plan_diff(previous: PreviousTree, result: RenderResult, owned: Ownership, limit: int | None = None) -> str:
-    """The unified diff of what the render changes in ``previous``, in path order: the files of every rendered
-    assignment and status folder, every file fleetflow wrote that goes (``owned.delete``), and the state file.
-    Foreign files (``owned.foreign``) are not shown: the render keeps them. With ``limit``, stops after the file
-    that passes ``limit`` characters; old files are read (in batches) only up to there."""
+def diff_chunks(previous: PreviousTree, result: RenderResult, owned: Ownership) -> Iterator[str]:
+    """The unified diff of what the render changes in ``previous``, one file at a time in path order: the files of
+    every rendered assignment and status folder, every file fleetflow wrote that goes (``owned.delete``), and the
+    state file. Foreign files (``owned.foreign``) are not shown: the render keeps them. Old files are read (in
+    batches) only as far as the caller iterates."""
     types = {cluster_type_of(a) for a in (*result.state.assignments, *result.removed)}
     shown = {*result.rendered, *(f"{ct}/{STATUS_DIR}" for ct in types)}
     doomed, foreign = set(owned.delete), set(owned.foreign)
@@ -83,16 +83,24 @@ def plan_diff(previous: PreviousTree, result: RenderResult, owned: Ownership, li
     # never read (nor fetched, from a blobless mirror)
     same = {path for path, key in old.items() if path in new and key == git_blob_id(new[path])}
     paths = sorted((set(old) | set(new) | ({STATE_PATH} if old_state is not None else set())) - same)
-    chunks: list[str] = []
-    size = 0
     for start in range(0, len(paths), BATCH):
         batch = paths[start:start + BATCH]
         blobs = previous.blobs(old[p] for p in batch if p in old)
         for path in batch:
             before = old_state if path == STATE_PATH else (blobs.get(old[path]) if path in old else None)
             text = file_diff(path, before, new.get(path))
-            chunks.append(text)
-            size += len(text)
-            if limit is not None and size > limit:
-                return "".join(chunks)
+            if text:
+                yield text
+
+
+def plan_diff(previous: PreviousTree, result: RenderResult, owned: Ownership, limit: int | None = None) -> str:
+    """:func:`diff_chunks` joined. With ``limit``, stops after the file that passes ``limit`` characters: old
+    files are read only up to there."""
+    chunks: list[str] = []
+    size = 0
+    for text in diff_chunks(previous, result, owned):
+        chunks.append(text)
+        size += len(text)
+        if limit is not None and size > limit:
+            break
     return "".join(chunks)
