@@ -22,6 +22,11 @@ Phases and the figure each is compared with:
     (rc) the same incremental render of a folder and (fc) ``git add -A && git commit`` of that folder in the kept
     work tree.
 (s) local forge: the cost of one status post on a commit that already holds 10, 1,000 and 30,000 statuses.
+(k) with ``--cold``: a 1%-change schedule on a runner with no git cache (fresh mirrors; the local forge's own cache
+    and the parse cache stay warm: on GitHub the forge is the API), twice: with the GitOps mirror fetched whole (as
+    before partial clones) and blobless (``--filter=blob:none``, then the blobs the run reads in one batch). Bytes
+    fetched: what the fetches (and blob fetches) added to the mirror's object store (packs as received + indexes).
+    ``--cold-only`` skips (r), (f), (n), (c) and (s).
 
 Targets (issue #9, at 100k assignments): no-change schedule ≤ 3 s and ≤ 3× (rn); 1%-change schedule ≤ 3× (rc);
 full promote ≤ 1.3× (r); peak RSS ≤ 1 GiB. Each of (n), (c), (s) runs ``--runs`` times (min/median/max);
@@ -139,6 +144,48 @@ def phase_schedule(root: str) -> Result:
             "maxrss_mib": bench_render._maxrss_mib()}
 
 
+def phase_cold_schedule(root: str, cache: str, blobless: bool) -> Result:
+    """schedule with empty git mirrors in ``cache``; ``blobless=False`` fetches the GitOps repo whole."""
+    from fleetflow.cli.common import tune_gc
+    from fleetflow.forge.git import BareRepo, GitRepos
+    from fleetflow.forge.local import LocalForge
+    from fleetflow.promotion.context import Context
+    from fleetflow.promotion.schedule import schedule_environment
+
+    tune_gc()
+    if not blobless:
+        GitRepos.blobless = lambda self, url: url  # type: ignore[method-assign]  # as before: mirrors are whole
+    received: dict[Path, int] = {}  # bytes each mirror's object store grew by in fetches (packs as received)
+
+    def store_size(repo: BareRepo) -> int:
+        return sum(f.stat().st_size for f in (repo.folder / "objects").rglob("*") if f.is_file())
+
+    def counted(method: Any) -> Any:
+        def wrapper(self: BareRepo, *args: Any, **kwargs: Any) -> Any:
+            before = store_size(self)
+            try:
+                return method(self, *args, **kwargs)
+            finally:
+                received[self.folder] = received.get(self.folder, 0) + store_size(self) - before
+        return wrapper
+
+    BareRepo.fetch = counted(BareRepo.fetch)  # type: ignore[method-assign]
+    BareRepo.fetch_blobs = counted(BareRepo.fetch_blobs)  # type: ignore[method-assign]
+    forge = LocalForge(cache_dir=Path(root) / "cache" / "forge")
+    repos = GitRepos(Path(cache))
+    ctx = Context(forge=forge, git=repos, control_plane=str(Path(root) / "control-plane.git"))
+    t0 = time.perf_counter()
+    with ctx:
+        outcome = schedule_environment(ctx, ENV)
+    total = time.perf_counter() - t0
+    mirror = repos.mirror(str(Path(root) / "gitops.git"))
+    size = received.get(mirror.folder, 0)
+    cp_size = received.get(repos.mirror(str(Path(root) / "control-plane.git")).folder, 0)
+    return {"total": total, "operation": outcome.operation, "gitops_bytes": size, "cp_bytes": cp_size,
+            "partial": mirror.partial, "pr": outcome.pull_request.number if outcome.pull_request else None,
+            "maxrss_mib": bench_render._maxrss_mib()}
+
+
 def phase_merge(root: str, number: int) -> Result:
     from fleetflow.forge.local import LocalForge
 
@@ -211,7 +258,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--posts", type=int, default=10, help="status posts measured per store size")
     parser.add_argument("--statuses", default="10,1000,30000", help="store sizes for the status-post phase")
     parser.add_argument("--dir", type=Path, help="work directory (default: a temporary one, removed after)")
+    parser.add_argument("--cold", action="store_true", help="add (k): a 1%%-change schedule with no git cache")
+    parser.add_argument("--cold-only", action="store_true", help="(p) then (k) only")
     args = parser.parse_args(argv)
+    args.cold = args.cold or args.cold_only
     work = Path(tempfile.mkdtemp(prefix="bench-promotion-", dir=args.dir))
     os.environ["XDG_CACHE_HOME"] = str(work / "xdg")
     try:
@@ -230,6 +280,12 @@ def run(args: argparse.Namespace, work: Path) -> int:
     peaks: list[float] = []
 
     rendered = work / "rendered"
+    if args.cold_only:
+        p = bench_render.in_child(phase_promote, root)
+        print(f"(p)  full promote:     {p['total']:.2f} s ({p['operation']} PR #{p['pr']})")
+        bench_render.in_child(phase_merge, root, p["pr"])
+        cold(args, work, setup)
+        return 0
     r_full = bench_render.in_child(bench_render.phase_render, main_dir, env_dir, str(rendered))
     print(f"(r)  full render:      {bench_render._fmt_phase('render', r_full)}")
     floor = bench_render.in_child(phase_git_floor, str(rendered), True)
@@ -281,6 +337,8 @@ def run(args: argparse.Namespace, work: Path) -> int:
         print(f"(s)  status post on a commit with {size:>6} statuses: {spread(posts['times'])} per post "
               f"({args.posts} posts; {posts['statuses']} statuses read back)")
 
+    if args.cold:
+        cold(args, work, setup)
     verdicts = [
         ("no-change schedule <= 3 s", statistics.median(n_t) <= TARGETS["no_change_s"]),
         ("no-change schedule <= 3x no-change render",
@@ -293,6 +351,44 @@ def run(args: argparse.Namespace, work: Path) -> int:
     for what, ok in verdicts:
         print(f"target: {what}: {'met' if ok else 'MISSED'}")
     return 0
+
+
+def toggle_line_tuning(setup: Result, i: int) -> None:
+    """The 1% change of (c): one ConfigMap value on the environment branch, back and forth."""
+    env_work = Path(setup["env"])
+    git(env_work, "pull", "-q", "--ff-only", setup["cp"], ENV)
+    path = env_work / fleet.LINE_TUNING_FILE
+    text = path.read_text(encoding="utf-8")
+    old, new = (fleet.LINE_TUNING_OLD, fleet.LINE_TUNING_NEW) if i % 2 == 0 else (fleet.LINE_TUNING_NEW,
+                                                                                 fleet.LINE_TUNING_OLD)
+    path.write_text(text.replace(f"  {fleet.LINE_TUNING_KEY}: {old}\n", f"  {fleet.LINE_TUNING_KEY}: {new}\n"),
+                    encoding="utf-8")
+    git(env_work, "commit", "-q", "-am", f"line tuning {new}")
+    git(env_work, "push", "-q", setup["cp"], f"HEAD:refs/heads/{ENV}")
+
+
+def cold(args: argparse.Namespace, work: Path, setup: Result) -> None:
+    """(k): the same kind of 1%-change schedule on a runner with no git cache, the GitOps mirror whole and
+    blobless, ``--runs`` times each (alternating, so load drifts hit both)."""
+    root = str(work)
+    figures: dict[bool, list[Result]] = {False: [], True: []}
+    step = 0
+    for i in range(args.runs):
+        for blobless in (False, True):
+            toggle_line_tuning(setup, 1000 + step)
+            step += 1
+            cache = work / f"cold-cache-{i}-{int(blobless)}"
+            k = bench_render.in_child(phase_cold_schedule, root, str(cache), blobless)
+            assert k["operation"] == "created" and k["partial"] == blobless, k
+            figures[blobless].append(k)
+            bench_render.in_child(phase_merge, root, k["pr"])
+            shutil.rmtree(cache, ignore_errors=True)
+    for blobless, rows in figures.items():
+        label = "blobless" if blobless else "whole   "
+        mib = [r["gitops_bytes"] / 2**20 for r in rows]
+        print(f"(k)  cold 1%-change schedule, GitOps mirror {label}: {spread([r['total'] for r in rows])}; GitOps "
+              f"fetched {min(mib):.1f}-{max(mib):.1f} MiB; control plane {rows[0]['cp_bytes'] / 2**10:.0f} KiB; "
+              f"peak RSS {max(r['maxrss_mib'] for r in rows):.0f} MiB")
 
 
 if __name__ == "__main__":

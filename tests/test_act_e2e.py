@@ -27,7 +27,7 @@ from fleetflow.clock import Clock, utc_now
 from fleetflow.forge.github import GitHubForge
 from fleetflow.promotion.check_rollout import check_rollout
 from fleetflow.promotion.promote import promote_many
-from tests import actkit
+from tests import actkit, artifactkit
 from tests import events as ev
 from tests.fleet import ENVIRONMENTS, Fleet, _environment, build_bare_repos, git
 from tests.ghstub import GitHubStub
@@ -68,6 +68,11 @@ def checkout_standin(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="session")
+def upload_artifact_standin(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return artifactkit.write_upload_artifact_standin(tmp_path_factory.mktemp("upload-artifact"))
+
+
+@pytest.fixture(scope="session")
 def action_venv(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Where the composite actions keep their venv: pytest's cache (kept between test sessions on one machine),
     else a session directory. install.py reuses it while requirements and fleetflow's sources are unchanged."""
@@ -89,6 +94,7 @@ class World:
     checkout_log: Path
     first: str  # main's first commit (soak time 1m)
     main: str  # main's tip: the chain without soak time, what the tests promote
+    artifacts: Path  # what the workflows uploaded (tests/artifactkit.py): <run id>/<name>/<files>
 
     # --- events, delivered to the real workflows -----------------------------------------------------------------
     def control_plane(self, event: str, payload: dict[str, Any]) -> actkit.ActResult:
@@ -156,7 +162,7 @@ def clone_caller(root: Path, bare: Path, full_name: str, example: str) -> tuple[
 
 @pytest.fixture
 def world(github_stub: GitHubStub, tmp_path: Path, action_checkout: Path, app_token_standin: Path,
-          checkout_standin: Path, action_venv: Path) -> Iterator[World]:
+          checkout_standin: Path, upload_artifact_standin: Path, action_venv: Path) -> Iterator[World]:
     cp_bare, gitops_bare = build_bare_repos(tmp_path, GITOPS, CP)
     github_stub.create_repo(CP, bare=cp_bare)
     github_stub.create_repo(GITOPS, bare=gitops_bare)
@@ -179,6 +185,8 @@ def world(github_stub: GitHubStub, tmp_path: Path, action_checkout: Path, app_to
     workflows = action_checkout / ".github" / "workflows"
     standins.update({f"{actkit.CHECKOUT_ACTION}@{ref}": checkout_standin
                      for ref in actkit.pinned_uses(workflows, actkit.CHECKOUT_ACTION)})
+    standins.update({f"{artifactkit.UPLOAD_ARTIFACT_ACTION}@{ref}": upload_artifact_standin
+                     for ref in actkit.pinned_uses(workflows, artifactkit.UPLOAD_ARTIFACT_ACTION)})
     token_log = tmp_path / "app-tokens.jsonl"
     checkout_log = tmp_path / "checkouts.jsonl"
     common: dict[str, Any] = {
@@ -192,6 +200,7 @@ def world(github_stub: GitHubStub, tmp_path: Path, action_checkout: Path, app_to
             "FLEETFLOW_TEST_APP_TOKEN_LOG": str(token_log),
             "FLEETFLOW_TEST_SOURCE": str(action_checkout),
             "FLEETFLOW_TEST_CHECKOUT_LOG": str(checkout_log),
+            "FLEETFLOW_TEST_ARTIFACTS": str(tmp_path / "artifacts"),
         },
         "secrets": {"FLEETFLOW_APP_ID": APP_ID, "FLEETFLOW_APP_PRIVATE_KEY": APP_KEY},
     }
@@ -199,7 +208,7 @@ def world(github_stub: GitHubStub, tmp_path: Path, action_checkout: Path, app_to
         github_stub, fleet,
         actkit.Act(cp_dir, tmp_path / "act-cp" / "cache", **common),
         actkit.Act(gitops_dir, tmp_path / "act-gitops" / "cache", **common),
-        cp_workflow, gitops_workflow, token_log, checkout_log, first, main,
+        cp_workflow, gitops_workflow, token_log, checkout_log, first, main, tmp_path / "artifacts",
     )
     forge.close()
 
@@ -446,3 +455,7 @@ def test_the_chain_runs_under_act_on_found_events(world: World) -> None:
     assert all(world.fleet.pin(env) == sha for env in ENVIRONMENTS)
     assert sorted(pr.head_ref for pr in gitops_repo.list_pulls()) == sorted(f"fleetflow/{e}" for e in ENVIRONMENTS)
     assert cp_repo.dispatches == [] and loop.filtered > 0
+    # every environment's full plan went up as the fleetflow-plan artifact of the run that scheduled it
+    plans = sorted(world.artifacts.glob("*/fleetflow-plan/*.diff"))
+    assert sorted({p.stem for p in plans}) == sorted(ENVIRONMENTS)
+    assert all(p.read_text().startswith(f"# fleetflow plan: {p.stem} <- main@") for p in plans)

@@ -25,6 +25,7 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -59,10 +60,10 @@ BOOLEANS = {"true": True, "false": False, "": False}
 COMMON = ("forge", "control-plane", "token", "api-url", "app-id", "app-private-key", "summary")
 INPUTS = {
     "promote": ("environment", "commit", "release", *COMMON),
-    "schedule": ("environment", *COMMON),
+    "schedule": ("environment", "full-plan", *COMMON),
     "check-rollout": ("environment", *COMMON),
     "route": ("event-name", "event-path", "environments", *COMMON),
-    "reconcile": ("environment", *COMMON),
+    "reconcile": ("environment", "full-plan", *COMMON),
     "status-page": ("output", *COMMON),
 }
 COMMANDS = tuple(INPUTS)
@@ -126,7 +127,7 @@ def validate(inputs: Inputs, environ: Mapping[str, str]) -> list[str]:
             problems.append("input commit is required (a commit of the control plane's main branch)")
         elif not SHA.match(commit):
             problems.append(f"input commit: {commit!r} is not a commit sha (7 to 40 hex digits)")
-    for flag in ("release", "summary"):
+    for flag in ("release", "summary", "full-plan"):
         if flag in inputs.values and inputs[flag].lower() not in BOOLEANS:
             problems.append(f"input {flag}: {inputs[flag]!r} is not true or false")
     control_plane = inputs["control-plane"]
@@ -184,8 +185,9 @@ def cli_arguments(inputs: Inputs, environ: Mapping[str, str]) -> list[str]:
     return args if inputs.flag("summary") else [*args, "--no-job-summary"]
 
 
-def cli_environment(inputs: Inputs, environ: Mapping[str, str]) -> dict[str, str]:
-    """The job's environment minus the raw inputs, plus the settings the CLI reads."""
+def cli_environment(inputs: Inputs, environ: Mapping[str, str], plans: Path | None = None) -> dict[str, str]:
+    """The job's environment minus the raw inputs, plus the settings the CLI reads (``plans``: the folder for
+    the full plans, ``FLEETFLOW_PLAN_DIR``; the CLI answers it as the ``plan-dir`` output)."""
     env = {k: v for k, v in environ.items() if not k.startswith("FF_INPUT_")}
     settings = {
         "FLEETFLOW_FORGE": inputs["forge"],
@@ -200,7 +202,16 @@ def cli_environment(inputs: Inputs, environ: Mapping[str, str]) -> dict[str, str
             env[key] = value
         elif key not in ("FLEETFLOW_CONTROL_PLANE", "GITHUB_API_URL"):  # those two keep the runner's defaults
             env.pop(key, None)
+    env.pop("FLEETFLOW_PLAN_DIR", None)
+    if plans is not None:
+        env["FLEETFLOW_PLAN_DIR"] = str(plans)
     return env
+
+
+def plan_dir(environ: Mapping[str, str]) -> Path:
+    """A new, empty folder for this step's full plans in the runner's temp folder (so no plan of an earlier step
+    can be uploaded as this one's)."""
+    return Path(tempfile.mkdtemp(prefix="fleetflow-plan-", dir=environ.get("RUNNER_TEMP") or None))
 
 
 # --- main ---
@@ -232,7 +243,8 @@ def main(argv: list[str], environ: Mapping[str, str] | None = None,
     args = cli_arguments(inputs, environ)
     print(f"fleetflow {' '.join(args)}", flush=True)
     cli = install.fleetflow_executable(venv)
-    return subprocess.run([str(cli), *args], env=cli_environment(inputs, environ), check=False).returncode
+    plans = plan_dir(environ) if inputs.flag("full-plan") else None
+    return subprocess.run([str(cli), *args], env=cli_environment(inputs, environ, plans), check=False).returncode
 
 
 if __name__ == "__main__":

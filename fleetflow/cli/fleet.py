@@ -45,6 +45,14 @@ def plan_option(func: F) -> F:
     )(func)
 
 
+def plan_outputs(plan_dir: Path | None) -> dict[str, str]:
+    """The ``plan-dir`` step output: the folder when a plan was written in it (for actions/upload-artifact),
+    empty when none was; nothing without ``--plan-dir``."""
+    if plan_dir is None:
+        return {}
+    return {"plan-dir": str(plan_dir) if plan_dir.is_dir() and any(plan_dir.glob("*.diff")) else ""}
+
+
 @contextmanager
 def make_context(
     forge: str | None, control_plane: str | None, config: Path | None, fmt: str, *, narrate: bool = True,

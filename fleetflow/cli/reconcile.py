@@ -8,7 +8,7 @@ import click
 
 from fleetflow.cli.common import FORMAT
 from fleetflow.cli.errors import FLEET_WRITTEN, handled
-from fleetflow.cli.fleet import fleet_options, make_context, plan_option
+from fleetflow.cli.fleet import fleet_options, make_context, plan_option, plan_outputs
 from fleetflow.cli.github_actions import actions_step, github_actions_options, reconcile_report
 from fleetflow.errors import ExitCode, Problem
 from fleetflow.promotion.reconcile import reconcile
@@ -41,7 +41,9 @@ def reconcile_command(environment: str | None, forge: str | None, control_plane:
             make_context(forge, control_plane, config, fmt, plan_dir=plan_dir) as ctx:
         outcome = reconcile(ctx, environment)
         if step is not None:
-            step.report(reconcile_report(outcome), lambda: as_markdown(fleet_status(ctx)))
+            report = reconcile_report(outcome)
+            report.outputs.update(plan_outputs(plan_dir))
+            step.report(report, lambda: as_markdown(fleet_status(ctx)))
 
         def text() -> None:
             click.echo(f"main@{outcome.main_commit[:12]}")

@@ -8,7 +8,7 @@ import click
 
 from fleetflow.cli.common import FORMAT
 from fleetflow.cli.errors import FLEET_WRITTEN, handled
-from fleetflow.cli.fleet import fleet_options, make_context, plan_option
+from fleetflow.cli.fleet import fleet_options, make_context, plan_option, plan_outputs
 from fleetflow.cli.github_actions import actions_step, github_actions_options, schedule_report
 from fleetflow.promotion.schedule import schedule_environment
 from fleetflow.promotion.status import as_markdown, fleet_status
@@ -36,7 +36,9 @@ def schedule(environment: str, forge: str | None, control_plane: str | None, con
             make_context(forge, control_plane, config, fmt, plan_dir=plan_dir) as ctx:
         outcome = schedule_environment(ctx, environment)
         if step is not None:
-            step.report(schedule_report(outcome), lambda: as_markdown(fleet_status(ctx)))
+            report = schedule_report(outcome)
+            report.outputs.update(plan_outputs(plan_dir))
+            step.report(report, lambda: as_markdown(fleet_status(ctx)))
 
         def text() -> None:
             click.echo(f"{environment}: {outcome.operation}: {outcome.message}")
