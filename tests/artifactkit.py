@@ -4,8 +4,8 @@ as ``tests/actkit.py`` does for actions/checkout and actions/create-github-app-t
 Same inputs and outputs as actions/upload-artifact v7.0.0 (its ``action.yml``: ``name``, ``path``,
 ``if-no-files-found``, ...; outputs ``artifact-id``, ``artifact-url``, ``artifact-digest``). It cannot reach
 GitHub's artifact service (act runs offline here), so it copies the files under ``path`` to
-``$FLEETFLOW_TEST_ARTIFACTS/<run id>/<name>/``, refuses a second artifact of the same name in a run (v4+ artifacts
-are immutable: "the action will fail if an artifact for the given name already exists"), and answers the URL form
+``$FLEETFLOW_TEST_ARTIFACTS/run<run id>-<unique>/<name>/`` (act gives every run the same run id, so the
+stand-in cannot check that a name is used once per run, as v4+ artifacts are immutable), and answers the URL form
 its README documents: ``<server>/<owner>/<repo>/actions/runs/<run id>/artifacts/<id>``.
 """
 
@@ -45,7 +45,7 @@ runs:
 """
 
 UPLOAD = """\
-import hashlib, os, shutil, sys, zlib
+import hashlib, os, shutil, sys, tempfile, zlib
 
 env = os.environ
 source = env["IN_PATH"]
@@ -64,10 +64,9 @@ if not files:
         print(f"::warning::No files were found with the provided path: {source}. No artifacts will be uploaded.")
     sys.exit(0)
 run = env.get("GITHUB_RUN_ID", "0")
-dest = os.path.join(env["FLEETFLOW_TEST_ARTIFACTS"], run, env["IN_NAME"])
-if os.path.exists(dest):
-    print(f"::error::Failed to CreateArtifact: an artifact with this name already exists on the workflow run")
-    sys.exit(1)
+os.makedirs(env["FLEETFLOW_TEST_ARTIFACTS"], exist_ok=True)
+upload = tempfile.mkdtemp(prefix=f"run{run}-", dir=env["FLEETFLOW_TEST_ARTIFACTS"])  # act reuses run ids
+dest = os.path.join(upload, env["IN_NAME"])
 digest = hashlib.sha256()
 for path in sorted(files):
     target = os.path.join(dest, os.path.relpath(path, source) if os.path.isdir(source) else os.path.basename(path))

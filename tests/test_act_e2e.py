@@ -94,7 +94,7 @@ class World:
     checkout_log: Path
     first: str  # main's first commit (soak time 1m)
     main: str  # main's tip: the chain without soak time, what the tests promote
-    artifacts: Path  # what the workflows uploaded (tests/artifactkit.py): <run id>/<name>/<files>
+    artifacts: Path  # what the workflows uploaded (tests/artifactkit.py): run<id>-<unique>/<name>/<files>
 
     # --- events, delivered to the real workflows -----------------------------------------------------------------
     def control_plane(self, event: str, payload: dict[str, Any]) -> actkit.ActResult:
