@@ -83,7 +83,15 @@ def test_a_new_gitops_mirror_fetches_no_blobs_then_one_batch_with_credentials(tm
         assert repos.read_file(url, tip, "ct4/app7/manifest.yaml") == FILES["ct4/app7/manifest.yaml"].decode()
         assert repos.read_file(url, tip, "ct4/app7/none.yaml") is None
         assert repos.read_file(url, tip, "ct4") is None  # a folder is no file
+        assert repo.read_file("0" * 40, "ct4/app7/manifest.yaml") is None  # an unknown commit has no files
         assert len(server.fetches) == 3
+        many = repo.read_files(tip, ["ct3/app1/manifest.yaml", "ct3/app2/manifest.yaml", "./ct2/app5/manifest.yaml",
+                                     "ct2/none.yaml", "ct2"])
+        assert many == {"ct3/app1/manifest.yaml": FILES["ct3/app1/manifest.yaml"],
+                        "ct3/app2/manifest.yaml": FILES["ct3/app2/manifest.yaml"],
+                        "./ct2/app5/manifest.yaml": FILES["ct2/app5/manifest.yaml"],
+                        "ct2/none.yaml": None, "ct2": None}
+        assert len(server.fetches) == 4  # three files, one request
         assert server.refused == 0  # the credentials went with every request (as a header, from the environment)
     config = (repo.folder / "config").read_text()
     assert "partialClone = origin" in config and "promisor = true" in config

@@ -388,12 +388,25 @@ class BareRepo:
         """The bytes of ``path`` in ``rev``'s tree; None when there is no such file."""
         clean = "/".join(part for part in path.split("/") if part not in ("", "."))
         if self.partial:  # the tree says which blob; then one batched fetch (with credentials) if it is absent
-            found = [e for e in self.ls_tree(rev, [clean]) if e.path == clean] if clean else []
+            try:
+                found = [e for e in self.ls_tree(rev, [clean]) if e.path == clean] if clean else []
+            except GitError:  # no such revision: no such file, as cat-file answers below
+                return None
             if not found or found[0].kind != "blob":
                 return None
             return self.blobs([found[0].sha])[found[0].sha]
         proc = self.git("cat-file", "blob", f"{rev}:{clean}", check=False)
         return proc.stdout if proc.returncode == 0 else None
+
+    def read_files(self, rev: str, paths: Sequence[str]) -> dict[str, bytes | None]:
+        """The bytes of each of ``paths`` in ``rev``'s tree (None: no such file), from one ``ls-tree`` and one
+        ``cat-file --batch``: in a blobless mirror, one fetch for all of them (reading many small files, such as
+        state shards, one by one would cost a request each)."""
+        clean = {p: "/".join(part for part in p.split("/") if part not in ("", ".")) for p in paths}
+        wanted = sorted({c for c in clean.values() if c})
+        found = {e.path: e for e in self.ls_tree(rev, wanted) if e.kind == "blob"} if wanted else {}
+        data = self.blobs(e.sha for e in found.values())
+        return {p: data[found[c].sha] if c in found else None for p, c in clean.items()}
 
     def export(self, rev: str, dest: Path) -> Path:
         """Write the files of ``rev``'s tree into ``dest`` (created). Symbolic links are never written."""
