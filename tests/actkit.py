@@ -3,7 +3,8 @@
 - The reusable workflows and composite actions are resolved with ``--local-repository`` from a copy of this checkout
   (``fleetflow/fleetflow@v0``, what the example callers reference), so act never fetches anything.
 - Third-party actions get local stand-ins the same way (``actions/create-github-app-token`` at its pinned sha: a
-  composite action that hands out the stand-in server's token and records what was asked of it).
+  composite action that hands out the stand-in server's token and records what was asked of it; ``actions/cache``,
+  used by the composite actions: records the path and key and restores nothing, as on a first run).
 - GitHub is the stand-in server (``tests/ghstub``): ``GITHUB_API_URL`` (act also derives ``github.api_url`` from it),
   the repositories' clone URLs are ``file://`` bare repos.
 - The composite actions' venv lives in pytest's cache (``FLEETFLOW_ACTION_VENV``), so it is built once per machine
@@ -31,6 +32,7 @@ ACT = Path(sys.executable).parent / "act"
 FLEETFLOW_REF = "fleetflow/fleetflow@v0"
 APP_TOKEN_ACTION = "actions/create-github-app-token"
 CHECKOUT_ACTION = "actions/checkout"
+CACHE_ACTION = "actions/cache"
 # Copied for the action checkout: what the workflows and actions need, and what install.py builds fleetflow from.
 CHECKOUT_PARTS = (".github", "actions", "fleetflow", "pyproject.toml", "README.md")
 CHECKOUT_IGNORED = ("__pycache__", "*.pyc", ".venv", ".venv.lock", "*.egg-info")
@@ -52,10 +54,11 @@ def copy_checkout(dest: Path) -> Path:
     return dest
 
 
-def pinned_uses(workflow_dir: Path, action: str) -> set[str]:
-    """The refs ``uses: <action>@<ref>`` is pinned to in the workflows (stand-ins are mapped at each)."""
+def pinned_uses(workflow_dir: Path, action: str, pattern: str = "*.y*ml") -> set[str]:
+    """The refs ``uses: <action>@<ref>`` is pinned to in the workflows (stand-ins are mapped at each); ``pattern``
+    ``*/action.yml`` over ``actions/`` for the composite actions."""
     refs: set[str] = set()
-    for path in workflow_dir.glob("*.y*ml"):
+    for path in workflow_dir.glob(pattern):
         for line in path.read_text(encoding="utf-8").splitlines():
             text = line.split("#", 1)[0].strip()
             marker = f"uses: {action}@"
@@ -156,6 +159,45 @@ shutil.copytree(env["FLEETFLOW_TEST_SOURCE"], dest, symlinks=True)
 with open(env["FLEETFLOW_TEST_CHECKOUT_LOG"], "a", encoding="utf-8") as log:
     log.write(json.dumps({k.removeprefix("IN_").lower(): v for k, v in env.items() if k.startswith("IN_")}) + "\\n")
 """
+
+
+CACHE_STANDIN = """\
+# Test stand-in for actions/cache (the runs are offline): records the path and key asked for (JSON lines in
+# $FLEETFLOW_TEST_CACHE_LOG) and restores nothing, as on a runner's first job; the real action is measured in
+# benchmarks/bench_action_install.py.
+name: cache (stand-in)
+description: test stand-in
+inputs:
+  path: {required: true}
+  key: {required: true}
+outputs:
+  cache-hit:
+    description: always false
+    value: "false"
+runs:
+  using: composite
+  steps:
+    - shell: bash
+      env:
+        IN_PATH: ${{ inputs.path }}
+        IN_KEY: ${{ inputs.key }}
+      run: python3 "$GITHUB_ACTION_PATH/record.py"
+"""
+
+
+CACHE_RECORD = """\
+import json, os
+
+with open(os.environ["FLEETFLOW_TEST_CACHE_LOG"], "a", encoding="utf-8") as log:
+    log.write(json.dumps({"path": os.environ["IN_PATH"], "key": os.environ["IN_KEY"]}) + "\\n")
+"""
+
+
+def write_cache_standin(dest: Path) -> Path:
+    dest.mkdir(parents=True, exist_ok=True)
+    (dest / "action.yml").write_text(CACHE_STANDIN, encoding="utf-8")
+    (dest / "record.py").write_text(CACHE_RECORD, encoding="utf-8")
+    return dest
 
 
 def write_checkout_standin(dest: Path) -> Path:

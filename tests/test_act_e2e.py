@@ -63,6 +63,11 @@ def app_token_standin(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="session")
+def cache_standin(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return actkit.write_cache_standin(tmp_path_factory.mktemp("cache"))
+
+
+@pytest.fixture(scope="session")
 def checkout_standin(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return actkit.write_checkout_standin(tmp_path_factory.mktemp("checkout"))
 
@@ -162,7 +167,8 @@ def clone_caller(root: Path, bare: Path, full_name: str, example: str) -> tuple[
 
 @pytest.fixture
 def world(github_stub: GitHubStub, tmp_path: Path, action_checkout: Path, app_token_standin: Path,
-          checkout_standin: Path, upload_artifact_standin: Path, action_venv: Path) -> Iterator[World]:
+          checkout_standin: Path, upload_artifact_standin: Path, cache_standin: Path,
+          action_venv: Path) -> Iterator[World]:
     cp_bare, gitops_bare = build_bare_repos(tmp_path, GITOPS, CP)
     github_stub.create_repo(CP, bare=cp_bare)
     github_stub.create_repo(GITOPS, bare=gitops_bare)
@@ -187,6 +193,8 @@ def world(github_stub: GitHubStub, tmp_path: Path, action_checkout: Path, app_to
                      for ref in actkit.pinned_uses(workflows, actkit.CHECKOUT_ACTION)})
     standins.update({f"{artifactkit.UPLOAD_ARTIFACT_ACTION}@{ref}": upload_artifact_standin
                      for ref in actkit.pinned_uses(workflows, artifactkit.UPLOAD_ARTIFACT_ACTION)})
+    standins.update({f"{actkit.CACHE_ACTION}@{ref}": cache_standin
+                     for ref in actkit.pinned_uses(action_checkout / "actions", actkit.CACHE_ACTION, "*/action.yml")})
     token_log = tmp_path / "app-tokens.jsonl"
     checkout_log = tmp_path / "checkouts.jsonl"
     common: dict[str, Any] = {
@@ -201,6 +209,7 @@ def world(github_stub: GitHubStub, tmp_path: Path, action_checkout: Path, app_to
             "FLEETFLOW_TEST_SOURCE": str(action_checkout),
             "FLEETFLOW_TEST_CHECKOUT_LOG": str(checkout_log),
             "FLEETFLOW_TEST_ARTIFACTS": str(tmp_path / "artifacts"),
+            "FLEETFLOW_TEST_CACHE_LOG": str(tmp_path / "caches.jsonl"),
         },
         "secrets": {"FLEETFLOW_APP_ID": APP_ID, "FLEETFLOW_APP_PRIVATE_KEY": APP_KEY},
     }

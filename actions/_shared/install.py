@@ -11,6 +11,10 @@ the action's own checkout. Standard library only; run by ``run.py`` (or directly
   dependencies are kept; same sources too: nothing is installed at all (fleetflow alone is reinstalled when only
   its sources changed). So every fleetflow action after the first in a job (and every test run on one machine)
   starts in well under a second. Delete ``actions/_shared/.venv`` to force a clean install.
+- Between jobs: ``python3 install.py --cache-key`` writes the step outputs ``path`` (the venv), ``key`` (OS, CPU,
+  Python version, sha256 of the requirements) and ``ready`` (already current) for the ``actions/cache`` step of
+  each composite action, which restores the venv before ``run.py`` installs (and saves it after a job that built
+  it). A restored venv goes through the same marker check.
 - Concurrent jobs sharing one checkout (self-hosted runners, ``act``) take a file lock; one installs, the others
   wait and reuse.
 
@@ -26,11 +30,13 @@ import fnmatch
 import hashlib
 import json
 import os
+import platform
 import shutil
 import subprocess
 import sys
 import tempfile
-from collections.abc import Callable, Iterator
+import uuid
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 
 SHARED = Path(__file__).resolve().parent
@@ -157,26 +163,72 @@ def _locked(directory: Path) -> Iterator[None]:
         os.close(fd)
 
 
-def install(log: Callable[[str], None] = print) -> Path:
-    """Make sure the venv holds exactly the pinned dependencies and this checkout's fleetflow; return the venv."""
+def _wanted(venv: Path) -> tuple[dict[str, object], str]:
+    """What the marker of an up-to-date venv says: its dependencies (the requirements' hash, the Python, the venv's
+    own path: a venv cannot move, its scripts name their interpreter by absolute path, and act copies action
+    checkouts around, venv included), and the hash of fleetflow's sources."""
     if not REQUIREMENTS.is_file():
         raise InstallError(f"{REQUIREMENTS} is missing: the action checkout is incomplete")
+    identity = _python_identity(_python())
+    return {"requirements": _sha256_file(REQUIREMENTS), "python": identity, "venv": str(venv)}, source_hash()
+
+
+def _state(venv: Path, wanted_deps: dict[str, object], wanted_source: str) -> tuple[bool, bool]:
+    """(the dependencies are the wanted ones, fleetflow's sources too)."""
+    marker = _read_marker(venv)
+    identity = wanted_deps["python"]
+    deps_ok = (
+        {k: marker.get(k) for k in wanted_deps} == wanted_deps
+        and fleetflow_executable(venv).exists()
+        and isinstance(identity, dict) and Path(str(identity["executable"])).exists()
+    )
+    return deps_ok, deps_ok and marker.get("source") == wanted_source
+
+
+def cache_key() -> dict[str, str]:
+    """For the ``actions/cache`` step of each composite action: where the venv lives (``path``), the key it is kept
+    under between jobs (``key``: the runner's OS and CPU, the Python version that builds it, the sha256 of
+    ``requirements.txt``), and whether it is already current here (``ready``: a second fleetflow action in one job
+    skips the restore). fleetflow's own sources are not in the key: a restored venv with an older fleetflow gets
+    fleetflow alone reinstalled (its marker says so)."""
+    venv = venv_dir()
+    wanted_deps, wanted_source = _wanted(venv)
+    identity = wanted_deps["python"]
+    version = identity["version"] if isinstance(identity, dict) else "unknown"
+    parts = [platform.system().lower(), platform.machine().lower(), f"py{version}",
+             str(wanted_deps["requirements"])[:24]]
+    ready = _state(venv, wanted_deps, wanted_source)[1]
+    return {"path": str(venv), "key": "fleetflow-venv-" + "-".join(parts), "ready": "true" if ready else "false"}
+
+
+def write_cache_key(environ: Mapping[str, str]) -> int:
+    """``install.py --cache-key``: the step outputs of :func:`cache_key` in ``$GITHUB_OUTPUT`` (GitHub's multiline
+    form, a random delimiter). When they cannot be computed the outputs stay empty: the cache step is skipped and
+    the install step reports the problem."""
+    try:
+        outputs = cache_key()
+    except InstallError as exc:
+        print(f"fleetflow's environment is not cached: {exc}", flush=True)
+        return 0
+    for name, value in outputs.items():
+        print(f"{name}={value}", flush=True)
+    target = environ.get("GITHUB_OUTPUT")
+    if target:
+        with open(target, "a", encoding="utf-8") as handle:
+            for name, value in outputs.items():
+                delimiter = f"ghadelimiter_{uuid.uuid4().hex}"
+                handle.write(f"{name}<<{delimiter}\n{value}\n{delimiter}\n")
+    return 0
+
+
+def install(log: Callable[[str], None] = print) -> Path:
+    """Make sure the venv holds exactly the pinned dependencies and this checkout's fleetflow; return the venv."""
     venv = venv_dir()
     python = _python()
-    identity = _python_identity(python)
-    # The venv's own path too: a venv cannot move (its scripts name their interpreter by absolute path), and act
-    # copies action checkouts around, venv included.
-    wanted_deps: dict[str, object] = {"requirements": _sha256_file(REQUIREMENTS), "python": identity,
-                                      "venv": str(venv)}
-    wanted_source = source_hash()
+    wanted_deps, wanted_source = _wanted(venv)
     with _locked(venv.parent):
-        marker = _read_marker(venv)
-        deps_ok = (
-            {k: marker.get(k) for k in wanted_deps} == wanted_deps
-            and fleetflow_executable(venv).exists()
-            and Path(str(identity["executable"])).exists()
-        )
-        if deps_ok and marker.get("source") == wanted_source:
+        deps_ok, source_ok = _state(venv, wanted_deps, wanted_source)
+        if source_ok:
             log(f"fleetflow is already installed in {venv} (requirements and sources unchanged)")
             return venv
         if not deps_ok:
@@ -198,7 +250,9 @@ def install(log: Callable[[str], None] = print) -> Path:
     return venv
 
 
-def main() -> int:
+def main(argv: list[str]) -> int:
+    if argv == ["--cache-key"]:
+        return write_cache_key(os.environ)
     try:
         install()
     except InstallError as exc:
@@ -208,4 +262,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(sys.argv[1:]))

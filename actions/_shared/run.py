@@ -26,6 +26,7 @@ import re
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -232,12 +233,14 @@ def main(argv: list[str], environ: Mapping[str, str] | None = None,
         return 2
 
     print("::group::Install fleetflow", flush=True)
+    started = time.monotonic()
     try:
         venv = installer() if installer else install.install(lambda text: print(text, flush=True))
     except install.InstallError as exc:
         print("::endgroup::")
         error(str(exc), "fleetflow install")
         return 3
+    print(f"fleetflow environment ready in {time.monotonic() - started:.2f} s", flush=True)
     print("::endgroup::", flush=True)
 
     args = cli_arguments(inputs, environ)
