@@ -20,12 +20,17 @@ The one way problems travel (the rule every module follows):
    with ``problems.raise_if_any()``: one :class:`InputError` carrying all of them. A problem that ends the stage
    on its own is raised at once as the error of its class (``raise InputError(Problem(...))``,
    ``raise UsageError("...")``); every error class takes a message, one problem, or many.
+   A stage that reads several repos (a control plane's ``WorkloadRegistration``s) tries each and raises one
+   :class:`GitError` naming every one git could not fetch.
 3. A pydantic refusal becomes problems through :func:`validation_problems` (field path, the value given, where).
 4. Nobody catches ``Exception``: code catches what a library documents (``YAMLError``, ``ValidationError``,
    ``OSError``, ``git.exc.GitError``, ``FleetflowError``...) and turns it into a problem. The only exceptions are
    the places where a user's own code runs: a template's expressions (``render/templates.py``), a JSON schema
    (``render/validation.py``) and YAML inside a config value (``render/composition.py``); each says so.
 5. Only ``fleetflow.cli.errors`` turns an error into output and an exit code.
+
+``tests/test_problem_rule.py`` holds rules 1 and 4 over the whole package (with :mod:`ast`). The one place left
+that returns a problem beside its result is ``fleetflow.render.output.read_state``; the test names it.
 """
 
 from __future__ import annotations

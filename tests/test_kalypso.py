@@ -320,3 +320,37 @@ def test_every_unreachable_workload_repo_is_reported_at_once(tmp_path: Path) -> 
     assert "ghost.yaml:7" in result.output and "phantom.yaml:7" in result.output, result.output
     assert result.output.count("cannot fetch branch 'main'") == 2
     assert not (tmp_path / "o").exists()
+
+
+def test_problems_in_a_workload_repo_come_with_every_other_problem(tmp_path: Path) -> None:
+    """A broken file in a registered workload repo, one on main and one on the environment branch: one run reports
+    all three at once, each at its file:line (exit 1), and writes nothing."""
+    app = tmp_path / "app"
+    repo = git.Repo.init(app, initial_branch="main")
+    build_file_tree(app, {"workload/workload.yaml": "apiVersion: v1\nkind: Workload\nmetadata: [oops\n"})
+    repo.git.add("-A")
+    repo.index.commit("a broken workload")
+    main = build_file_tree(tmp_path / "main", {
+        "reg.yaml": f"""
+        apiVersion: {K}
+        kind: WorkloadRegistration
+        metadata:
+          name: app
+        spec:
+          workload:
+            repo: {app.as_uri()}
+            branch: main
+            path: workload
+          workspace: w
+    """,
+        "broken.yaml": "kind: Environment\nmetadata:\n  name: dev\n   spec: {}\n",
+    })
+    env = build_file_tree(tmp_path / "env", {"bad.yaml": "apiVersion: v1\nkind: Nonsense\nmetadata:\n  name: x\n"})
+    result = run_cli(
+        "render", "--main", main, "--env", env, "--environment", "dev", "--output", tmp_path / "o"
+    )
+    assert result.exit_code == 1, result.output
+    assert f"{main}/broken.yaml:4:8: invalid YAML" in result.output, result.output
+    assert f"{env}/bad.yaml:2:7: unknown kind 'Nonsense'" in result.output and "3 problems found." in result.output
+    assert f"{app.as_uri()}@" in result.output and ":workload/workload.yaml:4:1: invalid YAML" in result.output
+    assert not (tmp_path / "o").exists()
