@@ -10,7 +10,10 @@ GitHub's rules built against:
   download URL can be adding download links to artifacts in descriptions or comments on pull requests", of the
   form ``https://github.com/example-org/example-repo/actions/runs/1/artifacts/1234`` (its README): known only after
   the upload, so the PR links the run.
-- The compare view is ``https://github.com/OWNER/REPO/compare/BASE...HEAD`` (docs, "Comparing commits").
+- The compare view is ``https://github.com/OWNER/REPO/compare/BASE...HEAD``: GitHub's docs "Comparing commits"
+  (help.github.com/en/articles/comparing-commits-across-time, not in the stored corpus: the form is taken from
+  GitHub's own hub manual, hub.github.com/hub-compare.1.html: ``hub compare v1.0..v1.1`` opens
+  ``https://github.com/OWNER/REPO/compare/v1.0...v1.1``; branch names with '/' stay as they are).
 """
 
 from __future__ import annotations
