@@ -13,6 +13,11 @@ Config file (``--config FILE``, ``$FLEETFLOW_CONFIG``, or ``.fleetflow.yaml`` in
 Environment variables: ``FLEETFLOW_FORGE``, ``FLEETFLOW_CONTROL_PLANE`` (default ``$GITHUB_REPOSITORY``),
 ``GITHUB_TOKEN``, ``GITHUB_API_URL``, ``FLEETFLOW_APP_ID``, ``FLEETFLOW_APP_PRIVATE_KEY`` (the PEM text),
 ``FLEETFLOW_CACHE_DIR``. Tokens are never read from the config file (it is usually committed).
+
+``FLEETFLOW_GITHUB_THROTTLE`` (``REQUESTS,WRITES``: seconds between two API requests and between two writes;
+default ``0.25,1``, PyGithub's throttle, GitHub's guidance of at least one second between writes) changes the client
+throttle: only for a GitHub that allows more (a GitHub Enterprise Server without secondary rate limits, or the
+stand-in server the tests run the workflows against).
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ from fleetflow.model.documents import parse_documents
 
 DEFAULT_CONFIG = ".fleetflow.yaml"
 ForgeName = Literal["github", "local"]
+DEFAULT_GITHUB_THROTTLE = (0.25, 1.0)  # PyGithub's seconds between requests, between writes
 KNOWN_KEYS = "forge, controlPlane, github (apiUrl, appId, privateKeyFile), cacheDir"
 
 
@@ -68,6 +74,7 @@ class Settings(BaseModel):
     app_id: str | None = None
     app_private_key: str | None = Field(default=None, repr=False)
     cache_dir: Path = Path.home() / ".cache" / "fleetflow"
+    github_throttle: tuple[float, float] = DEFAULT_GITHUB_THROTTLE
 
     def describe(self) -> str:
         return f"forge {self.forge}, control plane {self.control_plane or '(not set)'}"
@@ -150,4 +157,20 @@ def load_settings(
         app_id=app_id,
         app_private_key=private_key or None,
         cache_dir=Path(os.path.expanduser(cache)) if cache else default_cache,
+        github_throttle=_throttle(env.get("FLEETFLOW_GITHUB_THROTTLE", "")),
     )
+
+
+def _throttle(text: str) -> tuple[float, float]:
+    """``FLEETFLOW_GITHUB_THROTTLE``: ``REQUESTS,WRITES`` seconds (two numbers, 0 or more)."""
+    if not text.strip():
+        return DEFAULT_GITHUB_THROTTLE
+    parts = [p.strip() for p in text.split(",")]
+    try:
+        values = [float(p) for p in parts]
+    except ValueError:
+        values = []
+    if len(values) != 2 or any(not 0 <= v < 3600 for v in values):
+        raise UsageError(f"FLEETFLOW_GITHUB_THROTTLE={text!r} is not two numbers of seconds 'REQUESTS,WRITES' "
+                         "(for example '0.25,1', the default); unset it to use the default")
+    return values[0], values[1]

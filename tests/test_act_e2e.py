@@ -29,6 +29,7 @@ from fleetflow.promotion.check_rollout import check_rollout
 from fleetflow.promotion.promote import promote_many
 from tests import actkit, artifactkit
 from tests import events as ev
+from tests.eventloop import WORKFLOW, Event, Loop
 from tests.fleet import ENVIRONMENTS, Fleet, _environment, build_bare_repos, git
 from tests.ghstub import GitHubStub
 
@@ -108,6 +109,24 @@ class World:
     def gitops(self, event: str, payload: dict[str, Any]) -> actkit.ActResult:
         return self.gitops_act.run(event, payload, self.gitops_workflow)
 
+    def deliver(self, event: Event) -> actkit.ActResult:
+        """One delivery of the event loop (tests/eventloop.py) to the caller workflow of its repository, under act:
+        the webhook payload of tests/events.py filled from what the loop found."""
+        p, api, clone = event.payload, self.stub.url, self.stub.repo(event.repo).clone_url
+        run = self.gitops if event.repo == GITOPS else self.control_plane
+        if event.name == "push":
+            payload = ev.push_event(event.repo, str(p["ref"]), str(p["before"]), str(p["after"]), api=api,
+                                    clone_url=clone, created=bool(p.get("created")))
+        elif event.name == "status":
+            payload = ev.status_event(event.repo, p["sha"], p["context"], p["state"],
+                                      [b["name"] for b in p["branches"]], api=api, clone_url=clone,
+                                      description=p.get("description"), sender="flux-bot")
+        elif event.name == "schedule":
+            payload = ev.schedule_event(event.repo, api=api)
+        else:
+            raise AssertionError(f"no act delivery for {event.describe()}")
+        return run(event.name, payload)
+
     def push_event(self, branch: str, before: str, after: str, **kw: Any) -> dict[str, Any]:
         return ev.push_event(CP, f"refs/heads/{branch}", before, after, api=self.stub.url,
                              clone_url=self.stub.repo(CP).clone_url, **kw)
@@ -169,6 +188,17 @@ def clone_caller(root: Path, bare: Path, full_name: str, example: str) -> tuple[
 def world(github_stub: GitHubStub, tmp_path: Path, action_checkout: Path, app_token_standin: Path,
           checkout_standin: Path, upload_artifact_standin: Path, cache_standin: Path,
           action_venv: Path) -> Iterator[World]:
+    made = make_world(github_stub, tmp_path, action_checkout, app_token_standin, checkout_standin,
+                      upload_artifact_standin, cache_standin, action_venv)
+    yield made
+    made.fleet.forge.close()  # type: ignore[attr-defined]
+
+
+def make_world(github_stub: GitHubStub, tmp_path: Path, action_checkout: Path, app_token_standin: Path,
+               checkout_standin: Path, upload_artifact_standin: Path, cache_standin: Path,
+               action_venv: Path) -> World:
+    """The repositories on ``github_stub``, the callers and act set up under ``tmp_path`` (the ``world`` fixture;
+    tests/test_event_loop.py makes one per seed to run seeds side by side)."""
     cp_bare, gitops_bare = build_bare_repos(tmp_path, GITOPS, CP)
     github_stub.create_repo(CP, bare=cp_bare)
     github_stub.create_repo(GITOPS, bare=gitops_bare)
@@ -204,6 +234,9 @@ def world(github_stub: GitHubStub, tmp_path: Path, action_checkout: Path, app_to
             "GITHUB_SERVER_URL": github_stub.url,
             "FLEETFLOW_ACTION_VENV": str(action_venv),
             "FLEETFLOW_CACHE_DIR": str(tmp_path / "fleetflow-cache"),
+            # the stand-in server has no secondary rate limit: no client throttle (PyGithub's sleeps of 0.25 s per
+            # request and 1 s per write were most of each run's time)
+            "FLEETFLOW_GITHUB_THROTTLE": "0,0",
             "FLEETFLOW_TEST_APP_TOKEN": APP_TOKEN,
             "FLEETFLOW_TEST_APP_TOKEN_LOG": str(token_log),
             "FLEETFLOW_TEST_SOURCE": str(action_checkout),
@@ -213,13 +246,12 @@ def world(github_stub: GitHubStub, tmp_path: Path, action_checkout: Path, app_to
         },
         "secrets": {"FLEETFLOW_APP_ID": APP_ID, "FLEETFLOW_APP_PRIVATE_KEY": APP_KEY},
     }
-    yield World(
+    return World(
         github_stub, fleet,
         actkit.Act(cp_dir, tmp_path / "act-cp" / "cache", **common),
         actkit.Act(gitops_dir, tmp_path / "act-gitops" / "cache", **common),
         cp_workflow, gitops_workflow, token_log, checkout_log, first, main, tmp_path / "artifacts",
     )
-    forge.close()
 
 
 def succeeded(result: actkit.ActResult) -> None:
@@ -413,8 +445,6 @@ def test_the_chain_runs_under_act_on_found_events(world: World) -> None:
     real caller workflows under act; the payloads are the webhook shapes of tests/events.py filled from what was
     found. The people merge every fleetflow PR; the clusters post as Flux does (success on the commit they applied,
     once). Fault injection (drops, duplicates, reordering) runs in process: tests/test_event_loop.py."""
-    from tests.eventloop import WORKFLOW, Event, Loop
-
     cp_repo, gitops_repo = world.stub.repo(CP), world.stub.repo(GITOPS)
     gitops_repo.default_branch = "main"
     gitops_repo.commit_files("main", {WORKFLOW: world.gitops_workflow.read_text()}, "fleetflow caller")
@@ -438,20 +468,7 @@ def test_the_chain_runs_under_act_on_found_events(world: World) -> None:
                                            creator=f"flux-{env}-{i}")
 
     def runner(event: Event) -> None:
-        p, api = event.payload, world.stub.url
-        if event.name == "push":
-            branch = str(p["ref"]).removeprefix("refs/heads/")
-            result = world.control_plane("push", world.push_event(branch, p["before"], p["after"]))
-        elif event.name == "status":
-            payload = ev.status_event(event.repo, p["sha"], p["context"], p["state"],
-                                      [b["name"] for b in p["branches"]], api=api,
-                                      clone_url=world.stub.repo(event.repo).clone_url, sender="flux-bot")
-            result = (world.gitops if event.repo == GITOPS else world.control_plane)("status", payload)
-        else:
-            assert event.name == "schedule", event.describe()
-            run = world.gitops if event.repo == GITOPS else world.control_plane
-            result = run("schedule", ev.schedule_event(event.repo, api=api))
-        succeeded(result)
+        succeeded(world.deliver(event))
 
     loop = Loop(world.stub, [CP, GITOPS], runner, actors=[people, clusters])
     loop.start()

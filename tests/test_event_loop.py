@@ -7,14 +7,21 @@ chain reaches the same end state through later events and cron ticks, with no du
 cluster in qa stops prod in every seed. The same loop run with the old design (route → promote / schedule /
 check-rollout, what the workflows ran before reconcile) loses the chain when the push to main is dropped.
 
-Each delivery runs ``fleetflow reconcile`` in process, what the reusable workflows' one job runs (their file rules,
-``on:`` filters, job ``if:`` and concurrency are applied by the loop; the workflows themselves run under act in
-tests/test_act_e2e.py).
+The loop applies GitHub's file rules, ``on:`` filters, the job ``if:`` and concurrency; what a delivery runs is
+either ``fleetflow reconcile`` in process (fast: every seed, both scenarios, and the old design) or, in
+``test_faults_under_act``, an act run of the real caller workflow → reusable workflow → reconcile action, the path
+``test_act_e2e.py::test_the_chain_runs_under_act_on_found_events`` takes (``World.deliver`` there). Under act the
+client throttle is off (``FLEETFLOW_GITHUB_THROTTLE=0,0``: the stand-in has no rate limit; PyGithub's 0.25 s per
+request and 1 s per write were about half of each run) and fleetflow is installed once into one venv that every act
+run reuses, as a warm runner's cache would (actions/_shared/install.py, ``FLEETFLOW_ACTION_VENV``).
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -25,8 +32,11 @@ from fleetflow.promotion.events import route
 from fleetflow.promotion.promote import promote_many
 from fleetflow.promotion.reconcile import reconcile
 from fleetflow.promotion.schedule import schedule_environment
+from tests import test_act_e2e as act_e2e
 from tests.eventloop import GITHUB_TOKEN_LOGIN, WORKFLOW, Event, Faults, Loop
 from tests.fleet import Fleet, _environment, git
+from tests.ghstub import GitHubStub
+from tests.test_act_e2e import action_checkout, action_venv, app_token_standin, checkout_standin  # noqa: F401
 from tests.test_promotion import make_github_fleet
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -47,20 +57,31 @@ def _stub(fleet: Fleet) -> Any:
 
 
 class World:
-    def __init__(self, fleet: Fleet, *, failing: set[str] = frozenset(), old: bool = False,  # type: ignore[assignment]
-                 faults: Faults | None = None) -> None:
-        self.fleet, self.failing, self.old = fleet, failing, old
+    """The chain on one stand-in server. Each delivery runs ``fleetflow reconcile`` in process, the old design's
+    route → promote/schedule/check-rollout (``old``), or, with ``act``, the real caller workflow under act."""
+
+    def __init__(self, fleet: Fleet, *, failing: frozenset[str] = frozenset(), old: bool = False,
+                 faults: Faults | None = None, act: act_e2e.World | None = None) -> None:
+        self.fleet, self.failing, self.old, self.act = fleet, failing, old, act
+        self.cp, self.gitops = fleet.cp_id, fleet.gitops_id
         stub = _stub(fleet)
-        gitops = stub.repo(GITOPS)
+        gitops = stub.repo(self.gitops)
         gitops.default_branch = "main"
-        gitops.commit_files("main", {WORKFLOW: (ROOT / "examples/workflows/gitops.yml").read_text()}, "fleetflow")
+        caller = act.gitops_workflow if act else ROOT / "examples/workflows/gitops.yml"
+        gitops.commit_files("main", {WORKFLOW: caller.read_text()}, "fleetflow")
         self.reported: set[tuple[str, str]] = set()
         self.problems: list[str] = []
-        self.loop = Loop(stub, [CP, GITOPS], self.runner, faults or Faults(), [self.people, self.clusters])
+        self.seconds: list[float] = []  # per act run
+        self.loop = Loop(stub, [self.cp, self.gitops], self.runner, faults or Faults(), [self.people, self.clusters])
         self.loop.start()
 
     # --- what runs for a delivery ------------------------------------------------------------------------------
     def runner(self, event: Event) -> None:
+        if self.act is not None:
+            result = self.act.deliver(event)
+            self.seconds.append(result.seconds)
+            act_e2e.succeeded(result)  # a failed rollout is a state reconcile reports, never a failed run
+            return
         with self.fleet.context() as ctx:
             if not self.old:
                 outcome = reconcile(ctx)
@@ -81,14 +102,14 @@ class World:
     # --- actors ------------------------------------------------------------------------------------------------
     def people(self) -> None:
         """Approve: merge every open fleetflow PR."""
-        repo = _stub(self.fleet).repo(GITOPS)
+        repo = _stub(self.fleet).repo(self.gitops)
         for pr in repo.list_pulls():
             if pr.state == "open" and pr.head_ref.startswith("fleetflow/"):
                 repo.merge_pull(pr.number)
 
     def clusters(self) -> None:
         """Flux on each cluster: applies the GitOps branch tip and posts one status on it (not repeated)."""
-        repo = _stub(self.fleet).repo(GITOPS)
+        repo = _stub(self.fleet).repo(self.gitops)
         for env in CHAIN:
             tip = repo.branch_sha(env)
             if tip is None or git(self.fleet.root, "--git-dir", self.fleet.gitops_url, "ls-tree", "--name-only",
@@ -105,7 +126,7 @@ class World:
 
     # --- the state ---------------------------------------------------------------------------------------------
     def push_main(self) -> str:
-        caller = (ROOT / "examples/workflows/control-plane.yml").read_text()
+        caller = (self.act.cp_workflow if self.act else ROOT / "examples/workflows/control-plane.yml").read_text()
         files = {".environments/envs.yaml": ENVS, "workloads/app.yaml": WORKLOAD, WORKFLOW: caller}
         return self.fleet.push_main(files, "chain dev -> qa -> prod-eu")
 
@@ -114,8 +135,8 @@ class World:
 
     def end_state(self, sha: str) -> dict[str, Any]:
         stub = _stub(self.fleet)
-        pulls = stub.repo(GITOPS).list_pulls()
-        records = [(s.context, s.state) for s in stub.repo(CP).statuses if s.sha == sha]
+        pulls = stub.repo(self.gitops).list_pulls()
+        records = [(s.context, s.state) for s in stub.repo(self.cp).statuses if s.sha == sha]
         return {
             "pins": {env: self.fleet.pin(env) == sha for env in CHAIN},
             "gates": {env: self.fleet.cp_status(sha, env) for env in CHAIN},
@@ -156,23 +177,37 @@ def test_the_chain_runs_on_the_events_github_sends(fleet: Fleet) -> None:
     assert all(e.name in ("push", "status", "schedule") for e in world.loop.runs)
 
 
-@pytest.mark.parametrize("seed", SEEDS)
-def test_dropped_duplicated_reordered_events_reach_the_same_end_state(fleet: Fleet, seed: int) -> None:
-    world = World(fleet, faults=Faults(seed, drop=0.3, duplicate=0.2, reorder=True))
+def faulty(seed: int) -> Faults:
+    """30% of deliveries dropped, 20% duplicated, the rest reordered."""
+    return Faults(seed, drop=0.3, duplicate=0.2, reorder=True)
+
+
+def converges(world: World) -> dict[str, Any]:
+    """Faulty deliveries until the chain rolled out (or the loop's limits): the end state reached."""
     sha = world.push_main()
     world.loop.run(world.loop.changes(), done=world.rolled_out(sha))
-    assert world.end_state(sha) == EXPECTED, (seed, [e.describe() for e in world.loop.runs])
+    return world.end_state(sha)
+
+
+def stops_at_qa(world: World) -> None:
+    """A failing cluster in qa: qa's gate fails, dev's holds, prod is never pinned, whatever arrives later."""
+    fleet = world.fleet
+    sha = world.push_main()
+    world.loop.run(world.loop.changes(), done=lambda: fleet.cp_status(sha, "qa") == "failure")
+    world.loop.run(world.loop.tick(), done=lambda: False, max_runs=len(world.loop.runs) + 4, max_ticks=2)
+    assert fleet.cp_status(sha, "qa") == "failure" and fleet.cp_status(sha, "dev") == "success"
+    assert fleet.pin("prod-eu") == "" and fleet.cp_status(sha, "prod-eu") is None
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_dropped_duplicated_reordered_events_reach_the_same_end_state(fleet: Fleet, seed: int) -> None:
+    world = World(fleet, faults=faulty(seed))
+    assert converges(world) == EXPECTED, (seed, [e.describe() for e in world.loop.runs])
 
 
 @pytest.mark.parametrize("seed", SEEDS[:2])
 def test_a_failing_cluster_in_qa_stops_prod_in_every_seed(fleet: Fleet, seed: int) -> None:
-    world = World(fleet, failing={"qa-2"}, faults=Faults(seed, drop=0.3, duplicate=0.2, reorder=True))
-    sha = world.push_main()
-    stopped = lambda: fleet.cp_status(sha, "qa") == "failure"  # noqa: E731
-    world.loop.run(world.loop.changes(), done=stopped)
-    world.loop.run(world.loop.tick(), done=lambda: False, max_runs=len(world.loop.runs) + 4, max_ticks=2)
-    assert fleet.cp_status(sha, "qa") == "failure" and fleet.cp_status(sha, "dev") == "success"
-    assert fleet.pin("prod-eu") == "" and fleet.cp_status(sha, "prod-eu") is None
+    stops_at_qa(World(fleet, failing=frozenset({"qa-2"}), faults=faulty(seed)))
 
 
 def test_the_old_design_loses_the_chain_when_the_push_is_dropped(fleet: Fleet) -> None:
@@ -197,3 +232,59 @@ def test_github_token_writes_start_nothing(fleet: Fleet) -> None:
     gitops.add_status(tip, "success", "flux/dev-1", "by a cluster", creator="flux-dev-1")
     assert [e.payload["description"] for e in world.loop.changes()] == ["by a cluster"]
     assert sha
+
+
+# --- the same scenarios, every delivery an act run of the real caller workflow ---------------------------------------
+# Under act (measured: 4 act runs per converging seed, 7 for the failing one, ~5 s per run with two side by side on
+# 2 cores, ~50 s wall for the four scenarios); the in-process loop above is the fast complement (seeds 1-3 both ways).
+ACT_SEEDS = [1, 2, 3]
+
+
+@dataclass
+class ActSeed:
+    name: str
+    seed: int
+    scenario: Callable[[World], object]
+    failing: frozenset[str] = frozenset()
+
+
+def _under_act(case: ActSeed, root: Path, parts: dict[str, Path]) -> tuple[World, object]:
+    """One scenario on its own stand-in server, repositories and callers (so seeds can run side by side)."""
+    root.mkdir(parents=True)
+    stub = GitHubStub(root=root / "ghstub").start()
+    try:
+        act = act_e2e.make_world(stub, root, **parts)
+        act.fleet.stub = stub  # type: ignore[attr-defined]
+        world = World(act.fleet, failing=case.failing, faults=faulty(case.seed), act=act)
+        try:
+            return world, case.scenario(world)
+        finally:
+            act.fleet.forge.close()  # type: ignore[attr-defined]
+    finally:
+        stub.stop()
+        assert not stub.server_errors and not stub.schema_errors, stub.server_errors + stub.schema_errors
+
+
+def test_faults_under_act(tmp_path: Path, request: pytest.FixtureRequest) -> None:
+    """The fault scenarios with every delivery an act run (tests/test_act_e2e.py's ``World.deliver``: the real
+    caller and reusable workflows and the reconcile action, fleetflow installed once into the shared action venv
+    as a warm runner's cache would keep it). Seeds run two at a time, one stand-in server each: CI has 2 cores."""
+    # the session fixtures of tests/test_act_e2e.py (imported above): one action checkout, stand-ins and venv
+    parts = {name: request.getfixturevalue(name)
+             for name in ("action_checkout", "app_token_standin", "checkout_standin", "action_venv")}
+    # the longest first, so that the two workers end together
+    cases = [ActSeed(f"stops-at-qa-{n}", n, stops_at_qa, frozenset({"qa-2"})) for n in ACT_SEEDS[:1]]
+    cases += [ActSeed(f"converges-{n}", n, converges) for n in ACT_SEEDS]
+    started = time.monotonic()
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        futures = {case.name: pool.submit(_under_act, case, tmp_path / case.name, parts) for case in cases}
+        done = {name: future.result() for name, future in futures.items()}
+    timing = {name: (len(w.seconds), round(sum(w.seconds), 1)) for name, (w, _) in done.items()}
+    print(f"act runs (count, seconds) per scenario: {timing}; wall {time.monotonic() - started:.0f} s")
+
+    for case in cases:
+        world, outcome = done[case.name]
+        assert world.seconds, case.name  # every delivery was an act run
+        if case.scenario is converges:
+            assert outcome == EXPECTED, (case.name, [e.describe() for e in world.loop.runs])
+            assert world.loop.faults.dropped and world.loop.faults.duplicated, case.name  # the faults did happen

@@ -470,6 +470,12 @@ def test_from_settings(stub: GitHubStub) -> None:
     forge.close()
     with pytest.raises(UsageError, match="needs credentials"):
         GitHubForge.from_settings(Settings(forge="github", control_plane="acme/platform"))
+    # PyGithub's throttle unless the settings (FLEETFLOW_GITHUB_THROTTLE) or the caller's tuning say otherwise
+    throttle = ("seconds_between_requests", "seconds_between_writes")
+    assert [GitHubForge.from_settings(settings)._options[k] for k in throttle] == [0.25, 1.0]
+    quick = settings.model_copy(update={"github_throttle": (0.0, 0.5)})
+    assert [GitHubForge.from_settings(quick)._options[k] for k in throttle] == [0.0, 0.5]
+    assert [GitHubForge.from_settings(quick, seconds_between_writes=2)._options[k] for k in throttle] == [0.0, 2]
     with pytest.raises(UsageError, match="FLEETFLOW_APP_PRIVATE_KEY"):
         GitHubForge.from_settings(Settings(forge="github", app_id="1", token="t"))
     with pytest.raises(UsageError, match="cannot sign a JWT"):

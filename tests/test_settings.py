@@ -103,3 +103,15 @@ def test_any_config_file_gives_settings_or_a_usage_error(tmp_path: Path, data: o
         load_settings(config=config, environ={"FLEETFLOW_CONTROL_PLANE": "o/r"})
     except UsageError as exc:
         assert exc.problems() and all(str(p) for p in exc.problems())
+
+
+@pytest.mark.parametrize(("text", "expected"), [("", (0.25, 1.0)), ("0,0", (0.0, 0.0)), (" 0.5 , 2 ", (0.5, 2.0))])
+def test_github_throttle_from_the_environment(text: str, expected: tuple[float, float]) -> None:
+    env = {"GITHUB_REPOSITORY": "o/r", "FLEETFLOW_GITHUB_THROTTLE": text}
+    assert load_settings(environ=env).github_throttle == expected
+
+
+@pytest.mark.parametrize("text", ["0", "a,b", "1,2,3", "-1,0", "0,1e9"])
+def test_a_bad_github_throttle_is_a_usage_error(text: str) -> None:
+    with pytest.raises(UsageError, match="FLEETFLOW_GITHUB_THROTTLE"):
+        load_settings(environ={"GITHUB_REPOSITORY": "o/r", "FLEETFLOW_GITHUB_THROTTLE": text})

@@ -119,12 +119,14 @@ class GitHubForge:
     def from_settings(cls, settings: Settings, **tuning: Unpack[Tuning]) -> GitHubForge:
         """The forge the settings describe; an App (``app_id``) is preferred over a token when both are set."""
         use_app = bool(settings.app_id or settings.app_private_key)
+        requests, writes = settings.github_throttle  # FLEETFLOW_GITHUB_THROTTLE, else PyGithub's throttle
+        throttle: Tuning = {"seconds_between_requests": requests, "seconds_between_writes": writes}
         return cls(
             token=None if use_app else settings.token,
             app_id=settings.app_id,
             app_private_key=settings.app_private_key,
             api_url=settings.api_url or DEFAULT_API_URL,
-            **tuning,
+            **(throttle | tuning),
         )
 
     def __repr__(self) -> str:  # never the token
