@@ -137,9 +137,11 @@ class Loop:
     faults: Faults = field(default_factory=Faults)
     actors: list[Callable[[], None]] = field(default_factory=list)
     runs: list[Event] = field(default_factory=list)
+    started: list[float] = field(default_factory=list)  # run_for: the simulated second each run started
     filtered: int = 0
     cancelled: int = 0
     _seen: _Snapshot | None = None
+    _on: dict[tuple[str, str | None], dict[str, Any] | None] = field(default_factory=dict)
 
     def _snapshot(self) -> _Snapshot:
         refs, statuses, merged, dispatches = {}, {}, {}, {}
@@ -196,7 +198,10 @@ class Loop:
         return out
 
     def _wanted(self, event: Event) -> bool:
-        on = workflow_on(self.stub, event.repo, event.workflow_sha)
+        key = (event.repo, event.workflow_sha)  # a commit's file never changes: read it once
+        if key not in self._on:
+            self._on[key] = workflow_on(self.stub, event.repo, event.workflow_sha)
+        on = self._on[key]
         if on is None or not triggered(on, event) or not job_if(event):
             self.filtered += 1
             return False
@@ -234,3 +239,50 @@ class Loop:
             for actor in self.actors:
                 actor()
             enqueue(self.changes())
+
+    def run_for(self, seconds: int, *, happenings: dict[int, list[Callable[[], None]]], run_seconds: int,
+                at: Callable[[int], None] = lambda _t: None, ticks: Iterable[int] = (),
+                drain: int = 900) -> None:
+        """Simulated time, one second at a time, for ``seconds`` and then until every group is idle (at most
+        ``drain`` more): ``at(t)`` sets the clocks, ``happenings[t]`` change the world at second ``t`` (clusters
+        reporting), ``ticks`` are cron ticks. Every run takes ``run_seconds``; per repository group one run at a time
+        and one pending, a newer pending run cancelling the older one (GitHub's concurrency): a cancelled pending
+        run never starts, installs nothing and costs no request. A run reads the state when it starts (it is
+        executed then, at once); what its writes cause is delivered while it runs."""
+        busy_until: dict[str, int] = {}
+        pending: dict[str, Event] = {}
+        tick_at = set(ticks)
+
+        def start(event: Event, now: int) -> None:
+            busy_until[event.repo] = now + run_seconds
+            self.runs.append(event)
+            self.started.append(now)
+            self.runner(event)
+            for actor in self.actors:
+                actor()
+            offer(self.changes(), now)
+
+        def offer(events: list[Event], now: int) -> None:
+            for event in self.faults.deliver(events):
+                if not self._wanted(event):
+                    continue
+                if busy_until.get(event.repo, -1) <= now and event.repo not in pending:
+                    start(event, now)
+                    continue
+                if event.repo in pending:
+                    self.cancelled += 1
+                pending[event.repo] = event
+
+        now = 0
+        while now <= seconds or (now <= seconds + drain and (pending or any(t > now for t in busy_until.values()))):
+            at(now)
+            for group in [g for g in pending if busy_until.get(g, -1) <= now]:
+                start(pending.pop(group), now)
+            acted = happenings.get(now, [])
+            for happening in acted:
+                happening()
+            if acted:
+                offer(self.changes(), now)
+            if now in tick_at:
+                offer(self.tick(), now)
+            now += 1

@@ -288,3 +288,24 @@ def test_faults_under_act(tmp_path: Path, request: pytest.FixtureRequest) -> Non
         if case.scenario is converges:
             assert outcome == EXPECTED, (case.name, [e.describe() for e in world.loop.runs])
             assert world.loop.faults.dropped and world.loop.faults.duplicated, case.name  # the faults did happen
+
+
+def test_simulated_time_keeps_one_running_and_one_pending_run_per_group(github_stub: GitHubStub) -> None:
+    """``Loop.run_for`` (benchmarks/bench_rollout.py): GitHub's concurrency in simulated time. A status every second
+    from 1 to 10, runs of 5 s: runs start at 1, 6 and 11; each newer pending run cancels the older one (GitHub docs,
+    "Control the concurrency of workflows and jobs"); pending and fleetflow's own statuses never get that far."""
+    repo = github_stub.create_repo("contoso/gitops")
+    tip = repo.commit_files("main", {WORKFLOW: (ROOT / "examples/workflows/gitops.yml").read_text()}, "caller")
+    ran: list[str] = []
+    loop = Loop(github_stub, ["contoso/gitops"], lambda e: ran.append(e.payload["context"]))
+    loop.start()
+
+    def post(context: str, state: str = "success") -> Callable[[], None]:
+        return lambda: repo.add_status(tip, state, context, "reconciliation succeeded", creator="flux") and None
+
+    happenings = {t: [post(f"flux/c{t}")] for t in range(1, 11)}
+    happenings[3].append(post("flux/c3", "pending"))
+    happenings[4].append(post("fleetflow/dev"))
+    loop.run_for(10, happenings=happenings, run_seconds=5)
+    assert ran == ["flux/c1", "flux/c5", "flux/c10"] and loop.started == [1, 6, 11]
+    assert loop.cancelled == 7 and loop.filtered == 2

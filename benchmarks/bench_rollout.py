@@ -1,0 +1,209 @@
+"""One environment's whole rollout at fleet scale, through GitHub's event rules: API requests and workflow runs.
+
+Run from the repository root::
+
+    python benchmarks/bench_rollout.py                          # 30,000 clusters over 10 minutes, 30 s per run
+    python benchmarks/bench_rollout.py --run-seconds 15 --run-seconds 60
+    python benchmarks/bench_rollout.py --clusters 1000 --minutes 2   # a quick look
+
+The world: the control plane and GitOps repositories on the GitHub stand-in (tests/ghstub, PyGithub unmodified,
+every request counted), the example caller workflows on the branches GitHub reads them from, a chain dev → qa →
+prod-eu with no soak time, and ``dev`` with ``--clusters`` clusters registered (one ``Cluster`` each, its
+``statusContext`` what Flux's notification-controller posts by default: ``kustomization/<name>/<first segment of
+the Provider UID>``, lowercased). The event loop (tests/eventloop.py, ``Loop.run_for``) turns every change into the
+events GitHub would send, applies the callers' ``on:`` filters and the reusable workflow's job ``if:``, and the
+concurrency group (one running and one pending run per repository, a newer pending run cancelling the older one;
+a cancelled pending run never starts, so it installs nothing and makes no request). A run that starts runs
+``fleetflow reconcile`` in process (what the workflow's one job runs) against the state at its start, and lasts
+``--run-seconds`` of simulated time (runner start, checkout, token, install, reconcile).
+
+Second 0: a push to main. Its run promotes main to dev; a person merges the PR at once. From second 1 on, every dev
+cluster reports once, at a time drawn uniformly over ``--minutes`` (seeded): Flux posts ``success`` on the commit it
+applied (the merged GitOps tip) and never ``pending`` (fluxcd/notification-controller internal/notifier/github.go;
+tests/reporters.py). The statuses are put into the stand-in's store directly (what the clusters post is not
+fleetflow's cost); each one is a ``status`` event. The rollout ends when the gate records ``fleetflow/dev`` success
+and qa is promoted; the loop then runs until every group is idle. Cron ticks (the callers' schedules) fall at their
+minutes.
+
+Counted: fleetflow's API requests (every request the stand-in received: only runs talk to it), and the workflow
+runs that started (passed the job ``if:`` and were not cancelled while pending), i.e. the runs that install
+fleetflow. Targets (one environment's whole rollout at 30,000 clusters over 10 minutes): ≤ 1,000 requests,
+≤ 50 runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import sys
+import tempfile
+import time
+from collections import Counter
+from dataclasses import dataclass
+from datetime import timedelta
+from functools import partial
+from pathlib import Path
+from statistics import median
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from fleetflow.forge.github import GitHubForge
+from fleetflow.promotion.reconcile import reconcile
+from tests.eventloop import WORKFLOW, Event, Loop
+from tests.fleet import Fleet, _environment, build_bare_repos, start_clock
+from tests.ghstub.server import GitHubStub
+from tests.ghstub.state import CommitStatus
+from tests.reporters import flux_description
+
+ROOT = Path(__file__).resolve().parent.parent
+CP, GITOPS = "contoso/control-plane", "contoso/gitops"
+CHAIN = {"dev": [], "qa": ["dev"], "prod-eu": ["qa"]}
+WORKLOAD = "apiVersion: fleetflow.dev/v1alpha1\nkind: Workload\nmetadata:\n  name: app\nspec:\n  workspace: team\n" \
+    "  deploymentTargets:" + "".join(f"""
+    - name: {env}
+      environment: {env}
+      labels: {{purpose: app}}
+      manifests: {{repo: https://example.invalid/app, branch: main, path: ./{env}}}""" for env in CHAIN) + "\n"
+ENVS = "---\n".join(_environment(n, a).replace("soakTime: 1m", "soakTime: 0s") for n, a in CHAIN.items())
+# cron minutes of the example callers: gitops "*/15", control plane "7,22,37,52"
+CRON = {GITOPS: (0, 15, 30, 45), CP: (7, 22, 37, 52)}
+
+
+def flux_context(rng: random.Random) -> str:
+    """Flux's default context: ``kind/name/<first segment of the Provider UID>``, lowercased."""
+    return f"kustomization/apps/{rng.getrandbits(32):08x}"
+
+
+def clusters_yaml(contexts: list[str]) -> str:
+    return "---\n".join(
+        f"apiVersion: fleetflow.dev/v1alpha1\nkind: Cluster\nmetadata:\n  name: dev-{i:06}\n"
+        f"spec:\n  clusterType: cloud\n  statusContext: {context}\n"
+        for i, context in enumerate(contexts)
+    )
+
+
+@dataclass
+class Outcome:
+    run_seconds: int
+    requests: int
+    runs: int
+    runs_by_event: Counter[str]
+    requests_by_event: Counter[str]
+    cancelled: int
+    filtered: int
+    gate_at: int | None  # the simulated second dev's gate recorded success
+    wall: float
+    reconcile_seconds: list[float]  # wall time of each in-process reconcile on this machine
+    endpoints: Counter[str]  # requests per method and OpenAPI path
+
+
+def simulate(clusters: int, minutes: int, run_seconds: int, seed: int, workdir: Path) -> Outcome:
+    rng = random.Random(seed)
+    started = time.perf_counter()
+    with GitHubStub(root=workdir / "ghstub", validate_responses=False) as stub:
+        clock = start_clock()
+        t0 = clock.now
+        stub.store.clock = clock
+        cp_bare, gitops_bare = build_bare_repos(workdir, GITOPS, CP)
+        stub.create_repo(CP, bare=cp_bare)
+        gitops = stub.create_repo(GITOPS, bare=gitops_bare)
+        forge = GitHubForge(token="t", api_url=stub.url, retries=0, backoff_factor=0, seconds_between_requests=0,
+                            seconds_between_writes=0)
+        fleet = Fleet(workdir, forge, CP, GITOPS, str(cp_bare), str(gitops_bare), clock,
+                      post_status=lambda sha, c, s, d: None, merge=lambda n: None)
+        contexts = [flux_context(rng) for _ in range(clusters)]
+        fleet.push_env("dev", {"clusters.yaml": clusters_yaml(contexts)}, f"dev: {clusters} clusters")
+        gitops.default_branch = "main"
+        gitops.commit_files("main", {WORKFLOW: (ROOT / "examples/workflows/gitops.yml").read_text()}, "caller")
+
+        requests_by: Counter[str] = Counter()
+        seconds: list[float] = []
+
+        def runner(event: Event) -> None:
+            mark, began = stub.mark(), time.perf_counter()
+            with fleet.context() as ctx:
+                reconcile(ctx)
+            seconds.append(time.perf_counter() - began)
+            requests_by[event.name] += stub.count(since=mark)
+
+        def people() -> None:
+            for pr in gitops.list_pulls():
+                if pr.state == "open" and pr.head_ref.startswith("fleetflow/"):
+                    gitops.merge_pull(pr.number)
+
+        loop = Loop(stub, [CP, GITOPS], runner, actors=[people])
+        loop.start()
+
+        def push_main() -> None:
+            caller = (ROOT / "examples/workflows/control-plane.yml").read_text()
+            fleet.push_main({".environments/envs.yaml": ENVS, "workloads/app.yaml": WORKLOAD, WORKFLOW: caller},
+                            "chain dev -> qa -> prod-eu")
+
+        # when each cluster reports (Flux: once, success, on the commit it applied: the tip of dev then)
+        window = minutes * 60
+        due: dict[int, list[str]] = {}
+        for context in contexts:
+            due.setdefault(rng.randint(1, window), []).append(context)
+
+        def report(batch: list[str]) -> None:
+            tip = gitops.branch_sha("dev")
+            now = stub.store.now()
+            description = flux_description("ReconciliationSucceeded")
+            for context in batch:
+                gitops.statuses.append(CommitStatus(stub.store.next_id(), tip, "success", context, description,
+                                                    None, "flux", now, now))
+
+        happenings = {0: [push_main]} | {t: [partial(report, batch)] for t, batch in due.items()}
+        ticks = [m * 60 for repo in CRON for m in CRON[repo] if m * 60 <= window]
+        gate_at: list[int] = []
+        cp = stub.repo(CP)
+
+        def gate(sha: str) -> str | None:
+            """``fleetflow/dev`` on the main commit, read from the stand-in's store (not a counted request)."""
+            states = [s.state for s in cp.statuses if s.sha == sha and s.context == "fleetflow/dev"]
+            return states[-1] if states else None
+
+        def watch() -> None:
+            if not gate_at and gate(cp.branch_sha("main")) == "success":
+                gate_at.append(loop.started[-1])
+
+        loop.actors.append(watch)
+        loop.run_for(window, happenings=happenings, run_seconds=run_seconds, ticks=sorted(set(ticks)),
+                     at=lambda t: setattr(clock, "now", t0 + timedelta(seconds=t)))
+        sha = cp.branch_sha("main")
+        assert gate(sha) == "success", "the rollout did not finish: dev's gate is not success"
+        assert fleet.pin("qa") == sha, "qa was not promoted"
+        forge.close()
+        return Outcome(run_seconds, stub.count(), len(loop.runs), Counter(e.name for e in loop.runs), requests_by,
+                       loop.cancelled, loop.filtered, gate_at[0] if gate_at else None, time.perf_counter() - started,
+                       seconds, Counter(f"{r.method} {r.operation}" for r in stub.requests))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--clusters", type=int, default=30_000)
+    parser.add_argument("--minutes", type=int, default=10, help="the clusters report over this many minutes")
+    parser.add_argument("--run-seconds", type=int, action="append",
+                        help="how long one workflow run lasts, simulated (repeatable; default 30)")
+    parser.add_argument("--seed", type=int, default=1)
+    args = parser.parse_args()
+    print(f"{args.clusters:,} clusters in dev reporting over {args.minutes} minutes (seed {args.seed})")
+    print(f"{'run s':>5} {'requests':>8} {'runs':>5} {'cancelled':>9} {'filtered':>8} {'gate at':>8}  "
+          "runs by event / requests by event   (wall s)")
+    for run_seconds in args.run_seconds or [30]:
+        with tempfile.TemporaryDirectory(prefix="bench-rollout-") as tmp:
+            os.environ["XDG_CACHE_HOME"] = str(Path(tmp) / "cache")  # the parse cache of this run only
+            o = simulate(args.clusters, args.minutes, run_seconds, args.seed, Path(tmp))
+        req_ok = "OK" if o.requests <= 1000 else "MISSED"
+        runs_ok = "OK" if o.runs <= 50 else "MISSED"
+        print(f"{o.run_seconds:>5} {o.requests:>8} {o.runs:>5} {o.cancelled:>9} {o.filtered:>8} "
+              f"{o.gate_at if o.gate_at is not None else '-':>8}  {dict(o.runs_by_event)} / "
+              f"{dict(o.requests_by_event)}   ({o.wall:.0f})  requests ≤ 1,000 {req_ok}, runs ≤ 50 {runs_ok}")
+        each = sorted(o.reconcile_seconds)
+        print(f"      one reconcile here: min {each[0]:.1f} s, median {median(each):.1f} s, max {each[-1]:.1f} s; "
+              "requests by endpoint: " + ", ".join(f"{k} {v}" for k, v in o.endpoints.most_common(6)))
+
+
+if __name__ == "__main__":
+    main()
