@@ -36,7 +36,13 @@ from tests import test_act_e2e as act_e2e
 from tests.eventloop import GITHUB_TOKEN_LOGIN, WORKFLOW, Event, Faults, Loop
 from tests.fleet import Fleet, _environment, git
 from tests.ghstub import GitHubStub
-from tests.test_act_e2e import action_checkout, action_venv, app_token_standin, checkout_standin  # noqa: F401
+from tests.test_act_e2e import (  # the act tests' session fixtures, for test_faults_under_act
+    action_checkout,  # noqa: F401
+    action_venv,  # noqa: F401
+    app_token_standin,  # noqa: F401
+    checkout_standin,  # noqa: F401
+    upload_artifact_standin,  # noqa: F401
+)
 from tests.test_promotion import make_github_fleet
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -271,7 +277,8 @@ def test_faults_under_act(tmp_path: Path, request: pytest.FixtureRequest) -> Non
     as a warm runner's cache would keep it). Seeds run two at a time, one stand-in server each: CI has 2 cores."""
     # the session fixtures of tests/test_act_e2e.py (imported above): one action checkout, stand-ins and venv
     parts = {name: request.getfixturevalue(name)
-             for name in ("action_checkout", "app_token_standin", "checkout_standin", "action_venv")}
+             for name in ("action_checkout", "app_token_standin", "checkout_standin", "upload_artifact_standin",
+                          "action_venv")}
     # the longest first, so that the two workers end together
     cases = [ActSeed(f"stops-at-qa-{n}", n, stops_at_qa, frozenset({"qa-2"})) for n in ACT_SEEDS[:1]]
     cases += [ActSeed(f"converges-{n}", n, converges) for n in ACT_SEEDS]
