@@ -40,6 +40,7 @@ from tests.test_act_e2e import (  # the act tests' session fixtures, for test_fa
     action_checkout,  # noqa: F401
     action_venv,  # noqa: F401
     app_token_standin,  # noqa: F401
+    cache_standin,  # noqa: F401
     checkout_standin,  # noqa: F401
     upload_artifact_standin,  # noqa: F401
 )
@@ -278,7 +279,7 @@ def test_faults_under_act(tmp_path: Path, request: pytest.FixtureRequest) -> Non
     # the session fixtures of tests/test_act_e2e.py (imported above): one action checkout, stand-ins and venv
     parts = {name: request.getfixturevalue(name)
              for name in ("action_checkout", "app_token_standin", "checkout_standin", "upload_artifact_standin",
-                          "action_venv")}
+                          "cache_standin", "action_venv")}
     # the longest first, so that the two workers end together
     cases = [ActSeed(f"stops-at-qa-{n}", n, stops_at_qa, frozenset({"qa-2"})) for n in ACT_SEEDS[:1]]
     cases += [ActSeed(f"converges-{n}", n, converges) for n in ACT_SEEDS]
