@@ -4,7 +4,6 @@ from pathlib import Path
 
 from fleetflow.model.documents import Tree
 from fleetflow.render.diff import unified_diff
-from fleetflow.render.incremental import AssignmentState, ExpectedCluster, RenderState
 from tests.helpers import build_file_tree, parsed, tree_read
 
 TEXT = """\
@@ -50,21 +49,6 @@ def test_tree_scan_skips_hidden_folders_but_environments(tmp_path: Path) -> None
     docs, problems = tree_read(Tree(root, "t"))
     assert problems == []
     assert sorted(d.kind for d in docs) == ["C", "E", "X"]
-
-
-def test_state_round_trip_and_stable_bytes() -> None:
-    state = RenderState(
-        environment="dev", main_commit="a" * 40, env_commit=None, engine="fleetflow x",
-        assignments={"ct/b": AssignmentState("i2", "c2", ("x.yaml",)), "ct/a": AssignmentState("i1", "c1", ())},
-        config_keys={"cm": {"K": "h"}},
-        clusters=[ExpectedCluster("z", "ct", None), ExpectedCluster("a", "ct", "flux/a")],
-    )
-    data = state.to_bytes()
-    again = RenderState.from_bytes(data)
-    assert again.to_bytes() == data
-    assert again.assignments["ct/b"].files == ("x.yaml",) and again.clusters[0].name == "a"
-    lines = data.decode().splitlines()
-    assert any(line.strip().startswith('"ct/a"') for line in lines)  # one assignment per line
 
 
 def test_unified_diff() -> None:

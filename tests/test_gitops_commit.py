@@ -16,7 +16,7 @@ from fleetflow.promotion.gitops import survey as gitops_survey
 from fleetflow.promotion.promote import promote_many
 from fleetflow.promotion.schedule import schedule_environment
 from fleetflow.render.diff import plan_diff
-from fleetflow.render.incremental import STATE_PATH, RenderState
+from fleetflow.render.incremental import STATE_PATH, RenderState, shard_reader
 from fleetflow.render.output import FolderTree
 from fleetflow.render.output import survey as output_survey
 from fleetflow.render.pipeline import Meta, render_environment
@@ -95,8 +95,11 @@ def test_the_gitops_commit_is_a_fresh_render_plus_foreign_files(tmp_path: Path) 
     second = check_head_equals_render(fleet, "dev", tmp_path / "r2")
     repo = BareRepo(Path(fleet.gitops_url))
     assert any(p.startswith("edge/") for p in tree_files(repo, second))
-    # the cluster type that did not change keeps its tree id: it was reused, not rebuilt from files
+    # the cluster type that did not change keeps its tree id: it was reused, not rebuilt from files; its state shard
+    # was carried over unread (the same blob), and the new cluster type got its own
     assert repo.resolve(f"{first}:cloud") == repo.resolve(f"{second}:cloud")
+    assert repo.resolve(f"{first}:.fleetflow/state/cloud.json") == repo.resolve(f"{second}:.fleetflow/state/cloud.json")
+    assert repo.resolve(f"{second}:.fleetflow/state/edge.json") is not None
 
     fleet.approve("dev")
     fleet.push_env("dev", {"cluster-types-edge.yaml": ""}, "the second cluster type goes")
@@ -104,6 +107,7 @@ def test_the_gitops_commit_is_a_fresh_render_plus_foreign_files(tmp_path: Path) 
         assert schedule_environment(ctx, "dev").operation == "created"
     third = check_head_equals_render(fleet, "dev", tmp_path / "r3")
     assert not any(p.startswith("edge/") for p in tree_files(repo, third))
+    assert ".fleetflow/state/edge.json" not in tree_files(repo, third)  # its shard went with it
     assert repo.resolve(f"{first}:cloud") == repo.resolve(f"{third}:cloud")
 
 
@@ -128,10 +132,12 @@ def test_plan_and_the_pr_body_show_one_diff(tmp_path: Path) -> None:
         promote_many(ctx, None, fleet.branch_sha(fleet.cp_url, "main"))
     fleet.approve("dev")
     head = fleet.branch_sha(fleet.gitops_url, "dev")
-    state = next(p for p in tree_files(BareRepo(Path(fleet.gitops_url)), head) if p.endswith(STATE_PATH))
+    files = tree_files(BareRepo(Path(fleet.gitops_url)), head)
+    state = next(p for p in files if p.endswith(STATE_PATH))
     root = state.removesuffix(STATE_PATH).rstrip("/")
-    assignment = sorted(RenderState.from_bytes(tree_files(BareRepo(Path(fleet.gitops_url)), head)[state])
-                        .assignments)[0]
+    prefix = f"{root}/" if root else ""
+    read = shard_reader(lambda paths: {p: files.get(prefix + p) for p in paths})  # the index, then its shards
+    assignment = sorted(RenderState.from_bytes(files[state], read).assignments)[0]
     runbook = f"{assignment}/runbook.md"
     seed = fleet.root / "gitops-seed"
     git(seed, "fetch", "-q", fleet.gitops_url, "dev")

@@ -6,7 +6,7 @@ import json
 import shutil
 from pathlib import Path
 
-from fleetflow.render.incremental import RenderState
+from fleetflow.render.output import read_state
 from tests.helpers import build_file_tree, make_plane, run_cli, tree_bytes
 
 
@@ -23,6 +23,8 @@ def test_layout_and_state(tmp_path: Path) -> None:
     files = tree_bytes(out)
     assert sorted(files) == [
         ".fleetflow/state.json",
+        ".fleetflow/state/cloud-eu.json",
+        ".fleetflow/state/edge-line1.json",
         "cloud-eu/app-dev/namespace.yaml",
         "cloud-eu/app-dev/platform-config.yaml",
         "cloud-eu/app-dev/reconciler.yaml",
@@ -34,7 +36,8 @@ def test_layout_and_state(tmp_path: Path) -> None:
     assert "LOG_LEVEL: debug" in config  # the edge ConfigMap is more specific than the env-wide one
     assert 'REPLICAS: "1"' in config
     assert "namespace: dev-team-a-app-dev" in config
-    state = RenderState.from_bytes(files[".fleetflow/state.json"])
+    state, problem = read_state(out)
+    assert state is not None and problem is None
     assert state.environment == "dev"
     assert state.main_commit == "a" * 40 and state.env_commit == "b" * 40
     assert sorted(state.assignments) == ["cloud-eu/app-dev", "edge-line1/app-dev"]
@@ -75,7 +78,10 @@ def test_incremental_equals_full_and_reports_changes(tmp_path: Path) -> None:
     assert data["rendered"] == 1
     assert data["changes"]["changed"] == ["edge-line1/app-dev"]
     assert data["changes"]["configKeys"] == ["edge: LOG_LEVEL (changed)"]
-    assert data["written"] == ["edge-line1/app-dev/platform-config.yaml", ".fleetflow/state.json"]
+    # the one shard whose cluster type changed is rewritten, then the index
+    assert data["written"] == [
+        "edge-line1/app-dev/platform-config.yaml", ".fleetflow/state/edge-line1.json", ".fleetflow/state.json",
+    ]
     full = tmp_path / "full"
     render(main, env, full)
     incremental = tree_bytes(out)

@@ -54,7 +54,7 @@ def plan(
         for warning in result.warnings:
             reply.warn(warning)
         owned = survey(output, result, previous)
-        text = plan_diff(FolderTree(output), result, owned) if diff else ""
+        text = plan_diff(FolderTree(output), result, owned, state=previous) if diff else ""
 
         def show() -> None:
             click.echo(f"Plan for {headline(result)}")

@@ -4,9 +4,10 @@
 a checkout of the previous commit (the same bytes as ``fleetflow render``), built from the previous commit's tree
 plus the rendered changes only: each rendered assignment folder is replaced by exactly its files, folders of
 removed assignments go, each cluster type's ``_status/`` folder holds exactly its reporter files, and the state
-file is rewritten when it changed. Everything else (other cluster types, files fleetflow did not write) keeps its
-tree id. :class:`GitOpsTree` reads what the render needs from the previous commit: the state file, and old files
-only where a diff shows them (:func:`fleetflow.render.diff.plan_diff`, the same diff ``plan`` shows, stops at a size
+index and the state shards that changed are rewritten. Everything else (other cluster types, their state shards,
+files fleetflow did not write) keeps its id. :class:`GitOpsTree` reads what the render needs from the previous
+commit: the state index, the shards of the cluster types the render touches, and old files only where a diff
+shows them (:func:`fleetflow.render.diff.plan_diff`, the same diff ``plan`` shows, stops at a size
 limit).
 
 The tool is ``git fast-import`` (see :meth:`fleetflow.forge.git.BareRepo.fast_commit`): one process, inline blobs,
@@ -22,7 +23,7 @@ from pathlib import PurePosixPath
 
 from fleetflow.errors import UsageError
 from fleetflow.forge.git import BareRepo, TreeEdit, TreeEntry
-from fleetflow.render.incremental import STATE_PATH, RenderState
+from fleetflow.render.incremental import SHARD_DIR, STATE_PATH, RenderState, shard_reader
 from fleetflow.render.ownership import Ownership, cluster_type_of, examined_folders, ownership
 from fleetflow.render.pipeline import STATUS_DIR, RenderResult
 
@@ -56,9 +57,19 @@ class GitOpsTree:
         if self.state_bytes is None:
             return None
         try:
-            return RenderState.from_bytes(self.state_bytes)
+            state = RenderState.from_bytes(self.state_bytes, shard_reader(self.read_files))
         except (ValueError, KeyError, TypeError):
             return None
+        state.assignments.missing(self.files([SHARD_DIR]))  # one listing: a shard the index names must exist
+        return state
+
+    def read_files(self, paths: list[str]) -> dict[str, bytes | None]:
+        """The bytes of ``paths`` (relative to the root; None: no such file), in one batch
+        (:meth:`fleetflow.forge.git.BareRepo.read_files`)."""
+        if self.commit is None or not paths:
+            return dict.fromkeys(paths)
+        found = self.repo.read_files(self.commit, [self.path(p) for p in paths])
+        return {p: found[self.path(p)] for p in paths}
 
     def children(self, folders: list[str]) -> list[TreeEntry]:
         """What lies directly in each of ``folders`` (relative to the root), paths relative to the root."""
@@ -110,10 +121,12 @@ def survey(tree: GitOpsTree, result: RenderResult, previous: RenderState | None)
 
 
 def tree_edits(
-    tree: GitOpsTree, result: RenderResult, owned: Ownership, state: bytes | None = None
+    tree: GitOpsTree, result: RenderResult, owned: Ownership, state: bytes | None = None,
+    previous: RenderState | None = None,
 ) -> Iterator[TreeEdit]:
     """The edits that make ``tree``'s output folder hold what ``apply_result`` would write there (``state``: the
-    new state's bytes, when already made). Only files fleetflow wrote are deleted (``owned.delete``, from
+    new state's bytes, when already made; ``previous``: the state read from ``tree``, so that only the state shards
+    that differ are written). Only files fleetflow wrote are deleted (``owned.delete``, from
     :func:`survey`); every other file in a cluster-type folder is kept."""
     for path in owned.delete:
         yield TreeEdit(tree.path(path))
@@ -121,6 +134,8 @@ def tree_edits(
         yield TreeEdit(tree.path(path), data)
     for path, data in sorted(result.reporters.items()):
         yield TreeEdit(tree.path(path), data)
+    for path, shard in result.state.shard_files(previous).items():
+        yield TreeEdit(tree.path(path), shard)
     state = result.state.to_bytes() if state is None else state
     if state != tree.state_bytes:
         yield TreeEdit(tree.path(STATE_PATH), state)
@@ -140,7 +155,8 @@ def write_commit(tree: GitOpsTree, result: RenderResult, previous: RenderState |
     if _nothing_to_write(tree, result, previous, state):
         return WrittenCommit(None, [])
     owned = survey(tree, result, previous)
-    commit = tree.repo.fast_commit(tree.commit, tree_edits(tree, result, owned, state), message, identity, when)
+    edits = tree_edits(tree, result, owned, state, previous)
+    commit = tree.repo.fast_commit(tree.commit, edits, message, identity, when)
     new_tree = tree.repo.tree_of(commit)
     old_tree = tree.repo.tree_of(tree.commit) if tree.commit else None
     if old_tree == new_tree:
@@ -160,8 +176,8 @@ def _nothing_to_write(tree: GitOpsTree, result: RenderResult, previous: RenderSt
     every ``_status/`` folder already holding exactly the reporter files (compared by blob id, without reading)."""
     if tree.commit is None or previous is None or result.rendered or result.removed:
         return False
-    if state != tree.state_bytes or previous.assignments.keys() != result.state.assignments.keys():
+    if state != tree.state_bytes or result.state.shard_files(previous):
         return False
-    cluster_types = {cluster_type_of(a) for a in (*result.state.assignments, *result.reporters)}
+    cluster_types = result.state.assignments.cluster_types() | {cluster_type_of(p) for p in result.reporters}
     have = tree.files([f"{ct}/{STATUS_DIR}" for ct in sorted(cluster_types)])
     return have == {path: blob_id(data) for path, data in result.reporters.items()}

@@ -22,7 +22,7 @@ from fleetflow.promotion.gitops import GitOpsTree, clean_root, write_commit
 from fleetflow.promotion.merging import MergeOutcome
 from fleetflow.promotion.prbody import BODY_LIMIT, PullRequestFacts, body, title
 from fleetflow.render.diff import diff_chunks, plan_diff
-from fleetflow.render.incremental import STATE_PATH
+from fleetflow.render.incremental import is_state_file
 from fleetflow.render.pipeline import Changes, Meta, render_environment
 from fleetflow.results import Result
 
@@ -87,7 +87,7 @@ def _schedule_once(ctx: Context, environment: str) -> ScheduleOutcome:
     when = max(ctx.git.commit_time(ctx.cp_url, main_sha), ctx.git.commit_time(ctx.cp_url, env_sha))
     message = f"fleetflow: {environment} <- main@{short(main_sha)} ({branch}@{short(env_sha)})"
     written = write_commit(tree, result, previous, message, ctx.git.identity, when)
-    rendered_change = any(p != STATE_PATH for p in written.changed)
+    rendered_change = not all(is_state_file(p) for p in written.changed)
     new_main = previous is None or previous.main_commit != main_sha
     outcome = ScheduleOutcome(environment=environment, operation="none", main_commit=main_sha, env_commit=env_sha,
                               message="", changes=result.changes)
@@ -107,10 +107,10 @@ def _schedule_once(ctx: Context, environment: str) -> ScheduleOutcome:
     if ctx.plan_dir is not None:  # one pass: the whole diff streams to the file, the PR keeps its first part
         path = plan_path(ctx.plan_dir, environment)
         header = plan_header(environment, main_sha, branch, env_sha, result.changes)
-        diff = write_plan(path, header, diff_chunks(tree, result, written.owned), BODY_LIMIT)
+        diff = write_plan(path, header, diff_chunks(tree, result, written.owned, previous), BODY_LIMIT)
         outcome.plan_file = str(path)
     else:
-        diff = plan_diff(tree, result, written.owned, limit=BODY_LIMIT)
+        diff = plan_diff(tree, result, written.owned, limit=BODY_LIMIT, state=previous)
     outcome.gitops_commit = new_sha
     facts = PullRequestFacts(
         environment=environment,

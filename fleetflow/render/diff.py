@@ -8,7 +8,7 @@ import hashlib
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Protocol
 
-from fleetflow.render.incremental import STATE_PATH
+from fleetflow.render.incremental import SHARD_DIR, STATE_PATH, RenderState
 from fleetflow.render.ownership import Ownership, cluster_type_of
 from fleetflow.render.pipeline import STATUS_DIR, RenderResult
 
@@ -64,12 +64,13 @@ def git_blob_id(data: bytes) -> str:
 BATCH = 256  # old files read at a time, so that a diff cut at ``limit`` reads little more than it shows
 
 
-def diff_chunks(previous: PreviousTree, result: RenderResult, owned: Ownership) -> Iterator[str]:
-    """The unified diff of what the render changes in ``previous``, one file at a time in path order: the files of
-    every rendered assignment and status folder, every file fleetflow wrote that goes (``owned.delete``), and the
-    state file. Foreign files (``owned.foreign``) are not shown: the render keeps them. Old files are read (in
-    batches) only as far as the caller iterates."""
-    types = {cluster_type_of(a) for a in (*result.state.assignments, *result.removed)}
+def diff_chunks(previous: PreviousTree, result: RenderResult, owned: Ownership,
+                state: RenderState | None = None) -> Iterator[str]:
+    """The unified diff of what the render changes in ``previous`` (whose state is ``state``), one file at a time
+    in path order: the files of every rendered assignment and status folder, every file fleetflow wrote that goes
+    (``owned.delete``), the state index and the state shards that change. Foreign files (``owned.foreign``) are not
+    shown: the render keeps them. Old files are read (in batches) only as far as the caller iterates."""
+    types = result.state.assignments.cluster_types() | {cluster_type_of(a) for a in result.removed}
     shown = {*result.rendered, *(f"{ct}/{STATUS_DIR}" for ct in types)}
     doomed, foreign = set(owned.delete), set(owned.foreign)
     listed = previous.files(sorted(shown | set(result.removed) | {p.rpartition("/")[0] for p in doomed}))
@@ -78,6 +79,10 @@ def diff_chunks(previous: PreviousTree, result: RenderResult, owned: Ownership) 
         if path in doomed or (path not in foreign and path.rpartition("/")[0] in shown)
     }
     new: dict[str, bytes] = {**result.files, **result.reporters, STATE_PATH: result.state.to_bytes()}
+    shards = result.state.shard_files(state)
+    if shards:
+        new.update((path, data) for path, data in shards.items() if data is not None)
+        old.update((path, key) for path, key in previous.files([SHARD_DIR]).items() if path in shards)
     old_state = previous.state_bytes
     # a file whose key is the git blob id of its new bytes (a GitOps tree's keys are) has not changed: no diff,
     # never read (nor fetched, from a blobless mirror)
@@ -93,12 +98,13 @@ def diff_chunks(previous: PreviousTree, result: RenderResult, owned: Ownership) 
                 yield text
 
 
-def plan_diff(previous: PreviousTree, result: RenderResult, owned: Ownership, limit: int | None = None) -> str:
+def plan_diff(previous: PreviousTree, result: RenderResult, owned: Ownership, limit: int | None = None,
+              state: RenderState | None = None) -> str:
     """:func:`diff_chunks` joined. With ``limit``, stops after the file that passes ``limit`` characters: old
     files are read only up to there."""
     chunks: list[str] = []
     size = 0
-    for text in diff_chunks(previous, result, owned):
+    for text in diff_chunks(previous, result, owned, state):
         chunks.append(text)
         size += len(text)
         if limit is not None and size > limit:

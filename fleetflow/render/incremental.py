@@ -1,10 +1,18 @@
-"""Everything incremental rendering needs, in one place: the state file and what a change touches.
+"""Everything incremental rendering needs, in one place: the state files and what a change touches.
 
-**The state file** (``.fleetflow/state.json``) records the environment, the ``main`` and environment-branch
-commits, one line per assignment (input hash, content hash, files), the key hashes of every config container (to
-report which config keys changed), the fingerprints below, and the clusters expected to report a rollout. It is
-written one assignment per line, sorted, so git diffs of it stay small and readable, and the same state always
-gives the same bytes.
+**The state** is kept in small files under the environment's output root, so that no file grows with the fleet
+and a run reads and rewrites only what it touches:
+
+- ``.fleetflow/state.json``, **the index**: the environment, the ``main`` and environment-branch commits, the
+  clusters expected to report a rollout (all the gate reads), the key hashes of every config container (to report
+  which config keys changed), the fingerprints below, and one line per cluster type that has assignments: how many,
+  and a digest of their ids.
+- ``.fleetflow/state/<clusterType>.json``, **one shard per cluster-type folder**: one line per assignment of that
+  cluster type (input hash, content hash, files). A shard is read only when its cluster type is touched.
+
+Both are written one entry per line, sorted, so git diffs of them stay small and readable, and the same state
+always gives the same bytes. A state written before shards existed (``version: 1``, every assignment in
+``state.json``) is still read; the next write converts it.
 
 **What a change touches** is found from a few fingerprints instead of one hash per assignment.
 
@@ -12,22 +20,27 @@ The previous state records a fingerprint per cluster type, per deployment target
 labels), and one for all ConfigSchemas. An assignment must be rendered again only when its cluster type or its
 target changed, when a changed (added, removed) ConfigMap applies to it now or applied to it before, when it is
 new, or when it was held back last time. Everything else keeps its previous state entry and files: on a large
-fleet a one-value change then costs work in proportion to what it touches, not to the fleet.
+fleet a one-value change then costs work in proportion to what it touches, not to the fleet. A cluster type none
+of whose assignments is touched, and whose assignments are the same ids as before (the index's digest), keeps its
+shard unread.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import posixpath
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from fleetflow.render.composition import Fact, cluster_side_facts, requirement_facts, target_side_facts
 from fleetflow.render.scheduling import Assignment, Target
 
-STATE_PATH = ".fleetflow/state.json"  # relative to an environment's output root
-STATE_VERSION = 1
+STATE_PATH = ".fleetflow/state.json"  # the index, relative to an environment's output root
+SHARD_DIR = ".fleetflow/state"  # one shard per cluster type, relative to an environment's output root
+STATE_VERSION = 2
+LEGACY_VERSION = 1  # every assignment in state.json: still read, converted by the next write
 
 
 def state_path(output_path: str) -> str:
@@ -37,8 +50,18 @@ def state_path(output_path: str) -> str:
     return STATE_PATH if folder == "." else f"{folder}/{STATE_PATH}"
 
 
+def is_state_file(path: str) -> bool:
+    """Whether ``path`` (relative to the output root) is the state index or one of its shards."""
+    return path == STATE_PATH or path.startswith(f"{SHARD_DIR}/")
+
+
+def shard_path(cluster_type: str) -> str:
+    """The shard of ``cluster_type``, relative to the output root."""
+    return f"{SHARD_DIR}/{cluster_type}.json"
+
+
 class AssignmentState(NamedTuple):
-    """One assignment's line in state.json (a NamedTuple: 100,000 of them are read on every render)."""
+    """One assignment's line in a shard (a NamedTuple: 100,000 of them may be read in one render)."""
 
     input_hash: str
     content_hash: str
@@ -90,27 +113,189 @@ class Fingerprints:
             return None
 
 
+def members_digest(assignment_ids: Iterable[str]) -> str:
+    """The digest of a cluster type's assignment ids (order does not matter): equal digests, same assignments."""
+    return hashlib.sha256("\n".join(sorted(assignment_ids)).encode()).hexdigest()[:32]
+
+
+ShardReader = Callable[[list[str]], Mapping[str, bytes | None]]  # cluster types -> their shard's bytes
+
+
+class Shard:
+    """The assignments of one cluster type. A shard named by an index is read on first use (``entries``); until
+    then it knows only its size and the digest of its ids. ``stored``: a file holds it (``data``, once read);
+    a shard made by a render, or read from a version-1 state, is not stored yet."""
+
+    __slots__ = ("_count", "_entries", "_members", "_read", "cluster_type", "data", "lines", "stored", "unreadable")
+
+    def __init__(self, cluster_type: str, entries: dict[str, AssignmentState] | None = None, *, count: int = 0,
+                 members: str = "", read: ShardReader | None = None, stored: bool = False,
+                 lines: dict[str, tuple[AssignmentState, str]] | None = None) -> None:
+        self.cluster_type = cluster_type
+        self._entries = entries
+        self._count = count
+        self._members = members if entries is None else ""
+        self._read = read
+        self.data: bytes | None = None
+        self.stored = stored
+        self.unreadable: str | None = None  # why the stored shard could not be read (its entries are then empty)
+        # lines of the file this shard was read from, by assignment: an entry kept unchanged is written back as the
+        # same text instead of being formatted again
+        self.lines: dict[str, tuple[AssignmentState, str]] = lines if lines is not None else {}
+
+    @property
+    def loaded(self) -> bool:
+        return self._entries is not None
+
+    @property
+    def entries(self) -> dict[str, AssignmentState]:
+        if self._entries is None:
+            if self._read is None:
+                raise ValueError(f"the state shard {shard_path(self.cluster_type)} was not read (index only)")
+            self.take(self._read([self.cluster_type]).get(self.cluster_type))
+        assert self._entries is not None
+        return self._entries
+
+    def take(self, data: bytes | None) -> None:
+        """Fill the shard from its file's bytes (None: the file is missing)."""
+        self.data = data
+        self._entries = {}
+        self._members = ""  # from now on, the digest of what was read
+        if data is None:
+            self.unreadable = "the file is missing"
+            return
+        try:
+            fast, raw = _parse(data, "RenderStateShard", STATE_VERSION)
+            entries = _entries_from_json(raw.get("assignments")) if fast is None else None
+        except (ValueError, KeyError, TypeError) as exc:
+            self.unreadable = str(exc)
+            return
+        if fast is not None:
+            self.lines = fast
+            self._entries = {aid: entry[0] for aid, entry in fast.items()}
+        else:
+            self._entries = entries
+
+    def __len__(self) -> int:
+        return self._count if self._entries is None else len(self._entries)
+
+    def stored_bytes(self) -> bytes | None:
+        """The bytes of the file that holds this shard (read now if needed); None when none does."""
+        if not self.stored:
+            return None
+        if self._entries is None:
+            self.entries  # noqa: B018 - reading it fills ``data``
+        return self.data
+
+    @property
+    def members(self) -> str:
+        if self._entries is None:
+            return self._members
+        if not self._members:
+            self._members = members_digest(self._entries)
+        return self._members
+
+    def to_bytes(self) -> bytes:
+        if self._entries is None and self.data is not None:
+            return self.data
+        lines = ["{"]
+        head = {"apiVersion": "fleetflow.dev/v1alpha1", "kind": "RenderStateShard", "version": STATE_VERSION,
+                "clusterType": self.cluster_type}
+        lines.extend(f"  {json.dumps(k)}: {json.dumps(v)}," for k, v in head.items())
+        lines.extend(_assignments_block(self.entries, self.lines))
+        lines.append("}")
+        return ("\n".join(line for line in lines if line) + "\n").encode()
+
+
+class Assignments(Mapping[str, AssignmentState]):
+    """Every assignment of a state, by id, kept as one :class:`Shard` per cluster type. Looking one up reads its
+    shard only; iterating reads them all (in one batch). ``len`` never reads a shard."""
+
+    def __init__(self, shards: Mapping[str, Shard] | None = None, read: ShardReader | None = None) -> None:
+        self.shards: dict[str, Shard] = dict(shards or {})
+        self._read = read
+
+    @classmethod
+    def of(cls, entries: Mapping[str, AssignmentState],
+           lines: Mapping[str, tuple[AssignmentState, str]] | None = None) -> Assignments:
+        grouped: dict[str, dict[str, AssignmentState]] = {}
+        for aid, entry in entries.items():
+            grouped.setdefault(aid.split("/", 1)[0], {})[aid] = entry
+        return cls({ct: Shard(ct, found, lines=_lines_for(found, lines)) for ct, found in grouped.items()})
+
+    def shard(self, cluster_type: str) -> Shard | None:
+        return self.shards.get(cluster_type)
+
+    def cluster_types(self) -> set[str]:
+        return {ct for ct, shard in self.shards.items() if len(shard)}
+
+    def read(self, cluster_types: Iterable[str] | None = None) -> None:
+        """Read the shards of ``cluster_types`` (default: all) not read yet, in one call of the reader."""
+        wanted = self.shards if cluster_types is None else cluster_types
+        waiting = sorted({ct for ct in wanted if ct in self.shards and not self.shards[ct].loaded})
+        if waiting and self._read is not None:
+            found = self._read(waiting)
+            for ct in waiting:
+                self.shards[ct].take(found.get(ct))
+
+    def missing(self, present: Iterable[str]) -> None:
+        """Mark the stored shards whose file is not among ``present`` (paths relative to the output root) as read
+        and empty: their cluster types are then rendered again instead of trusting an index that names a lost
+        file (a render keeps what it cannot attribute: the files in those folders become foreign)."""
+        have = set(present)
+        for ct, shard in self.shards.items():
+            if shard.stored and not shard.loaded and shard_path(ct) not in have:
+                shard.take(None)
+
+    def __getitem__(self, aid: str) -> AssignmentState:
+        shard = self.shards.get(aid.split("/", 1)[0])
+        if shard is None:
+            raise KeyError(aid)
+        return shard.entries[aid]
+
+    def __contains__(self, aid: object) -> bool:
+        if not isinstance(aid, str):
+            return False
+        shard = self.shards.get(aid.split("/", 1)[0])
+        return shard is not None and aid in shard.entries
+
+    def __iter__(self) -> Iterator[str]:
+        self.read()
+        for ct in sorted(self.shards):
+            yield from self.shards[ct].entries
+
+    def __len__(self) -> int:
+        return sum(len(shard) for shard in self.shards.values())
+
+    def __repr__(self) -> str:
+        return f"Assignments({len(self)} in {len(self.shards)} shards)"
+
+
+def _lines_for(entries: Mapping[str, AssignmentState],
+               lines: Mapping[str, tuple[AssignmentState, str]] | None) -> dict[str, tuple[AssignmentState, str]]:
+    if not lines:
+        return {}
+    return {aid: lines[aid] for aid in entries if aid in lines}
+
+
 @dataclass
 class RenderState:
     environment: str
     main_commit: str | None = None
     env_commit: str | None = None
     engine: str = ""
-    assignments: dict[str, AssignmentState] = field(default_factory=dict)
+    assignments: Assignments = field(default_factory=Assignments)
     config_keys: dict[str, dict[str, str]] = field(default_factory=dict)  # ConfigMap -> key -> value hash
     clusters: list[ExpectedCluster] = field(default_factory=list)
     fingerprints: Fingerprints | None = None
-    # lines of the file this state was read from, by assignment: an entry reused unchanged is written back as the
-    # same text instead of being formatted again (re-renders of large fleets write 100,000 of them)
-    lines: dict[str, tuple[AssignmentState, str]] = field(default_factory=dict, repr=False, compare=False)
+    version: int = STATE_VERSION  # of the file it was read from (LEGACY_VERSION: no shard files stand yet)
 
-    def _line(self, aid: str, a: AssignmentState) -> str:
-        known = self.lines.get(aid)
-        if known is not None and known[0] is a:
-            return known[1]
-        return _assignment_line(aid, a)
+    def __post_init__(self) -> None:
+        if not isinstance(self.assignments, Assignments):
+            self.assignments = Assignments.of(self.assignments)
 
     def to_bytes(self) -> bytes:
+        """The index (``state.json``); the shards are :meth:`shard_files`."""
         head = {
             "apiVersion": "fleetflow.dev/v1alpha1",
             "kind": "RenderState",
@@ -148,76 +333,156 @@ class RenderState:
                 lines.append(",\n".join(f"      {json.dumps(k)}: {_compact(v)}" for k, v in fps[part].items()))
                 lines.append("    }" + ("," if index < 2 else ""))
             lines.append("  },")
-        lines.append('  "assignments": {')
-        lines.append(",\n".join(self._line(aid, a) for aid, a in sorted(self.assignments.items())))
+        lines.append('  "shards": {')
+        shards = sorted((ct, s) for ct, s in self.assignments.shards.items() if len(s))
+        lines.append(",\n".join(
+            f"    {json.dumps(ct)}: " + _compact({"assignments": len(s), "members": s.members}) for ct, s in shards
+        ))
         lines.append("  }")
         lines.append("}")
         text = "\n".join(line for line in lines if line)
         return (text + "\n").encode()
 
-    @classmethod
-    def from_bytes(cls, data: bytes) -> RenderState:
-        """Parse a state file; raises ValueError with a readable reason when it is not one.
+    def shard_files(self, previous: RenderState | None = None) -> dict[str, bytes | None]:
+        """The shard files (relative to the output root) that differ from those ``previous`` left: new bytes, or
+        None for a shard to delete. A shard carried over unread from ``previous`` is not written again; without
+        ``previous`` (or after a version-1 state, which has no shard files), every shard is written."""
+        before = previous.assignments.shards if previous is not None and previous.version != LEGACY_VERSION else {}
+        out: dict[str, bytes | None] = {}
+        for ct, shard in sorted(self.assignments.shards.items()):
+            if not len(shard):
+                continue
+            old = before.get(ct)
+            if old is not None and shard is old and old.stored:
+                continue  # the same shard, unread: its file stands as it is
+            data = shard.to_bytes()
+            if old is not None and old.stored_bytes() == data:
+                continue
+            out[shard_path(ct)] = data
+        for ct, old in sorted(before.items()):
+            if old.stored and not len(self.assignments.shards.get(ct) or ()):
+                out[shard_path(ct)] = None
+        return out
 
-        The assignments block is read line by line when it has the layout ``to_bytes`` writes (a regular
-        expression per line instead of a JSON object per assignment); anything else goes through json."""
-        text = data.decode()
-        start = text.find(_ASSIGNMENTS_OPEN)
-        end = text.find(_ASSIGNMENTS_CLOSE, start) if start >= 0 else -1
-        fast: dict[str, tuple[AssignmentState, str]] | None = None
-        if start >= 0 and end >= 0:
-            raw = json.loads(text[:start] + '\n  "assignments": {}\n}\n')
-            fast = {}
-            block = text[start + len(_ASSIGNMENTS_OPEN) : end]
-            if "\\" in block:  # escapes: let json read it
-                fast = None
-            else:
-                file_lists: dict[str, tuple[str, ...]] = {}  # most assignments share one list of file names
-                make = AssignmentState._make
-                for line in block.split(",\n"):
-                    try:
-                        aid, rest = line[5:].split(_CONTENT, 1)
-                        content, rest = rest.split(_FILES, 1)
-                        files, input_hash = rest.split(_INPUT, 1)
-                    except ValueError:
-                        fast = None
-                        break
-                    if not line.startswith('    "') or not input_hash.endswith('"}'):
-                        fast = None
-                        break
-                    names = file_lists.get(files)
-                    if names is None:
-                        names = file_lists[files] = tuple(f[1:-1] for f in files.split(", ")) if files else ()
-                    fast[aid] = (make((input_hash[:-2], content, names)), line)
+    @classmethod
+    def from_bytes(cls, data: bytes, read: ShardReader | None = None) -> RenderState:
+        """Parse an index (its shards read through ``read`` when first used) or a version-1 state file; raises
+        ValueError with a readable reason when it is neither."""
+        fast, raw = _parse(data, "RenderState", None)
+        version = raw.get("version")
+        if version not in (STATE_VERSION, LEGACY_VERSION):
+            raise ValueError(f"state version {version!r} is not {STATE_VERSION} (or {LEGACY_VERSION})")
+        if version == STATE_VERSION:
+            shards = {
+                str(ct): Shard(str(ct), count=int(info["assignments"]), members=str(info["members"]), read=read,
+                               stored=True)
+                for ct, info in _mapping(raw.get("shards")).items()
+            }
+            assignments = Assignments(shards, read)
+        elif fast is not None:
+            assignments = Assignments.of({aid: entry[0] for aid, entry in fast.items()}, fast)
         else:
-            raw = json.loads(text)
-        if not isinstance(raw, dict) or raw.get("kind") != "RenderState":
-            raise ValueError("not a fleetflow RenderState")
-        if raw.get("version") != STATE_VERSION:
-            raise ValueError(f"state version {raw.get('version')!r} is not {STATE_VERSION}")
-        if fast is None and start >= 0:
-            raw = json.loads(text)
-        state = cls(
+            assignments = Assignments.of(_entries_from_json(raw.get("assignments")))
+        return cls(
             environment=str(raw.get("environment", "")),
             main_commit=raw.get("mainCommit"),
             env_commit=raw.get("envCommit"),
             engine=str(raw.get("engine", "")),
+            assignments=assignments,
             config_keys={k: dict(v) for k, v in _mapping(raw.get("configKeys")).items()},
             fingerprints=Fingerprints.from_json(raw.get("fingerprints")),
             clusters=[
                 ExpectedCluster(str(c["name"]), str(c["clusterType"]), c.get("statusContext"))
                 for c in raw.get("clusters") or []
             ],
+            version=int(version),
         )
-        if fast is not None:
-            state.lines = fast
-            state.assignments = {aid: entry[0] for aid, entry in fast.items()}
-        else:
-            state.assignments = {
-                aid: AssignmentState(a["input"], a["content"], tuple(a.get("files") or ()))
-                for aid, a in _mapping(raw.get("assignments")).items()
-            }
-        return state
+
+
+def shard_reader(read_files: Callable[[list[str]], Mapping[str, bytes | None]]) -> ShardReader:
+    """A :data:`ShardReader` over a function that reads files by path (relative to the output root)."""
+
+    def read(cluster_types: list[str]) -> dict[str, bytes | None]:
+        found = read_files([shard_path(ct) for ct in cluster_types])
+        return {ct: found.get(shard_path(ct)) for ct in cluster_types}
+
+    return read
+
+
+def removed_assignments(previous: RenderState | None, current: RenderState) -> list[str]:
+    """Ids in ``previous`` that ``current`` no longer has, reading only shards that are not carried over."""
+    if previous is None:
+        return []
+    gone: list[str] = []
+    previous.assignments.read(ct for ct, old in previous.assignments.shards.items()
+                              if current.assignments.shards.get(ct) is not old)
+    for ct, old in previous.assignments.shards.items():
+        new = current.assignments.shards.get(ct)
+        if new is old:
+            continue
+        now = new.entries if new is not None else {}
+        gone.extend(aid for aid in old.entries if aid not in now)
+    return sorted(gone)
+
+
+def _parse(data: bytes, kind: str,
+           version: int | None) -> tuple[dict[str, tuple[AssignmentState, str]] | None, dict[str, Any]]:
+    """The head of a state file as json, and its assignments block read line by line when it has the layout
+    ``_assignments_block`` writes (a split per line instead of a JSON object per assignment; None otherwise)."""
+    text = data.decode()
+    start = text.find(_ASSIGNMENTS_OPEN)
+    end = text.find(_ASSIGNMENTS_CLOSE, start) if start >= 0 else -1
+    fast: dict[str, tuple[AssignmentState, str]] | None = None
+    if start >= 0 and end >= 0 and "\\" not in text[start:end]:
+        raw = json.loads(text[:start] + '\n  "assignments": {}\n}\n')
+        fast = _fast_lines(text[start + len(_ASSIGNMENTS_OPEN) : end])
+    else:
+        raw = json.loads(text)
+    if not isinstance(raw, dict) or raw.get("kind") != kind:
+        raise ValueError(f"not a fleetflow {kind}")
+    if version is not None and raw.get("version") != version:
+        raise ValueError(f"{kind} version {raw.get('version')!r} is not {version}")
+    if fast is None and start >= 0:
+        raw = json.loads(text)
+    return fast, raw
+
+
+def _fast_lines(block: str) -> dict[str, tuple[AssignmentState, str]] | None:
+    fast: dict[str, tuple[AssignmentState, str]] = {}
+    if not block:
+        return fast
+    file_lists: dict[str, tuple[str, ...]] = {}  # most assignments share one list of file names
+    make = AssignmentState._make
+    for line in block.split(",\n"):
+        try:
+            aid, rest = line[5:].split(_CONTENT, 1)
+            content, rest = rest.split(_FILES, 1)
+            files, input_hash = rest.split(_INPUT, 1)
+        except ValueError:
+            return None
+        if not line.startswith('    "') or not input_hash.endswith('"}'):
+            return None
+        names = file_lists.get(files)
+        if names is None:
+            names = file_lists[files] = tuple(f[1:-1] for f in files.split(", ")) if files else ()
+        fast[aid] = (make((input_hash[:-2], content, names)), line)
+    return fast
+
+
+def _entries_from_json(raw: Any) -> dict[str, AssignmentState]:
+    return {
+        aid: AssignmentState(a["input"], a["content"], tuple(a.get("files") or ()))
+        for aid, a in _mapping(raw).items()
+    }
+
+
+def _assignments_block(entries: Mapping[str, AssignmentState],
+                       known: Mapping[str, tuple[AssignmentState, str]]) -> list[str]:
+    def line(aid: str, a: AssignmentState) -> str:
+        was = known.get(aid)
+        return was[1] if was is not None and was[0] is a else _assignment_line(aid, a)
+
+    return ['  "assignments": {', ",\n".join(line(aid, a) for aid, a in sorted(entries.items())), "  }"]
 
 
 _ASSIGNMENTS_OPEN = '\n  "assignments": {\n'

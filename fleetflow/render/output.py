@@ -1,7 +1,8 @@
 """The edge between a rendered result and a directory on disk (the GitOps output root).
 
 ``apply_result`` makes the directory hold what a full render would: rendered assignments get their files, files
-fleetflow wrote that the render no longer produces go, ``.fleetflow/state.json`` is rewritten. Nothing fleetflow
+fleetflow wrote that the render no longer produces go, the state shards that changed and the index
+(``.fleetflow/state.json``) are rewritten. Nothing fleetflow
 did not write is deleted (``render.ownership``): foreign files in cluster-type folders are kept and reported, files
 outside cluster-type folders are left alone. Unchanged files are not rewritten (their mtime stays), so a re-render with
 no change writes nothing. Writes go through a temporary file and a rename, so a crash never leaves half a file.
@@ -15,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from fleetflow.errors import Location, Problem, UsageError
-from fleetflow.render.incremental import STATE_PATH, RenderState
+from fleetflow.render.incremental import SHARD_DIR, STATE_PATH, RenderState, shard_reader
 from fleetflow.render.ownership import Ownership, examined_folders, ownership
 from fleetflow.render.pipeline import RenderResult
 
@@ -37,11 +38,24 @@ def safe_path(root: Path, relative: str) -> Path:
 
 
 def read_state(root: Path) -> tuple[RenderState | None, Problem | None]:
+    """The state the previous render left in ``root``: the index now, each shard when first used."""
     path = root / STATE_PATH
     if not path.is_file():
         return None, None
+
+    def read_files(paths: list[str]) -> dict[str, bytes | None]:
+        found: dict[str, bytes | None] = {}
+        for relative in paths:
+            file = safe_path(root, relative)
+            found[relative] = file.read_bytes() if file.is_file() else None
+        return found
+
     try:
-        return RenderState.from_bytes(path.read_bytes()), None
+        state = RenderState.from_bytes(path.read_bytes(), shard_reader(read_files))
+        shards = root / SHARD_DIR
+        present = [f"{SHARD_DIR}/{p.name}" for p in shards.iterdir()] if shards.is_dir() else []
+        state.assignments.missing(present)  # a shard the index names must exist
+        return state, None
     except (ValueError, KeyError, TypeError) as exc:
         return None, Problem(
             f"previous state is unreadable ({exc}); rendering everything",
@@ -142,6 +156,12 @@ def apply_result(
             report.deleted.append(path)
             _remove_empty_parents(root, target_path.parent)
     report.foreign = [] if prune_foreign else list(owned.foreign)
+    for path, shard in result.state.shard_files(previous).items():  # the shards, then the index
+        if shard is None:
+            safe_path(root, path).unlink(missing_ok=True)
+            report.deleted.append(path)
+        elif _write_if_changed(safe_path(root, path), shard):
+            report.written.append(path)
     if _write_if_changed(safe_path(root, STATE_PATH), result.state.to_bytes()):
         report.written.append(STATE_PATH)
     return report

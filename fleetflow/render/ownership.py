@@ -1,7 +1,8 @@
 """Which files of an output tree are fleetflow's: the one rule for what a render (or a GitOps commit) may delete.
 
-fleetflow deletes only what it wrote. What it wrote is what the previous ``.fleetflow/state.json`` lists (each
-assignment's files, ``<clusterType>/<target>/<file>``) plus the reserved status-reporter folders
+fleetflow deletes only what it wrote. What it wrote is what the previous state lists (each assignment's files,
+``<clusterType>/<target>/<file>``, in the shard of its cluster type: only the shards of the folders looked at are
+read) plus the reserved status-reporter folders
 (``<clusterType>/_status/``: assignment folders never start with ``_``). A file fleetflow wrote that the new render
 no longer produces is deleted. Every other file inside a cluster-type folder is **foreign**: kept, and listed as
 "not managed by fleetflow". Files outside cluster-type folders are neither: they are not looked at.
@@ -14,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
 
-from fleetflow.render.incremental import STATE_PATH, RenderState
+from fleetflow.render.incremental import STATE_PATH, RenderState, removed_assignments
 from fleetflow.render.pipeline import STATUS_DIR
 
 
@@ -47,9 +48,9 @@ def _listed(state: RenderState | None, aid: str, name: str) -> bool:
 
 def cluster_types(previous: RenderState | None, current: RenderState, reporters: Iterable[str]) -> set[str]:
     """The cluster-type folders fleetflow writes into, now or before."""
-    found = {cluster_type_of(aid) for aid in current.assignments}
+    found = current.assignments.cluster_types()
     if previous is not None:
-        found |= {cluster_type_of(aid) for aid in previous.assignments}
+        found |= previous.assignments.cluster_types()
     found |= {cluster_type_of(path) for path in reporters}
     return found
 
@@ -62,7 +63,7 @@ def examined_folders(previous: RenderState | None, current: RenderState, rendere
     types = cluster_types(previous, current, reporters)
     if previous is None or sweep:
         return set(types)
-    folders = {*rendered, *(set(previous.assignments) - set(current.assignments))}
+    folders = {*rendered, *removed_assignments(previous, current)}
     return folders | {f"{ct}/{STATUS_DIR}" for ct in types}
 
 

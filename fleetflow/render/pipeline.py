@@ -23,11 +23,15 @@ from fleetflow.progress import NO_PROGRESS, Progress
 from fleetflow.render.canonical import canonical_json
 from fleetflow.render.composition import Composed, Composer, Subject, applies
 from fleetflow.render.incremental import (
+    Assignments,
     AssignmentState,
     ExpectedCluster,
     Fingerprints,
     RenderState,
+    Shard,
     affected_assignments,
+    members_digest,
+    removed_assignments,
 )
 from fleetflow.render.inputs import config_sources, inline_schema, schema_sources
 from fleetflow.render.scheduling import Assignment, Schedule, Target, schedule
@@ -216,8 +220,8 @@ def render_environment(
     validator = ConfigValidator()
     selective = [s for s in named_schemas.values() if s.labels]
     universal = [s for s in named_schemas.values() if not s.labels]
-    old = previous.assignments if previous is not None and previous.engine == ENGINE else {}
-    reusable = old if reuse else {}
+    old: Assignments = previous.assignments if previous is not None and previous.engine == ENGINE else Assignments()
+    reusable = old if reuse else Assignments()
 
     files: dict[str, bytes] = {}
     rendered: list[str] = []
@@ -251,6 +255,8 @@ def render_environment(
             previous.fingerprints, current, sched.assignments, environment,
             {name: ct.labels for name, ct in plane.cluster_types.items()}, sched.targets,
         )
+    carried = _untouched_shards(reusable, affected, sched.assignments)
+    reusable.read({a.cluster_type for a in sched.assignments} - carried.keys())  # the others, in one batch
     fingerprint_of = composer.sources_fingerprint
     progress.begin(f"rendering {environment}", total=len(sched.assignments))
     step = 0
@@ -258,6 +264,8 @@ def render_environment(
         step += 1
         if not step & 1023:
             progress.advance(1024)
+        if assignment.cluster_type in carried:
+            continue  # nothing in its cluster type changed: its shard is kept unread
         aid = f"{assignment.cluster_type}/{assignment.target}"
         if affected is not None and aid not in affected:
             kept = reusable.get(aid)
@@ -310,20 +318,48 @@ def render_environment(
         main_commit=meta.main_commit,
         env_commit=meta.env_commit,
         engine=ENGINE,
-        assignments=states,
+        assignments=_shards(states, carried, old),
         config_keys=config_key_hashes(plane),
         clusters=_expected_clusters(plane, {a.cluster_type for a in sched.assignments}),
-        lines=previous.lines if previous is not None else {},
         fingerprints=current,
     )
     current.held_back = sorted(failed)
     changes = diff_states(previous, state)
     changes.held_back = sorted(failed)
-    removed = sorted(set(previous.assignments) - set(states)) if previous is not None else []
+    removed = removed_assignments(previous, state)
     reporters = _render_reporters(plane, environment, sched, compiled, state.clusters)
     return RenderResult(
         environment, state, files, rendered, removed, changes, sched, held, reporters, list(warnings)
     )
+
+
+def _untouched_shards(
+    previous: Assignments, affected: set[str] | None, assignments: list[Assignment]
+) -> dict[str, Shard]:
+    """The previous shards a render keeps as they are, unread: those of cluster types none of whose assignments
+    is affected and whose assignment ids are the same as before (compared by the index's digest)."""
+    if affected is None or not previous.shards:
+        return {}
+    touched = {aid.split("/", 1)[0] for aid in affected}
+    ids: dict[str, list[str]] = {}
+    for ct, target in assignments:
+        if ct not in touched and ct in previous.shards:
+            ids.setdefault(ct, []).append(f"{ct}/{target}")
+    return {ct: previous.shards[ct] for ct, found in ids.items()
+            if previous.shards[ct].members == members_digest(found)}
+
+
+def _shards(states: dict[str, AssignmentState], carried: dict[str, Shard], previous: Assignments) -> Assignments:
+    """The new state's assignments: the carried shards as they are, a new shard for every other cluster type
+    (reusing the previous shard's lines, so kept entries are written back as the same text)."""
+    grouped: dict[str, dict[str, AssignmentState]] = {}
+    for aid, entry in states.items():
+        grouped.setdefault(aid.split("/", 1)[0], {})[aid] = entry
+    shards: dict[str, Shard] = dict(carried)
+    for ct, entries in grouped.items():
+        before = previous.shards.get(ct)
+        shards[ct] = Shard(ct, entries, lines=before.lines if before is not None and before.loaded else None)
+    return Assignments(shards)
 
 
 def _render_assignment(
@@ -391,19 +427,28 @@ def _expected_clusters(plane: ControlPlane, used_types: set[str]) -> list[Expect
 
 def diff_states(previous: RenderState | None, current: RenderState) -> Changes:
     """Assignments added/removed/changed and config keys changed between two states."""
-    before = previous.assignments if previous is not None else {}
-    after = current.assignments
-    get = before.get
-    changes = Changes(
-        added=sorted(after.keys() - before.keys()),
-        removed=sorted(before.keys() - after.keys()),
-        changed=sorted(
-            aid
-            for aid, now in after.items()
-            if (was := get(aid)) is not None and now is not was and now.content_hash != was.content_hash
-        ),
-    )
-    changes.unchanged = len(after) - len(changes.added) - len(changes.changed)
+    before = previous.assignments.shards if previous is not None else {}
+    after = current.assignments.shards
+    changes = Changes()
+    if previous is not None:
+        previous.assignments.read(ct for ct, shard in before.items() if after.get(ct) is not shard)
+    for ct in sorted(before.keys() | after.keys()):
+        was_shard, now_shard = before.get(ct), after.get(ct)
+        if was_shard is now_shard:
+            continue  # carried over unread: nothing in it changed
+        was = was_shard.entries if was_shard is not None else {}
+        now = now_shard.entries if now_shard is not None else {}
+        get = was.get
+        changes.added.extend(now.keys() - was.keys())
+        changes.removed.extend(was.keys() - now.keys())
+        changes.changed.extend(
+            aid for aid, entry in now.items()
+            if (old := get(aid)) is not None and entry is not old and entry.content_hash != old.content_hash
+        )
+    changes.added.sort()
+    changes.removed.sort()
+    changes.changed.sort()
+    changes.unchanged = len(current.assignments) - len(changes.added) - len(changes.changed)
     old_keys = previous.config_keys if previous is not None else {}
     for name in sorted(set(old_keys) | set(current.config_keys)):
         a, b = old_keys.get(name, {}), current.config_keys.get(name, {})
