@@ -1,4 +1,5 @@
-"""``fleetflow schedule``: re-render one environment at its pinned commit and update its PR."""
+"""``fleetflow schedule``: re-render one environment at its pinned commit and update its PR (in one job, or in N
+shard jobs and a stitch job)."""
 
 from __future__ import annotations
 
@@ -10,19 +11,28 @@ from fleetflow.cli.common import FORMAT
 from fleetflow.cli.errors import FLEET_WRITTEN, handled
 from fleetflow.cli.fleet import fleet_options, make_context, plan_option, plan_outputs
 from fleetflow.cli.github_actions import actions_step, github_actions_options, schedule_report
+from fleetflow.errors import UsageError
 from fleetflow.promotion.schedule import schedule_environment
+from fleetflow.promotion.shards import ShardSpec, render_shard, stitch_environment
 from fleetflow.promotion.status import as_markdown, fleet_status
 from fleetflow.render.summary import changes_text
 
 
 @click.command()
 @click.option("--environment", required=True, help="Environment to schedule.")
+@click.option("--shard", "shard", metavar="K/N",
+              help="Render only the cluster types of shard K of N and save them in --artifact (no push, no PR).")
+@click.option("--artifact", type=click.Path(file_okay=False, path_type=Path),
+              help="Folder a --shard job writes its manifest and git bundle into.")
+@click.option("--stitch", type=click.Path(file_okay=False, path_type=Path),
+              help="Folder holding every shard's artifact: commit them as one and update the PR.")
 @fleet_options
 @plan_option
 @FORMAT
 @github_actions_options
-def schedule(environment: str, forge: str | None, control_plane: str | None, config: Path | None,
-             plan_dir: Path | None, fmt: str, github_actions: bool, job_summary: bool) -> None:
+def schedule(environment: str, shard: str | None, artifact: Path | None, stitch: Path | None, forge: str | None,
+             control_plane: str | None, config: Path | None, plan_dir: Path | None, fmt: str, github_actions: bool,
+             job_summary: bool) -> None:
     """Render ENVIRONMENT from main@<pinned commit> + its environment branch and create, update or close
     its one fleetflow PR (head branch fleetflow/<environment>) in the GitOps repo.
 
@@ -30,19 +40,42 @@ def schedule(environment: str, forge: str | None, control_plane: str | None, con
     Runs on every push to the environment branch. No rendered change: no PR (an open one that became
     empty is closed). Concurrency `supersede` updates an open PR; `queue` leaves it until merged or closed.
     Operation printed: created, updated, unchanged, closed, none, queued, merged.
+
+    \b
+    Across N runners: `--shard K/N --artifact DIR` on each (K = 1..N) renders that shard's cluster types as
+    git objects into DIR (nothing pushed); then `--stitch DIR` (every shard's DIR below it) commits once,
+    the same commit one job gives, and updates the PR.
     """
     step = actions_step("schedule", github_actions, job_summary)
-    with handled(fmt, FLEET_WRITTEN, step) as reply, \
-            make_context(forge, control_plane, config, fmt, plan_dir=plan_dir) as ctx:
-        outcome = schedule_environment(ctx, environment)
-        if step is not None:
-            report = schedule_report(outcome)
-            report.outputs.update(plan_outputs(plan_dir))
-            step.report(report, lambda: as_markdown(fleet_status(ctx)))
+    with handled(fmt, FLEET_WRITTEN, step) as reply:
+        if stitch is not None and (shard is not None or artifact is not None):
+            raise UsageError("--stitch runs alone: give either --shard K/N --artifact DIR, or --stitch DIR")
+        if (shard is None) != (artifact is None):
+            raise UsageError("--shard K/N and --artifact DIR go together")
+        spec = ShardSpec.parse(shard) if shard is not None else None
+        with make_context(forge, control_plane, config, fmt, plan_dir=plan_dir) as ctx:
+            if spec is not None:
+                assert artifact is not None
+                manifest = render_shard(ctx, environment, spec, artifact)
 
-        def text() -> None:
-            click.echo(f"{environment}: {outcome.operation}: {outcome.message}")
-            for line in changes_text(outcome.changes):
-                click.echo(line)
+                def shard_text() -> None:
+                    click.echo(f"{environment}: shard {spec}: {manifest.rendered} assignments rendered, "
+                               f"{len(manifest.folders)} cluster-type folders changed; saved in {artifact}")
+                    for line in changes_text(manifest.changes):
+                        click.echo(line)
 
-        reply.done(outcome, text)
+                reply.done(manifest, shard_text)
+                return
+            outcome = (stitch_environment(ctx, environment, stitch) if stitch is not None
+                       else schedule_environment(ctx, environment))
+            if step is not None:
+                report = schedule_report(outcome)
+                report.outputs.update(plan_outputs(plan_dir))
+                step.report(report, lambda: as_markdown(fleet_status(ctx)))
+
+            def text() -> None:
+                click.echo(f"{environment}: {outcome.operation}: {outcome.message}")
+                for line in changes_text(outcome.changes):
+                    click.echo(line)
+
+            reply.done(outcome, text)

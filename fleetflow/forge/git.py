@@ -462,7 +462,11 @@ class BareRepo:
                 buffer = bytearray(b"".join(head))
                 for edit in edits:
                     path = _quote(edit.path)
-                    if edit.data is None:
+                    if edit.tree is not None:
+                        buffer += f"M 040000 {edit.tree} ".encode() + path + b"\n"
+                    elif edit.blob is not None:
+                        buffer += f"M 100644 {edit.blob} ".encode() + path + b"\n"
+                    elif edit.data is None:
                         buffer += b"D " + path + b"\n"
                     else:
                         buffer += b"M 100644 inline " + path + b"\n" + _data(edit.data)
@@ -529,11 +533,14 @@ class BareRepo:
 
 @dataclass(frozen=True)
 class TreeEdit:
-    """One edit of a tree: write ``data`` at ``path`` (mode 100644), or delete ``path`` (a file or a whole folder)
-    when ``data`` is None."""
+    """One edit of a tree: write ``data`` at ``path`` (mode 100644), or put an object the repository already has
+    there (``tree``: a folder, ``blob``: a file, by id), or delete ``path`` (a file or a whole folder) when none is
+    given."""
 
     path: str
     data: bytes | None = None
+    tree: str | None = None
+    blob: str | None = None
 
 
 def _make_partial(folder: Path, clean_url: str) -> None:

@@ -155,7 +155,14 @@ def write_commit(tree: GitOpsTree, result: RenderResult, previous: RenderState |
     if _nothing_to_write(tree, result, previous, state):
         return WrittenCommit(None, [])
     owned = survey(tree, result, previous)
-    edits = tree_edits(tree, result, owned, state, previous)
+    return commit_edits(tree, tree_edits(tree, result, owned, state, previous), message, identity, when, owned)
+
+
+def commit_edits(tree: GitOpsTree, edits: Iterable[TreeEdit], message: str, identity: tuple[str, str], when: int,
+                 owned: Ownership | None = None) -> WrittenCommit:
+    """Commit ``edits`` on top of ``tree.commit`` (nothing is pushed); no commit when the tree stays the same.
+    ``owned``: what the edits delete and keep, for the caller (:func:`write_commit`)."""
+    owned = owned if owned is not None else Ownership()
     commit = tree.repo.fast_commit(tree.commit, edits, message, identity, when)
     new_tree = tree.repo.tree_of(commit)
     old_tree = tree.repo.tree_of(tree.commit) if tree.commit else None

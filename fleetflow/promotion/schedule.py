@@ -9,6 +9,8 @@ rendered file gives none, and an open PR that became empty is closed.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from typing import Literal
 
 from pydantic import Field, computed_field
@@ -16,13 +18,13 @@ from pydantic import Field, computed_field
 from fleetflow.forge.base import PullRequest
 from fleetflow.forge.git import PushRejected, retry_races
 from fleetflow.promotion import merging
-from fleetflow.promotion.context import Context, head_branch, pinned, short
+from fleetflow.promotion.context import Context, Pinned, head_branch, pinned, short
 from fleetflow.promotion.fullplan import compare_url, plan_header, plan_path, write_plan
-from fleetflow.promotion.gitops import GitOpsTree, clean_root, write_commit
+from fleetflow.promotion.gitops import GitOpsTree, WrittenCommit, clean_root, write_commit
 from fleetflow.promotion.merging import MergeOutcome
 from fleetflow.promotion.prbody import BODY_LIMIT, PullRequestFacts, body, title
-from fleetflow.render.diff import diff_chunks, plan_diff
-from fleetflow.render.incremental import is_state_file
+from fleetflow.render.diff import diff_chunks
+from fleetflow.render.incremental import ExpectedCluster, RenderState, is_state_file
 from fleetflow.render.pipeline import Changes, Meta, render_environment
 from fleetflow.results import Result
 
@@ -64,33 +66,67 @@ class ScheduleOutcome(Result):
 
 def schedule_environment(ctx: Context, environment: str) -> ScheduleOutcome:
     """Bounded retries when a concurrent run pushes the same head branch first."""
-    return retry_races(lambda: _schedule_once(ctx, environment), 3)
+    return retry_races(lambda: publish(ctx, environment, render_commit(ctx, environment)), 3)
 
 
-def _schedule_once(ctx: Context, environment: str) -> ScheduleOutcome:
+@dataclass
+class Rendered:
+    """The GitOps commit a schedule proposes (not pushed yet) and what its PR says about it."""
+
+    at: Pinned
+    heads: dict[str, str | None]  # the GitOps branch and the head branch, as fetched
+    previous: RenderState | None  # the state on the GitOps branch
+    written: WrittenCommit
+    changes: Changes
+    clusters: list[ExpectedCluster]
+    diff: Callable[[], Iterator[str]]  # the commit's diff, a file at a time, read only as far as it is iterated
+
+
+def commit_message(ctx: Context, at: Pinned) -> tuple[str, int]:
+    """The GitOps commit's message and date: from the inputs, so the same inputs give the same commit."""
+    when = max(ctx.git.commit_time(ctx.cp_url, at.main_sha), ctx.git.commit_time(ctx.cp_url, at.env_sha))
+    return f"fleetflow: {at.name} <- main@{short(at.main_sha)} ({at.branch}@{short(at.env_sha)})", when
+
+
+def render_commit(ctx: Context, environment: str) -> Rendered:
+    """Render the environment at its pin against the GitOps branch and write the commit (nothing pushed)."""
     at = pinned(ctx, environment, required=True)
     assert at is not None
-    envs, env_at_pin, branch, env_sha, main_sha, plane = (
-        at.envs, at.env_at_pin, at.branch, at.env_sha, at.main_sha, at.plane
-    )
+    heads = ctx.git.fetch(at.gitops_url, [at.gitops_branch, head_branch(environment)])
+    ctx.say(f"{environment}: rendering main@{short(at.main_sha)} + {at.branch}@{short(at.env_sha)} "
+            f"into {at.gitops_repo} (branch {at.gitops_branch})")
+    tree = GitOpsTree(ctx.git.mirror(at.gitops_url), heads[at.gitops_branch], clean_root(at.gitops_path))
+    previous = tree.read_state()
+    result = render_environment(at.plane, environment, previous=previous, meta=Meta(at.main_sha, at.env_sha))
+    message, when = commit_message(ctx, at)
+    written = write_commit(tree, result, previous, message, ctx.git.identity, when)
+    return Rendered(at, heads, previous, written, result.changes, result.state.clusters,
+                    lambda: diff_chunks(tree, result, written.owned, previous))
+
+
+def _first(chunks: Iterator[str], limit: int) -> str:
+    """The chunks up to and including the one that passes ``limit`` characters."""
+    taken: list[str] = []
+    size = 0
+    for text in chunks:
+        taken.append(text)
+        size += len(text)
+        if size > limit:
+            break
+    return "".join(taken)
+
+
+def publish(ctx: Context, environment: str, rendered: Rendered) -> ScheduleOutcome:
+    """Create, update, close or leave the environment's one PR for the ``rendered`` commit (pushed here)."""
+    at, heads, previous, written = rendered.at, rendered.heads, rendered.previous, rendered.written
+    envs, env_at_pin, branch, env_sha, main_sha = at.envs, at.env_at_pin, at.branch, at.env_sha, at.main_sha
     g_repo, g_branch, g_path, g_url = at.gitops_repo, at.gitops_branch, at.gitops_path, at.gitops_url
     head = head_branch(environment)
-    heads = ctx.git.fetch(g_url, [g_branch, head])
-    base_sha = heads[g_branch]
     policy = env_at_pin.spec
-    ctx.say(f"{environment}: rendering main@{short(main_sha)} + {branch}@{short(env_sha)} "
-            f"into {g_repo} (branch {g_branch})")
-
-    tree = GitOpsTree(ctx.git.mirror(g_url), base_sha, clean_root(g_path))
-    previous = tree.read_state()
-    result = render_environment(plane, environment, previous=previous, meta=Meta(main_sha, env_sha))
-    when = max(ctx.git.commit_time(ctx.cp_url, main_sha), ctx.git.commit_time(ctx.cp_url, env_sha))
-    message = f"fleetflow: {environment} <- main@{short(main_sha)} ({branch}@{short(env_sha)})"
-    written = write_commit(tree, result, previous, message, ctx.git.identity, when)
     rendered_change = not all(is_state_file(p) for p in written.changed)
     new_main = previous is None or previous.main_commit != main_sha
     outcome = ScheduleOutcome(environment=environment, operation="none", main_commit=main_sha, env_commit=env_sha,
-                              message="", changes=result.changes)
+                              message="", changes=rendered.changes)
     open_pr = ctx.forge.open_pull(g_repo, head, g_branch)
     if not (rendered_change or new_main):
         if open_pr is not None:
@@ -106,11 +142,11 @@ def _schedule_once(ctx: Context, environment: str) -> ScheduleOutcome:
         return outcome
     if ctx.plan_dir is not None:  # one pass: the whole diff streams to the file, the PR keeps its first part
         path = plan_path(ctx.plan_dir, environment)
-        header = plan_header(environment, main_sha, branch, env_sha, result.changes)
-        diff = write_plan(path, header, diff_chunks(tree, result, written.owned, previous), BODY_LIMIT)
+        header = plan_header(environment, main_sha, branch, env_sha, rendered.changes)
+        diff = write_plan(path, header, rendered.diff(), BODY_LIMIT)
         outcome.plan_file = str(path)
     else:
-        diff = plan_diff(tree, result, written.owned, limit=BODY_LIMIT, state=previous)
+        diff = _first(rendered.diff(), BODY_LIMIT)
     outcome.gitops_commit = new_sha
     facts = PullRequestFacts(
         environment=environment,
@@ -118,8 +154,8 @@ def _schedule_once(ctx: Context, environment: str) -> ScheduleOutcome:
         env_branch=branch,
         env_commit=env_sha,
         previous_main_commit=previous.main_commit if previous else None,
-        changes=result.changes,
-        clusters=result.state.clusters,
+        changes=rendered.changes,
+        clusters=rendered.clusters,
         rollout=policy.rollout,
         next_environments=sorted(n for n, e in envs.items() if environment in e.spec.after),
         diff=diff,
@@ -180,4 +216,5 @@ def _maybe_merge(ctx: Context, repo: str, auto_merge: bool, outcome: ScheduleOut
     return outcome
 
 
-__all__ = ["PushRejected", "ScheduleOutcome", "schedule_environment"]
+__all__ = ["PushRejected", "Rendered", "ScheduleOutcome", "commit_message", "publish", "render_commit",
+           "schedule_environment"]

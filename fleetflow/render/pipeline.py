@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -188,12 +189,16 @@ def render_environment(
     reuse: bool = True,
     templates: TemplateEngine | None = None,
     progress: Progress = NO_PROGRESS,
+    only: Callable[[str], bool] | None = None,
 ) -> RenderResult:
     """Render one environment. Raises InputError with every problem when the input is wrong.
 
     ``reuse=False`` renders every assignment even when its inputs did not change (``--full``). With
     ``keep_last_good``, assignments that fail validation or rendering keep their previous state (their
     files are left as they are) and are listed in ``result.problems``; everything else is rendered.
+
+    ``only`` (a test on cluster-type names) renders just those cluster types: every other one keeps its previous
+    shard unread, or has none (``schedule --shard``: the state of the others is not this render's to write).
     """
     meta = meta or Meta()
     problems = Problems()
@@ -256,6 +261,8 @@ def render_environment(
             {name: ct.labels for name, ct in plane.cluster_types.items()}, sched.targets,
         )
     carried = _untouched_shards(reusable, affected, sched.assignments)
+    if only is not None:
+        carried.update((ct, shard) for ct, shard in old.shards.items() if not only(ct))
     reusable.read({a.cluster_type for a in sched.assignments} - carried.keys())  # the others, in one batch
     fingerprint_of = composer.sources_fingerprint
     progress.begin(f"rendering {environment}", total=len(sched.assignments))
@@ -264,8 +271,8 @@ def render_environment(
         step += 1
         if not step & 1023:
             progress.advance(1024)
-        if assignment.cluster_type in carried:
-            continue  # nothing in its cluster type changed: its shard is kept unread
+        if assignment.cluster_type in carried or (only is not None and not only(assignment.cluster_type)):
+            continue  # nothing in its cluster type changed (or it is not this render's): its shard is kept unread
         aid = f"{assignment.cluster_type}/{assignment.target}"
         if affected is not None and aid not in affected:
             kept = reusable.get(aid)

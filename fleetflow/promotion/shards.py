@@ -1,0 +1,266 @@
+"""One environment's schedule in N shards: ``fleetflow schedule --shard K/N`` on N runners, then ``--stitch``.
+
+A **shard job** renders the cluster types of its shard (:func:`shard_of`: a stable hash of the name, so a
+cluster type stays in its shard when others come and go) against the GitOps branch, exactly as a single job
+would render them, and writes them as git objects: each cluster-type folder is one tree, each state shard one blob.
+It saves them in an artifact folder: a git bundle of those objects and a manifest naming, per cluster type it
+changed, the folder's tree id and the state shard's blob id (None: gone), plus the assignments it added, removed
+and changed.
+
+The **stitch job** reads every shard's manifest and bundle, takes the root tree of the GitOps branch, puts each
+changed cluster-type folder and state shard in by id (every other one stays as it is), writes the state index
+(which needs the control plane, not the assignments), commits once and then keeps the one PR up to date as a single
+job does. The commit is the one a single ``fleetflow schedule`` gives: same tree, message, author and dates.
+
+Pure git objects: nothing is checked out. The bundle holds only objects the GitOps branch does not have.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from fleetflow.errors import InputError, Problem, UsageError
+from fleetflow.forge.git import BareRepo, TreeEdit, retry_races
+from fleetflow.promotion.context import Context, head_branch, pinned, short
+from fleetflow.promotion.gitops import GitOpsTree, clean_root, commit_edits, write_commit
+from fleetflow.promotion.schedule import Rendered, ScheduleOutcome, commit_message, publish
+from fleetflow.render.diff import file_diff
+from fleetflow.render.incremental import SHARD_DIR, STATE_PATH, Assignments, Shard, shard_path
+from fleetflow.render.pipeline import Changes, Meta, render_environment
+from fleetflow.results import Result
+
+MANIFEST = "shard-{index}-of-{count}.json"
+BUNDLE = "shard-{index}-of-{count}.bundle"
+
+
+@dataclass(frozen=True)
+class ShardSpec:
+    """Shard ``index`` (1-based) of ``count``."""
+
+    index: int
+    count: int
+
+    @classmethod
+    def parse(cls, text: str) -> ShardSpec:
+        """``K/N`` with 1 ≤ K ≤ N; a UsageError that says so otherwise."""
+        k, slash, n = text.partition("/")
+        if not slash or not k.isdigit() or not n.isdigit() or not 1 <= int(k) <= int(n):
+            raise UsageError(f"--shard {text!r}: give K/N with 1 <= K <= N, e.g. --shard 2/3")
+        return cls(int(k), int(n))
+
+    def owns(self, cluster_type: str) -> bool:
+        return shard_of(cluster_type, self.count) == self.index
+
+    def __str__(self) -> str:
+        return f"{self.index}/{self.count}"
+
+
+def shard_of(cluster_type: str, count: int) -> int:
+    """The shard (1-based) that renders ``cluster_type`` when there are ``count``: a stable hash of the name."""
+    return int.from_bytes(hashlib.sha256(cluster_type.encode()).digest()[:8], "big") % count + 1
+
+
+class ShardManifest(Result):
+    """What a shard job rendered: the artifact the stitch job reads (``shard-K-of-N.json`` beside its bundle)."""
+
+    environment: str
+    shard: str  # "K/N"
+    base_commit: str | None  # the GitOps branch the shard was rendered against
+    main_commit: str
+    env_commit: str
+    rendered: int
+    folders: dict[str, str | None]  # cluster type -> tree id of its folder (None: the folder goes)
+    states: dict[str, str | None]  # cluster type -> blob id of its state shard (None: the shard goes)
+    changes: Changes
+    bundle: str | None  # file name of the git bundle beside the manifest (None: nothing changed)
+
+
+def render_shard(ctx: Context, environment: str, spec: ShardSpec, folder: Path) -> ShardManifest:
+    """Render the cluster types of shard ``spec`` against the GitOps branch and save them in ``folder``."""
+    at = pinned(ctx, environment, required=True)
+    assert at is not None
+    base = ctx.git.fetch(at.gitops_url, [at.gitops_branch])[at.gitops_branch]
+    repo = ctx.git.mirror(at.gitops_url)
+    tree = GitOpsTree(repo, base, clean_root(at.gitops_path))
+    previous = tree.read_state()
+    ctx.say(f"{environment}: rendering shard {spec} (main@{short(at.main_sha)} + {at.branch}@{short(at.env_sha)})")
+    result = render_environment(at.plane, environment, previous=previous, meta=Meta(at.main_sha, at.env_sha),
+                                only=spec.owns)
+    written = write_commit(tree, result, previous, f"fleetflow: {environment} shard {spec}", ctx.git.identity, 0)
+    folders: dict[str, str | None] = {}
+    states: dict[str, str | None] = {}
+    if written.commit is not None:
+        folders = _changed(_folders(repo, base, tree.root), _folders(repo, written.commit, tree.root), spec.owns)
+        states = _changed(_state_shards(repo, base, tree.root), _state_shards(repo, written.commit, tree.root),
+                          spec.owns)
+    folder.mkdir(parents=True, exist_ok=True)
+    bundle = None
+    if folders or states:
+        assert written.commit is not None
+        bundle = BUNDLE.format(index=spec.index, count=spec.count)
+        _bundle(repo, written.commit, base, folder / bundle)
+    manifest = ShardManifest(
+        environment=environment, shard=str(spec), base_commit=base, main_commit=at.main_sha, env_commit=at.env_sha,
+        rendered=len(result.rendered), folders=folders, states=states,
+        changes=Changes(added=result.changes.added, removed=result.changes.removed, changed=result.changes.changed),
+        bundle=bundle,
+    )
+    (folder / MANIFEST.format(index=spec.index, count=spec.count)).write_text(
+        json.dumps(manifest.model_dump(by_alias=True), indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    return manifest
+
+
+def _folders(repo: BareRepo, commit: str | None, root: str) -> dict[str, str]:
+    """Name -> tree id of every folder directly in the output root of ``commit``."""
+    if commit is None:
+        return {}
+    return {e.path.rpartition("/")[2]: e.sha for e in repo.ls_tree(commit, [f"{root}/"] if root else [])
+            if e.kind == "tree"}
+
+
+def _state_shards(repo: BareRepo, commit: str | None, root: str) -> dict[str, str]:
+    """Cluster type -> blob id of every state shard in ``commit``."""
+    if commit is None:
+        return {}
+    prefix = f"{root}/{SHARD_DIR}/" if root else f"{SHARD_DIR}/"
+    return {e.path.rpartition("/")[2].removesuffix(".json"): e.sha for e in repo.ls_tree(commit, [prefix])
+            if e.kind == "blob" and e.path.endswith(".json")}
+
+
+def _changed(before: dict[str, str], after: dict[str, str], owns: Callable[[str], bool]) -> dict[str, str | None]:
+    names = {n for n in before.keys() | after.keys() if owns(n) and not n.startswith(".")}
+    return {n: after.get(n) for n in sorted(names) if before.get(n) != after.get(n)}
+
+
+def _bundle(repo: BareRepo, commit: str, base: str | None, path: Path) -> None:
+    """A git bundle of what ``commit`` has and ``base`` has not (through a scratch ref: bundles name refs)."""
+    ref = f"refs/fleetflow-shard/{uuid.uuid4().hex}"
+    repo.git("update-ref", ref, commit)
+    try:
+        repo.git("bundle", "create", "--quiet", str(path), ref, *([f"^{base}"] if base else []))
+    finally:
+        repo.git("update-ref", "-d", ref, check=False)
+
+
+def read_manifests(folder: Path, environment: str, base: str | None, main_sha: str,
+                   env_sha: str) -> list[tuple[ShardManifest, Path]]:
+    """Every shard's manifest found under ``folder`` (artifact downloads may nest them), checked to be one complete
+    set rendered from exactly the inputs the stitch job sees; an InputError saying what to do otherwise."""
+    found: list[tuple[ShardManifest, Path]] = []
+    for path in sorted(folder.rglob("shard-*-of-*.json")):
+        try:
+            found.append((ShardManifest.model_validate(json.loads(path.read_text(encoding="utf-8"))), path.parent))
+        except (ValueError, OSError) as exc:
+            raise InputError([Problem(f"{path} is not a shard manifest ({exc})", None,
+                                      "give --stitch the folder the shard jobs wrote (their artifacts)")]) from exc
+    if not found:
+        raise InputError([Problem(f"no shard manifest (shard-K-of-N.json) under {folder}", None,
+                                  "run fleetflow schedule --shard K/N --artifact DIR for every K first")])
+    counts = {ShardSpec.parse(m.shard).count for m, _ in found}
+    indexes = sorted(ShardSpec.parse(m.shard).index for m, _ in found)
+    problems: list[Problem] = []
+    if len(counts) != 1 or indexes != list(range(1, max(counts) + 1)):
+        shards = ", ".join(m.shard for m, _ in found)
+        problems.append(Problem(f"the shard manifests under {folder} are not one complete set: shards {shards}",
+                                None, "stitch exactly the N shards of one run (1/N .. N/N)"))
+    for m, _ in found:
+        if m.environment != environment:
+            problems.append(Problem(f"shard {m.shard} rendered environment {m.environment}, not {environment}", None,
+                                    "stitch the shards of this environment"))
+        elif (m.base_commit, m.main_commit, m.env_commit) != (base, main_sha, env_sha):
+            problems.append(Problem(
+                f"shard {m.shard} was rendered from main@{short(m.main_commit)} + {short(m.env_commit)} onto "
+                f"{short(m.base_commit) if m.base_commit else 'an empty branch'}; the inputs now are "
+                f"main@{short(main_sha)} + {short(env_sha)} onto {short(base) if base else 'an empty branch'}",
+                None, "run the shard jobs again: an input moved since they ran (nothing was written)"))
+    if problems:
+        raise InputError(problems)
+    return found
+
+
+def stitch_commit(ctx: Context, environment: str, folder: Path) -> Rendered:
+    """The GitOps commit of the shards under ``folder``: the branch's root tree with each shard's changed
+    cluster-type folders and state shards put in by id, and the state index written; nothing pushed."""
+    at = pinned(ctx, environment, required=True)
+    assert at is not None
+    heads = ctx.git.fetch(at.gitops_url, [at.gitops_branch, head_branch(environment)])
+    base = heads[at.gitops_branch]
+    found = read_manifests(folder, environment, base, at.main_sha, at.env_sha)
+    repo = ctx.git.mirror(at.gitops_url)
+    for manifest, where in found:
+        if manifest.bundle is not None:
+            repo.git("bundle", "unbundle", str(where / manifest.bundle))
+    tree = GitOpsTree(repo, base, clean_root(at.gitops_path))
+    previous = tree.read_state()
+    ctx.say(f"{environment}: stitching {len(found)} shards of main@{short(at.main_sha)} + "
+            f"{at.branch}@{short(at.env_sha)} into {at.gitops_repo} (branch {at.gitops_branch})")
+    # renders nothing: the index's commits, clusters, fingerprints and config keys come from the control plane
+    result = render_environment(at.plane, environment, previous=previous, meta=Meta(at.main_sha, at.env_sha),
+                                only=lambda _: False)
+    folders: dict[str, str | None] = {}
+    states: dict[str, str | None] = {}
+    changes = Changes(config_keys=result.changes.config_keys)
+    for manifest, _ in found:
+        folders.update(manifest.folders)
+        states.update(manifest.states)
+        changes.added.extend(manifest.changes.added)
+        changes.removed.extend(manifest.changes.removed)
+        changes.changed.extend(manifest.changes.changed)
+    shards = dict(result.state.assignments.shards)
+    blobs = repo.blobs(sha for sha in states.values() if sha is not None)
+    for ct, sha in states.items():
+        if sha is None:
+            shards.pop(ct, None)
+        else:
+            shard = Shard(ct, stored=True)
+            shard.take(blobs[sha])
+            shards[ct] = shard
+    result.state.assignments = Assignments(shards)
+    for part in (changes.added, changes.removed, changes.changed):
+        part.sort()
+    changes.unchanged = len(result.state.assignments) - len(changes.added) - len(changes.changed)
+    edits = [TreeEdit(tree.path(ct), tree=sha) for ct, sha in sorted(folders.items())]
+    edits += [TreeEdit(tree.path(shard_path(ct)), blob=sha) for ct, sha in sorted(states.items())]
+    index = result.state.to_bytes()
+    if index != tree.state_bytes:
+        edits.append(TreeEdit(tree.path(STATE_PATH), index))
+    message, when = commit_message(ctx, at)
+    written = commit_edits(tree, edits, message, ctx.git.identity, when)
+    return Rendered(at, heads, previous, written, changes, result.state.clusters,
+                    lambda: commit_diff(repo, base, written.commit, tree.root))
+
+
+def stitch_environment(ctx: Context, environment: str, folder: Path) -> ScheduleOutcome:
+    """Stitch the shards under ``folder`` into one GitOps commit and keep the environment's PR up to date, as
+    ``fleetflow schedule`` does (bounded retries when a concurrent run pushes the head branch first)."""
+    return retry_races(lambda: publish(ctx, environment, stitch_commit(ctx, environment, folder)), 3)
+
+
+def commit_diff(repo: BareRepo, old: str | None, new: str | None, root: str) -> Iterator[str]:
+    """The unified diff of the files under ``root`` that differ between two commits, a file at a time in path
+    order; old and new files are read (in batches) only as far as the caller iterates."""
+    if new is None:
+        return
+    old_tree = repo.tree_of(old) if old else None
+    prefix = f"{root}/" if root else ""
+    paths = [p for p in repo.changed_paths(old_tree, repo.tree_of(new)) if p.startswith(prefix)]
+    for start in range(0, len(paths), 256):
+        batch = paths[start:start + 256]
+        before = _blob_ids(repo, old, batch)
+        after = _blob_ids(repo, new, batch)
+        blobs = repo.blobs([*before.values(), *after.values()])
+        for path in batch:
+            text = file_diff(path[len(prefix):], blobs.get(before.get(path, "")), blobs.get(after.get(path, "")))
+            if text:
+                yield text
+
+
+def _blob_ids(repo: BareRepo, commit: str | None, paths: list[str]) -> dict[str, str]:
+    if commit is None or not paths:
+        return {}
+    return {e.path: e.sha for e in repo.ls_tree(commit, paths) if e.kind == "blob"}

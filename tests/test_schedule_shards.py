@@ -1,0 +1,151 @@
+"""``fleetflow schedule --shard K/N`` on N runners, then ``--stitch``: each shard renders its cluster types as git
+subtrees (one tree per cluster-type folder, one blob per state shard) and saves them with a git bundle; the stitch
+job puts them into the GitOps branch's root tree by id and commits once: the same commit a single job gives.
+
+Each job runs with its own cache (as separate runners do), so the stitch job sees the shards' objects only through
+their bundles. Putting a folder into a tree by id is git fast-import's ``M 040000 <tree id> <path>`` (filemodify
+with a tree, https://man7.org/linux/man-pages/man1/git-fast-import.1.html, "filemodify").
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from fleetflow.errors import InputError
+from fleetflow.forge.git import BareRepo, GitRepos
+from fleetflow.promotion.context import Context, head_branch
+from fleetflow.promotion.promote import promote_many
+from fleetflow.promotion.schedule import render_commit
+from fleetflow.promotion.shards import ShardSpec, render_shard, shard_of, stitch_environment
+from tests.fleet import Fleet, build_bare_repos, git
+from tests.test_cli_contract import envelope, invoke
+from tests.test_gitops_commit import fresh_render, tree_files
+from tests.test_promotion import make_local_fleet
+
+TYPES = ["line-a", "line-b", "line-c", "line-d", "line-e", "line-f", "line-g", "line-h"]
+
+
+def cluster_types(names: list[str], tier: dict[str, str] | None = None) -> str:
+    return "---\n".join(
+        "apiVersion: fleetflow.dev/v1alpha1\nkind: ClusterType\nmetadata:\n"
+        f"  name: {name}\n  labels: {{region: dev, tier: {(tier or {}).get(name, 'standard')}}}\n"
+        "spec: {reconciler: flux, namespaceService: namespace, configType: config}\n"
+        for name in names
+    )
+
+
+TIER_CONFIG = """\
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: tier-gold
+  labels: {{platform-config: "true", tier: gold}}
+data:
+  REPLICAS: "{replicas}"
+"""
+
+
+def runner(fleet: Fleet, name: str) -> Context:
+    """A job on its own runner: the same forge, a cache of its own."""
+    return Context(forge=fleet.forge, git=GitRepos(fleet.root / f"runner-{name}"), control_plane=fleet.cp_id,
+                   clock=fleet.clock, say=lambda _t: None)
+
+
+def run_shards(fleet: Fleet, count: int, artifacts: Path) -> None:
+    for k in range(1, count + 1):
+        render_shard(runner(fleet, f"shard-{k}"), "dev", ShardSpec(k, count), artifacts / f"shard-{k}")
+
+
+def test_stitched_shards_give_the_single_job_commit(tmp_path: Path) -> None:
+    fleet = make_local_fleet(tmp_path)
+    gold = {"line-b": "gold", "line-e": "gold"}
+    fleet.push_env("dev", {"cluster-types-lines.yaml": cluster_types(TYPES, gold),
+                           "configs-tier.yaml": TIER_CONFIG.format(replicas=2)}, "eight more cluster types")
+    assert {shard_of(ct, 3) for ct in ["cloud", *TYPES]} == {1, 2, 3}  # every shard has work
+    with fleet.context() as ctx:
+        promote_many(ctx, None, fleet.branch_sha(fleet.cp_url, "main"))
+    fleet.approve("dev")
+
+    # one change touching a few cluster types: a value for the gold tier, one type gone, one new
+    types = [t for t in TYPES if t != "line-c"] + ["line-new"]
+    fleet.push_env("dev", {"cluster-types-lines.yaml": cluster_types(types, gold),
+                           "configs-tier.yaml": TIER_CONFIG.format(replicas=5)}, "gold gets 5 replicas")
+    with runner(fleet, "single") as ctx:
+        single = render_commit(ctx, "dev")
+    assert single.written.commit is not None
+    assert fleet.open_pr("dev") is None
+
+    run_shards(fleet, 3, tmp_path / "artifacts")
+    manifests = [json.loads(p.read_text()) for p in sorted((tmp_path / "artifacts").rglob("shard-*.json"))]
+    for m in manifests:  # each shard wrote only its own cluster types
+        spec = ShardSpec.parse(m["shard"])
+        assert all(spec.owns(ct) for ct in [*m["folders"], *m["states"]])
+    changed = {ct for m in manifests for ct in m["folders"]}
+    assert changed == {"line-b", "line-e", "line-c", "line-new"}
+    with runner(fleet, "stitch") as ctx:
+        outcome = stitch_environment(ctx, "dev", tmp_path / "artifacts")
+    assert outcome.gitops_commit == single.written.commit  # byte-identical: the same commit id
+    assert outcome.operation == "created"
+    assert sorted(outcome.changes.changed) == sorted(single.changes.changed)
+    assert outcome.changes.removed == single.changes.removed and outcome.changes.added == single.changes.added
+    assert outcome.changes.unchanged == single.changes.unchanged
+    head = fleet.branch_sha(fleet.gitops_url, head_branch("dev"))
+    assert head == single.written.commit
+    committed = tree_files(BareRepo(Path(fleet.gitops_url)), head)
+    assert committed.pop("README.md") == b"GitOps\n"  # the GitOps repo's own file, kept
+    assert committed == fresh_render(fleet, "dev", tmp_path / "fresh")
+
+
+def test_stitch_refuses_an_incomplete_or_stale_set_and_pushes_nothing(tmp_path: Path) -> None:
+    fleet = make_local_fleet(tmp_path)
+    fleet.push_env("dev", {"cluster-types-lines.yaml": cluster_types(TYPES)}, "eight more cluster types")
+    with fleet.context() as ctx:
+        promote_many(ctx, None, fleet.branch_sha(fleet.cp_url, "main"))
+    fleet.approve("dev")
+    fleet.push_env("dev", {"cluster-types-lines.yaml": cluster_types(TYPES[:-1])}, "one type fewer")
+    heads = BareRepo(Path(fleet.gitops_url)).refs("refs/heads/")
+    run_shards(fleet, 2, tmp_path / "two")
+    (tmp_path / "two" / "shard-2" / "shard-2-of-2.json").unlink()
+    with runner(fleet, "stitch") as ctx, pytest.raises(InputError, match="not one complete set"):
+        stitch_environment(ctx, "dev", tmp_path / "two")
+    run_shards(fleet, 2, tmp_path / "stale")
+    fleet.push_env("dev", {"cluster-types-lines.yaml": cluster_types(TYPES[:-2])}, "the branch moves on")
+    with runner(fleet, "stitch-2") as ctx, pytest.raises(InputError, match="run the shard jobs again"):
+        stitch_environment(ctx, "dev", tmp_path / "stale")
+    assert BareRepo(Path(fleet.gitops_url)).refs("refs/heads/") == heads  # nothing pushed
+
+
+def test_the_command_line_shards_and_stitches(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Through ``fleetflow schedule``: a promotion's single job opened the PR; two shards and a stitch of the
+    same inputs give the same commit, so the PR is left as it is."""
+    cp, gitops = tmp_path / "control-plane.git", tmp_path / "gitops.git"
+    build_bare_repos(tmp_path, str(gitops), str(cp))
+    monkeypatch.setenv("FLEETFLOW_FORGE", "local")
+    monkeypatch.setenv("FLEETFLOW_CONTROL_PLANE", str(cp))
+    sha = git(tmp_path, "--git-dir", str(cp), "rev-parse", "main")
+    monkeypatch.setenv("FLEETFLOW_CACHE_DIR", str(tmp_path / "cache-promote"))
+    assert invoke("promote", "--commit", sha, "--format", "json")[0] == 0
+    artifacts = tmp_path / "artifacts"
+    for k in (1, 2):
+        monkeypatch.setenv("FLEETFLOW_CACHE_DIR", str(tmp_path / f"cache-{k}"))
+        code, stdout, _ = invoke("schedule", "--environment", "dev", "--shard", f"{k}/2", "--artifact",
+                                 artifacts / str(k), "--format", "json")
+        assert code == 0, stdout
+        assert envelope(stdout)["result"]["shard"] == f"{k}/2"
+    monkeypatch.setenv("FLEETFLOW_CACHE_DIR", str(tmp_path / "cache-stitch"))
+    code, stdout, _ = invoke("schedule", "--environment", "dev", "--stitch", artifacts, "--format", "json")
+    assert code == 0, stdout
+    assert envelope(stdout)["result"]["operation"] == "unchanged"
+
+
+@pytest.mark.parametrize("args", [
+    ["--shard", "0/3", "--artifact", "x"], ["--shard", "4/3", "--artifact", "x"], ["--shard", "1/3"],
+    ["--shard", "a/b", "--artifact", "x"], ["--shard", "1/2", "--artifact", "x", "--stitch", "y"],
+    ["--artifact", "x"],
+])
+def test_shard_options_misused_are_usage_errors(args: list[str]) -> None:
+    code, stdout, _ = invoke("schedule", "--environment", "dev", *args, "--format", "json")
+    assert code == 2 and envelope(stdout)["problems"], stdout
