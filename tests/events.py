@@ -24,6 +24,7 @@ SCHEMAS = {  # builder name → x-webhooks key in the OpenAPI subset
     "push_event": "push",
     "status_event": "status",
     "pull_request_closed_event": "pull-request-closed",
+    "pull_request_opened_event": "pull-request-opened",
     "repository_dispatch_event": "repository-dispatch-sample.collected",
     "workflow_dispatch_event": "workflow-dispatch",
 }
@@ -358,6 +359,20 @@ def pull_request_closed_event(repo: str, number: int, head: str, base: str, merg
         "organization": _organization(owner, site),
         "sender": user(sender, api),
     }
+
+
+def pull_request_opened_event(repo: str, number: int, head: str, base: str, *, api: str | None = None,
+                              clone_url: str | None = None, title: str | None = None, head_sha: str | None = None,
+                              base_sha: str | None = None, sender: str = "ada") -> Json:
+    """``pull_request`` with action ``opened`` (``webhook-pull-request-opened``): a person's pull request, open."""
+    event = pull_request_closed_event(repo, number, head, base, False, api=api, clone_url=clone_url,
+                                      title=title if title is not None else f"Change {base}", body="",
+                                      head_sha=head_sha, base_sha=base_sha, sender=sender)
+    pull = event["pull_request"]
+    pull.update({"state": "open", "closed_at": None, "merged_at": None, "merge_commit_sha": None,
+                 "user": user(sender, api), "author_association": "MEMBER"})
+    event["action"] = "opened"
+    return event
 
 
 def _organization(login: str, site: Site) -> Json:

@@ -485,3 +485,69 @@ def test_the_chain_runs_under_act_on_found_events(world: World) -> None:
     plans = sorted(world.artifacts.glob("*/fleetflow-plan/*.diff"))
     assert sorted({p.stem for p in plans}) == sorted(ENVIRONMENTS)
     assert all(p.read_text().startswith(f"# fleetflow plan: {p.stem} <- main@") for p in plans)
+
+
+# --- a pull request to the control plane is checked before it merges ----------------------------------------------
+def open_control_plane_pull(world: World, number: int, base: str, change: dict[str, str | None]) -> dict[str, Any]:
+    """A person's branch off ``base`` with ``change`` (path -> text, None deletes), and the merge commit GitHub
+    keeps at ``refs/pull/N/merge`` (what a pull_request run checks out: github.ref and github.sha). The caller's
+    clone (every branch, as with fetch-depth: 0) is left at that commit: act takes github.sha from it and checks
+    it out for the job."""
+    fleet, work = world.fleet, world.fleet.work
+    git(work, "fetch", "-q", fleet.cp_url, f"+refs/heads/{base}:refs/remotes/cp/{base}")
+    base_sha = git(work, "rev-parse", f"cp/{base}")
+    git(work, "checkout", "-q", "-B", f"change-{number}", base_sha)
+    for path, text in change.items():
+        if text is None:
+            (work / path).unlink()
+        else:
+            (work / path).parent.mkdir(parents=True, exist_ok=True)
+            (work / path).write_text(text, encoding="utf-8")
+    git(work, "add", "-A")
+    git(work, "commit", "-q", "-m", f"change {number}")
+    head = git(work, "rev-parse", "HEAD")
+    git(work, "checkout", "-q", "--detach", base_sha)
+    git(work, "merge", "-q", "--no-ff", "-m", f"Merge {head} into {base_sha}", head)
+    merge = git(work, "rev-parse", "HEAD")
+    git(work, "push", "-q", fleet.cp_url, f"{head}:refs/heads/change-{number}", f"{merge}:refs/pull/{number}/merge")
+    git(work, "checkout", "-q", "main")
+    caller = world.cp_act.workdir
+    git(caller, "fetch", "-q", fleet.cp_url, f"+refs/pull/{number}/merge:refs/remotes/pull/{number}/merge")
+    git(caller, "checkout", "-q", "--detach", merge)
+    return ev.pull_request_opened_event(CP, number, f"change-{number}", base, api=world.stub.url,
+                                        clone_url=world.stub.repo(CP).clone_url, head_sha=head, base_sha=base_sha)
+
+
+CHECK_JOB = "Check the change"
+
+
+def test_a_pull_request_that_would_break_an_environment_fails_its_check(world: World) -> None:
+    """A pull request into qa removes every Cluster: the gate would later expect zero clusters. The ``Check the
+    change`` job (``validate --into qa --strict`` on the merge commit, with every branch) fails with an error
+    annotation saying so; reconcile does not run for an open pull request. GitHub runs a pull_request workflow
+    from the merge ref and checks that commit out by default
+    (https://docs.github.com/en/actions/reference/workflows-and-actions/events-that-trigger-workflows#pull_request;
+    https://github.com/actions/checkout, "ref": "the reference or SHA for that event")."""
+    event = open_control_plane_pull(world, 4, "qa", {"clusters.yaml": None})
+    result = world.control_plane("pull_request", event)
+    assert result.jobs(CHECK_JOB) == {f"fleetflow/fleetflow control plane/{CHECK_JOB}": "failure"}, result.tail()
+    assert not result.jobs(RECONCILE_JOB) or set(result.jobs(RECONCILE_JOB).values()) == {"skipped"}
+    errors = result.annotations("error", CHECK_JOB)
+    assert any("Environment qa: the gate expects zero clusters" in e for e in errors), errors
+    # the change was checked out by act itself: a checkout of the repository under test with no other repository
+    # or ref is done from the local working copy (nektos/act pkg/runner/run_context.go, isLocalCheckout), here the
+    # caller's clone at the merge commit with every branch; only fleetflow's own checkout used the stand-in
+    assert [c["path"] for c in world.checkouts()] == [".fleetflow"]
+    assert world.open_pulls() == {}  # nothing was promoted or scheduled
+
+
+def test_a_sound_pull_request_into_main_passes_its_check_against_every_environment(world: World) -> None:
+    note = "# release notes\n"
+    event = open_control_plane_pull(world, 5, "main", {"templates/notes.yaml": note})
+    result = world.control_plane("pull_request", event)
+    assert result.jobs(CHECK_JOB) == {f"fleetflow/fleetflow control plane/{CHECK_JOB}": "success"}, result.tail()
+    checked = json.loads(result.output("environments", CHECK_JOB, "validate"))
+    assert sorted(e["name"] for e in checked) == sorted(ENVIRONMENTS)
+    assert all(e["mainTree"] == "." and "@" in e["envTree"] for e in checked)
+    [summary] = [s for s in result.summaries(CHECK_JOB) if s.startswith("## fleetflow validate")]
+    assert "| `qa` |" in summary

@@ -31,7 +31,7 @@ from fleetflow.cli import main as cli_main
 from fleetflow.cli.github_actions import command, output_lines, problem_command, protected_excepthook
 from fleetflow.cli.route import one_line
 from fleetflow.errors import Location, Problem
-from tests.fleet import Fleet
+from tests.fleet import Fleet, build_bare_repos, git
 from tests.test_promotion import make_local_fleet
 
 DATA_ESCAPES = (("%0D", "\r"), ("%0A", "\n"), ("%25", "%"))
@@ -352,3 +352,40 @@ def test_the_status_page_as_a_step(step: Step) -> None:
     assert (step.tmp / "site" / "index.html").is_file()
     assert step.summary().startswith("## Delivery metrics")
     assert commands_in(log) == []
+
+
+def test_validate_as_a_step(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``validate --into --github-actions`` (the pull request check): each problem an ``::error`` at its file and
+    line (paths in the repository: it runs inside the checkout), each warning a ``::warning``; the summary lists
+    the warnings and what was checked; on success an ``environments`` output."""
+    cp, _gitops = build_bare_repos(tmp_path, "gitops", "control-plane")
+    checkout = tmp_path / "checkout"
+    git(tmp_path, "clone", "-q", str(cp), str(checkout))
+    workload = checkout / "workloads" / "app.yaml"
+    workload.write_text(workload.read_text().replace("purpose: app", "purpose: web"))
+    monkeypatch.chdir(checkout)
+    env = {"GITHUB_OUTPUT": str(tmp_path / "output"), "GITHUB_STEP_SUMMARY": str(tmp_path / "summary.md")}
+    result = CliRunner().invoke(cli_main, ["validate", "--into", "main", "--format", "json", "--github-actions"],
+                                env=env, catch_exceptions=False)
+    assert result.exit_code == 1
+    commands = commands_in(result.output)
+    errors = [(props, message) for name, props, message in commands if name == "error"]
+    assert {props["file"] for props, _ in errors} == {".environments/envs.yaml"}
+    assert sorted(m.split(":")[0] for _, m in errors) == [f"Environment {e}" for e in
+                                                           ("dev", "dr", "prod-eu", "prod-us", "qa")]
+    warned = {props["file"].split("@")[0] for name, props, _ in commands if name == "warning" and "@" in props["file"]}
+    assert warned == {"dev", "dr", "prod-eu", "prod-us", "qa"}  # each branch's policy, at the commit read
+    summary = (tmp_path / "summary.md").read_text(encoding="utf-8")
+    assert summary.startswith("## fleetflow validate\n\n**Failed** (exit code 1):")
+
+    workload.write_text(workload.read_text().replace("purpose: web", "purpose: app"))
+    (tmp_path / "summary.md").unlink()
+    result = CliRunner().invoke(cli_main, ["validate", "--into", "main", "--strict", "--format", "json",
+                                           "--github-actions"], env=env, catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    outputs = runner_outputs((tmp_path / "output").read_text(encoding="utf-8"))
+    checked = json.loads(outputs["environments"])
+    assert [e["name"] for e in checked] == ["dev", "dr", "prod-eu", "prod-us", "qa"]
+    assert all(e["mainTree"] == "." for e in checked)
+    summary = (tmp_path / "summary.md").read_text(encoding="utf-8")
+    assert "| environment | assignments | main | environment branch |" in summary and "| `qa` | 1 | `.` |" in summary

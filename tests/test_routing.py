@@ -145,6 +145,7 @@ def test_builders_satisfy_github_webhook_schemas(builder: str) -> None:
         "pull_request_closed_event": [closed("fleetflow/qa", "qa", True)(), closed("x", "qa", False)(),
                                       ev.pull_request_closed_event(GITOPS, 9, "fleetflow/dev", "dev", True,
                                                                    head_repo="mallory/gitops")],
+        "pull_request_opened_event": [ev.pull_request_opened_event(CP, 4, "change-qa", "qa")],
         "repository_dispatch_event": [dispatch("fleetflow-promote", environment="qa", commit=NEW)(),
                                       ev.repository_dispatch_event(CP, "fleetflow-promote", None)],
         "workflow_dispatch_event": [manual(environment="qa", commit=NEW, release="true")(),

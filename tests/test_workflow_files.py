@@ -140,6 +140,7 @@ def test_documented_outputs() -> None:
     assert {"gate-state", "description", "promoted"} <= outputs["check-rollout"]
     assert {"action", "environments", "matrix", "commit", "release", "reason"} <= outputs["route"]
     assert {"steps", "main-commit"} <= outputs["reconcile"]
+    assert {"environments", "result"} <= outputs["validate"]
 
 
 REUSABLE = [ROOT / ".github" / "workflows" / name for name in ("fleetflow-control-plane.yml", "fleetflow-gitops.yml")]
@@ -156,7 +157,10 @@ def test_reusable_workflows_run_their_own_commit_and_reconcile_in_one_group(path
     assert "fleetflow/fleetflow/actions" not in text  # no tag reference that would undo a sha pin
     for name, job in doc["jobs"].items():
         steps = job["steps"]
-        [checkout] = [s for s in steps if str(s.get("uses", "")).startswith("actions/checkout@")]
+        # fleetflow's own checkout (the check job also checks out the pull request, with actions/checkout's
+        # defaults: the triggering repository at github.sha)
+        [checkout] = [s for s in steps if str(s.get("uses", "")).startswith("actions/checkout@")
+                      and s["with"].get("path") == ".fleetflow"]
         assert checkout["with"]["repository"].startswith("${{ job.workflow_repository")
         assert checkout["with"]["ref"] == "${{ job.workflow_sha || inputs.fleetflow-ref }}"
         local = [str(s["uses"]) for s in steps if str(s.get("uses", "")).startswith("./")]
@@ -173,6 +177,27 @@ def test_reusable_workflows_run_their_own_commit_and_reconcile_in_one_group(path
     assert "github.event.state != 'pending'" in condition and "startsWith(github.event.context, 'fleetflow/')" \
         in condition
     assert "concurrency" not in doc["jobs"].get("request", {})  # a manual request is never cancelled by a newer run
+
+
+def test_pull_requests_to_the_control_plane_are_checked_with_every_branch() -> None:
+    """The ``check`` job runs on pull requests only (not on a closed one), reads nothing but the repository, checks
+    the merge commit out with every branch (actions/checkout ``fetch-depth: 0``: "all history for all branches and
+    tags", https://github.com/actions/checkout) and validates it into the pull request's base branch, strictly.
+    The example caller triggers it for main and the environment branches."""
+    doc = load(REUSABLE[0])
+    check = doc["jobs"]["check"]
+    assert " ".join(check["if"].split()) == "github.event_name == 'pull_request' && github.event.action != 'closed'"
+    assert check["permissions"] == {"contents": "read"} and "concurrency" not in check
+    [change] = [s for s in check["steps"] if str(s.get("uses", "")).startswith("actions/checkout@")
+                and s["with"].get("path") == "control-plane"]
+    assert change["with"]["fetch-depth"] == 0 and change["with"]["persist-credentials"] is False
+    assert "ref" not in change["with"] and "repository" not in change["with"]  # the event's merge commit
+    [validate] = [s for s in check["steps"] if s.get("uses") == "./.fleetflow/actions/validate"]
+    assert validate["with"]["into"] == "${{ github.base_ref }}" and validate["with"]["repo"] == "control-plane"
+    assert load(ROOT / "actions" / "validate" / "action.yml")["inputs"]["strict"]["default"] == "true"
+    caller = load(ROOT / "examples" / "workflows" / "control-plane.yml")
+    on = caller.get("on") or caller.get(True)
+    assert on["pull_request"]["branches"] == on["push"]["branches"]
 
 
 def test_pins_are_full_shas_and_own_refs_move_together() -> None:
@@ -308,6 +333,26 @@ def test_bad_inputs_are_all_reported_with_exit_2(tmp_path: Path, capsys: pytest.
     assert "app-id and app-private-key go together" in out
     assert run.main(["schedule"], action_env(tmp_path, forge="local"), installer=lambda: tmp_path) == 2
     assert "input environment is required" in capsys.readouterr().out
+    env = action_env(tmp_path, into="main;id", repo="../elsewhere", environment="Q A", strict="yes")
+    assert run.main(["validate"], env, installer=installer) == 2 and not installed
+    out = capsys.readouterr().out
+    assert len([line for line in out.splitlines() if line.startswith("::error")]) == 4
+    assert "input into: 'main;id' is not a branch name" in out and "input repo: '../elsewhere'" in out
+    assert run.main(["validate"], action_env(tmp_path), installer=installer) == 2
+    assert "input into is required" in capsys.readouterr().out
+
+
+def test_validate_runs_in_the_checkout_without_credentials(tmp_path: Path) -> None:
+    """validate reads a checkout: it runs inside it (so problems name files by their path in the repository and
+    the annotations land on the pull request's diff), strictly by default, with no forge and no token."""
+    env = action_env(tmp_path, into="qa", repo="control-plane", strict="")
+    env.update({"GITHUB_WORKSPACE": str(tmp_path), "GITHUB_TOKEN": "ghs_secret"})
+    inputs = run.read_inputs("validate", env)
+    assert run.validate(inputs, env) == []
+    assert run.cli_arguments(inputs, env) == ["validate", "--into", "qa", "--repo", ".", "--strict", "--format",
+                                              "json", "--github-actions"]
+    assert run.working_directory(inputs, env) == (tmp_path / "control-plane").resolve()
+    assert "GITHUB_TOKEN" not in run.cli_environment(inputs, env)
 
 
 def test_errors_before_fleetflow_runs_are_escaped(capsys: pytest.CaptureFixture[str]) -> None:

@@ -1,6 +1,6 @@
 """The one entry point of fleetflow's composite actions: check the inputs, install, run the CLI as a step.
 
-    python3 actions/_shared/run.py promote|schedule|check-rollout|route|reconcile|status-page
+    python3 actions/_shared/run.py promote|schedule|check-rollout|route|reconcile|status-page|validate
 
 Standard library only, so it runs on the runner's own Python before anything is installed:
 
@@ -66,6 +66,7 @@ INPUTS = {
     "route": ("event-name", "event-path", "environments", *COMMON),
     "reconcile": ("environment", "full-plan", *COMMON),
     "status-page": ("output", *COMMON),
+    "validate": ("into", "repo", "environment", "strict", "summary"),  # reads a checkout: no forge, no credentials
 }
 COMMANDS = tuple(INPUTS)
 TITLES = {"status-page": "fleetflow status page"}
@@ -103,8 +104,12 @@ def env_key(name: str) -> str:
 def read_inputs(command_name: str, environ: Mapping[str, str]) -> Inputs:
     values = {name: environ.get(env_key(name), "").strip() for name in INPUTS[command_name]}
     values["app-private-key"] = environ.get(env_key("app-private-key"), "")  # a PEM keeps its newlines
-    values["forge"] = values["forge"].lower() or "github"
+    if "forge" in values:
+        values["forge"] = values["forge"].lower() or "github"
     values["summary"] = values["summary"].lower() or "true"
+    if command_name == "validate":
+        values["repo"] = values["repo"] or "."
+        values["strict"] = values["strict"].lower() or "true"
     if command_name == "status-page":
         values["output"] = values["output"] or "fleetflow-status-page"
     return Inputs(command_name, values)
@@ -114,6 +119,8 @@ def validate(inputs: Inputs, environ: Mapping[str, str]) -> list[str]:
     """Every problem with the inputs, as one line each (the value is quoted, never interpreted)."""
     problems: list[str] = []
     name = inputs.command
+    if name == "validate":
+        return validate_inputs(inputs)
     forge = inputs["forge"]
     if forge not in ("github", "local"):
         problems.append(f"input forge: {forge!r} is not github or local")
@@ -161,6 +168,36 @@ def validate(inputs: Inputs, environ: Mapping[str, str]) -> list[str]:
     return problems
 
 
+BRANCH = re.compile(r"^(?!/)(?!.*(\.\.|//|@\{|\.lock(/|$)))[A-Za-z0-9._/-]{1,255}(?<!/)$")
+
+
+def validate_inputs(inputs: Inputs) -> list[str]:
+    """The validate action's inputs: a branch name, a folder in the workspace, an environment, two flags."""
+    problems: list[str] = []
+    if not inputs["into"]:
+        problems.append("input into is required: the branch the change goes into (github.base_ref)")
+    elif not BRANCH.match(inputs["into"]):
+        problems.append(f"input into: {inputs['into']!r} is not a branch name")
+    if inputs["repo"] != "." and not SAFE_FOLDER.match(inputs["repo"]):
+        problems.append(f"input repo: {inputs['repo']!r} is not a folder inside the workspace "
+                        "(letters, digits, '.', '_', '-', '/'; no '..', not absolute)")
+    env = inputs["environment"]
+    if env and not ENV_NAME.match(env):
+        problems.append(f"input environment: {env!r} is not an environment name ({ENV_NAME_HINT})")
+    for flag in ("strict", "summary"):
+        if inputs[flag].lower() not in BOOLEANS:
+            problems.append(f"input {flag}: {inputs[flag]!r} is not true or false")
+    return problems
+
+
+def working_directory(inputs: Inputs, environ: Mapping[str, str]) -> Path | None:
+    """validate runs inside the checkout, so the problems' files are paths in the repository and the annotations
+    land on the pull request's diff."""
+    if inputs.command != "validate":
+        return None
+    return (Path(environ.get("GITHUB_WORKSPACE") or ".") / inputs["repo"]).resolve()
+
+
 def cli_arguments(inputs: Inputs, environ: Mapping[str, str]) -> list[str]:
     """The command line of ``fleetflow``: the command, its options from the inputs, and ``--github-actions``."""
     name = inputs.command
@@ -180,6 +217,10 @@ def cli_arguments(inputs: Inputs, environ: Mapping[str, str]) -> list[str]:
         args += ["--commit", inputs["commit"].lower()]
         if inputs.flag("release"):
             args.append("--release")
+    if name == "validate":
+        args += ["--into", inputs["into"], "--repo", "."]
+        if inputs.flag("strict"):
+            args.append("--strict")
     if name != "status-page":
         args += ["--format", "json"]
     args.append("--github-actions")
@@ -247,7 +288,8 @@ def main(argv: list[str], environ: Mapping[str, str] | None = None,
     print(f"fleetflow {' '.join(args)}", flush=True)
     cli = install.fleetflow_executable(venv)
     plans = plan_dir(environ) if inputs.flag("full-plan") else None
-    return subprocess.run([str(cli), *args], env=cli_environment(inputs, environ, plans), check=False).returncode
+    return subprocess.run([str(cli), *args], env=cli_environment(inputs, environ, plans), check=False,
+                          cwd=working_directory(inputs, environ)).returncode
 
 
 if __name__ == "__main__":

@@ -50,6 +50,7 @@ if TYPE_CHECKING:
     from fleetflow.promotion.promote import PromoteOutcome
     from fleetflow.promotion.reconcile import ReconcileOutcome
     from fleetflow.promotion.schedule import ScheduleOutcome
+    from fleetflow.render.summary import ValidateSummary
 
 Level = Literal["error", "warning", "notice"]
 F = TypeVar("F", bound=Callable[..., Any])
@@ -105,7 +106,7 @@ class Report:
 
 
 def _summary(command_name: str, **context: Any) -> str:
-    base: dict[str, Any] = {"outcome": None, "promotions": [], "problems": [], "exit_code": 0}
+    base: dict[str, Any] = {"outcome": None, "promotions": [], "problems": [], "warnings": [], "exit_code": 0}
     return render_report("job_summary.md.j2", command=command_name, **{**base, **context})
 
 
@@ -152,6 +153,18 @@ def reconcile_report(outcome: ReconcileOutcome) -> Report:
     notices: list[tuple[Level, str]] = [("notice", f"{e.environment}: {s.step}: {s.message}")
                                         for e in outcome.environments for s in e.did]
     return Report(outputs, notices, _summary("reconcile", outcome=outcome))
+
+
+def validate_report(summary: ValidateSummary, warnings: Sequence[Problem], failing: bool) -> Report:
+    """``validate --into``: the environments checked (with the trees paired) and, in the summary, the warnings
+    (each is also a ``::warning`` annotation at its file and line)."""
+    checked = [e.model_dump(by_alias=True) for e in summary.environments]
+    notices: list[tuple[Level, str]] = [
+        ("notice", f"{e.name}: {e.assignments} assignments checked ({e.main_tree} + {e.env_tree})")
+        for e in summary.environments
+    ]
+    return Report({"environments": json.dumps(checked)}, notices,
+                  _summary("validate", outcome=summary, warnings=list(warnings), exit_code=int(failing)))
 
 
 def route_report(decision: Route) -> Report:

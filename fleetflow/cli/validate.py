@@ -10,6 +10,7 @@ import click
 
 from fleetflow.cli.common import FORMAT, check_environment, head_branch_name, load, parse_cache
 from fleetflow.cli.errors import Reply, handled
+from fleetflow.cli.github_actions import ActionsStep, actions_step, github_actions_options, validate_report
 from fleetflow.cli.terminal import TERMINAL
 from fleetflow.errors import ExitCode, InputError, Problem, Problems, UsageError
 from fleetflow.model.controlplane import ControlPlane
@@ -49,8 +50,9 @@ class Findings:
 )
 @click.option("--strict", is_flag=True, help="Warnings fail too (exit 1), e.g. in CI.")
 @FORMAT
+@github_actions_options
 def validate(main_dir: Path | None, env_dir: Path | None, into: str | None, repo_dir: Path,
-             environment: str | None, strict: bool, fmt: str) -> None:
+             environment: str | None, strict: bool, fmt: str, github_actions: bool, job_summary: bool) -> None:
     """Load, schedule, compose, validate and render in memory, check the rollout gate's configuration; report
     every problem and every warning; write nothing.
 
@@ -70,7 +72,8 @@ def validate(main_dir: Path | None, env_dir: Path | None, into: str | None, repo
     checked. With --into, the working tree of --repo is the change (uncommitted edits included), and the other
     side is read from the repo's branches (origin/<branch>, else the local branch).
     """
-    with handled(fmt) as reply:
+    step = actions_step("validate", github_actions, job_summary)
+    with handled(fmt, "", step) as reply:
         if into is not None:
             if main_dir is not None or env_dir is not None:
                 raise UsageError("--into checks the change in --repo: leave out --main and --env")
@@ -81,7 +84,7 @@ def validate(main_dir: Path | None, env_dir: Path | None, into: str | None, repo
                     "name the trees to check: --main DIR --env DIR, or --into BRANCH for a change in --repo"
                 )
             findings = _check_trees(main_dir, env_dir, environment, fmt)
-        _reply(reply, findings, strict, into)
+        _reply(reply, findings, strict, into, step)
 
 
 def _check_trees(main_dir: Path, env_dir: Path, environment: str | None, fmt: str) -> Findings:
@@ -128,12 +131,15 @@ def _check_environment(plane: ControlPlane, name: str, branch: str | None, fmt: 
     found.problems.extend(_gate_problems(plane, name, result))
 
 
-def _reply(reply: Reply, found: Findings, strict: bool, into: str | None) -> None:
+def _reply(reply: Reply, found: Findings, strict: bool, into: str | None, step: ActionsStep | None) -> None:
     # a problem of main's tree is found once per environment checked against it: say it once
     for warning in sorted(set(found.warnings), key=lambda p: (str(p.location or ""), p.message)):
         reply.warn(warning)
     Problems(list(dict.fromkeys(found.problems))).raise_if_any()
     strict_fail = strict and bool(found.warnings)
+    summary = ValidateSummary(environments=found.checked)
+    if step is not None:
+        step.report(validate_report(summary, reply.warnings, strict_fail))
 
     def text() -> None:
         for env in found.checked:
@@ -146,7 +152,7 @@ def _reply(reply: Reply, found: Findings, strict: bool, into: str | None) -> Non
             click.echo(f"{len(reply.warnings)} warnings and --strict: failing.", err=True)
 
     reply.done(
-        ValidateSummary(environments=found.checked),
+        summary,
         text,
         exit_code=ExitCode.REFUSED if strict_fail else None,
     )
