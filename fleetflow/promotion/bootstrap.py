@@ -114,6 +114,9 @@ name: fleetflow
 on:
   push:
     branches: [{listed}]
+  # a pull request into these branches: the `Check the change` job validates it (make that check required)
+  pull_request:
+    branches: [{listed}]
   repository_dispatch:
     types: [fleetflow-promote]
   workflow_dispatch:
@@ -138,7 +141,9 @@ permissions: {{}}
 jobs:
   fleetflow:
     name: fleetflow
-    permissions: {{}}
+    # GITHUB_TOKEN only reads the repository, for the pull request check when no App token is there (forks)
+    permissions:
+      contents: read
     # zizmor: ignore[unpinned-uses] pin to the commit sha of the fleetflow release you adopt
     uses: fleetflow/fleetflow/.github/workflows/fleetflow-control-plane.yml@{ref}
     secrets:
