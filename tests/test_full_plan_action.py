@@ -106,5 +106,6 @@ def test_the_actions_take_full_plan_and_answer_plan_dir(action: str) -> None:
     doc = yaml.safe_load((ROOT / "actions" / action / "action.yml").read_text(encoding="utf-8"))
     assert doc["inputs"]["full-plan"]["default"] == "false"
     assert doc["outputs"]["plan-dir"]["value"] == "${{ steps.run.outputs.plan-dir }}"
-    assert doc["runs"]["steps"][0]["env"]["FF_INPUT_FULL_PLAN"] == "${{ inputs.full-plan }}"
+    [step] = [s for s in doc["runs"]["steps"] if s.get("id") == "run"]
+    assert step["env"]["FF_INPUT_FULL_PLAN"] == "${{ inputs.full-plan }}"
     assert "full-plan" in run.INPUTS[action]
