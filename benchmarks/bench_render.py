@@ -57,6 +57,7 @@ def _maxrss_mib() -> float:
 def phase_render(main_dir: str, env_dir: str, output: str, profile: bool = False) -> Result:
     """load + render (with the previous state found in ``output``) + write."""
     from fleetflow.cli.common import load
+    from fleetflow.errors import Problems
     from fleetflow.render.output import apply_result, read_state
     from fleetflow.render.pipeline import Meta, render_environment
 
@@ -69,7 +70,8 @@ def phase_render(main_dir: str, env_dir: str, output: str, profile: bool = False
     t0 = time.perf_counter()
     plane = load(Path(main_dir), Path(env_dir))
     t1 = time.perf_counter()
-    previous, warning = read_state(out)
+    unreadable = Problems()
+    previous = read_state(out, unreadable)
     result = render_environment(plane, fleet.ENVIRONMENT, previous=previous, meta=Meta())
     t2 = time.perf_counter()
     report = apply_result(out, result, previous)
@@ -96,7 +98,7 @@ def phase_render(main_dir: str, env_dir: str, output: str, profile: bool = False
         "state_mtime_same": state_mtime is not None and state_path.stat().st_mtime_ns == state_mtime,
         "changed": len(result.changes.changed),
         "config_keys": list(result.changes.config_keys),
-        "warning": str(warning) if warning else None,
+        "warning": "; ".join(str(w) for w in unreadable) or None,
         "maxrss_mib": _maxrss_mib(),
         "profile": stats_text,
     }

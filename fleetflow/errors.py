@@ -29,8 +29,9 @@ The one way problems travel (the rule every module follows):
    (``render/validation.py``) and YAML inside a config value (``render/composition.py``); each says so.
 5. Only ``fleetflow.cli.errors`` turns an error into output and an exit code.
 
-``tests/test_problem_rule.py`` holds rules 1 and 4 over the whole package (with :mod:`ast`). The one place left
-that returns a problem beside its result is ``fleetflow.render.output.read_state``; the test names it.
+``tests/test_problem_rule.py`` holds rules 1 and 4 over the whole package (with :mod:`ast`). A warning travels
+the same way: ``fleetflow.render.output.read_state`` adds "previous state is unreadable" to the collector it is
+given and returns only the state.
 """
 
 from __future__ import annotations

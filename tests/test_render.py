@@ -6,6 +6,7 @@ import json
 import shutil
 from pathlib import Path
 
+from fleetflow.errors import Problems
 from fleetflow.render.output import read_state
 from tests.helpers import build_file_tree, make_plane, run_cli, tree_bytes
 
@@ -36,8 +37,9 @@ def test_layout_and_state(tmp_path: Path) -> None:
     assert "LOG_LEVEL: debug" in config  # the edge ConfigMap is more specific than the env-wide one
     assert 'REPLICAS: "1"' in config
     assert "namespace: dev-team-a-app-dev" in config
-    state, problem = read_state(out)
-    assert state is not None and problem is None
+    unreadable = Problems()
+    state = read_state(out, unreadable)
+    assert state is not None and not unreadable
     assert state.environment == "dev"
     assert state.main_commit == "a" * 40 and state.env_commit == "b" * 40
     assert sorted(state.assignments) == ["cloud-eu/app-dev", "edge-line1/app-dev"]

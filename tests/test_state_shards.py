@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from fleetflow.cli.common import load
+from fleetflow.errors import Problems
 from fleetflow.forge.git import GitRepos
 from fleetflow.promotion.gitops import GitOpsTree, write_commit
 from fleetflow.render.incremental import (
@@ -96,8 +97,9 @@ def test_the_gate_reads_the_index_only() -> None:
 
 def test_a_legacy_state_folder_renders_nothing_again_and_is_converted(tmp_path: Path) -> None:
     out = legacy_tree(tmp_path / "out")
-    previous, problem = read_state(out)
-    assert previous is not None and problem is None and previous.version == LEGACY_VERSION
+    unreadable = Problems()
+    previous = read_state(out, unreadable)
+    assert previous is not None and not unreadable and previous.version == LEGACY_VERSION
     assert len(previous.assignments) == 11
     result = run_cli("render", "--main", EXAMPLE / "main", "--env", EXAMPLE / "envs" / "dev", "--environment",
                      "dev", "--output", out, "--main-commit", "0" * 40, "--env-commit", "1" * 40, "--format", "json")

@@ -10,6 +10,7 @@ from fleetflow.cli.common import FORMAT, check_environment, head_commit, load, t
 from fleetflow.cli.errors import handled
 from fleetflow.cli.render import foreign_lines
 from fleetflow.cli.terminal import TERMINAL
+from fleetflow.errors import Problems
 from fleetflow.render.diff import plan_diff
 from fleetflow.render.output import FolderTree, read_state, survey
 from fleetflow.render.pipeline import Meta, render_environment
@@ -48,7 +49,10 @@ def plan(
     with handled(fmt) as reply:
         plane = load(main_dir, env_dir, fmt)
         check_environment(plane, environment)
-        previous, _ = read_state(output)
+        unreadable = Problems()
+        previous = read_state(output, unreadable)
+        for warning in unreadable:
+            reply.warn(warning)
         meta = Meta(main_commit or head_commit(main_dir), env_commit or head_commit(env_dir))
         result = render_environment(plane, environment, previous=previous, meta=meta, progress=TERMINAL.progress(fmt))
         for warning in result.warnings:

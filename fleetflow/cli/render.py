@@ -10,7 +10,7 @@ import click
 from fleetflow.cli.common import FORMAT, check_environment, head_commit, load, trees
 from fleetflow.cli.errors import handled
 from fleetflow.cli.terminal import TERMINAL
-from fleetflow.errors import UsageError
+from fleetflow.errors import Problems, UsageError
 from fleetflow.render.output import apply_result, read_state, survey
 from fleetflow.render.pipeline import Meta, render_environment
 from fleetflow.render.summary import RenderSummary, changes_text, headline
@@ -75,8 +75,9 @@ def render(
     with handled(fmt, f"Nothing was written to {output}.") as reply:
         plane = load(main_dir, env_dir, fmt)
         check_environment(plane, environment)
-        previous, warning = read_state(output)
-        if warning:
+        unreadable = Problems()
+        previous = read_state(output, unreadable)
+        for warning in unreadable:
             reply.warn(warning)
         meta = Meta(main_commit or head_commit(main_dir), env_commit or head_commit(env_dir))
         result = render_environment(

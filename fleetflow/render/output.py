@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from fleetflow.errors import Location, Problem, UsageError
+from fleetflow.errors import Location, Problems, UsageError
 from fleetflow.render.incremental import SHARD_DIR, STATE_PATH, RenderState, shard_reader
 from fleetflow.render.ownership import Ownership, examined_folders, ownership
 from fleetflow.render.pipeline import RenderResult
@@ -37,11 +37,12 @@ def safe_path(root: Path, relative: str) -> Path:
     return root / relative
 
 
-def read_state(root: Path) -> tuple[RenderState | None, Problem | None]:
-    """The state the previous render left in ``root``: the index now, each shard when first used."""
+def read_state(root: Path, warnings: Problems) -> RenderState | None:
+    """The state the previous render left in ``root``: the index now, each shard when first used. An unreadable
+    state is not an error (everything is rendered again, and the state rewritten): a warning in ``warnings``."""
     path = root / STATE_PATH
     if not path.is_file():
-        return None, None
+        return None
 
     def read_files(paths: list[str]) -> dict[str, bytes | None]:
         found: dict[str, bytes | None] = {}
@@ -55,13 +56,14 @@ def read_state(root: Path) -> tuple[RenderState | None, Problem | None]:
         shards = root / SHARD_DIR
         present = [f"{SHARD_DIR}/{p.name}" for p in shards.iterdir()] if shards.is_dir() else []
         state.assignments.missing(present)  # a shard the index names must exist
-        return state, None
+        return state
     except (ValueError, KeyError, TypeError) as exc:
-        return None, Problem(
+        warnings.add(
             f"previous state is unreadable ({exc}); rendering everything",
             Location(str(path)),
             "the file is rewritten by this render",
         )
+        return None
 
 
 def _write_if_changed(path: Path, data: bytes) -> bool:
