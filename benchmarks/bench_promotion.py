@@ -309,17 +309,8 @@ def run(args: argparse.Namespace, work: Path) -> int:
           f"{statistics.median(n_t) / statistics.median(rn_t):.2f}x the no-change render (medians)")
 
     rc, c, fc = [], [], []
-    env_work = Path(env_dir)
     for i in range(runs):
-        git(env_work, "pull", "-q", "--ff-only", setup["cp"], ENV)  # the pin commit of (p)
-        path = env_work / fleet.LINE_TUNING_FILE
-        text = path.read_text(encoding="utf-8")
-        old, new = (fleet.LINE_TUNING_OLD, fleet.LINE_TUNING_NEW) if i % 2 == 0 else (fleet.LINE_TUNING_NEW,
-                                                                                     fleet.LINE_TUNING_OLD)
-        path.write_text(text.replace(f"  {fleet.LINE_TUNING_KEY}: {old}\n", f"  {fleet.LINE_TUNING_KEY}: {new}\n"),
-                        encoding="utf-8")
-        git(env_work, "commit", "-q", "-am", f"line tuning {new}")
-        git(env_work, "push", "-q", setup["cp"], f"HEAD:refs/heads/{ENV}")
+        toggle_line_tuning(setup, i)  # on top of the pin commit of (p)
         rc.append(bench_render.in_child(bench_render.phase_render, main_dir, env_dir, str(rendered)))
         fc.append(bench_render.in_child(phase_git_floor, str(rendered), False))
         c.append(bench_render.in_child(phase_schedule, root))

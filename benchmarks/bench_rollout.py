@@ -51,21 +51,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from fleetflow.forge.github import GitHubForge
 from fleetflow.promotion.reconcile import reconcile
 from tests.eventloop import WORKFLOW, Event, Loop
-from tests.fleet import Fleet, _environment, build_bare_repos, start_clock
+from tests.fleet import SHORT_CHAIN, SHORT_CHAIN_ENVS, SHORT_CHAIN_WORKLOAD, Fleet, build_bare_repos, start_clock
 from tests.ghstub.server import GitHubStub
 from tests.ghstub.state import CommitStatus
 from tests.reporters import flux_description
 
 ROOT = Path(__file__).resolve().parent.parent
 CP, GITOPS = "contoso/control-plane", "contoso/gitops"
-CHAIN = {"dev": [], "qa": ["dev"], "prod-eu": ["qa"]}
-WORKLOAD = "apiVersion: fleetflow.dev/v1alpha1\nkind: Workload\nmetadata:\n  name: app\nspec:\n  workspace: team\n" \
-    "  deploymentTargets:" + "".join(f"""
-    - name: {env}
-      environment: {env}
-      labels: {{purpose: app}}
-      manifests: {{repo: https://example.invalid/app, branch: main, path: ./{env}}}""" for env in CHAIN) + "\n"
-ENVS = "---\n".join(_environment(n, a).replace("soakTime: 1m", "soakTime: 0s") for n, a in CHAIN.items())
+CHAIN, WORKLOAD, ENVS = SHORT_CHAIN, SHORT_CHAIN_WORKLOAD, SHORT_CHAIN_ENVS
 # cron minutes of the example callers: gitops "*/15", control plane "7,22,37,52"
 CRON = {GITOPS: (0, 15, 30, 45), CP: (7, 22, 37, 52)}
 

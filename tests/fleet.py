@@ -42,6 +42,22 @@ def _environment(name: str, after: list[str], extra: str = "") -> str:
         """) + extra
 
 
+# A shorter chain with no soak time, for scenarios that run many workflow deliveries (tests/test_event_loop.py,
+# benchmarks/bench_rollout.py): its Environments and the workload targeting each of them.
+SHORT_CHAIN: dict[str, list[str]] = {"dev": [], "qa": ["dev"], "prod-eu": ["qa"]}
+SHORT_CHAIN_WORKLOAD = (
+    "apiVersion: fleetflow.dev/v1alpha1\nkind: Workload\nmetadata:\n  name: app\nspec:\n  workspace: team\n"
+    "  deploymentTargets:" + "".join(f"""
+    - name: {env}
+      environment: {env}
+      labels: {{purpose: app}}
+      manifests: {{repo: https://example.invalid/app, branch: main, path: ./{env}}}""" for env in SHORT_CHAIN) + "\n"
+)
+SHORT_CHAIN_ENVS = "---\n".join(
+    _environment(n, a).replace("soakTime: 1m", "soakTime: 0s") for n, a in SHORT_CHAIN.items()
+)
+
+
 def main_files(extra_env: dict[str, str] | None = None) -> dict[str, str]:
     files = {k: v for k, v in MAIN_FILES.items() if k.startswith("templates/")}
     files[".environments/envs.yaml"] = "---\n".join(

@@ -34,7 +34,7 @@ from fleetflow.promotion.reconcile import reconcile
 from fleetflow.promotion.schedule import schedule_environment
 from tests import test_act_e2e as act_e2e
 from tests.eventloop import GITHUB_TOKEN_LOGIN, WORKFLOW, Event, Faults, Loop
-from tests.fleet import Fleet, _environment, git
+from tests.fleet import SHORT_CHAIN, SHORT_CHAIN_ENVS, SHORT_CHAIN_WORKLOAD, Fleet, git
 from tests.ghstub import GitHubStub
 from tests.test_act_e2e import (  # the act tests' session fixtures, for test_faults_under_act
     action_checkout,  # noqa: F401
@@ -47,14 +47,7 @@ from tests.test_act_e2e import (  # the act tests' session fixtures, for test_fa
 from tests.test_promotion import make_github_fleet
 
 ROOT = Path(__file__).resolve().parent.parent
-CHAIN = {"dev": [], "qa": ["dev"], "prod-eu": ["qa"]}
-WORKLOAD = "apiVersion: fleetflow.dev/v1alpha1\nkind: Workload\nmetadata:\n  name: app\nspec:\n  workspace: team\n" \
-    "  deploymentTargets:" + "".join(f"""
-    - name: {env}
-      environment: {env}
-      labels: {{purpose: app}}
-      manifests: {{repo: https://example.invalid/app, branch: main, path: ./{env}}}""" for env in CHAIN) + "\n"
-ENVS = "---\n".join(_environment(n, a).replace("soakTime: 1m", "soakTime: 0s") for n, a in CHAIN.items())
+CHAIN, WORKLOAD, ENVS = SHORT_CHAIN, SHORT_CHAIN_WORKLOAD, SHORT_CHAIN_ENVS
 CP, GITOPS = "contoso/control-plane", "contoso/gitops"
 SEEDS = [1, 2, 3]
 
