@@ -70,6 +70,7 @@ INPUTS = {
 }
 COMMANDS = tuple(INPUTS)
 TITLES = {"status-page": "fleetflow status page"}
+FOLDER_HINT = "letters, digits, '.', '_', '-', '/'; no '..', not absolute"
 ENV_NAME_HINT = "lowercase letters, digits, '.', '_' and '-', starting with a letter or digit, at most 63 characters"
 
 
@@ -115,15 +116,27 @@ def read_inputs(command_name: str, environ: Mapping[str, str]) -> Inputs:
     return Inputs(command_name, values)
 
 
+BRANCH = re.compile(r"^(?!/)(?!.*(\.\.|//|@\{|\.lock(/|$)))[A-Za-z0-9._/-]{1,255}(?<!/)$")
+FLAGS = ("release", "strict", "summary", "full-plan")
+
+
 def validate(inputs: Inputs, environ: Mapping[str, str]) -> list[str]:
-    """Every problem with the inputs, as one line each (the value is quoted, never interpreted)."""
+    """Every problem with the inputs, as one line each (the value is quoted, never interpreted). One checker for
+    every command: each check applies to the commands that have the input, and the forge and credential checks
+    only to those that talk to a forge (``validate`` reads a checkout and has none)."""
     problems: list[str] = []
     name = inputs.command
-    if name == "validate":
-        return validate_inputs(inputs)
+    has_forge = "forge" in inputs.values
     forge = inputs["forge"]
-    if forge not in ("github", "local"):
+    if has_forge and forge not in ("github", "local"):
         problems.append(f"input forge: {forge!r} is not github or local")
+    if name == "validate":
+        if not inputs["into"]:
+            problems.append("input into is required: the branch the change goes into (github.base_ref)")
+        elif not BRANCH.match(inputs["into"]):
+            problems.append(f"input into: {inputs['into']!r} is not a branch name")
+        if inputs["repo"] != "." and not SAFE_FOLDER.match(inputs["repo"]):
+            problems.append(f"input repo: {inputs['repo']!r} is not a folder inside the workspace ({FOLDER_HINT})")
     if name in ("schedule", "check-rollout") and not inputs["environment"]:
         problems.append("input environment is required")
     env = inputs["environment"]
@@ -135,9 +148,30 @@ def validate(inputs: Inputs, environ: Mapping[str, str]) -> list[str]:
             problems.append("input commit is required (a commit of the control plane's main branch)")
         elif not SHA.match(commit):
             problems.append(f"input commit: {commit!r} is not a commit sha (7 to 40 hex digits)")
-    for flag in ("release", "summary", "full-plan"):
+    for flag in FLAGS:
         if flag in inputs.values and inputs[flag].lower() not in BOOLEANS:
             problems.append(f"input {flag}: {inputs[flag]!r} is not true or false")
+    if has_forge:
+        problems += forge_problems(inputs)
+    if name == "route":
+        event = inputs["event-name"] or environ.get("GITHUB_EVENT_NAME", "")
+        path = inputs["event-path"] or environ.get("GITHUB_EVENT_PATH", "")
+        if not EVENT_NAME.match(event):
+            problems.append(f"input event-name: {event!r} is not an event name (default: $GITHUB_EVENT_NAME)")
+        if not path or not Path(path).is_file():
+            problems.append(f"input event-path: {path!r} is not a file (default: $GITHUB_EVENT_PATH)")
+        for item in filter(None, (n.strip() for n in inputs["environments"].split(","))):
+            if not ENV_NAME.match(item):
+                problems.append(f"input environments: {item!r} is not an environment name ({ENV_NAME_HINT})")
+    if name == "status-page" and not SAFE_FOLDER.match(inputs["output"]):
+        problems.append(f"input output: {inputs['output']!r} is not a folder inside the workspace ({FOLDER_HINT})")
+    return problems
+
+
+def forge_problems(inputs: Inputs) -> list[str]:
+    """The forge's address and credentials: control plane, API URL, App ID and key, token."""
+    problems: list[str] = []
+    forge = inputs["forge"]
     control_plane = inputs["control-plane"]
     if control_plane:
         if forge == "github" and not GITHUB_REPO.match(control_plane):
@@ -152,41 +186,6 @@ def validate(inputs: Inputs, environ: Mapping[str, str]) -> list[str]:
         problems.append("inputs app-id and app-private-key go together: set both or neither")
     if forge == "github" and not (inputs["token"] or inputs["app-id"]):
         problems.append("the github forge needs credentials: set input token, or app-id and app-private-key")
-    if name == "route":
-        event = inputs["event-name"] or environ.get("GITHUB_EVENT_NAME", "")
-        path = inputs["event-path"] or environ.get("GITHUB_EVENT_PATH", "")
-        if not EVENT_NAME.match(event):
-            problems.append(f"input event-name: {event!r} is not an event name (default: $GITHUB_EVENT_NAME)")
-        if not path or not Path(path).is_file():
-            problems.append(f"input event-path: {path!r} is not a file (default: $GITHUB_EVENT_PATH)")
-        for item in filter(None, (n.strip() for n in inputs["environments"].split(","))):
-            if not ENV_NAME.match(item):
-                problems.append(f"input environments: {item!r} is not an environment name ({ENV_NAME_HINT})")
-    if name == "status-page" and not SAFE_FOLDER.match(inputs["output"]):
-        problems.append(f"input output: {inputs['output']!r} is not a folder inside the workspace "
-                        "(letters, digits, '.', '_', '-', '/'; no '..', not absolute)")
-    return problems
-
-
-BRANCH = re.compile(r"^(?!/)(?!.*(\.\.|//|@\{|\.lock(/|$)))[A-Za-z0-9._/-]{1,255}(?<!/)$")
-
-
-def validate_inputs(inputs: Inputs) -> list[str]:
-    """The validate action's inputs: a branch name, a folder in the workspace, an environment, two flags."""
-    problems: list[str] = []
-    if not inputs["into"]:
-        problems.append("input into is required: the branch the change goes into (github.base_ref)")
-    elif not BRANCH.match(inputs["into"]):
-        problems.append(f"input into: {inputs['into']!r} is not a branch name")
-    if inputs["repo"] != "." and not SAFE_FOLDER.match(inputs["repo"]):
-        problems.append(f"input repo: {inputs['repo']!r} is not a folder inside the workspace "
-                        "(letters, digits, '.', '_', '-', '/'; no '..', not absolute)")
-    env = inputs["environment"]
-    if env and not ENV_NAME.match(env):
-        problems.append(f"input environment: {env!r} is not an environment name ({ENV_NAME_HINT})")
-    for flag in ("strict", "summary"):
-        if inputs[flag].lower() not in BOOLEANS:
-            problems.append(f"input {flag}: {inputs[flag]!r} is not true or false")
     return problems
 
 
