@@ -1,5 +1,6 @@
-"""A local stand-in for ``actions/upload-artifact`` under act (mapped with ``--local-repository`` at the pinned sha,
-as ``tests/actkit.py`` does for actions/checkout and actions/create-github-app-token).
+"""Local stand-ins for ``actions/upload-artifact`` and ``actions/download-artifact`` under act (mapped with
+``--local-repository`` at the pinned sha, as ``tests/actkit.py`` does for actions/checkout and
+actions/create-github-app-token).
 
 Same inputs and outputs as actions/upload-artifact v7.0.0 (its ``action.yml``: ``name``, ``path``,
 ``if-no-files-found``, ...; outputs ``artifact-id``, ``artifact-url``, ``artifact-digest``). It cannot reach
@@ -85,4 +86,73 @@ def write_upload_artifact_standin(dest: Path) -> Path:
     dest.mkdir(parents=True, exist_ok=True)
     (dest / "action.yml").write_text(STANDIN, encoding="utf-8")
     (dest / "upload.py").write_text(UPLOAD, encoding="utf-8")
+    return dest
+
+
+DOWNLOAD_ARTIFACT_ACTION = "actions/download-artifact"
+
+DOWNLOAD_STANDIN = """\
+# Test stand-in for actions/download-artifact (tests/artifactkit.py): copies what the upload stand-in stored.
+name: download-artifact (stand-in)
+description: test stand-in
+inputs:
+  name: {required: false, default: ""}
+  artifact-ids: {required: false, default: ""}
+  path: {required: false, default: ""}
+  pattern: {required: false, default: ""}
+  merge-multiple: {required: false, default: "false"}
+  github-token: {required: false, default: ""}
+  repository: {required: false, default: ""}
+  run-id: {required: false, default: ""}
+  skip-decompress: {required: false, default: "false"}
+  digest-mismatch: {required: false, default: "error"}
+outputs:
+  download-path: {value: "${{ steps.download.outputs.download-path }}"}
+runs:
+  using: composite
+  steps:
+    - id: download
+      shell: bash
+      env:
+        IN_NAME: ${{ inputs.name }}
+        IN_PATH: ${{ inputs.path }}
+        IN_PATTERN: ${{ inputs.pattern }}
+        IN_MERGE_MULTIPLE: ${{ inputs.merge-multiple }}
+      run: python3 "$GITHUB_ACTION_PATH/download.py"
+"""
+
+DOWNLOAD = """\
+import fnmatch, os, shutil, sys
+
+env = os.environ
+store = env["FLEETFLOW_TEST_ARTIFACTS"]
+run = env.get("GITHUB_RUN_ID", "0")
+dest = os.path.join(env["GITHUB_WORKSPACE"], env["IN_PATH"]) if env["IN_PATH"] else env["GITHUB_WORKSPACE"]
+found = {}
+for upload in sorted(os.listdir(store)) if os.path.isdir(store) else []:
+    if not upload.startswith(f"run{run}-"):
+        continue
+    for name in os.listdir(os.path.join(store, upload)):
+        wanted = name == env["IN_NAME"] if env["IN_NAME"] else fnmatch.fnmatchcase(name, env["IN_PATTERN"] or "*")
+        if wanted:
+            found[name] = os.path.join(store, upload, name)  # the newest upload of a name (overwrite: true)
+if env["IN_NAME"] and not found:
+    print(f"::error::Unable to download artifact(s): Artifact not found for name: {env['IN_NAME']}")
+    sys.exit(1)
+for name, source in sorted(found.items()):
+    one = env["IN_NAME"] or env["IN_MERGE_MULTIPLE"] == "true"
+    shutil.copytree(source, dest if one else os.path.join(dest, name), dirs_exist_ok=True)
+print(f"Total of {len(found)} artifact(s) downloaded")
+with open(env["GITHUB_OUTPUT"], "a", encoding="utf-8") as out:
+    out.write(f"download-path={dest}\\n")
+"""
+
+
+def write_download_artifact_standin(dest: Path) -> Path:
+    """actions/download-artifact v8.0.1 (3e5f45b2): inputs ``name``, ``pattern``, ``path``, ``merge-multiple`` ...
+    (its ``action.yml``); without ``name`` every artifact of the run matching ``pattern`` is downloaded, each into
+    ``path/<name>/`` unless ``merge-multiple`` (its README, "Download multiple (filtered) Artifacts")."""
+    dest.mkdir(parents=True, exist_ok=True)
+    (dest / "action.yml").write_text(DOWNLOAD_STANDIN, encoding="utf-8")
+    (dest / "download.py").write_text(DOWNLOAD, encoding="utf-8")
     return dest

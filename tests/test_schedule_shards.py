@@ -149,3 +149,136 @@ def test_the_command_line_shards_and_stitches(tmp_path: Path, monkeypatch: pytes
 def test_shard_options_misused_are_usage_errors(args: list[str]) -> None:
     code, stdout, _ = invoke("schedule", "--environment", "dev", *args, "--format", "json")
     assert code == 2 and envelope(stdout)["problems"], stdout
+
+
+def test_a_sharded_environment_is_pinned_and_left_to_the_shard_jobs(tmp_path: Path) -> None:
+    """``shardedSchedule: true``: promote pins the environment and renders nothing, reconcile reports the schedule
+    due and waits (it never renders it in one job, so it never races the stitch job for the head branch); the shard
+    jobs and the stitch open the PR, after which reconcile sees it as any other."""
+    from fleetflow.promotion.reconcile import reconcile
+    from tests.fleet import ENVIRONMENTS, _environment
+
+    fleet = make_local_fleet(tmp_path)
+    envs = "---\n".join(_environment(n, a, "  shardedSchedule: true\n" if n == "dev" else "")
+                        for n, a in ENVIRONMENTS.items())
+    main = fleet.push_main({".environments/envs.yaml": envs}, "dev: sharded schedule")
+    with fleet.context() as ctx:
+        [promoted] = promote_many(ctx, None, main)
+    assert promoted.pinned and promoted.schedule is None and "sharded schedule renders it" in promoted.message
+    assert fleet.pin("dev") == main and fleet.open_pr("dev") is None
+    heads = BareRepo(Path(fleet.gitops_url)).refs("refs/heads/")
+    with fleet.context() as ctx:
+        [dev] = [e for e in reconcile(ctx).environments if e.environment == "dev"]
+    assert dev.did == [] and dev.problems == [] and "schedule due" in dev.waiting
+    assert BareRepo(Path(fleet.gitops_url)).refs("refs/heads/") == heads and fleet.open_pr("dev") is None
+
+    run_shards(fleet, 3, tmp_path / "artifacts")
+    with runner(fleet, "stitch") as ctx:
+        assert stitch_environment(ctx, "dev", tmp_path / "artifacts").operation == "created"
+    with fleet.context() as ctx:
+        [dev] = [e for e in reconcile(ctx).environments if e.environment == "dev"]
+    assert dev.did == [] and "schedule due" not in dev.waiting and fleet.open_pr("dev") is not None
+
+
+def test_the_shard_step_answers_its_artifact_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``schedule --shard K/N --github-actions``: the ``artifact-dir`` output names the folder to upload (the
+    workflow's actions/upload-artifact step reads it) and the notice says what the shard rendered."""
+    from tests.test_github_actions import runner_outputs
+
+    cp, gitops = tmp_path / "control-plane.git", tmp_path / "gitops.git"
+    build_bare_repos(tmp_path, str(gitops), str(cp))
+    sha = git(tmp_path, "--git-dir", str(cp), "rev-parse", "main")
+    for key, value in {"FLEETFLOW_FORGE": "local", "FLEETFLOW_CONTROL_PLANE": str(cp),
+                       "FLEETFLOW_CACHE_DIR": str(tmp_path / "cache"), "GITHUB_OUTPUT": str(tmp_path / "out"),
+                       "GITHUB_STEP_SUMMARY": str(tmp_path / "summary.md")}.items():
+        monkeypatch.setenv(key, value)
+    assert invoke("promote", "--commit", sha, "--format", "json")[0] == 0
+    code, stdout, _ = invoke("schedule", "--environment", "dev", "--shard", "1/1", "--artifact",
+                             tmp_path / "artifact", "--format", "json", "--github-actions")
+    assert code == 0, stdout
+    outputs = runner_outputs((tmp_path / "out").read_text(encoding="utf-8"))
+    assert outputs["artifact-dir"] == str(tmp_path / "artifact") and outputs["shard"] == "1/1"
+    assert (tmp_path / "artifact" / "shard-1-of-1.json").is_file()
+    assert "::notice title=fleetflow schedule::dev: shard 1/1: " in stdout
+    assert "shard 1/1" in (tmp_path / "summary.md").read_text(encoding="utf-8")
+
+
+RECORD_ARGV = """\
+import json, os, sys
+with open(os.environ["RECORD"], "w") as out:
+    json.dump(sys.argv[1:], out)
+"""
+
+
+def test_the_schedule_action_takes_a_shard_or_a_stitch(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """actions/schedule's ``shard`` and ``stitch`` inputs, checked by actions/_shared/run.py before anything is
+    installed, then passed as ``--shard K/N --artifact <fresh folder under $RUNNER_TEMP>`` or ``--stitch``."""
+    from tests.test_workflow_files import action_env, fake_venv, run
+
+    installed: list[bool] = []
+
+    def installer() -> Path:
+        installed.append(True)
+        return tmp_path
+
+    for inputs, message in [
+        ({"shard": "0/3"}, "input shard: '0/3' is not K/N with 1 <= K <= N"),
+        ({"shard": "4/3"}, "input shard: '4/3' is not K/N"),
+        ({"shard": "1/3;id"}, "input shard: '1/3;id' is not K/N"),
+        ({"stitch": "../elsewhere"}, "input stitch: '../elsewhere' is not a folder"),
+        ({"shard": "1/2", "stitch": "x"}, "inputs shard and stitch go apart"),
+    ]:
+        env = action_env(tmp_path, forge="local", environment="dev", **inputs)
+        assert run.main(["schedule"], env, installer=installer) == 2 and not installed, inputs
+        assert message in capsys.readouterr().out
+
+    venv = fake_venv(tmp_path, RECORD_ARGV)
+    temp, workspace = tmp_path / "runner-temp", tmp_path / "workspace"
+    temp.mkdir()
+    env = action_env(tmp_path, forge="local", environment="dev", shard="2/3")
+    env.update(RUNNER_TEMP=str(temp), GITHUB_WORKSPACE=str(workspace), RECORD=str(tmp_path / "argv.json"))
+    assert run.main(["schedule"], env, installer=lambda: venv) == 0
+    argv = json.loads((tmp_path / "argv.json").read_text())
+    artifact = Path(argv[argv.index("--artifact") + 1])
+    assert argv[argv.index("--shard") + 1] == "2/3" and artifact.parent == temp and artifact.is_dir()
+    env = action_env(tmp_path, forge="local", environment="dev", stitch=".fleetflow-shards")
+    env.update(GITHUB_WORKSPACE=str(workspace), RECORD=str(tmp_path / "argv.json"))
+    assert run.main(["schedule"], env, installer=lambda: venv) == 0
+    argv = json.loads((tmp_path / "argv.json").read_text())
+    assert argv[argv.index("--stitch") + 1] == str(workspace / ".fleetflow-shards") and "--shard" not in argv
+
+
+def test_the_shards_workflow_runs_a_matrix_and_one_stitch() -> None:
+    """fleetflow-schedule-shards.yml: N shard jobs from a matrix built from the ``shards`` input (a matrix makes at
+    most 256 jobs per run: GitHub's workflow syntax, jobs.<job_id>.strategy.matrix), each uploading its shard under a
+    name of its own (artifacts are immutable per run since actions/upload-artifact v4: ``overwrite`` for a re-run
+    job); one stitch job downloads them by ``pattern`` (actions/download-artifact's README, "Download multiple
+    (filtered) Artifacts"), in a concurrency group per environment that never cancels a running stitch, while a
+    newer shard K cancels an older one. Every job runs fleetflow from the workflow's own commit."""
+    import yaml
+
+    root = Path(__file__).resolve().parent.parent
+    doc = yaml.safe_load((root / ".github" / "workflows" / "fleetflow-schedule-shards.yml").read_text())
+    jobs = doc["jobs"]
+    assert doc["permissions"] == {} and all(job["permissions"] == {} for job in jobs.values())
+    assert "seq -s , 1" in jobs["shards"]["steps"][-1]["run"]
+    shard, stitch = jobs["shard"], jobs["stitch"]
+    assert shard["needs"] == "shards" and stitch["needs"] == "shard"
+    assert shard["strategy"]["matrix"] == {"shard": "${{ fromJSON(needs.shards.outputs.matrix) }}"}
+    assert shard["concurrency"]["cancel-in-progress"] is True and "${{ matrix.shard }}" in shard["concurrency"]["group"]
+    assert stitch["concurrency"] == {"group": "fleetflow-stitch-${{ github.repository }}-${{ inputs.environment }}",
+                                     "cancel-in-progress": False}
+    for job in (shard, stitch):
+        [checkout] = [s for s in job["steps"] if str(s.get("uses", "")).startswith("actions/checkout@")]
+        assert checkout["with"]["ref"] == "${{ job.workflow_sha || inputs.fleetflow-ref }}"
+        assert checkout["with"]["path"] == ".fleetflow" and checkout["with"]["persist-credentials"] is False
+    [render] = [s for s in shard["steps"] if s.get("uses") == "./.fleetflow/actions/schedule"]
+    assert render["with"]["shard"] == "${{ matrix.shard }}/${{ inputs.shards }}"
+    [upload] = [s for s in shard["steps"] if str(s.get("uses", "")).startswith("actions/upload-artifact@")]
+    name = "fleetflow-shard-${{ inputs.environment }}-${{ matrix.shard }}-of-${{ inputs.shards }}"
+    assert upload["with"]["name"] == name and upload["with"]["overwrite"] is True
+    assert upload["with"]["path"] == "${{ steps.schedule.outputs.artifact-dir }}"
+    [download] = [s for s in stitch["steps"] if str(s.get("uses", "")).startswith("actions/download-artifact@")]
+    assert download["with"]["pattern"] == "fleetflow-shard-${{ inputs.environment }}-*-of-${{ inputs.shards }}"
+    [commit] = [s for s in stitch["steps"] if s.get("uses") == "./.fleetflow/actions/schedule"]
+    assert commit["with"]["stitch"] == download["with"]["path"]

@@ -56,12 +56,14 @@ GITHUB_REPO = re.compile(r"^[A-Za-z0-9-]+/[A-Za-z0-9._-]+$")
 APP_ID = re.compile(r"^[A-Za-z0-9.]+$")
 URL = re.compile(r"^https?://[^\s]+$")
 EVENT_NAME = re.compile(r"^[a-z_]+$")
+SHARD = re.compile(r"^([0-9]{1,3})/([0-9]{1,3})$")
+FOLDER = re.compile(r"^(?!.*(^|/)\.\.(/|$))[A-Za-z0-9._/-]{1,400}$")  # absolute too (runner.temp), no '..'
 SAFE_FOLDER = re.compile(r"^(?!/)(?!.*(^|/)\.\.(/|$))[A-Za-z0-9._/-]{1,200}$")
 BOOLEANS = {"true": True, "false": False, "": False}
 COMMON = ("forge", "control-plane", "token", "api-url", "app-id", "app-private-key", "summary")
 INPUTS = {
     "promote": ("environment", "commit", "release", *COMMON),
-    "schedule": ("environment", "full-plan", *COMMON),
+    "schedule": ("environment", "full-plan", "shard", "stitch", *COMMON),
     "check-rollout": ("environment", *COMMON),
     "route": ("event-name", "event-path", "environments", *COMMON),
     "reconcile": ("environment", "full-plan", *COMMON),
@@ -163,6 +165,8 @@ def validate(inputs: Inputs, environ: Mapping[str, str]) -> list[str]:
         for item in filter(None, (n.strip() for n in inputs["environments"].split(","))):
             if not ENV_NAME.match(item):
                 problems.append(f"input environments: {item!r} is not an environment name ({ENV_NAME_HINT})")
+    if name == "schedule":
+        problems += shard_problems(inputs)
     if name == "status-page" and not SAFE_FOLDER.match(inputs["output"]):
         problems.append(f"input output: {inputs['output']!r} is not a folder inside the workspace ({FOLDER_HINT})")
     return problems
@@ -189,6 +193,21 @@ def forge_problems(inputs: Inputs) -> list[str]:
     return problems
 
 
+def shard_problems(inputs: Inputs) -> list[str]:
+    """schedule's ``shard`` (K/N: this job renders shard K of N) and ``stitch`` (the folder holding every shard's
+    artifact): one or the other, or neither (one job)."""
+    problems: list[str] = []
+    shard, stitch = inputs["shard"], inputs["stitch"]
+    if shard and stitch:
+        problems.append("inputs shard and stitch go apart: a shard job renders, the stitch job commits")
+    match = SHARD.match(shard)
+    if shard and not (match and 1 <= int(match[1]) <= int(match[2])):
+        problems.append(f"input shard: {shard!r} is not K/N with 1 <= K <= N (e.g. 2/10)")
+    if stitch and not FOLDER.match(stitch):
+        problems.append(f"input stitch: {stitch!r} is not a folder (letters, digits, '.', '_', '-', '/'; no '..')")
+    return problems
+
+
 def working_directory(inputs: Inputs, environ: Mapping[str, str]) -> Path | None:
     """validate runs inside the checkout, so the problems' files are paths in the repository and the annotations
     land on the pull request's diff."""
@@ -197,8 +216,9 @@ def working_directory(inputs: Inputs, environ: Mapping[str, str]) -> Path | None
     return (Path(environ.get("GITHUB_WORKSPACE") or ".") / inputs["repo"]).resolve()
 
 
-def cli_arguments(inputs: Inputs, environ: Mapping[str, str]) -> list[str]:
-    """The command line of ``fleetflow``: the command, its options from the inputs, and ``--github-actions``."""
+def cli_arguments(inputs: Inputs, environ: Mapping[str, str], artifact: Path | None = None) -> list[str]:
+    """The command line of ``fleetflow``: the command, its options from the inputs, and ``--github-actions``
+    (``artifact``: the folder a shard job saves its shard in)."""
     name = inputs.command
     if name == "status-page":
         target = (Path(environ.get("GITHUB_WORKSPACE") or ".") / inputs["output"]).resolve()
@@ -216,6 +236,10 @@ def cli_arguments(inputs: Inputs, environ: Mapping[str, str]) -> list[str]:
         args += ["--commit", inputs["commit"].lower()]
         if inputs.flag("release"):
             args.append("--release")
+    if name == "schedule" and inputs["shard"]:
+        args += ["--shard", inputs["shard"], "--artifact", str(artifact or shard_dir(environ))]
+    if name == "schedule" and inputs["stitch"]:
+        args += ["--stitch", str(Path(environ.get("GITHUB_WORKSPACE") or ".") / inputs["stitch"])]
     if name == "validate":
         args += ["--into", inputs["into"], "--repo", "."]
         if inputs.flag("strict"):
@@ -253,6 +277,12 @@ def plan_dir(environ: Mapping[str, str]) -> Path:
     """A new, empty folder for this step's full plans in the runner's temp folder (so no plan of an earlier step
     can be uploaded as this one's)."""
     return Path(tempfile.mkdtemp(prefix="fleetflow-plan-", dir=environ.get("RUNNER_TEMP") or None))
+
+
+def shard_dir(environ: Mapping[str, str]) -> Path:
+    """A new, empty folder for a shard job's manifest and bundle in the runner's temp folder (the CLI answers it as
+    the ``artifact-dir`` output, for actions/upload-artifact)."""
+    return Path(tempfile.mkdtemp(prefix="fleetflow-shard-", dir=environ.get("RUNNER_TEMP") or None))
 
 
 # --- main ---

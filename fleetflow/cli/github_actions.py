@@ -36,6 +36,7 @@ import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, redirect_stderr
 from dataclasses import dataclass, field
+from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
@@ -50,6 +51,7 @@ if TYPE_CHECKING:
     from fleetflow.promotion.promote import PromoteOutcome
     from fleetflow.promotion.reconcile import ReconcileOutcome
     from fleetflow.promotion.schedule import ScheduleOutcome
+    from fleetflow.promotion.shards import ShardManifest
     from fleetflow.render.summary import ValidateSummary
 
 Level = Literal["error", "warning", "notice"]
@@ -120,6 +122,16 @@ def schedule_report(outcome: ScheduleOutcome) -> Report:
                "pull-request-number": _pr_field(outcome, "number"), "pull-request-url": _pr_field(outcome, "url")}
     notices: list[tuple[Level, str]] = [("notice", outcome.message)] if outcome.message else []
     return Report(outputs, notices, _summary("schedule", outcome=outcome))
+
+
+def shard_report(manifest: ShardManifest, artifact: Path) -> Report:
+    """One shard job (``schedule --shard K/N``): ``artifact-dir`` names the folder to upload (manifest + bundle)."""
+    changes = manifest.changes
+    text = (f"{manifest.environment}: shard {manifest.shard}: {manifest.rendered} assignments rendered, "
+            f"{len(manifest.folders)} cluster-type folders changed ({len(changes.added)} added, "
+            f"{len(changes.changed)} changed, {len(changes.removed)} removed); the stitch job commits them")
+    return Report({"artifact-dir": str(artifact), "shard": manifest.shard, "commit": manifest.main_commit},
+                  [("notice", text)], f"### fleetflow schedule: shard {manifest.shard}\n\n{text}\n")
 
 
 def promote_report(promotions: Sequence[PromoteOutcome]) -> Report:

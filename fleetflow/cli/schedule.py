@@ -10,7 +10,7 @@ import click
 from fleetflow.cli.common import FORMAT
 from fleetflow.cli.errors import FLEET_WRITTEN, handled
 from fleetflow.cli.fleet import fleet_options, make_context, plan_option, plan_outputs
-from fleetflow.cli.github_actions import actions_step, github_actions_options, schedule_report
+from fleetflow.cli.github_actions import actions_step, github_actions_options, schedule_report, shard_report
 from fleetflow.errors import UsageError
 from fleetflow.promotion.schedule import schedule_environment
 from fleetflow.promotion.shards import ShardSpec, render_shard, stitch_environment
@@ -57,6 +57,8 @@ def schedule(environment: str, shard: str | None, artifact: Path | None, stitch:
             if spec is not None:
                 assert artifact is not None
                 manifest = render_shard(ctx, environment, spec, artifact)
+                if step is not None:
+                    step.report(shard_report(manifest, artifact))
 
                 def shard_text() -> None:
                     click.echo(f"{environment}: shard {spec}: {manifest.rendered} assignments rendered, "

@@ -102,6 +102,9 @@ class EnvironmentSpec(Spec):
     rollout: RolloutPolicy = Field(default_factory=RolloutPolicy)
     pull_request: PullRequestPolicy = Field(default_factory=PullRequestPolicy)
     concurrency: Literal["supersede", "queue"] = "supersede"
+    # true: the environment is rendered by N shard jobs and a stitch job (the fleetflow-schedule-shards workflow),
+    # never in one job: promote pins it and reconcile reports the schedule due, neither renders it
+    sharded_schedule: bool = False
 
 
 class TemplateSpec(Spec):

@@ -20,6 +20,9 @@ from fleetflow.promotion.pin import PIN_FILE, read_pin, write_pin
 from fleetflow.promotion.schedule import ScheduleOutcome, schedule_environment
 from fleetflow.results import Result
 
+SHARDED_SCHEDULE = ("the sharded schedule renders it (shardedSchedule: true; the fleetflow-schedule-shards "
+                    "workflow, or fleetflow schedule --shard K/N then --stitch)")
+
 
 class PromoteOutcome(Result):
     """One environment's promotion: the pin, the hold, and the schedule that followed (none when held)."""
@@ -92,6 +95,9 @@ def promote(ctx: Context, environment: str, commit: str, *, release: bool = Fals
     if pin.pinned or status_context(environment) not in statuses:
         # a re-run of an earlier promotion keeps the gate's record (it may already say success)
         ctx.forge.set_status(ctx.control_plane, sha, status_context(environment), "pending", SCHEDULED)
+    if env.spec.sharded_schedule:
+        return PromoteOutcome(environment=environment, commit=sha, pinned=pin.pinned, held=pin.held, schedule=None,
+                              message=f"main@{short(sha)} pinned in {environment}; {SHARDED_SCHEDULE}")
     outcome = schedule_environment(ctx, environment)
     message = f"main@{short(sha)} promoted to {environment}: {outcome.message}"
     if pin.held:

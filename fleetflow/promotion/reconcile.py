@@ -33,7 +33,7 @@ from fleetflow.promotion.check_rollout import RolloutOutcome, check_rollout
 from fleetflow.promotion.context import Context, Pinned, chain_order, head_branch, pinned, short, status_context
 from fleetflow.promotion.merging import MergeOutcome, merge_if_due
 from fleetflow.promotion.pin import PIN_FILE, read_pin
-from fleetflow.promotion.promote import PromoteOutcome, promote
+from fleetflow.promotion.promote import SHARDED_SCHEDULE, PromoteOutcome, promote
 from fleetflow.promotion.schedule import PullRequestLink, ScheduleOutcome, schedule_environment
 from fleetflow.promotion.status import GateRecord
 from fleetflow.render.incremental import RenderState
@@ -136,6 +136,7 @@ class _View:
     tip_state: RenderState | None = None
     auto_merge: bool = False
     head_sha: str | None = None  # the tip of fleetflow/<env> in the GitOps repo
+    sharded: bool = False  # shardedSchedule: shard jobs and a stitch job render it, never this run
 
 
 class _Run:
@@ -187,7 +188,8 @@ def _observe(run: _Run, name: str, envs: dict[str, Resource[EnvironmentSpec]]) -
             record = run.statuses(at.main_sha).get(status_context(name))
             if record is not None:
                 found.gate, found.gate_description = record.state, record.description
-    return _View(found, at, tip_state, at.env_at_pin.spec.pull_request.auto_merge, head_sha)
+    spec = at.env_at_pin.spec
+    return _View(found, at, tip_state, spec.pull_request.auto_merge, head_sha, spec.sharded_schedule)
 
 
 def _taken_downstream(ctx: Context, name: str, envs: dict[str, Resource[EnvironmentSpec]], main_sha: str) -> bool:
@@ -344,6 +346,10 @@ def _propose_and_merge(run: _Run, name: str, view: _View, done: set[StepName],
         if _proposed(view) and _closed_by_hand(ctx, at, name):
             result.wait(f"the PR for main@{short(f.pin)} was closed without merging; promote or push the "
                         "environment branch to propose it again")
+            return None
+        if view.sharded:
+            result.wait(f"schedule due (main@{short(at.main_sha)} + {at.branch}@{short(at.env_sha)}): "
+                        f"{SHARDED_SCHEDULE}")
             return None
         scheduled = schedule_environment(ctx, name)
         run.wrote()
