@@ -207,10 +207,16 @@ def write_checkout_standin(dest: Path) -> Path:
     return dest
 
 
-def write_app_token_standin(dest: Path) -> Path:
+def write_app_token_standin(dest: Path, *, accept_app_id: bool = False) -> Path:
+    """``accept_app_id``: the App's id may come as ``app-id`` (the input before v3 deprecated it), what the workflows
+    of an older fleetflow pass (benchmarks/old_design_under_act.py)."""
     dest.mkdir(parents=True, exist_ok=True)
     (dest / "action.yml").write_text(APP_TOKEN_STANDIN, encoding="utf-8")
-    (dest / "mint.py").write_text(APP_TOKEN_MINT, encoding="utf-8")
+    mint = APP_TOKEN_MINT
+    if accept_app_id:
+        mint = mint.replace('not env["IN_CLIENT_ID"]', 'not (env["IN_CLIENT_ID"] or env["IN_APP_ID"])')
+        assert mint != APP_TOKEN_MINT
+    (dest / "mint.py").write_text(mint, encoding="utf-8")
     return dest
 
 

@@ -140,6 +140,10 @@ class Loop:
     started: list[float] = field(default_factory=list)  # run_for: the simulated second each run started
     filtered: int = 0
     cancelled: int = 0
+    # the reusable workflow's job ``if:`` and the concurrency group of a delivery (``run`` only): today's design
+    # by default; benchmarks/old_design_under_act.py passes the old design's (no ``if:``, no workflow-level group)
+    job_filter: Callable[[Event], bool] = job_if
+    group: Callable[[Event], str] = lambda event: event.repo
     _seen: _Snapshot | None = None
     _on: dict[tuple[str, str | None], dict[str, Any] | None] = field(default_factory=dict)
 
@@ -202,7 +206,7 @@ class Loop:
         if key not in self._on:
             self._on[key] = workflow_on(self.stub, event.repo, event.workflow_sha)
         on = self._on[key]
-        if on is None or not triggered(on, event) or not job_if(event):
+        if on is None or not triggered(on, event) or not self.job_filter(event):
             self.filtered += 1
             return False
         return True
@@ -217,11 +221,12 @@ class Loop:
             for event in self.faults.deliver(events):
                 if not self._wanted(event):
                     continue
-                if event.repo in pending:
+                group = self.group(event)
+                if group in pending:
                     self.cancelled += 1  # the older pending run is cancelled
-                    order.remove(event.repo)
-                pending[event.repo] = event
-                order.append(event.repo)
+                    order.remove(group)
+                pending[group] = event
+                order.append(group)
 
         enqueue(first)
         ticks = 0

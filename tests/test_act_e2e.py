@@ -168,15 +168,19 @@ class World:
             return check_rollout(ctx, env).state
 
 
-def clone_caller(root: Path, bare: Path, full_name: str, example: str) -> tuple[Path, Path]:
+def clone_caller(root: Path, bare: Path, full_name: str, example: str,
+                 text: str | None = None) -> tuple[Path, Path]:
     """The calling repository: a clone whose origin names it on GitHub (act takes github.repository from there),
-    with the example caller workflow as .github/workflows/fleetflow.yml."""
+    with the example caller workflow as .github/workflows/fleetflow.yml (``text``: that caller, as given)."""
     work = root / full_name.replace("/", "__")
     root.mkdir(parents=True, exist_ok=True)
     git(root, "clone", "-q", str(bare), str(work))
     git(work, "remote", "set-url", "origin", f"https://github.com/{full_name}.git")
     workflow = work / ".github" / "workflows" / "fleetflow.yml"
     workflow.parent.mkdir(parents=True)
+    if text is not None:
+        workflow.write_text(text, encoding="utf-8")
+        return work, workflow
     text = (actkit.REPO_ROOT / "examples" / "workflows" / example).read_text(encoding="utf-8")
     # act has no job.workflow_sha: the platform fallback input names the ref (what an older GHES user passes)
     assert "    with:\n" in text
@@ -196,9 +200,10 @@ def world(github_stub: GitHubStub, tmp_path: Path, action_checkout: Path, app_to
 
 def make_world(github_stub: GitHubStub, tmp_path: Path, action_checkout: Path, app_token_standin: Path,
                checkout_standin: Path, upload_artifact_standin: Path, cache_standin: Path,
-               action_venv: Path) -> World:
+               action_venv: Path, callers: tuple[str, str] | None = None) -> World:
     """The repositories on ``github_stub``, the callers and act set up under ``tmp_path`` (the ``world`` fixture;
-    tests/test_event_loop.py makes one per seed to run seeds side by side)."""
+    tests/test_event_loop.py makes one per seed to run seeds side by side). ``callers``: the control-plane and GitOps
+    caller workflows' text instead of the examples' (benchmarks/old_design_under_act.py: the old design's)."""
     cp_bare, gitops_bare = build_bare_repos(tmp_path, GITOPS, CP)
     github_stub.create_repo(CP, bare=cp_bare)
     github_stub.create_repo(GITOPS, bare=gitops_bare)
@@ -214,8 +219,9 @@ def make_world(github_stub: GitHubStub, tmp_path: Path, action_checkout: Path, a
     fleet = Fleet(tmp_path, forge, CP, GITOPS, str(cp_bare), str(gitops_bare), WallClock(utc_now()), post_status, merge)
     first = fleet.branch_sha(str(cp_bare), "main")
     main = fleet.push_main({".environments/envs.yaml": NO_SOAK_ENVS}, "environments: no soak time in tests")
-    cp_dir, cp_workflow = clone_caller(tmp_path / "callers", cp_bare, CP, "control-plane.yml")
-    gitops_dir, gitops_workflow = clone_caller(tmp_path / "callers", gitops_bare, GITOPS, "gitops.yml")
+    cp_text, gitops_text = callers or (None, None)
+    cp_dir, cp_workflow = clone_caller(tmp_path / "callers", cp_bare, CP, "control-plane.yml", cp_text)
+    gitops_dir, gitops_workflow = clone_caller(tmp_path / "callers", gitops_bare, GITOPS, "gitops.yml", gitops_text)
     standins = {f"{actkit.APP_TOKEN_ACTION}@{ref}": app_token_standin
                 for ref in actkit.pinned_uses(action_checkout / ".github" / "workflows", actkit.APP_TOKEN_ACTION)}
     workflows = action_checkout / ".github" / "workflows"

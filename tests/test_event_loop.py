@@ -5,7 +5,8 @@ posting as Flux's notification-controller does (one status per cluster on the co
 internal/notifier/github.go). With 30% of deliveries dropped, 20% duplicated and the rest reordered (seeded), the
 chain reaches the same end state through later events and cron ticks, with no duplicate PR, pin or status; a failing
 cluster in qa stops prod in every seed. The same loop run with the old design (route → promote / schedule /
-check-rollout, what the workflows ran before reconcile) loses the chain when the push to main is dropped.
+check-rollout, what the workflows ran before reconcile) loses the chain when the push to main is dropped: here with
+today's single steps in process, in tests/test_old_design.py with the old commit's own workflows and code under act.
 
 The loop applies GitHub's file rules, ``on:`` filters, the job ``if:`` and concurrency; what a delivery runs is
 either ``fleetflow reconcile`` in process (fast: every seed, both scenarios, and the old design) or, in
