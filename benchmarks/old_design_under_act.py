@@ -23,7 +23,10 @@ Scenarios (``N``: the seed of the faults: 30% of deliveries dropped, 20% duplica
 - ``faults-N``: the same with faulty deliveries: the same end state;
 - ``qa-fails-N``: cluster qa-2 fails: qa must record failure and prod-eu never be pinned;
 - ``env-branch-dev`` / ``env-branch-qa``: after the chain, a person changes that environment's branch: within three
-  cron ticks its GitOps branch or PR must carry the change.
+  cron ticks its GitOps branch or PR must carry the change;
+- ``automerge``: dev has ``autoMerge``, its GitOps branch requires ``ci/check``, which a CI posts on every fleetflow
+  PR head; nobody merges dev's PR: the chain must roll out; ``automerge-ci-dropped``: the same, the first delivery
+  of that CI status dropped (nothing else).
 
 Each line says pass/FAIL, what the state was at the end (pins, ``fleetflow/<env>`` records, PRs) and the act runs
 per event; ``--verbose`` lists every act run with its jobs. Two act runs at a time by default (``--jobs``).

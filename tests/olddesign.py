@@ -41,14 +41,15 @@ import sys
 import tarfile
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from tests import actkit, artifactkit
 from tests import test_act_e2e as act_e2e
-from tests.eventloop import Event, Faults
-from tests.fleet import Fleet, git
+from tests.eventloop import WORKFLOW, Event, Faults
+from tests.fleet import SHORT_CHAIN, SHORT_CHAIN_WORKLOAD, Fleet, _environment, git
 from tests.ghstub import GitHubStub
 from tests.test_event_loop import CHAIN, EXPECTED, World, faulty, stops_at_qa
 
@@ -59,12 +60,16 @@ OLD_PARTS = (".github", "actions", "fleetflow", "pyproject.toml", "README.md", "
 OLD_BRANCH_LISTS = {"control-plane.yml": ("[main, dev, qa, prod]", "[main, dev, qa, prod-eu]"),
                     "gitops.yml": ("[dev, qa, prod]", "[dev, qa, prod-eu]")}
 SCENARIOS = ["chain", "faults-1", "faults-2", "faults-3", "qa-fails-1", "qa-fails-2", "env-branch-dev",
-             "env-branch-qa"]
+             "env-branch-qa", "automerge", "automerge-ci-dropped"]
 """``chain``: a push to main, no faults, until dev, qa and prod-eu record success; ``faults-N``: the same with seed
 N's faults (30% of deliveries dropped, 20% duplicated, the rest reordered), the same end state expected (one PR, one
 pin, one success record per environment); ``qa-fails-N``: cluster qa-2 fails, seed N: qa records failure and prod-eu
 is never pinned; ``env-branch-E``: after the chain, a person changes environment E's branch (its ConfigMap): within
-three cron ticks one of E's GitOps branches must carry it (a ``state.json`` whose ``envCommit`` is the new commit)."""
+three cron ticks one of E's GitOps branches must carry it (a ``state.json`` whose ``envCommit`` is the new commit);
+``automerge``: dev has ``autoMerge`` and its GitOps branch requires the check ``ci/check`` (branch protection),
+which a CI posts on every fleetflow PR head (a status from a CI App: it raises an event); nobody merges dev's PR; no
+faults: the chain must roll out; ``automerge-ci-dropped``: the same with the first delivery of that status dropped,
+nothing else."""
 
 
 # --- the two designs' parts ------------------------------------------------------------------------------------------
@@ -125,6 +130,34 @@ def install(checkout: Path, venv: Path) -> None:
 
 
 # --- one scenario -------------------------------------------------------------------------------------------------
+class DropFirst(Faults):
+    """No fault but one: the first delivery ``matches`` accepts is dropped."""
+
+    def __init__(self, matches: Callable[[Event], bool]) -> None:
+        super().__init__(0)
+        self.matches = matches
+
+    def deliver(self, events: list[Event]) -> list[Event]:
+        out = []
+        for event in events:
+            if not self.dropped and self.matches(event):
+                self.dropped += 1
+                continue
+            out.append(event)
+        return out
+
+
+def _ci_status(event: Event) -> bool:
+    return event.name == "status" and event.payload["context"] == CI_CHECK
+
+
+CI_CHECK = "ci/check"
+AUTO_MERGE_ENVS = "---\n".join(
+    _environment(n, a, "  pullRequest:\n    autoMerge: true\n" if n == "dev" else "").replace("soakTime: 1m",
+                                                                                              "soakTime: 0s")
+    for n, a in SHORT_CHAIN.items())
+
+
 class Observed(World):
     """tests/test_event_loop.py's World under act, every run kept (a failed job is an outcome here, not a crash);
     ``old``: the old design's job filter (none) and concurrency (none at the workflow level)."""
@@ -137,6 +170,37 @@ class Observed(World):
             runs = itertools.count()
             self.loop.job_filter = lambda _event: True
             self.loop.group = lambda _event: f"delivery-{next(runs)}"
+
+    def auto_merge(self) -> None:
+        """``automerge-ci-dropped``: dev merges by ``autoMerge`` once ``ci/check`` (required) is green; a CI posts
+        it on every fleetflow PR head; the people merge the other environments' PRs only."""
+        self.auto = True
+        self.checked: set[str] = set()
+        _stub(self).repo(self.gitops).protection["dev"] = [CI_CHECK]
+        self.loop.actors.append(self.ci)
+
+    def people(self) -> None:
+        if not getattr(self, "auto", False):
+            return super().people()
+        repo = _stub(self).repo(self.gitops)
+        for pr in repo.list_pulls():
+            if pr.state == "open" and pr.head_ref.startswith("fleetflow/") and pr.base_ref != "dev":
+                repo.merge_pull(pr.number)
+
+    def ci(self) -> None:
+        repo = _stub(self).repo(self.gitops)
+        for pr in repo.list_pulls():
+            if pr.state == "open" and pr.head_ref.startswith("fleetflow/") and pr.head_sha not in self.checked:
+                self.checked.add(pr.head_sha)
+                repo.add_status(pr.head_sha, "success", CI_CHECK, "CI passed", creator="ci-app[bot]")
+
+    def push_main(self) -> str:
+        if not getattr(self, "auto", False):
+            return super().push_main()
+        assert self.act is not None
+        files = {".environments/envs.yaml": AUTO_MERGE_ENVS, "workloads/app.yaml": SHORT_CHAIN_WORKLOAD,
+                 WORKFLOW: self.act.cp_workflow.read_text()}
+        return self.fleet.push_main(files, "chain dev -> qa -> prod-eu, dev with autoMerge")
 
     def runner(self, event: Event) -> None:
         assert self.act is not None
@@ -205,7 +269,7 @@ def _chain(world: World, ticks: int) -> bool:
 
 def _scenario(name: str, world: World, ticks: int) -> tuple[bool, str]:
     main = lambda: world.fleet.branch_sha(world.fleet.cp_url, "main")  # noqa: E731
-    if name == "chain" or name.startswith("faults-"):
+    if name == "chain" or name.startswith("faults-") or name.startswith("automerge"):
         rolled_out = _chain(world, ticks)
         return rolled_out, ("rolled out: " if rolled_out else "") + _state_line(world, main())
     if name.startswith("qa-fails-"):
@@ -232,7 +296,7 @@ def run_one(design: Design, name: str, root: Path, *, ticks: int = 12) -> Outcom
     """One scenario on its own stand-in server and repositories (so two can run side by side); ``ticks``: the cron
     ticks the loop may add when nothing is pending (tests/eventloop.py ``Loop.run``'s ``max_ticks``)."""
     seed = int(name.rsplit("-", 1)[1]) if name[-1].isdigit() else 0
-    faults = faulty(seed) if seed else Faults()
+    faults = faulty(seed) if seed else DropFirst(_ci_status) if name == "automerge-ci-dropped" else Faults()
     failing = frozenset({"qa-2"}) if name.startswith("qa-fails-") else frozenset()
     root.mkdir(parents=True)
     stub = GitHubStub(root=root / "ghstub").start()
@@ -241,6 +305,8 @@ def run_one(design: Design, name: str, root: Path, *, ticks: int = 12) -> Outcom
         act = act_e2e.make_world(stub, root, **design.parts())
         act.fleet.stub = stub  # type: ignore[attr-defined]
         world = Observed(act.fleet, act, old=design.name == "old", failing=failing, faults=faults)
+        if name.startswith("automerge"):
+            world.auto_merge()
         try:
             passed, how = _scenario(name, world, ticks)
             error = ""
@@ -254,6 +320,7 @@ def run_one(design: Design, name: str, root: Path, *, ticks: int = 12) -> Outcom
         error += " stand-in: " + "; ".join(stub.server_errors + stub.schema_errors)[:2000]
     log = [f"{e.describe()} -> " + ", ".join(f"{job.rsplit('/', 1)[-1]}: {state}"
                                            for job, state in r.job_results().items())
+           + "".join(f"\n      error: {text}" for text in r.annotations("error"))
            for e, r in world.results]
     return Outcome(design.name, name, passed and not error, how, Counter(e.name for e, _ in world.results),
                    world.failed_jobs(), time.monotonic() - started, error.strip(), log, world.jobs(), pinned)
