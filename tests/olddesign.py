@@ -3,9 +3,10 @@ same seeds: the harness behind benchmarks/old_design_under_act.py and tests/test
 
 The old design is commit ``da8feae`` (main before the work on #7-#10): its caller workflows run ``route`` and then
 ``promote`` / ``schedule`` / ``check-rollout`` (before ``5d76c3b``, "every trigger runs reconcile"). Its
-``examples/workflows/`` callers, ``.github/workflows/`` reusable workflows and ``actions/`` are taken from that commit
-with ``git archive``; its fleetflow is installed by its own ``actions/_shared/install.py`` from its own hash-pinned
-``actions/requirements.txt`` into a venv of its own. Today's design is this checkout, in a venv of its own too.
+``examples/workflows/`` callers, ``.github/workflows/`` reusable workflows and ``actions/`` come from that commit, as
+``tests/legacy/da8feae-design.tar.gz`` (its ``git archive``, checked against git's ids at each unpacking); its
+fleetflow is installed by its own ``actions/_shared/install.py`` from its own hash-pinned ``actions/requirements.txt``
+into a venv of its own. Today's design is this checkout, in a venv of its own too.
 
 Both designs are delivered by the same event loop (tests/eventloop.py, tests/test_act_e2e.py's ``World.deliver``):
 the changes on the GitHub stand-in server become the events GitHub would send, delivered to the caller file GitHub
@@ -32,6 +33,7 @@ What the harness adapts to the old design (never the old code):
 
 from __future__ import annotations
 
+import gzip
 import io
 import itertools
 import json
@@ -56,6 +58,17 @@ from tests.test_event_loop import CHAIN, EXPECTED, World, faulty, stops_at_qa
 ROOT = Path(__file__).resolve().parent.parent
 OLD = "da8feae"
 OLD_PARTS = (".github", "actions", "fleetflow", "pyproject.toml", "README.md", "examples/workflows")
+VENDORED = ROOT / "tests" / "legacy" / "da8feae-design.tar.gz"
+"""``git archive --format=tar da8feae <OLD_PARTS> | gzip -9n``: the old design travels with the tests (see
+tests/legacy/README.md), checked against ``OLD_IDS`` each time it is unpacked."""
+OLD_IDS = {  # git rev-parse da8feae:<part>
+    ".github": "1deb36e3446fd60f987924ad90d49080261ab872",
+    "actions": "1f3574ec055df27a4ce6bd72343c7463ff8d1327",
+    "fleetflow": "30d656a54d05054124c927bd6d18eee87d9d2762",
+    "pyproject.toml": "d41708c165452636ddb1be1cad784924a6fb0027",
+    "README.md": "0b061797f286abecebc8c852655b25f010be26a7",
+    "examples/workflows": "7cb7755484fc04ac4037c6b9d07ed5f57187a345",
+}
 # the example callers' environment branches, and this fleet's (tests/fleet.py SHORT_CHAIN)
 OLD_BRANCH_LISTS = {"control-plane.yml": ("[main, dev, qa, prod]", "[main, dev, qa, prod-eu]"),
                     "gitops.yml": ("[dev, qa, prod]", "[dev, qa, prod-eu]")}
@@ -94,21 +107,43 @@ def _standins(where: Path, *, old: bool) -> dict[str, Path]:
     }
 
 
+def old_archive(rev: str) -> bytes:
+    """``OLD_PARTS`` of ``rev`` as a tar. ``OLD`` comes from ``VENDORED`` (a clone without history, such as a shallow
+    CI checkout, has no ``da8feae`` to archive); any other commit from ``git archive``."""
+    if rev == OLD:
+        return gzip.decompress(VENDORED.read_bytes())
+    return subprocess.run(["git", "-C", str(ROOT), "archive", "--format=tar", rev, *OLD_PARTS],
+                          check=True, capture_output=True).stdout
+
+
+def check_vendored(checkout: Path) -> None:
+    """The extracted ``VENDORED`` archive is exactly ``OLD``'s parts: git's own ids of its trees and files, computed
+    here with ``git add`` + ``write-tree`` into a throwaway object store, equal the ids ``OLD`` has (``OLD_IDS``)."""
+    env = {**os.environ, "GIT_DIR": str(checkout.parent / "vendored-check.git"), "GIT_WORK_TREE": str(checkout)}
+    def git_(*args: str) -> str:
+        return subprocess.run(["git", *args], env=env, check=True, capture_output=True, text=True).stdout.strip()
+    git_("init", "-q")
+    git_("add", "-A", *OLD_PARTS)
+    tree = git_("write-tree")
+    found = {part: git_("rev-parse", f"{tree}:{part}") for part in OLD_IDS}
+    assert found == OLD_IDS, f"{VENDORED} is not {OLD}'s {', '.join(OLD_PARTS)}: {found} != {OLD_IDS}"
+
+
 def old_design(rev: str, work: Path, venvs: Path) -> Design:
     """The old commit's workflows, actions and fleetflow (``git archive``), its callers set to this fleet's
     environment branches, its venv built by its own install.py (kept in ``venvs``, one per commit)."""
     checkout = work / "old-checkout"
     checkout.mkdir(parents=True)
-    archive = subprocess.run(["git", "-C", str(ROOT), "archive", "--format=tar", rev, *OLD_PARTS],
-                             check=True, capture_output=True).stdout
-    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+    with tarfile.open(fileobj=io.BytesIO(old_archive(rev))) as tar:
         tar.extractall(checkout, filter="data")
+    if rev == OLD:
+        check_vendored(checkout)
     callers = []
     for example, (theirs, ours) in OLD_BRANCH_LISTS.items():
         text = (checkout / "examples" / "workflows" / example).read_text(encoding="utf-8")
         assert text.count(theirs) == 1, f"{rev}:examples/workflows/{example} has no {theirs}"
         callers.append(text.replace(theirs, ours))
-    venv = venvs / f"old-{git(ROOT, 'rev-parse', '--short', rev)}"
+    venv = venvs / f"old-{rev if rev == OLD else git(ROOT, 'rev-parse', '--short', rev)}"
     install(checkout, venv)
     return Design("old", checkout, _standins(work / "old-standins", old=True), venv, (callers[0], callers[1]))
 
