@@ -162,3 +162,21 @@ def test_plan_and_the_pr_body_show_one_diff(tmp_path: Path) -> None:
     assert "b/edge/" in diff and runbook not in diff
     cut = plan_diff(tree, result, in_git, limit=10)  # stops after the first file that differs
     assert diff.startswith(cut) and 10 < len(cut) < len(diff)
+
+
+def test_listings_are_what_ls_tree_shows(tmp_path: Path) -> None:
+    """``BareRepo.listings`` (one ``cat-file --batch`` of the folders' trees, what the no-change check reads) gives
+    the entries ``ls-tree`` gives for each folder; a missing folder and a file are None."""
+    fleet = make_local_fleet(tmp_path)
+    add_foreign_files(fleet, "dev")
+    with fleet.context() as ctx:
+        promote_many(ctx, None, fleet.branch_sha(fleet.cp_url, "main"))
+    repo = BareRepo(Path(fleet.gitops_url))
+    head = fleet.branch_sha(fleet.gitops_url, "fleetflow/dev")
+    folders = sorted({e.path for e in repo.ls_tree(head, recursive=True) if e.kind == "tree"})
+    assert "cloud/_platform" in folders and ".fleetflow/state" in folders
+    found = repo.listings(head, [*folders, "no/such", "README.md"])
+    for folder in folders:
+        assert found[folder] == repo.ls_tree(head, [f"{folder}/"]), folder
+    assert found["no/such"] is None and found["README.md"] is None
+    assert repo.listings(head, []) == {}

@@ -327,6 +327,32 @@ class BareRepo:
                 found.append(TreeEntry(mode, kind, sha, path))
         return found
 
+    def listings(self, rev: str, folders: Sequence[str]) -> dict[str, list[TreeEntry] | None]:
+        """What lies directly in each of ``folders`` of ``rev``'s tree (None: no such folder), from **one**
+        ``cat-file --batch`` that reads each folder's tree object by ``<rev>:<folder>`` (gitrevisions). Unlike
+        ``ls-tree`` with one pathspec per folder, whose cost is the tree's entries times the pathspecs, this
+        costs the folders asked for. Trees are present in a blobless mirror too (only blobs are left out)."""
+        names = [f.strip("/") for f in folders]
+        if not names:
+            return {}
+        if any("\n" in n or not n for n in names):
+            raise ValueError(f"not a folder path: {names!r}")
+        out = self.git("cat-file", "--batch", stdin="".join(f"{rev}:{n}\n" for n in names).encode()).stdout
+        found: dict[str, list[TreeEntry] | None] = {}
+        pos = 0
+        for name in names:
+            end = out.index(b"\n", pos)
+            header = out[pos:end].split(b" ")
+            if len(header) != 3:  # "<name> missing"
+                found[name] = None
+                pos = end + 1
+                continue
+            size = int(header[2])
+            body = out[end + 1:end + 1 + size]
+            pos = end + 1 + size + 1
+            found[name] = _tree_entries(body, name) if header[1] == b"tree" else None
+        return found
+
     def _set_promisor(self, url: str) -> None:
         self.remote_url = url
         clean = split_credentials(url)[0]
@@ -541,6 +567,23 @@ class TreeEdit:
     data: bytes | None = None
     tree: str | None = None
     blob: str | None = None
+
+
+def _tree_entries(body: bytes, folder: str) -> list[TreeEntry]:
+    """The entries of a raw tree object, as ``git cat-file --batch`` prints it: ``<octal mode> <name>\\0<20-byte
+    id>`` each, trees with mode ``40000`` (what git's ``tree-walk.c`` ``decode_tree_entry`` reads); paths under
+    ``folder``, modes as ``ls-tree`` shows them (six digits)."""
+    entries = []
+    pos = 0
+    while pos < len(body):
+        space = body.index(b" ", pos)
+        nul = body.index(b"\0", space)
+        mode = body[pos:space].decode()
+        sha = body[nul + 1:nul + 21].hex()
+        kind = "tree" if mode == "40000" else "commit" if mode == "160000" else "blob"
+        entries.append(TreeEntry(mode.rjust(6, "0"), kind, sha, f"{folder}/{body[space + 1:nul].decode()}"))
+        pos = nul + 21
+    return entries
 
 
 def _make_partial(folder: Path, clean_url: str) -> None:

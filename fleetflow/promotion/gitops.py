@@ -78,6 +78,16 @@ class GitOpsTree:
         found = self.repo.ls_tree(self.commit, [self.path(f) + "/" for f in folders])
         return [_relative(e, self.root) for e in found]
 
+    def listings(self, folders: list[str]) -> dict[str, list[TreeEntry] | None]:
+        """What lies directly in each of ``folders`` (relative to the root; None: no such folder), paths relative
+        to the root: one read of the folders' trees, whatever else the tree holds
+        (:meth:`fleetflow.forge.git.BareRepo.listings`)."""
+        if self.commit is None or not folders:
+            return dict.fromkeys(folders)
+        found = self.repo.listings(self.commit, [self.path(f) for f in folders])
+        return {f: None if (entries := found[self.path(f)]) is None else [_relative(e, self.root) for e in entries]
+                for f in folders}
+
     def files(self, folders: list[str]) -> dict[str, str]:
         """Every file under ``folders`` (relative to the root): path relative to the root -> blob id. One listing
         per cluster-type folder they lie in, filtered here (a pathspec per assignment folder costs git entries x
@@ -180,11 +190,17 @@ def blob_id(data: bytes) -> str:
 
 def _nothing_to_write(tree: GitOpsTree, result: RenderResult, previous: RenderState | None, state: bytes) -> bool:
     """True when the render would leave the tree as it is: nothing rendered or removed, the same state bytes, and
-    every ``_status/`` folder already holding exactly the reporter files (compared by blob id, without reading)."""
+    every ``_status/`` folder already holding exactly the reporter files (compared by blob id, without reading; only
+    the ``_status/`` trees are read, not the cluster-type folders around them)."""
     if tree.commit is None or previous is None or result.rendered or result.removed:
         return False
     if state != tree.state_bytes or result.state.shard_files(previous):
         return False
     cluster_types = result.state.assignments.cluster_types() | {cluster_type_of(p) for p in result.reporters}
-    have = tree.files([f"{ct}/{STATUS_DIR}" for ct in sorted(cluster_types)])
+    have: dict[str, str] = {}
+    for entries in tree.listings([f"{ct}/{STATUS_DIR}" for ct in sorted(cluster_types)]).values():
+        for entry in entries or []:
+            if entry.kind != "blob":
+                return False  # a folder inside _status/: the full survey decides
+            have[entry.path] = entry.sha
     return have == {path: blob_id(data) for path, data in result.reporters.items()}
