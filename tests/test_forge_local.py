@@ -389,3 +389,28 @@ def test_status_history_is_every_post_oldest_first(forge: LocalForge, origin: Pa
         clock.advance(timedelta(minutes=1))
     assert [(s.context, s.state) for s in forge.status_history(repo, sha)] == [
         ("fleetflow/dev", "pending"), ("flux/a", "success"), ("fleetflow/dev", "success")]
+
+
+def test_the_mirror_of_a_local_repository_borrows_its_objects(forge: LocalForge, origin: Path, work: Path) -> None:
+    """The forge's mirror lists the repository's object store in ``objects/info/alternates`` (gitrepository-layout;
+    what ``git clone --shared`` writes), so fetching a pushed branch copies none of its objects: a push of a whole
+    GitOps tree is not received a second time by the forge."""
+    git(work, "checkout", "-q", "-b", "big")
+    for i in range(20):
+        (work / f"f{i}.txt").write_text(f"{i}\n")
+    git(work, "add", "-A")
+    git(work, "commit", "-q", "-m", "twenty files")
+    git(work, "push", "-q", "origin", "big")
+    pr = forge.create_pull(str(origin), "big", "main", "t", "b")
+    mirror = forge._mirror(str(origin)).folder
+    assert (mirror / "objects" / "info" / "alternates").read_text().strip() == str((origin / "objects").resolve())
+    blob = git(origin, "rev-parse", f"{pr.head_sha}:f7.txt")
+    local_ids = set()  # the objects in the mirror's own packs
+    for index in (mirror / "objects" / "pack").glob("*.idx"):
+        listing = subprocess.run(["git", "show-index"], stdin=index.open("rb"), capture_output=True, text=True,
+                                 check=True).stdout
+        local_ids.update(line.split()[1] for line in listing.splitlines())
+    assert blob not in local_ids and pr.head_sha not in local_ids
+    assert not any((mirror / "objects" / sha[:2] / sha[2:]).exists() for sha in (blob, pr.head_sha))  # nor loose
+    assert any((mirror / "objects").glob("??/*")) or local_ids  # while the store's own commits are there
+    assert forge.merge_pull(str(origin), pr.number) == tip(origin, "main")  # merging reads them in place

@@ -13,6 +13,7 @@ names, and paths of its own folders. User text (titles, bodies, descriptions) tr
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -97,6 +98,30 @@ class Snapshot:
         return [json.loads(blobs[sha]) for sha in shas]
 
 
+def _borrow_objects(folder: Path, url: str) -> None:
+    """When the repository at ``url`` is a folder on this machine, let the mirror ``folder`` read its objects in
+    place: its object store is listed in the mirror's ``objects/info/alternates`` ("paths to alternate object stores
+    that this object store borrows objects from, one pathname per line", gitrepository-layout), what
+    ``git clone --shared`` sets up. A fetch then finds every object already there and copies none: after a push of
+    300,000 files, the forge's fetch of the new branch cost a second transfer of all of them (pack-objects and
+    index-pack) before. git-clone's warning applies: objects the repository drops (unreachable there, then pruned
+    by gc) can no longer be read through the mirror; the mirror is a cache of that repository's refs, fetched with
+    ``--prune`` on every read, and its own objects (store commits, merges) are pushed there."""
+    source = Path(url)
+    if not source.is_absolute() or not source.is_dir():
+        return
+    objects = next((o for o in (source / "objects", source / ".git" / "objects") if o.is_dir()), None)
+    if objects is None:
+        return
+    alternates = folder / "objects" / "info" / "alternates"
+    line = f"{objects.resolve()}\n"
+    if not alternates.is_file() or alternates.read_text(encoding="utf-8") != line:
+        alternates.parent.mkdir(parents=True, exist_ok=True)
+        fresh = alternates.with_name(f"alternates.{os.getpid()}")
+        fresh.write_text(line, encoding="utf-8")
+        os.replace(fresh, alternates)  # a reader sees the old file or the new one, never half of one
+
+
 class Mirror:
     """A bare mirror of the repository at ``url`` in ``folder``: the store ref and the branches, read and written."""
 
@@ -104,6 +129,7 @@ class Mirror:
         self.url = url
         self.repo = BareRepo(folder)
         self.folder = self.repo.folder
+        _borrow_objects(self.folder, url)
         self.clock = clock
         self.attempts = attempts
 
