@@ -30,9 +30,9 @@ Phases and the figure each is compared with:
 
 Targets (issue #9, at 100k assignments): no-change schedule ≤ 3 s and ≤ 3× (rn); 1%-change schedule ≤ 3× (rc);
 full promote ≤ 1.3× (r); peak RSS ≤ 1 GiB. Each of (r), (p), (n), (c), (s) runs ``--runs`` times (min/median/max;
-the ratios compare medians); (r) and (p) alternate, each (p) with fresh repos and cold caches. The last lines say
-which targets are met, with the load average at the start and the end (the figures are only as good as the
-machine was idle).
+the ratios compare medians); (r) and (p) alternate, each (p) with fresh repos and cold git caches (the parse cache
+is shared). The last lines say which targets are met, with the load average at the start and the end (the figures
+are only as good as the machine was idle).
 """
 
 from __future__ import annotations
@@ -291,7 +291,7 @@ def run(args: argparse.Namespace, work: Path) -> int:
         bench_render.in_child(phase_merge, root, p["pr"])
         cold(args, work, setup)
         return 0
-    # (r) and (p) alternate, so that a change of load hits both; each (p) gets fresh repos and cold caches (the
+    # (r) and (p) alternate, so that a change of load hits both; each (p) gets fresh repos and cold git caches (the
     # first set is the one the later phases go on with), each (r) an empty folder
     r_full, p_full = [], []
     for i in range(runs):
