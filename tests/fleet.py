@@ -19,6 +19,8 @@ from typing import Any
 from fleetflow.clock import Clock
 from fleetflow.forge.base import Forge
 from fleetflow.forge.git import GitRepos, serve_partial_clones
+from fleetflow.forge.github import GitHubForge
+from fleetflow.forge.local import LocalForge
 from fleetflow.promotion.context import Context, head_branch
 from fleetflow.render.incremental import STATE_PATH, RenderState
 from tests.helpers import MAIN_FILES, build_file_tree
@@ -56,6 +58,15 @@ SHORT_CHAIN_WORKLOAD = (
 SHORT_CHAIN_ENVS = "---\n".join(
     _environment(n, a).replace("soakTime: 1m", "soakTime: 0s") for n, a in SHORT_CHAIN.items()
 )
+
+
+AUTO_MERGE = "  pullRequest:\n    autoMerge: true\n"
+
+
+def environments_file(auto_merge: tuple[str, ...] = ()) -> dict[str, str]:
+    """The Environments file of the chain with ``pullRequest.autoMerge`` on for ``auto_merge`` (push it to main)."""
+    return {".environments/envs.yaml": "---\n".join(
+        _environment(n, a, AUTO_MERGE if n in auto_merge else "") for n, a in ENVIRONMENTS.items())}
 
 
 def main_files(extra_env: dict[str, str] | None = None) -> dict[str, str]:
@@ -262,3 +273,44 @@ def build_bare_repos(root: Path, gitops_id: str, cp_id: str) -> tuple[Path, Path
     for env in ENVIRONMENTS:
         git(seed, "push", "-q", str(gitops), f"HEAD:refs/heads/{env}")
     return cp, gitops
+
+
+def stand_in_forge(stub: Any, retries: int = 0) -> GitHubForge:
+    """The real ``GitHubForge`` talking to the stand-in server ``stub`` (tests/ghstub) through PyGithub, with no
+    waiting between requests. Close it when done (``forge.close()``)."""
+    return GitHubForge(token="test-token", api_url=stub.url, retries=retries, backoff_factor=0,
+                       seconds_between_requests=0, seconds_between_writes=0)
+
+
+def github_fleet(root: Path, stub: Any) -> Fleet:
+    """The fleet on the GitHub stand-in ``stub`` (a started ``GitHubStub``): repos ``contoso/control-plane`` and
+    ``contoso/gitops`` served by it, the real ``GitHubForge``, the stand-in's clock the fleet's. ``fleet.stub`` is
+    the stand-in (for request counts and for playing GitHub's side). Tests get it through
+    ``tests.test_promotion.make_github_fleet``; benchmarks/bench_requests.py calls it directly."""
+    clock = start_clock()
+    stub.store.clock = clock
+    cp_path, gitops_path = build_bare_repos(root, "contoso/gitops", "contoso/control-plane")
+    stub.create_repo("contoso/control-plane", bare=cp_path)
+    stub.create_repo("contoso/gitops", bare=gitops_path)
+    gitops = stub.repo("contoso/gitops")
+    fleet = Fleet(
+        root, stand_in_forge(stub, retries=3), "contoso/control-plane", "contoso/gitops", str(cp_path),
+        str(gitops_path), clock,
+        post_status=lambda sha, c, s, d: gitops.add_status(sha, s, c, d) and None,
+        merge=lambda n: gitops.merge_pull(n) and None,
+    )
+    fleet.stub = stub  # type: ignore[attr-defined]
+    return fleet
+
+
+def local_fleet(root: Path) -> Fleet:
+    """The fleet on the local forge: bare repos under ``root``, the forge's records in the repos themselves."""
+    clock = start_clock()
+    cp_path, gitops_path = root / "control-plane.git", root / "gitops.git"
+    build_bare_repos(root, str(gitops_path), str(cp_path))
+    forge = LocalForge(cache_dir=root / "cache-forge", clock=clock)
+    return Fleet(
+        root, forge, str(cp_path), str(gitops_path), str(cp_path), str(gitops_path), clock,
+        post_status=lambda sha, c, s, d: forge.set_status(str(gitops_path), sha, c, s, d),  # type: ignore[arg-type]
+        merge=lambda n: forge.merge_pull(str(gitops_path), n) and None,
+    )

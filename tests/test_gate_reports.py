@@ -6,12 +6,9 @@ than its decision needs (request counts on the GitHub stand-in)."""
 from __future__ import annotations
 
 import subprocess
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
-
-import pytest
 
 from fleetflow.forge.base import CommitStatus
 from fleetflow.forge.github import GitHubForge
@@ -22,12 +19,14 @@ from fleetflow.promotion.gate import Counts, GateDecision, estimate, evaluate, n
 from fleetflow.promotion.promote import promote_many
 from fleetflow.promotion.reports import read_and_decide
 from fleetflow.render.incremental import ExpectedCluster
+from tests import stand_in, test_promotion
 from tests.fleet import Fleet
-from tests.ghstub.fixtures import github_stub  # noqa: F401
 from tests.ghstub.server import GitHubStub
 from tests.reporters import ArgoReporter, FluxReporter, argo_trunc, flux_description
-from tests.test_promotion import make_github_fleet, make_local_fleet
+from tests.stand_in import REPO
 
+stub, forge = stand_in.stub, stand_in.forge  # the shared stand-in fixtures (pytest finds them by name)
+fleet = test_promotion.fleet  # the fleet on each forge
 T0 = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
 
 
@@ -113,11 +112,6 @@ def test_a_long_argo_message_with_newlines_and_colons_stays_one_line() -> None:
 
 
 # -- on both forges, with the real check_rollout ---------------------------------------------------------------
-
-
-@pytest.fixture(params=["local", "github"])
-def fleet(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Fleet]:
-    yield make_local_fleet(tmp_path) if request.param == "local" else make_github_fleet(tmp_path, request)
 
 
 def gitops_commit(fleet: Fleet, env: str, name: str) -> str:
@@ -216,23 +210,6 @@ def test_before_the_merge_nothing_is_read(fleet: Fleet) -> None:
 
 
 # -- reading no more than the decision needs (GitHub stand-in) ---------------------------------------------------
-
-REPO = "acme/gitops"
-
-
-@pytest.fixture
-def stub(github_stub: GitHubStub) -> GitHubStub:  # noqa: F811
-    github_stub.create_repo(REPO).commit_files("dev", {"README.md": "x\n"}, "one")
-    return github_stub
-
-
-@pytest.fixture
-def forge(stub: GitHubStub) -> Iterator[GitHubForge]:
-    made = GitHubForge(token="t", api_url=stub.url, retries=0, backoff_factor=0, seconds_between_requests=0,
-                       seconds_between_writes=0)
-    yield made
-    made.close()
-
 
 def fleet_of(n: int) -> list[ExpectedCluster]:
     return [ExpectedCluster(f"c{i:05}", "ct", f"flux/c{i:05}") for i in range(n)]

@@ -13,7 +13,6 @@ the rules itself.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -22,12 +21,12 @@ from fleetflow.forge.base import CommitStatus, PullRequest
 from fleetflow.forge.github import GitHubForge
 from fleetflow.forge.local import LocalForge
 from fleetflow.promotion.merging import merge_if_due, merge_verdict
-from tests.ghstub.fixtures import github_stub  # noqa: F401
+from tests import stand_in
 from tests.ghstub.server import GitHubStub
+from tests.stand_in import HEAD, REPO
 from tests.test_forge_local import origin, template  # noqa: F401
 
-REPO = "acme/gitops"
-HEAD = "fleetflow/dev"
+stub, forge = stand_in.stub, stand_in.forge  # the shared stand-in fixtures (pytest finds them by name)
 
 
 def test_the_verdict() -> None:
@@ -39,23 +38,7 @@ def test_the_verdict() -> None:
     assert "failed: lint" in (merge_verdict([], [ok, CommitStatus("lint", "error")]) or "")
 
 
-# -- GitHub (stand-in) --------------------------------------------------------------------------------------
-
-
-@pytest.fixture
-def stub(github_stub: GitHubStub) -> GitHubStub:  # noqa: F811
-    repo = github_stub.create_repo(REPO)
-    repo.commit_files("dev", {"README.md": "gitops\n"}, "readme")
-    repo.commit_files(HEAD, {"dev/app.yaml": "replicas: 1\n"}, "render dev", base="dev")
-    return github_stub
-
-
-@pytest.fixture
-def forge(stub: GitHubStub) -> Iterator[GitHubForge]:
-    made = GitHubForge(token="t", api_url=stub.url, retries=0, backoff_factor=0, seconds_between_requests=0,
-                       seconds_between_writes=0)
-    yield made
-    made.close()
+# -- GitHub (stand-in: tests/stand_in.py) ---------------------------------------------------------------------
 
 
 def open_pr(forge: GitHubForge | LocalForge, repo: str) -> PullRequest:

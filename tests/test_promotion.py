@@ -11,47 +11,21 @@ import pytest
 
 from fleetflow.errors import GateError
 from fleetflow.forge.git import GitRepos
-from fleetflow.forge.local import LocalForge
 from fleetflow.promotion.check_rollout import check_rollout
 from fleetflow.promotion.promote import promote, promote_many
 from fleetflow.promotion.schedule import schedule_environment
 from fleetflow.promotion.status import as_markdown, fleet_status
-from tests.fleet import ENVIRONMENTS, Fleet, _environment, build_bare_repos, start_clock
+from tests.fleet import ENVIRONMENTS, Fleet, _environment, github_fleet, local_fleet
 
 FORGES = ["local", "github"]
 
 
 def make_local_fleet(tmp_path: Path) -> Fleet:
-    clock = start_clock()
-    cp_path, gitops_path = tmp_path / "control-plane.git", tmp_path / "gitops.git"
-    build_bare_repos(tmp_path, str(gitops_path), str(cp_path))
-    forge = LocalForge(cache_dir=tmp_path / "cache-forge", clock=clock)
-    return Fleet(
-        tmp_path, forge, str(cp_path), str(gitops_path), str(cp_path), str(gitops_path), clock,
-        post_status=lambda sha, c, s, d: forge.set_status(str(gitops_path), sha, c, s, d),  # type: ignore[arg-type]
-        merge=lambda n: forge.merge_pull(str(gitops_path), n) and None,
-    )
+    return local_fleet(tmp_path)
 
 
 def make_github_fleet(tmp_path: Path, request: pytest.FixtureRequest) -> Fleet:
-    from fleetflow.forge.github import GitHubForge
-
-    stub = request.getfixturevalue("github_stub")
-    clock = start_clock()
-    stub.store.clock = clock
-    cp_path, gitops_path = build_bare_repos(tmp_path, "contoso/gitops", "contoso/control-plane")
-    stub.create_repo("contoso/control-plane", bare=cp_path)
-    stub.create_repo("contoso/gitops", bare=gitops_path)
-    forge = GitHubForge(token="test-token", api_url=stub.url, retries=3, backoff_factor=0,
-                        seconds_between_requests=0, seconds_between_writes=0)
-    gitops = stub.repo("contoso/gitops")
-    fleet = Fleet(
-        tmp_path, forge, "contoso/control-plane", "contoso/gitops", str(cp_path), str(gitops_path), clock,
-        post_status=lambda sha, c, s, d: gitops.add_status(sha, s, c, d) and None,
-        merge=lambda n: gitops.merge_pull(n) and None,
-    )
-    fleet.stub = stub  # type: ignore[attr-defined]
-    return fleet
+    return github_fleet(tmp_path, request.getfixturevalue("github_stub"))
 
 
 @pytest.fixture(params=FORGES)
