@@ -10,7 +10,7 @@ import pytest
 
 from fleetflow.promotion.check_rollout import check_rollout
 from fleetflow.promotion.promote import promote_many
-from tests.fleet import Fleet
+from tests.fleet import Fleet, environments_file
 from tests.test_promotion import make_github_fleet
 
 
@@ -130,15 +130,23 @@ def test_reconcile_request_counts(gh: Fleet, capsys: pytest.CaptureFixture[str])
     merged: git alone says a PR was made for the head branch's tip (GitHub keeps ``refs/pull/<N>/head`` for every
     pull request, "Checking out pull requests locally", https://docs.github.com/en/pull-requests/how-tos/
     review-pull-requests/checking-out-pull-requests-locally), and an environment whose next environments were all
-    promoted to its pin needs no gate record read (promote checked it). Counted on the stand-in, not timed."""
+    promoted to its pin needs no gate record read (promote checked it). qa has ``autoMerge`` (the repository allows
+    auto-merge, qa requires ``ci/validate``): once its merge step turned GitHub's auto-merge on, the tag
+    ``fleetflow/auto-merge/qa`` on the head says so (fleetflow/promotion/merge_records.py; pushing and deleting tags:
+    https://docs.github.com/en/get-started/using-git/pushing-commits-to-a-remote-repository), so its wait costs 0
+    too; the cron tick (``verify_merges``) reads the PR once. Counted on the stand-in, not timed."""
     from fleetflow.promotion.reconcile import reconcile
 
     s = stub(gh)
+    gitops = s.repo(gh.gitops_id)
+    gitops.allow_auto_merge = True
+    gitops.protection["qa"] = ["ci/validate"]
+    gh.push_main(environments_file(auto_merge=("qa",)), "qa merges by itself")
 
-    def counted() -> int:
+    def counted(verify_merges: bool = False) -> int:
         mark = s.mark()
         with gh.context() as ctx:
-            reconcile(ctx)
+            reconcile(ctx, verify_merges=verify_merges)
         return s.count(since=mark)
 
     promote_run = counted()  # dev: promote + schedule; the others: nothing promoted yet
@@ -148,16 +156,23 @@ def test_reconcile_request_counts(gh: Fleet, capsys: pytest.CaptureFixture[str])
     gh.clusters_report("dev")
     soaking = counted()  # dev: a gate check (soaking)
     gh.clock.advance(timedelta(minutes=2))
-    gate_and_promote = counted()  # dev: gate success; qa: promote + schedule
-    waiting_qa = counted()
+    gate_and_promote = counted()  # dev: gate success; qa: promote + schedule + auto-merge on (recorded)
+    pr = gh.open_pr("qa")
+    assert pr is not None and gitops.pull(pr.number).auto_merge is not None
+    waiting_qa = counted()  # qa waits for GitHub's auto-merge: the record says so
+    cron_tick = counted(verify_merges=True)  # reads qa's PR once: auto-merge still on
     with capsys.disabled():
         print(f"\nGitHub API requests per reconcile run (5 environments): promote+schedule dev = {promote_run}; "
               f"waiting for dev's merge = {waiting_merge}; gate check (soaking) = {soaking}; gate success + "
-              f"promote+schedule qa = {gate_and_promote}; waiting for qa's merge = {waiting_qa}")
+              f"promote+schedule qa (auto-merge on) = {gate_and_promote}; waiting for qa's auto-merge = {waiting_qa}; "
+              f"the cron tick verifying it = {cron_tick}")
     assert promote_run <= 15
     assert waiting_merge == 0 and waiting_qa == 0
+    assert cron_tick == 1
     assert soaking <= 6 + 2
     assert gate_and_promote <= 6 + 15
+    gitops.add_status(pr.head_sha, "success", "ci/validate", "ok")  # GitHub merges it: no event, no run needed
+    assert gitops.pull(pr.number).merged
 
 
 def test_waiting_reads_only_git_yet_a_half_done_schedule_and_a_merge_are_found(gh: Fleet) -> None:

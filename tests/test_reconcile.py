@@ -260,7 +260,12 @@ def test_cli_text_and_json(fleet: Fleet, monkeypatch: pytest.MonkeyPatch) -> Non
 def test_cli_reports_the_merge_outcome(fleet: Fleet, monkeypatch: pytest.MonkeyPatch) -> None:
     """reconcile takes the merge step through ``merging.merge_if_due`` and says what it found, per environment,
     in text and JSON: here the repository does not allow GitHub's auto-merge (a new repository's default,
-    ``allow_auto_merge`` false), so fleetflow waits for the check the branch requires, then merges."""
+    ``allow_auto_merge`` false), so fleetflow waits for the check the branch requires, then merges. Its decision
+    is recorded in git (tag ``fleetflow/merge-when-green/dev``); only a run started by a status on the head (or the
+    cron tick) reads the checks again. A status event's payload carries the commit as ``sha`` ("Webhook events and
+    payloads", status: https://docs.github.com/en/webhooks/webhook-events-and-payloads#status); GitHub Actions
+    names the event and the payload file in ``GITHUB_EVENT_NAME`` and ``GITHUB_EVENT_PATH`` ("Variables reference",
+    default environment variables)."""
     for name in ("GITHUB_TOKEN", "GITHUB_REPOSITORY"):
         monkeypatch.delenv(name, raising=False)
     if fleet.forge.name == "github":
@@ -277,13 +282,23 @@ def test_cli_reports_the_merge_outcome(fleet: Fleet, monkeypatch: pytest.MonkeyP
     text = CliRunner().invoke(cli, args)
     assert text.exit_code == 0, text.output
     assert "  merge: waiting (waiting for required checks: ci/validate)" in text.output
-    result = CliRunner().invoke(cli, [*args, "--format", "json"])
+    result = CliRunner().invoke(cli, [*args, "--format", "json", "--verify-merges"])  # as the cron tick: reads it
     dev = json.loads(result.output)["result"]["environments"][0]
     pr = fleet.open_pr("dev")
+    head = fleet.branch_sha(fleet.gitops_url, "fleetflow/dev")
     assert pr is not None and dev["found"]["pullRequest"]["number"] == pr.number
     assert dev["merge"]["state"] == "waiting" and dev["merge"]["pullRequest"] == pr.number
     assert dev["merge"]["reason"] == "waiting for required checks: ci/validate"
-    fleet.post_status(fleet.branch_sha(fleet.gitops_url, "fleetflow/dev"), "ci/validate", "success", "ok")
+    assert dev["found"]["mergeRecord"] == {"kind": "merge-when-green", "head": head}
+    fleet.post_status(head, "ci/validate", "success", "ok")
+    # a run from any other event leaves the decision recorded in git (merge_records): no check is read
+    other = json.loads(CliRunner().invoke(cli, [*args, "--format", "json"]).output)["result"]["environments"][0]
+    assert other["did"] == [] and other["merge"]["state"] == "waiting" and "recorded in git" in other["waiting"]
+    # the status event on the head (its sha: --recheck, by default from GITHUB_EVENT_PATH) decides again
+    event = fleet.root / "status-event.json"
+    event.write_text(json.dumps({"sha": head, "state": "success", "context": "ci/validate"}))
+    monkeypatch.setenv("GITHUB_EVENT_NAME", "status")
+    monkeypatch.setenv("GITHUB_EVENT_PATH", str(event))
     merged = json.loads(CliRunner().invoke(cli, [*args, "--format", "json"]).output)["result"]["environments"][0]
     assert [s["step"] for s in merged["did"]][:1] == ["merge"] and merged["merge"]["state"] == "merged"
     assert fleet.open_pr("dev") is None and fleet.gitops_state("dev").main_commit == fleet.pin("dev")

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import json
+import os
+import re
+from collections.abc import Mapping
 from pathlib import Path
 
 import click
@@ -18,12 +22,24 @@ from fleetflow.promotion.status import as_markdown, fleet_status
 @click.command("reconcile")
 @click.option("--environment", help="Reconcile this environment and its neighbours (the environments right before "
               "and after it) only. Default: every environment.")
+@click.option("--verify-merges/--trust-merge-records", default=None,
+              help="Read every waiting autoMerge PR from the forge, even where fleetflow's merge record "
+              "(tag fleetflow/auto-merge/<environment>) says auto-merge is on: catches a person turning it off or "
+              "closing the PR, at one API request per such PR. Default: on for a scheduled run "
+              "(GITHUB_EVENT_NAME=schedule, the cron tick), off otherwise (those runs wait at no API cost).")
+@click.option("--recheck", "rechecks", multiple=True, metavar="SHA",
+              help="A GitOps commit whose checks changed (repeatable): a PR head fleetflow merges itself once green "
+              "(the repository does not allow the forge's auto-merge) is decided again from its checks. Default: "
+              "the commit of a status event (GITHUB_EVENT_NAME=status, its sha in GITHUB_EVENT_PATH); other runs "
+              "leave such a PR at no API cost.")
 @fleet_options
 @plan_option
 @FORMAT
 @github_actions_options
-def reconcile_command(environment: str | None, forge: str | None, control_plane: str | None, config: Path | None,
-                      plan_dir: Path | None, fmt: str, github_actions: bool, job_summary: bool) -> None:
+def reconcile_command(environment: str | None, verify_merges: bool | None, rechecks: tuple[str, ...],
+                      forge: str | None,
+                      control_plane: str | None, config: Path | None, plan_dir: Path | None, fmt: str,
+                      github_actions: bool, job_summary: bool) -> None:
     """Read pins, environment branches, GitOps branches and PRs and the statuses, and take every step that is
     due: run the gate where a PR was merged, promote main's tip to the first environments and a rolled-out
     commit to the next ones, schedule where the pin or the environment branch is not what the GitOps repo
@@ -39,7 +55,10 @@ def reconcile_command(environment: str | None, forge: str | None, control_plane:
     step = actions_step("reconcile", github_actions, job_summary)
     with handled(fmt, FLEET_WRITTEN, step) as reply, \
             make_context(forge, control_plane, config, fmt, plan_dir=plan_dir) as ctx:
-        outcome = reconcile(ctx, environment)
+        if verify_merges is None:
+            verify_merges = os.environ.get("GITHUB_EVENT_NAME") == "schedule"
+        outcome = reconcile(ctx, environment, verify_merges=verify_merges,
+                            rechecks=rechecks or status_event_sha(os.environ))
         if step is not None:
             report = reconcile_report(outcome)
             report.outputs.update(plan_outputs(plan_dir))
@@ -61,3 +80,17 @@ def reconcile_command(environment: str | None, forge: str | None, control_plane:
         problems = [Problem(f"{env.environment}: {p.message}", p.location, p.hint)
                     for env in outcome.environments for p in env.problems]
         reply.done(outcome, text, problems=problems, exit_code=ExitCode(outcome.exit_code))
+
+
+def status_event_sha(environ: Mapping[str, str]) -> tuple[str, ...]:
+    """The commit of the ``status`` event this run was started by (GitHub Actions: ``GITHUB_EVENT_NAME`` and the
+    payload file ``GITHUB_EVENT_PATH``, whose ``sha`` is "the commit SHA", "Webhook events and payloads": status);
+    nothing for any other event or an unreadable payload (a hint only: the cron tick re-checks anyway)."""
+    if environ.get("GITHUB_EVENT_NAME") != "status" or not environ.get("GITHUB_EVENT_PATH"):
+        return ()
+    try:
+        payload = json.loads(Path(environ["GITHUB_EVENT_PATH"]).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return ()
+    sha = payload.get("sha") if isinstance(payload, dict) else None
+    return (sha,) if isinstance(sha, str) and re.fullmatch(r"[0-9a-f]{40}", sha) else ()

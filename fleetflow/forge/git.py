@@ -233,18 +233,22 @@ class BareRepo:
             heads[ref.removeprefix("refs/heads/")] = sha
         return heads
 
+    def ls_remote(self, url: str, patterns: Sequence[str]) -> dict[str, str]:
+        """Full ref name -> sha on the remote for the refs matching ``patterns`` (``git ls-remote`` patterns: a ref
+        matches when its name ends with the pattern, ``*`` allowed). One round trip, nothing fetched."""
+        listing = self.remote(url, "ls-remote", "--", url, *patterns).stdout.decode()
+        refs: dict[str, str] = {}
+        for line in listing.splitlines():
+            sha, _, ref = line.partition("\t")
+            if ref:
+                refs[ref] = sha
+        return refs
+
     def ls_remote_pulls(self, url: str) -> dict[int, str]:
         """Pull request number -> the sha of ``refs/pull/<N>/head`` on the remote: the read-only ref GitHub keeps for
         every pull request, open or closed, following its head branch while it is open ("Checking out pull requests
         locally": ``git fetch origin pull/ID/head``). Empty on a remote without such refs (the local forge)."""
-        listing = self.remote(url, "ls-remote", "--", url, "refs/pull/*/head").stdout.decode()
-        pulls: dict[int, str] = {}
-        for line in listing.splitlines():
-            sha, _, ref = line.partition("\t")
-            number = ref.removeprefix("refs/pull/").removesuffix("/head")
-            if number.isdigit():
-                pulls[int(number)] = sha
-        return pulls
+        return pull_refs(self.ls_remote(url, [PULL_HEADS]))
 
     def fetch(self, url: str, refspecs: Sequence[str], *, prune: bool = False, attempts: int = 3) -> None:
         """Fetch ``refspecs``; two runs sharing a cache may race for the mirror's ref locks (retried). A partial
@@ -690,6 +694,24 @@ class CommitInfo:
         return self.message.split("\n", 1)[0]
 
 
+PULL_HEADS = "refs/pull/*/head"  # GitHub's read-only ref per pull request (ls-remote pattern)
+
+
+def pull_refs(refs: Mapping[str, str]) -> dict[int, str]:
+    """Pull request number -> head sha, from an ``ls-remote`` listing (:meth:`BareRepo.ls_remote`)."""
+    pulls: dict[int, str] = {}
+    for ref, sha in refs.items():
+        number = ref.removeprefix("refs/pull/").removesuffix("/head")
+        if ref.startswith("refs/pull/") and ref.endswith("/head") and number.isdigit():
+            pulls[int(number)] = sha
+    return pulls
+
+
+def heads_of(pulls: Mapping[int, str], sha: str) -> list[int]:
+    """The pull requests whose head is ``sha``, newest first."""
+    return sorted((n for n, head in pulls.items() if head == sha), reverse=True)
+
+
 # -- the promotion side's mirrors ---------------------------------------------------------------------------
 
 
@@ -739,8 +761,22 @@ class GitRepos:
     def pull_heads(self, url: str, sha: str) -> list[int]:
         """The numbers of the pull requests whose ``refs/pull/<N>/head`` is ``sha`` (newest first): git's view of
         "a pull request was made for exactly this head". Reads refs only (no fetch, no API request)."""
-        pulls = self.mirror(url).ls_remote_pulls(url)
-        return sorted((n for n, head in pulls.items() if head == sha), reverse=True)
+        return heads_of(self.mirror(url).ls_remote_pulls(url), sha)
+
+    def remote_refs(self, url: str, patterns: Sequence[str]) -> dict[str, str]:
+        """Full ref name -> sha for the remote refs matching ``patterns`` (one ``ls-remote``; no fetch, no API
+        request). :func:`pull_refs` and :func:`heads_of` read GitHub's pull refs out of it."""
+        return self.mirror(url).ls_remote(url, patterns)
+
+    def push_refs(self, url: str, updates: Mapping[str, tuple[str | None, str | None]]) -> None:
+        """Compare-and-swap full refs (tags fleetflow owns, ...), all or nothing: set each ``ref`` to ``new`` (None:
+        delete it) if it still points at ``expected`` (None: must not exist). A lost race raises
+        :class:`PushRejected`. The commits must be in the mirror (fleetflow records commits it fetched or wrote)."""
+        for ref in updates:
+            if not ref.startswith("refs/"):
+                raise ValueError(f"not a full ref name: {ref!r}")
+            check_ref(ref.removeprefix("refs/"))
+        self.mirror(url).push(url, {ref: (new or "", old or "") for ref, (new, old) in updates.items()})
 
     def resolve(self, url: str, rev: str) -> str | None:
         """Full sha of ``rev`` (a sha or an abbreviation) in the mirror, or None."""
@@ -828,8 +864,8 @@ class GitRepos:
 
 
 __all__ = [
-    "BareRepo", "GitError", "GitRepos", "MergeConflict", "PushRejected", "TreeEdit", "TreeEntry", "check_ref",
-    "git_reason",
+    "PULL_HEADS", "BareRepo", "GitError", "GitRepos", "MergeConflict", "PushRejected", "TreeEdit", "TreeEntry",
+    "check_ref", "git_reason", "heads_of", "pull_refs",
     "retry_races", "run_git", "scrub", "serve_partial_clones", "split_credentials",
 ]
 

@@ -21,6 +21,10 @@ Checks (each reads, none writes):
   commit it applied, after the merge) keeps every PR unmergeable; an ``autoMerge`` Environment whose branch
   requires no check gives GitHub's auto-merge nothing to wait for, so the PR is merged as soon as the checks
   already on its head are green, possibly before any has started;
+* **merge-records**: fleetflow's merge records in each GitOps repository (tags ``fleetflow/auto-merge/<env>`` and
+  ``fleetflow/merge-when-green/<env>``, :mod:`fleetflow.promotion.merge_records`): one whose environment this repo
+  no longer serves (renamed or removed) is never read nor removed by reconcile; one on a commit other than the
+  head branch's tip is stale and reconcile replaces it at its next run (reported as fine);
 * **environments**: the GitHub Environments (deployment protection rules, "List environments") of the jobs that
   need them: with the control-plane caller's ``approval-environment``, the environment of each fleetflow
   Environment whose PRs a person merges (``autoMerge`` off) must exist with required reviewers (GitHub creates a
@@ -38,11 +42,13 @@ import yaml
 from pydantic import Field
 
 from fleetflow.errors import ForgeError, Problem, Problems
+from fleetflow.forge.git import split_credentials
 from fleetflow.model.controlplane import Resource, build_resource
 from fleetflow.model.documents import Tree, read_tree
 from fleetflow.model.resources import ClusterSpec, EnvironmentSpec, GitOpsRepoSpec
 from fleetflow.promotion.bootstrap import WORKFLOW_FILE
-from fleetflow.promotion.context import Context, short
+from fleetflow.promotion.context import Context, head_branch, short
+from fleetflow.promotion.merge_records import KINDS, TAG_PREFIX
 from fleetflow.results import Result
 
 # docs/setup.md, "Create the GitHub App": the repository permissions fleetflow needs, and the least access.
@@ -57,7 +63,8 @@ _LEVEL = {"read": 1, "write": 2, "admin": 3}
 
 
 class Finding(Result):
-    check: str  # workflows | default-branch | app | autoMerge | contexts | branch-rules | environments
+    check: str  # workflows | default-branch | app | autoMerge | contexts | branch-rules | merge-records |
+    # environments
     where: str
     problem: str
     fix: str
@@ -210,7 +217,9 @@ def diagnose(ctx: Context) -> Diagnosis:
             _check_branch_rules(ctx, found, env, repo, branch)
         if tip is not None:
             _check_status_page_environment(ctx, found, repo, url, default, tip)
-        _check_auto_merge(ctx, found, repo, [e for e in setups if e.gitops is not None and e.gitops.repo == repo])
+        served = [e for e in setups if e.gitops is not None and e.gitops.repo == repo]
+        _check_auto_merge(ctx, found, repo, served)
+        _check_merge_records(ctx, found, repo, url, served)
     _check_approval_environments(ctx, found, cp, main_sha, setups)
     for repo in [cp, *gitops_repos]:
         _check_app(ctx, found, repo)
@@ -289,13 +298,40 @@ def _check_auto_merge(ctx: Context, found: Diagnosis, repo: str, setups: list[En
                 "autoMerge",
                 repo,
                 f"{', '.join(auto)} set pullRequest.autoMerge, but the repository does not allow "
-                "auto-merge: fleetflow can only merge when it runs again after the checks pass",
+                "auto-merge: fleetflow merges only when a run reads the checks green again (a status on the PR's "
+                "head, or the cron tick: a check run from Actions raises no event)",
                 "Settings → General → Pull Requests → Allow auto-merge (allow_auto_merge), so GitHub merges as soon "
                 "as branch protection is satisfied",
             )
         )
     else:
         found.ok(f"{repo}: auto-merge allowed")
+
+
+def _check_merge_records(ctx: Context, found: Diagnosis, repo: str, url: str, setups: list[EnvSetup]) -> None:
+    """fleetflow's merge records in ``repo`` (one ``ls-remote``, no API request)."""
+    listing = ctx.git.remote_refs(url, [f"{TAG_PREFIX}{kind}/*" for kind in KINDS])
+    names = {e.name for e in setups}
+    for ref, sha in sorted(listing.items()):
+        kind, _, env = ref.removeprefix(TAG_PREFIX).partition("/")
+        tag = ref.removeprefix("refs/tags/")
+        if kind not in KINDS or "/" in env:
+            continue
+        if env not in names:
+            found.findings.append(finding(
+                "merge-records", f"{repo} tag {tag}",
+                f"a merge record for {env}, which this GitOps repository does not serve (renamed or removed): "
+                "reconcile never reads nor removes it",
+                f"delete the tag: git push {repo_hint(repo, url)} :{ref}"))
+            continue
+        head = ctx.git.fetch_branch(url, head_branch(env))
+        state = "current" if head == sha else "stale (reconcile replaces it at its next run)"
+        found.ok(f"{repo}: merge record {tag} on {short(sha)}: {state}")
+
+
+def repo_hint(repo: str, url: str) -> str:
+    """What to push to, for a fix: the URL without credentials (local paths as they are)."""
+    return split_credentials(url)[0] if "://" in url else repo
 
 
 def _check_app(ctx: Context, found: Diagnosis, repo: str) -> None:

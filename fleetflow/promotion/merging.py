@@ -34,7 +34,8 @@ class MergeOutcome(Result):
     message, reason, mergeCommit}``."""
 
     state: MergeState
-    number: int = Field(serialization_alias="pullRequest")
+    number: int | None = Field(serialization_alias="pullRequest")  # None: read from a merge record on a forge
+    # without pull refs (the local forge), which gives no number
     message: str
     reason: str | None = None
     merge_commit: str | None = None
@@ -74,14 +75,22 @@ def merge_if_due(forge: Forge, repo: str, pr: PullRequest, *, auto_merge: bool) 
         return MergeOutcome(state="auto-merge", number=n,
                             message=f"PR #{n}: auto-merge enabled; {forge.name} merges it once the branch rules are "
                             "met")
-    rules = forge.merge_rules(repo, pr.base)
-    why = merge_verdict(rules.required, forge.statuses(repo, pr.head_sha))
+    return merge_when_green(forge, repo, n, pr.base, pr.head_sha, f"auto-merge unavailable: {refusal}")
+
+
+def merge_when_green(forge: Forge, repo: str, number: int, base: str, head_sha: str, why_here: str) -> MergeOutcome:
+    """fleetflow's own merge of PR ``number`` (into ``base``, at ``head_sha``): only when every check on the head is
+    complete and green and every context ``base`` requires reported (:func:`merge_verdict`); else ``waiting``.
+    ``why_here``: why fleetflow merges itself (the forge's refusal), for the message. The merge names the head it
+    checked. Reads the branch rules and the head's checks (no read of the PR itself)."""
+    n = number
+    rules = forge.merge_rules(repo, base)
+    why = merge_verdict(rules.required, forge.statuses(repo, head_sha))
     if why is not None:
         return MergeOutcome(state="waiting", number=n,
-                            message=f"PR #{n} stays open: {why} (auto-merge unavailable: {refusal}); a later run "
-                            "merges it", reason=why)
+                            message=f"PR #{n} stays open: {why} ({why_here}); a later run merges it", reason=why)
     try:
-        sha = forge.merge_pull(repo, n, expected_head=pr.head_sha)
+        sha = forge.merge_pull(repo, n, expected_head=head_sha)
     except ForgeError as exc:
         if exc.request is not None and exc.request.status in (405, 409):  # the head moved, or a rule we cannot see
             reason = f"blocked by the branch rules: {str(exc).splitlines()[0]}"

@@ -12,6 +12,10 @@ cron tick). For every environment (upstreams first), one step at a time, re-read
 3. **schedule**: the pin or the environment branch is not what the GitOps branch or the open PR carries (also a
    half-done promotion: pin pushed, schedule failed);
 4. **merge**: the PR carries the pin, the environment has ``pullRequest.autoMerge`` and the merge conditions hold.
+   The decision is recorded in git (:mod:`merge_records`: the forge's auto-merge is on for the head, or fleetflow
+   merges it once its checks are green): later runs see the record with the ``ls-remote`` they make anyway and wait
+   at no API cost, except a run that verifies (``verify_merges``: the cron tick) and, for a when-green record, a
+   run woken by a status on the head (``rechecks``).
 
 Each step runs at most once per environment and run, so a run ends. Every write is idempotent (compare-and-swap
 pushes, deterministic commits, create-or-adopt PRs, statuses skipped when identical), so runs may overlap.
@@ -20,18 +24,29 @@ While nothing is due the run reads git refs and, per distinct pinned commit, the
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Collection
+from dataclasses import dataclass, field
 from typing import Literal
 
 from pydantic import Field, PrivateAttr, computed_field
 
 from fleetflow.errors import FleetflowError, Problem
 from fleetflow.forge.base import CommitStatus, PullRequest
+from fleetflow.forge.git import PULL_HEADS, heads_of, pull_refs
 from fleetflow.model.controlplane import Resource
 from fleetflow.model.resources import EnvironmentSpec
 from fleetflow.promotion.check_rollout import RolloutOutcome, check_rollout
 from fleetflow.promotion.context import Context, Pinned, chain_order, head_branch, pinned, short, status_context
-from fleetflow.promotion.merging import MergeOutcome, merge_if_due
+from fleetflow.promotion.merge_records import (
+    MergeRecord,
+    RecordKind,
+    drop_records,
+    read_record,
+    record_refs,
+    seen_records,
+    write_record,
+)
+from fleetflow.promotion.merging import MergeOutcome, merge_if_due, merge_when_green
 from fleetflow.promotion.pin import PIN_FILE, read_pin
 from fleetflow.promotion.promote import SHARDED_SCHEDULE, PromoteOutcome, promote
 from fleetflow.promotion.schedule import PullRequestLink, ScheduleOutcome, schedule_environment
@@ -65,6 +80,8 @@ class Found(Result):
     pull_request: PullRequest | None = Field(default=None, exclude=True)
     # git's view: the newest pull request whose refs/pull/<N>/head is the head branch's tip (GitHub keeps that ref)
     pull_ref: int | None = Field(default=None, serialization_alias="pullRequestRef")
+    # fleetflow's merge record (merge_records: a tag on the head it was written for), when it was read
+    merge_record: MergeRecord | None = None
     # the fleetflow/<env> record on the pin: none, pending, success, failure, error
     gate: str = Field(default="none", exclude=True)
     gate_description: str = Field(default="", exclude=True)
@@ -104,6 +121,7 @@ class EnvironmentReconcile(Result):
     problems: list[Problem] = Field(default_factory=list)
     exit_code: int = Field(default=0, exclude=True)
     _pull: PullRequest | None = PrivateAttr(default=None)  # the PR a step of this run wrote or read
+    _closed: bool = PrivateAttr(default=False)  # the PR was found closed without merging in this run
 
     def merged_step(self, outcome: MergeOutcome | None, pull: PullRequest | None) -> None:
         """Keep what a schedule (or promote) step of this run found about the PR and its merge step."""
@@ -137,13 +155,16 @@ class _View:
     auto_merge: bool = False
     head_sha: str | None = None  # the tip of fleetflow/<env> in the GitOps repo
     sharded: bool = False  # shardedSchedule: shard jobs and a stitch job render it, never this run
+    records: dict[str, str] = field(default_factory=dict)  # the merge record refs as listed (for compare-and-swap)
 
 
 class _Run:
     """One reconcile run: caches of the control plane's statuses per commit (dropped after every write)."""
 
-    def __init__(self, ctx: Context) -> None:
+    def __init__(self, ctx: Context, verify_merges: bool = False, rechecks: Collection[str] = ()) -> None:
         self.ctx = ctx
+        self.verify_merges = verify_merges  # read the PR even where a merge record says auto-merge is on
+        self.rechecks = frozenset(rechecks)  # heads whose checks changed (a status event): when-green records re-read
         self._statuses: dict[str, dict[str, CommitStatus]] = {}
         self.found: dict[str, Found] = {}  # each environment as last read in this run
 
@@ -177,10 +198,16 @@ def _observe(run: _Run, name: str, envs: dict[str, Resource[EnvironmentSpec]]) -
     if head_state is not None:
         found.proposed_main, found.proposed_env = head_state.main_commit, head_state.env_commit
     head_sha = heads[head_branch(name)]
+    auto_merge = at.env_at_pin.spec.pull_request.auto_merge
     if head_sha is not None and head_state is not None and not (
             tip_state is not None and (tip_state.main_commit, tip_state.env_commit) == (
                 head_state.main_commit, head_state.env_commit)):
-        found.pull_ref = next(iter(ctx.git.pull_heads(at.gitops_url, head_sha)), None)
+        # one ls-remote: GitHub's pull refs and fleetflow's merge records (no API request)
+        refs = ctx.git.remote_refs(at.gitops_url, [PULL_HEADS, *record_refs(name)])
+        found.pull_ref = next(iter(heads_of(pull_refs(refs), head_sha)), None)
+        records: dict[str, str] | None = seen_records(refs, name)
+    else:
+        records = None
     if found.gitops_main == at.main_sha:
         if _taken_downstream(ctx, name, envs, at.main_sha):
             found.gate, found.gate_description = "success", "every next environment was promoted to it"
@@ -188,8 +215,14 @@ def _observe(run: _Run, name: str, envs: dict[str, Resource[EnvironmentSpec]]) -
             record = run.statuses(at.main_sha).get(status_context(name))
             if record is not None:
                 found.gate, found.gate_description = record.state, record.description
+    if records is None and auto_merge and found.gate != "success" and found.gitops_main == at.main_sha \
+            and found.gitops_env == found.env_commit:
+        # merged, the gate is due: a record left from the wait is removed (_settle_record); one ls-remote per
+        # gate run, none once the gate succeeded
+        records = seen_records(ctx.git.remote_refs(at.gitops_url, record_refs(name)), name)
+    found.merge_record = read_record(records or {}, name)
     spec = at.env_at_pin.spec
-    return _View(found, at, tip_state, spec.pull_request.auto_merge, head_sha, spec.sharded_schedule)
+    return _View(found, at, tip_state, auto_merge, head_sha, spec.sharded_schedule, records or {})
 
 
 def _taken_downstream(ctx: Context, name: str, envs: dict[str, Resource[EnvironmentSpec]], main_sha: str) -> bool:
@@ -265,6 +298,7 @@ def reconcile_environment(run: _Run, name: str, main_tip: str) -> EnvironmentRec
     ctx = run.ctx
     result = EnvironmentReconcile(environment=name)
     done: set[StepName] = set()
+    view: _View | None = None
     try:
         envs = ctx.environments(main_tip)
         for _ in range(6):
@@ -280,6 +314,8 @@ def reconcile_environment(run: _Run, name: str, main_tip: str) -> EnvironmentRec
             done.add(step.step)
             result.did.append(step)
             ctx.say(f"{name}: {step.message}")
+        if view is not None:
+            _settle_record(run, name, view, result)
     except FleetflowError as error:
         result.problems = error.problems()
         result.exit_code = error.exit_code
@@ -339,11 +375,42 @@ def _propose_and_merge(run: _Run, name: str, view: _View, done: set[StepName],
                     "(autoMerge off); if it was closed without merging, promote again or push the environment "
                     "branch to propose it anew")
         return None
+    record = f.merge_record
+    if _proposed(view) and view.auto_merge and f.pull_request is None and "merge" not in done \
+            and record is not None and record.head == view.head_sha and not run.verify_merges:
+        which = f"PR #{f.pull_ref}" if f.pull_ref is not None else f"the PR from {head_branch(name)}"
+        at_head = f"{head_branch(name)}@{short(view.head_sha)}"
+        if record.kind == "auto-merge":
+            outcome = MergeOutcome(
+                state="auto-merge", number=f.pull_ref, message=f"{which}: auto-merge is on (recorded in git for "
+                f"{at_head}); {ctx.forge.name} merges it once the branch rules are met")
+            result.merge = outcome
+            result.wait(outcome.message)
+            return None
+        if view.head_sha not in run.rechecks:
+            outcome = MergeOutcome(
+                state="waiting", number=f.pull_ref, message=f"{which} waits for its checks (recorded in git for "
+                f"{at_head}: {ctx.forge.name}'s auto-merge unavailable); a status on the head or the cron tick "
+                "checks again", reason="waiting for checks (recorded)")
+            result.merge = outcome
+            result.wait(outcome.message)
+            return None
+        if f.pull_ref is not None:  # a status on the head: decide from its checks, the PR need not be read
+            outcome = merge_when_green(ctx.forge, at.gitops_repo, f.pull_ref, at.gitops_branch, view.head_sha,
+                                       "auto-merge unavailable (recorded in git)")
+            result.merge = outcome
+            done.add("merge")
+            if outcome.state == "merged":
+                run.wrote()
+                return Step(step="merge", message=outcome.message)
+            result.wait(outcome.message)
+            return None
     if f.pull_request is None and _proposed(view):
         f.pull_request = ctx.forge.open_pull(at.gitops_repo, head_branch(name), at.gitops_branch)
     pr = f.pull_request
     if pr is None and "schedule" not in done:
         if _proposed(view) and _closed_by_hand(ctx, at, name):
+            result._closed = True
             result.wait(f"the PR for main@{short(f.pin)} was closed without merging; promote or push the "
                         "environment branch to propose it again")
             return None
@@ -365,11 +432,40 @@ def _propose_and_merge(run: _Run, name: str, view: _View, done: set[StepName],
         return None
     outcome = merge_if_due(ctx.forge, at.gitops_repo, pr, auto_merge=view.auto_merge)
     result.merge = outcome
+    result._pull = pr
     if outcome.state == "merged":
         run.wrote()
         return Step(step="merge", message=outcome.message)
     result.wait(outcome.message)
     return None
+
+
+def _settle_record(run: _Run, name: str, view: _View, result: EnvironmentReconcile) -> None:
+    """Keep the merge record true after the run's steps (:mod:`merge_records`): ``auto-merge`` on the head when the
+    forge's auto-merge is on for it, ``merge-when-green`` when fleetflow merges it once its checks are green; none
+    when the PR was merged (the GitOps branch carries the pin), found closed, or autoMerge is off.
+    Compare-and-swap against what this run listed."""
+    ctx, f, at = run.ctx, view.found, view.at
+    if at is None:
+        return
+    merge, pull, head = result.merge, result._pull, view.head_sha
+    for_head = head is not None and (pull is None or (pull.state == "open" and pull.head_sha == head))
+    kinds: dict[str, RecordKind] = {"auto-merge": "auto-merge", "waiting": "merge-when-green"}
+    kind = kinds.get(merge.state) if merge else None
+    if view.auto_merge and merge is not None and kind is not None and for_head and not _carried(view) \
+            and (pull is not None or f.merge_record is not None):
+        assert head is not None
+        if write_record(ctx.git, at.gitops_url, name, kind, head, view.records):
+            f.merge_record = MergeRecord(kind=kind, head=head)
+            ctx.say(f"{name}: recorded in git: {kind} for {head_branch(name)}@{short(head)} (tag fleetflow/{kind}/"
+                    f"{name})")
+        return
+    stale = _carried(view) or result._closed or not view.auto_merge or (
+        merge is not None and merge.state in ("closed", "merged", "manual"))
+    if view.records and stale and drop_records(ctx.git, at.gitops_url, view.records):
+        tags = ", ".join(r.removeprefix("refs/tags/") for r in view.records)
+        ctx.say(f"{name}: removed fleetflow's merge record ({tags})")
+        f.merge_record = None
 
 
 def _closed_by_hand(ctx: Context, at: Pinned, name: str) -> bool:
@@ -391,11 +487,16 @@ def environments_to_reconcile(envs: dict[str, Resource[EnvironmentSpec]], enviro
     return [n for n in order if n in near]
 
 
-def reconcile(ctx: Context, environment: str | None = None) -> ReconcileOutcome:
+def reconcile(ctx: Context, environment: str | None = None, *, verify_merges: bool = False,
+              rechecks: Collection[str] = ()) -> ReconcileOutcome:
+    """``verify_merges``: read every waiting ``autoMerge`` PR from the forge, even where a merge record says what
+    is decided (catches a person turning auto-merge off or closing the PR; one request per such PR).
+    ``rechecks``: GitOps commits whose checks changed (the sha of a ``status`` event): a PR head among them that
+    fleetflow merges once green is decided again from its checks."""
     main_tip = ctx.main_tip()
     envs = ctx.environments(main_tip)
     if environment is not None:
         ctx.environment(envs, environment)
-    run = _Run(ctx)
+    run = _Run(ctx, verify_merges, rechecks)
     results = [reconcile_environment(run, name, main_tip) for name in environments_to_reconcile(envs, environment)]
     return ReconcileOutcome(main_commit=main_tip, environments=results)

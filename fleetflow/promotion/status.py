@@ -6,6 +6,7 @@ from pydantic import Field, computed_field
 
 from fleetflow.errors import FleetflowError
 from fleetflow.promotion.context import Context, chain_order, head_branch, short, status_context
+from fleetflow.promotion.merge_records import MergeRecord, read_record, record_refs, seen_records
 from fleetflow.promotion.pin import PIN_FILE, read_pin
 from fleetflow.promotion.schedule import PullRequestLink
 from fleetflow.report import render_report
@@ -30,6 +31,8 @@ class EnvironmentStatus(Result):
     gitops_branch: str | None = None
     gitops_head: str | None = None
     pull_request: PullRequestLink | None = None
+    # fleetflow's merge record for the open PR's head (merge_records): auto-merge on, or merged when green
+    merge_record: MergeRecord | None = None
     gate_state: str = Field(default="none", exclude=True)  # success | failure | pending | none
     gate_description: str = Field(default="not promoted yet", exclude=True)
     last_success: str | None = None
@@ -84,6 +87,9 @@ def fleet_status(ctx: Context, history: int = 3) -> list[EnvironmentStatus]:
         pr = ctx.forge.open_pull(gitops.spec.repo, head_branch(name), g_branch)
         if pr is not None:
             entry.pull_request = PullRequestLink.of(pr)
+            url = ctx.forge.git_url(gitops.spec.repo)
+            record = read_record(seen_records(ctx.git.remote_refs(url, record_refs(name)), name), name)
+            entry.merge_record = record if record is not None and record.head == pr.head_sha else None
     return result
 
 
@@ -124,6 +130,8 @@ def as_text(entries: list[EnvironmentStatus]) -> str:
              "description"]
     for e in entries:
         pr = f"#{e.pull_request.number} open" if e.pull_request else "-"
+        if e.pull_request and e.merge_record:
+            pr = f"#{e.pull_request.number} {'auto-merge' if e.merge_record.kind == 'auto-merge' else 'on green'}"
         held = f" [held: {e.held}]" if e.held else ""
         lines.append(f"{e.name:<{width}}{_at(e.pinned):<19} {e.gate_state:<9} {pr:<14} {_at(e.last_success):<19} "
                      f"{e.gate_description}{held}")
