@@ -16,13 +16,13 @@ only the trees along changed paths loaded and rewritten.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
 from fleetflow.errors import UsageError
 from fleetflow.forge.git import BareRepo, TreeEdit, TreeEntry
+from fleetflow.render.diff import git_blob_id
 from fleetflow.render.incremental import SHARD_DIR, STATE_PATH, RenderState, shard_reader
 from fleetflow.render.ownership import Ownership, cluster_type_of, examined_folders, ownership
 from fleetflow.render.pipeline import STATUS_DIR, RenderResult
@@ -183,11 +183,6 @@ def commit_edits(tree: GitOpsTree, edits: Iterable[TreeEdit], message: str, iden
     return WrittenCommit(commit, [p[len(prefix):] for p in changed if p.startswith(prefix)], owned)
 
 
-def blob_id(data: bytes) -> str:
-    """The id git gives a blob of ``data``."""
-    return hashlib.sha1(b"blob %d\0" % len(data) + data, usedforsecurity=False).hexdigest()
-
-
 def _nothing_to_write(tree: GitOpsTree, result: RenderResult, previous: RenderState | None, state: bytes) -> bool:
     """True when the render would leave the tree as it is: nothing rendered or removed, the same state bytes, and
     every ``_status/`` folder already holding exactly the reporter files (compared by blob id, without reading; only
@@ -203,4 +198,4 @@ def _nothing_to_write(tree: GitOpsTree, result: RenderResult, previous: RenderSt
             if entry.kind != "blob":
                 return False  # a folder inside _status/: the full survey decides
             have[entry.path] = entry.sha
-    return have == {path: blob_id(data) for path, data in result.reporters.items()}
+    return have == {path: git_blob_id(data) for path, data in result.reporters.items()}
