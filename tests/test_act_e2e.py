@@ -195,7 +195,7 @@ def world(github_stub: GitHubStub, tmp_path: Path, action_checkout: Path, app_to
     made = make_world(github_stub, tmp_path, action_checkout, app_token_standin, checkout_standin,
                       upload_artifact_standin, cache_standin, action_venv)
     yield made
-    made.fleet.forge.close()  # type: ignore[attr-defined]
+    made.fleet.forge.close()
 
 
 def make_world(github_stub: GitHubStub, tmp_path: Path, action_checkout: Path, app_token_standin: Path,

@@ -260,7 +260,7 @@ def _under_act(case: ActSeed, root: Path, parts: dict[str, Path]) -> tuple[World
         try:
             return world, case.scenario(world)
         finally:
-            act.fleet.forge.close()  # type: ignore[attr-defined]
+            act.fleet.forge.close()
     finally:
         stub.stop()
         assert not stub.server_errors and not stub.schema_errors, stub.server_errors + stub.schema_errors

@@ -575,3 +575,37 @@ def test_token_goes_into_an_https_clone_url_for_git(stub: GitHubStub) -> None:
     assert forge.git_url(REPO) == "https://x-access-token:ghp_plain_token@git.example.com/acme/gitops.git"
     assert app_calls(stub) == [("GET", f"/repos/{REPO}", 200, "token")]
     forge.close()
+
+
+@pytest.mark.parametrize("command", [["status"], ["init", "--gitops", "acme/gitops-missing"]])
+def test_the_cli_closes_the_forge_it_made_also_when_the_command_fails(
+        stub: GitHubStub, command: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every command closes its forge on the way out (``Forge.close``: GitHub's HTTP connections), here after a
+    forge failure (exit 3: the control plane does not exist), through ``make_context`` and through ``init``."""
+    from click.testing import CliRunner
+
+    import fleetflow.cli.fleet
+    import fleetflow.cli.init
+    from fleetflow.cli import main as cli
+    from fleetflow.forge.factory import make_forge
+
+    made: list[GitHubForge] = []
+
+    def recording(settings: Settings) -> Forge:
+        forge = make_forge(settings)
+        assert isinstance(forge, GitHubForge)
+        made.append(forge)
+        return forge
+
+    monkeypatch.setattr(fleetflow.cli.fleet, "make_forge", recording)
+    monkeypatch.setattr(fleetflow.cli.init, "make_forge", recording)
+    monkeypatch.setenv("FLEETFLOW_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("FLEETFLOW_GITHUB_THROTTLE", "0,0")
+    monkeypatch.chdir(tmp_path)
+    env = {"GITHUB_TOKEN": "stub-token", "GITHUB_API_URL": stub.url}
+    before = stub.count()
+    result = CliRunner().invoke(cli, [*command, "--forge", "github", "--control-plane", "acme/missing"], env=env)
+    assert result.exit_code == 3, result.output
+    [forge] = made
+    assert stub.count() > before  # it did talk to the forge: a client was made
+    assert forge._clients == {} and forge._repos == {}  # and closed

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager, nullcontext
+from contextlib import closing, contextmanager, nullcontext
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -72,8 +72,8 @@ def make_context(
             if narrate and line is not None:
                 line.print(message)
 
-        with Context(
-            forge=make_forge(settings),
+        with closing(make_forge(settings)) as the_forge, Context(
+            forge=the_forge,
             git=GitRepos(settings.cache_dir / "git"),
             control_plane=settings.control_plane,
             say=say,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from contextlib import closing
 from pathlib import Path
 
 import click
@@ -45,11 +46,11 @@ def init_command(gitops: str, ref: str, dry_run: bool, forge: str | None, contro
     with handled(fmt, written) as reply:
         settings = load_settings(forge=forge, control_plane=control_plane, config=config)
         require_repos(settings.control_plane, gitops)
-        the_forge = make_forge(settings)
         git = GitRepos(settings.cache_dir / "git")
-        plan = plan_init(the_forge, git, settings.control_plane, gitops, ref=ref)
-        if not dry_run and (plan.writes or plan.defaults):
-            apply_init(plan, the_forge, git)
+        with closing(make_forge(settings)) as the_forge:
+            plan = plan_init(the_forge, git, settings.control_plane, gitops, ref=ref)
+            if not dry_run and (plan.writes or plan.defaults):
+                apply_init(plan, the_forge, git)
 
         def text() -> None:
             for step in plan.steps:

@@ -246,3 +246,8 @@ class Forge(Protocol):
         """The repository's GitHub Environments by name (``GET /repos/{owner}/{repo}/environments``); None when
         the forge has none (the local forge)."""
         ...
+
+    def close(self) -> None:
+        """Release what the forge holds open (GitHub: its HTTP connections). The forge stays usable: what it needs
+        is made again on demand. Whoever makes a forge closes it (``contextlib.closing``)."""
+        ...

@@ -101,6 +101,9 @@ class LocalForge:
             raise ForgeError(f"cannot read the default branch (HEAD) of {url}")
         return found[1]
 
+    def close(self) -> None:
+        """Nothing to release: the mirrors are folders and every git call is its own process."""
+
     def _mirror(self, repo: str) -> Mirror:
         url = self.git_url(repo)
         if url not in self._mirrors:
