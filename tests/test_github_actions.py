@@ -31,7 +31,7 @@ from fleetflow.cli import main as cli_main
 from fleetflow.cli.github_actions import command, output_lines, problem_command, protected_excepthook
 from fleetflow.cli.route import one_line
 from fleetflow.errors import Location, Problem
-from tests.fleet import Fleet, build_bare_repos, git
+from tests.fleet import ENVIRONMENTS, Fleet, _environment, build_bare_repos, git
 from tests.test_promotion import make_local_fleet
 
 DATA_ESCAPES = (("%0D", "\r"), ("%0A", "\n"), ("%25", "%"))
@@ -339,6 +339,34 @@ def test_reconcile_as_a_step(step: Step) -> None:
     (step.tmp / "output").unlink()
     code, log = step.run("reconcile", "--no-job-summary")  # nothing new is due: no step, no notice
     assert code == 0 and json.loads(step.outputs()["steps"]) == {} and commands_in(log) == []
+
+
+def test_reconcile_summary_shows_the_merge_step_as_its_own_row(step: Step) -> None:
+    """The merge step's outcome (``merging.MergeOutcome``: state, pull request, reason, merge commit) is a row of
+    its own under the reconcile table: here dev has ``autoMerge`` and its branch requires ``ci/validate``; the
+    local forge has no auto-merge, so reconcile waits for the check, then merges."""
+    fleet = step.fleet
+    fleet.forge.protect_branch(fleet.gitops_id, "dev", ["ci/validate"])  # type: ignore[attr-defined]
+    auto = {"dev": "  pullRequest:\n    autoMerge: true\n"}
+    fleet.push_main({".environments/envs.yaml": "---\n".join(_environment(n, a, auto.get(n, ""))
+                                                             for n, a in ENVIRONMENTS.items())}, "dev merges itself")
+    header = "| environment | merge | pull request | reason | merge commit |\n|---|---|---|---|---|\n"
+    code, log = step.run("reconcile")
+    assert code == 0, log
+    pr = fleet.open_pr("dev")
+    assert pr is not None
+    assert f"{header}| `dev` | waiting | #{pr.number} | waiting for required checks: ci/validate | – |\n" \
+        in step.summary()
+
+    fleet.post_status(fleet.branch_sha(fleet.gitops_url, "fleetflow/dev"), "ci/validate", "success", "ok")
+    for written in ("summary.md", "output"):
+        (step.tmp / written).unlink()
+    code, log = step.run("reconcile")
+    assert code == 0, log
+    [dev] = [e for e in json.loads(step.outputs()["result"])["result"]["environments"] if e["environment"] == "dev"]
+    merge_commit = fleet.branch_sha(fleet.gitops_url, "dev")
+    assert dev["merge"]["mergeCommit"] == merge_commit
+    assert f"{header}| `dev` | merged | #{pr.number} | – | `{merge_commit[:12]}` |\n" in step.summary()
 
 
 def test_the_status_page_as_a_step(step: Step) -> None:
