@@ -10,10 +10,13 @@ GitHub's rules built against:
   download URL can be adding download links to artifacts in descriptions or comments on pull requests", of the
   form ``https://github.com/example-org/example-repo/actions/runs/1/artifacts/1234`` (its README): known only after
   the upload, so the PR links the run.
-- The compare view is ``https://github.com/OWNER/REPO/compare/BASE...HEAD``: GitHub's docs "Comparing commits"
-  (help.github.com/en/articles/comparing-commits-across-time, not in the stored corpus: the form is taken from
-  GitHub's own hub manual, hub.github.com/hub-compare.1.html: ``hub compare v1.0..v1.1`` opens
-  ``https://github.com/OWNER/REPO/compare/v1.0...v1.1``; branch names with '/' stay as they are).
+- The compare view is ``https://github.com/OWNER/REPO/compare/BASE...HEAD``: GitHub's docs, "Comparing commits"
+  (docs.github.com/en/enterprise/2.19/user/github/committing-changes-to-your-project/comparing-commits, now under
+  pull-requests/committing-changes-to-your-project/viewing-and-comparing-commits/comparing-commits): "To compare
+  different versions of your repository, append /compare to your repository's path", with base and compare as
+  ``BASE...COMPARE`` (their example: ``https://github.com/octocat/linguist/compare/master...octocat:master``); the
+  three-dot form is the diff a pull request shows ("About comparing branches in pull requests"). The docs say
+  nothing about a '/' in a branch name: it stays as it is (each other character that is not URL-safe is quoted).
 """
 
 from __future__ import annotations

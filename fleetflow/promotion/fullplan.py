@@ -10,9 +10,10 @@ that folder as an artifact of the run, and the PR body links to it:
   actions/upload-artifact's ``artifact-url`` output has the form ``<run URL>/artifacts/<id>``, known only after the
   upload, so the PR links the run and the job summary the artifact itself);
 * GitHub's compare view of the GitOps branch and the PR's head branch, ``<server>/<owner>/<repo>/compare/
-  <base>...<head>`` (GitHub docs, "Comparing commits"; the form as hub's manual, hub.github.com/hub-compare.1.html,
-  opens it), there as long as the branch is. It is GitHub's rendering of the diff, with GitHub's own limits on
-  what a large diff shows; the artifact is the complete plan.
+  <base>...<head>`` (GitHub docs, "Comparing commits": append ``/compare`` to the repository's path, then
+  ``BASE...COMPARE``; the sources are in tests/test_full_plan.py), there as long as the branch is. It is
+  GitHub's rendering of the diff, with GitHub's own limits on what a large diff shows; the artifact is the
+  complete plan.
 """
 
 from __future__ import annotations
