@@ -34,6 +34,7 @@ from fleetflow.promotion.prbody import BODY_LIMIT, body
 from fleetflow.promotion.promote import promote_many
 from fleetflow.promotion.schedule import schedule_environment
 from fleetflow.render.pipeline import Changes
+from tests.fleet import Fleet
 from tests.test_prbody import facts
 from tests.test_promotion import first_commit, fleet_config, make_local_fleet, roll_out
 
@@ -84,13 +85,20 @@ def test_the_plan_streams_to_the_file() -> None:
     assert not list(path.parent.glob(".*partial"))
 
 
-def test_schedule_writes_the_full_plan_when_asked(tmp_path: Path) -> None:
-    fleet = make_local_fleet(tmp_path)
-    sha = first_commit(fleet)
+def dev_with_a_change(root: Path) -> Fleet:
+    """A local fleet whose dev rolled out main's first commit, then a change on dev's branch (debug logging): the
+    next schedule of dev opens a PR with a plan to show."""
+    fleet = make_local_fleet(root)
     with fleet.context() as ctx:
-        promote_many(ctx, None, sha)
+        promote_many(ctx, None, first_commit(fleet))
     assert roll_out(fleet, "dev") == "success"
     fleet.push_env("dev", {"configs.yaml": fleet_config("debug")}, "dev: debug logging")
+    return fleet
+
+
+def test_schedule_writes_the_full_plan_when_asked(tmp_path: Path) -> None:
+    fleet = dev_with_a_change(tmp_path)
+    sha = first_commit(fleet)
     plans = tmp_path / "plans"
     with fleet.context() as ctx:
         ctx.plan_dir = plans
@@ -106,12 +114,7 @@ def test_schedule_writes_the_full_plan_when_asked(tmp_path: Path) -> None:
 
 
 def test_the_cli_takes_plan_dir_and_reports_the_file(tmp_path: Path) -> None:
-    fleet = make_local_fleet(tmp_path)
-    sha = first_commit(fleet)
-    with fleet.context() as ctx:
-        promote_many(ctx, None, sha)
-    assert roll_out(fleet, "dev") == "success"
-    fleet.push_env("dev", {"configs.yaml": fleet_config("debug")}, "dev: debug logging")
+    fleet = dev_with_a_change(tmp_path)
     plans = tmp_path / "plans"
     args = ["schedule", "--environment", "dev", "--forge", "local", "--control-plane", fleet.cp_url,
             "--format", "json"]

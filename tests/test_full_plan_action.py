@@ -16,9 +16,8 @@ import yaml
 from click.testing import CliRunner
 
 from fleetflow.cli import main as cli_main
-from fleetflow.promotion.promote import promote_many
+from tests.test_full_plan import dev_with_a_change
 from tests.test_github_actions import runner_outputs
-from tests.test_promotion import first_commit, fleet_config, make_local_fleet, roll_out
 from tests.test_workflow_files import action_env, fake_venv, run
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -59,12 +58,7 @@ def test_the_step_answers_plan_dir(tmp_path: Path) -> None:
     """``fleetflow schedule --plan-dir DIR --github-actions``: the ``plan-dir`` output names DIR once a plan is in
     it (the plan of the PR it opened, updated or found unchanged), and is empty when nothing was scheduled."""
     (tmp_path / "fleet").mkdir()
-    fleet = make_local_fleet(tmp_path / "fleet")
-    sha = first_commit(fleet)
-    with fleet.context() as ctx:
-        promote_many(ctx, None, sha)
-    assert roll_out(fleet, "dev") == "success"
-    fleet.push_env("dev", {"configs.yaml": fleet_config("debug")}, "dev: debug logging")
+    fleet = dev_with_a_change(tmp_path / "fleet")
     plans = tmp_path / "plans"
     env = {"GITHUB_OUTPUT": str(tmp_path / "output"), "GITHUB_STEP_SUMMARY": str(tmp_path / "summary.md"),
            "FLEETFLOW_CACHE_DIR": str(tmp_path / "cache"), "FLEETFLOW_PLAN_DIR": str(plans)}
