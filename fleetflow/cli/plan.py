@@ -6,14 +6,13 @@ from pathlib import Path
 
 import click
 
-from fleetflow.cli.common import FORMAT, check_environment, head_commit, load, trees
+from fleetflow.cli.common import FORMAT, trees
 from fleetflow.cli.errors import handled
-from fleetflow.cli.render import foreign_lines
+from fleetflow.cli.render import foreign_lines, render_start
 from fleetflow.cli.terminal import TERMINAL
-from fleetflow.errors import Problems
 from fleetflow.render.diff import plan_diff
-from fleetflow.render.output import FolderTree, read_state, survey
-from fleetflow.render.pipeline import Meta, render_environment
+from fleetflow.render.output import FolderTree, survey
+from fleetflow.render.pipeline import render_environment
 from fleetflow.render.summary import PlanSummary, changes_text, headline
 
 
@@ -47,13 +46,8 @@ def plan(
     and a unified diff. Nothing is written. Exit 0 when valid, 1 when not.
     """
     with handled(fmt) as reply:
-        plane = load(main_dir, env_dir, fmt)
-        check_environment(plane, environment)
-        unreadable = Problems()
-        previous = read_state(output, unreadable)
-        for warning in unreadable:
-            reply.warn(warning)
-        meta = Meta(main_commit or head_commit(main_dir), env_commit or head_commit(env_dir))
+        plane, previous, meta = render_start(main_dir, env_dir, environment, output, (main_commit, env_commit), fmt,
+                                             reply)
         result = render_environment(plane, environment, previous=previous, meta=meta, progress=TERMINAL.progress(fmt))
         for warning in result.warnings:
             reply.warn(warning)

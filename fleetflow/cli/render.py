@@ -8,9 +8,11 @@ from pathlib import Path
 import click
 
 from fleetflow.cli.common import FORMAT, check_environment, head_commit, load, trees
-from fleetflow.cli.errors import handled
+from fleetflow.cli.errors import Reply, handled
 from fleetflow.cli.terminal import TERMINAL
 from fleetflow.errors import Problems, UsageError
+from fleetflow.model.controlplane import ControlPlane
+from fleetflow.render.incremental import RenderState
 from fleetflow.render.output import apply_result, read_state, survey
 from fleetflow.render.pipeline import Meta, render_environment
 from fleetflow.render.summary import RenderSummary, changes_text, headline
@@ -73,13 +75,8 @@ def render(
     cluster-type folders are kept and listed as not managed by fleetflow; --prune-foreign deletes them too.
     """
     with handled(fmt, f"Nothing was written to {output}.") as reply:
-        plane = load(main_dir, env_dir, fmt)
-        check_environment(plane, environment)
-        unreadable = Problems()
-        previous = read_state(output, unreadable)
-        for warning in unreadable:
-            reply.warn(warning)
-        meta = Meta(main_commit or head_commit(main_dir), env_commit or head_commit(env_dir))
+        plane, previous, meta = render_start(main_dir, env_dir, environment, output, (main_commit, env_commit), fmt,
+                                             reply)
         result = render_environment(
             plane, environment, previous=previous, meta=meta, keep_last_good=keep_last_good, reuse=not full,
             progress=TERMINAL.progress(fmt),
@@ -127,6 +124,23 @@ def render(
             text,
             problems=result.problems,
         )
+
+
+def render_start(
+    main_dir: Path, env_dir: Path, environment: str, output: Path, commits: tuple[str | None, str | None], fmt: str,
+    reply: Reply,
+) -> tuple[ControlPlane, RenderState | None, Meta]:
+    """What ``render`` and ``plan`` start from: both trees loaded, ``environment`` checked to be on main, the state
+    the previous render left in ``output`` (an unreadable one is a warning: everything is rendered again), and the
+    commits of the two trees (``commits`` as given, else the checkouts' HEADs)."""
+    plane = load(main_dir, env_dir, fmt)
+    check_environment(plane, environment)
+    unreadable = Problems()
+    previous = read_state(output, unreadable)
+    for warning in unreadable:
+        reply.warn(warning)
+    main_commit, env_commit = commits
+    return plane, previous, Meta(main_commit or head_commit(main_dir), env_commit or head_commit(env_dir))
 
 
 def foreign_lines(paths: list[str], verb: str, limit: int = 20) -> list[str]:
