@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.fleet import Fleet
 from tests.ghstub.fixtures import github_stub  # noqa: F401
 
 
@@ -25,3 +26,15 @@ def clean_environment(
     cache: Path = tmp_path_factory.mktemp("cache")
     monkeypatch.setenv("XDG_CACHE_HOME", str(cache))
     yield
+
+
+@pytest.fixture(params=["local", "github"])
+def fleet(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Fleet]:
+    """The fleet (tests/fleet.py) on each forge: the local forge, and the real ``GitHubForge`` on the stand-in
+    (tests/test_promotion.py's ``make_local_fleet`` / ``make_github_fleet``); its forge is closed after the test.
+    A module that needs another fleet defines a ``fleet`` fixture of its own, which pytest uses instead."""
+    from tests.test_promotion import make_github_fleet, make_local_fleet
+
+    made = make_local_fleet(tmp_path) if request.param == "local" else make_github_fleet(tmp_path, request)
+    yield made
+    made.forge.close()

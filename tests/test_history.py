@@ -18,10 +18,10 @@ import pytest
 from fleetflow.promotion.history import read_history
 from fleetflow.promotion.promote import promote, promote_many
 from tests.fleet import Fleet, git
-from tests.test_promotion import fleet, make_github_fleet, roll_out  # noqa: F401
+from tests.test_promotion import make_github_fleet, roll_out
 
 
-def scripted_history(fleet: Fleet, monkeypatch: pytest.MonkeyPatch) -> tuple[str, str]:  # noqa: F811
+def scripted_history(fleet: Fleet, monkeypatch: pytest.MonkeyPatch) -> tuple[str, str]:
     """A through the whole chain; B succeeds in dev and fails in qa; dev is rolled back to A (held). B lands on
     main at the fleet clock's time."""
     a = fleet.branch_sha(fleet.cp_url, "main")
@@ -46,7 +46,7 @@ def scripted_history(fleet: Fleet, monkeypatch: pytest.MonkeyPatch) -> tuple[str
     return a, b
 
 
-def test_history_of_promotions_pins_merges_and_gates(fleet: Fleet, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: F811
+def test_history_of_promotions_pins_merges_and_gates(fleet: Fleet, monkeypatch: pytest.MonkeyPatch) -> None:
     a, b = scripted_history(fleet, monkeypatch)
     with fleet.context() as ctx:
         history = read_history(ctx)
@@ -79,7 +79,7 @@ def test_history_of_promotions_pins_merges_and_gates(fleet: Fleet, monkeypatch: 
     assert history.status_reads == 2  # one per distinct main commit, shared by every environment
 
 
-def test_history_limit_keeps_the_newest(fleet: Fleet, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: F811
+def test_history_limit_keeps_the_newest(fleet: Fleet, monkeypatch: pytest.MonkeyPatch) -> None:
     a, b = scripted_history(fleet, monkeypatch)
     with fleet.context() as ctx:
         history = read_history(ctx, limit=2)

@@ -3,7 +3,6 @@ to the stand-in server through PyGithub."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
 
@@ -26,14 +25,6 @@ def make_local_fleet(tmp_path: Path) -> Fleet:
 
 def make_github_fleet(tmp_path: Path, request: pytest.FixtureRequest) -> Fleet:
     return github_fleet(tmp_path, request.getfixturevalue("github_stub"))
-
-
-@pytest.fixture(params=FORGES)
-def fleet(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Fleet]:
-    if request.param == "local":
-        yield make_local_fleet(tmp_path)
-    else:
-        yield make_github_fleet(tmp_path, request)
 
 
 def first_commit(fleet: Fleet) -> str:

@@ -5,9 +5,7 @@ clusters (posting statuses) are played in Python; every promotion step is reconc
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from datetime import timedelta
-from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -18,15 +16,7 @@ from fleetflow.promotion.promote import promote
 from fleetflow.promotion.reconcile import ReconcileOutcome, environments_to_reconcile, reconcile
 from fleetflow.promotion.schedule import ScheduleOutcome
 from tests.fleet import ENVIRONMENTS, Fleet, _environment
-from tests.test_promotion import FORGES, fleet_config, make_github_fleet, make_local_fleet
-
-
-@pytest.fixture(params=FORGES)
-def fleet(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Fleet]:
-    if request.param == "local":
-        yield make_local_fleet(tmp_path)
-    else:
-        yield make_github_fleet(tmp_path, request)
+from tests.test_promotion import fleet_config
 
 
 def run(fleet: Fleet, environment: str | None = None) -> ReconcileOutcome:

@@ -156,14 +156,6 @@ def test_init_cli_dry_run_and_conflict_exit_codes(tmp_path: Path, monkeypatch: p
 # -- doctor ---------------------------------------------------------------------------------------------------
 
 
-@pytest.fixture(params=FORGES)
-def fleet(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Fleet]:
-    if request.param == "local":
-        yield make_local_fleet(tmp_path)
-    else:
-        yield make_github_fleet(tmp_path, request)
-
-
 def findings(fleet: Fleet) -> list[tuple[str, str]]:
     with fleet.context() as ctx:
         return [(f.check, f.where) for f in diagnose(ctx).findings]
