@@ -348,7 +348,7 @@ def run_one(design: Design, name: str, root: Path, *, ticks: int = 12) -> Outcom
         except Exception as exc:  # a harness failure is reported as such, never as an outcome of the design
             passed, how, error = False, "harness error", f"{type(exc).__name__}: {exc}"
         pinned = [env for env in CHAIN if world.fleet.pin(env)]
-        act.fleet.forge.close()  # type: ignore[attr-defined]
+        act.fleet.forge.close()
     finally:
         stub.stop()
     if stub.server_errors or stub.schema_errors:
