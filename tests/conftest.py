@@ -31,10 +31,11 @@ def clean_environment(
 @pytest.fixture(params=["local", "github"])
 def fleet(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Fleet]:
     """The fleet (tests/fleet.py) on each forge: the local forge, and the real ``GitHubForge`` on the stand-in
-    (tests/test_promotion.py's ``make_local_fleet`` / ``make_github_fleet``); its forge is closed after the test.
+    (``tests.fleet.local_fleet`` / ``github_fleet``); its forge is closed after the test.
     A module that needs another fleet defines a ``fleet`` fixture of its own, which pytest uses instead."""
-    from tests.test_promotion import make_github_fleet, make_local_fleet
+    from tests.fleet import github_fleet, local_fleet
 
-    made = make_local_fleet(tmp_path) if request.param == "local" else make_github_fleet(tmp_path, request)
+    made = (local_fleet(tmp_path) if request.param == "local"
+            else github_fleet(tmp_path, request.getfixturevalue("github_stub")))
     yield made
     made.forge.close()

@@ -19,14 +19,13 @@ from fleetflow.promotion.gate import Counts, GateDecision, estimate, evaluate, n
 from fleetflow.promotion.promote import promote_many
 from fleetflow.promotion.reports import read_and_decide
 from fleetflow.render.incremental import ExpectedCluster
-from tests import stand_in, test_promotion
+from tests import stand_in
 from tests.fleet import Fleet
 from tests.ghstub.server import GitHubStub
 from tests.reporters import ArgoReporter, FluxReporter, argo_trunc, flux_description
 from tests.stand_in import REPO
 
 stub, forge = stand_in.stub, stand_in.forge  # the shared stand-in fixtures (pytest finds them by name)
-fleet = test_promotion.fleet  # the fleet on each forge
 T0 = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
 
 
