@@ -133,7 +133,9 @@ def job_if(event: Event) -> bool:
 class Loop:
     stub: GitHubStub
     repos: list[str]
-    runner: Callable[[Event], None]
+    # runs one delivery; in run_for it may return how long the run keeps its slot at least (the gitops workflow's
+    # hold while a gate waits for reports), else the run lasts run_seconds
+    runner: Callable[[Event], int | None]
     faults: Faults = field(default_factory=Faults)
     actors: list[Callable[[], None]] = field(default_factory=list)
     runs: list[Event] = field(default_factory=list)
@@ -253,7 +255,9 @@ class Loop:
         reporting), ``ticks`` are cron ticks. Every run takes ``run_seconds``; per repository group one run at a time
         and one pending, a newer pending run cancelling the older one (GitHub's concurrency): a cancelled pending
         run never starts, installs nothing and costs no request. A run reads the state when it starts (it is
-        executed then, at once); what its writes cause is delivered while it runs."""
+        executed then, at once); what its writes cause is delivered while it runs. A runner that returns a number
+        holds its group's slot that many seconds from its start when that is longer than ``run_seconds`` (the
+        gitops workflow's hold while a gate waits for reports)."""
         busy_until: dict[str, int] = {}
         pending: dict[str, Event] = {}
         tick_at = set(ticks)
@@ -262,7 +266,8 @@ class Loop:
             busy_until[event.repo] = now + run_seconds
             self.runs.append(event)
             self.started.append(now)
-            self.runner(event)
+            held = self.runner(event)
+            busy_until[event.repo] = now + max(run_seconds, held or 0)
             for actor in self.actors:
                 actor()
             offer(self.changes(), now)

@@ -182,9 +182,12 @@ def clone_caller(root: Path, bare: Path, full_name: str, example: str,
         workflow.write_text(text, encoding="utf-8")
         return work, workflow
     text = (actkit.REPO_ROOT / "examples" / "workflows" / example).read_text(encoding="utf-8")
-    # act has no job.workflow_sha: the platform fallback input names the ref (what an older GHES user passes)
+    # act has no job.workflow_sha: the platform fallback input names the ref (what an older GHES user passes); the
+    # gitops workflow holds its slot 5 s at most while a gate waits for reports (the default 50 s would only slow
+    # the tests: act ignores concurrency; test_a_gate_waiting_for_reports_holds_the_slot holds longer)
     assert "    with:\n" in text
-    workflow.write_text(text.replace("    with:\n", "    with:\n      fleetflow-ref: v0\n", 1), encoding="utf-8")
+    extra = "      fleetflow-ref: v0\n" + ("      hold-seconds: 5\n" if example == "gitops.yml" else "")
+    workflow.write_text(text.replace("    with:\n", "    with:\n" + extra, 1), encoding="utf-8")
     return work, workflow
 
 
@@ -305,6 +308,29 @@ def test_cluster_statuses_after_the_merge_gate_and_promote_to_qa(world: World) -
     assert world.fleet.cp_status(world.main, "dev") == "success"
     assert world.fleet.pin("qa") == world.main and world.fleet.pin("prod-eu") == ""
     assert list(world.open_pulls()) == ["qa"]
+
+
+def test_a_gate_waiting_for_reports_holds_the_slot(world: World) -> None:
+    """The gitops workflow's last step: one of dev's two clusters reported, so the gate waits for reports
+    (``waiting-for-reports`` = ``["dev"]``) and the job keeps running until ``hold-seconds`` (30 here) after its
+    first step, which is what keeps later status events pending in the concurrency group on GitHub (act ignores
+    concurrency: tests/test_event_loop.py plays that part). Once both reported the gate succeeds and nothing holds."""
+    text = world.gitops_workflow.read_text(encoding="utf-8")
+    world.gitops_workflow.write_text(text.replace("hold-seconds: 5\n", "hold-seconds: 30\n"), encoding="utf-8")
+    world.promote(None, world.main)
+    world.fleet.approve("dev")
+    world.fleet.clusters_report("dev", {2: "missing"})
+    held = world.gitops("status", world.status_event("dev", "flux/dev-1", "success"))
+    succeeded(held)
+    assert world.steps(held) == {"dev": ["gate"]} and world.fleet.cp_status(world.main, "dev") == "pending"
+    assert json.loads(held.output("waiting-for-reports", RECONCILE_JOB, "reconcile")) == ["dev"]
+    assert "gates waiting for reports: [\"dev\"]" in held.log and held.seconds >= 30, held.tail()
+    world.fleet.clusters_report("dev")
+    done = world.gitops("status", world.status_event("dev", "flux/dev-2", "success"))
+    succeeded(done)
+    assert world.steps(done) == {"dev": ["gate"], "qa": ["promote"]}
+    assert json.loads(done.output("waiting-for-reports", RECONCILE_JOB, "reconcile")) == []
+    assert "gates waiting for reports" not in done.log
 
 
 def test_pending_reports_and_fleetflows_own_statuses_run_nothing(world: World) -> None:

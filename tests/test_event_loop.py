@@ -62,8 +62,8 @@ class World:
     route → promote/schedule/check-rollout (``old``), or, with ``act``, the real caller workflow under act."""
 
     def __init__(self, fleet: Fleet, *, failing: frozenset[str] = frozenset(), old: bool = False,
-                 faults: Faults | None = None, act: act_e2e.World | None = None) -> None:
-        self.fleet, self.failing, self.old, self.act = fleet, failing, old, act
+                 faults: Faults | None = None, act: act_e2e.World | None = None, hold: int = 0) -> None:
+        self.fleet, self.failing, self.old, self.act, self.hold = fleet, failing, old, act, hold
         self.cp, self.gitops = fleet.cp_id, fleet.gitops_id
         stub = _stub(fleet)
         gitops = stub.repo(self.gitops)
@@ -77,17 +77,19 @@ class World:
         self.loop.start()
 
     # --- what runs for a delivery ------------------------------------------------------------------------------
-    def runner(self, event: Event) -> None:
+    def runner(self, event: Event) -> int | None:
+        """One delivery; returns how long the run keeps its slot (``Loop.run_for``): the gitops workflow's
+        ``hold-seconds`` (``hold``) while a gate waits for reports."""
         if self.act is not None:
             result = self.act.deliver(event)
             self.seconds.append(result.seconds)
             act_e2e.succeeded(result)  # a failed rollout is a state reconcile reports, never a failed run
-            return
+            return None
         with self.fleet.context() as ctx:
             if not self.old:
                 outcome = reconcile(ctx)
                 self.problems += [f"{e.environment}: {p}" for e in outcome.environments for p in e.problems]
-                return
+                return self.hold if event.repo == self.gitops and outcome.waiting_for_reports else None
             names = sorted(ctx.environments(ctx.main_tip()))
             decision = route(event.name, event.payload, environments=names)
             try:
@@ -99,6 +101,7 @@ class World:
                     check_rollout(ctx, env)
             except Exception:  # a failed job in the old design: the run fails, the loop goes on
                 pass
+        return None
 
     # --- actors ------------------------------------------------------------------------------------------------
     def people(self) -> None:
@@ -311,3 +314,39 @@ def test_simulated_time_keeps_one_running_and_one_pending_run_per_group(github_s
     loop.run_for(10, happenings=happenings, run_seconds=5)
     assert ran == ["flux/c1", "flux/c5", "flux/c10"] and loop.started == [1, 6, 11]
     assert loop.cancelled == 7 and loop.filtered == 2
+
+
+@pytest.mark.parametrize("hold", [30, 0])
+def test_a_run_holds_its_slot_while_a_gate_waits_for_reports(fleet: Fleet, hold: int) -> None:
+    """The gitops workflow's "Hold the slot while clusters report" step in simulated time (``Loop.run_for``): a run
+    that leaves dev's gate waiting for reports keeps its concurrency slot until ``hold`` seconds after its start, so
+    the status events meanwhile coalesce into one pending run (GitHub keeps one pending run per group and a newer one
+    cancels the older: "Control the concurrency of workflows and jobs", GitHub docs). Runs of 5 s. flux/dev-1
+    reports at 20 s, a CI status at 30 s, flux/dev-2 at 40 s, another CI status at 45 s. With the hold: the run at
+    20 s (gate pending) holds until 50 s; the dev-2 event's pending run is cancelled by the CI status's, which still
+    finds both reports at 50 s: a dropped pending run loses nothing, events are hints. Without it: a run per event."""
+    world = World(fleet, hold=hold)
+    world.loop.actors = [world.people]  # the clusters report at the seconds below, not after every run
+    stub, sha = _stub(fleet), ""
+
+    def push() -> None:
+        nonlocal sha
+        sha = world.push_main()
+
+    def post(context: str, creator: str) -> Callable[[], None]:
+        def report() -> None:
+            repo = stub.repo(world.gitops)
+            repo.add_status(repo.branch_sha("dev"), "success", context, "reconciled", creator=creator)
+        return report
+
+    happenings = {0: [push], 20: [post("flux/dev-1", "flux-dev-1")], 30: [post("ci/lint", "ci")],
+                  40: [post("flux/dev-2", "flux-dev-2")], 45: [post("ci/test", "ci")]}
+    world.loop.run_for(60, happenings=happenings, run_seconds=5)
+    assert world.problems == []
+    assert fleet.cp_status(sha, "dev") == "success" and fleet.pin("qa") == sha
+    gitops = [(t, e.payload.get("context")) for t, e in zip(world.loop.started, world.loop.runs, strict=True)
+              if e.repo == world.gitops]
+    if hold:
+        assert gitops[:2] == [(20, "flux/dev-1"), (50, "ci/test")], gitops
+    else:
+        assert gitops[:4] == [(20, "flux/dev-1"), (30, "ci/lint"), (40, "flux/dev-2"), (45, "ci/test")], gitops

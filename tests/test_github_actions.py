@@ -317,8 +317,9 @@ def test_outputs_of_check_rollout_and_schedule(step: Step) -> None:
 
 def test_reconcile_as_a_step(step: Step) -> None:
     """``reconcile --github-actions`` (what every workflow runs): ``steps`` (environment -> steps taken, the others
-    left out) and ``main-commit`` outputs, one notice per step, the summary's table of what each environment looked
-    like, what was done and what it waits for, then the fleet status."""
+    left out), ``main-commit`` and ``waiting-for-reports`` (what the gitops workflow's hold step reads) outputs,
+    one notice per step, the summary's table of what each environment looked like, what was done and what it waits
+    for, then the fleet status."""
     sha = step.fleet.branch_sha(step.fleet.cp_url, "main")
     code, log = step.run("reconcile")
     assert code == 0, log
@@ -326,6 +327,7 @@ def test_reconcile_as_a_step(step: Step) -> None:
     envelope = json.loads(outputs["result"])
     assert envelope["ok"] is True and envelope["result"]["mainCommit"] == sha
     assert json.loads(outputs["steps"]) == {"dev": ["promote"]} and outputs["main-commit"] == sha
+    assert json.loads(outputs["waiting-for-reports"]) == envelope["result"]["waitingForReports"] == []
     [dev] = [e for e in envelope["result"]["environments"] if e["environment"] == "dev"]
     [(name, props, message)] = commands_in(log)
     assert (name, props) == ("notice", {"title": "fleetflow reconcile"})

@@ -117,6 +117,27 @@ def test_downstream_gets_a_commit_that_rolled_out_upstream_before_it_moved_on(fl
     assert did(outcome)["qa"] == ["promote"] and fleet.pin("qa") == second  # supersedes qa's open PR
 
 
+def test_waiting_for_reports_names_the_gates_that_wait_for_clusters(fleet: Fleet) -> None:
+    """``waitingForReports`` (the gitops workflow holds its concurrency slot while it is not empty): dev's gate is
+    pending with one of its two clusters in; once both are in it soaks (no report can end a soak: []), then
+    succeeds ([])."""
+    sha = fleet.branch_sha(fleet.cp_url, "main")
+    assert run(fleet).waiting_for_reports == []  # dev promoted, its PR not merged yet
+    fleet.approve("dev")
+    fleet.clock.advance(timedelta(minutes=0.5))
+    fleet.clusters_report("dev", {2: "missing"})
+    outcome = run(fleet)
+    assert did(outcome) == {"dev": ["gate"]} and fleet.cp_status(sha, "dev") == "pending"
+    assert outcome.waiting_for_reports == ["dev"] and outcome.model_dump()["waitingForReports"] == ["dev"]
+    fleet.clusters_report("dev")
+    soaking = run(fleet)
+    assert did(soaking) == {"dev": ["gate"]} and fleet.cp_status(sha, "dev") == "pending"
+    assert soaking.waiting_for_reports == []
+    fleet.clock.advance(timedelta(minutes=2))
+    done = run(fleet)
+    assert did(done) == {"dev": ["gate"], "qa": ["promote"]} and done.waiting_for_reports == []
+
+
 def test_half_done_promotion_is_finished(fleet: Fleet, monkeypatch: pytest.MonkeyPatch) -> None:
     """The pin was pushed, then opening the PR failed (the run died): the next run opens it."""
     sha = fleet.branch_sha(fleet.cp_url, "main")

@@ -139,7 +139,7 @@ def test_documented_outputs() -> None:
     assert {"operation", "pull-request-number", "pull-request-url", "commit", "environments"} <= outputs["promote"]
     assert {"gate-state", "description", "promoted"} <= outputs["check-rollout"]
     assert {"action", "environments", "matrix", "commit", "release", "reason"} <= outputs["route"]
-    assert {"steps", "main-commit"} <= outputs["reconcile"]
+    assert {"steps", "main-commit", "waiting-for-reports"} <= outputs["reconcile"]
     assert {"environments", "result"} <= outputs["validate"]
 
 
@@ -177,6 +177,30 @@ def test_reusable_workflows_run_their_own_commit_and_reconcile_in_one_group(path
     assert "github.event.state != 'pending'" in condition and "startsWith(github.event.context, 'fleetflow/')" \
         in condition
     assert "concurrency" not in doc["jobs"].get("request", {})  # a manual request is never cancelled by a newer run
+
+
+def test_the_gitops_reconcile_holds_its_slot_only_while_a_gate_waits_for_reports() -> None:
+    """The gitops workflow's reconcile job notes when it started (its first step) and, last, while the reconcile
+    action says a gate waits for clusters' reports (``waiting-for-reports`` not ``[]``), sleeps until
+    ``hold-seconds`` after that: the concurrency group then coalesces the rollout's status events into one pending
+    run (benchmarks/bench_rollout.py reads the same default). The default keeps a short job under the minute GitHub
+    bills it anyway ("GitHub rounds the minutes and partial minutes each job uses up to the nearest whole minute",
+    https://docs.github.com/en/billing/reference/actions-runner-pricing). The control plane receives no status
+    events (examples/workflows/control-plane.yml): no hold there."""
+    doc = load(ROOT / ".github" / "workflows" / "fleetflow-gitops.yml")
+    hold = doc["on"]["workflow_call"]["inputs"]["hold-seconds"]
+    assert hold["type"] == "number" and 0 < hold["default"] <= 50
+    steps = doc["jobs"]["reconcile"]["steps"]
+    assert steps[0]["id"] == "started" and "date +%s" in steps[0]["run"]
+    [held] = [s for s in steps if s.get("name") == "Hold the slot while clusters report"]
+    assert held is steps[-1]
+    condition = " ".join(held["if"].split())
+    assert condition == ("inputs.hold-seconds > 0 && steps.reconcile.outputs.waiting-for-reports != '' "
+                         "&& steps.reconcile.outputs.waiting-for-reports != '[]'")
+    assert held["env"]["STARTED"] == "${{ steps.started.outputs.at }}" and "sleep" in held["run"]
+    control_plane = (ROOT / ".github" / "workflows" / "fleetflow-control-plane.yml").read_text(encoding="utf-8")
+    assert "hold-seconds" not in control_plane
+    assert "status" not in load(ROOT / "examples" / "workflows" / "control-plane.yml")["on"]
 
 
 def test_pull_requests_to_the_control_plane_are_checked_with_every_branch() -> None:

@@ -160,7 +160,8 @@ def check_rollout_report(outcome: RolloutOutcome) -> Report:
 
 def reconcile_report(outcome: ReconcileOutcome) -> Report:
     steps = {e.environment: [s.step for s in e.did] for e in outcome.environments if e.did}
-    outputs = {"steps": json.dumps(steps), "main-commit": outcome.main_commit}
+    outputs = {"steps": json.dumps(steps), "main-commit": outcome.main_commit,
+               "waiting-for-reports": json.dumps(outcome.waiting_for_reports)}
     # an environment's error is one of the run's problems: an ::error of its own
     notices: list[tuple[Level, str]] = [("notice", f"{e.environment}: {s.step}: {s.message}")
                                         for e in outcome.environments for s in e.did]

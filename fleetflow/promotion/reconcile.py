@@ -133,12 +133,28 @@ class EnvironmentReconcile(Result):
     def wait(self, text: str) -> None:
         self.waiting = f"{self.waiting}; {text}" if self.waiting and text not in self.waiting else text
 
+    @property
+    def waits_for_reports(self) -> bool:
+        """This run left the gate pending because clusters have not all reported yet (not soaking, not failed):
+        more status events are coming, and none can change the gate until the count is complete."""
+        gates = [s.result for s in self.did if s.step == "gate" and isinstance(s.result, RolloutOutcome)]
+        decision = gates[-1].decision if gates else None
+        return decision is not None and decision.state == "pending" and decision.ready_at is None
+
 
 class ReconcileOutcome(Result):
     """``fleetflow reconcile``'s result: per environment, what it found and the steps it took."""
 
     main_commit: str
     environments: list[EnvironmentReconcile]
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def waiting_for_reports(self) -> list[str]:
+        """The environments whose gate this run left pending on missing reports. The gitops workflow holds its
+        concurrency slot for a while then (``hold-seconds``), so the status events of those reports coalesce into
+        one pending run instead of starting one run each (docs/architecture.md, "Runs during a rollout")."""
+        return [e.environment for e in self.environments if e.waits_for_reports]
 
     @property
     def exit_code(self) -> int:
