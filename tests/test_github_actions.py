@@ -346,7 +346,8 @@ def test_reconcile_as_a_step(step: Step) -> None:
 def test_reconcile_summary_shows_the_merge_step_as_its_own_row(step: Step) -> None:
     """The merge step's outcome (``merging.MergeOutcome``: state, pull request, reason, merge commit) is a row of
     its own under the reconcile table: here dev has ``autoMerge`` and its branch requires ``ci/validate``; the
-    local forge has no auto-merge, so reconcile waits for the check, then merges."""
+    local forge has no auto-merge, so reconcile waits for the check, then merges when the check's status on the head
+    is the run's event (``--recheck``; another run waits at no cost, tests/test_merge_records.py)."""
     fleet = step.fleet
     fleet.forge.protect_branch(fleet.gitops_id, "dev", ["ci/validate"])  # type: ignore[attr-defined]
     auto = {"dev": "  pullRequest:\n    autoMerge: true\n"}
@@ -360,10 +361,11 @@ def test_reconcile_summary_shows_the_merge_step_as_its_own_row(step: Step) -> No
     assert f"{header}| `dev` | waiting | #{pr.number} | waiting for required checks: ci/validate | – |\n" \
         in step.summary()
 
-    fleet.post_status(fleet.branch_sha(fleet.gitops_url, "fleetflow/dev"), "ci/validate", "success", "ok")
+    head = fleet.branch_sha(fleet.gitops_url, "fleetflow/dev")
+    fleet.post_status(head, "ci/validate", "success", "ok")
     for written in ("summary.md", "output"):
         (step.tmp / written).unlink()
-    code, log = step.run("reconcile")
+    code, log = step.run("reconcile", "--recheck", head)  # as the status event on the head would
     assert code == 0, log
     [dev] = [e for e in json.loads(step.outputs()["result"])["result"]["environments"] if e["environment"] == "dev"]
     merge_commit = fleet.branch_sha(fleet.gitops_url, "dev")
