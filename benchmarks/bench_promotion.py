@@ -68,11 +68,13 @@ def git(cwd: Path, *args: str) -> str:
 # --- setup -----------------------------------------------------------------------------------------------
 
 
-def build_repos(root: Path, workloads: int, cluster_types: int) -> Result:
-    """The fleet's trees as a control-plane repo (main + dev) and an empty GitOps repo (dev holds a README)."""
+def build_repos(root: Path, workloads: int, cluster_types: int, lines: int = 100) -> Result:
+    """The fleet's trees as a control-plane repo (main + dev) and an empty GitOps repo (dev holds a README);
+    ``lines``: one ``line`` value (the one the line tuning changes) is carried by ``cluster_types / lines`` of them."""
     t0 = time.perf_counter()
     trees = root / "trees"
-    main_dir, env_dir = fleet.write_fleet(trees, fleet.FleetSize(workloads=workloads, cluster_types=cluster_types))
+    size = fleet.FleetSize(workloads=workloads, cluster_types=cluster_types, lines=lines)
+    main_dir, env_dir = fleet.write_fleet(trees, size)
     cp, gitops = root / "control-plane.git", root / "gitops.git"
     for bare in (cp, gitops):
         git(root, "init", "-q", "--bare", str(bare))
@@ -262,8 +264,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dir", type=Path, help="work directory (default: a temporary one, removed after)")
     parser.add_argument("--cold", action="store_true", help="add (k): a 1%%-change schedule with no git cache")
     parser.add_argument("--cold-only", action="store_true", help="(p) then (k) only")
+    parser.add_argument("--growth", default="",
+                        help="(g) only: comma-separated cluster-type counts, e.g. 100,300,1000 with --workloads 100 "
+                             "(10k, 30k, 100k assignments); the change is the line tuning on 10 cluster types "
+                             "(--workloads x 10 assignments) at every size")
     args = parser.parse_args(argv)
     args.cold = args.cold or args.cold_only
+    if args.growth and not all(c.isdigit() and int(c) % GROWTH_CHANGED == 0 for c in args.growth.split(",")):
+        parser.error(f"--growth takes cluster-type counts that are multiples of {GROWTH_CHANGED}, e.g. 100,300,1000")
     work = Path(tempfile.mkdtemp(prefix="bench-promotion-", dir=args.dir))
     os.environ["XDG_CACHE_HOME"] = str(work / "xdg")
     try:
@@ -273,6 +281,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def run(args: argparse.Namespace, work: Path) -> int:
+    if args.growth:
+        return growth(args, work)
     w, t, runs = args.workloads, args.cluster_types, args.runs
     load = os.getloadavg()
     print(f"fleet: {w} workloads x {t} cluster types = {w * t} assignments; {runs} run(s) per phase; "
@@ -367,6 +377,50 @@ def run(args: argparse.Namespace, work: Path) -> int:
           f"{load[2]:.1f}{scale}):")
     for what, value, ok in verdicts:
         print(f"  {'met   ' if ok else 'MISSED'}  {what:<45} {value}")
+    return 0
+
+
+GROWTH_CHANGED = 10
+"""(g): the cluster types the fixed-size change touches at every fleet size."""
+
+
+def growth(args: argparse.Namespace, work: Path) -> int:
+    """(g): the schedule after a change of a fixed size as the fleet grows. For each cluster-type count T (with
+    ``--workloads`` W), a fleet of W x T assignments whose line tuning covers exactly ``GROWTH_CHANGED`` cluster
+    types (``lines = T / GROWTH_CHANGED``): the full promote once, its PR merged, then ``--runs`` times the line
+    tuning goes back and forth and the schedule opens its PR (merged after). The change is W x 10 assignments at
+    every size, so a flat curve is a schedule that costs what changed, not what exists."""
+    w, runs = args.workloads, args.runs
+    load = os.getloadavg()
+    print(f"(g) growth: {w} workloads; the change covers {GROWTH_CHANGED} cluster types ({w * GROWTH_CHANGED} "
+          f"assignments) at every size; {runs} run(s) per size; load average at start {load[0]:.1f} / {load[1]:.1f} "
+          f"/ {load[2]:.1f}")
+    rows = []
+    for t in (int(c) for c in args.growth.split(",")):
+        root = work / f"growth-{t}"
+        root.mkdir()
+        setup = build_repos(root, w, t, lines=t // GROWTH_CHANGED)
+        p = bench_render.in_child(phase_promote, str(root))
+        bench_render.in_child(phase_merge, str(root), p["pr"])
+        times: list[float] = []
+        peak = 0.0
+        for i in range(runs):
+            toggle_line_tuning(setup, i)
+            c = bench_render.in_child(phase_schedule, str(root))
+            assert c["operation"] == "created", c
+            times.append(c["total"])
+            peak = max(peak, c["maxrss_mib"])
+            bench_render.in_child(phase_merge, str(root), c["pr"])
+        rows.append((w * t, times, peak))
+        print(f"(g)  {w * t:>9,} assignments: schedule after the change {spread(times)}; peak RSS {peak:.0f} MiB "
+              f"(full promote first: {p['total']:.1f} s)")
+        shutil.rmtree(root, ignore_errors=True)
+    base = statistics.median(rows[0][1])
+    print("(g)  the curve (median schedule time, and its ratio to the smallest fleet's):")
+    for size, times, _ in rows:
+        print(f"       {size:>9,}  {statistics.median(times):6.2f} s  {statistics.median(times) / base:5.2f}x")
+    load = os.getloadavg()
+    print(f"     load average at the end {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f}")
     return 0
 
 
