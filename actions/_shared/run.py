@@ -213,15 +213,19 @@ def working_directory(inputs: Inputs, environ: Mapping[str, str]) -> Path | None
     land on the pull request's diff."""
     if inputs.command != "validate":
         return None
-    return (Path(environ.get("GITHUB_WORKSPACE") or ".") / inputs["repo"]).resolve()
+    return in_workspace(environ, inputs["repo"]).resolve()
 
 
-def cli_arguments(inputs: Inputs, environ: Mapping[str, str], artifact: Path | None = None) -> list[str]:
-    """The command line of ``fleetflow``: the command, its options from the inputs, and ``--github-actions``
-    (``artifact``: the folder a shard job saves its shard in)."""
+def in_workspace(environ: Mapping[str, str], relative: str) -> Path:
+    """An input's path, relative to the job's workspace (``GITHUB_WORKSPACE``; the current folder outside a runner)."""
+    return Path(environ.get("GITHUB_WORKSPACE") or ".") / relative
+
+
+def cli_arguments(inputs: Inputs, environ: Mapping[str, str]) -> list[str]:
+    """The command line of ``fleetflow``: the command, its options from the inputs, and ``--github-actions``."""
     name = inputs.command
     if name == "status-page":
-        target = (Path(environ.get("GITHUB_WORKSPACE") or ".") / inputs["output"]).resolve()
+        target = in_workspace(environ, inputs["output"]).resolve()
         args = ["status", "--format", "html", "--output", str(target)]
     else:
         args = [name]
@@ -237,9 +241,9 @@ def cli_arguments(inputs: Inputs, environ: Mapping[str, str], artifact: Path | N
         if inputs.flag("release"):
             args.append("--release")
     if name == "schedule" and inputs["shard"]:
-        args += ["--shard", inputs["shard"], "--artifact", str(artifact or shard_dir(environ))]
+        args += ["--shard", inputs["shard"], "--artifact", str(shard_dir(environ))]
     if name == "schedule" and inputs["stitch"]:
-        args += ["--stitch", str(Path(environ.get("GITHUB_WORKSPACE") or ".") / inputs["stitch"])]
+        args += ["--stitch", str(in_workspace(environ, inputs["stitch"]))]
     if name == "validate":
         args += ["--into", inputs["into"], "--repo", "."]
         if inputs.flag("strict"):
