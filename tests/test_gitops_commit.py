@@ -180,3 +180,45 @@ def test_listings_are_what_ls_tree_shows(tmp_path: Path) -> None:
         assert found[folder] == repo.ls_tree(head, [f"{folder}/"]), folder
     assert found["no/such"] is None and found["README.md"] is None
     assert repo.listings(head, []) == {}
+
+
+def test_files_lists_what_lies_under_the_folders_at_any_depth(tmp_path: Path) -> None:
+    """``GitOpsTree.files`` reads only the folders asked for (their trees, level by level), and gives what a
+    filter over the whole ``ls-tree -r`` gives: files at any depth under them (a foreign sub-folder too, and one
+    whose name holds a newline, which ``cat-file --batch`` cannot be asked for), nothing for a missing folder or
+    a path that is a file, each file once when folders nest; paths relative to the output root."""
+    fleet = make_local_fleet(tmp_path)
+    with fleet.context() as ctx:
+        promote_many(ctx, None, fleet.branch_sha(fleet.cp_url, "main"))
+    fleet.approve("dev")
+    repo = BareRepo(Path(fleet.gitops_url))
+    head = fleet.branch_sha(fleet.gitops_url, "dev")
+    state = next(e.path for e in repo.ls_tree(head, recursive=True) if e.path.endswith(STATE_PATH))
+    root = state.removesuffix(STATE_PATH).rstrip("/")
+    prefix = f"{root}/" if root else ""
+    assignment = next(e.path for e in repo.ls_tree(head, [f"{prefix}cloud/"]) if e.kind == "tree"
+                      and not e.path.endswith("/_status"))[len(prefix):]
+    seed = fleet.root / "gitops-seed"
+    git(seed, "fetch", "-q", fleet.gitops_url, "dev")
+    git(seed, "checkout", "-q", "-B", "dev", "FETCH_HEAD")
+    for extra in ("docs/deep/er/notes.md", "odd\nname/x.md"):
+        (seed / prefix / assignment / extra).parent.mkdir(parents=True, exist_ok=True)
+        (seed / prefix / assignment / extra).write_bytes(b"a person's file\n")
+    git(seed, "add", "-A")
+    git(seed, "commit", "-q", "-m", "files in sub-folders of an assignment folder")
+    git(seed, "push", "-q", fleet.gitops_url, "HEAD:refs/heads/dev")
+    head = fleet.branch_sha(fleet.gitops_url, "dev")
+    tree = GitOpsTree(repo, head, root)
+    everything = {e.path[len(prefix):]: e.sha for e in repo.ls_tree(head, recursive=True, trees=False)
+                  if e.kind == "blob" and e.path.startswith(prefix)}
+    folders = [assignment, f"{assignment}/docs", "cloud/_status", ".fleetflow/state", "no/such",
+               f"{assignment}/docs/deep/er/notes.md"]
+
+    def under(path: str) -> bool:
+        return any(path.startswith(f"{f}/") for f in folders)
+
+    listed = tree.files(folders)
+    assert listed == {p: sha for p, sha in everything.items() if under(p)}
+    assert f"{assignment}/docs/deep/er/notes.md" in listed and f"{assignment}/odd\nname/x.md" in listed
+    assert not any(p.startswith("cloud/") and not under(p) for p in listed)  # nothing else of the cluster type
+    assert tree.files([]) == {} and GitOpsTree(repo, None, root).files([assignment]) == {}

@@ -332,30 +332,52 @@ class BareRepo:
         return found
 
     def listings(self, rev: str, folders: Sequence[str]) -> dict[str, list[TreeEntry] | None]:
-        """What lies directly in each of ``folders`` of ``rev``'s tree (None: no such folder), from **one**
-        ``cat-file --batch`` that reads each folder's tree object by ``<rev>:<folder>`` (gitrevisions). Unlike
-        ``ls-tree`` with one pathspec per folder, whose cost is the tree's entries times the pathspecs, this
-        costs the folders asked for. Trees are present in a blobless mirror too (only blobs are left out)."""
+        """What lies directly in each of ``folders`` of ``rev``'s tree (None: no such folder), from two ``cat-file
+        --batch``: the root tree, then each folder as ``<id>:<rest>`` (gitrevisions), ``<id>`` being the tree of its
+        top folder. Asking ``<rev>:<folder>`` instead re-reads the root tree for every folder (2,000 folders under a
+        root of 1,000 cluster types: 0.2 s of re-inflating it); reading the top folders to walk down by ids costs
+        parsing all they hold; ``ls-tree`` with one pathspec per folder costs the tree's entries times the
+        pathspecs. Trees are present in a blobless mirror too (only blobs are left out)."""
         names = [f.strip("/") for f in folders]
         if not names:
             return {}
         if any("\n" in n or not n for n in names):
             raise ValueError(f"not a folder path: {names!r}")
-        out = self.git("cat-file", "--batch", stdin="".join(f"{rev}:{n}\n" for n in names).encode()).stdout
-        found: dict[str, list[TreeEntry] | None] = {}
-        pos = 0
+        root = f"{rev}^{{tree}}"
+        root_body = self._trees([root]).get(root)
+        tops = {} if root_body is None else {e.path: e.sha for e in _tree_entries(root_body, "") if e.kind == "tree"}
+        asks: dict[str, str] = {}  # folder -> what cat-file is asked
         for name in names:
+            top, _, rest = name.partition("/")
+            if top in tops:
+                asks[name] = f"{tops[top]}:{rest}" if rest else tops[top]
+        bodies = self._trees(list(asks.values()))
+        found: dict[str, list[TreeEntry] | None] = {}
+        for name in names:
+            body = bodies.get(asks[name]) if name in asks else None
+            found[name] = None if body is None else _tree_entries(body, name)
+        return found
+
+    def _trees(self, revs: Sequence[str]) -> dict[str, bytes]:
+        """The raw bodies of the trees ``revs`` name (object ids, or ``<rev>^{tree}``), from one ``cat-file
+        --batch``; a name that is missing or not a tree is left out."""
+        unique = list(dict.fromkeys(revs))
+        if not unique:
+            return {}
+        out = self.git("cat-file", "--batch", stdin="".join(f"{r}\n" for r in unique).encode()).stdout
+        bodies: dict[str, bytes] = {}
+        pos = 0
+        for rev in unique:
             end = out.index(b"\n", pos)
             header = out[pos:end].split(b" ")
-            if len(header) != 3:  # "<name> missing"
-                found[name] = None
+            if len(header) != 3:  # "<name> missing" (or "ambiguous")
                 pos = end + 1
                 continue
             size = int(header[2])
-            body = out[end + 1:end + 1 + size]
+            if header[1] == b"tree":
+                bodies[rev] = out[end + 1:end + 1 + size]
             pos = end + 1 + size + 1
-            found[name] = _tree_entries(body, name) if header[1] == b"tree" else None
-        return found
+        return bodies
 
     def _set_promisor(self, url: str) -> None:
         self.remote_url = url
@@ -585,7 +607,8 @@ def _tree_entries(body: bytes, folder: str) -> list[TreeEntry]:
         mode = body[pos:space].decode()
         sha = body[nul + 1:nul + 21].hex()
         kind = "tree" if mode == "40000" else "commit" if mode == "160000" else "blob"
-        entries.append(TreeEntry(mode.rjust(6, "0"), kind, sha, f"{folder}/{body[space + 1:nul].decode()}"))
+        name = body[space + 1:nul].decode()
+        entries.append(TreeEntry(mode.rjust(6, "0"), kind, sha, f"{folder}/{name}" if folder else name))
         pos = nul + 21
     return entries
 
