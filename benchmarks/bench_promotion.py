@@ -402,23 +402,33 @@ def growth(args: argparse.Namespace, work: Path) -> int:
         setup = build_repos(root, w, t, lines=t // GROWTH_CHANGED)
         p = bench_render.in_child(phase_promote, str(root))
         bench_render.in_child(phase_merge, str(root), p["pr"])
+        rendered = str(root / "rendered")
+        bench_render.in_child(bench_render.phase_render, setup["main"], setup["env"], rendered)
         times: list[float] = []
+        renders: list[float] = []
         peak = 0.0
         for i in range(runs):
             toggle_line_tuning(setup, i)
+            renders.append(bench_render.in_child(bench_render.phase_render, setup["main"], setup["env"],
+                                                 rendered)["total"])
             c = bench_render.in_child(phase_schedule, str(root))
             assert c["operation"] == "created", c
             times.append(c["total"])
             peak = max(peak, c["maxrss_mib"])
             bench_render.in_child(phase_merge, str(root), c["pr"])
-        rows.append((w * t, times, peak))
+        rows.append((w * t, times, renders))
         print(f"(g)  {w * t:>9,} assignments: schedule after the change {spread(times)}; peak RSS {peak:.0f} MiB "
-              f"(full promote first: {p['total']:.1f} s)")
+              f"(full promote first: {p['total']:.1f} s); the same incremental render of a folder "
+              f"{spread(renders)}")
         shutil.rmtree(root, ignore_errors=True)
     base = statistics.median(rows[0][1])
-    print("(g)  the curve (median schedule time, and its ratio to the smallest fleet's):")
-    for size, times, _ in rows:
-        print(f"       {size:>9,}  {statistics.median(times):6.2f} s  {statistics.median(times) / base:5.2f}x")
+    base_render = statistics.median(rows[0][2])
+    print("(g)  the curve (medians: the schedule, its ratio to the smallest fleet's; the incremental render of the "
+          "same change, its ratio; what the schedule adds to the render):")
+    for size, times, renders in rows:
+        sched, render = statistics.median(times), statistics.median(renders)
+        print(f"       {size:>9,}  schedule {sched:6.2f} s {sched / base:5.2f}x   render {render:6.2f} s "
+              f"{render / base_render:5.2f}x   schedule - render {sched - render:5.2f} s")
     load = os.getloadavg()
     print(f"     load average at the end {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f}")
     return 0

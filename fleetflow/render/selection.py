@@ -10,11 +10,11 @@ labels one by one, so they cost in proportion to the labels, not to the fleet.
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 
 from fleetflow.errors import Location, Problem
-from fleetflow.model.controlplane import PLATFORM_CONFIG_LABEL, ControlPlane
-from fleetflow.model.resources import LabelSelector
+from fleetflow.model.controlplane import PLATFORM_CONFIG_LABEL, ControlPlane, Resource
+from fleetflow.model.resources import LabelSelector, SchedulingPolicySpec
 from fleetflow.render.composition import CLUSTER_TYPE, DEPLOYMENT_TARGET, ENVIRONMENT, WORKLOAD
 from fleetflow.render.scheduling import Schedule
 
@@ -50,14 +50,15 @@ def _missing(key: str, value: str | None, index: LabelIndex, what: str) -> tuple
 
 
 def _selector_warnings(
-    subject: str, selector: LabelSelector, index: LabelIndex, what: str, where: Location,
-    label_location: Mapping[str, Location],
+    subject: str, selector: LabelSelector, index: LabelIndex, what: str, locate: Callable[[str | None], Location],
 ) -> list[Problem]:
+    """``locate(key)``: where the selector's ``matchLabels`` entry ``key`` is (None: the selector itself), asked
+    only for a warning: working out a file's positions costs a parse, and most selectors select something."""
     found: list[Problem] = []
     for key, value in sorted(selector.match_labels.items()):
         miss = _missing(key, value, index, what)
         if miss is not None:
-            found.append(Problem(f"{subject} selects no {what}: {miss[0]}", label_location.get(key, where), miss[1]))
+            found.append(Problem(f"{subject} selects no {what}: {miss[0]}", locate(key), miss[1]))
     for req in selector.match_expressions:
         if req.operator not in ("In", "Exists"):
             continue  # NotIn / DoesNotExist hold when the key is absent
@@ -70,8 +71,15 @@ def _selector_warnings(
                 + f"values of {req.key} on {what}: {', '.join(sorted(index[req.key]))}",
             )
         if miss is not None:
-            found.append(Problem(f"{subject} selects no {what}: {miss[0]}", where, miss[1]))
+            found.append(Problem(f"{subject} selects no {what}: {miss[0]}", locate(None), miss[1]))
     return found
+
+
+def _locator(policy: Resource[SchedulingPolicySpec], base: tuple[str, ...]) -> Callable[[str | None], Location]:
+    def locate(key: str | None) -> Location:
+        return policy.where(*base) if key is None else policy.where(*base, "matchLabels", key)
+
+    return locate
 
 
 def selection_warnings(plane: ControlPlane, environment: str, sched: Schedule) -> list[Problem]:
@@ -90,10 +98,8 @@ def selection_warnings(plane: ControlPlane, environment: str, sched: Schedule) -
         for field, selector, index, what in sides:
             if not index:
                 continue
-            base = ("spec", field, "labelSelector")
-            where = policy.where(*base)
-            at = {k: policy.where(*base, "matchLabels", k) for k in selector.match_labels}
-            warnings.extend(_selector_warnings(f"SchedulingPolicy {name}", selector, index, what, where, at))
+            locate = _locator(policy, ("spec", field, "labelSelector"))
+            warnings.extend(_selector_warnings(f"SchedulingPolicy {name}", selector, index, what, locate))
     if not target_index or not type_index:
         return warnings
     special = {
@@ -109,14 +115,13 @@ def selection_warnings(plane: ControlPlane, environment: str, sched: Schedule) -
         for key, value in sorted(cm.labels.items()):
             if key == PLATFORM_CONFIG_LABEL:
                 continue
-            where = cm.where("metadata", "labels", key)
             if key in special:
                 if str(value) not in special[key]:
                     close = _closest(str(value), special[key])
                     warnings.append(Problem(
                         f"ConfigMap {name} applies to no assignment of {environment}: {key}: {value!r} names "
                         f"no {key.replace('-', ' ')} here",
-                        where,
+                        cm.where("metadata", "labels", key),
                         (f"did you mean {key}: {close!r}? " if close else "")
                         + f"known: {', '.join(sorted(special[key])) or 'none'}",
                     ))
@@ -124,6 +129,7 @@ def selection_warnings(plane: ControlPlane, environment: str, sched: Schedule) -
             miss = _missing(key, str(value), carried, "cluster types or deployment targets")
             if miss is not None:
                 warnings.append(Problem(
-                    f"ConfigMap {name} applies to no assignment of {environment}: {miss[0]}", where, miss[1]
+                    f"ConfigMap {name} applies to no assignment of {environment}: {miss[0]}",
+                    cm.where("metadata", "labels", key), miss[1],
                 ))
     return warnings
