@@ -8,11 +8,10 @@ import click
 
 from fleetflow.cli.common import FORMAT
 from fleetflow.cli.errors import FLEET_WRITTEN, handled
-from fleetflow.cli.fleet import fleet_options, make_context
+from fleetflow.cli.fleet import fleet_options, make_context, report_step
 from fleetflow.cli.github_actions import actions_step, check_rollout_report, github_actions_options
 from fleetflow.errors import Problem
 from fleetflow.promotion.check_rollout import check_rollout
-from fleetflow.promotion.status import as_markdown, fleet_status
 
 
 @click.command("check-rollout")
@@ -34,8 +33,7 @@ def check_rollout_command(environment: str, forge: str | None, control_plane: st
     step = actions_step("check-rollout", github_actions, job_summary)
     with handled(fmt, FLEET_WRITTEN, step) as reply, make_context(forge, control_plane, config, fmt) as ctx:
         outcome = check_rollout(ctx, environment)
-        if step is not None:
-            step.report(check_rollout_report(outcome), lambda: as_markdown(fleet_status(ctx)))
+        report_step(step, ctx, check_rollout_report(outcome))
 
         def text() -> None:
             click.echo(f"{environment}: {outcome.state}: {outcome.description}")

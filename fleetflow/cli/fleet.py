@@ -10,11 +10,13 @@ from typing import Any, TypeVar
 
 import click
 
+from fleetflow.cli.github_actions import ActionsStep, Report
 from fleetflow.cli.terminal import TERMINAL
 from fleetflow.forge.factory import make_forge
 from fleetflow.forge.git import GitRepos
 from fleetflow.promotion.context import Context
 from fleetflow.promotion.fullplan import run_url
+from fleetflow.promotion.status import as_markdown, fleet_status
 from fleetflow.settings import load_settings
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -51,6 +53,16 @@ def plan_outputs(plan_dir: Path | None) -> dict[str, str]:
     if plan_dir is None:
         return {}
     return {"plan-dir": str(plan_dir) if plan_dir.is_dir() and any(plan_dir.glob("*.diff")) else ""}
+
+
+def report_step(step: ActionsStep | None, ctx: Context, report: Report, plan_dir: Path | None = None) -> None:
+    """With ``--github-actions``: the step's outputs, annotations and job summary from ``report``, plus the
+    ``plan-dir`` output (:func:`plan_outputs`) and, under the summary, the fleet's status (read only when a summary
+    is written)."""
+    if step is None:
+        return
+    report.outputs.update(plan_outputs(plan_dir))
+    step.report(report, lambda: as_markdown(fleet_status(ctx)))
 
 
 @contextmanager

@@ -8,10 +8,9 @@ import click
 
 from fleetflow.cli.common import FORMAT
 from fleetflow.cli.errors import FLEET_WRITTEN, handled
-from fleetflow.cli.fleet import fleet_options, make_context
+from fleetflow.cli.fleet import fleet_options, make_context, report_step
 from fleetflow.cli.github_actions import actions_step, github_actions_options, promote_report
 from fleetflow.promotion.promote import PromoteResult, promote_many
-from fleetflow.promotion.status import as_markdown, fleet_status
 
 
 @click.command()
@@ -35,8 +34,7 @@ def promote(environment: str | None, commit: str, release: bool, forge: str | No
     step = actions_step("promote", github_actions, job_summary)
     with handled(fmt, FLEET_WRITTEN, step) as reply, make_context(forge, control_plane, config, fmt) as ctx:
         outcomes = promote_many(ctx, environment, commit, release=release)
-        if step is not None:
-            step.report(promote_report(outcomes), lambda: as_markdown(fleet_status(ctx)))
+        report_step(step, ctx, promote_report(outcomes))
 
         def text() -> None:
             for outcome in outcomes:

@@ -12,11 +12,10 @@ import click
 
 from fleetflow.cli.common import FORMAT
 from fleetflow.cli.errors import FLEET_WRITTEN, handled
-from fleetflow.cli.fleet import fleet_options, make_context, plan_option, plan_outputs
+from fleetflow.cli.fleet import fleet_options, make_context, plan_option, report_step
 from fleetflow.cli.github_actions import actions_step, github_actions_options, reconcile_report
 from fleetflow.errors import ExitCode, Problem
 from fleetflow.promotion.reconcile import reconcile
-from fleetflow.promotion.status import as_markdown, fleet_status
 
 
 @click.command("reconcile")
@@ -59,10 +58,7 @@ def reconcile_command(environment: str | None, verify_merges: bool | None, reche
             verify_merges = os.environ.get("GITHUB_EVENT_NAME") == "schedule"
         outcome = reconcile(ctx, environment, verify_merges=verify_merges,
                             rechecks=rechecks or status_event_sha(os.environ))
-        if step is not None:
-            report = reconcile_report(outcome)
-            report.outputs.update(plan_outputs(plan_dir))
-            step.report(report, lambda: as_markdown(fleet_status(ctx)))
+        report_step(step, ctx, reconcile_report(outcome), plan_dir)
 
         def text() -> None:
             click.echo(f"main@{outcome.main_commit[:12]}")

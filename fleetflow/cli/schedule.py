@@ -9,12 +9,11 @@ import click
 
 from fleetflow.cli.common import FORMAT
 from fleetflow.cli.errors import FLEET_WRITTEN, handled
-from fleetflow.cli.fleet import fleet_options, make_context, plan_option, plan_outputs
+from fleetflow.cli.fleet import fleet_options, make_context, plan_option, report_step
 from fleetflow.cli.github_actions import actions_step, github_actions_options, schedule_report, shard_report
 from fleetflow.errors import UsageError
 from fleetflow.promotion.schedule import schedule_environment
 from fleetflow.promotion.shards import ShardSpec, render_shard, stitch_environment
-from fleetflow.promotion.status import as_markdown, fleet_status
 from fleetflow.render.summary import changes_text
 
 
@@ -70,10 +69,7 @@ def schedule(environment: str, shard: str | None, artifact: Path | None, stitch:
                 return
             outcome = (stitch_environment(ctx, environment, stitch) if stitch is not None
                        else schedule_environment(ctx, environment))
-            if step is not None:
-                report = schedule_report(outcome)
-                report.outputs.update(plan_outputs(plan_dir))
-                step.report(report, lambda: as_markdown(fleet_status(ctx)))
+            report_step(step, ctx, schedule_report(outcome), plan_dir)
 
             def text() -> None:
                 click.echo(f"{environment}: {outcome.operation}: {outcome.message}")
