@@ -38,6 +38,7 @@ are only as good as the machine was idle).
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
 import statistics
@@ -135,17 +136,33 @@ def phase_promote(root: str) -> Result:
 
 
 def phase_schedule(root: str) -> Result:
+    """``receiving``: the seconds the receiving repositories' ``git receive-pack`` took (the push's server side:
+    on GitHub, GitHub's; here a local bare repo's, which walks the whole previous tree for its connectivity check),
+    from git's trace2 event stream (``Documentation/technical/api-trace2.adoc``: each process's ``cmd_name`` and
+    ``exit`` events, with ``t_abs``, its seconds since it started)."""
     from fleetflow.cli.common import tune_gc
     from fleetflow.promotion.schedule import schedule_environment
 
     tune_gc()
     ctx = _context(root)
+    trace = Path(tempfile.mkdtemp(prefix="trace2-")) / "events.json"
+    os.environ["GIT_TRACE2_EVENT"] = str(trace)
     t0 = time.perf_counter()
     with ctx:
         outcome = schedule_environment(ctx, ENV)
-    return {"total": time.perf_counter() - t0, "operation": outcome.operation,
+    total = time.perf_counter() - t0
+    del os.environ["GIT_TRACE2_EVENT"]
+    return {"total": total, "operation": outcome.operation, "receiving": receive_pack_seconds(trace),
             "pr": outcome.pull_request.number if outcome.pull_request else None,
             "maxrss_mib": bench_render._maxrss_mib()}
+
+
+def receive_pack_seconds(trace: Path) -> float:
+    """The summed run time of the ``receive-pack`` processes in a trace2 event file (then deleted)."""
+    events = [json.loads(line) for line in trace.read_text(encoding="utf-8").splitlines() if line.strip()]
+    shutil.rmtree(trace.parent, ignore_errors=True)
+    receivers = {e["sid"] for e in events if e.get("event") == "cmd_name" and e.get("name") == "receive-pack"}
+    return sum(e["t_abs"] for e in events if e.get("event") == "exit" and e["sid"] in receivers)
 
 
 def phase_cold_schedule(root: str, cache: str, blobless: bool) -> Result:
@@ -352,7 +369,8 @@ def run(args: argparse.Namespace, work: Path) -> int:
     print(f"(rc) 1%-change render:   {spread(rc_t)} (rendered {rc[0]['rendered']} assignments)")
     print(f"(fc) plain-git floor:    {spread(fc_t)} (git add -A && git commit in the kept work tree)")
     print(f"(c)  1%-change schedule: {spread(c_t)}; peak RSS {max(r['maxrss_mib'] for r in c):.0f} MiB; "
-          f"{statistics.median(c_t) / statistics.median(rc_t):.2f}x the incremental render (medians)")
+          f"{statistics.median(c_t) / statistics.median(rc_t):.2f}x the incremental render (medians); of which the "
+          f"receiving repos' git receive-pack {spread([r['receiving'] for r in c])}")
 
     for size in (int(s) for s in args.statuses.split(",")):
         posts = bench_render.in_child(phase_status_posts, root, size, args.posts)
@@ -406,6 +424,7 @@ def growth(args: argparse.Namespace, work: Path) -> int:
         bench_render.in_child(bench_render.phase_render, setup["main"], setup["env"], rendered)
         times: list[float] = []
         renders: list[float] = []
+        receiving: list[float] = []
         peak = 0.0
         for i in range(runs):
             toggle_line_tuning(setup, i)
@@ -414,21 +433,24 @@ def growth(args: argparse.Namespace, work: Path) -> int:
             c = bench_render.in_child(phase_schedule, str(root))
             assert c["operation"] == "created", c
             times.append(c["total"])
+            receiving.append(c["receiving"])
             peak = max(peak, c["maxrss_mib"])
             bench_render.in_child(phase_merge, str(root), c["pr"])
-        rows.append((w * t, times, renders))
-        print(f"(g)  {w * t:>9,} assignments: schedule after the change {spread(times)}; peak RSS {peak:.0f} MiB "
-              f"(full promote first: {p['total']:.1f} s); the same incremental render of a folder "
-              f"{spread(renders)}")
+        rows.append((w * t, times, renders, receiving))
+        print(f"(g)  {w * t:>9,} assignments: schedule after the change {spread(times)} (of which the receiving "
+              f"repos' git receive-pack {spread(receiving)}); peak RSS {peak:.0f} MiB (full promote first: "
+              f"{p['total']:.1f} s); the same incremental render of a folder {spread(renders)}")
         shutil.rmtree(root, ignore_errors=True)
     base = statistics.median(rows[0][1])
+    base_own = statistics.median(a - b for a, b in zip(rows[0][1], rows[0][3], strict=True))
     base_render = statistics.median(rows[0][2])
-    print("(g)  the curve (medians: the schedule, its ratio to the smallest fleet's; the incremental render of the "
-          "same change, its ratio; what the schedule adds to the render):")
-    for size, times, renders in rows:
+    print("(g)  the curve (medians, each with its ratio to the smallest fleet's: the schedule; the schedule without "
+          "the push's server side (receive-pack); the incremental render of the same change):")
+    for size, times, renders, received in rows:
         sched, render = statistics.median(times), statistics.median(renders)
-        print(f"       {size:>9,}  schedule {sched:6.2f} s {sched / base:5.2f}x   render {render:6.2f} s "
-              f"{render / base_render:5.2f}x   schedule - render {sched - render:5.2f} s")
+        own = statistics.median(a - b for a, b in zip(times, received, strict=True))
+        print(f"       {size:>9,}  schedule {sched:6.2f} s {sched / base:5.2f}x   without receive-pack {own:6.2f} s "
+              f"{own / base_own:5.2f}x   render {render:6.2f} s {render / base_render:5.2f}x")
     load = os.getloadavg()
     print(f"     load average at the end {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f}")
     return 0
