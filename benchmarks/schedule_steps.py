@@ -1,0 +1,141 @@
+"""Where one schedule's time goes, step by step, at two or more fleet sizes side by side: what grows.
+
+Run from the repository root::
+
+    python benchmarks/schedule_steps.py                      # 100 workloads x 100 and x 1,000 cluster types
+    python benchmarks/schedule_steps.py --cluster-types 100,300,1000
+
+For each size: the fleet of ``bench_promotion --growth`` (the line tuning covers 10 cluster types, so the change
+is 1,000 assignments at every size), its full promote and merge, one schedule after the change (merged: the
+caches are warm), then the change back and one more schedule, timed. Each step below is timed by wrapping the
+function that does it (wall clock, ``time.perf_counter``; nested steps are also counted in the step around them,
+so the column does not add up). One run per size, in this process: the figures are as noisy as the machine;
+``bench_promotion.py --growth --runs 3`` gives the min/median/max of the whole schedule.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import os
+import shutil
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import bench_promotion  # a sibling module (benchmarks/ is not a package)
+
+STEPS: list[tuple[str, str]] = [  # module, function (or Class.method): the steps of one schedule
+    ("fleetflow.promotion.schedule", "pinned"),
+    ("fleetflow.promotion.context", "load_control_plane"),
+    ("fleetflow.promotion.gitops", "GitOpsTree.read_state"),
+    ("fleetflow.promotion.schedule", "render_environment"),
+    ("fleetflow.render.pipeline", "schedule"),
+    ("fleetflow.render.pipeline", "affected_assignments"),
+    ("fleetflow.render.pipeline", "_untouched_shards"),
+    ("fleetflow.render.incremental", "RenderState.to_bytes"),
+    ("fleetflow.promotion.schedule", "write_commit"),
+    ("fleetflow.promotion.gitops", "survey"),
+    ("fleetflow.forge.git", "BareRepo.listings"),
+    ("fleetflow.forge.git", "BareRepo.fast_commit"),
+    ("fleetflow.promotion.schedule", "publish"),
+    ("fleetflow.forge.git", "BareRepo.push"),
+    ("fleetflow.forge.git", "GitRepos.fetch"),
+]
+
+
+RECEIVING = "the push's server side (receive-pack)"  # the receiving repos, from git's trace2 (bench_promotion)
+
+
+def timed(spent: dict[str, float], label: str, func: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        t0 = time.perf_counter()
+        try:
+            return func(*args, **kwargs)
+        finally:
+            spent[label] += time.perf_counter() - t0
+
+    return wrapper
+
+
+def instrument(spent: dict[str, float]) -> None:
+    """Wrap every step of :data:`STEPS` where it is looked up (the module that calls it imported it by name)."""
+    import importlib
+
+    for module_name, name in STEPS:
+        module = importlib.import_module(module_name)
+        label = f"{module_name.rsplit('.', 1)[1]}.{name}"
+        if "." in name:
+            cls_name, method = name.split(".")
+            cls = getattr(module, cls_name)
+            setattr(cls, method, timed(spent, label, getattr(cls, method)))
+        else:
+            setattr(module, name, timed(spent, label, getattr(module, name)))
+
+
+def one_size(work: Path, workloads: int, cluster_types: int) -> tuple[float, dict[str, float]]:
+    root = work / f"size-{cluster_types}"
+    root.mkdir()
+    setup = bench_promotion.build_repos(root, workloads, cluster_types,
+                                        lines=cluster_types // bench_promotion.GROWTH_CHANGED)
+    promoted = bench_promotion.phase_promote(str(root))
+    bench_promotion.phase_merge(str(root), promoted["pr"])
+    bench_promotion.toggle_line_tuning(setup, 0)
+    warm = bench_promotion.phase_schedule(str(root))
+    bench_promotion.phase_merge(str(root), warm["pr"])
+    bench_promotion.toggle_line_tuning(setup, 1)
+    spent: dict[str, float] = defaultdict(float)
+    instrument(spent)
+    t0 = time.perf_counter()
+    outcome = bench_promotion.phase_schedule(str(root))
+    total = time.perf_counter() - t0
+    assert outcome["operation"] == "created", outcome
+    spent[RECEIVING] = outcome["receiving"]
+    shutil.rmtree(root, ignore_errors=True)
+    return total, dict(spent)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--workloads", type=int, default=100)
+    parser.add_argument("--cluster-types", default="100,1000",
+                        help="comma-separated cluster-type counts, multiples of 10 (default: 100,1000)")
+    args = parser.parse_args(argv)
+    sizes = [int(c) for c in args.cluster_types.split(",") if c.isdigit()]
+    if len(sizes) < 2 or any(c % bench_promotion.GROWTH_CHANGED for c in sizes):
+        parser.error("--cluster-types takes two or more counts that are multiples of 10, e.g. 100,1000")
+    work = Path(tempfile.mkdtemp(prefix="schedule-steps-"))
+    os.environ.setdefault("XDG_CACHE_HOME", str(work / "xdg"))  # the parse cache, fresh
+    try:
+        import bench_render
+
+        results = []
+        for count in sizes:
+            # each size in its own process: the instrumentation and the modules' caches are its own
+            results.append(bench_render.in_child(_one_size_result, str(work), args.workloads, count))
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    labels = [f"{m.rsplit('.', 1)[1]}.{n}" for m, n in STEPS] + [RECEIVING]
+    header = "".join(f"{args.workloads * c:>12,}" for c in sizes)
+    print(f"{'seconds in one schedule after a 1,000-assignment change':<44}{header}")
+    print(f"{'the whole schedule':<44}" + "".join(f"{r['total']:12.3f}" for r in results))
+    for label in labels:
+        print(f"  {label:<42}" + "".join(f"{r['spent'].get(label, 0.0):12.3f}" for r in results))
+    return 0
+
+
+def _one_size_result(work: str, workloads: int, cluster_types: int) -> dict[str, Any]:
+    total, spent = one_size(Path(work), workloads, cluster_types)
+    return {"total": total, "spent": spent}
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
