@@ -412,3 +412,46 @@ def test_doctor_checks_the_github_environments_the_jobs_use(fleet: Fleet) -> Non
     assert [(f.check, f.where) for f in diagnosis.findings] == [("environments", fleet.cp_id)]
     assert "'fleetflow-qa' has no required reviewers" in diagnosis.findings[0].problem
     assert f"{fleet.cp_id}: GitHub Environment fleetflow-dev (1 required reviewer(s))" in diagnosis.checked
+
+
+SHARDS_CALLER = """\
+name: fleetflow shards
+on:
+  push:
+    branches: [dev]
+  workflow_dispatch:
+permissions: {}
+jobs:
+  dev:
+    permissions: {}
+    uses: fleetflow/fleetflow/.github/workflows/fleetflow-schedule-shards.yml@v0
+    with:
+      environment: ENV
+      shards: 3
+"""
+
+
+def test_doctor_checks_a_sharded_environment_has_the_shards_workflow(fleet: Fleet) -> None:
+    """``shardedSchedule: true``: promote and reconcile never render the environment, only the shards workflow
+    does, so a caller of it must be where GitHub reads it: ``main`` (``workflow_dispatch`` and ``schedule`` run the
+    default branch's file) and the environment's branch (``push`` runs the pushed commit's file), as the
+    "Events that trigger workflows" page says (docs.github.com/en/actions/writing-workflows/choosing-when-your-
+    workflow-runs/events-that-trigger-workflows). A caller for another environment does not count; one whose
+    ``environment`` is an expression cannot be read, and counts."""
+    init_fleet(fleet)
+    envs = "---\n".join(_environment(n, a, "  shardedSchedule: true\n" if n == "dev" else "")
+                        for n, a in ENVIRONMENTS.items())
+    fleet.push_main({".environments/envs.yaml": envs}, "dev: sharded schedule")
+    cp = fleet.cp_id
+    assert sorted(findings(fleet)) == [("sharded-schedule", f"{cp}@dev"), ("sharded-schedule", f"{cp}@main")]
+    with fleet.context() as ctx:
+        [problem] = [f.problem for f in diagnose(ctx).findings if f.where == f"{cp}@main"]
+    assert "environment dev has shardedSchedule: true" in problem and "fleetflow-schedule-shards.yml" in problem
+
+    caller = ".github/workflows/fleetflow-shards.yml"
+    fleet.push_main({caller: SHARDS_CALLER.replace("ENV", "qa")}, "a shards caller for another environment")
+    assert sorted(findings(fleet)) == [("sharded-schedule", f"{cp}@dev"), ("sharded-schedule", f"{cp}@main")]
+    fleet.push_main({caller: SHARDS_CALLER.replace("ENV", "dev")}, "the shards caller for dev")
+    assert findings(fleet) == [("sharded-schedule", f"{cp}@dev")]
+    fleet.push_env("dev", {caller: SHARDS_CALLER.replace("ENV", "${{ vars.SHARDED_ENV }}")}, "on dev too")
+    assert findings(fleet) == []

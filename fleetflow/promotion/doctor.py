@@ -25,6 +25,10 @@ Checks (each reads, none writes):
   ``fleetflow/merge-when-green/<env>``, :mod:`fleetflow.promotion.merge_records`): one whose environment this repo
   no longer serves (renamed or removed) is never read nor removed by reconcile; one on a commit other than the
   head branch's tip is stale and reconcile replaces it at its next run (reported as fine);
+* **sharded-schedule**: an Environment with ``shardedSchedule: true`` is rendered only by the reusable workflow
+  ``fleetflow-schedule-shards.yml`` (promote and reconcile leave it to it): a workflow that calls it for that
+  environment must be on the control plane's ``main`` (dispatches and the cron tick) and on the environment's
+  branch (a push, a promotion's pin included, runs the pushed commit's files);
 * **environments**: the GitHub Environments (deployment protection rules, "List environments") of the jobs that
   need them: with the control-plane caller's ``approval-environment``, the environment of each fleetflow
   Environment whose PRs a person merges (``autoMerge`` off) must exist with required reviewers (GitHub creates a
@@ -221,6 +225,13 @@ def diagnose(ctx: Context) -> Diagnosis:
         _check_auto_merge(ctx, found, repo, served)
         _check_merge_records(ctx, found, repo, url, served)
     _check_approval_environments(ctx, found, cp, main_sha, setups)
+    for env in setups:
+        if env.spec.sharded_schedule:
+            _check_shards_caller(ctx, found, env.name, ctx.main_branch, main_sha,
+                                 "dispatches and the cron tick run the default branch's workflow files")
+            if env.tip is not None:
+                _check_shards_caller(ctx, found, env.name, env.branch, env.tip,
+                                     "a push to this branch (a promotion's pin too) runs the pushed commit's files")
     for repo in [cp, *gitops_repos]:
         _check_app(ctx, found, repo)
     found.healthy = not found.findings
@@ -260,6 +271,49 @@ def _check_workflow(ctx: Context, found: Diagnosis, repo: str, url: str, branch:
         )
     else:
         found.ok(f"{repo}@{branch}: {WORKFLOW_FILE}")
+
+
+SHARDS_WORKFLOW = "fleetflow-schedule-shards.yml"
+WORKFLOWS_DIR = ".github/workflows"
+
+
+def _check_shards_caller(ctx: Context, found: Diagnosis, env: str, branch: str, sha: str, why: str) -> None:
+    """An environment with ``shardedSchedule: true`` is rendered only by the shards workflow (neither promote nor
+    reconcile renders it): a caller of it for ``env`` must be on ``branch`` (docs/setup.md, section 10)."""
+    where = f"{ctx.control_plane}@{branch}"
+    callers = _shards_callers(ctx, sha)
+    if env in callers or "*" in callers:
+        found.ok(f"{where}: {SHARDS_WORKFLOW} called for {env}")
+        return
+    found.findings.append(finding(
+        "sharded-schedule", where,
+        f"environment {env} has shardedSchedule: true, but no workflow in {WORKFLOWS_DIR}/ calls {SHARDS_WORKFLOW} "
+        f"with environment: {env}, so nothing schedules it ({why})",
+        f"copy examples/workflows/schedule-shards.yml to {WORKFLOWS_DIR}/fleetflow-shards.yml on {branch} with "
+        f"environment: {env} (docs/setup.md, section 10), or set shardedSchedule: false",
+    ))
+
+
+def _shards_callers(ctx: Context, sha: str) -> set[str]:
+    """The environments the workflow files on ``sha`` call the shards workflow for ("*": one passes an expression,
+    which cannot be read here); a file that is not YAML is left to the workflows check."""
+    listed = ctx.git.mirror(ctx.cp_url).ls_tree(sha, [f"{WORKFLOWS_DIR}/"])
+    names = [e.path for e in listed if e.kind == "blob" and e.path.endswith((".yml", ".yaml"))]
+    envs: set[str] = set()
+    for path in names:
+        text = ctx.git.read_file(ctx.cp_url, sha, path)
+        try:
+            data = yaml.safe_load(text) if text else None
+        except yaml.YAMLError:
+            continue
+        jobs = data.get("jobs") if isinstance(data, dict) else None
+        for job in jobs.values() if isinstance(jobs, dict) else []:
+            if not (isinstance(job, dict) and str(job.get("uses", "")).split("@")[0].endswith(SHARDS_WORKFLOW)):
+                continue
+            inputs = job.get("with")
+            value = str(inputs.get("environment", "")) if isinstance(inputs, dict) else ""
+            envs.add("*" if "${{" in value else value)
+    return envs
 
 
 def _check_contexts(ctx: Context, found: Diagnosis, env: EnvSetup, repo: str, branch: str, sha: str) -> None:
