@@ -357,13 +357,12 @@ def run(args: argparse.Namespace, work: Path) -> int:
           f"{statistics.median(n_t) / statistics.median(rn_t):.2f}x the no-change render (medians)")
 
     rc, c, fc = [], [], []
-    for i in range(runs):
-        toggle_line_tuning(setup, i)  # on top of the pin commit of (p)
-        rc.append(bench_render.in_child(bench_render.phase_render, main_dir, env_dir, str(rendered)))
-        fc.append(bench_render.in_child(phase_git_floor, str(rendered), False))
-        c.append(bench_render.in_child(phase_schedule, root))
-        assert c[-1]["operation"] == "created", c[-1]
-        bench_render.in_child(phase_merge, root, c[-1]["pr"])
+    for i in range(runs):  # on top of the pin commit of (p)
+        render, floor, schedule = change_and_schedule(setup, root, i, rendered, with_floor=True)
+        assert floor is not None
+        rc.append(render)
+        fc.append(floor)
+        c.append(schedule)
     peaks += [r["maxrss_mib"] for r in c]
     rc_t, c_t, fc_t = [r["total"] for r in rc], [r["total"] for r in c], [r["total"] for r in fc]
     print(f"(rc) 1%-change render:   {spread(rc_t)} (rendered {rc[0]['rendered']} assignments)")
@@ -427,11 +426,8 @@ def growth(args: argparse.Namespace, work: Path) -> int:
         receiving: list[float] = []
         peak = 0.0
         for i in range(runs):
-            toggle_line_tuning(setup, i)
-            renders.append(bench_render.in_child(bench_render.phase_render, setup["main"], setup["env"],
-                                                 rendered)["total"])
-            c = bench_render.in_child(phase_schedule, str(root))
-            assert c["operation"] == "created", c
+            render, _, c = change_and_schedule(setup, str(root), i, Path(rendered))
+            renders.append(render["total"])
             times.append(c["total"])
             receiving.append(c["receiving"])
             peak = max(peak, c["maxrss_mib"])
@@ -454,6 +450,20 @@ def growth(args: argparse.Namespace, work: Path) -> int:
     load = os.getloadavg()
     print(f"     load average at the end {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f}")
     return 0
+
+
+def change_and_schedule(setup: Result, root: str, i: int, rendered: Path,
+                        with_floor: bool = False) -> tuple[Result, Result | None, Result]:
+    """One run of (c) and (g): the line tuning changes (:func:`toggle_line_tuning`), the same incremental render
+    of the folder ``rendered``, with ``with_floor`` the plain-git floor in it, then the schedule, whose PR is
+    merged after. Returns the three phases' results (None: no floor)."""
+    toggle_line_tuning(setup, i)
+    render = bench_render.in_child(bench_render.phase_render, setup["main"], setup["env"], str(rendered))
+    floor = bench_render.in_child(phase_git_floor, str(rendered), False) if with_floor else None
+    schedule = bench_render.in_child(phase_schedule, root)
+    assert schedule["operation"] == "created", schedule
+    bench_render.in_child(phase_merge, root, schedule["pr"])
+    return render, floor, schedule
 
 
 def toggle_line_tuning(setup: Result, i: int) -> None:
