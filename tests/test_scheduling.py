@@ -70,3 +70,23 @@ def test_effective_labels_precedence() -> None:
     assert labels == {"tier": "web", "purpose": "x", "workload": "app", "workspace": "team-a"}
     # workload= and workspace= always win
     assert effective_labels({"workload": "spoof"}, {}, "app", "w")["workload"] == "app"
+
+
+def test_which_policies_selected_each_assignment(tmp_path: Path) -> None:
+    """``Schedule.policies`` answers from each policy's selections (no entry per pair): every policy that selects
+    a pair, in name order; a pair no policy selects is not in it; it iterates the assignments, in order."""
+    env = {
+        "p2.yaml": POLICY.format(
+            name="edge", workspace="workspace: team-a", labels="workload: app", ct_labels="kind: edge"
+        ),
+    }
+    main_dir, env_dir = make_plane(tmp_path, None, env)
+    result = schedule(load_control_plane(main_dir, env_dir), "dev", Problems())
+    default = next(iter(result.policies[Assignment("cloud-eu", "app-dev")]))
+    assert dict(result.policies) == {
+        Assignment("cloud-eu", "app-dev"): [default],
+        Assignment("edge-line1", "app-dev"): sorted([default, "edge"]),
+    }
+    assert list(result.policies) == result.assignments and len(result.policies) == 2
+    assert Assignment("edge-line1", "app-qa") not in result.policies
+    assert ("edge-line1", "app-dev") in result.policies  # a plain pair finds it too (an Assignment is a tuple)

@@ -7,6 +7,7 @@ assignment. Several policies selecting the same pair give one assignment.
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -46,7 +47,7 @@ class Assignment(NamedTuple):
 class Schedule:
     targets: dict[str, Target] = field(default_factory=dict)
     assignments: list[Assignment] = field(default_factory=list)
-    policies: dict[Assignment, list[str]] = field(default_factory=dict)  # which policies selected each pair
+    policies: Mapping[Assignment, list[str]] = field(default_factory=dict)  # which policies selected each pair
 
 
 def effective_labels(
@@ -110,9 +111,10 @@ def deployment_targets(plane: ControlPlane, environment: str, problems: Problems
 def schedule(plane: ControlPlane, environment: str, problems: Problems) -> Schedule:
     """Targets of the environment × cluster types, as selected by the scheduling policies."""
     result = Schedule(targets=deployment_targets(plane, environment, problems))
-    chosen: dict[tuple[str, str], list[str]] = {}  # plain tuples: 100,000 pairs sort fast
     cluster_types = sorted(plane.cluster_types.items())
     targets = sorted(result.targets.items())
+    selections: list[tuple[str, frozenset[str], frozenset[str]]] = []
+    per_type: dict[str, set[str]] = {}  # cluster type -> the targets any policy pairs with it
     for policy_name in sorted(plane.policies):
         spec = plane.policies[policy_name].spec
         dts = spec.deployment_target_selector
@@ -126,14 +128,33 @@ def schedule(plane: ControlPlane, environment: str, problems: Problems) -> Sched
         selected_types = [
             name for name, ct in cluster_types if matches(spec.cluster_type_selector.label_selector, ct.labels)
         ]
+        selections.append((policy_name, frozenset(selected_types), frozenset(selected_targets)))
         for ct_name in selected_types:
-            for tid in selected_targets:
-                key = (ct_name, tid)
-                found = chosen.get(key)
-                if found is None:
-                    chosen[key] = [policy_name]
-                else:
-                    found.append(policy_name)
-    result.assignments = [Assignment(ct, tid) for ct, tid in sorted(chosen)]
-    result.policies = {Assignment(*key): names for key, names in chosen.items()}
+            per_type.setdefault(ct_name, set()).update(selected_targets)
+    # pairs built per cluster type, in (cluster type, target) order: no per-pair dictionary, no sort of 100,000
+    result.assignments = [Assignment(ct, tid) for ct in sorted(per_type) for tid in sorted(per_type[ct])]
+    result.policies = PolicyIndex(selections, result.assignments)
     return result
+
+
+class PolicyIndex(Mapping[Assignment, list[str]]):
+    """Which policies selected each assignment (in policy-name order), answered from each policy's selected cluster
+    types and targets: a dictionary of 100,000 pairs would cost more than the schedule itself."""
+
+    def __init__(self, selections: list[tuple[str, frozenset[str], frozenset[str]]],
+                 assignments: list[Assignment]) -> None:
+        self._selections = selections  # (policy, its cluster types, its targets), in policy-name order
+        self._assignments = assignments
+
+    def __getitem__(self, key: Assignment) -> list[str]:
+        ct, target = key
+        found = [name for name, types, targets in self._selections if ct in types and target in targets]
+        if not found:
+            raise KeyError(key)
+        return found
+
+    def __iter__(self) -> Iterator[Assignment]:
+        return iter(self._assignments)
+
+    def __len__(self) -> int:
+        return len(self._assignments)
