@@ -7,9 +7,9 @@ Run from the repository root::
 
 For each size: the fleet of ``bench_promotion --growth`` (the line tuning covers 10 cluster types, so the change
 is 1,000 assignments at every size), its full promote and merge, one schedule after the change (merged: the
-caches are warm), then the change back and one more schedule, timed. Each step below is timed by wrapping the
-function that does it (wall clock, ``time.perf_counter``; nested steps are also counted in the step around them,
-so the column does not add up). One run per size, in this process: the figures are as noisy as the machine;
+caches are warm), then ``--runs`` times the change back and forth and a timed schedule (each merged after). Each
+step below is timed by wrapping the function that does it (wall clock, ``time.perf_counter``; nested steps are
+also counted in the step around them, so the column does not add up); the figures are the medians over the runs.
 ``bench_promotion.py --growth --runs 3`` gives the min/median/max of the whole schedule.
 """
 
@@ -19,6 +19,7 @@ import argparse
 import functools
 import os
 import shutil
+import statistics
 import sys
 import tempfile
 import time
@@ -81,7 +82,7 @@ def instrument(spent: dict[str, float]) -> None:
             setattr(module, name, timed(spent, label, getattr(module, name)))
 
 
-def one_size(work: Path, workloads: int, cluster_types: int) -> tuple[float, dict[str, float]]:
+def one_size(work: Path, workloads: int, cluster_types: int, runs: int) -> list[tuple[float, dict[str, float]]]:
     root = work / f"size-{cluster_types}"
     root.mkdir()
     setup = bench_promotion.build_repos(root, workloads, cluster_types,
@@ -91,16 +92,21 @@ def one_size(work: Path, workloads: int, cluster_types: int) -> tuple[float, dic
     bench_promotion.toggle_line_tuning(setup, 0)
     warm = bench_promotion.phase_schedule(str(root))
     bench_promotion.phase_merge(str(root), warm["pr"])
-    bench_promotion.toggle_line_tuning(setup, 1)
     spent: dict[str, float] = defaultdict(float)
     instrument(spent)
-    t0 = time.perf_counter()
-    outcome = bench_promotion.phase_schedule(str(root))
-    total = time.perf_counter() - t0
-    assert outcome["operation"] == "created", outcome
-    spent[RECEIVING] = outcome["receiving"]
+    found = []
+    for i in range(1, runs + 1):
+        bench_promotion.toggle_line_tuning(setup, i)
+        spent.clear()
+        t0 = time.perf_counter()
+        outcome = bench_promotion.phase_schedule(str(root))
+        total = time.perf_counter() - t0
+        assert outcome["operation"] == "created", outcome
+        spent[RECEIVING] = outcome["receiving"]
+        found.append((total, dict(spent)))
+        bench_promotion.phase_merge(str(root), outcome["pr"])
     shutil.rmtree(root, ignore_errors=True)
-    return total, dict(spent)
+    return found
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -108,8 +114,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workloads", type=int, default=100)
     parser.add_argument("--cluster-types", default="100,1000",
                         help="comma-separated cluster-type counts, multiples of 10 (default: 100,1000)")
+    parser.add_argument("--runs", type=int, default=3, help="schedules timed per size; medians are printed (3)")
     args = parser.parse_args(argv)
     sizes = [int(c) for c in args.cluster_types.split(",") if c.isdigit()]
+    if args.runs < 1:
+        parser.error("--runs takes a count of 1 or more")
     if len(sizes) < 2 or any(c % bench_promotion.GROWTH_CHANGED for c in sizes):
         parser.error("--cluster-types takes two or more counts that are multiples of 10, e.g. 100,1000")
     work = Path(tempfile.mkdtemp(prefix="schedule-steps-"))
@@ -120,21 +129,23 @@ def main(argv: list[str] | None = None) -> int:
         results = []
         for count in sizes:
             # each size in its own process: the instrumentation and the modules' caches are its own
-            results.append(bench_render.in_child(_one_size_result, str(work), args.workloads, count))
+            results.append(bench_render.in_child(_one_size_result, str(work), args.workloads, count, args.runs))
     finally:
         shutil.rmtree(work, ignore_errors=True)
     labels = [f"{m.rsplit('.', 1)[1]}.{n}" for m, n in STEPS] + [RECEIVING]
     header = "".join(f"{args.workloads * c:>12,}" for c in sizes)
-    print(f"{'seconds in one schedule after a 1,000-assignment change':<44}{header}")
-    print(f"{'the whole schedule':<44}" + "".join(f"{r['total']:12.3f}" for r in results))
+    print(f"{f'seconds, medians of {args.runs} schedules after a 1,000-assignment change':<54}{header}")
+    print(f"{'the whole schedule':<54}" + "".join(f"{r['total']:12.3f}" for r in results))
     for label in labels:
-        print(f"  {label:<42}" + "".join(f"{r['spent'].get(label, 0.0):12.3f}" for r in results))
+        print(f"  {label:<52}" + "".join(f"{r['spent'].get(label, 0.0):12.3f}" for r in results))
     return 0
 
 
-def _one_size_result(work: str, workloads: int, cluster_types: int) -> dict[str, Any]:
-    total, spent = one_size(Path(work), workloads, cluster_types)
-    return {"total": total, "spent": spent}
+def _one_size_result(work: str, workloads: int, cluster_types: int, runs: int) -> dict[str, Any]:
+    found = one_size(Path(work), workloads, cluster_types, runs)
+    labels = {label for _, spent in found for label in spent}
+    return {"total": statistics.median(total for total, _ in found),
+            "spent": {label: statistics.median(spent.get(label, 0.0) for _, spent in found) for label in labels}}
 
 
 if __name__ == "__main__":
