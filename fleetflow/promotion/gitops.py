@@ -72,13 +72,6 @@ class GitOpsTree:
         found = self.repo.read_files(self.commit, [self.path(p) for p in paths])
         return {p: found[self.path(p)] for p in paths}
 
-    def children(self, folders: list[str]) -> list[TreeEntry]:
-        """What lies directly in each of ``folders`` (relative to the root), paths relative to the root."""
-        if self.commit is None or not folders:
-            return []
-        found = self.repo.ls_tree(self.commit, [self.path(f) + "/" for f in folders])
-        return [_relative(e, self.root) for e in found]
-
     def listings(self, folders: list[str]) -> dict[str, list[TreeEntry] | None]:
         """What lies directly in each of ``folders`` (relative to the root; None: no such folder), paths relative
         to the root: one read of the folders' trees, whatever else the tree holds
@@ -97,9 +90,9 @@ class GitOpsTree:
 
     def files(self, folders: list[str]) -> dict[str, str]:
         """Every file under ``folders`` (relative to the root, at any depth): path relative to the root -> blob id.
-        Reads the folders' own trees (and the trees below them), level by level, one ``cat-file --batch`` a level
-        (:meth:`fleetflow.forge.git.BareRepo.listings`): the cost is what the folders hold, not what the tree
-        holds (a 1% change at 100k assignments lists ~2,000 small trees, not 300,000 entries)."""
+        Reads the folders' own trees (and the trees below them), level by level (:meth:`listings`, kept): the cost
+        is what the folders hold, not what the tree holds (a 1% change at 100k assignments lists ~2,000 small
+        trees, not 300,000 entries)."""
         if self.commit is None or not folders:
             return {}
         listed: dict[str, str] = {}
@@ -208,16 +201,11 @@ def commit_edits(tree: GitOpsTree, edits: Iterable[TreeEdit], message: str, iden
 def _nothing_to_write(tree: GitOpsTree, result: RenderResult, previous: RenderState | None, state: bytes) -> bool:
     """True when the render would leave the tree as it is: nothing rendered or removed, the same state bytes, and
     every ``_status/`` folder already holding exactly the reporter files (compared by blob id, without reading; only
-    the ``_status/`` trees are read, not the cluster-type folders around them)."""
+    the ``_status/`` trees are read, not the cluster-type folders around them: :meth:`GitOpsTree.files`)."""
     if tree.commit is None or previous is None or result.rendered or result.removed:
         return False
     if state != tree.state_bytes or result.state.shard_files(previous):
         return False
     cluster_types = result.state.assignments.cluster_types() | {cluster_type_of(p) for p in result.reporters}
-    have: dict[str, str] = {}
-    for entries in tree.listings([f"{ct}/{STATUS_DIR}" for ct in sorted(cluster_types)]).values():
-        for entry in entries or []:
-            if entry.kind != "blob":
-                return False  # a folder inside _status/: the full survey decides
-            have[entry.path] = entry.sha
+    have = tree.files([f"{ct}/{STATUS_DIR}" for ct in sorted(cluster_types)])
     return have == {path: git_blob_id(data) for path, data in result.reporters.items()}
