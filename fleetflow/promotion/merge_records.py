@@ -25,7 +25,7 @@ pushes, and GitHub refuses some (``refs/pull/...``: "deny updating a hidden ref"
 branch (the head branch ``fleetflow/<env>`` of an environment named ``auto-merge``), starts no branch ``push``
 workflow, and is not listed in a status event's ``branches``.
 
-The rules: written only by compare-and-swap (:meth:`GitRepos.push_ref`, both names in one atomic push) against what
+The rules: written only by compare-and-swap (:meth:`GitRepos.push_refs`, both names in one atomic push) against what
 the run listed; a lost race is left to the run that won. Bound to a head: a record on any other commit than the
 head branch's tip is stale and the merge step is taken again. Removed by fleetflow once the PR is merged (the
 GitOps branch carries the pin) or found closed, or when autoMerge is off, and only while it still points where
