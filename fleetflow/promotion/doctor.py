@@ -68,7 +68,7 @@ _LEVEL = {"read": 1, "write": 2, "admin": 3}
 
 class Finding(Result):
     check: str  # workflows | default-branch | app | autoMerge | contexts | branch-rules | merge-records |
-    # environments
+    # sharded-schedule | environments
     where: str
     problem: str
     fix: str
@@ -225,13 +225,14 @@ def diagnose(ctx: Context) -> Diagnosis:
         _check_auto_merge(ctx, found, repo, served)
         _check_merge_records(ctx, found, repo, url, served)
     _check_approval_environments(ctx, found, cp, main_sha, setups)
-    for env in setups:
-        if env.spec.sharded_schedule:
-            _check_shards_caller(ctx, found, env.name, ctx.main_branch, main_sha,
-                                 "dispatches and the cron tick run the default branch's workflow files")
-            if env.tip is not None:
-                _check_shards_caller(ctx, found, env.name, env.branch, env.tip,
-                                     "a push to this branch (a promotion's pin too) runs the pushed commit's files")
+    sharded = [env for env in setups if env.spec.sharded_schedule]
+    main_callers = _shards_callers(ctx, main_sha) if sharded else set()
+    for env in sharded:
+        _check_shards_caller(ctx, found, env.name, ctx.main_branch, main_callers,
+                             "dispatches and the cron tick run the default branch's workflow files")
+        if env.tip is not None:
+            _check_shards_caller(ctx, found, env.name, env.branch, _shards_callers(ctx, env.tip),
+                                 "a push to this branch (a promotion's pin too) runs the pushed commit's files")
     for repo in [cp, *gitops_repos]:
         _check_app(ctx, found, repo)
     found.healthy = not found.findings
@@ -277,11 +278,11 @@ SHARDS_WORKFLOW = "fleetflow-schedule-shards.yml"
 WORKFLOWS_DIR = ".github/workflows"
 
 
-def _check_shards_caller(ctx: Context, found: Diagnosis, env: str, branch: str, sha: str, why: str) -> None:
+def _check_shards_caller(ctx: Context, found: Diagnosis, env: str, branch: str, callers: set[str], why: str) -> None:
     """An environment with ``shardedSchedule: true`` is rendered only by the shards workflow (neither promote nor
-    reconcile renders it): a caller of it for ``env`` must be on ``branch`` (docs/setup.md, section 10)."""
+    reconcile renders it): a caller of it for ``env`` must be on ``branch``, whose workflow files call it for
+    ``callers`` (:func:`_shards_callers`; docs/setup.md, section 10)."""
     where = f"{ctx.control_plane}@{branch}"
-    callers = _shards_callers(ctx, sha)
     if env in callers or "*" in callers:
         found.ok(f"{where}: {SHARDS_WORKFLOW} called for {env}")
         return
@@ -301,14 +302,8 @@ def _shards_callers(ctx: Context, sha: str) -> set[str]:
     names = [e.path for e in listed if e.kind == "blob" and e.path.endswith((".yml", ".yaml"))]
     envs: set[str] = set()
     for path in names:
-        text = ctx.git.read_file(ctx.cp_url, sha, path)
-        try:
-            data = yaml.safe_load(text) if text else None
-        except yaml.YAMLError:
-            continue
-        jobs = data.get("jobs") if isinstance(data, dict) else None
-        for job in jobs.values() if isinstance(jobs, dict) else []:
-            if not (isinstance(job, dict) and str(job.get("uses", "")).split("@")[0].endswith(SHARDS_WORKFLOW)):
+        for job in _workflow_jobs(ctx.git.read_file(ctx.cp_url, sha, path)):
+            if not str(job.get("uses", "")).split("@")[0].endswith(SHARDS_WORKFLOW):
                 continue
             inputs = job.get("with")
             value = str(inputs.get("environment", "")) if isinstance(inputs, dict) else ""
@@ -450,17 +445,21 @@ def _check_branch_rules(ctx: Context, found: Diagnosis, env: EnvSetup, repo: str
 def _caller_inputs(ctx: Context, url: str, sha: str) -> dict[str, Any]:
     """The ``with:`` inputs the caller workflow on ``sha`` passes to fleetflow's reusable workflow (every job's,
     merged); empty when the file is missing or not YAML (the workflows check reports that)."""
-    text = ctx.git.read_file(url, sha, WORKFLOW_FILE)
+    inputs: dict[str, Any] = {}
+    for job in _workflow_jobs(ctx.git.read_file(url, sha, WORKFLOW_FILE)):
+        if "fleetflow" in str(job.get("uses", "")) and isinstance(job.get("with"), dict):
+            inputs.update(job["with"])
+    return inputs
+
+
+def _workflow_jobs(text: str | None) -> list[dict[str, Any]]:
+    """The jobs of a workflow file; none when the file is missing or not YAML (the workflows check reports that)."""
     try:
         data = yaml.safe_load(text) if text else None
     except yaml.YAMLError:
-        return {}
-    inputs: dict[str, Any] = {}
+        return []
     jobs = data.get("jobs") if isinstance(data, dict) else None
-    for job in (jobs or {}).values() if isinstance(jobs, dict) else []:
-        if isinstance(job, dict) and "fleetflow" in str(job.get("uses", "")) and isinstance(job.get("with"), dict):
-            inputs.update(job["with"])
-    return inputs
+    return [job for job in jobs.values() if isinstance(job, dict)] if isinstance(jobs, dict) else []
 
 
 def _environments(ctx: Context, found: Diagnosis, repo: str) -> dict[str, Any] | None:
