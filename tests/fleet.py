@@ -61,12 +61,15 @@ SHORT_CHAIN_ENVS = "---\n".join(
 
 
 AUTO_MERGE = "  pullRequest:\n    autoMerge: true\n"
+SHARDED = "  shardedSchedule: true\n"
 
 
-def environments_file(auto_merge: tuple[str, ...] = ()) -> dict[str, str]:
-    """The Environments file of the chain with ``pullRequest.autoMerge`` on for ``auto_merge`` (push it to main)."""
+def environments_file(auto_merge: tuple[str, ...] = (), sharded: tuple[str, ...] = ()) -> dict[str, str]:
+    """The Environments file of the chain with ``pullRequest.autoMerge`` on for ``auto_merge`` and
+    ``shardedSchedule`` on for ``sharded`` (push it to main)."""
     return {".environments/envs.yaml": "---\n".join(
-        _environment(n, a, AUTO_MERGE if n in auto_merge else "") for n, a in ENVIRONMENTS.items())}
+        _environment(n, a, (AUTO_MERGE if n in auto_merge else "") + (SHARDED if n in sharded else ""))
+        for n, a in ENVIRONMENTS.items())}
 
 
 def main_files(extra_env: dict[str, str] | None = None) -> dict[str, str]:

@@ -28,7 +28,7 @@ from fleetflow.promotion.context import head_branch
 from fleetflow.promotion.schedule import render_commit
 from fleetflow.promotion.shards import shard_of
 from tests import actkit, artifactkit
-from tests.fleet import ENVIRONMENTS, _environment
+from tests.fleet import environments_file
 from tests.ghstub import GitHubStub
 from tests.test_act_e2e import (  # noqa: F401  (pytest fixtures, used by name)
     World,
@@ -43,9 +43,7 @@ from tests.test_act_e2e import (  # noqa: F401  (pytest fixtures, used by name)
 )
 from tests.test_schedule_shards import TYPES, cluster_types, runner
 
-SHARDED_ENVS = "---\n".join(
-    _environment(n, a, "  shardedSchedule: true\n" if n == "dev" else "").replace("soakTime: 1m", "soakTime: 0s")
-    for n, a in ENVIRONMENTS.items())
+SHARDED_ENVS = environments_file(sharded=("dev",))[".environments/envs.yaml"].replace("soakTime: 1m", "soakTime: 0s")
 
 
 @pytest.fixture(scope="session")

@@ -20,7 +20,7 @@ from fleetflow.promotion.context import Context, head_branch
 from fleetflow.promotion.promote import promote_many
 from fleetflow.promotion.schedule import render_commit
 from fleetflow.promotion.shards import ShardSpec, render_shard, shard_of, stitch_environment
-from tests.fleet import Fleet, build_bare_repos, git
+from tests.fleet import Fleet, build_bare_repos, environments_file, git
 from tests.test_cli_contract import envelope, invoke
 from tests.test_gitops_commit import fresh_render, tree_files
 from tests.test_promotion import make_local_fleet
@@ -156,12 +156,9 @@ def test_a_sharded_environment_is_pinned_and_left_to_the_shard_jobs(tmp_path: Pa
     due and waits (it never renders it in one job, so it never races the stitch job for the head branch); the shard
     jobs and the stitch open the PR, after which reconcile sees it as any other."""
     from fleetflow.promotion.reconcile import reconcile
-    from tests.fleet import ENVIRONMENTS, _environment
 
     fleet = make_local_fleet(tmp_path)
-    envs = "---\n".join(_environment(n, a, "  shardedSchedule: true\n" if n == "dev" else "")
-                        for n, a in ENVIRONMENTS.items())
-    main = fleet.push_main({".environments/envs.yaml": envs}, "dev: sharded schedule")
+    main = fleet.push_main(environments_file(sharded=("dev",)), "dev: sharded schedule")
     with fleet.context() as ctx:
         [promoted] = promote_many(ctx, None, main)
     assert promoted.pinned and promoted.schedule is None and "sharded schedule renders it" in promoted.message

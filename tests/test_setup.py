@@ -30,7 +30,7 @@ from fleetflow.forge.local import LocalForge
 from fleetflow.promotion.bootstrap import MARKER, WORKFLOW_FILE, apply_init, plan_init
 from fleetflow.promotion.context import Context
 from fleetflow.promotion.doctor import diagnose
-from tests.fleet import ENVIRONMENTS, Fleet, _environment, git
+from tests.fleet import ENVIRONMENTS, Fleet, environments_file, git
 from tests.ghstub.fixtures import github_stub  # noqa: F401
 from tests.ghstub.server import GitHubStub
 from tests.test_promotion import FORGES, make_github_fleet, make_local_fleet
@@ -344,9 +344,7 @@ def test_doctor_checks_required_checks_against_auto_merge(fleet: Fleet) -> None:
     if stub is not None:  # the autoMerge check's own concern (tested below); set before the forge reads the repo
         stub.repo(fleet.gitops_id).allow_auto_merge = True
     init_fleet(fleet)
-    auto = {"dev": "  pullRequest:\n    autoMerge: true\n"}
-    fleet.push_main({".environments/envs.yaml": "---\n".join(_environment(n, a, auto.get(n, ""))
-                                                             for n, a in ENVIRONMENTS.items())}, "dev merges itself")
+    fleet.push_main(environments_file(auto_merge=("dev",)), "dev merges itself")
     go = fleet.gitops_id
     with fleet.context() as ctx:
         found = diagnose(ctx).findings
@@ -439,9 +437,7 @@ def test_doctor_checks_a_sharded_environment_has_the_shards_workflow(fleet: Flee
     workflow-runs/events-that-trigger-workflows). A caller for another environment does not count; one whose
     ``environment`` is an expression cannot be read, and counts."""
     init_fleet(fleet)
-    envs = "---\n".join(_environment(n, a, "  shardedSchedule: true\n" if n == "dev" else "")
-                        for n, a in ENVIRONMENTS.items())
-    fleet.push_main({".environments/envs.yaml": envs}, "dev: sharded schedule")
+    fleet.push_main(environments_file(sharded=("dev",)), "dev: sharded schedule")
     cp = fleet.cp_id
     assert sorted(findings(fleet)) == [("sharded-schedule", f"{cp}@dev"), ("sharded-schedule", f"{cp}@main")]
     with fleet.context() as ctx:
