@@ -147,11 +147,13 @@ def phase_schedule(root: str) -> Result:
     ctx = _context(root)
     trace = Path(tempfile.mkdtemp(prefix="trace2-")) / "events.json"
     os.environ["GIT_TRACE2_EVENT"] = str(trace)
-    t0 = time.perf_counter()
-    with ctx:
-        outcome = schedule_environment(ctx, ENV)
-    total = time.perf_counter() - t0
-    del os.environ["GIT_TRACE2_EVENT"]
+    try:
+        t0 = time.perf_counter()
+        with ctx:
+            outcome = schedule_environment(ctx, ENV)
+        total = time.perf_counter() - t0
+    finally:  # schedule_steps.py runs phases in its own process: later git calls are not traced
+        del os.environ["GIT_TRACE2_EVENT"]
     return {"total": total, "operation": outcome.operation, "receiving": receive_pack_seconds(trace),
             "pr": outcome.pull_request.number if outcome.pull_request else None,
             "maxrss_mib": bench_render._maxrss_mib()}
