@@ -397,30 +397,19 @@ def _propose_and_merge(run: _Run, name: str, view: _View, done: set[StepName],
         which = f"PR #{f.pull_ref}" if f.pull_ref is not None else f"the PR from {head_branch(name)}"
         at_head = f"{head_branch(name)}@{short(view.head_sha)}"
         if record.kind == "auto-merge":
-            outcome = MergeOutcome(
+            return _merge_step(run, result, MergeOutcome(
                 state="auto-merge", number=f.pull_ref, message=f"{which}: auto-merge is on (recorded in git for "
-                f"{at_head}); {ctx.forge.name} merges it once the branch rules are met")
-            result.merge = outcome
-            result.wait(outcome.message)
-            return None
+                f"{at_head}); {ctx.forge.name} merges it once the branch rules are met"))
         if view.head_sha not in run.rechecks:
-            outcome = MergeOutcome(
+            return _merge_step(run, result, MergeOutcome(
                 state="waiting", number=f.pull_ref, message=f"{which} waits for its checks (recorded in git for "
                 f"{at_head}: {ctx.forge.name}'s auto-merge unavailable); a status on the head or the cron tick "
-                "checks again", reason="waiting for checks (recorded)")
-            result.merge = outcome
-            result.wait(outcome.message)
-            return None
+                "checks again", reason="waiting for checks (recorded)"))
         if f.pull_ref is not None:  # a status on the head: decide from its checks, the PR need not be read
-            outcome = merge_when_green(ctx.forge, at.gitops_repo, f.pull_ref, at.gitops_branch, view.head_sha,
-                                       "auto-merge unavailable (recorded in git)")
-            result.merge = outcome
             done.add("merge")
-            if outcome.state == "merged":
-                run.wrote()
-                return Step(step="merge", message=outcome.message)
-            result.wait(outcome.message)
-            return None
+            return _merge_step(run, result, merge_when_green(
+                ctx.forge, at.gitops_repo, f.pull_ref, at.gitops_branch, view.head_sha,
+                "auto-merge unavailable (recorded in git)"))
     if f.pull_request is None and _proposed(view):
         f.pull_request = ctx.forge.open_pull(at.gitops_repo, head_branch(name), at.gitops_branch)
     pr = f.pull_request
@@ -446,9 +435,13 @@ def _propose_and_merge(run: _Run, name: str, view: _View, done: set[StepName],
         if result.merge is not None and result.merge.state != "merged":
             result.wait(result.merge.message)
         return None
-    outcome = merge_if_due(ctx.forge, at.gitops_repo, pr, auto_merge=view.auto_merge)
-    result.merge = outcome
     result._pull = pr
+    return _merge_step(run, result, merge_if_due(ctx.forge, at.gitops_repo, pr, auto_merge=view.auto_merge))
+
+
+def _merge_step(run: _Run, result: EnvironmentReconcile, outcome: MergeOutcome) -> Step | None:
+    """Keep the merge step's ``outcome``: a merge is this run's step (a write); anything else is what it waits for."""
+    result.merge = outcome
     if outcome.state == "merged":
         run.wrote()
         return Step(step="merge", message=outcome.message)
