@@ -51,6 +51,7 @@ def copy_cluster_type(root: Path) -> None:
 
 
 EXTRA = "envs/dev/configs/extra.yaml"
+POLICY = "envs/dev/scheduling/cloud-services.yaml"
 SETUP = append(EXTRA, CM.format(name="zz-extra", labels="    workload: orders-api\n", key="EXTRA", value="1"))
 
 # name: (set-up applied before the first render, or None; the change)
@@ -70,6 +71,16 @@ CHANGES: dict[str, tuple[Callable[[Path], None] | None, Callable[[Path], None]]]
     "template change": (None, edit("main/templates/kubernetes-namespace.yaml", "metadata:", "metadata:  # edited")),
     "workload change": (None, edit("main/workloads/orders-api.yaml", "environment: dev",
                                    "environment: dev\n      # touched")),
+    "target labels change": (None, edit("main/workloads/orders-api.yaml", "labels: {slo: best-effort}",
+                                        "labels: {slo: silver}")),
+    # a policy picks fewer or more cluster types: no cluster type's or target's fingerprint changes, only which
+    # targets a cluster type holds (the index's digest of its assignment ids)
+    "policy drops a cluster type": (None, edit(POLICY, "values: [westeurope, eastus, apsoutheast]",
+                                               "values: [eastus, apsoutheast]")),
+    "policy adds a cluster type": (edit(POLICY, "values: [westeurope, eastus, apsoutheast]",
+                                        "values: [eastus, apsoutheast]"),
+                                   edit(POLICY, "values: [eastus, apsoutheast]",
+                                        "values: [westeurope, eastus, apsoutheast]")),
     "schema change": (None, edit("main/schemas/platform-baseline.yaml", "type: object", "type: object  # same")),
 }
 

@@ -90,3 +90,22 @@ def test_which_policies_selected_each_assignment(tmp_path: Path) -> None:
     assert list(result.policies) == result.assignments and len(result.policies) == 2
     assert Assignment("edge-line1", "app-qa") not in result.policies
     assert ("edge-line1", "app-dev") in result.policies  # a plain pair finds it too (an Assignment is a tuple)
+
+
+def test_the_schedule_is_kept_per_cluster_type_one_tuple_per_kind(tmp_path: Path) -> None:
+    """``Schedule.by_type`` is the schedule: cluster types in name order, each with its targets in name order, the
+    same pairs as ``assignments``. Cluster types picked by the same policies share one tuple (the render and its
+    incremental checks then cost a lookup per kind of cluster type, not a pass per assignment); cluster types
+    picked by different policies do not."""
+    main_dir, env_dir = make_plane(tmp_path)
+    alike = schedule(load_control_plane(main_dir, env_dir), "dev", Problems())
+    assert alike.by_type == {"cloud-eu": ("app-dev",), "edge-line1": ("app-dev",)}
+    assert alike.by_type["cloud-eu"] is alike.by_type["edge-line1"]
+    assert alike.assignments == [Assignment(ct, t) for ct, ts in alike.by_type.items() for t in ts]
+    assert alike.count() == 2
+
+    env = {"p2.yaml": POLICY.format(name="edge", workspace="", labels="", ct_labels="kind: edge")}
+    main_dir, env_dir = make_plane(tmp_path / "two", None, env)
+    apart = schedule(load_control_plane(main_dir, env_dir), "dev", Problems())
+    assert apart.by_type["cloud-eu"] == apart.by_type["edge-line1"] == ("app-dev",)
+    assert apart.by_type["cloud-eu"] is not apart.by_type["edge-line1"]

@@ -25,7 +25,7 @@ from fleetflow.render.incremental import (
     shard_reader,
 )
 from fleetflow.render.output import apply_result, read_state
-from fleetflow.render.pipeline import Meta, render_environment
+from fleetflow.render.pipeline import Meta, _untouched_shards, render_environment
 from tests.helpers import run_cli, tree_bytes
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -81,6 +81,26 @@ def test_index_and_shards_round_trip_with_stable_bytes() -> None:
     assert again.shard_files() == shards
     lines = shards[shard_path("ct")].decode().splitlines()  # type: ignore[union-attr]
     assert any(line.strip().startswith('"ct/a"') for line in lines)  # one assignment per line
+
+
+def test_a_shard_is_kept_unread_only_for_the_same_assignment_ids() -> None:
+    """An untouched cluster type keeps its shard unread when it holds the same assignments as before: the index's
+    count and digest of the ids are compared with the schedule's targets (one join per cluster type). Same count
+    but one target swapped, one target fewer, or a cluster type the change touches: the shard is looked at."""
+    state = RenderState(environment="dev", assignments={
+        "ct/a": AssignmentState("i1", "c1", ()), "ct/b-x": AssignmentState("i2", "c2", ()),
+        "other/a": AssignmentState("i3", "c3", ())})
+    files = CountingFiles({STATE_PATH: state.to_bytes(), **{p: d for p, d in state.shard_files().items() if d}})
+    before = RenderState.from_bytes(files.files[STATE_PATH], shard_reader(files)).assignments
+
+    same = ("a", "b-x")
+    assert _untouched_shards(before, {}, {"ct": same, "other": ("a",)}) == {
+        "ct": before.shards["ct"], "other": before.shards["other"]}
+    assert _untouched_shards(before, {}, {"ct": ("a", "b-y")}) == {}  # same count, another target
+    assert _untouched_shards(before, {}, {"ct": ("a",)}) == {}
+    assert _untouched_shards(before, {"ct": {"a"}}, {"ct": same, "other": ("a",)}).keys() == {"other"}
+    assert _untouched_shards(before, None, {"ct": same}) == {}  # everything must be looked at
+    assert files.asked == []  # decided from the index alone
 
 
 def test_the_gate_reads_the_index_only() -> None:

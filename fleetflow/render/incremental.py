@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from fleetflow.render.composition import Fact, cluster_side_facts, requirement_facts, target_side_facts
-from fleetflow.render.scheduling import Assignment, Target
+from fleetflow.render.scheduling import Target
 
 STATE_PATH = ".fleetflow/state.json"  # the index, relative to an environment's output root
 SHARD_DIR = ".fleetflow/state"  # one shard per cluster type, relative to an environment's output root
@@ -115,7 +115,12 @@ class Fingerprints:
 
 def members_digest(assignment_ids: Iterable[str]) -> str:
     """The digest of a cluster type's assignment ids (order does not matter): equal digests, same assignments."""
-    return hashlib.sha256("\n".join(sorted(assignment_ids)).encode()).hexdigest()[:32]
+    return members_digest_sorted("\n".join(sorted(assignment_ids)))
+
+
+def members_digest_sorted(joined: str) -> str:
+    """:func:`members_digest` of ids already sorted and joined by newlines."""
+    return hashlib.sha256(joined.encode()).hexdigest()[:32]
 
 
 ShardReader = Callable[[list[str]], Mapping[str, bytes | None]]  # cluster types -> their shard's bytes
@@ -310,8 +315,7 @@ class RenderState:
             lines.append(f"  {json.dumps(key)}: {json.dumps(value)},")
         lines.append('  "clusters": [')
         cluster_lines = [
-            "    "
-            + _compact({"name": c.name, "clusterType": c.cluster_type, "statusContext": c.status_context})
+            "    " + _cluster_entry(c)
             for c in sorted(self.clusters, key=lambda c: c.name)
         ]
         lines.append(",\n".join(cluster_lines))
@@ -330,13 +334,14 @@ class RenderState:
             lines.append(f'    "schemas": {json.dumps(fps["schemas"])},')
             for index, part in enumerate(("clusterTypes", "configMaps", "targets")):
                 lines.append(f'    "{part}": {{')
-                lines.append(",\n".join(f"      {json.dumps(k)}: {_compact(v)}" for k, v in fps[part].items()))
+                lines.append(",\n".join(f"      {_string(k)}: {_string(v) if isinstance(v, str) else _compact(v)}"
+                                        for k, v in fps[part].items()))
                 lines.append("    }" + ("," if index < 2 else ""))
             lines.append("  },")
         lines.append('  "shards": {')
         shards = sorted((ct, s) for ct, s in self.assignments.shards.items() if len(s))
         lines.append(",\n".join(
-            f"    {json.dumps(ct)}: " + _compact({"assignments": len(s), "members": s.members}) for ct, s in shards
+            f'    {_string(ct)}: {{"assignments": {len(s)}, "members": {_string(s.members)}}}' for ct, s in shards
         ))
         lines.append("  }")
         lines.append("}")
@@ -495,8 +500,7 @@ _INPUT = '], "input": "'
 def _assignment_line(aid: str, a: AssignmentState) -> str:
     """Same bytes as ``_compact`` gives, formatted by hand when every part is plain (names are validated, hashes
     are hex): json.dumps for 100,000 lines was most of the time of a re-render with no change."""
-    joined = "".join((aid, a.input_hash, a.content_hash, *a.files))
-    if joined.isascii() and joined.isprintable() and '"' not in joined and "\\" not in joined:
+    if _plain("".join((aid, a.input_hash, a.content_hash, *a.files))):
         files = ", ".join(f'"{f}"' for f in a.files)
         return f'    "{aid}": {{"content": "{a.content_hash}", "files": [{files}], "input": "{a.input_hash}"}}'
     return f"    {json.dumps(aid)}: " + _compact(
@@ -506,6 +510,24 @@ def _assignment_line(aid: str, a: AssignmentState) -> str:
 
 def _mapping(value: Any) -> Mapping[str, Any]:
     return value if isinstance(value, dict) else {}
+
+
+def _string(text: str) -> str:
+    """``json.dumps(text)``, formatted by hand when the text is plain (one line per cluster type in the index)."""
+    return f'"{text}"' if _plain(text) else json.dumps(text)
+
+
+def _plain(text: str) -> bool:
+    """Whether json writes ``text`` as it is, between quotes."""
+    return text.isascii() and text.isprintable() and '"' not in text and "\\" not in text
+
+
+def _cluster_entry(c: ExpectedCluster) -> str:
+    """``_compact`` of a cluster's entry in the index, formatted by hand when its parts are plain."""
+    if all(_plain(t) for t in (c.name, c.cluster_type, c.status_context or "")):
+        context = "null" if c.status_context is None else f'"{c.status_context}"'
+        return f'{{"clusterType": "{c.cluster_type}", "name": "{c.name}", "statusContext": {context}}}'
+    return _compact({"name": c.name, "clusterType": c.cluster_type, "statusContext": c.status_context})
 
 
 def _compact(value: Any) -> str:
@@ -537,10 +559,13 @@ def _targets_touched_by(
 
 
 def affected_assignments(
-    previous: Fingerprints, current: Fingerprints, assignments: Iterable[Assignment], environment: str,
+    previous: Fingerprints, current: Fingerprints, by_type: Mapping[str, tuple[str, ...]], environment: str,
     cluster_types: Mapping[str, Mapping[str, str]], targets: Mapping[str, Target],
-) -> set[str] | None:
-    """Ids of the assignments that may render differently; None when everything must be looked at."""
+) -> dict[str, set[str]] | None:
+    """The assignments that may render differently, as cluster type -> its targets among them (a cluster type with
+    none is left out); None when everything must be looked at. ``by_type``: the schedule (cluster type -> its
+    targets; cluster types picked by the same policies share one tuple). The cost is per cluster type and per
+    kind of cluster type, never per assignment: a change of one target is looked up once per kind."""
     if previous.schemas != current.schemas:
         return None  # validation results may change anywhere
     changed_ct = {ct for ct, fp in current.cluster_types.items() if previous.cluster_types.get(ct) != fp}
@@ -552,11 +577,26 @@ def affected_assignments(
             continue
         for side in (before, now):
             if side is not None:
-                for ct, tids in _targets_touched_by(side[1], environment, cluster_types, targets).items():
-                    touched.setdefault(ct, set()).update(tids)
-    affected = set(previous.held_back)
-    empty: set[str] = set()
-    for ct, target in assignments:
-        if ct in changed_ct or target in changed_t or target in touched.get(ct, empty):
-            affected.add(f"{ct}/{target}")
+                for ct, pairs in _targets_touched_by(side[1], environment, cluster_types, targets).items():
+                    touched.setdefault(ct, set()).update(pairs)
+    held: dict[str, set[str]] = {}
+    for aid in previous.held_back:
+        ct, _, target = aid.partition("/")
+        held.setdefault(ct, set()).add(target)
+    per_kind: dict[int, set[str]] = {}  # id of a shared targets tuple -> its changed targets
+    affected: dict[str, set[str]] = {}
+    for ct, tids in by_type.items():
+        if ct in changed_ct:
+            affected[ct] = set(tids)
+            continue
+        found = per_kind.get(id(tids))
+        if found is None:
+            found = per_kind[id(tids)] = changed_t.intersection(tids) if changed_t else set()
+        extra = touched.get(ct)
+        if extra:
+            found = found | extra.intersection(tids)
+        if found:
+            affected[ct] = set(found)
+    for ct, names in held.items():  # held back last time: looked at again, scheduled or not
+        affected.setdefault(ct, set()).update(names)
     return affected

@@ -31,7 +31,7 @@ from fleetflow.render.incremental import (
     RenderState,
     Shard,
     affected_assignments,
-    members_digest,
+    members_digest_sorted,
     removed_assignments,
 )
 from fleetflow.render.inputs import config_sources, inline_schema, schema_sources
@@ -210,7 +210,7 @@ def render_environment(
     sched = schedule(plane, environment, problems)
     if environment in plane.environments:
         warnings.extend(selection_warnings(plane, environment, sched))
-        if not sched.assignments:
+        if not sched.by_type:
             warnings.add(
                 f"environment {environment} schedules no assignment",
                 plane.environments[environment].location,
@@ -257,60 +257,65 @@ def render_environment(
     affected = None
     if reusable and previous is not None and previous.fingerprints is not None:
         affected = affected_assignments(
-            previous.fingerprints, current, sched.assignments, environment,
+            previous.fingerprints, current, sched.by_type, environment,
             {name: ct.labels for name, ct in plane.cluster_types.items()}, sched.targets,
         )
-    carried = _untouched_shards(reusable, affected, sched.assignments)
+    carried = _untouched_shards(reusable, affected, sched.by_type)
     if only is not None:
         carried.update((ct, shard) for ct, shard in old.shards.items() if not only(ct))
-    reusable.read({a.cluster_type for a in sched.assignments} - carried.keys())  # the others, in one batch
+    reusable.read(sched.by_type.keys() - carried.keys())  # the others, in one batch
     fingerprint_of = composer.sources_fingerprint
-    progress.begin(f"rendering {environment}", total=len(sched.assignments))
-    step = 0
-    for assignment in sched.assignments:
-        step += 1
-        if not step & 1023:
-            progress.advance(1024)
-        if assignment.cluster_type in carried or (only is not None and not only(assignment.cluster_type)):
+    progress.begin(f"rendering {environment}", total=sched.count())
+    step = shown = 0
+    nothing: set[str] = set()
+    # cluster type by cluster type: one that nothing touched costs a lookup, not a pass over its assignments
+    for ct_name, tids in sched.by_type.items():
+        step += len(tids)
+        if step - shown >= 1024:
+            progress.advance(step - shown)
+            shown = step
+        if ct_name in carried or (only is not None and not only(ct_name)):
             continue  # nothing in its cluster type changed (or it is not this render's): its shard is kept unread
-        aid = f"{assignment.cluster_type}/{assignment.target}"
-        if affected is not None and aid not in affected:
-            kept = reusable.get(aid)
-            if kept is not None:  # nothing it depends on changed: keep its entry (and its files) as they are
-                states[aid] = kept
+        hit = affected.get(ct_name, nothing) if affected is not None else nothing
+        ct = plane.cluster_types[ct_name]
+        ct_fp, roles = ct_fps[ct_name]
+        for tid in tids:
+            aid = f"{ct_name}/{tid}"
+            if affected is not None and tid not in hit:
+                kept = reusable.get(aid)
+                if kept is not None:  # nothing it depends on changed: keep its entry (and its files) as they are
+                    states[aid] = kept
+                    continue
+            target = sched.targets[tid]
+            t_fp = target_fps[tid]
+            sources_fp = fingerprint_of(environment, ct.name, ct.labels, target.id, target.workload, target.labels)
+            input_hash = _sha(f"{ENGINE}:{ct_fp}:{t_fp}:{sources_fp}:{schemas_fp}")
+            before = reusable.get(aid)
+            if before is not None and before.input_hash == input_hash:
+                states[aid] = before
                 continue
-        ct = plane.cluster_types[assignment.cluster_type]
-        target = sched.targets[assignment.target]
-        ct_fp, roles = ct_fps[ct.name]
-        t_fp = target_fps[target.id]
-        sources_fp = fingerprint_of(environment, ct.name, ct.labels, target.id, target.workload, target.labels)
-        input_hash = _sha(f"{ENGINE}:{ct_fp}:{t_fp}:{sources_fp}:{schemas_fp}")
-        before = reusable.get(aid)
-        if before is not None and before.input_hash == input_hash:
-            states[aid] = before
-            continue
-        subject = Subject(environment, ct.name, ct.labels, target.id, target.labels, target.workload)
-        composed = composer.compose(subject)
-        schemas = universal + [s for s in selective if applies(s.labels, subject)] + target_schemas[target.id]
-        errors = validator.validate(aid, composed, schemas)
-        if errors:
-            failed[aid] = errors
-            continue
-        variables = variables_for(environment, ct.name, ct.labels, target, composed)
-        try:
-            produced = _render_assignment(assignment, roles, compiled, variables)
-        except TemplateRenderError as exc:
-            failed[aid] = exc.problems()
-            continue
-        content = hashlib.sha256()
-        for path in sorted(produced):
-            content.update(path.encode() + b"\0" + produced[path] + b"\0")
-        states[aid] = AssignmentState(
-            input_hash, content.hexdigest()[:HASH_LENGTH], tuple(sorted(p.rsplit("/", 1)[1] for p in produced))
-        )
-        files.update(produced)
-        rendered.append(aid)
-    progress.advance(step & 1023)
+            subject = Subject(environment, ct.name, ct.labels, target.id, target.labels, target.workload)
+            composed = composer.compose(subject)
+            schemas = universal + [s for s in selective if applies(s.labels, subject)] + target_schemas[target.id]
+            errors = validator.validate(aid, composed, schemas)
+            if errors:
+                failed[aid] = errors
+                continue
+            variables = variables_for(environment, ct.name, ct.labels, target, composed)
+            try:
+                produced = _render_assignment(Assignment(ct_name, tid), roles, compiled, variables)
+            except TemplateRenderError as exc:
+                failed[aid] = exc.problems()
+                continue
+            content = hashlib.sha256()
+            for path in sorted(produced):
+                content.update(path.encode() + b"\0" + produced[path] + b"\0")
+            states[aid] = AssignmentState(
+                input_hash, content.hexdigest()[:HASH_LENGTH], tuple(sorted(p.rsplit("/", 1)[1] for p in produced))
+            )
+            files.update(produced)
+            rendered.append(aid)
+    progress.advance(step - shown)
     progress.end()
 
     held: list[Problem] = [p for aid in sorted(failed) for p in failed[aid]]
@@ -327,7 +332,7 @@ def render_environment(
         engine=ENGINE,
         assignments=_shards(states, carried, old),
         config_keys=config_key_hashes(plane),
-        clusters=_expected_clusters(plane, {a.cluster_type for a in sched.assignments}),
+        clusters=_expected_clusters(plane, set(sched.by_type)),
         fingerprints=current,
     )
     current.held_back = sorted(failed)
@@ -341,19 +346,22 @@ def render_environment(
 
 
 def _untouched_shards(
-    previous: Assignments, affected: set[str] | None, assignments: list[Assignment]
+    previous: Assignments, affected: dict[str, set[str]] | None, by_type: dict[str, tuple[str, ...]]
 ) -> dict[str, Shard]:
     """The previous shards a render keeps as they are, unread: those of cluster types none of whose assignments
-    is affected and whose assignment ids are the same as before (compared by the index's digest)."""
+    is affected and whose assignment ids are the same as before (same count, then the index's digest of the ids,
+    :func:`members_digest`, made with one join per cluster type)."""
     if affected is None or not previous.shards:
         return {}
-    touched = {aid.split("/", 1)[0] for aid in affected}
-    ids: dict[str, list[str]] = {}
-    for ct, target in assignments:
-        if ct not in touched and ct in previous.shards:
-            ids.setdefault(ct, []).append(f"{ct}/{target}")
-    return {ct: previous.shards[ct] for ct, found in ids.items()
-            if previous.shards[ct].members == members_digest(found)}
+    kept: dict[str, Shard] = {}
+    for ct, tids in by_type.items():
+        shard = previous.shards.get(ct)
+        if shard is None or ct in affected or len(shard) != len(tids):
+            continue
+        prefix = f"{ct}/"
+        if shard.members == members_digest_sorted(prefix + f"\n{prefix}".join(tids)):
+            kept[ct] = shard
+    return kept
 
 
 def _shards(states: dict[str, AssignmentState], carried: dict[str, Shard], previous: Assignments) -> Assignments:
@@ -397,7 +405,7 @@ def _render_reporters(
     repo = gitops.spec.model_dump(by_alias=True) if gitops is not None else {}
     out: dict[str, bytes] = {}
     problems: list[Problem] = []
-    for ct_name in sorted({a.cluster_type for a in sched.assignments}):
+    for ct_name in sched.by_type:  # in name order
         ct = plane.cluster_types[ct_name]
         ref = ct.spec.status_reporter
         if ref is None:

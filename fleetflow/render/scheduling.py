@@ -45,9 +45,28 @@ class Assignment(NamedTuple):
 
 @dataclass
 class Schedule:
+    """The environment's deployment targets and, per cluster type, the targets scheduled to it.
+
+    ``by_type`` is the schedule itself: cluster types in name order, each with its targets in name order. Cluster
+    types selected by the same policies share one tuple, so a fleet of many alike cluster types costs a tuple per
+    kind of cluster type, not a pair per assignment (the render looks at an unchanged cluster type as a whole).
+    ``assignments`` lists the pairs, made on first use."""
+
     targets: dict[str, Target] = field(default_factory=dict)
-    assignments: list[Assignment] = field(default_factory=list)
+    by_type: dict[str, tuple[str, ...]] = field(default_factory=dict)
     policies: Mapping[Assignment, list[str]] = field(default_factory=dict)  # which policies selected each pair
+    _pairs: list[Assignment] | None = field(default=None, init=False, repr=False, compare=False)
+
+    @property
+    def assignments(self) -> list[Assignment]:
+        """Every (cluster type, target) pair, in that order."""
+        if self._pairs is None:
+            self._pairs = [Assignment(ct, tid) for ct, tids in self.by_type.items() for tid in tids]
+        return self._pairs
+
+    def count(self) -> int:
+        """How many assignments, without listing them."""
+        return sum(len(tids) for tids in self.by_type.values())
 
 
 def effective_labels(
@@ -114,7 +133,7 @@ def schedule(plane: ControlPlane, environment: str, problems: Problems) -> Sched
     cluster_types = sorted(plane.cluster_types.items())
     targets = sorted(result.targets.items())
     selections: list[tuple[str, frozenset[str], frozenset[str]]] = []
-    per_type: dict[str, set[str]] = {}  # cluster type -> the targets any policy pairs with it
+    chosen_by: dict[str, list[int]] = {}  # cluster type -> the selections that pick it
     for policy_name in sorted(plane.policies):
         spec = plane.policies[policy_name].spec
         dts = spec.deployment_target_selector
@@ -128,12 +147,18 @@ def schedule(plane: ControlPlane, environment: str, problems: Problems) -> Sched
         selected_types = [
             name for name, ct in cluster_types if matches(spec.cluster_type_selector.label_selector, ct.labels)
         ]
-        selections.append((policy_name, frozenset(selected_types), frozenset(selected_targets)))
         for ct_name in selected_types:
-            per_type.setdefault(ct_name, set()).update(selected_targets)
-    # pairs built per cluster type, in (cluster type, target) order: no per-pair dictionary, no sort of 100,000
-    result.assignments = [Assignment(ct, tid) for ct in sorted(per_type) for tid in sorted(per_type[ct])]
-    result.policies = PolicyIndex(selections, result.assignments)
+            chosen_by.setdefault(ct_name, []).append(len(selections))
+        selections.append((policy_name, frozenset(selected_types), frozenset(selected_targets)))
+    # one sorted tuple per set of selecting policies, shared by every cluster type those policies pick
+    kinds: dict[tuple[int, ...], tuple[str, ...]] = {}
+    for ct_name in sorted(chosen_by):
+        kind = tuple(chosen_by[ct_name])
+        tids = kinds.get(kind)
+        if tids is None:
+            tids = kinds[kind] = tuple(sorted(set().union(*(selections[i][2] for i in kind))))
+        result.by_type[ct_name] = tids
+    result.policies = PolicyIndex(selections, result)
     return result
 
 
@@ -141,10 +166,9 @@ class PolicyIndex(Mapping[Assignment, list[str]]):
     """Which policies selected each assignment (in policy-name order), answered from each policy's selected cluster
     types and targets: a dictionary of 100,000 pairs would cost more than the schedule itself."""
 
-    def __init__(self, selections: list[tuple[str, frozenset[str], frozenset[str]]],
-                 assignments: list[Assignment]) -> None:
+    def __init__(self, selections: list[tuple[str, frozenset[str], frozenset[str]]], sched: Schedule) -> None:
         self._selections = selections  # (policy, its cluster types, its targets), in policy-name order
-        self._assignments = assignments
+        self._schedule = sched
 
     def __getitem__(self, key: Assignment) -> list[str]:
         ct, target = key
@@ -154,7 +178,7 @@ class PolicyIndex(Mapping[Assignment, list[str]]):
         return found
 
     def __iter__(self) -> Iterator[Assignment]:
-        return iter(self._assignments)
+        return iter(self._schedule.assignments)
 
     def __len__(self) -> int:
-        return len(self._assignments)
+        return self._schedule.count()
