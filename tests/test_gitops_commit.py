@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from fleetflow.cli import main as cli
@@ -22,6 +23,7 @@ from fleetflow.render.output import survey as output_survey
 from fleetflow.render.pipeline import Meta, render_environment
 from tests.fleet import Fleet, git
 from tests.test_promotion import make_local_fleet
+from tests.test_render import STATUS_TEMPLATE
 
 FOREIGN = {"README.md": b"GitOps\n", "notes/keep.md": b"ours, not fleetflow's\n",
            "cloud/_platform/extra.yaml": b"kind: Namespace\n"}
@@ -222,3 +224,63 @@ def test_files_lists_what_lies_under_the_folders_at_any_depth(tmp_path: Path) ->
     assert f"{assignment}/docs/deep/er/notes.md" in listed and f"{assignment}/odd\nname/x.md" in listed
     assert not any(p.startswith("cloud/") and not under(p) for p in listed)  # nothing else of the cluster type
     assert tree.files([]) == {} and GitOpsTree(repo, None, root).files([assignment]) == {}
+
+
+REPORTING_TYPE = """\
+apiVersion: fleetflow.dev/v1alpha1
+kind: ClusterType
+metadata:
+  name: cloud
+  labels: {region: dev}
+spec: {reconciler: flux, namespaceService: namespace, configType: config, statusReporter: reporter}
+"""
+
+
+def test_a_status_folder_is_looked_at_only_when_its_reporter_inputs_change(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A schedule renders a cluster type's status reporter again only when what it is rendered from changed (the
+    index's reporter fingerprints); otherwise its ``_status/`` folder is neither listed nor written, and keeps its
+    tree id. Either way the commit is what a fresh ``render`` gives."""
+    fleet = make_local_fleet(tmp_path)
+    add_foreign_files(fleet, "dev")
+    fleet.push_main({"templates/reporter.yaml": STATUS_TEMPLATE}, "a status reporter template")
+    fleet.push_env("dev", {"cluster-types.yaml": REPORTING_TYPE}, "cloud reports its rollouts")
+    with fleet.context() as ctx:
+        promote_many(ctx, None, fleet.branch_sha(fleet.cp_url, "main"))
+    first = check_head_equals_render(fleet, "dev", tmp_path / "r1")
+    repo = BareRepo(Path(fleet.gitops_url))
+    alert = b"kind: Alert\ncluster-type: cloud\ncontexts: "
+    assert repo.read_file(first, "cloud/_status/reporter.yaml") == alert + b"flux/dev-1,flux/dev-2\n"
+
+    listed: list[str] = []
+    listings = GitOpsTree.listings
+
+    def spy(self: GitOpsTree, folders: list[str]) -> dict[str, object]:
+        listed.extend(folders)
+        return listings(self, folders)  # type: ignore[return-value]
+
+    monkeypatch.setattr(GitOpsTree, "listings", spy)
+    fleet.approve("dev")
+    fleet.push_env("dev", {"configs.yaml": env_configs("debug")}, "more logs")
+    with fleet.context() as ctx:
+        assert schedule_environment(ctx, "dev").operation == "created"
+    second = check_head_equals_render(fleet, "dev", tmp_path / "r2")
+    assert listed and not any("_status" in f for f in listed)
+    assert repo.resolve(f"{first}:cloud/_status") == repo.resolve(f"{second}:cloud/_status")
+
+    fleet.approve("dev")
+    listed.clear()
+    fleet.push_env("dev", {"clusters.yaml": (
+        "apiVersion: fleetflow.dev/v1alpha1\nkind: Cluster\nmetadata:\n  name: dev-3\n"
+        "spec:\n  clusterType: cloud\n  statusContext: flux/dev-3\n")}, "one cluster instead of two")
+    with fleet.context() as ctx:
+        assert schedule_environment(ctx, "dev").operation == "created"
+    third = check_head_equals_render(fleet, "dev", tmp_path / "r3")
+    assert "cloud/_status" in listed
+    assert repo.read_file(third, "cloud/_status/reporter.yaml") == alert + b"flux/dev-3\n"
+
+
+def env_configs(level: str) -> str:
+    return ("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: env-wide\n  labels: {platform-config: \"true\"}\n"
+            f"data:\n  LOG_LEVEL: {level}\n  ENVIRONMENT: dev\n")

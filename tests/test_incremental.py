@@ -81,6 +81,21 @@ CHANGES: dict[str, tuple[Callable[[Path], None] | None, Callable[[Path], None]]]
                                         "values: [eastus, apsoutheast]"),
                                    edit(POLICY, "values: [eastus, apsoutheast]",
                                         "values: [westeurope, eastus, apsoutheast]")),
+    # status reporters: rendered again only when their inputs change, and their folder goes with the reporter
+    "cluster added to a cluster type": (None, append("envs/dev/clusters/hamburg.yaml", (
+        "---\napiVersion: fleetflow.dev/v1alpha1\nkind: Cluster\nmetadata:\n  name: k3s-ham-l1-dev-2\nspec:\n"
+        "  clusterType: edge-hamburg-line1\n  statusContext: \"flux/k3s-ham-l1-dev-2\"\n"))),
+    "status context changes": (None, edit("envs/dev/clusters/hamburg.yaml", 'statusContext: "flux/k3s-ham-l1-dev"',
+                                          'statusContext: "flux/k3s-ham-l1-dev-b"')),
+    "reporter template change": (None, edit("main/templates/flux-status-reporter.yaml", "# clusters of",
+                                            "# the clusters of")),
+    "cluster type stops naming a reporter": (None, edit("envs/dev/cluster-types/aks-westeurope.yaml",
+                                                        "statusReporter: flux-status-reporter", "")),
+    "cluster type starts naming a reporter": (
+        edit("envs/dev/cluster-types/aks-westeurope.yaml", "statusReporter: flux-status-reporter", ""),
+        edit("envs/dev/cluster-types/aks-westeurope.yaml", "  namespaceService:",
+             "  statusReporter: flux-status-reporter\n  namespaceService:")),
+    "GitOps repo branch changes": (None, edit("envs/dev/gitops-repo.yaml", "branch: dev", "branch: dev-next")),
     "schema change": (None, edit("main/schemas/platform-baseline.yaml", "type: object", "type: object  # same")),
 }
 
@@ -125,3 +140,33 @@ def test_only_touched_assignments_are_rendered(tmp_path: Path) -> None:
     assert isinstance(changes, dict)
     assert all("hamburg" in aid for aid in changes["changed"]) and changes["changed"]
     assert second["rendered"] == len([a for a in first["changes"]["added"] if "hamburg" in a])  # type: ignore[index]
+
+
+def test_status_reporters_are_rendered_again_only_when_their_inputs_change(tmp_path: Path) -> None:
+    """A status reporter is rendered again when its template, its cluster type, its clusters or the GitOps repo
+    change (the index keeps a fingerprint of them per cluster type); otherwise its ``_status/`` folder is left as it
+    is, also by ``--prune-foreign`` (which looks at every cluster-type folder): the tree stays what a full render
+    gives. ``--full`` renders them all again (and so repairs a deleted one, as it does an assignment's files)."""
+    plane = tmp_path / "plane"
+    shutil.copytree(EXAMPLE, plane)
+    out, full_out = tmp_path / "out", tmp_path / "full"
+    render(plane / "main", plane / "envs" / "dev", out)
+    status = sorted(p.relative_to(out).as_posix() for p in out.glob("*/_status/*"))
+    assert len(status) == 2  # the example's two cluster types that name a reporter
+    CHANGES["config value at site level"][1](plane)
+    pruned = render(plane / "main", plane / "envs" / "dev", out, "--prune-foreign", "--yes")
+    touched = [*pruned["written"], *pruned["deleted"]]  # type: ignore[misc]
+    assert touched and not any("_status" in p for p in touched)
+    render(plane / "main", plane / "envs" / "dev", full_out)
+    assert tree_bytes(out) == tree_bytes(full_out)
+    CHANGES["cluster added to a cluster type"][1](plane)
+    again = render(plane / "main", plane / "envs" / "dev", out)
+    written = again["written"]
+    assert isinstance(written, list)
+    assert [p for p in written if "_status" in p] == ["edge-hamburg-line1/_status/flux-status-reporter.yaml"]
+    # like an unchanged assignment's files, an unchanged reporter is trusted; --full repairs it
+    (out / status[0]).unlink()
+    render(plane / "main", plane / "envs" / "dev", out)
+    assert not (out / status[0]).exists()
+    repaired = render(plane / "main", plane / "envs" / "dev", out, "--full")
+    assert repaired["written"] == [status[0]]

@@ -18,6 +18,7 @@ from fleetflow.promotion.gitops import GitOpsTree, write_commit
 from fleetflow.render.incremental import (
     LEGACY_VERSION,
     STATE_PATH,
+    Assignments,
     AssignmentState,
     ExpectedCluster,
     RenderState,
@@ -87,9 +88,9 @@ def test_a_shard_is_kept_unread_only_for_the_same_assignment_ids() -> None:
     """An untouched cluster type keeps its shard unread when it holds the same assignments as before: the index's
     count and digest of the ids are compared with the schedule's targets (one join per cluster type). Same count
     but one target swapped, one target fewer, or a cluster type the change touches: the shard is looked at."""
-    state = RenderState(environment="dev", assignments={
+    state = RenderState(environment="dev", assignments=Assignments.of({
         "ct/a": AssignmentState("i1", "c1", ()), "ct/b-x": AssignmentState("i2", "c2", ()),
-        "other/a": AssignmentState("i3", "c3", ())})
+        "other/a": AssignmentState("i3", "c3", ())}))
     files = CountingFiles({STATE_PATH: state.to_bytes(), **{p: d for p, d in state.shard_files().items() if d}})
     before = RenderState.from_bytes(files.files[STATE_PATH], shard_reader(files)).assignments
 
@@ -126,6 +127,26 @@ def test_a_legacy_state_folder_renders_nothing_again_and_is_converted(tmp_path: 
     assert result.exit_code == 0, result.output
     assert '"rendered": 0' in result.output  # the old state was understood: nothing is rendered again
     assert tree_bytes(out) == tree_bytes(GOLDEN / "dev")  # converted: the index and every shard
+
+
+def test_an_index_without_reporter_fingerprints_renders_every_status_reporter_again(tmp_path: Path) -> None:
+    """An index written before status reporters had fingerprints (no ``reporters`` in its fingerprints) cannot
+    tell which ``_status/`` folders are current: every reporter is rendered again (a deleted one comes back), no
+    assignment is, and the index gets the fingerprints."""
+    out = tmp_path / "out"
+    shutil.copytree(GOLDEN / "dev", out)
+    index = out / STATE_PATH
+    text = index.read_text()
+    start = text.index('    "reporters": {')
+    index.write_text(text[:start] + text[text.index("    },\n", start) + len("    },\n"):])
+    assert RenderState.from_bytes(index.read_bytes()).fingerprints.reporters is None  # type: ignore[union-attr]
+    reporter = out / "aks-westeurope" / "_status" / "flux-status-reporter.yaml"
+    reporter.unlink()
+    result = run_cli("render", "--main", EXAMPLE / "main", "--env", EXAMPLE / "envs" / "dev", "--environment",
+                     "dev", "--output", out, "--main-commit", "0" * 40, "--env-commit", "1" * 40, "--format", "json")
+    assert result.exit_code == 0, result.output
+    assert '"rendered": 0' in result.output
+    assert tree_bytes(out) == tree_bytes(GOLDEN / "dev")
 
 
 def test_a_legacy_state_commit_is_converted_by_the_next_gitops_commit(tmp_path: Path) -> None:

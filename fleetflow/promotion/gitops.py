@@ -141,8 +141,9 @@ def _relative(entry: TreeEntry, root: str) -> TreeEntry:
 def survey(tree: GitOpsTree, result: RenderResult, previous: RenderState | None) -> Ownership:
     """Which files of ``tree`` the render deletes and which are foreign: the rule ``render`` follows on disk
     (:func:`fleetflow.render.ownership.ownership`, :func:`fleetflow.render.output.survey`)."""
-    folders = examined_folders(previous, result.state, result.rendered, result.reporters)
-    return ownership(previous, result.state, result.reporters, tree.files(sorted(folders)))
+    folders = examined_folders(previous, result.state, result.rendered, result.reporters,
+                               kept_reporters=result.kept_reporters)
+    return ownership(previous, result.state, result.reporters, tree.files(sorted(folders)), result.kept_reporters)
 
 
 def tree_edits(
@@ -200,12 +201,13 @@ def commit_edits(tree: GitOpsTree, edits: Iterable[TreeEdit], message: str, iden
 
 def _nothing_to_write(tree: GitOpsTree, result: RenderResult, previous: RenderState | None, state: bytes) -> bool:
     """True when the render would leave the tree as it is: nothing rendered or removed, the same state bytes, and
-    every ``_status/`` folder already holding exactly the reporter files (compared by blob id, without reading; only
-    the ``_status/`` trees are read, not the cluster-type folders around them: :meth:`GitOpsTree.files`)."""
+    every ``_status/`` folder the render decides (not ``kept_reporters``) already holding exactly the reporter
+    files (compared by blob id, without reading; only the ``_status/`` trees are read, not the cluster-type folders
+    around them: :meth:`GitOpsTree.files`)."""
     if tree.commit is None or previous is None or result.rendered or result.removed:
         return False
     if state != tree.state_bytes or result.state.shard_files(previous):
         return False
     cluster_types = result.state.assignments.cluster_types() | {cluster_type_of(p) for p in result.reporters}
-    have = tree.files([f"{ct}/{STATUS_DIR}" for ct in sorted(cluster_types)])
+    have = tree.files([f"{ct}/{STATUS_DIR}" for ct in sorted(cluster_types - result.kept_reporters)])
     return have == {path: git_blob_id(data) for path, data in result.reporters.items()}

@@ -71,7 +71,7 @@ def diff_chunks(previous: PreviousTree, result: RenderResult, owned: Ownership,
     (``owned.delete``), the state index and the state shards that change. Foreign files (``owned.foreign``) are not
     shown: the render keeps them. Old files are read (in batches) only as far as the caller iterates."""
     types = result.state.assignments.cluster_types() | {cluster_type_of(a) for a in result.removed}
-    shown = {*result.rendered, *(f"{ct}/{STATUS_DIR}" for ct in types)}
+    shown = {*result.rendered, *(f"{ct}/{STATUS_DIR}" for ct in types - result.kept_reporters)}
     doomed, foreign = set(owned.delete), set(owned.foreign)
     listed = previous.files(sorted(shown | set(result.removed) | {p.rpartition("/")[0] for p in doomed}))
     old = {

@@ -22,7 +22,8 @@ target changed, when a changed (added, removed) ConfigMap applies to it now or a
 new, or when it was held back last time. Everything else keeps its previous state entry and files: on a large
 fleet a one-value change then costs work in proportion to what it touches, not to the fleet. A cluster type none
 of whose assignments is touched, and whose assignments are the same ids as before (the index's digest), keeps its
-shard unread.
+shard unread. A cluster type's status reporter has a fingerprint of its own (template, cluster type, clusters,
+GitOps repo): its ``_status/`` folder is rendered again only when that changes.
 """
 
 from __future__ import annotations
@@ -84,6 +85,9 @@ class Fingerprints:
     targets: dict[str, str] = field(default_factory=dict)
     config_maps: dict[str, tuple[str, dict[str, str]]] = field(default_factory=dict)  # name -> (fp, labels)
     held_back: list[str] = field(default_factory=list)
+    # cluster type -> the fingerprint of its status reporter's inputs (none: it has no reporter); None: the state
+    # was written before reporters had fingerprints, so every ``_status/`` folder is looked at again
+    reporters: dict[str, str] | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -94,6 +98,7 @@ class Fingerprints:
                 k: [fp, dict(sorted(labels.items()))] for k, (fp, labels) in sorted(self.config_maps.items())
             },
             "heldBack": sorted(self.held_back),
+            "reporters": dict(sorted((self.reporters or {}).items())),
         }
 
     @classmethod
@@ -108,6 +113,8 @@ class Fingerprints:
                 config_maps={str(k): (str(v[0]), {str(a): str(b) for a, b in v[1].items()})
                              for k, v in raw["configMaps"].items()},
                 held_back=[str(a) for a in raw.get("heldBack", [])],
+                reporters=({str(k): str(v) for k, v in raw["reporters"].items()}
+                           if isinstance(raw.get("reporters"), dict) else None),
             )
         except (KeyError, TypeError, IndexError, AttributeError):
             return None
@@ -332,11 +339,11 @@ class RenderState:
             lines.append('  "fingerprints": {')
             lines.append(f'    "heldBack": {_compact(fps["heldBack"])},')
             lines.append(f'    "schemas": {json.dumps(fps["schemas"])},')
-            for index, part in enumerate(("clusterTypes", "configMaps", "targets")):
+            for index, part in enumerate(("clusterTypes", "configMaps", "reporters", "targets")):
                 lines.append(f'    "{part}": {{')
                 lines.append(",\n".join(f"      {_string(k)}: {_string(v) if isinstance(v, str) else _compact(v)}"
                                         for k, v in fps[part].items()))
-                lines.append("    }" + ("," if index < 2 else ""))
+                lines.append("    }" + ("," if index < 3 else ""))
             lines.append("  },")
         lines.append('  "shards": {')
         shards = sorted((ct, s) for ct, s in self.assignments.shards.items() if len(s))

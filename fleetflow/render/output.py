@@ -97,11 +97,12 @@ def survey(root: Path, result: RenderResult, previous: RenderState | None, *, sw
     Looks in the folders the render touches (assignments rendered now or removed, status folders); without a
     previous state, or with ``sweep``, in every cluster-type folder fleetflow writes into.
     """
-    folders = examined_folders(previous, result.state, result.rendered, result.reporters, sweep=sweep)
+    folders = examined_folders(previous, result.state, result.rendered, result.reporters, sweep=sweep,
+                               kept_reporters=result.kept_reporters)
     paths: list[str] = []
     for folder in sorted(folders):
         paths.extend(_files_under(root, safe_path(root, folder)))
-    return ownership(previous, result.state, result.reporters, paths)
+    return ownership(previous, result.state, result.reporters, paths, result.kept_reporters)
 
 
 def apply_result(

@@ -56,22 +56,26 @@ def cluster_types(previous: RenderState | None, current: RenderState, reporters:
 
 
 def examined_folders(previous: RenderState | None, current: RenderState, rendered: Iterable[str],
-                     reporters: Iterable[str], *, sweep: bool = False) -> set[str]:
+                     reporters: Iterable[str], *, sweep: bool = False,
+                     kept_reporters: Collection[str] = frozenset()) -> set[str]:
     """The folders (relative to the output root) whose files a render must sort with :func:`ownership`: the
-    assignments rendered now or removed, and the status folders; without a previous state, or with ``sweep``,
-    every cluster-type folder fleetflow writes into."""
+    assignments rendered now or removed, and the status folders of the cluster types not in ``kept_reporters``;
+    without a previous state, or with ``sweep``, every cluster-type folder fleetflow writes into."""
     types = cluster_types(previous, current, reporters)
     if previous is None or sweep:
         return set(types)
     folders = {*rendered, *removed_assignments(previous, current)}
-    return folders | {f"{ct}/{STATUS_DIR}" for ct in types}
+    return folders | {f"{ct}/{STATUS_DIR}" for ct in types if ct not in kept_reporters}
 
 
 def ownership(
-    previous: RenderState | None, current: RenderState, reporters: Collection[str], paths: Iterable[str]
+    previous: RenderState | None, current: RenderState, reporters: Collection[str], paths: Iterable[str],
+    kept_reporters: Collection[str] = frozenset(),
 ) -> Ownership:
     """Sort the tree's ``paths`` (relative to the output root, ``/``-separated, files only) into what a render
-    that produces ``current`` (+ the status ``reporters`` files) must delete and what it must keep as foreign."""
+    that produces ``current`` (+ the status ``reporters`` files) must delete and what it must keep as foreign.
+    The status folders of ``kept_reporters`` (reporters not rendered again: their inputs did not change) are
+    kept as they are."""
     result = Ownership()
     types = cluster_types(previous, current, reporters)
     for path in sorted(set(paths)):
@@ -82,7 +86,7 @@ def ownership(
             continue  # outside cluster-type folders: not ours to judge
         result.examined.append(path)
         reporter = aid == f"{ct}/{STATUS_DIR}"
-        wanted = (path in reporters) if reporter else _listed(current, aid, name)
+        wanted = (path in reporters or ct in kept_reporters) if reporter else _listed(current, aid, name)
         if wanted:
             continue
         if reporter or _listed(previous, aid, name):

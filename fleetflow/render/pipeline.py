@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -89,6 +89,9 @@ class RenderResult:
     # what does not stop the render but probably is a mistake (selectors selecting nothing, targets of
     # environments main does not define, nothing scheduled); reported, and failing only under --strict
     warnings: list[Problem] = field(default_factory=list)
+    # cluster types whose ``_status/`` folder the render leaves as it is (its reporter's inputs did not change,
+    # or it is not this render's: ``only``): not in ``reporters``, not looked at, never deleted
+    kept_reporters: set[str] = field(default_factory=set)
 
     @property
     def ok(self) -> bool:
@@ -325,6 +328,17 @@ def render_environment(
         if aid in old:
             states[aid] = old[aid]
 
+    clusters = _expected_clusters(plane, set(sched.by_type))
+    by_type = _clusters_by_type(clusters)
+    reporter_fps = _reporter_fingerprints(plane, environment, sched.by_type, fingerprints, by_type)
+    current.reporters = {ct: fp for ct, fp in reporter_fps.items() if fp}
+    earlier = previous.fingerprints.reporters if reusable and previous is not None and previous.fingerprints else None
+    # a status folder whose reporter's inputs are what they were is left as it is, unread (as an untouched
+    # assignment is); with no earlier fingerprints (--full, or an older state) every one is written again
+    kept_reporters = set() if earlier is None else {
+        ct for ct, fp in reporter_fps.items() if earlier.get(ct, "") == fp and ct in old.shards}
+    if only is not None:
+        kept_reporters.update(ct for ct in sched.by_type if not only(ct))
     state = RenderState(
         environment=environment,
         main_commit=meta.main_commit,
@@ -332,16 +346,17 @@ def render_environment(
         engine=ENGINE,
         assignments=_shards(states, carried, old),
         config_keys=config_key_hashes(plane),
-        clusters=_expected_clusters(plane, set(sched.by_type)),
+        clusters=clusters,
         fingerprints=current,
     )
     current.held_back = sorted(failed)
     changes = diff_states(previous, state)
     changes.held_back = sorted(failed)
     removed = removed_assignments(previous, state)
-    reporters = _render_reporters(plane, environment, sched, compiled, state.clusters)
+    reporters = _render_reporters(
+        plane, environment, [ct for ct in sched.by_type if ct not in kept_reporters], compiled, by_type)
     return RenderResult(
-        environment, state, files, rendered, removed, changes, sched, held, reporters, list(warnings)
+        environment, state, files, rendered, removed, changes, sched, held, reporters, list(warnings), kept_reporters
     )
 
 
@@ -396,16 +411,44 @@ def _render_assignment(
 STATUS_DIR = "_status"  # inside a cluster-type folder; assignment folders never start with "_"
 
 
-def _render_reporters(
-    plane: ControlPlane, environment: str, sched: Schedule, compiled: dict[str, CompiledTemplate],
-    clusters: list[ExpectedCluster],
-) -> dict[str, bytes]:
-    """Each used cluster type's status reporter: rendered once per cluster type, with its clusters."""
+def _clusters_by_type(clusters: list[ExpectedCluster]) -> dict[str, list[dict[str, str]]]:
+    """Cluster type -> its clusters as a status reporter sees them (``Clusters``), in name order."""
+    found: dict[str, list[dict[str, str]]] = {}
+    for c in clusters:
+        found.setdefault(c.cluster_type, []).append({"name": c.name, "statusContext": c.status_context or ""})
+    return found
+
+
+def _gitops_spec(plane: ControlPlane) -> dict[str, Any]:
     gitops = plane.gitops_repo()
-    repo = gitops.spec.model_dump(by_alias=True) if gitops is not None else {}
+    return gitops.spec.model_dump(by_alias=True) if gitops is not None else {}
+
+
+def _reporter_fingerprints(
+    plane: ControlPlane, environment: str, cluster_types: Iterable[str], templates: dict[str, str],
+    clusters: dict[str, list[dict[str, str]]],
+) -> dict[str, str]:
+    """Cluster type -> the fingerprint of everything its status reporter is rendered from (``""``: it names
+    none): the template, the cluster type, its clusters and the GitOps repo."""
+    repo = canonical_json(_gitops_spec(plane))
+    found: dict[str, str] = {}
+    for ct_name in cluster_types:
+        ct = plane.cluster_types[ct_name]
+        ref = ct.spec.status_reporter
+        found[ct_name] = "" if ref is None else _sha(canonical_json(
+            [ENGINE, environment, ct_name, ct.labels, ref, templates.get(ref), clusters.get(ct_name, []), repo]))
+    return found
+
+
+def _render_reporters(
+    plane: ControlPlane, environment: str, cluster_types: list[str], compiled: dict[str, CompiledTemplate],
+    clusters: dict[str, list[dict[str, str]]],
+) -> dict[str, bytes]:
+    """The status reporter of each of ``cluster_types``: rendered once per cluster type, with its clusters."""
+    repo = _gitops_spec(plane)
     out: dict[str, bytes] = {}
     problems: list[Problem] = []
-    for ct_name in sched.by_type:  # in name order
+    for ct_name in cluster_types:  # in name order
         ct = plane.cluster_types[ct_name]
         ref = ct.spec.status_reporter
         if ref is None:
@@ -415,9 +458,7 @@ def _render_reporters(
             "Environment": environment,
             "ClusterType": ct_name,
             "ClusterTypeLabels": ct.labels,
-            "Clusters": [
-                {"name": c.name, "statusContext": c.status_context or ""} for c in clusters if c.cluster_type == ct_name
-            ],
+            "Clusters": clusters.get(ct_name, []),
             "GitOpsRepo": repo,
         }
         try:
