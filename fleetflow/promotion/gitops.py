@@ -17,7 +17,7 @@ only the trees along changed paths loaded and rewritten.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import PurePosixPath
 
 from fleetflow.errors import UsageError
@@ -172,6 +172,7 @@ class WrittenCommit:
     commit: str | None  # None: the tree would not change
     changed: list[str]  # paths (relative to the output folder) that differ from the previous commit
     owned: Ownership = field(default_factory=Ownership)  # what the commit deleted, and the foreign files it kept
+    index: bytes | None = None  # the state index the render gives (made once: the diff shows it too)
 
 
 def write_commit(tree: GitOpsTree, result: RenderResult, previous: RenderState | None, message: str,
@@ -179,9 +180,10 @@ def write_commit(tree: GitOpsTree, result: RenderResult, previous: RenderState |
     """Commit the render on top of ``tree.commit`` (nothing is pushed). Call ``tree.read_state()`` first."""
     state = result.state.to_bytes()
     if _nothing_to_write(tree, result, previous, state):
-        return WrittenCommit(None, [])
+        return WrittenCommit(None, [], index=state)
     owned = survey(tree, result, previous)
-    return commit_edits(tree, tree_edits(tree, result, owned, state, previous), message, identity, when, owned)
+    written = commit_edits(tree, tree_edits(tree, result, owned, state, previous), message, identity, when, owned)
+    return replace(written, index=state)
 
 
 def commit_edits(tree: GitOpsTree, edits: Iterable[TreeEdit], message: str, identity: tuple[str, str], when: int,

@@ -101,7 +101,7 @@ def render_commit(ctx: Context, environment: str) -> Rendered:
     message, when = commit_message(ctx, at)
     written = write_commit(tree, result, previous, message, ctx.git.identity, when)
     return Rendered(at, heads, previous, written, result.changes, result.state.clusters,
-                    lambda: diff_chunks(tree, result, written.owned, previous))
+                    lambda: diff_chunks(tree, result, written.owned, previous, written.index))
 
 
 def _first(chunks: Iterator[str], limit: int) -> str:

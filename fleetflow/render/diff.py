@@ -65,11 +65,12 @@ BATCH = 256  # old files read at a time, so that a diff cut at ``limit`` reads l
 
 
 def diff_chunks(previous: PreviousTree, result: RenderResult, owned: Ownership,
-                state: RenderState | None = None) -> Iterator[str]:
+                state: RenderState | None = None, index: bytes | None = None) -> Iterator[str]:
     """The unified diff of what the render changes in ``previous`` (whose state is ``state``), one file at a time
     in path order: the files of every rendered assignment and status folder, every file fleetflow wrote that goes
     (``owned.delete``), the state index and the state shards that change. Foreign files (``owned.foreign``) are not
-    shown: the render keeps them. Old files are read (in batches) only as far as the caller iterates."""
+    shown: the render keeps them. Old files are read (in batches) only as far as the caller iterates. ``index``:
+    the new state index's bytes, when the caller has made them already."""
     types = result.state.assignments.cluster_types() | {cluster_type_of(a) for a in result.removed}
     shown = {*result.rendered, *(f"{ct}/{STATUS_DIR}" for ct in types - result.kept_reporters)}
     doomed, foreign = set(owned.delete), set(owned.foreign)
@@ -78,7 +79,8 @@ def diff_chunks(previous: PreviousTree, result: RenderResult, owned: Ownership,
         path: key for path, key in listed.items()
         if path in doomed or (path not in foreign and path.rpartition("/")[0] in shown)
     }
-    new: dict[str, bytes] = {**result.files, **result.reporters, STATE_PATH: result.state.to_bytes()}
+    new: dict[str, bytes] = {**result.files, **result.reporters,
+                             STATE_PATH: result.state.to_bytes() if index is None else index}
     shards = result.state.shard_files(state)
     if shards:
         new.update((path, data) for path, data in shards.items() if data is not None)
