@@ -9,6 +9,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
+# one encoder, made once: ``json.dumps`` with any non-default option makes a new JSONEncoder on every call, which
+# is a third of the cost of a short value (fingerprints are taken of thousands of them per render); same text
+_ENCODE = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str).encode
+
 
 def canonical_json(value: Any) -> str:
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+    return _ENCODE(value)

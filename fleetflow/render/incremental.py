@@ -537,8 +537,11 @@ def _cluster_entry(c: ExpectedCluster) -> str:
     return _compact({"name": c.name, "clusterType": c.cluster_type, "statusContext": c.status_context})
 
 
+_COMPACT = json.JSONEncoder(sort_keys=True, separators=(", ", ": "), ensure_ascii=False).encode  # made once
+
+
 def _compact(value: Any) -> str:
-    return json.dumps(value, sort_keys=True, separators=(", ", ": "), ensure_ascii=False)
+    return _COMPACT(value)
 
 
 # --- what a change touches ------------------------------------------------------------------------------

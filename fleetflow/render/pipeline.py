@@ -155,10 +155,13 @@ def _target_schemas(target: Target, named: dict[str, SchemaSource], problems: Pr
     return result
 
 
+_SORTED = json.JSONEncoder(sort_keys=True).encode  # json.dumps(value, sort_keys=True), its encoder made once
+
+
 def config_key_hashes(plane: ControlPlane) -> dict[str, dict[str, str]]:
     return {
         name: {
-            key: _sha(json.dumps(value, sort_keys=True))[:16] for key, value in sorted(cm.spec.data.items())
+            key: _sha(_SORTED(value))[:16] for key, value in sorted(cm.spec.data.items())
         }
         for name, cm in plane.config_maps.items()
         if isinstance(cm.spec.data, dict)
