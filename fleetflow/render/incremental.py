@@ -339,11 +339,11 @@ class RenderState:
             lines.append('  "fingerprints": {')
             lines.append(f'    "heldBack": {_compact(fps["heldBack"])},')
             lines.append(f'    "schemas": {json.dumps(fps["schemas"])},')
-            for index, part in enumerate(("clusterTypes", "configMaps", "reporters", "targets")):
+            for index, part in enumerate(_FINGERPRINT_MAPS):
                 lines.append(f'    "{part}": {{')
                 lines.append(",\n".join(f"      {_string(k)}: {_string(v) if isinstance(v, str) else _compact(v)}"
                                         for k, v in fps[part].items()))
-                lines.append("    }" + ("," if index < 3 else ""))
+                lines.append("    }" + ("," if index < len(_FINGERPRINT_MAPS) - 1 else ""))
             lines.append("  },")
         lines.append('  "shards": {')
         shards = sorted((ct, s) for ct, s in self.assignments.shards.items() if len(s))
@@ -517,6 +517,9 @@ def _assignment_line(aid: str, a: AssignmentState) -> str:
 
 def _mapping(value: Any) -> Mapping[str, Any]:
     return value if isinstance(value, dict) else {}
+
+
+_FINGERPRINT_MAPS = ("clusterTypes", "configMaps", "reporters", "targets")  # in the index, one entry a line
 
 
 def _string(text: str) -> str:

@@ -332,8 +332,10 @@ def render_environment(
             states[aid] = old[aid]
 
     clusters = _expected_clusters(plane, set(sched.by_type))
-    by_type = _clusters_by_type(clusters)
-    reporter_fps = _reporter_fingerprints(plane, environment, sched.by_type, fingerprints, by_type)
+    clusters_of = _clusters_by_type(clusters)
+    gitops = plane.gitops_repo()
+    repo = gitops.spec.model_dump(by_alias=True) if gitops is not None else {}  # a reporter's GitOpsRepo
+    reporter_fps = _reporter_fingerprints(plane, environment, sched.by_type, fingerprints, clusters_of, repo)
     current.reporters = {ct: fp for ct, fp in reporter_fps.items() if fp}
     earlier = previous.fingerprints.reporters if reusable and previous is not None and previous.fingerprints else None
     # a status folder whose reporter's inputs are what they were is left as it is, unread (as an untouched
@@ -357,7 +359,7 @@ def render_environment(
     changes.held_back = sorted(failed)
     removed = removed_assignments(previous, state)
     reporters = _render_reporters(
-        plane, environment, [ct for ct in sched.by_type if ct not in kept_reporters], compiled, by_type)
+        plane, environment, [ct for ct in sched.by_type if ct not in kept_reporters], compiled, clusters_of, repo)
     return RenderResult(
         environment, state, files, rendered, removed, changes, sched, held, reporters, list(warnings), kept_reporters
     )
@@ -422,33 +424,28 @@ def _clusters_by_type(clusters: list[ExpectedCluster]) -> dict[str, list[dict[st
     return found
 
 
-def _gitops_spec(plane: ControlPlane) -> dict[str, Any]:
-    gitops = plane.gitops_repo()
-    return gitops.spec.model_dump(by_alias=True) if gitops is not None else {}
-
-
 def _reporter_fingerprints(
     plane: ControlPlane, environment: str, cluster_types: Iterable[str], templates: dict[str, str],
-    clusters: dict[str, list[dict[str, str]]],
+    clusters: dict[str, list[dict[str, str]]], repo: dict[str, Any],
 ) -> dict[str, str]:
     """Cluster type -> the fingerprint of everything its status reporter is rendered from (``""``: it names
-    none): the template, the cluster type, its clusters and the GitOps repo."""
-    repo = canonical_json(_gitops_spec(plane))
+    none): the template, the cluster type, its clusters and the GitOps repo (``repo``, as the reporter gets it)."""
+    repo_text = canonical_json(repo)
     found: dict[str, str] = {}
     for ct_name in cluster_types:
         ct = plane.cluster_types[ct_name]
         ref = ct.spec.status_reporter
         found[ct_name] = "" if ref is None else _sha(canonical_json(
-            [ENGINE, environment, ct_name, ct.labels, ref, templates.get(ref), clusters.get(ct_name, []), repo]))
+            [ENGINE, environment, ct_name, ct.labels, ref, templates.get(ref), clusters.get(ct_name, []), repo_text]))
     return found
 
 
 def _render_reporters(
     plane: ControlPlane, environment: str, cluster_types: list[str], compiled: dict[str, CompiledTemplate],
-    clusters: dict[str, list[dict[str, str]]],
+    clusters: dict[str, list[dict[str, str]]], repo: dict[str, Any],
 ) -> dict[str, bytes]:
-    """The status reporter of each of ``cluster_types``: rendered once per cluster type, with its clusters."""
-    repo = _gitops_spec(plane)
+    """The status reporter of each of ``cluster_types``: rendered once per cluster type, with its clusters and
+    ``repo`` (``GitOpsRepo``)."""
     out: dict[str, bytes] = {}
     problems: list[Problem] = []
     for ct_name in cluster_types:  # in name order
