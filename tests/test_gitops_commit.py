@@ -21,7 +21,7 @@ from fleetflow.render.incremental import STATE_PATH, RenderState, shard_reader
 from fleetflow.render.output import FolderTree
 from fleetflow.render.output import survey as output_survey
 from fleetflow.render.pipeline import Meta, render_environment
-from tests.fleet import Fleet, git
+from tests.fleet import Fleet, env_files, git
 from tests.test_promotion import make_local_fleet
 from tests.test_render import STATUS_TEMPLATE
 
@@ -226,14 +226,9 @@ def test_files_lists_what_lies_under_the_folders_at_any_depth(tmp_path: Path) ->
     assert tree.files([]) == {} and GitOpsTree(repo, None, root).files([assignment]) == {}
 
 
-REPORTING_TYPE = """\
-apiVersion: fleetflow.dev/v1alpha1
-kind: ClusterType
-metadata:
-  name: cloud
-  labels: {region: dev}
-spec: {reconciler: flux, namespaceService: namespace, configType: config, statusReporter: reporter}
-"""
+DEV_FILES = env_files("dev", "", "")  # the fleet's dev branch files (the repos do not matter for these two)
+REPORTING_TYPE = DEV_FILES["cluster-types.yaml"].replace("configType: config}", "configType: config, "
+                                                         "statusReporter: reporter}")
 
 
 def test_a_status_folder_is_looked_at_only_when_its_reporter_inputs_change(
@@ -262,7 +257,8 @@ def test_a_status_folder_is_looked_at_only_when_its_reporter_inputs_change(
 
     monkeypatch.setattr(GitOpsTree, "listings", spy)
     fleet.approve("dev")
-    fleet.push_env("dev", {"configs.yaml": env_configs("debug")}, "more logs")
+    fleet.push_env("dev", {"configs.yaml": DEV_FILES["configs.yaml"].replace("LOG_LEVEL: info", "LOG_LEVEL: debug")},
+                   "more logs")
     with fleet.context() as ctx:
         assert schedule_environment(ctx, "dev").operation == "created"
     second = check_head_equals_render(fleet, "dev", tmp_path / "r2")
@@ -279,8 +275,3 @@ def test_a_status_folder_is_looked_at_only_when_its_reporter_inputs_change(
     third = check_head_equals_render(fleet, "dev", tmp_path / "r3")
     assert "cloud/_status" in listed
     assert repo.read_file(third, "cloud/_status/reporter.yaml") == alert + b"flux/dev-3\n"
-
-
-def env_configs(level: str) -> str:
-    return ("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: env-wide\n  labels: {platform-config: \"true\"}\n"
-            f"data:\n  LOG_LEVEL: {level}\n  ENVIRONMENT: dev\n")
