@@ -42,6 +42,8 @@ from pathlib import Path
 from fleetflow.model import documents
 from fleetflow.model.controlplane import load_control_plane
 from fleetflow.model.documents import ParseCache
+from fleetflow.collector import tune
+tune()  # as the fleetflow executable sets up its process
 root, cache, careful = Path(sys.argv[1]), sys.argv[2], sys.argv[3] == "1"
 documents._quick_enabled = not careful
 t0 = time.perf_counter()

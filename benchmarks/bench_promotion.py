@@ -120,10 +120,10 @@ def _context(root: str) -> Any:
 
 
 def phase_promote(root: str) -> Result:
-    from fleetflow.cli.common import tune_gc
+    from fleetflow.collector import tune
     from fleetflow.promotion.promote import promote
 
-    tune_gc()
+    tune()  # as the fleetflow executable sets up its process
     ctx = _context(root)
     main_sha = git(Path(root), "--git-dir", str(Path(root) / "control-plane.git"), "rev-parse", "main")
     t0 = time.perf_counter()
@@ -140,10 +140,10 @@ def phase_schedule(root: str) -> Result:
     on GitHub, GitHub's; here a local bare repo's, which walks the whole previous tree for its connectivity check),
     from git's trace2 event stream (``Documentation/technical/api-trace2.adoc``: each process's ``cmd_name`` and
     ``exit`` events, with ``t_abs``, its seconds since it started)."""
-    from fleetflow.cli.common import tune_gc
+    from fleetflow.collector import tune
     from fleetflow.promotion.schedule import schedule_environment
 
-    tune_gc()
+    tune()  # as the fleetflow executable sets up its process
     ctx = _context(root)
     trace = Path(tempfile.mkdtemp(prefix="trace2-")) / "events.json"
     os.environ["GIT_TRACE2_EVENT"] = str(trace)
@@ -169,13 +169,13 @@ def receive_pack_seconds(trace: Path) -> float:
 
 def phase_cold_schedule(root: str, cache: str, blobless: bool) -> Result:
     """schedule with empty git mirrors in ``cache``; ``blobless=False`` fetches the GitOps repo whole."""
-    from fleetflow.cli.common import tune_gc
+    from fleetflow.collector import tune
     from fleetflow.forge.git import BareRepo, GitRepos
     from fleetflow.forge.local import LocalForge
     from fleetflow.promotion.context import Context
     from fleetflow.promotion.schedule import schedule_environment
 
-    tune_gc()
+    tune()  # as the fleetflow executable sets up its process
     if not blobless:
         GitRepos.blobless = lambda self, url: url  # type: ignore[method-assign]  # as before: mirrors are whole
     received: dict[Path, int] = {}  # bytes each mirror's object store grew by in fetches (packs as received)

@@ -57,10 +57,12 @@ def _maxrss_mib() -> float:
 def phase_render(main_dir: str, env_dir: str, output: str, profile: bool = False) -> Result:
     """load + render (with the previous state found in ``output``) + write."""
     from fleetflow.cli.common import load
+    from fleetflow.collector import tune
     from fleetflow.errors import Problems
     from fleetflow.render.output import apply_result, read_state
     from fleetflow.render.pipeline import Meta, render_environment
 
+    tune()  # as the fleetflow executable sets up its process
     out = Path(output)
     state_path = out / STATE_FILE
     state_mtime = state_path.stat().st_mtime_ns if state_path.exists() else None

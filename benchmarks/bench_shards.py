@@ -65,11 +65,11 @@ def phase_pin(root: str) -> Result:
 
 def phase_shard(root: str, cache: str, index: int, count: int, artifact: str) -> Result:
     """One shard job with empty caches (``cache`` is a fresh folder; XDG_CACHE_HOME too: the parse cache)."""
-    from fleetflow.cli.common import tune_gc
+    from fleetflow.collector import tune
     from fleetflow.promotion.shards import ShardSpec, render_shard
 
     os.environ["XDG_CACHE_HOME"] = str(Path(cache) / "xdg")
-    tune_gc()
+    tune()  # as the fleetflow executable sets up its process
     t0 = time.perf_counter()
     with _context(root, cache) as ctx:
         manifest = render_shard(ctx, ENV, ShardSpec(index, count), Path(artifact))
@@ -80,11 +80,11 @@ def phase_shard(root: str, cache: str, index: int, count: int, artifact: str) ->
 
 
 def phase_stitch(root: str, cache: str, artifacts: str) -> Result:
-    from fleetflow.cli.common import tune_gc
+    from fleetflow.collector import tune
     from fleetflow.promotion.shards import stitch_environment
 
     os.environ["XDG_CACHE_HOME"] = str(Path(cache) / "xdg")
-    tune_gc()
+    tune()  # as the fleetflow executable sets up its process
     t0 = time.perf_counter()
     with _context(root, cache) as ctx:
         outcome = stitch_environment(ctx, ENV, Path(artifacts))

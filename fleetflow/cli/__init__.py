@@ -26,6 +26,7 @@ from fleetflow.cli.schedule import schedule
 from fleetflow.cli.status import status
 from fleetflow.cli.terminal import TERMINAL
 from fleetflow.cli.validate import validate
+from fleetflow.collector import tune
 
 
 @click.group(cls=FleetflowGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 110})
@@ -70,3 +71,9 @@ main.add_command(route_command)
 main.add_command(reconcile_command)
 main.add_command(init_command)
 main.add_command(doctor_command)
+
+
+def run() -> None:
+    """The ``fleetflow`` executable: one command in a process of its own (:func:`fleetflow.collector.tune`)."""
+    tune()
+    main()

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import gc
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -59,16 +58,7 @@ def load(main_dir: Path, env_dir: Path, fmt: str = "text", *, main_label: str | 
         env_label=str(env_dir) if env_label is None else env_label,
         fetch=fetcher, cache=parse_cache(),
     )
-    tune_gc()
     return plane
-
-
-def tune_gc() -> None:
-    """The loaded control plane lives until the process ends: move it out of the collector's sight and collect
-    less often. Rendering allocates hundreds of thousands of small containers; with the default thresholds the
-    collector rescanned the whole plane again and again (half the time of a re-render of 100,000 assignments)."""
-    gc.freeze()
-    gc.set_threshold(50_000, 20, 20)
 
 
 def parse_cache() -> ParseCache | None:

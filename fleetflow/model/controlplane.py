@@ -16,6 +16,7 @@ from typing import Any, Generic, TypeVar
 
 from pydantic import Field, ValidationError
 
+from fleetflow.collector import kept
 from fleetflow.errors import GitError, Location, Problems, validation_problems
 from fleetflow.model.documents import ACCEPTED_APIS, FLEETFLOW_API, Document, ParseCache, Tree, read_tree
 from fleetflow.model.resources import (
@@ -292,12 +293,15 @@ def load_control_plane(
     fetch: WorkloadFetcher | None = None,
     cache: ParseCache | None = None,
 ) -> ControlPlane:
-    """Read both trees and build the control plane, checked structurally. Raises every problem at once."""
+    """Read both trees and build the control plane, checked structurally. Raises every problem at once.
+
+    The plane lives until the run ends: it is made inside :func:`fleetflow.collector.kept`."""
     problems = Problems()
     pairs: list[tuple[Document, str]] = []
-    for root, label, origin in ((main, main_label, "main"), (env, env_label, "env")):
-        docs = read_tree(Tree(root, label if label is not None else str(root)), problems, cache)
-        pairs.extend((d, origin) for d in docs)
-    plane = _build(pairs, fetch, problems)
+    with kept():
+        for root, label, origin in ((main, main_label, "main"), (env, env_label, "env")):
+            docs = read_tree(Tree(root, label if label is not None else str(root)), problems, cache)
+            pairs.extend((d, origin) for d in docs)
+        plane = _build(pairs, fetch, problems)
     problems.raise_if_any()
     return plane

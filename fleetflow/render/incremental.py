@@ -35,6 +35,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
+from fleetflow.collector import kept
 from fleetflow.render.composition import Fact, cluster_side_facts, requirement_facts, target_side_facts
 from fleetflow.render.scheduling import Target
 
@@ -379,7 +380,13 @@ class RenderState:
     @classmethod
     def from_bytes(cls, data: bytes, read: ShardReader | None = None) -> RenderState:
         """Parse an index (its shards read through ``read`` when first used) or a version-1 state file; raises
-        ValueError with a readable reason when it is neither."""
+        ValueError with a readable reason when it is neither. The state lives until the run ends: it is made
+        inside :func:`fleetflow.collector.kept`."""
+        with kept():
+            return cls._from_bytes(data, read)
+
+    @classmethod
+    def _from_bytes(cls, data: bytes, read: ShardReader | None) -> RenderState:
         fast, raw = _parse(data, "RenderState", None)
         version = raw.get("version")
         if version not in (STATE_VERSION, LEGACY_VERSION):
