@@ -106,6 +106,19 @@ def build_repos(root: Path, workloads: int, cluster_types: int, lines: int = 100
             "gitops": str(gitops)}
 
 
+COLLECTOR = "FLEETFLOW_BENCH_COLLECTOR"  # "python": the phases keep Python's collector defaults (--collector)
+
+
+def as_the_executable() -> None:
+    """Set a phase's process up as the ``fleetflow`` executable sets up its own (``fleetflow.collector.tune``),
+    unless ``--collector python`` asked for Python's defaults: what ``schedule``, ``promote`` and
+    ``check-rollout`` ran with before the executable tuned the collector."""
+    from fleetflow.collector import tune
+
+    if os.environ.get(COLLECTOR) != "python":
+        tune()
+
+
 def _context(root: str) -> Any:
     from fleetflow.forge.git import GitRepos
     from fleetflow.forge.local import LocalForge
@@ -120,10 +133,9 @@ def _context(root: str) -> Any:
 
 
 def phase_promote(root: str) -> Result:
-    from fleetflow.collector import tune
     from fleetflow.promotion.promote import promote
 
-    tune()  # as the fleetflow executable sets up its process
+    as_the_executable()
     ctx = _context(root)
     main_sha = git(Path(root), "--git-dir", str(Path(root) / "control-plane.git"), "rev-parse", "main")
     t0 = time.perf_counter()
@@ -140,10 +152,9 @@ def phase_schedule(root: str) -> Result:
     on GitHub, GitHub's; here a local bare repo's, which walks the whole previous tree for its connectivity check),
     from git's trace2 event stream (``Documentation/technical/api-trace2.adoc``: each process's ``cmd_name`` and
     ``exit`` events, with ``t_abs``, its seconds since it started)."""
-    from fleetflow.collector import tune
     from fleetflow.promotion.schedule import schedule_environment
 
-    tune()  # as the fleetflow executable sets up its process
+    as_the_executable()
     ctx = _context(root)
     trace = Path(tempfile.mkdtemp(prefix="trace2-")) / "events.json"
     os.environ["GIT_TRACE2_EVENT"] = str(trace)
@@ -169,13 +180,12 @@ def receive_pack_seconds(trace: Path) -> float:
 
 def phase_cold_schedule(root: str, cache: str, blobless: bool) -> Result:
     """schedule with empty git mirrors in ``cache``; ``blobless=False`` fetches the GitOps repo whole."""
-    from fleetflow.collector import tune
     from fleetflow.forge.git import BareRepo, GitRepos
     from fleetflow.forge.local import LocalForge
     from fleetflow.promotion.context import Context
     from fleetflow.promotion.schedule import schedule_environment
 
-    tune()  # as the fleetflow executable sets up its process
+    as_the_executable()
     if not blobless:
         GitRepos.blobless = lambda self, url: url  # type: ignore[method-assign]  # as before: mirrors are whole
     received: dict[Path, int] = {}  # bytes each mirror's object store grew by in fetches (packs as received)
@@ -287,7 +297,12 @@ def main(argv: list[str] | None = None) -> int:
                         help="(g) only: comma-separated cluster-type counts, e.g. 100,300,1000 with --workloads 100 "
                              "(10k, 30k, 100k assignments); the change is the line tuning on 10 cluster types "
                              "(--workloads x 10 assignments) at every size")
+    parser.add_argument("--collector", choices=["fleetflow", "python"], default="fleetflow",
+                        help="how the promote and schedule phases run Python's garbage collector: as the fleetflow "
+                             "executable sets it up (default), or with Python's defaults (what schedule and promote "
+                             "ran with before 2026-11-23)")
     args = parser.parse_args(argv)
+    os.environ[COLLECTOR] = args.collector
     args.cold = args.cold or args.cold_only
     if args.growth and not all(c.isdigit() and int(c) % GROWTH_CHANGED == 0 for c in args.growth.split(",")):
         parser.error(f"--growth takes cluster-type counts that are multiples of {GROWTH_CHANGED}, e.g. 100,300,1000")
@@ -413,7 +428,7 @@ def growth(args: argparse.Namespace, work: Path) -> int:
     load = os.getloadavg()
     print(f"(g) growth: {w} workloads; the change covers {GROWTH_CHANGED} cluster types ({w * GROWTH_CHANGED} "
           f"assignments) at every size; {runs} run(s) per size; load average at start {load[0]:.1f} / {load[1]:.1f} "
-          f"/ {load[2]:.1f}")
+          f"/ {load[2]:.1f}; garbage collector: {os.environ.get(COLLECTOR, 'fleetflow')}")
     rows = []
     for t in (int(c) for c in args.growth.split(",")):
         root = work / f"growth-{t}"

@@ -2,6 +2,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from fleetflow.errors import Problems
+from fleetflow.model.controlplane import build_resource
 from fleetflow.model.documents import Tree
 from fleetflow.render.diff import unified_diff
 from tests.helpers import build_file_tree, parsed, tree_read
@@ -65,3 +67,29 @@ def test_state_path_joins_the_gitops_path_one_way() -> None:
     for path in ("apps", "apps/", "/apps", "./apps/", "apps/./"):
         assert state_path(path) == f"apps/{STATE_PATH}"
     assert state_path("clusters/eu/") == f"clusters/eu/{STATE_PATH}"
+
+
+def test_metadata_labels_and_annotations_are_strings_whatever_yaml_made_of_them() -> None:
+    """A label or annotation written as a boolean, null or number is kept as the string a Kubernetes user means
+    (``true``, ``false``, empty, ``3``); all-string maps (the fast path, once per document at fleet scale) are kept
+    as written, and a bad label key among string values is still reported where it stands."""
+    docs, found = parsed(
+        "apiVersion: fleetflow.dev/v1alpha1\nkind: Cluster\nmetadata:\n  name: c1\n  labels:\n"
+        "    edge: true\n    legacy: false\n    tier: null\n    rack: 3\n    region: eu\n"
+        "  annotations:\n    note: hi\nspec:\n  clusterType: ct\n"
+    )
+    problems = Problems()
+    res = build_resource(docs[0], "env", problems)
+    assert not found and not problems.items and res is not None
+    assert res.labels == {"edge": "true", "legacy": "false", "tier": "", "rack": "3", "region": "eu"}
+    assert res.annotations == {"note": "hi"}
+
+    docs, _ = parsed(
+        "apiVersion: fleetflow.dev/v1alpha1\nkind: Cluster\nmetadata:\n  name: c2\n  labels:\n"
+        "    region: eu\n    bad key: x\nspec:\n  clusterType: ct\n"
+    )
+    problems = Problems()
+    assert build_resource(docs[0], "env", problems) is None
+    (problem,) = problems.items
+    assert "invalid label key 'bad key'" in problem.message
+    assert problem.location is not None and problem.location.line == 7
