@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -158,9 +158,15 @@ def _target_schemas(target: Target, named: dict[str, SchemaSource], problems: Pr
 _SORTED = json.JSONEncoder(sort_keys=True).encode  # json.dumps(value, sort_keys=True), its encoder made once
 
 
-def config_key_hashes(plane: ControlPlane) -> dict[str, dict[str, str]]:
+def config_key_hashes(
+    plane: ControlPlane, same: Mapping[str, dict[str, str]] | None = None
+) -> dict[str, dict[str, str]]:
+    """Each ConfigMap's keys, each with a short hash of its value: the state keeps them to name the config keys a
+    change adds, changes or removes. ``same``: the hashes of ConfigMaps whose data is known not to have changed
+    (their fingerprint is the previous state's), taken as they are instead of hashed again."""
+    same = same or {}
     return {
-        name: {
+        name: same[name] if name in same else {
             key: _sha(_SORTED(value))[:16] for key, value in sorted(cm.spec.data.items())
         }
         for name, cm in plane.config_maps.items()
@@ -350,7 +356,7 @@ def render_environment(
         env_commit=meta.env_commit,
         engine=ENGINE,
         assignments=_shards(states, carried, old),
-        config_keys=config_key_hashes(plane),
+        config_keys=config_key_hashes(plane, _unchanged_config_keys(previous, current) if reuse else None),
         clusters=clusters,
         fingerprints=current,
     )
@@ -363,6 +369,18 @@ def render_environment(
     return RenderResult(
         environment, state, files, rendered, removed, changes, sched, held, reporters, list(warnings), kept_reporters
     )
+
+
+def _unchanged_config_keys(previous: RenderState | None, current: Fingerprints) -> dict[str, dict[str, str]]:
+    """The previous state's key hashes of every ConfigMap whose fingerprint (name, priority, labels and data) is
+    the same as then: nothing to hash again (at 1,000 ConfigMaps, 7.6 ms of every schedule)."""
+    if previous is None or previous.engine != ENGINE or previous.fingerprints is None:
+        return {}
+    earlier = previous.fingerprints.config_maps
+    return {
+        name: previous.config_keys[name] for name, (fp, _) in current.config_maps.items()
+        if name in previous.config_keys and name in earlier and earlier[name][0] == fp
+    }
 
 
 def _untouched_shards(
