@@ -4,19 +4,22 @@ Run from the repository root::
 
     python benchmarks/schedule_steps.py                      # 100 workloads x 100 and x 1,000 cluster types
     python benchmarks/schedule_steps.py --cluster-types 100,300,1000
+    python benchmarks/schedule_steps.py --collector python   # with Python's garbage-collector defaults
 
 For each size: the fleet of ``bench_promotion --growth`` (the line tuning covers 10 cluster types, so the change
 is 1,000 assignments at every size), its full promote and merge, one schedule after the change (merged: the
 caches are warm), then ``--runs`` times the change back and forth and a timed schedule (each merged after). Each
 step below is timed by wrapping the function that does it (wall clock, ``time.perf_counter``; nested steps are
 also counted in the step around them, so the column does not add up); the figures are the medians over the runs.
-``bench_promotion.py --growth --runs 3`` gives the min/median/max of the whole schedule.
+``bench_promotion.py --growth --runs 3`` gives the min/median/max of the whole schedule. The time inside Python's
+garbage collector, and the number of collections, come from ``gc.callbacks``.
 """
 
 from __future__ import annotations
 
 import argparse
 import functools
+import gc
 import os
 import shutil
 import statistics
@@ -57,6 +60,8 @@ STEPS: list[tuple[str, str]] = [  # module, function (or Class.method): the step
 
 
 RECEIVING = "the push's server side (receive-pack)"  # the receiving repos, from git's trace2 (bench_promotion)
+COLLECTING = "garbage collection (gc.callbacks)"  # seconds inside Python's collector during the schedule
+COLLECTIONS = "  collections (count)"
 
 
 def timed(spent: dict[str, float], label: str, func: Callable[..., Any]) -> Callable[..., Any]:
@@ -98,6 +103,16 @@ def one_size(work: Path, workloads: int, cluster_types: int, runs: int) -> list[
     bench_promotion.phase_merge(str(root), warm["pr"])
     spent: dict[str, float] = defaultdict(float)
     instrument(spent)
+    started: list[float] = []
+
+    def collecting(phase: str, _info: dict[str, int]) -> None:
+        if phase == "start":
+            started.append(time.perf_counter())
+        else:
+            spent[COLLECTING] += time.perf_counter() - started.pop()
+            spent[COLLECTIONS] += 1
+
+    gc.callbacks.append(collecting)
     found = []
     for i in range(1, runs + 1):
         bench_promotion.toggle_line_tuning(setup, i)
@@ -119,7 +134,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cluster-types", default="100,1000",
                         help="comma-separated cluster-type counts, multiples of 10 (default: 100,1000)")
     parser.add_argument("--runs", type=int, default=3, help="schedules timed per size; medians are printed (3)")
+    parser.add_argument("--collector", choices=["fleetflow", "python"], default="fleetflow",
+                        help="the schedule's process set up as the fleetflow executable does (default), or with "
+                             "Python's garbage-collector defaults (what schedule ran with before 2026-11-23)")
     args = parser.parse_args(argv)
+    os.environ[bench_promotion.COLLECTOR] = args.collector
     sizes = [int(c) for c in args.cluster_types.split(",") if c.isdigit()]
     if args.runs < 1:
         parser.error("--runs takes a count of 1 or more")
@@ -136,12 +155,14 @@ def main(argv: list[str] | None = None) -> int:
             results.append(bench_render.in_child(_one_size_result, str(work), args.workloads, count, args.runs))
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    labels = [f"{m.rsplit('.', 1)[1]}.{n}" for m, n in STEPS] + [RECEIVING]
+    labels = [f"{m.rsplit('.', 1)[1]}.{n}" for m, n in STEPS] + [RECEIVING, COLLECTING, COLLECTIONS]
     header = "".join(f"{args.workloads * c:>12,}" for c in sizes)
+    print(f"garbage collector: {args.collector}")
     print(f"{f'seconds, medians of {args.runs} schedules after a 1,000-assignment change':<54}{header}")
     print(f"{'the whole schedule':<54}" + "".join(f"{r['total']:12.3f}" for r in results))
     for label in labels:
-        print(f"  {label:<52}" + "".join(f"{r['spent'].get(label, 0.0):12.3f}" for r in results))
+        digits = 0 if label == COLLECTIONS else 3
+        print(f"  {label:<52}" + "".join(f"{r['spent'].get(label, 0.0):12.{digits}f}" for r in results))
     return 0
 
 
