@@ -149,9 +149,12 @@ def phase_promote(root: str) -> Result:
 
 def phase_schedule(root: str) -> Result:
     """``receiving``: the seconds the receiving repositories' ``git receive-pack`` took (the push's server side:
-    on GitHub, GitHub's; here a local bare repo's, which walks the whole previous tree for its connectivity check),
-    from git's trace2 event stream (``Documentation/technical/api-trace2.adoc``: each process's ``cmd_name`` and
-    ``exit`` events, with ``t_abs``, its seconds since it started)."""
+    on GitHub, GitHub's; here a local bare repo's); ``checking``: of those, its connectivity check, the ``git
+    rev-list --objects --stdin --not --all`` it runs (git's ``connected.c``), which marks every tree and blob of
+    the previous commit (``builtin/rev-list.c`` calls ``mark_edges_uninteresting`` without its sparse walk) and so
+    grows with the fleet. Both from git's trace2 event stream (``Documentation/technical/api-trace2.adoc``: each
+    process's ``cmd_name`` and ``exit`` events, with ``t_abs``, its seconds since it started; a child's ``sid`` is
+    its parent's, a slash, and its own)."""
     from fleetflow.promotion.schedule import schedule_environment
 
     as_the_executable()
@@ -165,17 +168,24 @@ def phase_schedule(root: str) -> Result:
         total = time.perf_counter() - t0
     finally:  # schedule_steps.py runs phases in its own process: later git calls are not traced
         del os.environ["GIT_TRACE2_EVENT"]
-    return {"total": total, "operation": outcome.operation, "receiving": receive_pack_seconds(trace),
+    receiving, checking = receive_pack_seconds(trace)
+    return {"total": total, "operation": outcome.operation, "receiving": receiving, "checking": checking,
             "pr": outcome.pull_request.number if outcome.pull_request else None,
             "maxrss_mib": bench_render._maxrss_mib()}
 
 
-def receive_pack_seconds(trace: Path) -> float:
-    """The summed run time of the ``receive-pack`` processes in a trace2 event file (then deleted)."""
+def receive_pack_seconds(trace: Path) -> tuple[float, float]:
+    """The summed run time of the ``receive-pack`` processes in a trace2 event file (then deleted), and of the
+    ``rev-list`` processes they started (their connectivity checks)."""
     events = [json.loads(line) for line in trace.read_text(encoding="utf-8").splitlines() if line.strip()]
     shutil.rmtree(trace.parent, ignore_errors=True)
-    receivers = {e["sid"] for e in events if e.get("event") == "cmd_name" and e.get("name") == "receive-pack"}
-    return sum(e["t_abs"] for e in events if e.get("event") == "exit" and e["sid"] in receivers)
+    names = {e["sid"]: e.get("name") for e in events if e.get("event") == "cmd_name"}
+    receivers = {sid for sid, name in names.items() if name == "receive-pack"}
+    checkers = {sid for sid, name in names.items()
+                if name == "rev-list" and any(sid.startswith(f"{r}/") for r in receivers)}
+    exits = [e for e in events if e.get("event") == "exit"]
+    return (sum(e["t_abs"] for e in exits if e["sid"] in receivers),
+            sum(e["t_abs"] for e in exits if e["sid"] in checkers))
 
 
 def phase_cold_schedule(root: str, cache: str, blobless: bool) -> Result:
@@ -386,7 +396,8 @@ def run(args: argparse.Namespace, work: Path) -> int:
     print(f"(fc) plain-git floor:    {spread(fc_t)} (git add -A && git commit in the kept work tree)")
     print(f"(c)  1%-change schedule: {spread(c_t)}; peak RSS {max(r['maxrss_mib'] for r in c):.0f} MiB; "
           f"{statistics.median(c_t) / statistics.median(rc_t):.2f}x the incremental render (medians); of which the "
-          f"receiving repos' git receive-pack {spread([r['receiving'] for r in c])}")
+          f"receiving repos' git receive-pack {spread([r['receiving'] for r in c])}, its connectivity check "
+          f"{spread([r['checking'] for r in c])}")
 
     for size in (int(s) for s in args.statuses.split(",")):
         posts = bench_render.in_child(phase_status_posts, root, size, args.posts)
@@ -441,29 +452,35 @@ def growth(args: argparse.Namespace, work: Path) -> int:
         times: list[float] = []
         renders: list[float] = []
         receiving: list[float] = []
+        checking: list[float] = []
         peak = 0.0
         for i in range(runs):
             render, _, c = change_and_schedule(setup, str(root), i, Path(rendered))
             renders.append(render["total"])
             times.append(c["total"])
             receiving.append(c["receiving"])
+            checking.append(c["checking"])
             peak = max(peak, c["maxrss_mib"])
             bench_render.in_child(phase_merge, str(root), c["pr"])
-        rows.append((w * t, times, renders, receiving))
+        rows.append((w * t, times, renders, receiving, checking))
         print(f"(g)  {w * t:>9,} assignments: schedule after the change {spread(times)} (of which the receiving "
-              f"repos' git receive-pack {spread(receiving)}); peak RSS {peak:.0f} MiB (full promote first: "
+              f"repos' git receive-pack {spread(receiving)}, its connectivity check {spread(checking)}); peak RSS "
+              f"{peak:.0f} MiB (full promote first: "
               f"{p['total']:.1f} s); the same incremental render of a folder {spread(renders)}")
         shutil.rmtree(root, ignore_errors=True)
     base = statistics.median(rows[0][1])
     base_own = statistics.median(a - b for a, b in zip(rows[0][1], rows[0][3], strict=True))
+    base_check = statistics.median(rows[0][4])
     base_render = statistics.median(rows[0][2])
     print("(g)  the curve (medians, each with its ratio to the smallest fleet's: the schedule; the schedule without "
-          "the push's server side (receive-pack); the incremental render of the same change):")
-    for size, times, renders, received in rows:
-        sched, render = statistics.median(times), statistics.median(renders)
+          "the push's server side (receive-pack); that server side's connectivity check alone; the incremental "
+          "render of the same change):")
+    for size, times, renders, received, checked in rows:
+        sched, render, check = statistics.median(times), statistics.median(renders), statistics.median(checked)
         own = statistics.median(a - b for a, b in zip(times, received, strict=True))
         print(f"       {size:>9,}  schedule {sched:6.2f} s {sched / base:5.2f}x   without receive-pack {own:6.2f} s "
-              f"{own / base_own:5.2f}x   render {render:6.2f} s {render / base_render:5.2f}x")
+              f"{own / base_own:5.2f}x   connectivity check {check:6.3f} s {check / base_check:5.2f}x   "
+              f"render {render:6.2f} s {render / base_render:5.2f}x")
     load = os.getloadavg()
     print(f"     load average at the end {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f}")
     return 0

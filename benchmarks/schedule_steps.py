@@ -60,6 +60,7 @@ STEPS: list[tuple[str, str]] = [  # module, function (or Class.method): the step
 
 
 RECEIVING = "the push's server side (receive-pack)"  # the receiving repos, from git's trace2 (bench_promotion)
+CHECKING = "  its connectivity check (rev-list)"  # the rev-list receive-pack runs, from the same trace
 COLLECTING = "garbage collection (gc.callbacks)"  # seconds inside Python's collector during the schedule
 COLLECTIONS = "  collections (count)"
 
@@ -122,6 +123,7 @@ def one_size(work: Path, workloads: int, cluster_types: int, runs: int) -> list[
         total = time.perf_counter() - t0
         assert outcome["operation"] == "created", outcome
         spent[RECEIVING] = outcome["receiving"]
+        spent[CHECKING] = outcome["checking"]
         found.append((total, dict(spent)))
         bench_promotion.phase_merge(str(root), outcome["pr"])
     shutil.rmtree(root, ignore_errors=True)
@@ -155,7 +157,7 @@ def main(argv: list[str] | None = None) -> int:
             results.append(bench_render.in_child(_one_size_result, str(work), args.workloads, count, args.runs))
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    labels = [f"{m.rsplit('.', 1)[1]}.{n}" for m, n in STEPS] + [RECEIVING, COLLECTING, COLLECTIONS]
+    labels = [f"{m.rsplit('.', 1)[1]}.{n}" for m, n in STEPS] + [RECEIVING, CHECKING, COLLECTING, COLLECTIONS]
     header = "".join(f"{args.workloads * c:>12,}" for c in sizes)
     print(f"garbage collector: {args.collector}")
     print(f"{f'seconds, medians of {args.runs} schedules after a 1,000-assignment change':<54}{header}")
