@@ -99,7 +99,9 @@ def test_stitched_shards_give_the_single_job_commit(tmp_path: Path) -> None:
     assert committed == fresh_render(fleet, "dev", tmp_path / "fresh")
 
 
-def test_stitch_refuses_an_incomplete_or_stale_set_and_pushes_nothing(tmp_path: Path) -> None:
+def test_stitch_refuses_an_incomplete_or_mixed_set_and_pushes_nothing(tmp_path: Path) -> None:
+    """A set with a shard missing, or shards of two runs (rendered from different inputs), is an input error (exit
+    1): nothing fetched into the GitOps repository, nothing pushed."""
     fleet = make_local_fleet(tmp_path)
     fleet.push_env("dev", {"cluster-types-lines.yaml": cluster_types(TYPES)}, "eight more cluster types")
     with fleet.context() as ctx:
@@ -111,16 +113,65 @@ def test_stitch_refuses_an_incomplete_or_stale_set_and_pushes_nothing(tmp_path: 
     (tmp_path / "two" / "shard-2" / "shard-2-of-2.json").unlink()
     with runner(fleet, "stitch") as ctx, pytest.raises(InputError, match="not one complete set"):
         stitch_environment(ctx, "dev", tmp_path / "two")
-    run_shards(fleet, 2, tmp_path / "stale")
     fleet.push_env("dev", {"cluster-types-lines.yaml": cluster_types(TYPES[:-2])}, "the branch moves on")
-    with runner(fleet, "stitch-2") as ctx, pytest.raises(InputError, match="run the shard jobs again"):
-        stitch_environment(ctx, "dev", tmp_path / "stale")
+    render_shard(runner(fleet, "shard-2b"), "dev", ShardSpec(2, 2), tmp_path / "two" / "shard-2")
+    with runner(fleet, "stitch-2") as ctx, pytest.raises(InputError, match="rendered from different inputs") as err:
+        stitch_environment(ctx, "dev", tmp_path / "two")
+    assert "shard 1/2 from main@" in str(err.value) and "shard 2/2 from main@" in str(err.value)
     assert BareRepo(Path(fleet.gitops_url)).refs("refs/heads/") == heads  # nothing pushed
+
+
+def test_a_stitch_whose_environment_branch_moved_is_superseded_and_writes_nothing(tmp_path: Path) -> None:
+    """Shards rendered before a push to the environment branch: the stitch answers ``superseded`` (exit 0), writes
+    nothing, and says what moved and which run stitches instead; that push starts the schedule workflow again (a
+    push made with a GitHub App token or by a person starts workflows; only GITHUB_TOKEN's do not, and fleetflow
+    never uses it: https://docs.github.com/en/actions/using-workflows/triggering-a-workflow#triggering-a-workflow-from-a-workflow).
+    The newer run's shards and stitch then propose the new inputs."""
+    fleet = make_local_fleet(tmp_path)
+    fleet.push_env("dev", {"cluster-types-lines.yaml": cluster_types(TYPES)}, "eight more cluster types")
+    with fleet.context() as ctx:
+        promote_many(ctx, None, fleet.branch_sha(fleet.cp_url, "main"))
+    fleet.approve("dev")
+    run_shards(fleet, 2, tmp_path / "older")
+    old_env = fleet.branch_sha(fleet.cp_url, "dev")
+    new_env = fleet.push_env("dev", {"cluster-types-lines.yaml": cluster_types(TYPES[:-1])}, "one type fewer")
+    heads = BareRepo(Path(fleet.gitops_url)).refs("refs/heads/")
+    with runner(fleet, "stitch") as ctx:
+        outcome = stitch_environment(ctx, "dev", tmp_path / "older")
+    assert outcome.operation == "superseded" and outcome.pull_request is None and outcome.env_commit == new_env
+    assert f"+ dev@{old_env[:12]} onto" in outcome.message and f"+ dev@{new_env[:12]} onto" in outcome.message
+    assert "Nothing was written" in outcome.message and "started a newer run, which stitches" in outcome.message
+    assert BareRepo(Path(fleet.gitops_url)).refs("refs/heads/") == heads and fleet.open_pr("dev") is None
+    run_shards(fleet, 2, tmp_path / "newer")
+    with runner(fleet, "stitch-2") as ctx:
+        assert stitch_environment(ctx, "dev", tmp_path / "newer").operation == "created"
+    assert fleet.open_pr("dev") is not None
+
+
+def test_a_stitch_whose_gitops_branch_moved_is_superseded_and_says_to_run_the_shards_again(tmp_path: Path) -> None:
+    """Shards rendered onto a GitOps branch tip that a merge moved since: ``superseded``, nothing written, and no
+    event of the control-plane repository follows a merge in the GitOps repository, so the message names the
+    workflow's next scheduled run and how to stitch now (run the shard jobs again)."""
+    fleet = make_local_fleet(tmp_path)
+    fleet.push_env("dev", {"cluster-types-lines.yaml": cluster_types(TYPES)}, "eight more cluster types")
+    with fleet.context() as ctx:
+        promote_many(ctx, None, fleet.branch_sha(fleet.cp_url, "main"))
+    run_shards(fleet, 2, tmp_path / "older")  # onto the GitOps branch before the PR below is merged
+    fleet.approve("dev")
+    heads = BareRepo(Path(fleet.gitops_url)).refs("refs/heads/")
+    with runner(fleet, "stitch") as ctx:
+        outcome = stitch_environment(ctx, "dev", tmp_path / "older")
+    assert outcome.operation == "superseded"
+    assert "next scheduled run stitches them; run the shard jobs again" in outcome.message
+    assert BareRepo(Path(fleet.gitops_url)).refs("refs/heads/") == heads and fleet.open_pr("dev") is None
 
 
 def test_the_command_line_shards_and_stitches(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Through ``fleetflow schedule``: a promotion's single job opened the PR; two shards and a stitch of the
-    same inputs give the same commit, so the PR is left as it is."""
+    same inputs give the same commit, so the PR is left as it is. Stitched again after the environment branch
+    moved, the same shards are superseded: exit 0, and the step's output and summary say so."""
+    from tests.test_github_actions import runner_outputs
+
     cp, gitops = tmp_path / "control-plane.git", tmp_path / "gitops.git"
     build_bare_repos(tmp_path, str(gitops), str(cp))
     monkeypatch.setenv("FLEETFLOW_FORGE", "local")
@@ -139,6 +190,18 @@ def test_the_command_line_shards_and_stitches(tmp_path: Path, monkeypatch: pytes
     code, stdout, _ = invoke("schedule", "--environment", "dev", "--stitch", artifacts, "--format", "json")
     assert code == 0, stdout
     assert envelope(stdout)["result"]["operation"] == "unchanged"
+    # a commit on the environment branch after the shards ran: the same artifacts are superseded (exit 0), and the
+    # workflow's step outputs say so
+    moved = git(tmp_path, "--git-dir", str(cp), "commit-tree", "dev^{tree}", "-p", "dev", "-m", "a newer pin")
+    git(tmp_path, "--git-dir", str(cp), "update-ref", "refs/heads/dev", moved)
+    for key, value in {"GITHUB_OUTPUT": str(tmp_path / "out"), "GITHUB_STEP_SUMMARY": str(tmp_path / "sum")}.items():
+        monkeypatch.setenv(key, value)
+    code, stdout, _ = invoke("schedule", "--environment", "dev", "--stitch", artifacts, "--github-actions")
+    assert code == 0, stdout
+    assert f"dev: superseded: the shards were rendered from main@{sha[:12]} + dev@" in stdout
+    assert "::notice title=fleetflow schedule::the shards were rendered from" in stdout
+    assert runner_outputs((tmp_path / "out").read_text(encoding="utf-8"))["operation"] == "superseded"
+    assert "| superseded |" in (tmp_path / "sum").read_text(encoding="utf-8")
 
 
 @pytest.mark.parametrize("args", [

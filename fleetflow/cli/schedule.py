@@ -38,7 +38,9 @@ def schedule(environment: str, shard: str | None, artifact: Path | None, stitch:
     \b
     Runs on every push to the environment branch. No rendered change: no PR (an open one that became
     empty is closed). Concurrency `supersede` updates an open PR; `queue` leaves it until merged or closed.
-    Operation printed: created, updated, unchanged, closed, none, queued, merged.
+    Operation printed: created, updated, unchanged, closed, none, queued, merged; and for --stitch,
+    superseded: the environment branch or the GitOps branch moved since the shards ran, so nothing is
+    written (exit 0) and a newer run stitches the new inputs.
 
     \b
     Across N runners: `--shard K/N --artifact DIR` on each (K = 1..N) renders that shard's cluster types as

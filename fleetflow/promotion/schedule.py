@@ -28,7 +28,9 @@ from fleetflow.render.incremental import ExpectedCluster, RenderState, is_state_
 from fleetflow.render.pipeline import Changes, Meta, render_environment
 from fleetflow.results import Result
 
-Operation = Literal["created", "updated", "unchanged", "closed", "none", "queued", "merged"]
+# superseded: a stitch whose shards were rendered from inputs that moved since (it writes nothing; a newer run
+# stitches the new ones)
+Operation = Literal["created", "updated", "unchanged", "closed", "none", "queued", "merged", "superseded"]
 
 
 class PullRequestLink(Result):

@@ -26,7 +26,7 @@ from pathlib import Path
 
 from fleetflow.errors import InputError, Problem, UsageError
 from fleetflow.forge.git import BareRepo, TreeEdit, retry_races
-from fleetflow.promotion.context import Context, head_branch, pinned, short
+from fleetflow.promotion.context import Context, Pinned, head_branch, pinned, short
 from fleetflow.promotion.gitops import GitOpsTree, clean_root, commit_edits, write_commit
 from fleetflow.promotion.schedule import Rendered, ScheduleOutcome, commit_message, publish
 from fleetflow.render.diff import file_diff
@@ -147,10 +147,10 @@ def _bundle(repo: BareRepo, commit: str, base: str | None, path: Path) -> None:
         repo.git("update-ref", "-d", ref, check=False)
 
 
-def read_manifests(folder: Path, environment: str, base: str | None, main_sha: str,
-                   env_sha: str) -> list[tuple[ShardManifest, Path]]:
+def read_manifests(folder: Path, environment: str) -> list[tuple[ShardManifest, Path]]:
     """Every shard's manifest found under ``folder`` (artifact downloads may nest them), checked to be one complete
-    set rendered from exactly the inputs the stitch job sees; an InputError saying what to do otherwise."""
+    set of this environment, rendered from one set of inputs; an InputError saying what to do otherwise. Whether
+    those inputs are still the current ones is :func:`moved_inputs`."""
     found: list[tuple[ShardManifest, Path]] = []
     for path in sorted(folder.rglob("shard-*-of-*.json")):
         try:
@@ -172,25 +172,55 @@ def read_manifests(folder: Path, environment: str, base: str | None, main_sha: s
         if m.environment != environment:
             problems.append(Problem(f"shard {m.shard} rendered environment {m.environment}, not {environment}", None,
                                     "stitch the shards of this environment"))
-        elif (m.base_commit, m.main_commit, m.env_commit) != (base, main_sha, env_sha):
-            problems.append(Problem(
-                f"shard {m.shard} was rendered from main@{short(m.main_commit)} + {short(m.env_commit)} onto "
-                f"{short(m.base_commit) if m.base_commit else 'an empty branch'}; the inputs now are "
-                f"main@{short(main_sha)} + {short(env_sha)} onto {short(base) if base else 'an empty branch'}",
-                None, "run the shard jobs again: an input moved since they ran (nothing was written)"))
+    inputs = {(m.base_commit, m.main_commit, m.env_commit) for m, _ in found}
+    if len(inputs) > 1:
+        problems.append(Problem(
+            f"the shards under {folder} were rendered from different inputs: "
+            + "; ".join(f"shard {m.shard} from {_inputs_text(m.main_commit, m.env_commit, m.base_commit)}"
+                        for m, _ in found),
+            None, "stitch the N shards of one run (their artifacts are named fleetflow-shard-<environment>-K-of-N)"))
     if problems:
         raise InputError(problems)
     return found
 
 
-def stitch_commit(ctx: Context, environment: str, folder: Path) -> Rendered:
+def _inputs_text(main_sha: str, env_sha: str, base: str | None, branch: str = "its branch") -> str:
+    onto = f"the GitOps branch at {short(base)}" if base else "an empty GitOps branch"
+    return f"main@{short(main_sha)} + {branch}@{short(env_sha)} onto {onto}"
+
+
+def moved_inputs(manifest: ShardManifest, at: Pinned, base: str | None) -> str | None:
+    """None when the shards were rendered from the inputs the stitch job sees now (the GitOps branch tip, the
+    environment branch and its pin); otherwise what moved, and which run stitches instead, for the superseded
+    outcome's message."""
+    if (manifest.base_commit, manifest.main_commit, manifest.env_commit) == (base, at.main_sha, at.env_sha):
+        return None
+    then = _inputs_text(manifest.main_commit, manifest.env_commit, manifest.base_commit, at.branch)
+    now = _inputs_text(at.main_sha, at.env_sha, base, at.branch)
+    if manifest.env_commit != at.env_sha:
+        # a push to the environment branch (a pin, a config commit) starts the schedule workflow again
+        who = (f"the push that moved {at.branch} started a newer run, which stitches them (or the workflow's next "
+               f"scheduled run does)")
+    else:
+        # the GitOps branch moved (a merged PR): no event of the control-plane repository follows
+        who = ("the workflow's next scheduled run stitches them; run the shard jobs again (re-run the workflow) to "
+               "stitch them now")
+    return f"the shards were rendered from {then}; the inputs now are {now}. Nothing was written: {who}."
+
+
+def stitch_commit(ctx: Context, environment: str, folder: Path) -> Rendered | ScheduleOutcome:
     """The GitOps commit of the shards under ``folder``: the branch's root tree with each shard's changed
-    cluster-type folders and state shards put in by id, and the state index written; nothing pushed."""
+    cluster-type folders and state shards put in by id, and the state index written; nothing pushed. When an
+    input moved since the shards ran: the ``superseded`` outcome, and nothing written."""
+    found = read_manifests(folder, environment)
     at = pinned(ctx, environment, required=True)
     assert at is not None
     heads = ctx.git.fetch(at.gitops_url, [at.gitops_branch, head_branch(environment)])
     base = heads[at.gitops_branch]
-    found = read_manifests(folder, environment, base, at.main_sha, at.env_sha)
+    moved = moved_inputs(found[0][0], at, base)
+    if moved is not None:
+        return ScheduleOutcome(environment=environment, operation="superseded", main_commit=at.main_sha,
+                               env_commit=at.env_sha, message=moved)
     repo = ctx.git.mirror(at.gitops_url)
     for manifest, where in found:
         if manifest.bundle is not None:
@@ -238,7 +268,12 @@ def stitch_commit(ctx: Context, environment: str, folder: Path) -> Rendered:
 def stitch_environment(ctx: Context, environment: str, folder: Path) -> ScheduleOutcome:
     """Stitch the shards under ``folder`` into one GitOps commit and keep the environment's PR up to date, as
     ``fleetflow schedule`` does (bounded retries when a concurrent run pushes the head branch first)."""
-    return retry_races(lambda: publish(ctx, environment, stitch_commit(ctx, environment, folder)), 3)
+
+    def attempt() -> ScheduleOutcome:
+        stitched = stitch_commit(ctx, environment, folder)
+        return stitched if isinstance(stitched, ScheduleOutcome) else publish(ctx, environment, stitched)
+
+    return retry_races(attempt, 3)
 
 
 def commit_diff(repo: BareRepo, old: str | None, new: str | None, root: str) -> Iterator[str]:
