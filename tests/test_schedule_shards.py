@@ -117,7 +117,7 @@ def test_stitch_refuses_an_incomplete_or_mixed_set_and_pushes_nothing(tmp_path: 
     render_shard(runner(fleet, "shard-2b"), "dev", ShardSpec(2, 2), tmp_path / "two" / "shard-2")
     with runner(fleet, "stitch-2") as ctx, pytest.raises(InputError, match="rendered from different inputs") as err:
         stitch_environment(ctx, "dev", tmp_path / "two")
-    assert "shard 1/2 from main@" in str(err.value) and "shard 2/2 from main@" in str(err.value)
+    assert "shard 1/2 from main@" in str(err.value) and "; shard 2/2 from main@" in str(err.value)
     assert BareRepo(Path(fleet.gitops_url)).refs("refs/heads/") == heads  # nothing pushed
 
 

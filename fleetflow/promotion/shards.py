@@ -172,19 +172,21 @@ def read_manifests(folder: Path, environment: str) -> list[tuple[ShardManifest, 
         if m.environment != environment:
             problems.append(Problem(f"shard {m.shard} rendered environment {m.environment}, not {environment}", None,
                                     "stitch the shards of this environment"))
-    inputs = {(m.base_commit, m.main_commit, m.env_commit) for m, _ in found}
-    if len(inputs) > 1:
+    runs: dict[str, list[str]] = {}  # the inputs -> the shards rendered from them
+    for m, _ in found:
+        runs.setdefault(_inputs_text(m.main_commit, m.env_commit, m.base_commit), []).append(m.shard)
+    if len(runs) > 1:
         problems.append(Problem(
             f"the shards under {folder} were rendered from different inputs: "
-            + "; ".join(f"shard {m.shard} from {_inputs_text(m.main_commit, m.env_commit, m.base_commit)}"
-                        for m, _ in found),
+            + "; ".join(f"{'shard' if len(shards) == 1 else 'shards'} {', '.join(shards)} from {inputs}"
+                        for inputs, shards in runs.items()),
             None, "stitch the N shards of one run (their artifacts are named fleetflow-shard-<environment>-K-of-N)"))
     if problems:
         raise InputError(problems)
     return found
 
 
-def _inputs_text(main_sha: str, env_sha: str, base: str | None, branch: str = "its branch") -> str:
+def _inputs_text(main_sha: str, env_sha: str, base: str | None, branch: str = "env-branch") -> str:
     onto = f"the GitOps branch at {short(base)}" if base else "an empty GitOps branch"
     return f"main@{short(main_sha)} + {branch}@{short(env_sha)} onto {onto}"
 
