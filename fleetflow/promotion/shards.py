@@ -269,7 +269,8 @@ def stitch_commit(ctx: Context, environment: str, folder: Path) -> Rendered | Sc
 
 def stitch_environment(ctx: Context, environment: str, folder: Path) -> ScheduleOutcome:
     """Stitch the shards under ``folder`` into one GitOps commit and keep the environment's PR up to date, as
-    ``fleetflow schedule`` does (bounded retries when a concurrent run pushes the head branch first)."""
+    ``fleetflow schedule`` does (bounded retries when a concurrent run pushes the head branch first); or, when an
+    input moved since the shards ran, write nothing and answer ``superseded``."""
 
     def attempt() -> ScheduleOutcome:
         stitched = stitch_commit(ctx, environment, folder)
