@@ -140,7 +140,8 @@ def test_a_stitch_whose_environment_branch_moved_is_superseded_and_writes_nothin
         outcome = stitch_environment(ctx, "dev", tmp_path / "older")
     assert outcome.operation == "superseded" and outcome.pull_request is None and outcome.env_commit == new_env
     assert f"+ dev@{old_env[:12]} onto" in outcome.message and f"+ dev@{new_env[:12]} onto" in outcome.message
-    assert "Nothing was written" in outcome.message and "started a newer run, which stitches" in outcome.message
+    assert "Nothing was written" in outcome.message
+    assert "started a newer run, which renders and stitches the new inputs" in outcome.message
     assert BareRepo(Path(fleet.gitops_url)).refs("refs/heads/") == heads and fleet.open_pr("dev") is None
     run_shards(fleet, 2, tmp_path / "newer")
     with runner(fleet, "stitch-2") as ctx:
@@ -162,7 +163,8 @@ def test_a_stitch_whose_gitops_branch_moved_is_superseded_and_says_to_run_the_sh
     with runner(fleet, "stitch") as ctx:
         outcome = stitch_environment(ctx, "dev", tmp_path / "older")
     assert outcome.operation == "superseded"
-    assert "next scheduled run stitches them; run the shard jobs again" in outcome.message
+    assert "next scheduled run renders and stitches the new inputs; to do it now, run the shard jobs again" in (
+        outcome.message)
     assert BareRepo(Path(fleet.gitops_url)).refs("refs/heads/") == heads and fleet.open_pr("dev") is None
 
 
@@ -201,7 +203,9 @@ def test_the_command_line_shards_and_stitches(tmp_path: Path, monkeypatch: pytes
     assert f"dev: superseded: the shards were rendered from main@{sha[:12]} + dev@" in stdout
     assert "::notice title=fleetflow schedule::the shards were rendered from" in stdout
     assert runner_outputs((tmp_path / "out").read_text(encoding="utf-8"))["operation"] == "superseded"
-    assert "| superseded |" in (tmp_path / "sum").read_text(encoding="utf-8")
+    summary = (tmp_path / "sum").read_text(encoding="utf-8")
+    assert "| `dev` | superseded | left as it is |" in summary
+    assert "Plan:" not in summary.split("## fleetflow status")[0]
 
 
 @pytest.mark.parametrize("args", [

@@ -201,12 +201,12 @@ def moved_inputs(manifest: ShardManifest, at: Pinned, base: str | None) -> str |
     now = _inputs_text(at.main_sha, at.env_sha, base, at.branch)
     if manifest.env_commit != at.env_sha:
         # a push to the environment branch (a pin, a config commit) starts the schedule workflow again
-        who = (f"the push that moved {at.branch} started a newer run, which stitches them (or the workflow's next "
-               f"scheduled run does)")
+        who = (f"the push that moved {at.branch} started a newer run, which renders and stitches the new inputs "
+               f"(or the workflow's next scheduled run does)")
     else:
         # the GitOps branch moved (a merged PR): no event of the control-plane repository follows
-        who = ("the workflow's next scheduled run stitches them; run the shard jobs again (re-run the workflow) to "
-               "stitch them now")
+        who = ("the workflow's next scheduled run renders and stitches the new inputs; to do it now, run the shard "
+               "jobs again (re-run the workflow)")
     return f"the shards were rendered from {then}; the inputs now are {now}. Nothing was written: {who}."
 
 
