@@ -117,13 +117,21 @@ def _format_loc(loc: tuple[int | str, ...]) -> str:
     return ".".join(str(p) for p in loc) if loc else "spec"
 
 
-def _string_map(doc: Document, key: str, problems: Problems) -> dict[str, str]:
-    raw = doc.metadata.get(key)
+_LABEL_KEYS_SEEN: set[str] = set()  # label keys that matched LABEL_KEY_PATTERN (a fleet has few, used many times)
+
+
+def _string_map(doc: Document, meta: dict[str, Any], key: str, problems: Problems) -> dict[str, str]:
+    """``metadata.<key>`` of ``doc`` (its ``meta``) as strings; a problem for each part that cannot be one."""
+    raw = meta.get(key)
     if raw is None:
         return {}
     if not isinstance(raw, dict):
         problems.add(f"metadata.{key} must be a mapping", doc.where("metadata", key))
         return {}
+    if key == "labels":
+        seen = _LABEL_KEYS_SEEN
+        if all(type(v) is str and k in seen for k, v in raw.items()):
+            return dict(raw)  # the common case: known keys, string values (YAML gave str: nothing to convert)
     result: dict[str, str] = {}
     for k, v in raw.items():
         if isinstance(v, dict | list):
@@ -133,12 +141,15 @@ def _string_map(doc: Document, key: str, problems: Problems) -> dict[str, str]:
                 "quote the value",
             )
             continue
-        if key == "labels" and not LABEL_KEY_PATTERN.match(k):
-            problems.add(
-                f"invalid label key {k!r}",
-                doc.where("metadata", key, k),
-                "use [A-Za-z0-9._-] and an optional prefix/",
-            )
+        if key == "labels" and k not in _LABEL_KEYS_SEEN:
+            if not isinstance(k, str) or not LABEL_KEY_PATTERN.match(k):
+                problems.add(
+                    f"invalid label key {k!r}",
+                    doc.where("metadata", key, k),
+                    "use [A-Za-z0-9._-] and an optional prefix/",
+                )
+            elif len(_LABEL_KEYS_SEEN) < 10_000:
+                _LABEL_KEYS_SEEN.add(k)
         result[k] = "true" if v is True else "false" if v is False else "" if v is None else str(v)
     return result
 
@@ -146,9 +157,10 @@ def _string_map(doc: Document, key: str, problems: Problems) -> dict[str, str]:
 def build_resource(doc: Document, origin: str, problems: Problems) -> Resource[Any] | None:
     """Validate one document's envelope and spec. Returns None (and records problems) when it is broken."""
     before = len(problems)
-    api, kind = doc.api_version, doc.kind
-    if "apiVersion" not in doc.body or "kind" not in doc.body:
-        missing = [k for k in ("apiVersion", "kind") if k not in doc.body]
+    body = doc.body
+    api, kind = str(body.get("apiVersion", "")), str(body.get("kind", ""))  # Document.api_version, .kind
+    if "apiVersion" not in body or "kind" not in body:
+        missing = [k for k in ("apiVersion", "kind") if k not in body]
         problems.add(
             f"document has no {' or '.join(missing)}",
             doc.location,
@@ -180,7 +192,12 @@ def build_resource(doc: Document, origin: str, problems: Problems) -> Resource[A
         problems.add(
             f"{kind} does not belong on {_ORIGIN_TEXT[origin]}", doc.where("kind"), f"move it to {where_ok}"
         )
-    name = doc.name
+    meta = body.get("metadata")
+    if not isinstance(meta, dict):
+        meta = {}
+    name = meta.get("name")
+    if not isinstance(name, str):
+        name = ""  # Document.name
     if not name:
         problems.add("metadata.name is missing", doc.where("metadata"), "give the resource a name")
     elif not NAME_PATTERN.match(name):
@@ -189,8 +206,8 @@ def build_resource(doc: Document, origin: str, problems: Problems) -> Resource[A
             doc.where("metadata", "name"),
             "use lowercase letters, digits, '-' and '.', starting and ending with a letter or digit",
         )
-    labels = _string_map(doc, "labels", problems)
-    annotations = _string_map(doc, "annotations", problems)
+    labels = _string_map(doc, meta, "labels", problems)
+    annotations = _string_map(doc, meta, "annotations", problems)
     if kind == "ConfigMap":
         if labels.get(PLATFORM_CONFIG_LABEL) != "true":
             problems.add(
@@ -199,11 +216,11 @@ def build_resource(doc: Document, origin: str, problems: Problems) -> Resource[A
                 'label config containers platform-config: "true", or list the file in .fleetflowignore',
             )
         model: type[Spec] = ConfigMapSpec
-        raw_spec: Any = {"data": doc.body.get("data") or {}}
+        raw_spec: Any = {"data": body.get("data") or {}}
         spec_path: tuple[str, ...] = ()
     else:
         model = SPEC_MODELS[kind]
-        raw_spec = doc.body.get("spec")
+        raw_spec = body.get("spec")
         spec_path = ("spec",)
         if raw_spec is None:
             raw_spec = {}
