@@ -157,10 +157,9 @@ def _string_map(doc: Document, meta: dict[str, Any], key: str, problems: Problem
 def build_resource(doc: Document, origin: str, problems: Problems) -> Resource[Any] | None:
     """Validate one document's envelope and spec. Returns None (and records problems) when it is broken."""
     before = len(problems)
-    body = doc.body
-    api, kind = str(body.get("apiVersion", "")), str(body.get("kind", ""))  # Document.api_version, .kind
-    if "apiVersion" not in body or "kind" not in body:
-        missing = [k for k in ("apiVersion", "kind") if k not in body]
+    api, kind = doc.api_version, doc.kind
+    if "apiVersion" not in doc.body or "kind" not in doc.body:
+        missing = [k for k in ("apiVersion", "kind") if k not in doc.body]
         problems.add(
             f"document has no {' or '.join(missing)}",
             doc.location,
@@ -192,12 +191,7 @@ def build_resource(doc: Document, origin: str, problems: Problems) -> Resource[A
         problems.add(
             f"{kind} does not belong on {_ORIGIN_TEXT[origin]}", doc.where("kind"), f"move it to {where_ok}"
         )
-    meta = body.get("metadata")
-    if not isinstance(meta, dict):
-        meta = {}
-    name = meta.get("name")
-    if not isinstance(name, str):
-        name = ""  # Document.name
+    name = doc.name
     if not name:
         problems.add("metadata.name is missing", doc.where("metadata"), "give the resource a name")
     elif not NAME_PATTERN.match(name):
@@ -206,6 +200,7 @@ def build_resource(doc: Document, origin: str, problems: Problems) -> Resource[A
             doc.where("metadata", "name"),
             "use lowercase letters, digits, '-' and '.', starting and ending with a letter or digit",
         )
+    meta = doc.metadata  # once for both maps
     labels = _string_map(doc, meta, "labels", problems)
     annotations = _string_map(doc, meta, "annotations", problems)
     if kind == "ConfigMap":
@@ -216,11 +211,11 @@ def build_resource(doc: Document, origin: str, problems: Problems) -> Resource[A
                 'label config containers platform-config: "true", or list the file in .fleetflowignore',
             )
         model: type[Spec] = ConfigMapSpec
-        raw_spec: Any = {"data": body.get("data") or {}}
+        raw_spec: Any = {"data": doc.body.get("data") or {}}
         spec_path: tuple[str, ...] = ()
     else:
         model = SPEC_MODELS[kind]
-        raw_spec = body.get("spec")
+        raw_spec = doc.body.get("spec")
         spec_path = ("spec",)
         if raw_spec is None:
             raw_spec = {}
