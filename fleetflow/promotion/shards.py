@@ -168,12 +168,11 @@ def read_manifests(folder: Path, environment: str) -> list[tuple[ShardManifest, 
         shards = ", ".join(m.shard for m, _ in found)
         problems.append(Problem(f"the shard manifests under {folder} are not one complete set: shards {shards}",
                                 None, "stitch exactly the N shards of one run (1/N .. N/N)"))
+    runs: dict[str, list[str]] = {}  # the inputs -> the shards rendered from them
     for m, _ in found:
         if m.environment != environment:
             problems.append(Problem(f"shard {m.shard} rendered environment {m.environment}, not {environment}", None,
                                     "stitch the shards of this environment"))
-    runs: dict[str, list[str]] = {}  # the inputs -> the shards rendered from them
-    for m, _ in found:
         runs.setdefault(_inputs_text(m.main_commit, m.env_commit, m.base_commit), []).append(m.shard)
     if len(runs) > 1:
         problems.append(Problem(
