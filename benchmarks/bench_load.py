@@ -5,6 +5,7 @@ Run from the repository root::
     python benchmarks/bench_load.py                  # 1,000 cluster types x 30 clusters = 30,000 Cluster documents
     python benchmarks/bench_load.py --careful        # also the careful path alone (ruamel.yaml, as before)
     python benchmarks/bench_load.py --clusters-per-type 3 --runs 1   # a quick look
+    python benchmarks/bench_load.py --workloads 100 --clusters-per-type 1 --build   # + building the resources alone
 
 The fleet is ``fleet.py``'s (``--workloads`` workloads, 1,000 cluster types with their ConfigMaps) with
 ``--clusters-per-type`` Cluster documents per cluster type in one ``clusters.yaml``. Each run is a fresh process
@@ -14,6 +15,8 @@ fails the run (the loader raises every problem; the run's stderr shows them).
 
 * cold: no parse cache (every hosted runner); target (issue #9): <= 3 s for 30,000 Clusters + 1,000 cluster types;
 * warm: every file already in a parse cache (a developer's second run);
+* build (``--build``): building the resources alone, in this process, from documents already parsed: the
+  envelope checks and pydantic of ``controlplane._build``; each figure is the mean of 20 builds;
 * careful: the quick path turned off, every file read by ruamel.yaml's round-trip parser (the way it was read
   before libyaml); only with ``--careful``, it takes about 25 s.
 
@@ -28,6 +31,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import timeit
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -62,6 +66,19 @@ def run_once(root: Path, cache: Path | None, careful: bool = False) -> dict[str,
     return result
 
 
+def build_seconds(root: Path, repeats: int, number: int = 20) -> list[float]:
+    """``repeats`` timings of building the resources of ``root``'s two trees from their parsed documents, each the
+    mean of ``number`` builds (warm: the same documents every time)."""
+    from fleetflow.errors import Problems
+    from fleetflow.model.controlplane import _build
+    from fleetflow.model.documents import Tree, read_tree
+
+    problems = Problems()
+    docs = [(d, origin) for origin in ("main", "env") for d in read_tree(Tree(root / origin, origin), problems, None)]
+    problems.raise_if_any()
+    return [t / number for t in timeit.repeat(lambda: _build(docs, None, Problems()), number=number, repeat=repeats)]
+
+
 def summary(name: str, results: list[dict[str, float]], target: float | None = None) -> str:
     times = [r["seconds"] for r in results]
     line = (
@@ -80,6 +97,8 @@ def main() -> None:
     parser.add_argument("--clusters-per-type", type=int, default=30)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--careful", action="store_true", help="also time the careful path alone (slow)")
+    parser.add_argument("--build", action="store_true",
+                        help="also time building the resources alone (in this process, documents already parsed)")
     args = parser.parse_args()
     size = fleet.FleetSize(
         workloads=args.workloads, cluster_types=args.cluster_types, clusters_per_type=args.clusters_per_type
@@ -96,6 +115,10 @@ def main() -> None:
         run_once(root, cache)  # fills the cache
         warm = [run_once(root, cache) for _ in range(args.runs)]
         print(summary("warm", warm))
+        if args.build:
+            built = build_seconds(root, args.runs)
+            print(f"{'build':8} min {min(built) * 1000:6.1f} ms median {statistics.median(built) * 1000:6.1f} ms max "
+                  f"{max(built) * 1000:6.1f} ms  (mean of 20 builds each)")
         if args.careful:
             careful = [run_once(root, None, careful=True) for _ in range(args.runs)]
             print(summary("careful", careful))
