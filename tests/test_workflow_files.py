@@ -14,6 +14,7 @@ import shutil
 import stat
 import subprocess
 import sys
+import time
 import tomllib
 from collections.abc import Iterator
 from pathlib import Path
@@ -179,27 +180,39 @@ def test_reusable_workflows_run_their_own_commit_and_reconcile_in_one_group(path
     assert "concurrency" not in doc["jobs"].get("request", {})  # a manual request is never cancelled by a newer run
 
 
-def test_the_gitops_reconcile_holds_its_slot_only_while_a_gate_waits_for_reports() -> None:
-    """The gitops workflow's reconcile job notes when it started (its first step) and, last, while the reconcile
-    action says a gate waits for clusters' reports (``waiting-for-reports`` not ``[]``), sleeps until
-    ``hold-seconds`` after that: the concurrency group then coalesces the rollout's status events into one pending
-    run (benchmarks/bench_rollout.py reads the same default). The default keeps a short job under the minute GitHub
+def test_the_gitops_reconcile_holds_its_slot_only_while_a_gate_waits_for_reports(tmp_path: Path) -> None:
+    """The gitops workflow's reconcile job notes, first, until when it may hold: ``hold-until`` is the job's start
+    plus ``hold-seconds`` (none at 0), and its reconcile step passes it on; the action holds only while a gate waits
+    for reports and ends early once their counts say the gate may have changed (fleetflow.promotion.hold,
+    tests/test_hold.py). The concurrency group then coalesces the rollout's status events into one pending run
+    (benchmarks/bench_rollout.py reads the same default). The default keeps a short job under the minute GitHub
     bills it anyway ("GitHub rounds the minutes and partial minutes each job uses up to the nearest whole minute",
     https://docs.github.com/en/billing/reference/actions-runner-pricing). The control plane receives no status
-    events (examples/workflows/control-plane.yml): no hold there."""
+    events (examples/workflows/control-plane.yml): no hold there. The first step's script runs here, in bash."""
     doc = load(ROOT / ".github" / "workflows" / "fleetflow-gitops.yml")
     hold = doc["on"]["workflow_call"]["inputs"]["hold-seconds"]
     assert hold["type"] == "number" and 0 < hold["default"] <= 50
     steps = doc["jobs"]["reconcile"]["steps"]
-    assert steps[0]["id"] == "started" and "date +%s" in steps[0]["run"]
-    [held] = [s for s in steps if s.get("name") == "Hold the slot while clusters report"]
-    assert held is steps[-1]
-    condition = " ".join(held["if"].split())
-    assert condition == ("inputs.hold-seconds > 0 && steps.reconcile.outputs.waiting-for-reports != '' "
-                         "&& steps.reconcile.outputs.waiting-for-reports != '[]'")
-    assert held["env"]["STARTED"] == "${{ steps.started.outputs.at }}" and "sleep" in held["run"]
+    first = steps[0]
+    assert first["id"] == "started" and first["env"] == {"HOLD_SECONDS": "${{ inputs.hold-seconds }}"}
+    for seconds, expected in (("50", 50), ("12.5", 12), ("0", None), ("", None)):
+        output = tmp_path / f"output-{seconds}"
+        output.write_text("", encoding="utf-8")
+        before = int(time.time())
+        subprocess.run(["bash", "-e", "-c", first["run"]], check=True,
+                       env={"PATH": os.environ["PATH"], "HOLD_SECONDS": seconds, "GITHUB_OUTPUT": str(output)})
+        lines = output.read_text(encoding="utf-8").splitlines()
+        if expected is None:
+            assert lines == [], (seconds, lines)
+        else:
+            [line] = lines
+            assert line.startswith("hold-until=") and before + expected <= int(line.split("=")[1]) \
+                <= int(time.time()) + expected, (seconds, line)
+    [reconcile] = [s for s in steps if s.get("id") == "reconcile"]
+    assert reconcile["with"]["hold-until"] == "${{ steps.started.outputs.hold-until }}"
+    assert not any("sleep" in s.get("run", "") for s in steps)  # the hold is the action's, not a sleep
     control_plane = (ROOT / ".github" / "workflows" / "fleetflow-control-plane.yml").read_text(encoding="utf-8")
-    assert "hold-seconds" not in control_plane
+    assert "hold-seconds" not in control_plane and "hold-until" not in control_plane
     assert "status" not in load(ROOT / "examples" / "workflows" / "control-plane.yml")["on"]
 
 

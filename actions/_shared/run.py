@@ -56,6 +56,8 @@ GITHUB_REPO = re.compile(r"^[A-Za-z0-9-]+/[A-Za-z0-9._-]+$")
 APP_ID = re.compile(r"^[A-Za-z0-9.]+$")
 URL = re.compile(r"^https?://[^\s]+$")
 EVENT_NAME = re.compile(r"^[a-z_]+$")
+UNIX_SECONDS = re.compile(r"^[0-9]{1,12}$")
+POLL_SECONDS = re.compile(r"^[0-9]{1,4}$")
 SHARD = re.compile(r"^([0-9]{1,3})/([0-9]{1,3})$")
 FOLDER = re.compile(r"^(?!.*(^|/)\.\.(/|$))[A-Za-z0-9._/-]{1,400}$")  # absolute too (runner.temp), no '..'
 SAFE_FOLDER = re.compile(r"^(?!/)(?!.*(^|/)\.\.(/|$))[A-Za-z0-9._/-]{1,200}$")
@@ -66,7 +68,7 @@ INPUTS = {
     "schedule": ("environment", "full-plan", "shard", "stitch", *COMMON),
     "check-rollout": ("environment", *COMMON),
     "route": ("event-name", "event-path", "environments", *COMMON),
-    "reconcile": ("environment", "full-plan", *COMMON),
+    "reconcile": ("environment", "full-plan", "hold-until", "hold-poll-seconds", *COMMON),
     "status-page": ("output", *COMMON),
     "validate": ("into", "repo", "environment", "strict", "summary"),  # reads a checkout: no forge, no credentials
 }
@@ -167,6 +169,13 @@ def validate(inputs: Inputs, environ: Mapping[str, str]) -> list[str]:
                 problems.append(f"input environments: {item!r} is not an environment name ({ENV_NAME_HINT})")
     if name == "schedule":
         problems += shard_problems(inputs)
+    if name == "reconcile":
+        if inputs["hold-until"] and not UNIX_SECONDS.match(inputs["hold-until"]):
+            problems.append(f"input hold-until: {inputs['hold-until']!r} is not a time in seconds since 1970 "
+                            "(date +%s), nor empty (no hold)")
+        poll = inputs["hold-poll-seconds"]
+        if poll and not (POLL_SECONDS.match(poll) and int(poll) >= 1):
+            problems.append(f"input hold-poll-seconds: {poll!r} is not a whole number of seconds from 1 to 9999")
     if name == "status-page" and not SAFE_FOLDER.match(inputs["output"]):
         problems.append(f"input output: {inputs['output']!r} is not a folder inside the workspace ({FOLDER_HINT})")
     return problems
@@ -244,6 +253,8 @@ def cli_arguments(inputs: Inputs, environ: Mapping[str, str]) -> list[str]:
         args += ["--shard", inputs["shard"], "--artifact", str(shard_dir(environ))]
     if name == "schedule" and inputs["stitch"]:
         args += ["--stitch", str(in_workspace(environ, inputs["stitch"]))]
+    if name == "reconcile" and inputs["hold-until"]:
+        args += ["--hold-until", inputs["hold-until"], "--hold-poll-seconds", inputs["hold-poll-seconds"] or "10"]
     if name == "validate":
         args += ["--into", inputs["into"], "--repo", "."]
         if inputs.flag("strict"):

@@ -161,10 +161,13 @@ def check_rollout_report(outcome: RolloutOutcome) -> Report:
 def reconcile_report(outcome: ReconcileOutcome) -> Report:
     steps = {e.environment: [s.step for s in e.did] for e in outcome.environments if e.did}
     outputs = {"steps": json.dumps(steps), "main-commit": outcome.main_commit,
-               "waiting-for-reports": json.dumps(outcome.waiting_for_reports)}
+               "waiting-for-reports": json.dumps(outcome.waiting_for_reports),
+               "hold": outcome.hold.ended if outcome.hold else ""}
     # an environment's error is one of the run's problems: an ::error of its own
     notices: list[tuple[Level, str]] = [("notice", f"{e.environment}: {s.step}: {s.message}")
                                         for e in outcome.environments for s in e.did]
+    if outcome.hold is not None:
+        notices.append(("notice", outcome.hold.message))
     return Report(outputs, notices, _summary("reconcile", outcome=outcome))
 
 

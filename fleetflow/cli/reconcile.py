@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import time
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -15,6 +16,7 @@ from fleetflow.cli.errors import FLEET_WRITTEN, handled
 from fleetflow.cli.fleet import fleet_options, make_context, plan_option, report_step
 from fleetflow.cli.github_actions import actions_step, github_actions_options, reconcile_report
 from fleetflow.errors import ExitCode, Problem
+from fleetflow.promotion.hold import hold_while_waiting
 from fleetflow.promotion.reconcile import reconcile
 
 
@@ -31,12 +33,21 @@ from fleetflow.promotion.reconcile import reconcile
               "(the repository does not allow the forge's auto-merge) is decided again from its checks. Default: "
               "the commit of a status event (GITHUB_EVENT_NAME=status, its sha in GITHUB_EVENT_PATH); other runs "
               "leave such a PR at no API cost.")
+@click.option("--hold-until", type=click.IntRange(min=0), metavar="UNIX_SECONDS",
+              help="When a gate is left waiting for clusters that have not reported yet, keep running until this "
+              "time (seconds since 1970, e.g. $(( $(date +%s) + 50 ))): the gitops workflow's hold of its concurrency "
+              "slot, so that the reports' status events coalesce into one pending run. Every --hold-poll-seconds it "
+              "reads the first page of the watched commits' statuses and check runs (two requests a commit) and ends "
+              "as soon as the counts no longer prove the gate waits (enough reports to be complete, or a failure): "
+              "the pending run then decides the gate. Default: no hold.")
+@click.option("--hold-poll-seconds", type=click.IntRange(min=1), default=10, show_default=True,
+              help="How often the hold reads the counts.")
 @fleet_options
 @plan_option
 @FORMAT
 @github_actions_options
 def reconcile_command(environment: str | None, verify_merges: bool | None, rechecks: tuple[str, ...],
-                      forge: str | None,
+                      hold_until: int | None, hold_poll_seconds: int, forge: str | None,
                       control_plane: str | None, config: Path | None, plan_dir: Path | None, fmt: str,
                       github_actions: bool, job_summary: bool) -> None:
     """Read pins, environment branches, GitOps branches and PRs and the statuses, and take every step that is
@@ -58,6 +69,11 @@ def reconcile_command(environment: str | None, verify_merges: bool | None, reche
             verify_merges = os.environ.get("GITHUB_EVENT_NAME") == "schedule"
         outcome = reconcile(ctx, environment, verify_merges=verify_merges,
                             rechecks=rechecks or status_event_sha(os.environ))
+        watches = [w for w in (e.report_watch for e in outcome.environments) if w is not None]
+        if hold_until is not None and watches and hold_until > time.time():
+            outcome.hold = hold_while_waiting(ctx.forge, watches, hold_until, hold_poll_seconds, ctx.clock,
+                                              say=ctx.say)
+            ctx.say(outcome.hold.message)
         report_step(step, ctx, reconcile_report(outcome), plan_dir)
 
         def text() -> None:
@@ -72,6 +88,8 @@ def reconcile_command(environment: str | None, verify_merges: bool | None, reche
                     click.echo("  nothing due" + (f": {env.waiting}" if env.waiting else ""))
                 elif env.waiting:
                     click.echo(f"  now: {env.waiting}")
+            if outcome.hold is not None:
+                click.echo(outcome.hold.message)
 
         problems = [Problem(f"{env.environment}: {p.message}", p.location, p.hint)
                     for env in outcome.environments for p in env.problems]

@@ -15,13 +15,13 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from pydantic import Field, computed_field
+from pydantic import Field, PrivateAttr, computed_field
 
 from fleetflow.forge.base import CommitStatus
 from fleetflow.promotion.context import Context, pinned, short, status_context
 from fleetflow.promotion.gate import GateDecision
 from fleetflow.promotion.promote import PromoteOutcome, promote
-from fleetflow.promotion.reports import read_and_decide
+from fleetflow.promotion.reports import ReportWatch, read_and_decide
 from fleetflow.render.incremental import RenderState
 from fleetflow.results import Result
 
@@ -46,6 +46,12 @@ class RolloutOutcome(Result):
     decision: GateDecision | None = Field(default=None, exclude=True)
     promoted: list[PromoteOutcome] = Field(default_factory=list)
     skipped: list[str] = Field(default_factory=list)
+    # the gate as read, when it was decided from the GitOps reports: what a hold watches (fleetflow.promotion.hold)
+    _watch: ReportWatch | None = PrivateAttr(default=None)
+
+    @property
+    def watch(self) -> ReportWatch | None:
+        return self._watch
 
     @computed_field  # type: ignore[prop-decorator]
     @property
@@ -101,6 +107,7 @@ def check_rollout(ctx: Context, environment: str, *, fan_out: bool = True) -> Ro
     ctx.say(f"{environment}: gate for main@{short(main_sha)} {decision.state}: {description}")
     outcome = RolloutOutcome(environment=environment, main_commit=main_sha, gitops_commit=carrier,
                              state=decision.state, description=description, decision=decision)
+    outcome._watch = ReportWatch(environment, g_repo, tuple(run), policy, tip_state.clusters, started)
     if decision.state == "success" and fan_out:
         now = [s for s in recorded if s.context != status_context(environment)]
         now.append(CommitStatus(status_context(environment), "success", description))

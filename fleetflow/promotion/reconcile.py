@@ -37,6 +37,7 @@ from fleetflow.model.controlplane import Resource
 from fleetflow.model.resources import EnvironmentSpec
 from fleetflow.promotion.check_rollout import RolloutOutcome, check_rollout
 from fleetflow.promotion.context import Context, Pinned, chain_order, head_branch, pinned, short, status_context
+from fleetflow.promotion.hold import HoldOutcome
 from fleetflow.promotion.merge_records import (
     MergeRecord,
     RecordKind,
@@ -49,6 +50,7 @@ from fleetflow.promotion.merge_records import (
 from fleetflow.promotion.merging import MergeOutcome, merge_if_due, merge_when_green
 from fleetflow.promotion.pin import PIN_FILE, read_pin
 from fleetflow.promotion.promote import SHARDED_SCHEDULE, PromoteOutcome, promote
+from fleetflow.promotion.reports import ReportWatch
 from fleetflow.promotion.schedule import PullRequestLink, ScheduleOutcome, schedule_environment
 from fleetflow.promotion.status import GateRecord
 from fleetflow.render.incremental import RenderState
@@ -141,12 +143,19 @@ class EnvironmentReconcile(Result):
         decision = gates[-1].decision if gates else None
         return decision is not None and decision.state == "pending" and decision.ready_at is None
 
+    @property
+    def report_watch(self) -> ReportWatch | None:
+        """The gate this run left waiting for reports, as it read it (None when it does not wait for reports)."""
+        gates = [s.result for s in self.did if s.step == "gate" and isinstance(s.result, RolloutOutcome)]
+        return gates[-1].watch if gates and self.waits_for_reports else None
+
 
 class ReconcileOutcome(Result):
     """``fleetflow reconcile``'s result: per environment, what it found and the steps it took."""
 
     main_commit: str
     environments: list[EnvironmentReconcile]
+    hold: HoldOutcome | None = None  # --hold-until: how the run held the concurrency slot afterwards
 
     @computed_field  # type: ignore[prop-decorator]
     @property

@@ -69,6 +69,50 @@ class _Commit:
         return self.statuses_done and self.checks_done
 
 
+@dataclass(frozen=True)
+class ReportWatch:
+    """A gate left pending on missing reports, as the run that decided it read it: the GitOps commits (newest
+    first), the policy, the expected clusters and the rollout's start. :func:`counts_decision` looks again at
+    the counts alone, with the gate's own rule (``estimate``)."""
+
+    environment: str
+    repo: str
+    commits: tuple[str, ...]
+    policy: RolloutPolicy
+    clusters: Sequence[ExpectedCluster]
+    started: datetime
+
+
+@dataclass(frozen=True)
+class CountsLook:
+    """What the first pages say: the count rule's decision (None: the counts cannot decide, the reports must be
+    read), how many contexts and check runs there are over every commit, and whether any failed."""
+
+    decision: GateDecision | None
+    reported: int
+    failure_seen: bool
+
+    @property
+    def waits_for_reports(self) -> bool:
+        """The counts prove the gate still waits for reports (pending, not soaking)."""
+        return self.decision is not None and self.decision.state == "pending" and self.decision.ready_at is None
+
+
+def counts_decision(forge: Forge, watch: ReportWatch, now: datetime) -> CountsLook:
+    """The gate from the first page of each watched commit's statuses and check runs (two requests a commit),
+    decided by :func:`fleetflow.promotion.gate.estimate`, the rule that spares a waiting gate from reading every
+    page."""
+    read = [_Commit(sha, forge.status_pages(watch.repo, sha), forge.check_pages(watch.repo, sha))
+            for sha in watch.commits]
+    for commit in read:
+        commit.next_status_page()
+        commit.next_check_page()
+    counts = [c.counts() for c in read]
+    return CountsLook(estimate(watch.policy, watch.clusters, counts, watch.started, now),
+                      sum(c.statuses + c.checks for c in counts),
+                      any(c.state == "failure" or c.checks_failed for c in counts))
+
+
 @dataclass
 class Reading:
     """The decision and what it cost: pages read, and whether every page of every commit was read."""

@@ -1,0 +1,88 @@
+"""The hold after a reconcile run that left a gate waiting for reports: keep the run (and with it the workflow's
+concurrency slot) alive until a deadline, so that the status events of the reports that arrive meanwhile coalesce
+into the one pending run, but end it as soon as those reports may have changed the gate.
+
+A rollout's clusters report over minutes, one ``status`` event each. GitHub keeps one running and one pending
+run per concurrency group, a newer pending run cancelling the older ("Control the concurrency of workflows and
+jobs", GitHub docs), so a run that keeps its slot turns every event of that time into one run. Holding to the
+deadline whatever happens delays the last report's gate by up to the whole hold; instead, every ``poll_seconds``
+the hold reads the first page of each watched commit's statuses and check runs (GitHub's combined status brings
+``state`` and ``total_count``: two requests a commit) and applies the gate's own count rule
+(:func:`fleetflow.promotion.gate.estimate`, via :func:`fleetflow.promotion.reports.counts_decision`). While the
+counts prove the gate still waits for reports, it holds; once they no longer do (enough reports to be complete,
+a failure, the soak or the timeout) it ends, and the pending run starts and reads the reports. A read that fails
+(the forge is down or out of requests) stops the polling and holds to the deadline, as before: the hold only ever
+saves time, and the pending run and the cron tick read everything anyway.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from datetime import datetime
+from typing import Literal
+
+from fleetflow.errors import FleetflowError
+from fleetflow.forge.base import Forge
+from fleetflow.promotion.reports import CountsLook, ReportWatch, counts_decision
+from fleetflow.results import Result
+
+HoldEnd = Literal["reports", "deadline", "poll-failed"]
+
+
+class HoldOutcome(Result):
+    """How the hold ended: ``reports`` (the counts of ``environment`` may now change its gate: ended early),
+    ``deadline`` (held to the end, every gate still waiting), or ``poll-failed`` (a read failed: held to the end
+    without looking again). ``seconds``: how long it held; ``polls``: how often it read the counts."""
+
+    ended: HoldEnd
+    seconds: float
+    polls: int
+    environment: str | None = None
+    message: str
+
+
+def first_changed(forge: Forge, watches: Sequence[ReportWatch], now: datetime) -> tuple[ReportWatch, CountsLook] | None:
+    """The first watched gate whose counts no longer prove it waits for reports, with what they said (None: every
+    gate still waits). Two requests per watched commit, until one is found; raises ForgeError when a read fails."""
+    for watch in watches:
+        look = counts_decision(forge, watch, now)
+        if not look.waits_for_reports:
+            return watch, look
+    return None
+
+
+def hold_while_waiting(forge: Forge, watches: Sequence[ReportWatch], until: float, poll_seconds: float,
+                       now: Callable[[], datetime], *, clock: Callable[[], float] = time.time,
+                       sleep: Callable[[float], None] = time.sleep,
+                       say: Callable[[str], None] = lambda _m: None) -> HoldOutcome:
+    """Hold until ``until`` (Unix seconds, on ``clock``), reading the counts of every watched gate each
+    ``poll_seconds`` and ending as soon as one may have changed. ``now``: the gate's clock (soak and timeout)."""
+    began, polls = clock(), 0
+    names = ", ".join(w.environment for w in watches)
+    say(f"{names}: waiting for reports; holding the concurrency slot up to {max(until - began, 0):.0f} s, "
+        f"reading the counts every {poll_seconds:g} s")
+    while True:
+        left = until - clock()
+        if left <= 0:
+            return HoldOutcome(ended="deadline", seconds=clock() - began, polls=polls,
+                               message=f"held the slot {clock() - began:.0f} s, to the end: {names} still "
+                                       "waiting for reports")
+        sleep(min(poll_seconds, left))
+        if clock() >= until:
+            continue
+        polls += 1
+        try:
+            changed = first_changed(forge, watches, now())
+        except FleetflowError as error:
+            sleep(max(until - clock(), 0))
+            return HoldOutcome(ended="poll-failed", seconds=clock() - began, polls=polls,
+                               message=f"held the slot {clock() - began:.0f} s, to the end, without reading the "
+                                       f"counts again: {error}")
+        if changed is not None:
+            watch, look = changed
+            why = "one failed" if look.failure_seen else (
+                look.decision.description if look.decision is not None else "as many as the gate needs")
+            return HoldOutcome(ended="reports", seconds=clock() - began, polls=polls, environment=watch.environment,
+                               message=f"ended the hold after {clock() - began:.0f} s: {watch.environment} has "
+                                       f"{look.reported} reports now ({why}); the next run decides its gate")

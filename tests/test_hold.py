@@ -1,0 +1,126 @@
+"""The hold after a run that left a gate waiting for reports (fleetflow.promotion.hold), on the GitHub stand-in
+through the real ``GitHubForge``: it polls the first page of the watched commits' statuses and check runs (GitHub's
+combined status carries ``state`` and ``total_count``: "Get the combined status for a specific reference", GitHub
+REST docs; check runs are not in it: "List check runs for a Git reference") and ends as soon as the counts no longer
+prove the gate waits, or at the deadline. Time is a fake clock here: ``sleep`` advances it and plays the clusters."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import timedelta
+from typing import Any
+
+import pytest
+
+from fleetflow.promotion.hold import HoldOutcome, hold_while_waiting
+from fleetflow.promotion.reconcile import ReconcileOutcome, reconcile
+from fleetflow.promotion.reports import ReportWatch
+from tests.fleet import Fleet
+from tests.test_promotion import make_github_fleet
+
+STATUS_OR_CHECKS = r"/repos/contoso/gitops/commits/[0-9a-f]{40}/(status|check-runs)$"
+
+
+@pytest.fixture
+def fleet(tmp_path: Any, request: pytest.FixtureRequest) -> Fleet:
+    return make_github_fleet(tmp_path, request)
+
+
+def run(fleet: Fleet) -> ReconcileOutcome:
+    with fleet.context() as ctx:
+        return reconcile(ctx)
+
+
+def waiting_dev(fleet: Fleet) -> list[ReportWatch]:
+    """dev promoted and merged; flux/dev-1 reported, flux/dev-2 not yet: reconcile leaves dev's gate waiting."""
+    run(fleet)
+    fleet.approve("dev")
+    fleet.clock.advance(timedelta(minutes=0.5))
+    fleet.clusters_report("dev", {2: "missing"})
+    outcome = run(fleet)
+    assert outcome.waiting_for_reports == ["dev"]
+    watches = [w for w in (e.report_watch for e in outcome.environments) if w is not None]
+    assert [w.environment for w in watches] == ["dev"] and len(watches[0].commits) == 1
+    return watches
+
+
+class FakeTime:
+    """Unix seconds that only ``sleep`` moves; ``at[n]`` runs during the n-th sleep (the clusters reporting)."""
+
+    def __init__(self, fleet: Fleet, at: dict[int, Callable[[], None]] | None = None) -> None:
+        self.now, self.sleeps, self.at, self.fleet = 1_000.0, 0, at or {}, fleet
+
+    def clock(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.sleeps += 1
+        self.now += seconds
+        self.fleet.clock.advance(timedelta(seconds=seconds))
+        if self.sleeps in self.at:
+            self.at[self.sleeps]()
+
+
+def hold(fleet: Fleet, watches: list[ReportWatch], fake: FakeTime, seconds: float = 50) -> tuple[HoldOutcome, int]:
+    stub = fleet.stub  # type: ignore[attr-defined]
+    mark = stub.mark()
+    with fleet.context() as ctx:
+        outcome = hold_while_waiting(ctx.forge, watches, fake.now + seconds, 10, ctx.clock, clock=fake.clock,
+                                     sleep=fake.sleep)
+    return outcome, stub.count(since=mark, method="GET", path=STATUS_OR_CHECKS)
+
+
+def test_the_hold_ends_once_every_cluster_may_have_reported(fleet: Fleet) -> None:
+    """flux/dev-2 reports during the second wait: the second poll counts 2 of 2 reports and ends the hold 20 s in
+    (not 50), at two requests a poll (the merge is the one watched commit); the next run then records the gate."""
+    watches = waiting_dev(fleet)
+    fake = FakeTime(fleet, {2: lambda: fleet.clusters_report("dev", {1: "missing"})})
+    outcome, requests = hold(fleet, watches, fake)
+    assert (outcome.ended, outcome.seconds, outcome.polls, outcome.environment) == ("reports", 20, 2, "dev")
+    assert requests == 4
+    assert outcome.message.startswith("ended the hold after 20 s: dev has 2 reports now (")
+    fleet.clock.advance(timedelta(minutes=2))  # the soak time
+    after = run(fleet)
+    assert {e.environment: [s.step for s in e.did] for e in after.environments if e.did} == \
+        {"dev": ["gate"], "qa": ["promote"]}
+
+
+def test_a_failure_ends_the_hold_at_the_next_poll(fleet: Fleet) -> None:
+    """A failing report ends the hold at once (fail fast): the combined state is ``failure``."""
+    watches = waiting_dev(fleet)
+    fake = FakeTime(fleet, {1: lambda: fleet.clusters_report("dev", {1: "missing", 2: "failure"})})
+    outcome, requests = hold(fleet, watches, fake)
+    assert (outcome.ended, outcome.seconds, outcome.polls) == ("reports", 10, 1) and requests == 2
+    assert "dev has 2 reports now (one failed)" in outcome.message
+    assert run(fleet).environments[0].did[0].message.startswith("gate failure: failed: ")
+
+
+def test_with_no_report_the_hold_lasts_to_the_deadline(fleet: Fleet) -> None:
+    """Nothing arrives: polls at 10, 20, 30 and 40 s, none at the deadline (the next run reads everything)."""
+    watches = waiting_dev(fleet)
+    fake = FakeTime(fleet)
+    outcome, requests = hold(fleet, watches, fake)
+    assert (outcome.ended, outcome.seconds, outcome.polls, outcome.environment) == ("deadline", 50, 4, None)
+    assert requests == 8 and fake.sleeps == 5
+    assert outcome.message == "held the slot 50 s, to the end: dev still waiting for reports"
+
+
+def test_a_failed_read_holds_to_the_deadline_without_reading_again(fleet: Fleet) -> None:
+    """GitHub answering 500 to the combined status (after the forge's own retries): the hold gives up polling and
+    sleeps out the rest, as the hold did before it polled; nothing is written."""
+    watches = waiting_dev(fleet)
+    stub = fleet.stub  # type: ignore[attr-defined]
+    stub.inject("GET", r"/commits/[0-9a-f]{40}/status$", "status_5xx", times=100)
+    writes = stub.mark()
+    fake = FakeTime(fleet)
+    outcome, _ = hold(fleet, watches, fake)
+    assert (outcome.ended, outcome.seconds, outcome.polls) == ("poll-failed", 50, 1)
+    assert outcome.message.startswith("held the slot 50 s, to the end, without reading the counts again: ")
+    assert stub.count(since=writes, method="POST") == 0
+
+
+def test_a_hold_past_its_deadline_does_not_poll(fleet: Fleet) -> None:
+    watches = waiting_dev(fleet)
+    fake = FakeTime(fleet)
+    outcome, requests = hold(fleet, watches, fake, seconds=0)
+    assert (outcome.ended, outcome.seconds, outcome.polls, requests, fake.sleeps) == ("deadline", 0, 0, 0, 0)
