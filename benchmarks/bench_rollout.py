@@ -17,8 +17,10 @@ a cancelled pending run never starts, so it installs nothing and makes no reques
 ``fleetflow reconcile`` in process (what the workflow's one job runs) against the state at its start, and lasts
 ``--run-seconds`` of simulated time (runner start, checkout, token, install, reconcile). When reconcile leaves a
 gate waiting for reports (``waitingForReports``), a run in the GitOps repository keeps its slot until
-``--hold-seconds`` after its start: the gitops workflow's "Hold the slot while clusters report" step (default: that
-workflow's ``hold-seconds`` default; ``--hold-seconds 0`` is the workflow without the hold).
+``--hold-seconds`` after its start (default: the gitops workflow's ``hold-seconds`` default; ``--hold-seconds 0`` is
+the workflow without the hold), but from the end of its work it reads the counts every 10 s, as the reconcile
+action's ``hold-until`` does (fleetflow.promotion.hold: the first page of each watched commit's statuses and check
+runs, two requests a commit, counted under ``hold``) and lets go once they no longer prove the gate waits.
 
 Second 0: a push to main. Its run promotes main to dev; a person merges the PR at once. From second 1 on, every dev
 cluster reports once, at a time drawn uniformly over ``--minutes`` (seeded): Flux posts ``success`` on the commit it
@@ -55,8 +57,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from ruamel.yaml import YAML
 
 from fleetflow.forge.github import GitHubForge
+from fleetflow.promotion.hold import first_changed
 from fleetflow.promotion.reconcile import reconcile
-from tests.eventloop import WORKFLOW, Event, Loop
+from fleetflow.promotion.reports import ReportWatch
+from tests.eventloop import WORKFLOW, Event, Hold, Loop
 from tests.fleet import SHORT_CHAIN, SHORT_CHAIN_ENVS, SHORT_CHAIN_WORKLOAD, Fleet, build_bare_repos, start_clock
 from tests.ghstub.server import GitHubStub
 from tests.ghstub.state import CommitStatus
@@ -64,6 +68,7 @@ from tests.reporters import flux_description
 
 ROOT = Path(__file__).resolve().parent.parent
 CP, GITOPS = "contoso/control-plane", "contoso/gitops"
+POLL_SECONDS = 10  # the reconcile action's hold-poll-seconds default (actions/reconcile/action.yml)
 CHAIN, WORKLOAD, ENVS = SHORT_CHAIN, SHORT_CHAIN_WORKLOAD, SHORT_CHAIN_ENVS
 # cron minutes of the example callers: gitops "*/15", control plane "7,22,37,52"
 CRON = {GITOPS: (0, 15, 30, 45), CP: (7, 22, 37, 52)}
@@ -137,9 +142,20 @@ def simulate(clusters: int, minutes: int, run_seconds: int, hold_seconds: int, s
                 outcome = reconcile(ctx)
             seconds.append(time.perf_counter() - began)
             requests_by[event.name] += stub.count(since=mark)
-            # the gitops workflow's hold step, while a gate waits for reports (the control plane's has none: no
-            # status events go there)
-            return hold_seconds if event.repo == GITOPS and outcome.waiting_for_reports else None
+            # the gitops workflow's hold, while a gate waits for reports (the control plane's has none: no status
+            # events go there): to hold-seconds after the start, or until the counts, read every 10 s after the
+            # run's work (two requests a watched commit, counted), no longer prove the gate waits
+            watches = [w for w in (e.report_watch for e in outcome.environments) if w is not None]
+            if hold_seconds and event.repo == GITOPS and watches:
+                return Hold(hold_seconds, POLL_SECONDS, partial(reports_changed, watches))
+            return None
+
+        def reports_changed(watches: list[ReportWatch]) -> bool:
+            mark = stub.mark()
+            with fleet.context() as ctx:
+                changed = first_changed(ctx.forge, watches, ctx.clock()) is not None
+            requests_by["hold"] += stub.count(since=mark)
+            return changed
 
         def people() -> None:
             for pr in gitops.list_pulls():

@@ -129,19 +129,31 @@ def job_if(event: Event) -> bool:
     return True
 
 
+@dataclass(frozen=True)
+class Hold:
+    """What a run that holds its slot returns (``Loop.run_for``): it keeps the slot until ``seconds`` after its
+    start, but from the end of its work on it calls ``changed()`` every ``poll`` seconds and lets go at the first
+    True (the reconcile action's hold with ``hold-until``: fleetflow.promotion.hold)."""
+
+    seconds: int
+    poll: int
+    changed: Callable[[], bool]
+
+
 @dataclass
 class Loop:
     stub: GitHubStub
     repos: list[str]
-    # runs one delivery; in run_for it may return how long the run keeps its slot at least (the gitops workflow's
-    # hold while a gate waits for reports), else the run lasts run_seconds
-    runner: Callable[[Event], int | None]
+    # runs one delivery; in run_for it may return how long the run keeps its slot at least, or a Hold (the gitops
+    # workflow's hold while a gate waits for reports), else the run lasts run_seconds
+    runner: Callable[[Event], int | Hold | None]
     faults: Faults = field(default_factory=Faults)
     actors: list[Callable[[], None]] = field(default_factory=list)
     runs: list[Event] = field(default_factory=list)
     started: list[float] = field(default_factory=list)  # run_for: the simulated second each run started
     filtered: int = 0
     cancelled: int = 0
+    polls: int = 0  # run_for: how often holding runs looked whether to let go
     # the reusable workflow's job ``if:`` and the concurrency group of a delivery (``run`` only): today's design
     # by default; benchmarks/old_design_under_act.py passes the old design's (no ``if:``, no workflow-level group)
     job_filter: Callable[[Event], bool] = job_if
@@ -257,9 +269,12 @@ class Loop:
         run never starts, installs nothing and costs no request. A run reads the state when it starts (it is
         executed then, at once); what its writes cause is delivered while it runs. A runner that returns a number
         holds its group's slot that many seconds from its start when that is longer than ``run_seconds`` (the
-        gitops workflow's hold while a gate waits for reports)."""
+        gitops workflow's hold while a gate waits for reports); one that returns a :class:`Hold` also lets go at
+        the first second its ``changed()`` says so (polled every ``poll`` seconds after ``run_seconds``, before the
+        pending runs of that second start)."""
         busy_until: dict[str, int] = {}
         pending: dict[str, Event] = {}
+        holding: dict[str, tuple[int, Hold]] = {}  # group -> (when its work ended, the hold)
         tick_at = set(ticks)
 
         def start(event: Event, now: int) -> None:
@@ -267,6 +282,11 @@ class Loop:
             self.runs.append(event)
             self.started.append(now)
             held = self.runner(event)
+            if isinstance(held, Hold):
+                holding[event.repo] = (now + run_seconds, held)
+                held = held.seconds
+            else:
+                holding.pop(event.repo, None)
             busy_until[event.repo] = now + max(run_seconds, held or 0)
             for actor in self.actors:
                 actor()
@@ -286,6 +306,14 @@ class Loop:
         now = 0
         while now <= seconds or (now <= seconds + drain and (pending or any(t > now for t in busy_until.values()))):
             at(now)
+            for group, (worked, hold) in list(holding.items()):
+                if now >= busy_until[group]:
+                    del holding[group]
+                elif now > worked and (now - worked) % hold.poll == 0:
+                    self.polls += 1
+                    if hold.changed():
+                        busy_until[group] = now
+                        del holding[group]
             for group in [g for g in pending if busy_until.get(g, -1) <= now]:
                 start(pending.pop(group), now)
             acted = happenings.get(now, [])

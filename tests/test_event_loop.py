@@ -23,6 +23,7 @@ import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -30,11 +31,13 @@ import pytest
 
 from fleetflow.promotion.check_rollout import check_rollout
 from fleetflow.promotion.events import route
+from fleetflow.promotion.hold import first_changed
 from fleetflow.promotion.promote import promote_many
 from fleetflow.promotion.reconcile import reconcile
+from fleetflow.promotion.reports import ReportWatch
 from fleetflow.promotion.schedule import schedule_environment
 from tests import test_act_e2e as act_e2e
-from tests.eventloop import GITHUB_TOKEN_LOGIN, WORKFLOW, Event, Faults, Loop
+from tests.eventloop import GITHUB_TOKEN_LOGIN, WORKFLOW, Event, Faults, Hold, Loop
 from tests.fleet import SHORT_CHAIN, SHORT_CHAIN_ENVS, SHORT_CHAIN_WORKLOAD, Fleet, git
 from tests.ghstub import GitHubStub
 from tests.test_act_e2e import (  # the act tests' session fixtures, for test_faults_under_act
@@ -77,9 +80,10 @@ class World:
         self.loop.start()
 
     # --- what runs for a delivery ------------------------------------------------------------------------------
-    def runner(self, event: Event) -> int | None:
-        """One delivery; returns how long the run keeps its slot (``Loop.run_for``): the gitops workflow's
-        ``hold-seconds`` (``hold``) while a gate waits for reports."""
+    def runner(self, event: Event) -> Hold | None:
+        """One delivery; returns how the run keeps its slot (``Loop.run_for``): while a gate waits for reports, the
+        gitops workflow's ``hold-seconds`` (``hold``), ending early when the counts say the gate may have changed
+        (polled every 10 s, as the reconcile action does)."""
         if self.act is not None:
             result = self.act.deliver(event)
             self.seconds.append(result.seconds)
@@ -89,7 +93,10 @@ class World:
             if not self.old:
                 outcome = reconcile(ctx)
                 self.problems += [f"{e.environment}: {p}" for e in outcome.environments for p in e.problems]
-                return self.hold if event.repo == self.gitops and outcome.waiting_for_reports else None
+                watches = [w for w in (e.report_watch for e in outcome.environments) if w is not None]
+                if self.hold and event.repo == self.gitops and watches:
+                    return Hold(self.hold, 10, partial(self.reports_changed, watches))
+                return None
             names = sorted(ctx.environments(ctx.main_tip()))
             decision = route(event.name, event.payload, environments=names)
             try:
@@ -102,6 +109,11 @@ class World:
             except Exception:  # a failed job in the old design: the run fails, the loop goes on
                 pass
         return None
+
+    def reports_changed(self, watches: list[ReportWatch]) -> bool:
+        """The reconcile action's hold looking at the counts (fleetflow.promotion.hold.first_changed)."""
+        with self.fleet.context() as ctx:
+            return first_changed(ctx.forge, watches, ctx.clock()) is not None
 
     # --- actors ------------------------------------------------------------------------------------------------
     def people(self) -> None:
@@ -316,15 +328,22 @@ def test_simulated_time_keeps_one_running_and_one_pending_run_per_group(github_s
     assert loop.cancelled == 7 and loop.filtered == 2
 
 
-@pytest.mark.parametrize("hold", [30, 0])
-def test_a_run_holds_its_slot_while_a_gate_waits_for_reports(fleet: Fleet, hold: int) -> None:
-    """The gitops workflow's "Hold the slot while clusters report" step in simulated time (``Loop.run_for``): a run
-    that leaves dev's gate waiting for reports keeps its concurrency slot until ``hold`` seconds after its start, so
-    the status events meanwhile coalesce into one pending run (GitHub keeps one pending run per group and a newer one
-    cancels the older: "Control the concurrency of workflows and jobs", GitHub docs). Runs of 5 s. flux/dev-1
-    reports at 20 s, a CI status at 30 s, flux/dev-2 at 40 s, another CI status at 45 s. With the hold: the run at
-    20 s (gate pending) holds until 50 s; the dev-2 event's pending run is cancelled by the CI status's, which still
-    finds both reports at 50 s: a dropped pending run loses nothing, events are hints. Without it: a run per event."""
+@pytest.mark.parametrize(("hold", "ci"), [(30, True), (30, False), (0, True)])
+def test_a_run_holds_its_slot_while_a_gate_waits_for_reports(fleet: Fleet, hold: int, ci: bool) -> None:
+    """The gitops workflow's hold in simulated time (``Loop.run_for``): a run that leaves dev's gate waiting for
+    reports keeps its concurrency slot until ``hold`` seconds after its start, so the status events meanwhile
+    coalesce into one pending run (GitHub keeps one pending run per group and a newer one cancels the older:
+    "Control the concurrency of workflows and jobs", GitHub docs), but every 10 s after its work it reads the counts
+    and lets go once they no longer prove the gate waits. Runs of 5 s; flux/dev-1 reports at 20 s and flux/dev-2 at
+    40 s, and with ``ci`` a CI status lands at 30 s and another at 45 s.
+
+    * Without CI statuses: the run at 20 s polls at 35 s (1 of 2 reported: it holds) and at 45 s (2 of 2: it lets
+      go, 5 s before its deadline); dev-2's pending run starts at 45 s and records the gate.
+    * With them: a CI status is a context too, and the counts cannot tell it from a cluster's. At 35 s two contexts
+      are in, as many as the gate needs, so the run lets go; ci/lint's run finds dev-2 missing and holds in turn;
+      its poll at 50 s lets go for ci/test's run (which cancelled dev-2's pending one: a dropped pending run loses
+      nothing), which records the gate at 50 s, when the hold to the deadline would have too.
+    * Without the hold: a run per event."""
     world = World(fleet, hold=hold)
     world.loop.actors = [world.people]  # the clusters report at the seconds below, not after every run
     stub, sha = _stub(fleet), ""
@@ -339,14 +358,20 @@ def test_a_run_holds_its_slot_while_a_gate_waits_for_reports(fleet: Fleet, hold:
             repo.add_status(repo.branch_sha("dev"), "success", context, "reconciled", creator=creator)
         return report
 
-    happenings = {0: [push], 20: [post("flux/dev-1", "flux-dev-1")], 30: [post("ci/lint", "ci")],
-                  40: [post("flux/dev-2", "flux-dev-2")], 45: [post("ci/test", "ci")]}
+    happenings = {0: [push], 20: [post("flux/dev-1", "flux-dev-1")], 40: [post("flux/dev-2", "flux-dev-2")]}
+    if ci:
+        happenings |= {30: [post("ci/lint", "ci")], 45: [post("ci/test", "ci")]}
     world.loop.run_for(60, happenings=happenings, run_seconds=5)
     assert world.problems == []
     assert fleet.cp_status(sha, "dev") == "success" and fleet.pin("qa") == sha
     gitops = [(t, e.payload.get("context")) for t, e in zip(world.loop.started, world.loop.runs, strict=True)
               if e.repo == world.gitops]
-    if hold:
-        assert gitops[:2] == [(20, "flux/dev-1"), (50, "ci/test")], gitops
+    if hold and not ci:
+        assert gitops[:2] == [(20, "flux/dev-1"), (45, "flux/dev-2")], gitops
+        assert world.loop.polls == 2
+    elif hold:
+        assert gitops[:3] == [(20, "flux/dev-1"), (35, "ci/lint"), (50, "ci/test")], gitops
+        assert world.loop.polls == 2
     else:
         assert gitops[:4] == [(20, "flux/dev-1"), (30, "ci/lint"), (40, "flux/dev-2"), (45, "ci/test")], gitops
+        assert world.loop.polls == 0
