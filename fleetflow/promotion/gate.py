@@ -53,6 +53,9 @@ class GateDecision:
     missing: list[str] = field(default_factory=list)
     ready_at: datetime | None = None
     counted: bool = True  # False: decided from counts alone (succeeded/failed/missing are not listed)
+    # counted: how many more expected contexts must report at least before it can succeed (those with no report
+    # at all, up to the number required); a pending report turning green adds no context
+    new_reports_needed: int | None = None
 
     def status_description(self) -> str:
         text = self.description
@@ -220,6 +223,7 @@ def evaluate(
             decision.failed.append(f"{cluster}{detail}")
     total = max(required, len(watched)) if expected else required
     count = f"{len(decision.succeeded)}/{total} clusters"
+    decision.new_reports_needed = max(0, required - sum(1 for c in watched if c in statuses))
     if decision.failed:
         decision.state = "failure"
         decision.description = f"failed: {count}; failing: {', '.join(decision.failed)}"

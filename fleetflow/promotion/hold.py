@@ -47,7 +47,7 @@ def first_changed(forge: Forge, watches: Sequence[ReportWatch], now: datetime) -
     gate still waits). Two requests per watched commit, until one is found; raises ForgeError when a read fails."""
     for watch in watches:
         look = counts_decision(forge, watch, now)
-        if not look.waits_for_reports:
+        if watch.may_have_changed(look):
             return watch, look
     return None
 

@@ -81,6 +81,18 @@ class ReportWatch:
     policy: RolloutPolicy
     clusters: Sequence[ExpectedCluster]
     started: datetime
+    baseline: int = 0  # contexts and check runs on the commits' first pages when the gate was read
+    needed: int = 0  # new contexts the gate needs at least before it can succeed (a lower bound)
+
+    def may_have_changed(self, look: CountsLook) -> bool:
+        """Whether the gate may decide otherwise now: a failure, a timeout, or counts that no longer prove it waits
+        (enough reports to be complete, or soaking) with at least ``needed`` contexts more than at the reading. The
+        last keeps other contexts (a CI status on the GitOps commit counts as one too) from ending a hold early."""
+        if look.failure_seen or (look.decision is not None and look.decision.state == "failure"):
+            return True
+        if look.waits_for_reports:
+            return False
+        return look.reported - self.baseline >= self.needed
 
 
 @dataclass(frozen=True)
@@ -121,6 +133,7 @@ class Reading:
     commits: int
     pages: int
     enumerated: bool
+    baseline: int = 0  # contexts and check runs on the commits' first pages, over every commit (0: none read)
 
 
 def read_and_decide(forge: Forge, repo: str, commits: Sequence[str], policy: RolloutPolicy,
@@ -142,11 +155,12 @@ def read_and_decide(forge: Forge, repo: str, commits: Sequence[str], policy: Rol
         chosen = read if upto is None else read[: upto + 1]
         return evaluate(policy, clusters, newest_reports([c.statuses + c.checks for c in chosen]), started, now)
 
+    baseline = sum(c.status_total + c.check_total for c in read)
     if all(c.done for c in read):
-        return Reading(decide(), len(read), pages, True)
+        return Reading(decide(), len(read), pages, True, baseline)
     guess = estimate(policy, clusters, [c.counts() for c in read], started, now)
     if guess is not None:
-        return Reading(guess, len(read), pages, False)
+        return Reading(guess, len(read), pages, False, baseline)
 
     watched = {r.context: r.cluster for r in expected}
     failure_possible = any(c.state == "failure" or c.checks_failed for c in (c.counts() for c in read)) \
@@ -160,7 +174,7 @@ def read_and_decide(forge: Forge, repo: str, commits: Sequence[str], policy: Rol
             early = _final(commit.statuses, checks, newer, watched, failure_possible)
             if early is not None and watched:
                 decision = decide(index)
-                decision.counted = False
+                decision.counted, decision.new_reports_needed = False, None  # older commits were not read
                 if early == "failure" and decision.failed:
                     decision.state = "failure"
                     decision.description = f"failed: failing: {', '.join(decision.failed)}"
@@ -168,13 +182,13 @@ def read_and_decide(forge: Forge, repo: str, commits: Sequence[str], policy: Rol
                     decision.state = "pending"
                     decision.description = f"rolling out: waiting for {decision.expected} clusters"
                     decision.ready_at = None
-                return Reading(decision, len(read), pages, False)
+                return Reading(decision, len(read), pages, False, baseline)
             if commit.statuses_done or not commit.next_status_page():
                 break
             pages += 1
         newer.update(s.context for s in commit.statuses)
         newer.update(checks)
-    return Reading(decide(), len(read), pages, True)
+    return Reading(decide(), len(read), pages, True, baseline)
 
 
 def _final(statuses: Sequence[CommitStatus], checks: dict[str, CommitStatus], newer: set[str],
