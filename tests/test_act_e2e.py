@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import json
 import textwrap
+import threading
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
@@ -311,10 +313,13 @@ def test_cluster_statuses_after_the_merge_gate_and_promote_to_qa(world: World) -
 
 
 def test_a_gate_waiting_for_reports_holds_the_slot(world: World) -> None:
-    """The gitops workflow's last step: one of dev's two clusters reported, so the gate waits for reports
-    (``waiting-for-reports`` = ``["dev"]``) and the job keeps running until ``hold-seconds`` (30 here) after its
-    first step, which is what keeps later status events pending in the concurrency group on GitHub (act ignores
-    concurrency: tests/test_event_loop.py plays that part). Once both reported the gate succeeds and nothing holds."""
+    """The gitops workflow's hold: one of dev's two clusters reported, so the gate waits for reports
+    (``waiting-for-reports`` = ``["dev"]``) and the reconcile step keeps the job running until ``hold-seconds`` (30
+    here) after its first step, which is what keeps later status events pending in the concurrency group on GitHub
+    (act ignores concurrency: tests/test_event_loop.py plays that part); the action's ``hold`` output says
+    ``deadline``. Run again while flux/dev-2 reports once the run has recorded dev's gate as pending: the hold's
+    next look at the counts (every 10 s) finds both reports and ends the job early (``hold`` = ``reports``), and
+    the next run records the gate and promotes qa, with nothing to hold."""
     text = world.gitops_workflow.read_text(encoding="utf-8")
     world.gitops_workflow.write_text(text.replace("hold-seconds: 5\n", "hold-seconds: 30\n"), encoding="utf-8")
     world.promote(None, world.main)
@@ -324,14 +329,39 @@ def test_a_gate_waiting_for_reports_holds_the_slot(world: World) -> None:
     succeeded(held)
     assert world.steps(held) == {"dev": ["gate"]} and world.fleet.cp_status(world.main, "dev") == "pending"
     assert json.loads(held.output("waiting-for-reports", RECONCILE_JOB, "reconcile")) == ["dev"]
+    assert held.output("hold", RECONCILE_JOB, "reconcile") == "deadline", held.tail()
     # the start is noted with `date +%s` (whole seconds): the hold may end up to 1 s before 30 s after the real start
-    assert "gates waiting for reports: [\"dev\"]" in held.log and held.seconds >= 29, held.tail()
-    world.fleet.clusters_report("dev")
+    assert "dev: waiting for reports; holding the concurrency slot up to" in held.log and held.seconds >= 29, \
+        held.tail()
+
+    # again, with flux/dev-2 reporting as soon as this run has read dev's reports: the gate reads the merged commit's
+    # statuses, then its check runs (fleetflow.promotion.reports), so once the check runs are asked for, the
+    # statuses the gate decides on were read
+    world.gitops_workflow.write_text(text.replace("hold-seconds: 5\n", "hold-seconds: 60\n"), encoding="utf-8")
+    merged = world.fleet.gitops_tip("dev")
+    gate_read = rf"^/repos/{GITOPS}/commits/{merged}/check-runs$"
+    mark = world.stub.mark()
+
+    def report_once_recorded() -> None:
+        deadline = time.monotonic() + 120
+        while world.stub.count(since=mark, method="GET", path=gate_read) == 0 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        world.fleet.clusters_report("dev", {1: "missing"})
+
+    clusters = threading.Thread(target=report_once_recorded, daemon=True)
+    clusters.start()
+    early = world.gitops("status", world.status_event("dev", "flux/dev-1", "success"))
+    clusters.join(timeout=5)
+    succeeded(early)
+    assert world.steps(early) == {"dev": ["gate"]}
+    assert early.output("hold", RECONCILE_JOB, "reconcile") == "reports", early.tail()
+    assert "ended the hold after" in early.log and "dev has 2 reports now" in early.log, early.tail()
+    assert early.seconds < 50, early.tail()  # held to hold-seconds it would have run 60 s
     done = world.gitops("status", world.status_event("dev", "flux/dev-2", "success"))
     succeeded(done)
     assert world.steps(done) == {"dev": ["gate"], "qa": ["promote"]}
     assert json.loads(done.output("waiting-for-reports", RECONCILE_JOB, "reconcile")) == []
-    assert "gates waiting for reports" not in done.log
+    assert done.output("hold", RECONCILE_JOB, "reconcile") == "" and "holding the concurrency slot" not in done.log
 
 
 def test_pending_reports_and_fleetflows_own_statuses_run_nothing(world: World) -> None:

@@ -71,9 +71,9 @@ def reconcile_command(environment: str | None, verify_merges: bool | None, reche
                             rechecks=rechecks or status_event_sha(os.environ))
         watches = [w for w in (e.report_watch for e in outcome.environments) if w is not None]
         if hold_until is not None and watches and hold_until > time.time():
+            # on stderr whatever the format: the run is about to wait, and the log (or terminal) should say why
             outcome.hold = hold_while_waiting(ctx.forge, watches, hold_until, hold_poll_seconds, ctx.clock,
-                                              say=ctx.say)
-            ctx.say(outcome.hold.message)
+                                              say=lambda line: click.echo(line, err=True))
         report_step(step, ctx, reconcile_report(outcome), plan_dir)
 
         def text() -> None:

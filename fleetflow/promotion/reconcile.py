@@ -162,7 +162,8 @@ class ReconcileOutcome(Result):
     def waiting_for_reports(self) -> list[str]:
         """The environments whose gate this run left pending on missing reports. The gitops workflow holds its
         concurrency slot for a while then (``hold-seconds``), so the status events of those reports coalesce into
-        one pending run instead of starting one run each (docs/architecture.md, "Runs during a rollout")."""
+        one pending run instead of starting one run each (docs/setup.md, "3. Add the workflows"); the run keeps what it
+        read (``report_watch``) so that the hold can end early (fleetflow.promotion.hold)."""
         return [e.environment for e in self.environments if e.waits_for_reports]
 
     @property
