@@ -171,3 +171,20 @@ def test_the_reconcile_action_takes_hold_until(tmp_path: Any, capsys: pytest.Cap
         argv = json.loads(record.read_text())
         held = argv[argv.index("--hold-until"):argv.index("--hold-until") + 4] if "--hold-until" in argv else []
         assert held == expected and ("--hold-poll-seconds" in argv) == bool(expected), argv
+
+
+def test_the_step_reports_how_the_hold_ended() -> None:
+    """What the reconcile action shows of a hold: the ``hold`` output (how it ended; empty without a hold), a
+    notice with the hold's message, and a line of the job summary under the environments' table."""
+    from fleetflow.cli.github_actions import reconcile_report
+    from fleetflow.promotion.reconcile import ReconcileOutcome
+
+    ended = HoldOutcome(ended="reports", seconds=20, polls=2, environment="dev",
+                        message="ended the hold after 20 s: dev has 2 reports now (as many as the gate needs); the "
+                                "next run decides its gate")
+    report = reconcile_report(ReconcileOutcome(main_commit="a" * 40, environments=[], hold=ended))
+    assert report.outputs["hold"] == "reports"
+    assert ("notice", ended.message) in report.annotations
+    assert f"**Concurrency slot:** {ended.message}.\n" in report.summary
+    none = reconcile_report(ReconcileOutcome(main_commit="a" * 40, environments=[]))
+    assert none.outputs["hold"] == "" and "Concurrency slot" not in none.summary and none.annotations == []
