@@ -8,11 +8,12 @@ jobs", GitHub docs), so a run that keeps its slot turns every event of that time
 deadline whatever happens delays the last report's gate by up to the whole hold; instead, every ``poll_seconds``
 the hold reads the first page of each watched commit's statuses and check runs (GitHub's combined status brings
 ``state`` and ``total_count``: two requests a commit) and applies the gate's own count rule
-(:func:`fleetflow.promotion.gate.estimate`, via :func:`fleetflow.promotion.reports.counts_decision`). While the
-counts prove the gate still waits for reports, it holds; once they no longer do (enough reports to be complete,
-a failure, the soak or the timeout) it ends, and the pending run starts and reads the reports. A read that fails
-(the forge is down or out of requests) stops the polling and holds to the deadline, as before: the hold only ever
-saves time, and the pending run and the cron tick read everything anyway.
+(:func:`fleetflow.promotion.gate.estimate`, via :func:`fleetflow.promotion.reports.counts_decision`), then
+:meth:`fleetflow.promotion.reports.ReportWatch.may_have_changed`. It ends on a failure or a timeout, or once the
+counts no longer prove the gate waits and at least as many contexts are new since the run read them as the gate
+still needs (a CI status already on the commit then does not end it); the pending run starts and reads the
+reports. A read that fails (the forge is down or out of requests) stops the polling and holds to the deadline, as
+before: the hold only ever saves time, and the pending run and the cron tick read everything anyway.
 """
 
 from __future__ import annotations
