@@ -38,7 +38,9 @@ import bench_promotion  # a sibling module (benchmarks/ is not a package)
 
 STEPS: list[tuple[str, str]] = [  # module, function (or Class.method): the steps of one schedule
     ("fleetflow.promotion.schedule", "pinned"),
+    ("fleetflow.promotion.context", "Context.plane"),
     ("fleetflow.promotion.context", "load_control_plane"),
+    ("fleetflow.model.controlplane", "_build"),
     ("fleetflow.promotion.gitops", "GitOpsTree.read_state"),
     ("fleetflow.promotion.schedule", "render_environment"),
     ("fleetflow.render.pipeline", "check_references"),
@@ -54,6 +56,7 @@ STEPS: list[tuple[str, str]] = [  # module, function (or Class.method): the step
     ("fleetflow.forge.git", "BareRepo.listings"),
     ("fleetflow.forge.git", "BareRepo.fast_commit"),
     ("fleetflow.promotion.schedule", "publish"),
+    ("fleetflow.promotion.schedule", "_first"),
     ("fleetflow.forge.git", "BareRepo.push"),
     ("fleetflow.forge.git", "GitRepos.fetch"),
 ]
