@@ -132,12 +132,14 @@ def job_if(event: Event) -> bool:
 @dataclass(frozen=True)
 class Hold:
     """What a run that holds its slot returns (``Loop.run_for``): it keeps the slot until ``seconds`` after its
-    start, but from the end of its work on it calls ``changed()`` every ``poll`` seconds and lets go at the first
-    True (the reconcile action's hold with ``hold-until``: fleetflow.promotion.hold)."""
+    start, but from the end of its work on it calls ``changed()`` every ``poll`` seconds, which may do work (the
+    reconcile action reconciles again when the reports may have changed a gate: fleetflow.promotion.reconcile.
+    reconcile_holding) and says whether the run ends; it lets go ``work`` seconds after that poll."""
 
     seconds: int
     poll: int
     changed: Callable[[], bool]
+    work: int = 0
 
 
 @dataclass
@@ -269,9 +271,10 @@ class Loop:
         run never starts, installs nothing and costs no request. A run reads the state when it starts (it is
         executed then, at once); what its writes cause is delivered while it runs. A runner that returns a number
         holds its group's slot that many seconds from its start when that is longer than ``run_seconds`` (the
-        gitops workflow's hold while a gate waits for reports); one that returns a :class:`Hold` also lets go at
-        the first second its ``changed()`` says so (polled every ``poll`` seconds after ``run_seconds``, before the
-        pending runs of that second start)."""
+        gitops workflow's hold while a gate waits for reports); one that returns a :class:`Hold` also lets go
+        ``work`` seconds after the first poll whose ``changed()`` says so (polled every ``poll`` seconds after
+        ``run_seconds``, before the pending runs of that second start; what a poll's work writes is delivered
+        then)."""
         busy_until: dict[str, int] = {}
         pending: dict[str, Event] = {}
         holding: dict[str, tuple[int, Hold]] = {}  # group -> (when its work ended, the hold)
@@ -312,8 +315,11 @@ class Loop:
                 elif now > worked and (now - worked) % hold.poll == 0:
                     self.polls += 1
                     if hold.changed():
-                        busy_until[group] = now
+                        busy_until[group] = min(busy_until[group], now + hold.work)
                         del holding[group]
+                    for actor in self.actors:  # what the poll's work wrote raises its events now
+                        actor()
+                    offer(self.changes(), now)
             for group in [g for g in pending if busy_until.get(g, -1) <= now]:
                 start(pending.pop(group), now)
             acted = happenings.get(now, [])

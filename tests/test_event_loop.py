@@ -93,9 +93,9 @@ class World:
             if not self.old:
                 outcome = reconcile(ctx)
                 self.problems += [f"{e.environment}: {p}" for e in outcome.environments for p in e.problems]
-                watches = [w for w in (e.report_watch for e in outcome.environments) if w is not None]
+                watches = outcome.report_watches()
                 if self.hold and event.repo == self.gitops and watches:
-                    return Hold(self.hold, 10, partial(self.reports_changed, watches))
+                    return Hold(self.hold, 10, partial(self.held_pass, watches))
                 return None
             names = sorted(ctx.environments(ctx.main_tip()))
             decision = route(event.name, event.payload, environments=names)
@@ -110,10 +110,17 @@ class World:
                 pass
         return None
 
-    def reports_changed(self, watches: list[ReportWatch]) -> bool:
-        """The reconcile action's hold looking at the counts (fleetflow.promotion.hold.first_changed)."""
+    def held_pass(self, watches: list[ReportWatch]) -> bool:
+        """One poll of the reconcile action's hold (fleetflow.promotion.reconcile.reconcile_holding): when the counts
+        say a gate may have changed, reconcile again in the held run; the run ends unless a gate still waits (then
+        it holds on, watching what the new pass read)."""
         with self.fleet.context() as ctx:
-            return first_changed(ctx.forge, watches, ctx.clock()) is not None
+            if first_changed(ctx.forge, watches, ctx.clock()) is None:
+                return False
+            outcome = reconcile(ctx)
+        self.problems += [f"{e.environment}: {p}" for e in outcome.environments for p in e.problems]
+        watches[:] = outcome.report_watches()
+        return not watches
 
     # --- actors ------------------------------------------------------------------------------------------------
     def people(self) -> None:
@@ -334,18 +341,20 @@ def test_a_run_holds_its_slot_while_a_gate_waits_for_reports(fleet: Fleet, hold:
     reports keeps its concurrency slot until ``hold`` seconds after its start, so the status events meanwhile
     coalesce into one pending run (GitHub keeps one pending run per group and a newer one cancels the older:
     "Control the concurrency of workflows and jobs", GitHub docs), but every 10 s after its work it reads the counts
-    and lets go once they may have changed the gate. Runs of 5 s; flux/dev-1 reports at 20 s and flux/dev-2 at
-    30 s; with ``ci`` a CI status lands on the merged commit at 10 s and another at 45 s.
+    and, once they say the gate may have changed, reconciles again itself and ends unless a gate still waits. Runs
+    of 5 s; flux/dev-1 reports at 20 s and flux/dev-2 at 30 s; with ``ci`` a CI status lands on the merged commit at
+    10 s and another at 45 s. qa's clusters never report here, so once qa is promoted and merged a run that finds
+    its gate waiting holds to its deadline.
 
-    * Without CI statuses: the run at 20 s (dev-1's) holds; its poll at 35 s counts 2 of 2 and lets go 15 s before
-      its deadline; dev-2's pending run starts at 35 s and records the gate.
+    * Without CI statuses: the run at 20 s (dev-1's) holds; at its poll at 35 s the counts are complete, so it
+      records dev's gate and promotes qa itself, at 35 s, and ends. dev-2's pending run starts then, finds qa's
+      merged PR waiting for reports and holds to its deadline (polls at 50 s and 60 s).
     * With them: ci/lint's run at 10 s finds no cluster reported (one context, ci/lint's: the gate needs 2 more)
       and holds. At 25 s two contexts are in, as many as the gate requires, but only one more than at its reading
       (a count cannot tell a CI status from a cluster's report, so the hold counts from what the run read): it
-      holds. At 35 s there are two more: it lets go; dev-2's pending run (which cancelled dev-1's) records the gate
-      at 35 s; ci/test's runs at 45 s, finds qa's gate waiting (qa's clusters never report here) and holds to
-      its deadline, polling at 60 s and 70 s.
-    * Without the hold: a run per event."""
+      holds. At 35 s there are two more: it records the gate and promotes qa itself, and ends. dev-2's pending run
+      (which cancelled dev-1's) starts at 35 s and holds on qa's gate to 65 s, when ci/test's runs and holds too.
+    * Without the hold: a run per event; dev-2's run records the gate at 30 s."""
     world = World(fleet, hold=hold)
     world.loop.actors = [world.people]  # the clusters report at the seconds below, not after every run
     stub, sha = _stub(fleet), ""
@@ -363,17 +372,25 @@ def test_a_run_holds_its_slot_while_a_gate_waits_for_reports(fleet: Fleet, hold:
     happenings = {0: [push], 20: [post("flux/dev-1", "flux-dev-1")], 30: [post("flux/dev-2", "flux-dev-2")]}
     if ci:
         happenings |= {10: [post("ci/lint", "ci")], 45: [post("ci/test", "ci")]}
-    world.loop.run_for(60, happenings=happenings, run_seconds=5)
+    second = [0]
+    recorded: list[int] = []
+
+    def gate() -> None:
+        if not recorded and fleet.cp_status(sha, "dev") == "success":
+            recorded.append(second[0])
+
+    world.loop.actors.append(gate)
+    world.loop.run_for(60, happenings=happenings, run_seconds=5, at=lambda t: second.__setitem__(0, t))
     assert world.problems == []
     assert fleet.cp_status(sha, "dev") == "success" and fleet.pin("qa") == sha
     gitops = [(t, e.payload.get("context")) for t, e in zip(world.loop.started, world.loop.runs, strict=True)
               if e.repo == world.gitops]
     if hold and not ci:
         assert gitops == [(20, "flux/dev-1"), (35, "flux/dev-2")], gitops
-        assert world.loop.polls == 1
+        assert world.loop.polls == 3 and recorded == [35]
     elif hold:
-        assert gitops == [(10, "ci/lint"), (35, "flux/dev-2"), (45, "ci/test")], gitops
-        assert world.loop.polls == 4
+        assert gitops == [(10, "ci/lint"), (35, "flux/dev-2"), (65, "ci/test")], gitops
+        assert world.loop.polls == 6 and recorded == [35]
     else:
         assert gitops == [(10, "ci/lint"), (20, "flux/dev-1"), (30, "flux/dev-2"), (45, "ci/test")], gitops
-        assert world.loop.polls == 0
+        assert world.loop.polls == 0 and recorded == [30]

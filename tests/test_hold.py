@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from fleetflow.promotion.hold import HoldOutcome, hold_while_waiting
-from fleetflow.promotion.reconcile import ReconcileOutcome, reconcile
+from fleetflow.promotion.reconcile import ReconcileOutcome, reconcile, reconcile_holding
 from fleetflow.promotion.reports import ReportWatch
 from tests.fleet import Fleet
 from tests.test_promotion import make_github_fleet
@@ -188,3 +188,73 @@ def test_the_step_reports_how_the_hold_ended() -> None:
     assert f"**Concurrency slot:** {ended.message}.\n" in report.summary
     none = reconcile_report(ReconcileOutcome(main_commit="a" * 40, environments=[]))
     assert none.outputs["hold"] == "" and "Concurrency slot" not in none.summary and none.annotations == []
+
+
+def holding(fleet: Fleet, fake: FakeTime, again: Callable[[], ReconcileOutcome] | None = None,
+            seconds: float = 50) -> ReconcileOutcome:
+    """``reconcile --hold-until`` in process: a first pass, then the holds and the passes they start."""
+    first = run(fleet)
+    with fleet.context() as ctx:
+        return reconcile_holding(ctx, first, again or (lambda: reconcile(ctx)), fake.now + seconds, 10,
+                                 clock=fake.clock, sleep=fake.sleep)
+
+
+def steps(outcome: ReconcileOutcome) -> dict[str, list[str]]:
+    return {e.environment: [s.step for s in e.did] for e in outcome.environments if e.did}
+
+
+def test_the_held_run_reconciles_again_once_the_reports_are_in(fleet: Fleet) -> None:
+    """When the counts say the gate may have changed, the held run reconciles again itself (it need not wait for
+    the pending run to start): the second pass records dev's gate and promotes qa; nothing waits for reports after
+    it, so the run ends. The result holds both passes' steps and one hold. (Had the soak time not passed, the
+    second pass would find the gate soaking, not waiting for reports, and end the run too.)"""
+    waiting_dev(fleet)
+
+    def last_report() -> None:
+        fleet.clusters_report("dev", {1: "missing"})
+        fleet.clock.advance(timedelta(minutes=2))  # and the soak time passes
+
+    fake = FakeTime(fleet, {2: last_report})
+    outcome = holding(fleet, fake)
+    assert steps(outcome) == {"dev": ["gate", "gate"], "qa": ["promote"]}
+    hold = outcome.hold
+    assert hold is not None and (hold.ended, hold.seconds, hold.polls, hold.passes) == ("reports", 20, 2, 1)
+    assert hold.message.startswith("ended the hold after 20 s: dev has 2 reports now (")
+    assert hold.message.endswith("; reconciled again in this run")
+    sha = fleet.branch_sha(fleet.cp_url, "main")
+    assert fleet.cp_status(sha, "dev") == "success" and fleet.pin("qa") == sha
+    assert outcome.waiting_for_reports == []
+
+
+def test_a_pass_that_still_waits_holds_again_to_the_deadline(fleet: Fleet) -> None:
+    """A CI status that lands during the hold is one more context: with one cluster missing the counts say the
+    gate may be complete, so the run reconciles again; the gate still waits (flux/dev-2 has not reported), so it
+    holds again, to the same deadline."""
+    waiting_dev(fleet)
+    tip = fleet.gitops_tip("dev")
+    fake = FakeTime(fleet, {1: lambda: fleet.post_status(tip, "ci/lint", "success", "lint")})
+    outcome = holding(fleet, fake)
+    assert steps(outcome) == {"dev": ["gate", "gate"]} and outcome.waiting_for_reports == ["dev"]
+    hold = outcome.hold
+    assert hold is not None and (hold.ended, hold.seconds, hold.passes) == ("deadline", 50, 1)
+    assert "; reconciled again in this run; then held the slot 40 s, to the end: dev still waiting for reports" \
+        in hold.message
+
+
+def test_a_failed_second_pass_leaves_the_work_to_the_next_run(fleet: Fleet) -> None:
+    """The second pass fails as a whole (here: the control plane cannot be read): the run keeps the first pass's
+    result, says the next run does the work, and does not hold again."""
+    from fleetflow.errors import GitError
+
+    waiting_dev(fleet)
+
+    def broken() -> ReconcileOutcome:
+        raise GitError("git fetch failed: the remote hung up", command="fetch", reason="the remote hung up")
+
+    fake = FakeTime(fleet, {1: lambda: fleet.clusters_report("dev", {1: "missing"})})
+    outcome = holding(fleet, fake, again=broken)
+    hold = outcome.hold
+    assert hold is not None and (hold.ended, hold.seconds, hold.passes) == ("reports", 10, 0)
+    assert hold.message.endswith("; reconciling again failed (git fetch failed: the remote hung up): the next run "
+                                 "does it")
+    assert steps(outcome) == {"dev": ["gate"]} and outcome.waiting_for_reports == ["dev"]

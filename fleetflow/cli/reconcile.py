@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import time
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -16,8 +15,7 @@ from fleetflow.cli.errors import FLEET_WRITTEN, handled
 from fleetflow.cli.fleet import fleet_options, make_context, plan_option, report_step
 from fleetflow.cli.github_actions import actions_step, github_actions_options, reconcile_report
 from fleetflow.errors import ExitCode, Problem
-from fleetflow.promotion.hold import hold_while_waiting
-from fleetflow.promotion.reconcile import reconcile
+from fleetflow.promotion.reconcile import reconcile, reconcile_holding
 
 
 @click.command("reconcile")
@@ -37,9 +35,9 @@ from fleetflow.promotion.reconcile import reconcile
               help="When a gate is left waiting for clusters that have not reported yet, keep running until this "
               "time (seconds since 1970, e.g. $(( $(date +%s) + 50 ))): the gitops workflow's hold of its concurrency "
               "slot, so that the reports' status events coalesce into one pending run. Every --hold-poll-seconds it "
-              "reads the first page of the watched commits' statuses and check runs (two requests a commit) and ends "
-              "as soon as the counts no longer prove the gate waits (enough reports to be complete, or a failure): "
-              "the pending run then decides the gate. Default: no hold.")
+              "reads the first page of the watched commits' statuses and check runs (two requests a commit); as soon "
+              "as the counts say the gate may have changed (enough reports to be complete, or a failure), it "
+              "reconciles again itself, and holds again if a gate still waits. Default: no hold.")
 @click.option("--hold-poll-seconds", type=click.IntRange(min=1), default=10, show_default=True,
               help="How often the hold reads the counts.")
 @fleet_options
@@ -67,13 +65,13 @@ def reconcile_command(environment: str | None, verify_merges: bool | None, reche
             make_context(forge, control_plane, config, fmt, plan_dir=plan_dir) as ctx:
         if verify_merges is None:
             verify_merges = os.environ.get("GITHUB_EVENT_NAME") == "schedule"
-        outcome = reconcile(ctx, environment, verify_merges=verify_merges,
-                            rechecks=rechecks or status_event_sha(os.environ))
-        watches = [w for w in (e.report_watch for e in outcome.environments) if w is not None]
-        if hold_until is not None and watches and hold_until > time.time():
+        checks = rechecks or status_event_sha(os.environ)
+        outcome = reconcile(ctx, environment, verify_merges=verify_merges, rechecks=checks)
+        if hold_until is not None:
             # on stderr whatever the format: the run is about to wait, and the log (or terminal) should say why
-            outcome.hold = hold_while_waiting(ctx.forge, watches, hold_until, hold_poll_seconds, ctx.clock,
-                                              say=lambda line: click.echo(line, err=True))
+            outcome = reconcile_holding(
+                ctx, outcome, lambda: reconcile(ctx, environment, verify_merges=verify_merges, rechecks=checks),
+                hold_until, hold_poll_seconds, say=lambda line: click.echo(line, err=True))
         report_step(step, ctx, reconcile_report(outcome), plan_dir)
 
         def text() -> None:

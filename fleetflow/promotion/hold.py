@@ -41,6 +41,7 @@ class HoldOutcome(Result):
     polls: int
     environment: str | None = None
     message: str
+    passes: int = 0  # how often the run reconciled again after a hold ended on the reports
 
 
 def first_changed(forge: Forge, watches: Sequence[ReportWatch], now: datetime) -> tuple[ReportWatch, CountsLook] | None:
@@ -86,4 +87,4 @@ def hold_while_waiting(forge: Forge, watches: Sequence[ReportWatch], until: floa
                 look.decision.description if look.decision is not None else "as many as the gate needs")
             return HoldOutcome(ended="reports", seconds=clock() - began, polls=polls, environment=watch.environment,
                                message=f"ended the hold after {clock() - began:.0f} s: {watch.environment} has "
-                                       f"{look.reported} reports now ({why}); the next run decides its gate")
+                                       f"{look.reported} reports now ({why})")

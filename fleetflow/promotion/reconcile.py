@@ -24,7 +24,8 @@ While nothing is due the run reads git refs and, per distinct pinned commit, the
 
 from __future__ import annotations
 
-from collections.abc import Collection
+import time
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -37,7 +38,7 @@ from fleetflow.model.controlplane import Resource
 from fleetflow.model.resources import EnvironmentSpec
 from fleetflow.promotion.check_rollout import RolloutOutcome, check_rollout
 from fleetflow.promotion.context import Context, Pinned, chain_order, head_branch, pinned, short, status_context
-from fleetflow.promotion.hold import HoldOutcome
+from fleetflow.promotion.hold import HoldOutcome, hold_while_waiting
 from fleetflow.promotion.merge_records import (
     MergeRecord,
     RecordKind,
@@ -169,6 +170,10 @@ class ReconcileOutcome(Result):
     @property
     def exit_code(self) -> int:
         return max((e.exit_code for e in self.environments), default=0)
+
+    def report_watches(self) -> list[ReportWatch]:
+        """The gates this run left waiting for reports, as it read them (what a hold watches)."""
+        return [w for w in (e.report_watch for e in self.environments) if w is not None]
 
 
 @dataclass
@@ -519,3 +524,46 @@ def reconcile(ctx: Context, environment: str | None = None, *, verify_merges: bo
     run = _Run(ctx, verify_merges, rechecks)
     results = [reconcile_environment(run, name, main_tip) for name in environments_to_reconcile(envs, environment)]
     return ReconcileOutcome(main_commit=main_tip, environments=results)
+
+
+def reconcile_holding(ctx: Context, first: ReconcileOutcome, again: Callable[[], ReconcileOutcome], until: float,
+                      poll_seconds: float, *, clock: Callable[[], float] = time.time,
+                      sleep: Callable[[float], None] = time.sleep,
+                      say: Callable[[str], None] = lambda _m: None) -> ReconcileOutcome:
+    """After ``first``, while a gate waits for reports and ``until`` (Unix seconds) has not passed: hold
+    (:func:`fleetflow.promotion.hold.hold_while_waiting`), and when the reports may have changed a gate, reconcile
+    again in this run (``again``) instead of leaving it to the next run, which would first have to start. The
+    result is the last pass, with every pass's steps per environment and one ``hold`` for them all."""
+    passes, holds = [first], []
+    note = ""
+    while True:
+        watches = passes[-1].report_watches()
+        if not watches or clock() >= until:
+            break
+        hold = hold_while_waiting(ctx.forge, watches, until, poll_seconds, ctx.clock, clock=clock, sleep=sleep,
+                                  say=say)
+        holds.append(hold)
+        if hold.ended != "reports":
+            break
+        say(f"{hold.message}; reconciling again in this run")
+        try:
+            passes.append(again())
+        except FleetflowError as error:
+            note = f"; reconciling again failed ({error}): the next run does it"
+            break
+    last = passes[-1]
+    if len(passes) > 1:
+        steps: dict[str, list[Step]] = {}
+        for outcome in passes:
+            for env in outcome.environments:
+                steps.setdefault(env.environment, []).extend(env.did)
+        environments = [e.model_copy(update={"did": steps.get(e.environment, [])}) for e in last.environments]
+        last = last.model_copy(update={"environments": environments})
+    if holds:
+        reruns = len(passes) - 1
+        parts = [h.message + ("; reconciled again in this run" if i < reruns else "") for i, h in enumerate(holds)]
+        end = holds[-1]
+        last.hold = HoldOutcome(ended=end.ended, seconds=sum(h.seconds for h in holds),
+                                polls=sum(h.polls for h in holds), environment=end.environment,
+                                message="; then ".join(parts) + note, passes=reruns)
+    return last
