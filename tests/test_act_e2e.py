@@ -317,9 +317,9 @@ def test_a_gate_waiting_for_reports_holds_the_slot(world: World) -> None:
     (``waiting-for-reports`` = ``["dev"]``) and the reconcile step keeps the job running until ``hold-seconds`` (30
     here) after its first step, which is what keeps later status events pending in the concurrency group on GitHub
     (act ignores concurrency: tests/test_event_loop.py plays that part); the action's ``hold`` output says
-    ``deadline``. Run again while flux/dev-2 reports once the run has recorded dev's gate as pending: the hold's
-    next look at the counts (every 10 s) finds both reports and ends the job early (``hold`` = ``reports``), and
-    the next run records the gate and promotes qa, with nothing to hold."""
+    ``deadline``. Run again while flux/dev-2 reports once the run has read dev's reports: the hold's next look at
+    the counts (every 10 s) finds both reports, and the run reconciles again itself: it records the gate and
+    promotes qa, and ends early (``hold`` = ``reports``). The pending run that follows finds nothing due."""
     text = world.gitops_workflow.read_text(encoding="utf-8")
     world.gitops_workflow.write_text(text.replace("hold-seconds: 5\n", "hold-seconds: 30\n"), encoding="utf-8")
     world.promote(None, world.main)
@@ -353,14 +353,15 @@ def test_a_gate_waiting_for_reports_holds_the_slot(world: World) -> None:
     early = world.gitops("status", world.status_event("dev", "flux/dev-1", "success"))
     clusters.join(timeout=5)
     succeeded(early)
-    assert world.steps(early) == {"dev": ["gate"]}
+    assert world.steps(early) == {"dev": ["gate", "gate"], "qa": ["promote"]}, early.tail()  # two passes
+    assert world.fleet.cp_status(world.main, "dev") == "success" and world.fleet.pin("qa") == world.main
     assert early.output("hold", RECONCILE_JOB, "reconcile") == "reports", early.tail()
-    assert "ended the hold after" in early.log and "dev has 2 reports now" in early.log, early.tail()
+    assert json.loads(early.output("waiting-for-reports", RECONCILE_JOB, "reconcile")) == []
+    assert "dev has 2 reports now" in early.log and "reconciled again in this run" in early.log, early.tail()
     assert early.seconds < 50, early.tail()  # held to hold-seconds it would have run 60 s
-    done = world.gitops("status", world.status_event("dev", "flux/dev-2", "success"))
+    done = world.gitops("status", world.status_event("dev", "flux/dev-2", "success"))  # the pending run
     succeeded(done)
-    assert world.steps(done) == {"dev": ["gate"], "qa": ["promote"]}
-    assert json.loads(done.output("waiting-for-reports", RECONCILE_JOB, "reconcile")) == []
+    assert world.steps(done) == {}
     assert done.output("hold", RECONCILE_JOB, "reconcile") == "" and "holding the concurrency slot" not in done.log
 
 

@@ -1,6 +1,7 @@
 """The hold after a reconcile run that left a gate waiting for reports: keep the run (and with it the workflow's
 concurrency slot) alive until a deadline, so that the status events of the reports that arrive meanwhile coalesce
-into the one pending run, but end it as soon as those reports may have changed the gate.
+into the one pending run, but stop holding as soon as those reports may have changed the gate (the run then
+reconciles again itself: :func:`fleetflow.promotion.reconcile.reconcile_holding`).
 
 A rollout's clusters report over minutes, one ``status`` event each. GitHub keeps one running and one pending
 run per concurrency group, a newer pending run cancelling the older ("Control the concurrency of workflows and
@@ -11,8 +12,7 @@ the hold reads the first page of each watched commit's statuses and check runs (
 (:func:`fleetflow.promotion.gate.estimate`, via :func:`fleetflow.promotion.reports.counts_decision`), then
 :meth:`fleetflow.promotion.reports.ReportWatch.may_have_changed`. It ends on a failure or a timeout, or once the
 counts no longer prove the gate waits and at least as many contexts are new since the run read them as the gate
-still needs (a CI status already on the commit then does not end it); the pending run starts and reads the
-reports. A read that fails (the forge is down or out of requests) stops the polling and holds to the deadline, as
+still needs (a CI status already on the commit then does not end it). A read that fails (the forge is down or out of requests) stops the polling and holds to the deadline, as
 before: the hold only ever saves time, and the pending run and the cron tick read everything anyway.
 """
 
