@@ -34,7 +34,9 @@ HoldEnd = Literal["reports", "deadline", "poll-failed"]
 class HoldOutcome(Result):
     """How the hold ended: ``reports`` (the counts of ``environment`` may now change its gate: ended early),
     ``deadline`` (held to the end, every gate still waiting), or ``poll-failed`` (a read failed: held to the end
-    without looking again). ``seconds``: how long it held; ``polls``: how often it read the counts."""
+    without looking again). ``seconds``: how long it held; ``polls``: how often it read the counts; ``passes``:
+    how often the run reconciled again after a hold ended on the reports (``reconcile_holding`` sums its holds
+    into one outcome)."""
 
     ended: HoldEnd
     seconds: float
