@@ -12,8 +12,9 @@ the hold reads the first page of each watched commit's statuses and check runs (
 (:func:`fleetflow.promotion.gate.estimate`, via :func:`fleetflow.promotion.reports.counts_decision`), then
 :meth:`fleetflow.promotion.reports.ReportWatch.may_have_changed`. It ends on a failure or a timeout, or once the
 counts no longer prove the gate waits and at least as many contexts are new since the run read them as the gate
-still needs (a CI status already on the commit then does not end it). A read that fails (the forge is down or out of requests) stops the polling and holds to the deadline, as
-before: the hold only ever saves time, and the pending run and the cron tick read everything anyway.
+still needs (a CI status already on the commit then does not end it). A read that fails (the forge is down or out
+of requests) stops the polling and holds to the deadline, as before: the hold only ever saves time, and the pending
+run and the cron tick read everything anyway.
 """
 
 from __future__ import annotations
