@@ -107,10 +107,8 @@ def check_rollout(ctx: Context, environment: str, *, fan_out: bool = True) -> Ro
     ctx.say(f"{environment}: gate for main@{short(main_sha)} {decision.state}: {description}")
     outcome = RolloutOutcome(environment=environment, main_commit=main_sha, gitops_commit=carrier,
                              state=decision.state, description=description, decision=decision)
-    needed = decision.new_reports_needed
     outcome._watch = ReportWatch(environment, g_repo, tuple(run), policy, tip_state.clusters, started,
-                                 reading.baseline,
-                                 max(0, decision.expected - reading.baseline) if needed is None else needed)
+                                 reading.baseline, reading.needed)
     if decision.state == "success" and fan_out:
         now = [s for s in recorded if s.context != status_context(environment)]
         now.append(CommitStatus(status_context(environment), "success", description))

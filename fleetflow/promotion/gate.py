@@ -57,6 +57,11 @@ class GateDecision:
     # at all, up to the number required); a pending report turning green adds no context
     new_reports_needed: int | None = None
 
+    @property
+    def waits_for_reports(self) -> bool:
+        """Pending because expected clusters have not all reported (not soaking: no time it may be ready at)."""
+        return self.state == "pending" and self.ready_at is None
+
     def status_description(self) -> str:
         text = self.description
         return text if len(text) <= STATUS_DESCRIPTION_LIMIT else text[: STATUS_DESCRIPTION_LIMIT - 1] + "…"
@@ -134,6 +139,16 @@ class Counts:
     checks_read: bool = True
 
 
+def reported_count(counts: Sequence[Counts]) -> int:
+    """How many contexts carry a status and how many check runs there are, over every commit."""
+    return sum(c.statuses + c.checks for c in counts)
+
+
+def failure_counted(counts: Sequence[Counts]) -> bool:
+    """A commit's combined state is ``failure``, or a check run read so far is not green."""
+    return any(c.state == "failure" or c.checks_failed for c in counts)
+
+
 def _required(policy: RolloutPolicy, clusters: Sequence[ExpectedCluster]) -> tuple[int, int] | None:
     """(reports required, clusters expected), or None when the gate is misconfigured (``evaluate`` reports how)."""
     problems = Problems()
@@ -162,8 +177,8 @@ def estimate(policy: RolloutPolicy, clusters: Sequence[ExpectedCluster], counts:
     required, total = needs
     if required == 0:
         return None
-    failure_seen = any(c.state == "failure" or c.checks_failed or not c.checks_read for c in counts)
-    reported = sum(c.statuses + c.checks for c in counts)
+    failure_seen = failure_counted(counts) or not all(c.checks_read for c in counts)
+    reported = reported_count(counts)
     if failure_seen:
         return None
     if reported > required or (reported == required and counts[0].state != "pending"):

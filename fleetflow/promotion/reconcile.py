@@ -140,15 +140,19 @@ class EnvironmentReconcile(Result):
     def waits_for_reports(self) -> bool:
         """This run left the gate pending because clusters have not all reported yet (not soaking, not failed):
         more status events are coming, and none can change the gate until the count is complete."""
-        gates = [s.result for s in self.did if s.step == "gate" and isinstance(s.result, RolloutOutcome)]
-        decision = gates[-1].decision if gates else None
-        return decision is not None and decision.state == "pending" and decision.ready_at is None
+        gate = self._last_gate()
+        decision = gate.decision if gate is not None else None
+        return decision is not None and decision.waits_for_reports
 
     @property
     def report_watch(self) -> ReportWatch | None:
         """The gate this run left waiting for reports, as it read it (None when it does not wait for reports)."""
+        gate = self._last_gate()
+        return gate.watch if gate is not None and self.waits_for_reports else None
+
+    def _last_gate(self) -> RolloutOutcome | None:
         gates = [s.result for s in self.did if s.step == "gate" and isinstance(s.result, RolloutOutcome)]
-        return gates[-1].watch if gates and self.waits_for_reports else None
+        return gates[-1] if gates else None
 
 
 class ReconcileOutcome(Result):

@@ -21,7 +21,16 @@ from datetime import datetime
 from fleetflow.errors import Problems
 from fleetflow.forge.base import CombinedState, CommitStatus, Forge, ReportPage
 from fleetflow.model.resources import RolloutPolicy
-from fleetflow.promotion.gate import Counts, GateDecision, estimate, evaluate, newest_reports, reporters
+from fleetflow.promotion.gate import (
+    Counts,
+    GateDecision,
+    estimate,
+    evaluate,
+    failure_counted,
+    newest_reports,
+    reported_count,
+    reporters,
+)
 from fleetflow.render.incremental import ExpectedCluster
 
 
@@ -107,22 +116,26 @@ class CountsLook:
     @property
     def waits_for_reports(self) -> bool:
         """The counts prove the gate still waits for reports (pending, not soaking)."""
-        return self.decision is not None and self.decision.state == "pending" and self.decision.ready_at is None
+        return self.decision is not None and self.decision.waits_for_reports
 
 
 def counts_decision(forge: Forge, watch: ReportWatch, now: datetime) -> CountsLook:
     """The gate from the first page of each watched commit's statuses and check runs (two requests a commit),
     decided by :func:`fleetflow.promotion.gate.estimate`, the rule that spares a waiting gate from reading every
     page."""
-    read = [_Commit(sha, forge.status_pages(watch.repo, sha), forge.check_pages(watch.repo, sha))
-            for sha in watch.commits]
-    for commit in read:
-        commit.next_status_page()
-        commit.next_check_page()
+    read, _pages = _first_pages(forge, watch.repo, watch.commits)
     counts = [c.counts() for c in read]
-    return CountsLook(estimate(watch.policy, watch.clusters, counts, watch.started, now),
-                      sum(c.statuses + c.checks for c in counts),
-                      any(c.state == "failure" or c.checks_failed for c in counts))
+    return CountsLook(estimate(watch.policy, watch.clusters, counts, watch.started, now), reported_count(counts),
+                      failure_counted(counts))
+
+
+def _first_pages(forge: Forge, repo: str, commits: Sequence[str]) -> tuple[list[_Commit], int]:
+    """Each commit with the first page of its statuses and of its check runs read, and how many pages that was."""
+    read = [_Commit(sha, forge.status_pages(repo, sha), forge.check_pages(repo, sha)) for sha in commits]
+    pages = 0
+    for commit in read:
+        pages += commit.next_status_page() + commit.next_check_page()
+    return read, pages
 
 
 @dataclass
@@ -135,6 +148,14 @@ class Reading:
     enumerated: bool
     baseline: int = 0  # contexts and check runs on the commits' first pages, over every commit (0: none read)
 
+    @property
+    def needed(self) -> int:
+        """How many more contexts must report at least before the gate can succeed: counted when every report was
+        read (``GateDecision.new_reports_needed``), else bounded by the counts (each context already in might be
+        an expected cluster's)."""
+        counted = self.decision.new_reports_needed
+        return max(0, self.decision.expected - self.baseline) if counted is None else counted
+
 
 def read_and_decide(forge: Forge, repo: str, commits: Sequence[str], policy: RolloutPolicy,
                     clusters: Sequence[ExpectedCluster], started: datetime, now: datetime) -> Reading:
@@ -145,26 +166,23 @@ def read_and_decide(forge: Forge, repo: str, commits: Sequence[str], policy: Rol
     problems.raise_if_any()
     if not expected and (policy.min_clusters or 0) == 0:  # allowEmpty, or a configuration error: nothing to read
         return Reading(evaluate(policy, clusters, {}, started, now), len(commits), 0, False)
-    read = [_Commit(sha, forge.status_pages(repo, sha), forge.check_pages(repo, sha)) for sha in commits]
-    pages = 0
-    for commit in read:
-        pages += commit.next_status_page() + commit.next_check_page()
+    read, pages = _first_pages(forge, repo, commits)
 
     def decide(upto: int | None = None) -> GateDecision:
         """Over every commit (or, stopping early, the ones up to ``upto``: older ones were only partly read)."""
         chosen = read if upto is None else read[: upto + 1]
         return evaluate(policy, clusters, newest_reports([c.statuses + c.checks for c in chosen]), started, now)
 
-    baseline = sum(c.status_total + c.check_total for c in read)
+    counts = [c.counts() for c in read]
+    baseline = reported_count(counts)
     if all(c.done for c in read):
         return Reading(decide(), len(read), pages, True, baseline)
-    guess = estimate(policy, clusters, [c.counts() for c in read], started, now)
+    guess = estimate(policy, clusters, counts, started, now)
     if guess is not None:
         return Reading(guess, len(read), pages, False, baseline)
 
     watched = {r.context: r.cluster for r in expected}
-    failure_possible = any(c.state == "failure" or c.checks_failed for c in (c.counts() for c in read)) \
-        or not all(c.checks_done for c in read)
+    failure_possible = failure_counted(counts) or not all(c.checks_done for c in read)
     newer: set[str] = set()  # contexts reported on the commits already read in full (newer than the current one)
     for index, commit in enumerate(read):
         while not commit.checks_done and commit.next_check_page():
