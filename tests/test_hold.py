@@ -126,37 +126,21 @@ def test_a_hold_past_its_deadline_does_not_poll(fleet: Fleet) -> None:
     assert (outcome.ended, outcome.seconds, outcome.polls, requests, fake.sleeps) == ("deadline", 0, 0, 0, 0)
 
 
-RECORD_ARGV = """\
-import json, os, sys
-with open(os.environ["RECORD"], "w") as out:
-    json.dump(sys.argv[1:], out)
-"""
-
-
 def test_the_reconcile_action_takes_hold_until(tmp_path: Any, capsys: pytest.CaptureFixture[str]) -> None:
     """actions/reconcile's ``hold-until`` and ``hold-poll-seconds`` inputs, checked by actions/_shared/run.py before
     anything is installed (one line each, exit 2), then passed as ``--hold-until`` and ``--hold-poll-seconds``;
     an empty ``hold-until`` (hold-seconds 0 in the gitops workflow) passes neither."""
     import json
 
-    from tests.test_workflow_files import action_env, fake_venv
+    from tests.test_workflow_files import RECORD_ARGV, action_env, assert_refused, fake_venv
     from tests.test_workflow_files import run as action
 
-    installed: list[bool] = []
-
-    def installer() -> Any:
-        installed.append(True)
-        return tmp_path
-
-    for inputs, message in [
+    assert_refused(tmp_path, capsys, "reconcile", [
         ({"hold-until": "soon"}, "input hold-until: 'soon' is not a time in seconds since 1970"),
         ({"hold-until": "-5"}, "input hold-until: '-5' is not a time"),
         ({"hold-poll-seconds": "0"}, "input hold-poll-seconds: '0' is not a whole number of seconds from 1 to 9999"),
         ({"hold-poll-seconds": "10;id"}, "input hold-poll-seconds: '10;id' is not a whole number"),
-    ]:
-        env = action_env(tmp_path, forge="local", **inputs)
-        assert action.main(["reconcile"], env, installer=installer) == 2 and not installed, inputs
-        assert message in capsys.readouterr().out
+    ], forge="local")
 
     venv = fake_venv(tmp_path, RECORD_ARGV)
     record = tmp_path / "argv.json"

@@ -267,34 +267,18 @@ def test_the_shard_step_answers_its_artifact_folder(tmp_path: Path, monkeypatch:
     assert "shard 1/1" in (tmp_path / "summary.md").read_text(encoding="utf-8")
 
 
-RECORD_ARGV = """\
-import json, os, sys
-with open(os.environ["RECORD"], "w") as out:
-    json.dump(sys.argv[1:], out)
-"""
-
-
 def test_the_schedule_action_takes_a_shard_or_a_stitch(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """actions/schedule's ``shard`` and ``stitch`` inputs, checked by actions/_shared/run.py before anything is
     installed, then passed as ``--shard K/N --artifact <fresh folder under $RUNNER_TEMP>`` or ``--stitch``."""
-    from tests.test_workflow_files import action_env, fake_venv, run
+    from tests.test_workflow_files import RECORD_ARGV, action_env, assert_refused, fake_venv, run
 
-    installed: list[bool] = []
-
-    def installer() -> Path:
-        installed.append(True)
-        return tmp_path
-
-    for inputs, message in [
+    assert_refused(tmp_path, capsys, "schedule", [
         ({"shard": "0/3"}, "input shard: '0/3' is not K/N with 1 <= K <= N"),
         ({"shard": "4/3"}, "input shard: '4/3' is not K/N"),
         ({"shard": "1/3;id"}, "input shard: '1/3;id' is not K/N"),
         ({"stitch": "../elsewhere"}, "input stitch: '../elsewhere' is not a folder"),
         ({"shard": "1/2", "stitch": "x"}, "inputs shard and stitch go apart"),
-    ]:
-        env = action_env(tmp_path, forge="local", environment="dev", **inputs)
-        assert run.main(["schedule"], env, installer=installer) == 2 and not installed, inputs
-        assert message in capsys.readouterr().out
+    ], forge="local", environment="dev")
 
     venv = fake_venv(tmp_path, RECORD_ARGV)
     temp, workspace = tmp_path / "runner-temp", tmp_path / "workspace"

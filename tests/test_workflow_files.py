@@ -343,6 +343,30 @@ def action_env(tmp_path: Path, **inputs: str) -> dict[str, str]:
     return env
 
 
+# fake_venv's ``script`` for a bin/fleetflow that writes the arguments it was called with to $RECORD, as JSON
+RECORD_ARGV = """\
+import json, os, sys
+with open(os.environ["RECORD"], "w") as out:
+    json.dump(sys.argv[1:], out)
+"""
+
+
+def assert_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str], command: str,
+                   cases: list[tuple[dict[str, str], str]], **common: str) -> None:
+    """actions/_shared/run.py refuses each case's inputs (with ``common``) before anything is installed: exit 2,
+    and the case's message printed."""
+    installed: list[bool] = []
+
+    def installer() -> Path:
+        installed.append(True)
+        return tmp_path
+
+    for inputs, message in cases:
+        env = action_env(tmp_path, **{**common, **inputs})
+        assert run.main([command], env, installer=installer) == 2 and not installed, inputs
+        assert message in capsys.readouterr().out
+
+
 def read_outputs(path: Path) -> dict[str, str]:
     text = path.read_text(encoding="utf-8") if path.exists() else ""
     outputs = {}
