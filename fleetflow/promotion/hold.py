@@ -48,8 +48,9 @@ class HoldOutcome(Result):
 
 
 def first_changed(forge: Forge, watches: Sequence[ReportWatch], now: datetime) -> tuple[ReportWatch, CountsLook] | None:
-    """The first watched gate whose counts no longer prove it waits for reports, with what they said (None: every
-    gate still waits). Two requests per watched commit, until one is found; raises ForgeError when a read fails."""
+    """The first watched gate that may decide otherwise now (:meth:`ReportWatch.may_have_changed`), with what its
+    counts said (None: every gate still waits). Two requests per watched commit, until one is found; raises
+    ForgeError when a read fails."""
     for watch in watches:
         look = counts_decision(forge, watch, now)
         if watch.may_have_changed(look):

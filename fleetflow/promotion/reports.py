@@ -90,8 +90,8 @@ class ReportWatch:
     policy: RolloutPolicy
     clusters: Sequence[ExpectedCluster]
     started: datetime
-    baseline: int = 0  # contexts and check runs on the commits' first pages when the gate was read
-    needed: int = 0  # new contexts the gate needs at least before it can succeed (a lower bound)
+    baseline: int  # contexts and check runs on the commits' first pages when the gate was read
+    needed: int  # new contexts the gate needs at least before it can succeed (a lower bound: Reading.needed)
 
     def may_have_changed(self, look: CountsLook) -> bool:
         """Whether the gate may decide otherwise now: a failure, a timeout, or counts that no longer prove it waits
