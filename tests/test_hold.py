@@ -6,6 +6,8 @@ prove the gate waits, or at the deadline. Time is a fake clock here: ``sleep`` a
 
 from __future__ import annotations
 
+import re
+import time
 from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
@@ -105,18 +107,74 @@ def test_with_no_report_the_hold_lasts_to_the_deadline(fleet: Fleet) -> None:
     assert outcome.message == "held the slot 50 s, to the end: dev still waiting for reports"
 
 
-def test_a_failed_read_holds_to_the_deadline_without_reading_again(fleet: Fleet) -> None:
-    """GitHub answering 500 to the combined status (after the forge's own retries): the hold gives up polling and
-    sleeps out the rest, as the hold did before it polled; nothing is written."""
+STATUS = r"/commits/[0-9a-f]{40}/status$"
+
+
+def test_a_poll_that_gets_a_5xx_is_tried_again_at_the_next_poll(fleet: Fleet) -> None:
+    """GitHub answers 502 to the first poll's combined status: that read is tried once (PyGithub's ``GithubRetry``
+    would retry it with backoff, past the deadline on a slow GitHub) and the next poll is its retry; flux/dev-2
+    reports meanwhile, so the second poll ends the hold 20 s in. One 502, no second request for it."""
     watches = waiting_dev(fleet)
     stub = fleet.stub  # type: ignore[attr-defined]
-    stub.inject("GET", r"/commits/[0-9a-f]{40}/status$", "status_5xx", times=100)
+    stub.inject("GET", STATUS, "status_5xx")
+    fake = FakeTime(fleet, {1: lambda: fleet.clusters_report("dev", {1: "missing"})})
+    mark = stub.mark()
+    outcome, requests = hold(fleet, watches, fake)
+    assert (outcome.ended, outcome.seconds, outcome.polls, outcome.failed_polls) == ("reports", 20, 2, 1)
+    assert stub.count(since=mark, path=STATUS, status=502) == 1
+    assert requests == 1 + 2  # the failed poll stopped at its first read
+
+
+def test_a_read_failing_at_every_poll_holds_to_the_deadline(fleet: Fleet) -> None:
+    """GitHub answering 502 every time: every poll tries once, the hold ends at its deadline (not later) and says
+    how many reads failed and why; nothing is written."""
+    watches = waiting_dev(fleet)
+    stub = fleet.stub  # type: ignore[attr-defined]
+    stub.inject("GET", STATUS, "status_5xx", times=100)
     writes = stub.mark()
+    lines: list[str] = []
     fake = FakeTime(fleet)
-    outcome, _ = hold(fleet, watches, fake)
-    assert (outcome.ended, outcome.seconds, outcome.polls) == ("poll-failed", 50, 1)
-    assert outcome.message.startswith("held the slot 50 s, to the end, without reading the counts again: ")
+    with fleet.context() as ctx:
+        outcome = hold_while_waiting(ctx.forge, watches, fake.now + 50, 10, ctx.clock, clock=fake.clock,
+                                     sleep=fake.sleep, say=lines.append)
+    assert (outcome.ended, outcome.seconds, outcome.polls, outcome.failed_polls) == ("deadline", 50, 4, 4)
+    assert outcome.message.startswith("held the slot 50 s, to the end: dev still waiting for reports (4 of 4 reads "
+                                      "of the counts failed, the last: GitHub: cannot read the combined commit "
+                                      "status: GitHub failed with 502 (tried once, not retried)")
+    assert sum(line.startswith("reading the counts failed (") and line.endswith("trying again in 10 s")
+               for line in lines) == 4
+    assert stub.count(since=writes, path=STATUS, status=502) == 4
     assert stub.count(since=writes, method="POST") == 0
+
+
+@pytest.mark.parametrize(("kind", "wait"), [("rate_limit", {"reset_after": 3600}),
+                                            ("secondary_rate_limit", {"retry_after": 60})])
+def test_a_rate_limit_stops_the_polling_without_waiting_for_its_reset(fleet: Fleet, kind: str,
+                                                                       wait: dict[str, int]) -> None:
+    """A poll that hits GitHub's rate limit (primary: ``x-ratelimit-reset`` an hour ahead; secondary:
+    ``Retry-After: 60``; "Rate limits for the REST API", GitHub docs) does not sleep it out, as PyGithub's
+    ``GithubRetry`` would (that would hold the concurrency slot, and the runner, up to an hour past the hold's
+    deadline). The hold stops polling (more polls would spend the next runs' requests) and ends at its deadline. The
+    fake clock moves 50 s; the real one must not move much."""
+    watches = waiting_dev(fleet)
+    stub = fleet.stub  # type: ignore[attr-defined]
+    stub.inject("GET", STATUS, kind, times=100, **wait)  # type: ignore[arg-type]
+    mark = stub.mark()
+    fake = FakeTime(fleet)
+    started = time.monotonic()
+    with fleet.context() as ctx:
+        outcome = hold_while_waiting(ctx.forge, watches, fake.now + 50, 10, ctx.clock, clock=fake.clock,
+                                     sleep=fake.sleep)
+        assert time.monotonic() - started < 10
+        stub.clear_faults()  # after the hold, the same forge retries again: a 502 once, then the answer
+        stub.inject("GET", STATUS, "status_5xx")
+        assert ctx.forge.statuses("contoso/gitops", watches[0].commits[0])
+    assert (outcome.ended, outcome.seconds, outcome.polls, outcome.failed_polls) == ("poll-failed", 50, 1, 1)
+    assert outcome.message.startswith("held the slot 50 s, to the end, without reading the counts again: GitHub: "
+                                      "cannot read the combined commit status: rate limited (tried once, without "
+                                      "waiting for the reset)")
+    assert stub.count(since=mark, path=STATUS, status=403) == 1
+    assert [r.status for r in stub.requests_since(mark) if re.search(STATUS, r.path)][-2:] == [502, 200]
 
 
 def test_a_hold_past_its_deadline_does_not_poll(fleet: Fleet) -> None:

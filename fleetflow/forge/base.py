@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Literal, Protocol
@@ -245,6 +246,13 @@ class Forge(Protocol):
     def deployment_environments(self, repo: str) -> dict[str, DeploymentEnvironment] | None:
         """The repository's GitHub Environments by name (``GET /repos/{owner}/{repo}/environments``); None when
         the forge has none (the local forge)."""
+        ...
+
+    def tried_once(self) -> AbstractContextManager[None]:
+        """While inside: every request is tried once, with no retry and no wait for a rate limit's reset; what
+        fails raises ForgeError at once (``ForgeError.request.status`` 403 or 429: rate limited). For a caller
+        whose next attempt is its own retry and whose deadline must hold: the hold's polls
+        (:mod:`fleetflow.promotion.hold`). The local forge never retries or waits: a no-op there."""
         ...
 
     def close(self) -> None:

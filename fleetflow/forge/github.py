@@ -132,6 +132,18 @@ class GitHubForge:
     def __repr__(self) -> str:  # never the token
         return f"GitHubForge(api_url={self.api_url!r}, auth={self._credentials.kind})"
 
+    @contextmanager
+    def tried_once(self) -> Iterator[None]:
+        """While inside: ``GithubRetry`` gives up at the first failure (``total`` 0): no retry of a 5xx or a
+        dropped connection, and no wait for a rate limit's reset, which PyGithub would otherwise sleep out (up to an
+        hour for the primary limit). The retry object is shared by every client of this forge; fleetflow makes its
+        requests from one thread."""
+        total, self._retry.total = self._retry.total, 0
+        try:
+            yield
+        finally:
+            self._retry.total = total
+
     def close(self) -> None:
         """Close the HTTP connections (the forge stays usable: clients are made again on demand)."""
         for client in self._clients.values():
@@ -507,9 +519,11 @@ class GitHubForge:
         except GithubException as exc:
             if reraise is not None and reraise(exc):
                 raise
-            raise _forge_error(operation, method, self.api_url + path, exc, hint) from exc
+            raise _forge_error(operation, method, self.api_url + path, exc, hint,
+                               retried=bool(self._retry.total)) from exc
         except requests.RequestException as exc:  # carries the request (and its Authorization header): not chained
-            raise _forge_error(operation, method, self.api_url + path, exc, hint) from None
+            raise _forge_error(operation, method, self.api_url + path, exc, hint,
+                               retried=bool(self._retry.total)) from None
 
 
 # -- conversions -------------------------------------------------------------------------------------------
@@ -571,8 +585,10 @@ def _github_message(exc: GithubException) -> str:
     return ": ".join(p for p in parts if p)
 
 
-def _forge_error(operation: str, method: str, url: str, exc: Exception, hint: str | None = None) -> ForgeError:
-    """One line: what fleetflow tried, what GitHub said, a hint; the request (method, url, status) attached."""
+def _forge_error(operation: str, method: str, url: str, exc: Exception, hint: str | None = None, *,
+                 retried: bool = True) -> ForgeError:
+    """One line: what fleetflow tried, what GitHub said, a hint; the request (method, url, status) attached.
+    ``retried``: false inside ``tried_once``, where nothing was retried or waited for."""
     status: int | None = None
     if isinstance(exc, RateLimitExceededExceedsMaxWait):
         status = exc.status
@@ -593,9 +609,12 @@ def _forge_error(operation: str, method: str, url: str, exc: Exception, hint: st
         found = re.search(r"too many (\d{3}) error responses", str(exc))
         status = int(found[1]) if found else None
         if status in (403, 429):
-            detail = "rate limit still exceeded after waiting and retrying"
-        else:
+            detail = ("rate limit still exceeded after waiting and retrying" if retried
+                      else "rate limited (tried once, without waiting for the reset)")
+        elif retried:
             detail = f"GitHub kept failing{f' with {status}' if status else ''}, gave up after retrying"
+        else:
+            detail = f"GitHub failed{f' with {status}' if status else ''} (tried once, not retried)"
     else:
         reason = str(exc.args[0] if exc.args else exc)
         detail = f"connection failed ({type(exc).__name__}: {reason.split(' (Caused by')[0][:200]})"

@@ -31,6 +31,7 @@ import hashlib
 import os
 import re
 from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal, TypeVar, cast
@@ -100,6 +101,10 @@ class LocalForge:
         if found is None:
             raise ForgeError(f"cannot read the default branch (HEAD) of {url}")
         return found[1]
+
+    def tried_once(self) -> AbstractContextManager[None]:
+        """Nothing to change: the local forge never retries or waits for a rate limit."""
+        return nullcontext()
 
     def close(self) -> None:
         """Nothing to release: the mirrors are folders and every git call is its own process."""

@@ -5,7 +5,7 @@ Kinds:
 * ``status_5xx``: 502 ``Server Error`` (GitHub's body), the request is not performed.
 * ``secondary_rate_limit``: 403 with ``Retry-After`` and the secondary rate limit message.
 * ``rate_limit``: 403 (or ``status=429``) ``API rate limit exceeded ...`` with ``x-ratelimit-remaining: 0``
-  and ``x-ratelimit-reset`` one second ahead.
+  and ``x-ratelimit-reset`` ``reset_after`` seconds ahead (default one).
 * ``drop_after``: the request **is** performed, then the connection is closed without a response, so the client
   sees a connection error after e.g. the create succeeded.
 * ``pr_already_exists``: 422 ``A pull request already exists for owner:head.``, the request is not performed.
@@ -47,6 +47,7 @@ class Fault:
     times: int = 1
     status: int | None = None
     retry_after: int = 1
+    reset_after: int = 1
     hits: int = 0
     pattern: re.Pattern[str] = field(init=False, repr=False)
 
@@ -80,7 +81,8 @@ class Fault:
                 self.status or 403,
                 PRIMARY_MESSAGE.format(request_id=request_id, timestamp=time.strftime("%Y-%m-%d %H:%M:%S UTC")),
                 documentation_url=RATE_LIMIT_DOCS.replace("secondary", "primary"),
-                headers={"X-RateLimit-Remaining": "0", "X-RateLimit-Reset": str(now + 1), "X-RateLimit-Used": "5000"},
+                headers={"X-RateLimit-Remaining": "0", "X-RateLimit-Reset": str(now + self.reset_after),
+                         "X-RateLimit-Used": "5000"},
             )
         if self.kind == "pr_already_exists":
             return pr_already_exists(owner or "owner", head or "head")

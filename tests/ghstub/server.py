@@ -302,10 +302,13 @@ class GitHubStub:
         times: int = 1,
         status: int | None = None,
         retry_after: int = 1,
+        reset_after: int = 1,
     ) -> Fault:
         """Make the next ``times`` requests matching ``method`` (``*``: any) and ``path_regex`` (searched in
-        the path, without the query) fail with ``kind``. ``status`` overrides the code (e.g. 429, 503)."""
-        return self.faults.add(Fault(method, path_regex, kind, times, status, retry_after))
+        the path, without the query) fail with ``kind``. ``status`` overrides the code (e.g. 429, 503);
+        ``retry_after`` is a secondary rate limit's ``Retry-After``, ``reset_after`` how far ahead a primary one's
+        ``x-ratelimit-reset`` lies, in seconds."""
+        return self.faults.add(Fault(method, path_regex, kind, times, status, retry_after, reset_after))
 
     def clear_faults(self) -> None:
         self.faults.clear()
