@@ -406,6 +406,28 @@ def test_rate_limit_reset_beyond_max_wait_is_a_forge_error(stub: GitHubStub) -> 
     impatient.close()
 
 
+def test_tried_once_neither_retries_nor_waits_and_then_restores_both(stub: GitHubStub, forge: GitHubForge) -> None:
+    """``tried_once`` (the hold's polls): a 502 and a primary rate limit whose reset is an hour away each fail at the
+    first answer, worded as such; afterwards the same forge retries again (a 502 once, then the answer)."""
+    stub.inject("GET", r"/pulls$", "status_5xx", times=10)
+    mark = stub.mark()
+    with forge.tried_once(), pytest.raises(ForgeError, match=r"GitHub failed with 502 \(tried once, not retried\)"):
+        forge.open_pull(REPO, HEAD, "main")
+    assert stub.count(since=mark, path=r"/pulls$") == 1
+    stub.clear_faults()
+    stub.inject("GET", r"/pulls$", "rate_limit", reset_after=3600)
+    started = time.monotonic()
+    with forge.tried_once(), pytest.raises(ForgeError, match=r"rate limited \(tried once, without waiting") as failed:
+        forge.open_pull(REPO, HEAD, "main")
+    assert time.monotonic() - started < 5
+    assert failed.value.request is not None and failed.value.request.status == 403
+    stub.clear_faults()
+    stub.inject("GET", r"/pulls$", "status_5xx")
+    mark = stub.mark()
+    assert forge.open_pull(REPO, HEAD, "main") is None
+    assert [r.status for r in stub.requests_since(mark)] == [502, 200]
+
+
 # -- errors -----------------------------------------------------------------------------------------------
 
 
