@@ -300,3 +300,32 @@ def test_a_failed_second_pass_leaves_the_work_to_the_next_run(fleet: Fleet) -> N
     assert hold.message.endswith("; reconciling again failed (git fetch failed: the remote hung up): the next run "
                                  "does it")
     assert steps(outcome) == {"dev": ["gate"]} and outcome.waiting_for_reports == ["dev"]
+
+
+def test_an_environment_that_fails_in_the_second_pass_is_not_listed_as_waiting(fleet: Fleet) -> None:
+    """Whether an environment waits for reports is what the last pass found, not the last gate of any pass: here
+    dev's second pass fails (GitHub answers 502 to its statuses, after the forge's retries), so dev has a problem
+    and no gate from that pass, and is not in ``waiting_for_reports`` (nor watched), though the first pass's gate
+    waited; its steps still show both passes."""
+    waiting_dev(fleet)
+    stub = fleet.stub  # type: ignore[attr-defined]
+
+    def last_report() -> None:
+        fleet.clusters_report("dev", {1: "missing"})
+        fleet.clock.advance(timedelta(minutes=2))
+
+    fake = FakeTime(fleet, {1: last_report})
+    with fleet.context() as ctx:
+        first = reconcile(ctx)
+
+        def failing_again() -> ReconcileOutcome:
+            stub.inject("GET", STATUS, "status_5xx", times=100)
+            return reconcile(ctx)
+
+        outcome = reconcile_holding(ctx, first, failing_again, fake.now + 50, 10, clock=fake.clock, sleep=fake.sleep)
+    dev = outcome.environments[0]
+    assert dev.environment == "dev" and dev.problems and "502" in str(dev.problems[0])
+    assert steps(outcome) == {"dev": ["gate"]}  # the first pass's: the second took none
+    assert outcome.waiting_for_reports == [] and outcome.report_watches() == []
+    hold = outcome.hold
+    assert hold is not None and (hold.ended, hold.passes) == ("reports", 1)

@@ -125,6 +125,14 @@ class EnvironmentReconcile(Result):
     exit_code: int = Field(default=0, exclude=True)
     _pull: PullRequest | None = PrivateAttr(default=None)  # the PR a step of this run wrote or read
     _closed: bool = PrivateAttr(default=False)  # the PR was found closed without merging in this run
+    _earlier: int = PrivateAttr(default=0)  # how many of ``did`` are earlier passes' steps (reconcile_holding)
+
+    def after(self, earlier: list[Step]) -> EnvironmentReconcile:
+        """This pass's result with the steps of the run's earlier passes in front (``did``); what it waits for is
+        still this pass's alone (``waits_for_reports``, ``report_watch``)."""
+        merged = self.model_copy(update={"did": [*earlier, *self.did]})
+        merged._earlier = len(earlier)
+        return merged
 
     def merged_step(self, outcome: MergeOutcome | None, pull: PullRequest | None) -> None:
         """Keep what a schedule (or promote) step of this run found about the PR and its merge step."""
@@ -151,7 +159,9 @@ class EnvironmentReconcile(Result):
         return gate.watch if gate is not None and self.waits_for_reports else None
 
     def _last_gate(self) -> RolloutOutcome | None:
-        gates = [s.result for s in self.did if s.step == "gate" and isinstance(s.result, RolloutOutcome)]
+        """The last gate this pass took (not an earlier pass's: a pass that took none, or failed, left none)."""
+        gates = [s.result for s in self.did[self._earlier:]
+                 if s.step == "gate" and isinstance(s.result, RolloutOutcome)]
         return gates[-1] if gates else None
 
 
@@ -557,11 +567,11 @@ def reconcile_holding(ctx: Context, first: ReconcileOutcome, again: Callable[[],
             break
     last = passes[-1]
     if len(passes) > 1:
-        steps: dict[str, list[Step]] = {}
-        for outcome in passes:
+        earlier: dict[str, list[Step]] = {}
+        for outcome in passes[:-1]:
             for env in outcome.environments:
-                steps.setdefault(env.environment, []).extend(env.did)
-        environments = [e.model_copy(update={"did": steps.get(e.environment, [])}) for e in last.environments]
+                earlier.setdefault(env.environment, []).extend(env.did)
+        environments = [e.after(earlier.get(e.environment, [])) for e in last.environments]
         last = last.model_copy(update={"environments": environments})
     if holds:
         reruns = len(passes) - 1
