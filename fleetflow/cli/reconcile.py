@@ -37,7 +37,9 @@ from fleetflow.promotion.reconcile import reconcile, reconcile_holding
               "slot, so that the reports' status events coalesce into one pending run. Every --hold-poll-seconds it "
               "reads the first page of the watched commits' statuses and check runs (two requests a commit); as soon "
               "as the counts say the gate may have changed (enough reports to be complete, or a failure), it "
-              "reconciles again itself, and holds again if a gate still waits. Default: no hold.")
+              "reconciles again itself, and holds again if a gate still waits. A poll's requests are tried once, "
+              "so the hold never outlasts this time: a 5xx is read again at the next poll, a rate limit (403/429) "
+              "ends the polling, not waited out. Default: no hold.")
 @click.option("--hold-poll-seconds", type=click.IntRange(min=1), default=10, show_default=True,
               help="How often the hold reads the counts.")
 @fleet_options
