@@ -151,11 +151,13 @@ def test_a_read_failing_at_every_poll_holds_to_the_deadline(fleet: Fleet) -> Non
                                             ("secondary_rate_limit", {"retry_after": 60})])
 def test_a_rate_limit_stops_the_polling_without_waiting_for_its_reset(fleet: Fleet, kind: str,
                                                                        wait: dict[str, int]) -> None:
-    """A poll that hits GitHub's rate limit (primary: ``x-ratelimit-reset`` an hour ahead; secondary:
-    ``Retry-After: 60``; "Rate limits for the REST API", GitHub docs) does not sleep it out, as PyGithub's
-    ``GithubRetry`` would (that would hold the concurrency slot, and the runner, up to an hour past the hold's
-    deadline). The hold stops polling (more polls would spend the next runs' requests) and ends at its deadline. The
-    fake clock moves 50 s; the real one must not move much."""
+    """A poll that hits GitHub's rate limit (primary: 403 with ``x-ratelimit-remaining: 0`` and ``x-ratelimit-reset``
+    an hour ahead; secondary: ``Retry-After: 60``; "Rate limits for the REST API" and "Troubleshooting the REST
+    API", GitHub docs) does not sleep it out, as PyGithub's ``GithubRetry`` would (that would hold the concurrency
+    slot, and the runner, up to an hour past the hold's deadline). The hold stops polling: the docs say not to make
+    another request before the reset ("Continuing to make requests while you are rate limited may result in the
+    banning of your integration"), and the pending run reads everything anyway. It ends at its deadline. The fake
+    clock moves 50 s; the real one must not move much."""
     watches = waiting_dev(fleet)
     stub = fleet.stub  # type: ignore[attr-defined]
     stub.inject("GET", STATUS, kind, times=100, **wait)  # type: ignore[arg-type]

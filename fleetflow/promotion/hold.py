@@ -18,7 +18,9 @@ The deadline holds whatever GitHub does: a poll's requests are tried once (``For
 would otherwise retry a 5xx with backoff and sleep out a rate limit until its reset, up to an hour past the
 deadline, with the concurrency slot held and the runner billed. A read that fails with a 5xx or a dropped connection
 is tried again at the next poll; one that GitHub refuses (403 or 429: the rate limit, or permissions) stops the
-polling, and the hold lasts to the deadline, as before it polled. The hold only ever saves time: the pending run
+polling, and the hold lasts to the deadline, as before it polled (GitHub's "Troubleshooting the REST API": no
+request before ``x-ratelimit-reset`` or ``retry-after``; continuing "may result in the banning of your
+integration"). The hold only ever saves time: the pending run
 and the cron tick read everything anyway.
 """
 
