@@ -20,8 +20,7 @@ deadline, with the concurrency slot held and the runner billed. A read that fail
 is tried again at the next poll; one that GitHub refuses (403 or 429: the rate limit, or permissions) stops the
 polling, and the hold lasts to the deadline, as before it polled (GitHub's "Troubleshooting the REST API": no
 request before ``x-ratelimit-reset`` or ``retry-after``; continuing "may result in the banning of your
-integration"). The hold only ever saves time: the pending run
-and the cron tick read everything anyway.
+integration"). The hold only ever saves time: the pending run and the cron tick read everything anyway.
 """
 
 from __future__ import annotations
