@@ -434,39 +434,44 @@ def growth(args: argparse.Namespace, work: Path) -> int:
     ``--workloads`` W), a fleet of W x T assignments whose line tuning covers exactly ``GROWTH_CHANGED`` cluster
     types (``lines = T / GROWTH_CHANGED``): the full promote once, its PR merged, then ``--runs`` times the line
     tuning goes back and forth and the schedule opens its PR (merged after). The change is W x 10 assignments at
-    every size, so a flat curve is a schedule that costs what changed, not what exists."""
+    every size, so a flat curve is a schedule that costs what changed, not what exists. Every fleet is set up
+    first; then the runs go round the sizes in turn (run 1 at every size, then run 2, ...), so that the ratios are
+    measured side by side and a drift of a shared machine hits every size alike."""
     w, runs = args.workloads, args.runs
     load = os.getloadavg()
     print(f"(g) growth: {w} workloads; the change covers {GROWTH_CHANGED} cluster types ({w * GROWTH_CHANGED} "
           f"assignments) at every size; {runs} run(s) per size; load average at start {load[0]:.1f} / {load[1]:.1f} "
           f"/ {load[2]:.1f}; garbage collector: {os.environ.get(COLLECTOR, 'fleetflow')}")
-    rows = []
-    for t in (int(c) for c in args.growth.split(",")):
+    sizes = [int(c) for c in args.growth.split(",")]
+    fleets: list[tuple[int, Path, Result, Path, Result]] = []  # T, root, setup, rendered folder, full promote
+    for t in sizes:  # every fleet first, then the runs taken in turns, so that a drift of the machine hits all
         root = work / f"growth-{t}"
         root.mkdir()
         setup = build_repos(root, w, t, lines=t // GROWTH_CHANGED)
         p = bench_render.in_child(phase_promote, str(root))
         bench_render.in_child(phase_merge, str(root), p["pr"])
-        rendered = str(root / "rendered")
-        bench_render.in_child(bench_render.phase_render, setup["main"], setup["env"], rendered)
-        times: list[float] = []
-        renders: list[float] = []
-        receiving: list[float] = []
-        checking: list[float] = []
-        peak = 0.0
-        for i in range(runs):
-            render, _, c = change_and_schedule(setup, str(root), i, Path(rendered))
-            renders.append(render["total"])
-            times.append(c["total"])
-            receiving.append(c["receiving"])
-            checking.append(c["checking"])
-            peak = max(peak, c["maxrss_mib"])
-            bench_render.in_child(phase_merge, str(root), c["pr"])
-        rows.append((w * t, times, renders, receiving, checking))
-        print(f"(g)  {w * t:>9,} assignments: schedule after the change {spread(times)} (of which the receiving "
-              f"repos' git receive-pack {spread(receiving)}, its connectivity check {spread(checking)}); peak RSS "
-              f"{peak:.0f} MiB (full promote first: "
-              f"{p['total']:.1f} s); the same incremental render of a folder {spread(renders)}")
+        rendered = root / "rendered"
+        bench_render.in_child(bench_render.phase_render, setup["main"], setup["env"], str(rendered))
+        fleets.append((t, root, setup, rendered, p))
+    figures: dict[int, dict[str, list[float]]] = {
+        t: {"times": [], "renders": [], "receiving": [], "checking": [], "peak": []} for t in sizes}
+    for i in range(runs):
+        for t, root, setup, rendered, _ in fleets:
+            render, _, c = change_and_schedule(setup, str(root), i, rendered)
+            f = figures[t]
+            f["renders"].append(render["total"])
+            f["times"].append(c["total"])
+            f["receiving"].append(c["receiving"])
+            f["checking"].append(c["checking"])
+            f["peak"].append(c["maxrss_mib"])
+    rows = []
+    for t, root, _, _, p in fleets:
+        f = figures[t]
+        rows.append((w * t, f["times"], f["renders"], f["receiving"], f["checking"]))
+        print(f"(g)  {w * t:>9,} assignments: schedule after the change {spread(f['times'])} (of which the receiving "
+              f"repos' git receive-pack {spread(f['receiving'])}, its connectivity check {spread(f['checking'])}); "
+              f"peak RSS {max(f['peak']):.0f} MiB (full promote first: "
+              f"{p['total']:.1f} s); the same incremental render of a folder {spread(f['renders'])}")
         shutil.rmtree(root, ignore_errors=True)
     base = statistics.median(rows[0][1])
     base_own = statistics.median(a - b for a, b in zip(rows[0][1], rows[0][3], strict=True))
