@@ -270,6 +270,27 @@ def test_the_held_run_reconciles_again_once_the_reports_are_in(fleet: Fleet) -> 
     assert outcome.waiting_for_reports == []
 
 
+def test_the_run_s_hold_counts_the_polls_that_failed(fleet: Fleet) -> None:
+    """The run's one ``hold`` sums its holds' figures, the failed polls too: a 502 at the first poll, the last
+    report at the second, which ends the hold and starts the second pass."""
+    waiting_dev(fleet)
+    stub = fleet.stub  # type: ignore[attr-defined]
+
+    def last_report() -> None:
+        fleet.clusters_report("dev", {1: "missing"})
+        fleet.clock.advance(timedelta(minutes=2))
+
+    fake = FakeTime(fleet, {1: last_report})
+    with fleet.context() as ctx:
+        first = reconcile(ctx)
+        stub.inject("GET", STATUS, "status_5xx")  # the hold's first poll
+        outcome = reconcile_holding(ctx, first, lambda: reconcile(ctx), fake.now + 50, 10, clock=fake.clock,
+                                    sleep=fake.sleep)
+    hold = outcome.hold
+    assert hold is not None and (hold.ended, hold.polls, hold.failed_polls, hold.passes) == ("reports", 2, 1, 1)
+    assert steps(outcome) == {"dev": ["gate", "gate"], "qa": ["promote"]}
+
+
 def test_a_pass_that_still_waits_holds_again_to_the_deadline(fleet: Fleet) -> None:
     """A CI status that lands during the hold is one more context: with one cluster missing the counts say the
     gate may be complete, so the run reconciles again; the gate still waits (flux/dev-2 has not reported), so it

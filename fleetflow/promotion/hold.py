@@ -53,6 +53,16 @@ class HoldOutcome(Result):
     passes: int = 0  # how often the run reconciled again after a hold ended on the reports
     failed_polls: int = 0  # polls whose read failed (tried once each: the next poll is the retry)
 
+    @classmethod
+    def of(cls, holds: Sequence[HoldOutcome], passes: int, note: str = "") -> HoldOutcome:
+        """One outcome for a run's holds, in order, ``passes`` of which ended in a second pass (the first
+        ``passes``); it ended as the last did, and its counts are their sums. ``note``: said at the end."""
+        parts = [h.message + ("; reconciled again in this run" if i < passes else "") for i, h in enumerate(holds)]
+        end = holds[-1]
+        return cls(ended=end.ended, seconds=sum(h.seconds for h in holds), polls=sum(h.polls for h in holds),
+                   failed_polls=sum(h.failed_polls for h in holds), environment=end.environment,
+                   message="; then ".join(parts) + note, passes=passes)
+
 
 def refused(error: ForgeError) -> bool:
     """GitHub refused the read: 403 or 429, a rate limit (retries are off: ``Forge.tried_once``) or missing

@@ -574,10 +574,5 @@ def reconcile_holding(ctx: Context, first: ReconcileOutcome, again: Callable[[],
         environments = [e.after(earlier.get(e.environment, [])) for e in last.environments]
         last = last.model_copy(update={"environments": environments})
     if holds:
-        reruns = len(passes) - 1
-        parts = [h.message + ("; reconciled again in this run" if i < reruns else "") for i, h in enumerate(holds)]
-        end = holds[-1]
-        last.hold = HoldOutcome(ended=end.ended, seconds=sum(h.seconds for h in holds),
-                                polls=sum(h.polls for h in holds), environment=end.environment,
-                                message="; then ".join(parts) + note, passes=reruns)
+        last.hold = HoldOutcome.of(holds, len(passes) - 1, note)
     return last
