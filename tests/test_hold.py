@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from fleetflow.promotion.context import Context
 from fleetflow.promotion.hold import HoldOutcome, hold_while_waiting
 from fleetflow.promotion.reconcile import ReconcileOutcome, reconcile, reconcile_holding
 from fleetflow.promotion.reports import ReportWatch
@@ -234,13 +235,25 @@ def test_the_step_reports_how_the_hold_ended() -> None:
     assert none.outputs["hold"] == "" and "Concurrency slot" not in none.summary and none.annotations == []
 
 
-def holding(fleet: Fleet, fake: FakeTime, again: Callable[[], ReconcileOutcome] | None = None,
-            seconds: float = 50) -> ReconcileOutcome:
-    """``reconcile --hold-until`` in process: a first pass, then the holds and the passes they start."""
+def holding(fleet: Fleet, fake: FakeTime, again: Callable[[Context], ReconcileOutcome] = reconcile,
+            seconds: float = 50, before_hold: Callable[[], None] = lambda: None) -> ReconcileOutcome:
+    """``reconcile --hold-until`` in process: a first pass, then (after ``before_hold``) the holds and the passes
+    they start (``again``, given the run's context)."""
     first = run(fleet)
+    before_hold()
     with fleet.context() as ctx:
-        return reconcile_holding(ctx, first, again or (lambda: reconcile(ctx)), fake.now + seconds, 10,
-                                 clock=fake.clock, sleep=fake.sleep)
+        return reconcile_holding(ctx, first, lambda: again(ctx), fake.now + seconds, 10, clock=fake.clock,
+                                 sleep=fake.sleep)
+
+
+def last_report(fleet: Fleet) -> Callable[[], None]:
+    """flux/dev-2 reports (after ``waiting_dev``), and the soak time passes."""
+
+    def report() -> None:
+        fleet.clusters_report("dev", {1: "missing"})
+        fleet.clock.advance(timedelta(minutes=2))
+
+    return report
 
 
 def steps(outcome: ReconcileOutcome) -> dict[str, list[str]]:
@@ -253,13 +266,7 @@ def test_the_held_run_reconciles_again_once_the_reports_are_in(fleet: Fleet) -> 
     it, so the run ends. The result holds both passes' steps and one hold. (Had the soak time not passed, the
     second pass would find the gate soaking, not waiting for reports, and end the run too.)"""
     waiting_dev(fleet)
-
-    def last_report() -> None:
-        fleet.clusters_report("dev", {1: "missing"})
-        fleet.clock.advance(timedelta(minutes=2))  # and the soak time passes
-
-    fake = FakeTime(fleet, {2: last_report})
-    outcome = holding(fleet, fake)
+    outcome = holding(fleet, FakeTime(fleet, {2: last_report(fleet)}))
     assert steps(outcome) == {"dev": ["gate", "gate"], "qa": ["promote"]}
     hold = outcome.hold
     assert hold is not None and (hold.ended, hold.seconds, hold.polls, hold.passes) == ("reports", 20, 2, 1)
@@ -275,17 +282,8 @@ def test_the_run_s_hold_counts_the_polls_that_failed(fleet: Fleet) -> None:
     report at the second, which ends the hold and starts the second pass."""
     waiting_dev(fleet)
     stub = fleet.stub  # type: ignore[attr-defined]
-
-    def last_report() -> None:
-        fleet.clusters_report("dev", {1: "missing"})
-        fleet.clock.advance(timedelta(minutes=2))
-
-    fake = FakeTime(fleet, {1: last_report})
-    with fleet.context() as ctx:
-        first = reconcile(ctx)
-        stub.inject("GET", STATUS, "status_5xx")  # the hold's first poll
-        outcome = reconcile_holding(ctx, first, lambda: reconcile(ctx), fake.now + 50, 10, clock=fake.clock,
-                                    sleep=fake.sleep)
+    outcome = holding(fleet, FakeTime(fleet, {1: last_report(fleet)}),
+                      before_hold=lambda: stub.inject("GET", STATUS, "status_5xx"))  # the hold's first poll
     hold = outcome.hold
     assert hold is not None and (hold.ended, hold.polls, hold.failed_polls, hold.passes) == ("reports", 2, 1, 1)
     assert steps(outcome) == {"dev": ["gate", "gate"], "qa": ["promote"]}
@@ -313,7 +311,7 @@ def test_a_failed_second_pass_leaves_the_work_to_the_next_run(fleet: Fleet) -> N
 
     waiting_dev(fleet)
 
-    def broken() -> ReconcileOutcome:
+    def broken(_ctx: Context) -> ReconcileOutcome:
         raise GitError("git fetch failed: the remote hung up", command="fetch", reason="the remote hung up")
 
     fake = FakeTime(fleet, {1: lambda: fleet.clusters_report("dev", {1: "missing"})})
@@ -333,19 +331,11 @@ def test_an_environment_that_fails_in_the_second_pass_is_not_listed_as_waiting(f
     waiting_dev(fleet)
     stub = fleet.stub  # type: ignore[attr-defined]
 
-    def last_report() -> None:
-        fleet.clusters_report("dev", {1: "missing"})
-        fleet.clock.advance(timedelta(minutes=2))
+    def failing_again(ctx: Context) -> ReconcileOutcome:
+        stub.inject("GET", STATUS, "status_5xx", times=100)
+        return reconcile(ctx)
 
-    fake = FakeTime(fleet, {1: last_report})
-    with fleet.context() as ctx:
-        first = reconcile(ctx)
-
-        def failing_again() -> ReconcileOutcome:
-            stub.inject("GET", STATUS, "status_5xx", times=100)
-            return reconcile(ctx)
-
-        outcome = reconcile_holding(ctx, first, failing_again, fake.now + 50, 10, clock=fake.clock, sleep=fake.sleep)
+    outcome = holding(fleet, FakeTime(fleet, {1: last_report(fleet)}), again=failing_again)
     dev = outcome.environments[0]
     assert dev.environment == "dev" and dev.problems and "502" in str(dev.problems[0])
     assert steps(outcome) == {"dev": ["gate"]}  # the first pass's: the second took none
