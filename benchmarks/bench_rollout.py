@@ -244,7 +244,8 @@ def main() -> int:
     parser.add_argument("--pass-seconds", type=int, default=5,
                         help="how long a held run's second reconcile takes, simulated (its work only: the run "
                         "has started, checked out and installed already; one in-process reconcile here takes "
-                        "about 3-4 s at 30,000 clusters)")
+                        "about 3-4 s at 30,000 clusters; on GitHub the pass that records a success reads every "
+                        "status page, at least 75 s at PyGithub's 0.25 s between requests: try 80)")
     parser.add_argument("--seed", type=int, default=1)
     args = parser.parse_args()
     hold = workflow_hold_seconds() if args.hold_seconds is None else args.hold_seconds
