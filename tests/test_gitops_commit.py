@@ -17,7 +17,7 @@ from fleetflow.promotion.gitops import survey as gitops_survey
 from fleetflow.promotion.promote import promote_many
 from fleetflow.promotion.schedule import schedule_environment
 from fleetflow.render.diff import plan_diff
-from fleetflow.render.incremental import STATE_PATH, RenderState, shard_reader
+from fleetflow.render.incremental import STATE_PATH, RenderState, is_state_file, shard_reader
 from fleetflow.render.output import FolderTree
 from fleetflow.render.output import survey as output_survey
 from fleetflow.render.pipeline import Meta, render_environment
@@ -164,6 +164,11 @@ def test_plan_and_the_pr_body_show_one_diff(tmp_path: Path) -> None:
     assert "b/edge/" in diff and runbook not in diff
     cut = plan_diff(tree, result, in_git, limit=10)  # stops after the first file that differs
     assert diff.startswith(cut) and 10 < len(cut) < len(diff)
+    shown = [line.removeprefix("+++ b/") for line in diff.splitlines() if line.startswith("+++ b/")]
+    state = [p for p in shown if is_state_file(p)]
+    assert state[0] == STATE_PATH and len(state) > 1  # the index changed, and the shard of the new cluster type
+    assert shown == sorted(p for p in shown if p not in state) + state  # the manifests first, the state last
+    assert ".fleetflow/" not in cut  # a diff cut at the first file shows a manifest, not the state
 
 
 def test_listings_are_what_ls_tree_shows(tmp_path: Path) -> None:

@@ -94,6 +94,8 @@ def test_stitched_shards_give_the_single_job_commit(tmp_path: Path) -> None:
     assert outcome.changes.unchanged == single.changes.unchanged
     head = fleet.branch_sha(fleet.gitops_url, head_branch("dev"))
     assert head == single.written.commit
+    diff = "".join(single.diff())  # the stitch reads its diff from the two commits: the same text, in the same order
+    assert "b/.fleetflow/state.json" in diff and f"```diff\n{diff}```" in fleet.open_pr("dev").body
     committed = tree_files(BareRepo(Path(fleet.gitops_url)), head)
     assert committed.pop("README.md") == b"GitOps\n"  # the GitOps repo's own file, kept
     assert committed == fresh_render(fleet, "dev", tmp_path / "fresh")

@@ -28,7 +28,8 @@ from fleetflow.render.summary import PlanSummary, changes_text, headline
 @click.option("--main-commit", help="main commit to record (default: HEAD of --main if a git repo).")
 @click.option("--env-commit", help="Environment-branch commit to record (default: HEAD of --env).")
 @click.option(
-    "--diff/--no-diff", default=True, show_default=True, help="Print the unified diff after the summary."
+    "--diff/--no-diff", default=True, show_default=True,
+    help="Print the unified diff after the summary: the rendered files, then fleetflow's state.",
 )
 @FORMAT
 def plan(

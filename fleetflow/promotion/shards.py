@@ -29,7 +29,7 @@ from fleetflow.forge.git import BareRepo, TreeEdit, retry_races
 from fleetflow.promotion.context import Context, Pinned, head_branch, pinned, short
 from fleetflow.promotion.gitops import GitOpsTree, clean_root, commit_edits, write_commit
 from fleetflow.promotion.schedule import Rendered, ScheduleOutcome, commit_message, publish
-from fleetflow.render.diff import file_diff
+from fleetflow.render.diff import file_diff, review_order
 from fleetflow.render.incremental import SHARD_DIR, STATE_PATH, Assignments, Shard, shard_path
 from fleetflow.render.pipeline import Changes, Meta, render_environment
 from fleetflow.results import Result
@@ -279,13 +279,14 @@ def stitch_environment(ctx: Context, environment: str, folder: Path) -> Schedule
 
 
 def commit_diff(repo: BareRepo, old: str | None, new: str | None, root: str) -> Iterator[str]:
-    """The unified diff of the files under ``root`` that differ between two commits, a file at a time in path
-    order; old and new files are read (in batches) only as far as the caller iterates."""
+    """The unified diff of the files under ``root`` that differ between two commits, a file at a time in
+    :func:`~fleetflow.render.diff.review_order` (as the single job's PR body shows it); old and new files are
+    read (in batches) only as far as the caller iterates."""
     if new is None:
         return
     old_tree = repo.tree_of(old) if old else None
     prefix = f"{root}/" if root else ""
-    paths = [p for p in repo.changed_paths(old_tree, repo.tree_of(new)) if p.startswith(prefix)]
+    paths = review_order((p for p in repo.changed_paths(old_tree, repo.tree_of(new)) if p.startswith(prefix)), root)
     for start in range(0, len(paths), 256):
         batch = paths[start:start + 256]
         before = _blob_ids(repo, old, batch)

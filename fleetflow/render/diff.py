@@ -8,7 +8,7 @@ import hashlib
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Protocol
 
-from fleetflow.render.incremental import SHARD_DIR, STATE_PATH, RenderState
+from fleetflow.render.incremental import SHARD_DIR, STATE_PATH, RenderState, is_state_file
 from fleetflow.render.ownership import Ownership, cluster_type_of
 from fleetflow.render.pipeline import STATUS_DIR, RenderResult
 
@@ -20,8 +20,17 @@ def _lines(data: bytes | None) -> list[str]:
 
 
 def unified_diff(old: Mapping[str, bytes], new: Mapping[str, bytes]) -> str:
-    """A ``git diff``-like text of every path that differs, in path order."""
-    return "".join(file_diff(path, old.get(path), new.get(path)) for path in sorted(set(old) | set(new)))
+    """A ``git diff``-like text of every path that differs, in :func:`review_order`."""
+    return "".join(file_diff(path, old.get(path), new.get(path)) for path in review_order(set(old) | set(new)))
+
+
+def review_order(paths: Iterable[str], root: str = "") -> list[str]:
+    """``paths`` in the order a diff shows them: the rendered files in path order, then the state (the index, then
+    its shards). Path order alone put ``.fleetflow/`` first, so a reviewer read machine state before the
+    manifests, and a diff cut at the PR body's limit spent it on the index (half a megabyte at 1,000 cluster
+    types) while the manifests were left out. ``root``: the output root the paths start with, if any."""
+    skip = len(root) + 1 if root else 0
+    return sorted(paths, key=lambda path: (is_state_file(path[skip:]), path))
 
 
 def file_diff(path: str, a: bytes | None, b: bytes | None) -> str:
@@ -67,10 +76,11 @@ BATCH = 256  # old files read at a time, so that a diff cut at ``limit`` reads l
 def diff_chunks(previous: PreviousTree, result: RenderResult, owned: Ownership,
                 state: RenderState | None = None, index: bytes | None = None) -> Iterator[str]:
     """The unified diff of what the render changes in ``previous`` (whose state is ``state``), one file at a time
-    in path order: the files of every rendered assignment and status folder, every file fleetflow wrote that goes
-    (``owned.delete``), the state index and the state shards that change. Foreign files (``owned.foreign``) are not
-    shown: the render keeps them. Old files are read (in batches) only as far as the caller iterates. ``index``:
-    the new state index's bytes, when the caller has made them already."""
+    in :func:`review_order` (the rendered files, then the state): the files of every rendered assignment and
+    status folder, every file fleetflow wrote that goes (``owned.delete``), the state index and the state shards
+    that change. Foreign files (``owned.foreign``) are not shown: the render keeps them. Old files are read (in
+    batches) only as far as the caller iterates. ``index``: the new state index's bytes, when the caller has made
+    them already."""
     types = result.state.assignments.cluster_types() | {cluster_type_of(a) for a in result.removed}
     shown = {*result.rendered, *(f"{ct}/{STATUS_DIR}" for ct in types - result.kept_reporters)}
     doomed, foreign = set(owned.delete), set(owned.foreign)
@@ -89,7 +99,7 @@ def diff_chunks(previous: PreviousTree, result: RenderResult, owned: Ownership,
     # a file whose key is the git blob id of its new bytes (a GitOps tree's keys are) has not changed: no diff,
     # never read (nor fetched, from a blobless mirror)
     same = {path for path, key in old.items() if path in new and key == git_blob_id(new[path])}
-    paths = sorted((set(old) | set(new) | ({STATE_PATH} if old_state is not None else set())) - same)
+    paths = review_order((set(old) | set(new) | ({STATE_PATH} if old_state is not None else set())) - same)
     for start in range(0, len(paths), BATCH):
         batch = paths[start:start + BATCH]
         blobs = previous.blobs(old[p] for p in batch if p in old)
