@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 from ruamel.yaml import YAML
 
 from fleetflow.cli import main
+from fleetflow.cli.errors import FLEET_NO_STEP, FLEET_WRITTEN
 from fleetflow.errors import EXIT_CODES_HELP, ExitCode, InputError
 from fleetflow.promotion.events import route
 from tests.fleet import build_bare_repos, git
@@ -85,6 +86,40 @@ def test_fleet_commands_print_the_envelope(tmp_path: Path, monkeypatch: pytest.M
     data = envelope(stdout)
     assert code == 1 and data["exitCode"] == 1 and data["result"] is None
     assert "refusing to promote" in data["problems"][0]["message"]
+
+
+def test_a_fleet_command_stopped_by_an_error_says_where_it_stopped(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """In text, after the error, one sentence says what came before it. With no step said yet, it does not point at
+    steps "printed above" (there are none); after steps, it does. A push a server hook declines (here the GitOps
+    repo's pre-receive hook, whose words git forwards as ``remote:`` lines, git-receive-pack(1)) says what the
+    hook said; nothing moves and no PR is opened."""
+    cp, gitops = tmp_path / "control-plane.git", tmp_path / "gitops.git"
+    build_bare_repos(tmp_path, str(gitops), str(cp))
+    monkeypatch.setenv("FLEETFLOW_FORGE", "local")
+    monkeypatch.setenv("FLEETFLOW_CONTROL_PLANE", str(cp))
+    monkeypatch.setenv("FLEETFLOW_CACHE_DIR", str(tmp_path / "cache"))
+    sha = git(tmp_path, "--git-dir", str(cp), "rev-parse", "main")
+    for args, code in ((("schedule", "--environment", "staging"), 2),
+                       (("promote", "--environment", "qa", "--commit", sha), 1),
+                       (("check-rollout", "--environment", "staging"), 2)):
+        exit_code, stdout, stderr = invoke(*args)
+        assert exit_code == code and stdout == "", (args, stderr)
+        assert stderr.splitlines()[-1] == FLEET_NO_STEP, (args, stderr)
+    hook = gitops / "hooks" / "pre-receive"
+    hook.write_text("#!/bin/sh\necho 'the GitOps repo is frozen for the release' >&2\nexit 1\n")
+    hook.chmod(0o755)
+    heads = git(tmp_path, "--git-dir", str(gitops), "for-each-ref")
+    exit_code, stdout, stderr = invoke("promote", "--commit", sha)
+    lines = stderr.splitlines()
+    assert exit_code == 3 and stdout == ""
+    assert lines[0].startswith("dev: pinned to main@") and lines[1].startswith("dev: rendering main@")
+    assert lines[2].endswith("failed: [remote rejected] (pre-receive hook declined); the remote said:")
+    assert lines[3:] == ["    the GitOps repo is frozen for the release", FLEET_WRITTEN]
+    assert git(tmp_path, "--git-dir", str(gitops), "for-each-ref") == heads  # no head branch, no PR ref
+    exit_code, stdout, _ = invoke("status", "--format", "json")
+    assert exit_code == 0 and all(e["pullRequest"] is None for e in envelope(stdout)["result"]["environments"])
 
 
 @pytest.mark.parametrize(

@@ -16,6 +16,7 @@ from fleetflow.forge.git import (
     PushRejected,
     TreeEdit,
     check_ref,
+    remote_said,
     retry_races,
     run_git,
     split_credentials,
@@ -138,6 +139,38 @@ def test_the_helper_gives_up_and_retries_nothing_else(tmp_path: Path) -> None:
     with pytest.raises(GitError) as failed:
         retry_races(lambda: repos.push(str(tmp_path / "missing.git"), first, "main", None), 3)
     assert not isinstance(failed.value, PushRejected) and failed.value.command == "push"
+
+
+def test_a_declined_push_says_what_the_remote_said(tmp_path: Path) -> None:
+    """A server hook's words reach the pusher as ``remote:`` lines: git-receive-pack(1), "PRE-RECEIVE HOOK" (its
+    standard output and error "are forwarded to git send-pack on the other end, so you can simply echo messages
+    for the user"). GitHub declines a push against a ruleset the same way, with a message saying which rule
+    (docs.github.com, "Troubleshooting rules": "you will see a message telling the pattern the relevant metadata
+    must match"). git's porcelain line alone says only "pre-receive hook declined"; the error now says why, and
+    nothing moves."""
+    url, first = _origin(tmp_path)
+    hook = Path(url) / "hooks" / "pre-receive"
+    hook.write_text("#!/bin/sh\necho 'error: pushes to main are frozen until the release'\n"
+                    "echo '  see https://ops:s3cret@wiki.example/freeze' >&2\necho >&2\nexit 1\n")
+    hook.chmod(0o755)
+    repos = GitRepos(tmp_path / "cache")
+    repos.fetch_branch(url, "main")
+    new = repos.commit_files(url, first, {"x.txt": b"x\n"}, "x", 1_700_000_000)
+    assert new is not None
+    with pytest.raises(GitError) as info:
+        repos.push(url, new, "main", first)
+    assert not isinstance(info.value, PushRejected)  # not a race: retrying would not help
+    assert str(info.value) == (f"git push to {url} failed: [remote rejected] (pre-receive hook declined); "
+                               "the remote said:\n    error: pushes to main are frozen until the release"
+                               "\n    see https://***@wiki.example/freeze")
+    assert BareRepo(Path(url)).resolve("main") == first
+
+
+def test_the_remote_lines_are_cleaned_and_capped() -> None:
+    lines = "".join(f"remote: \x1b[31mrule {n}\x1b[0m   \n" for n in range(25))
+    said = remote_said(f"To x\nremote: \n{lines} ! [remote rejected] main -> main (declined)\n".encode())
+    assert said[:2] == ["rule 0", "rule 1"] and said[19] == "rule 19" and said[20] == "... (5 more lines)"
+    assert len(said) == 21 and remote_said(b"fatal: no remote lines\n") == []
 
 
 def test_git_error_says_which_command_and_why(tmp_path: Path) -> None:

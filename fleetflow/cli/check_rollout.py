@@ -31,7 +31,8 @@ def check_rollout_command(environment: str, forge: str | None, control_plane: st
     1 when the gate failed.
     """
     step = actions_step("check-rollout", github_actions, job_summary)
-    with handled(fmt, FLEET_WRITTEN, step) as reply, make_context(forge, control_plane, config, fmt) as ctx:
+    with handled(fmt, FLEET_WRITTEN, step) as reply, \
+            make_context(forge, control_plane, config, fmt, on_step=reply.stepped) as ctx:
         outcome = check_rollout(ctx, environment)
         report_step(step, ctx, check_rollout_report(outcome))
 

@@ -32,6 +32,10 @@ FLEET_WRITTEN = (
     "Stopped at this error. The steps finished before it are printed above; running the same command again is "
     "safe (each write is idempotent)."
 )
+FLEET_NO_STEP = (  # FLEET_WRITTEN's sentence while no step has been said yet (Reply.stepped): nothing is above
+    "Stopped at this error, before any step finished; running the same command again is safe (each write is "
+    "idempotent)."
+)
 LABELS = {ExitCode.REFUSED: "error", ExitCode.USAGE: "usage error", ExitCode.FORGE: "forge/git error"}
 
 
@@ -62,10 +66,17 @@ class Reply:
 
     def __init__(self, fmt: str, written: str = "", step: ActionsStep | None = None) -> None:
         self.json = fmt == "json"
-        self.written = written
+        # the fleet commands' sentence points at the steps printed above it: until the first one is said
+        # (:meth:`stepped`), it says that no step finished instead
+        self.written = FLEET_NO_STEP if written == FLEET_WRITTEN else written
+        self._after_a_step = written
         self.step = step  # --github-actions: the step gets the envelope, its problems and warnings too
         self.warnings: list[Problem] = []
         self.result: Any = None
+
+    def stepped(self) -> None:
+        """A step of the run was said (``Context.say``): from now on a failure's sentence points at the steps."""
+        self.written = self._after_a_step
 
     def warn(self, problem: Problem | str) -> None:
         warning = problem if isinstance(problem, Problem) else Problem(problem)

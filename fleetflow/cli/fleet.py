@@ -68,17 +68,20 @@ def report_step(step: ActionsStep | None, ctx: Context, report: Report, plan_dir
 @contextmanager
 def make_context(
     forge: str | None, control_plane: str | None, config: Path | None, fmt: str, *, narrate: bool = True,
-    plan_dir: Path | None = None,
+    plan_dir: Path | None = None, on_step: Callable[[], None] | None = None,
 ) -> Iterator[Context]:
     """The run's context. On a terminal a spinner shows the current step and the time spent while git or the forge
     is slow (an unreachable GitHub is retried for a while: the spinner says so); the narration (``ctx.say``) goes
-    to stderr, plain, unless ``--format json``, ``narrate=False`` or ``--quiet``."""
+    to stderr, plain, unless ``--format json``, ``narrate=False`` or ``--quiet``. ``on_step`` is called at every
+    step said, printed or not (:meth:`fleetflow.cli.errors.Reply.stepped`)."""
     settings = load_settings(forge=forge, control_plane=control_plane, config=config)
     text = fmt != "json"
     where = f"{settings.forge} forge, control plane {settings.control_plane}"
     with TERMINAL.activity(f"working with the {where}") if text else nullcontext() as line:
 
         def say(message: str) -> None:
+            if on_step is not None:
+                on_step()
             if line is not None:
                 line.update(f"{message} …")
             if narrate and line is not None:

@@ -32,7 +32,8 @@ def promote(environment: str | None, commit: str, release: bool, forge: str | No
     until `--release`. Re-running with the same arguments changes nothing.
     """
     step = actions_step("promote", github_actions, job_summary)
-    with handled(fmt, FLEET_WRITTEN, step) as reply, make_context(forge, control_plane, config, fmt) as ctx:
+    with handled(fmt, FLEET_WRITTEN, step) as reply, \
+            make_context(forge, control_plane, config, fmt, on_step=reply.stepped) as ctx:
         outcomes = promote_many(ctx, environment, commit, release=release)
         report_step(step, ctx, promote_report(outcomes))
 

@@ -54,7 +54,8 @@ def schedule(environment: str, shard: str | None, artifact: Path | None, stitch:
         if (shard is None) != (artifact is None):
             raise UsageError("--shard K/N and --artifact DIR go together")
         spec = ShardSpec.parse(shard) if shard is not None else None
-        with make_context(forge, control_plane, config, fmt, plan_dir=plan_dir) as ctx:
+        with make_context(forge, control_plane, config, fmt, plan_dir=plan_dir,
+                          on_step=reply.stepped) as ctx:
             if spec is not None:
                 assert artifact is not None
                 manifest = render_shard(ctx, environment, spec, artifact)

@@ -78,6 +78,24 @@ def git_reason(stderr: bytes | str) -> str:
     return scrub((fatal or lines or ["git failed"])[0])
 
 
+REMOTE_LINES = 20  # at most this many of the remote's lines go into an error
+
+
+def remote_said(stderr: bytes | str) -> list[str]:
+    """What the receiving side wrote to the pusher (git prints it as ``remote: ...`` lines): a server hook's or
+    GitHub's reason for declining a push (a ruleset's rule, a protected branch), credentials masked, blank lines
+    and terminal escapes left out, at most :data:`REMOTE_LINES` of them."""
+    text = stderr.decode(errors="replace") if isinstance(stderr, bytes) else stderr
+    found = []
+    for line in text.splitlines():
+        if line.startswith("remote:"):
+            said = scrub(re.sub(r"\x1b\[[0-9;]*[A-Za-z]", "", line[len("remote:"):]).strip())
+            if said:
+                found.append(said)
+    return found[:REMOTE_LINES] + ([f"... ({len(found) - REMOTE_LINES} more lines)"] if len(found) > REMOTE_LINES
+                                   else [])
+
+
 def git_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in _LOCATION_VARS}
     env.update(GIT_TERMINAL_PROMPT="0", LC_ALL="C", LANGUAGE="C", GIT_LITERAL_PATHSPECS="1")
@@ -288,7 +306,10 @@ class BareRepo:
                                command="push", reason=reasons[0])
         final = [r for r in reasons if not any(k in r for k in _RACES)]
         reason = final[0] if final else git_reason(proc.stderr)
-        raise GitError(f"git push to {clean} failed: {reason}", command="push", reason=reason)
+        said = remote_said(proc.stderr)  # why a hook or a rule declined it: the reason alone does not say
+        told = "".join(f"\n    {line}" for line in said)
+        raise GitError(f"git push to {clean} failed: {reason}" + (f"; the remote said:{told}" if said else ""),
+                       command="push", reason=reason)
 
     # -- reading -------------------------------------------------------------------------------------------
 
