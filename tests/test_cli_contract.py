@@ -66,13 +66,19 @@ def test_render_plan_validate_explain_print_the_envelope(tmp_path: Path) -> None
     assert code == 0 and envelope(stdout)["result"]["assignment"] == "cloud-eu/app-dev"
 
 
-def test_fleet_commands_print_the_envelope(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def local_fleet(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, str]:
+    """A control-plane and a GitOps repo on the local forge, which the commands find through the environment:
+    the GitOps repo and main's commit."""
     cp, gitops = tmp_path / "control-plane.git", tmp_path / "gitops.git"
     build_bare_repos(tmp_path, str(gitops), str(cp))
     monkeypatch.setenv("FLEETFLOW_FORGE", "local")
     monkeypatch.setenv("FLEETFLOW_CONTROL_PLANE", str(cp))
     monkeypatch.setenv("FLEETFLOW_CACHE_DIR", str(tmp_path / "cache"))
-    sha = git(tmp_path, "--git-dir", str(cp), "rev-parse", "main")
+    return gitops, git(tmp_path, "--git-dir", str(cp), "rev-parse", "main")
+
+
+def test_fleet_commands_print_the_envelope(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _, sha = local_fleet(tmp_path, monkeypatch)
     code, stdout, _ = invoke("promote", "--commit", sha, "--format", "json")
     assert code == 0 and envelope(stdout)["result"]["promotions"][0]["environment"] == "dev"
     code, stdout, _ = invoke("schedule", "--environment", "dev", "--format", "json")
@@ -95,12 +101,7 @@ def test_a_fleet_command_stopped_by_an_error_says_where_it_stopped(
     steps "printed above" (there are none); after steps, it does. A push a server hook declines (here the GitOps
     repo's pre-receive hook, whose words git forwards as ``remote:`` lines, git-receive-pack(1)) says what the
     hook said; nothing moves and no PR is opened."""
-    cp, gitops = tmp_path / "control-plane.git", tmp_path / "gitops.git"
-    build_bare_repos(tmp_path, str(gitops), str(cp))
-    monkeypatch.setenv("FLEETFLOW_FORGE", "local")
-    monkeypatch.setenv("FLEETFLOW_CONTROL_PLANE", str(cp))
-    monkeypatch.setenv("FLEETFLOW_CACHE_DIR", str(tmp_path / "cache"))
-    sha = git(tmp_path, "--git-dir", str(cp), "rev-parse", "main")
+    gitops, sha = local_fleet(tmp_path, monkeypatch)
     for args, code in ((("schedule", "--environment", "staging"), 2),
                        (("promote", "--environment", "qa", "--commit", sha), 1),
                        (("check-rollout", "--environment", "staging"), 2)):
@@ -164,12 +165,7 @@ def test_unknown_environment_is_a_usage_error_in_every_command(tmp_path: Path,
         assert code == 2 and envelope(stdout)["problems"][0]["message"] == message
     assert tree_bytes(out) == {}
 
-    cp, gitops = tmp_path / "control-plane.git", tmp_path / "gitops.git"
-    build_bare_repos(tmp_path, str(gitops), str(cp))
-    monkeypatch.setenv("FLEETFLOW_FORGE", "local")
-    monkeypatch.setenv("FLEETFLOW_CONTROL_PLANE", str(cp))
-    monkeypatch.setenv("FLEETFLOW_CACHE_DIR", str(tmp_path / "cache"))
-    sha = git(tmp_path, "--git-dir", str(cp), "rev-parse", "main")
+    _, sha = local_fleet(tmp_path, monkeypatch)
     for args in (("promote", "--environment", "staging", "--commit", sha),
                  ("schedule", "--environment", "staging"), ("check-rollout", "--environment", "staging")):
         code, stdout, _ = invoke(*args, "--format", "json")
