@@ -33,6 +33,10 @@ class GitHttp:
     token: str = "s3cret-token"
     fetches: list[bytes] = field(default_factory=list)  # the body of each protocol-v2 ``command=fetch`` request
     refused: int = 0  # requests without the right credentials
+    # service ("git-receive-pack": pushes, "git-upload-pack": fetches) -> the text/plain body of a 403 for it, as
+    # GitHub answers a token that may not do it (git prints such a body as "remote: ..." lines: remote-curl.c's
+    # show_http_message, from git's "remote-curl: show server content on http errors", Jeff King, 2013)
+    denied: dict[str, str] = field(default_factory=dict)
     bytes_sent: int = 0  # response bytes of upload-pack requests (what a fetch downloads)
     _server: WSGIServer | None = None
 
@@ -58,6 +62,10 @@ class GitHttp:
             self.refused += 1
             start_response("401 Unauthorized", [("WWW-Authenticate", 'Basic realm="git"')])
             return [b"credentials needed\n"]
+        for service, message in self.denied.items():
+            if environ["PATH_INFO"].endswith(f"/{service}") or f"service={service}" in environ.get("QUERY_STRING", ""):
+                start_response("403 Forbidden", [("Content-Type", "text/plain; charset=utf-8")])
+                return [message.encode()]
         length = int(environ.get("CONTENT_LENGTH") or 0)
         body = environ["wsgi.input"].read(length) if length else b""
         plain = gzip.decompress(body) if environ.get("HTTP_CONTENT_ENCODING") == "gzip" else body

@@ -21,6 +21,7 @@ from fleetflow.forge.git import (
     run_git,
     split_credentials,
 )
+from tests.githttp import GitHttp
 
 
 def test_credentials_leave_the_url_for_a_header() -> None:
@@ -163,6 +164,36 @@ def test_a_declined_push_says_what_the_remote_said(tmp_path: Path) -> None:
     assert str(info.value) == (f"git push to {url} failed: [remote rejected] (pre-receive hook declined); "
                                "the remote said:\n    error: pushes to main are frozen until the release"
                                "\n    see https://***@wiki.example/freeze")
+    assert BareRepo(Path(url)).resolve("main") == first
+
+
+def test_a_push_or_fetch_github_refuses_says_what_github_said(tmp_path: Path) -> None:
+    """Over HTTP, a server that refuses a push or a fetch answers 403 with a text/plain body, and git prints that
+    body as ``remote:`` lines before its own "The requested URL returned error: 403" (git's remote-curl.c,
+    ``show_http_message``, from "remote-curl: show server content on http errors", Jeff King, 2013). GitHub says
+    there which account may not do what (a token without ``contents: write``, an App not installed on the repo).
+    The stand-in is git's own ``http-backend`` behind a 403 for the refused service (tests/githttp.py). The error
+    names the URL without the token, and the token appears nowhere."""
+    url, first = _origin(tmp_path)
+    said = "Permission to contoso/gitops.git denied to fleetflow[bot]."
+    with GitHttp(Path(url).parent) as server:
+        http = server.url(Path(url).name)
+        repos = GitRepos(tmp_path / "cache")
+        repos.fetch_branch(http, "main")
+        new = repos.commit_files(http, first, {"x.txt": b"x\n"}, "x", 1_700_000_000)
+        assert new is not None
+        server.denied["git-receive-pack"] = said + "\n"
+        with pytest.raises(GitError) as pushed:
+            repos.push(http, new, "main", first)
+        server.denied["git-upload-pack"] = "Repository access blocked for this token.\n"
+        with pytest.raises(GitError) as fetched:
+            GitRepos(tmp_path / "other-cache").fetch_branch(http, "main")
+    clean = server.url(Path(url).name, credentials=False)
+    assert str(pushed.value) == (f"git push to {clean} failed: fatal: unable to access '{clean}/': The requested "
+                                 f"URL returned error: 403; the remote said:\n    {said}")
+    assert str(fetched.value).endswith("The requested URL returned error: 403; the remote said:\n"
+                                       "    Repository access blocked for this token.")
+    assert server.token not in str(pushed.value) + str(fetched.value)
     assert BareRepo(Path(url)).resolve("main") == first
 
 

@@ -96,6 +96,13 @@ def remote_said(stderr: bytes | str) -> list[str]:
                                    else [])
 
 
+def remote_told(stderr: bytes | str) -> str:
+    """What an error message adds for :func:`remote_said`'s lines: ``"; the remote said:"`` and one indented
+    line each, or nothing when the remote said nothing."""
+    said = remote_said(stderr)
+    return "; the remote said:" + "".join(f"\n    {line}" for line in said) if said else ""
+
+
 def git_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in _LOCATION_VARS}
     env.update(GIT_TERMINAL_PROMPT="0", LC_ALL="C", LANGUAGE="C", GIT_LITERAL_PATHSPECS="1")
@@ -239,7 +246,8 @@ class BareRepo:
         proc = self.git(*argv, env=auth, check=False)
         if check and proc.returncode != 0:
             reason = git_reason(proc.stderr)
-            raise GitError(f"git {args[0]} failed for {scrub(clean)}: {reason}", command=args[0], reason=reason)
+            raise GitError(f"git {args[0]} failed for {scrub(clean)}: {reason}{remote_told(proc.stderr)}",
+                           command=args[0], reason=reason)
         return proc
 
     def ls_remote_heads(self, url: str) -> dict[str, str]:
@@ -282,8 +290,8 @@ class BareRepo:
             if proc.returncode != 0:
                 reason = git_reason(proc.stderr)
                 error = PushRejected if "lock" in reason else GitError
-                raise error(f"git fetch failed for {scrub(split_credentials(url)[0])}: {reason}",
-                            command="fetch", reason=reason)
+                raise error(f"git fetch failed for {scrub(split_credentials(url)[0])}: {reason}"
+                            f"{remote_told(proc.stderr)}", command="fetch", reason=reason)
 
         retry_races(once, attempts, max_wait=0.2)
 
@@ -306,10 +314,9 @@ class BareRepo:
                                command="push", reason=reasons[0])
         final = [r for r in reasons if not any(k in r for k in _RACES)]
         reason = final[0] if final else git_reason(proc.stderr)
-        said = remote_said(proc.stderr)  # why a hook or a rule declined it: the reason alone does not say
-        told = "".join(f"\n    {line}" for line in said)
-        raise GitError(f"git push to {clean} failed: {reason}" + (f"; the remote said:{told}" if said else ""),
-                       command="push", reason=reason)
+        # why a hook, a rule or a refused token declined it: git's reason alone does not say
+        raise GitError(f"git push to {clean} failed: {reason}{remote_told(proc.stderr)}", command="push",
+                       reason=reason)
 
     # -- reading -------------------------------------------------------------------------------------------
 
