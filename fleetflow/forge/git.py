@@ -82,9 +82,10 @@ REMOTE_LINES = 20  # at most this many of the remote's lines go into an error
 
 
 def remote_said(stderr: bytes | str) -> list[str]:
-    """What the receiving side wrote to the pusher (git prints it as ``remote: ...`` lines): a server hook's or
-    GitHub's reason for declining a push (a ruleset's rule, a protected branch), credentials masked, blank lines
-    and terminal escapes left out, at most :data:`REMOTE_LINES` of them."""
+    """What the remote wrote to us (git prints it as ``remote: ...`` lines): a server hook's or GitHub's reason
+    for declining a push (a ruleset's rule, a protected branch), or the text of an HTTP error (a token that may
+    not push or read), credentials masked, blank lines and terminal escapes left out, at most
+    :data:`REMOTE_LINES` of them."""
     text = stderr.decode(errors="replace") if isinstance(stderr, bytes) else stderr
     found = []
     for line in text.splitlines():
@@ -101,6 +102,16 @@ def remote_told(stderr: bytes | str) -> str:
     line each, or nothing when the remote said nothing."""
     said = remote_said(stderr)
     return "; the remote said:" + "".join(f"\n    {line}" for line in said) if said else ""
+
+
+def remote_failure(command: str, url: str, stderr: bytes, *, locks_race: bool = False) -> GitError:
+    """The error of a failed ``git <command>`` against ``url``: git's reason and what the remote said, naming the
+    URL without credentials. ``locks_race``: a ref lock held by another run is a :class:`PushRejected` (a race,
+    retried), not a failure."""
+    reason = git_reason(stderr)
+    error = PushRejected if locks_race and "lock" in reason else GitError
+    return error(f"git {command} failed for {scrub(split_credentials(url)[0])}: {reason}{remote_told(stderr)}",
+                 command=command, reason=reason)
 
 
 def git_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -245,9 +256,7 @@ class BareRepo:
         argv = [clean if a == url else a for a in args]
         proc = self.git(*argv, env=auth, check=False)
         if check and proc.returncode != 0:
-            reason = git_reason(proc.stderr)
-            raise GitError(f"git {args[0]} failed for {scrub(clean)}: {reason}{remote_told(proc.stderr)}",
-                           command=args[0], reason=reason)
+            raise remote_failure(args[0], url, proc.stderr)
         return proc
 
     def ls_remote_heads(self, url: str) -> dict[str, str]:
@@ -288,10 +297,7 @@ class BareRepo:
             args = ["fetch", "--quiet", "--no-tags", *(["--prune"] if prune else []), *source, *refspecs]
             proc = self.remote(url, *args, check=False)
             if proc.returncode != 0:
-                reason = git_reason(proc.stderr)
-                error = PushRejected if "lock" in reason else GitError
-                raise error(f"git fetch failed for {scrub(split_credentials(url)[0])}: {reason}"
-                            f"{remote_told(proc.stderr)}", command="fetch", reason=reason)
+                raise remote_failure("fetch", url, proc.stderr, locks_race=True)
 
         retry_races(once, attempts, max_wait=0.2)
 
