@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from fleetflow.cli.common import FORMAT
-from fleetflow.cli.errors import FLEET_WRITTEN, handled
+from fleetflow.cli.errors import FLEET_NO_STEP, FLEET_WRITTEN, handled
 from fleetflow.cli.fleet import fleet_options, make_context, report_step
 from fleetflow.cli.github_actions import actions_step, check_rollout_report, github_actions_options
 from fleetflow.errors import Problem
@@ -31,7 +31,7 @@ def check_rollout_command(environment: str, forge: str | None, control_plane: st
     1 when the gate failed.
     """
     step = actions_step("check-rollout", github_actions, job_summary)
-    with handled(fmt, FLEET_WRITTEN, step) as reply, \
+    with handled(fmt, FLEET_WRITTEN, step, FLEET_NO_STEP) as reply, \
             make_context(forge, control_plane, config, fmt, on_step=reply.stepped) as ctx:
         outcome = check_rollout(ctx, environment)
         report_step(step, ctx, check_rollout_report(outcome))

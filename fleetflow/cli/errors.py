@@ -32,7 +32,7 @@ FLEET_WRITTEN = (
     "Stopped at this error. The steps finished before it are printed above; running the same command again is "
     "safe (each write is idempotent)."
 )
-FLEET_NO_STEP = (  # FLEET_WRITTEN's sentence while no step has been said yet (Reply.stepped): nothing is above
+FLEET_NO_STEP = (  # FLEET_WRITTEN's sentence until a step is said (Reply's until_a_step): nothing is above yet
     "Stopped at this error, before any step finished; running the same command again is safe (each write is "
     "idempotent)."
 )
@@ -61,14 +61,15 @@ class Reply:
 
     ``written`` is the sentence printed (text format) when the run fails: what was and was not written. Commands
     that write set it and update it as they go (``"Nothing was written to out/dev."`` before the first write);
-    read-only commands leave it empty and say nothing about writing.
+    read-only commands leave it empty and say nothing about writing. ``until_a_step``: the sentence to print
+    instead until the run says its first step (:meth:`stepped`), for a ``written`` that points at the steps
+    printed above it (the fleet commands: :data:`FLEET_NO_STEP` until then, :data:`FLEET_WRITTEN` after).
     """
 
-    def __init__(self, fmt: str, written: str = "", step: ActionsStep | None = None) -> None:
+    def __init__(self, fmt: str, written: str = "", step: ActionsStep | None = None,
+                 until_a_step: str | None = None) -> None:
         self.json = fmt == "json"
-        # the fleet commands' sentence points at the steps printed above it: until the first one is said
-        # (:meth:`stepped`), it says that no step finished instead
-        self.written = FLEET_NO_STEP if written == FLEET_WRITTEN else written
+        self.written = written if until_a_step is None else until_a_step
         self._after_a_step = written
         self.step = step  # --github-actions: the step gets the envelope, its problems and warnings too
         self.warnings: list[Problem] = []
@@ -127,10 +128,12 @@ class Reply:
 
 
 @contextmanager
-def handled(fmt: str, written: str = "", step: ActionsStep | None = None) -> Iterator[Reply]:
+def handled(fmt: str, written: str = "", step: ActionsStep | None = None,
+            until_a_step: str | None = None) -> Iterator[Reply]:
     """Run a command body; a FleetflowError ends the process with its exit code and clear messages. With a GitHub
-    Actions ``step`` (``--github-actions``), the step also reports the run: outputs, annotations, job summary."""
-    reply = Reply(fmt, written, step)
+    Actions ``step`` (``--github-actions``), the step also reports the run: outputs, annotations, job summary.
+    ``written`` and ``until_a_step``: :class:`Reply`'s."""
+    reply = Reply(fmt, written, step, until_a_step)
     with reporting(step):
         try:
             yield reply

@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from fleetflow.cli.common import FORMAT
-from fleetflow.cli.errors import FLEET_WRITTEN, handled
+from fleetflow.cli.errors import FLEET_NO_STEP, FLEET_WRITTEN, handled
 from fleetflow.cli.fleet import fleet_options, make_context, report_step
 from fleetflow.cli.github_actions import actions_step, github_actions_options, promote_report
 from fleetflow.promotion.promote import PromoteResult, promote_many
@@ -32,7 +32,7 @@ def promote(environment: str | None, commit: str, release: bool, forge: str | No
     until `--release`. Re-running with the same arguments changes nothing.
     """
     step = actions_step("promote", github_actions, job_summary)
-    with handled(fmt, FLEET_WRITTEN, step) as reply, \
+    with handled(fmt, FLEET_WRITTEN, step, FLEET_NO_STEP) as reply, \
             make_context(forge, control_plane, config, fmt, on_step=reply.stepped) as ctx:
         outcomes = promote_many(ctx, environment, commit, release=release)
         report_step(step, ctx, promote_report(outcomes))

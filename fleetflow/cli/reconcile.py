@@ -11,7 +11,7 @@ from pathlib import Path
 import click
 
 from fleetflow.cli.common import FORMAT
-from fleetflow.cli.errors import FLEET_WRITTEN, handled
+from fleetflow.cli.errors import FLEET_NO_STEP, FLEET_WRITTEN, handled
 from fleetflow.cli.fleet import fleet_options, make_context, plan_option, report_step
 from fleetflow.cli.github_actions import actions_step, github_actions_options, reconcile_report
 from fleetflow.errors import ExitCode, Problem
@@ -63,7 +63,7 @@ def reconcile_command(environment: str | None, verify_merges: bool | None, reche
     an error in one environment does not stop the others.
     """
     step = actions_step("reconcile", github_actions, job_summary)
-    with handled(fmt, FLEET_WRITTEN, step) as reply, \
+    with handled(fmt, FLEET_WRITTEN, step, FLEET_NO_STEP) as reply, \
             make_context(forge, control_plane, config, fmt, plan_dir=plan_dir, on_step=reply.stepped) as ctx:
         if verify_merges is None:
             verify_merges = os.environ.get("GITHUB_EVENT_NAME") == "schedule"

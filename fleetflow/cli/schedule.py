@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from fleetflow.cli.common import FORMAT
-from fleetflow.cli.errors import FLEET_WRITTEN, handled
+from fleetflow.cli.errors import FLEET_NO_STEP, FLEET_WRITTEN, handled
 from fleetflow.cli.fleet import fleet_options, make_context, plan_option, report_step
 from fleetflow.cli.github_actions import actions_step, github_actions_options, schedule_report, shard_report
 from fleetflow.errors import UsageError
@@ -48,7 +48,7 @@ def schedule(environment: str, shard: str | None, artifact: Path | None, stitch:
     the same commit one job gives, and updates the PR.
     """
     step = actions_step("schedule", github_actions, job_summary)
-    with handled(fmt, FLEET_WRITTEN, step) as reply:
+    with handled(fmt, FLEET_WRITTEN, step, FLEET_NO_STEP) as reply:
         if stitch is not None and (shard is not None or artifact is not None):
             raise UsageError("--stitch runs alone: give either --shard K/N --artifact DIR, or --stitch DIR")
         if (shard is None) != (artifact is None):
