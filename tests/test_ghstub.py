@@ -22,12 +22,14 @@ try:  # the suite imports its helpers as ``tests.*`` (python -m pytest, or a pyt
     from tests.ghstub.openapi import subset
     from tests.ghstub.operations import OPERATIONS, WEBHOOK_EVENTS
     from tests.ghstub.server import GitHubStub
+    from tests.ghstub.state import Ruleset
 except ModuleNotFoundError:  # plain ``pytest``: only tests/ (the conftest's folder) is on sys.path
     from ghstub.fixtures import github_stub  # type: ignore[no-redef,unused-ignore]
     from ghstub.gitbackend import git_env  # type: ignore[no-redef,unused-ignore]
     from ghstub.openapi import subset  # type: ignore[no-redef,unused-ignore]
     from ghstub.operations import OPERATIONS, WEBHOOK_EVENTS  # type: ignore[no-redef,unused-ignore]
     from ghstub.server import GitHubStub  # type: ignore[no-redef,unused-ignore]
+    from ghstub.state import Ruleset  # type: ignore[no-redef,unused-ignore]
 
 __all__ = ["github_stub"]  # the fixture under test
 
@@ -116,6 +118,24 @@ def test_every_operation_answers_in_githubs_shapes(stub: GitHubStub, app_keys: t
     assert [r["parameters"]["required_status_checks"] for r in rules] == [[{"context": "security/scan"}]]
     stub.repo("acme/gitops").protection.clear()
     stub.repo("acme/gitops").rulesets.clear()
+    stub.repo("acme/gitops").ruleset_list[:] = [
+        Ruleset(7, "protect tags", include=["refs/tags/v*"], rules=[{"type": "deletion"}]),
+        Ruleset(8, "org tags", exclude=["refs/tags/fleetflow/**/*"], rules=[{"type": "update", "parameters": {
+            "update_allows_fetch_and_merge": False}}], organization=True),
+        Ruleset(9, "main", target="branch", include=["~DEFAULT_BRANCH"], rules=[{"type": "non_fast_forward"}]),
+    ]
+    _, listed = gh.requester.requestJsonAndCheck("GET", "/repos/acme/gitops/rulesets", parameters={"targets": "tag"})
+    assert [(r["id"], r["source_type"]) for r in listed] == [(7, "Repository"), (8, "Organization")]
+    _, own = gh.requester.requestJsonAndCheck("GET", "/repos/acme/gitops/rulesets",
+                                              parameters={"includes_parents": "false"})
+    assert [r["id"] for r in own] == [7, 9]
+    _, whole = gh.requester.requestJsonAndCheck("GET", "/repos/acme/gitops/rulesets/8")
+    assert whole["conditions"]["ref_name"] == {"include": ["~ALL"], "exclude": ["refs/tags/fleetflow/**/*"]}
+    assert (whole["target"], whole["rules"][0]["type"], whole["current_user_can_bypass"]) == ("tag", "update", "never")
+    with pytest.raises(GithubException) as no_ruleset:
+        gh.requester.requestJsonAndCheck("GET", "/repos/acme/gitops/rulesets/99")
+    assert no_ruleset.value.status == 404
+    stub.repo("acme/gitops").ruleset_list.clear()
     stub.repo("acme/gitops").environments.update({"prod": {"reviewers": ["alice"], "wait_timer": 5}, "dev": {}})
     environments = {e.name: e for e in repo.get_environments()}  # PyGithub's "List environments"
     assert sorted(environments) == ["dev", "prod"] and environments["dev"].protection_rules == []

@@ -70,6 +70,31 @@ def get_branch_rules(request: Request) -> Response:
     return Response(200, request.shapes.ruleset_rules(repo, request.params["branch"]))
 
 
+@route("GET", "/repos/{owner}/{repo}/rulesets")
+def list_rulesets(request: Request) -> Response:
+    """"Get all repository rulesets": ``targets`` ("A comma-separated list of rule targets to filter by"),
+    ``includes_parents`` (default true: the organization's rulesets too), paginated; anyone with read access."""
+    repo = request.repo
+    targets = {t for t in request.query.get("targets", "").split(",") if t}
+    parents = request.query.get("includes_parents", "true") != "false"
+    chosen = [r for r in repo.ruleset_list
+              if (not targets or r.target in targets) and (parents or not r.organization)]
+    return paginate(request, chosen, lambda page: [request.shapes.repository_ruleset(repo, r, detailed=False)
+                                                    for r in page])
+
+
+@route("GET", "/repos/{owner}/{repo}/rulesets/{ruleset_id}")
+def get_ruleset(request: Request) -> Response:
+    """"Get a repository ruleset": an organization's only with ``includes_parents`` (default true); 404 for an
+    unknown id."""
+    repo, ident = request.repo, request.param_int("ruleset_id")
+    parents = request.query.get("includes_parents", "true") != "false"
+    for ruleset in repo.ruleset_list:
+        if ruleset.id == ident and (parents or not ruleset.organization):
+            return Response(200, request.shapes.repository_ruleset(repo, ruleset, detailed=True))
+    raise not_found()
+
+
 @route("GET", "/repos/{owner}/{repo}/environments")
 def list_environments(request: Request) -> Response:
     """"List environments": ``{total_count, environments}``, paginated (``per_page`` default 30, at most 100),

@@ -11,6 +11,8 @@ OPERATIONS: tuple[tuple[str, str], ...] = (
     ("PATCH", "/repos/{owner}/{repo}"),
     ("GET", "/repos/{owner}/{repo}/branches/{branch}"),
     ("GET", "/repos/{owner}/{repo}/rules/branches/{branch}"),
+    ("GET", "/repos/{owner}/{repo}/rulesets"),
+    ("GET", "/repos/{owner}/{repo}/rulesets/{ruleset_id}"),
     ("GET", "/repos/{owner}/{repo}/environments"),
     ("GET", "/repos/{owner}/{repo}/git/ref/{ref}"),
     ("GET", "/repos/{owner}/{repo}/git/matching-refs/{ref}"),

@@ -14,7 +14,7 @@ from urllib.parse import quote
 
 from .apps import Installation, InstallationToken
 from .gitbackend import CommitInfo, FileChange
-from .state import CheckRun, Comment, CommitStatus, Label, PullRequest, Repo, iso
+from .state import CheckRun, Comment, CommitStatus, Label, PullRequest, Repo, Ruleset, iso
 
 Json = dict[str, Any]
 APP_SLUG = "fleetflow-stub"
@@ -477,6 +477,31 @@ class Shapes:
             "ruleset_source": repo.full_name,
             "ruleset_id": 1,
         }]
+
+    def repository_ruleset(self, repo: Repo, ruleset: Ruleset, *, detailed: bool) -> Json:
+        """``repository-ruleset``: listed as GitHub's example of "Get all repository rulesets" lists one (no
+        ``target``, ``conditions`` nor ``rules``), whole as "Get a repository ruleset" returns it."""
+        source = repo.owner if ruleset.organization else repo.full_name
+        body: Json = {
+            "id": ruleset.id,
+            "name": ruleset.name,
+            "source_type": "Organization" if ruleset.organization else "Repository",
+            "source": source,
+            "enforcement": ruleset.enforcement,
+            "node_id": node_id("RRS", ruleset.id),
+            "_links": {"self": {"href": f"{self.base}/repos/{repo.full_name}/rulesets/{ruleset.id}"},
+                       "html": {"href": f"{self.base}/{repo.full_name}/rules/{ruleset.id}"}},
+            "created_at": repo.created_at,
+            "updated_at": repo.created_at,
+        }
+        if detailed:
+            body |= {
+                "target": ruleset.target,
+                "current_user_can_bypass": ruleset.bypass,
+                "conditions": {"ref_name": {"include": list(ruleset.include), "exclude": list(ruleset.exclude)}},
+                "rules": [dict(rule) for rule in ruleset.rules],
+            }
+        return body
 
     def pull(self, repo: Repo, pr: PullRequest) -> Json:
         """``pull-request``: the simple form plus merge state and diff counts from git."""

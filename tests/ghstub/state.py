@@ -114,6 +114,24 @@ class Dispatch:
     received_at: str
 
 
+@dataclass
+class Ruleset:
+    """A ruleset that applies to the repository ("Get a repository ruleset"): ``include`` / ``exclude`` are its
+    ``conditions.ref_name``, ``rules`` its rules as the API returns them (``{"type": "deletion"}``, ...).
+    ``bypass`` is the ``current_user_can_bypass`` every caller is told; ``organization``: the ruleset is the
+    owner's (``source_type`` Organization), listed with ``includes_parents`` (GitHub's default)."""
+
+    id: int
+    name: str
+    target: str = "tag"
+    enforcement: str = "active"  # active | evaluate | disabled
+    include: list[str] = field(default_factory=lambda: ["~ALL"])
+    exclude: list[str] = field(default_factory=list)
+    rules: list[dict[str, Any]] = field(default_factory=list)
+    bypass: str = "never"  # always | pull_requests_only | never | exempt
+    organization: bool = False
+
+
 # GitHub keeps a read-only ref ``refs/pull/<N>/head`` for every pull request, open or closed, and moves it with
 # the head branch while the pull request is open ("Checking out pull requests locally", GitHub docs:
 # ``git fetch origin pull/ID/head:BRANCH_NAME``; https://docs.github.com/en/pull-requests/how-tos/
@@ -133,11 +151,40 @@ done
 """
 
 
+# A ruleset declines a push with its own words before any ref moves (public threads quote them, e.g.
+# guardian/gha-scala-library-release-workflow#126, opensearch-project/.github#531: "remote: error: GH013: Repository
+# rule violations found for refs/tags/v42.0.0." / "Review all repository rules at https://github.com/<o>/<r>/rules?
+# ref=refs%2Ftags%2Fv42.0.0" / "- Cannot create ref due to creations being restricted."). The stand-in does not
+# evaluate its rulesets on a push: a test names the writes to decline (:meth:`Repo.decline_ref_writes`), and this
+# pre-receive hook declines them (the whole push, as GitHub does) with those words.
+DECLINED_FILE = "ghstub-declined-writes"
+RULE_HOOK = f"""#!/bin/sh
+# ghstub: decline the ref writes a test marked as restricted by a ruleset, in GitHub's words
+[ -f {DECLINED_FILE} ] || exit 0
+zero=0000000000000000000000000000000000000000
+status=0
+while read old new ref; do
+  if [ "$old" = "$zero" ]; then write=create; why="Cannot create ref due to creations being restricted."
+  elif [ "$new" = "$zero" ]; then write=delete; why="Cannot delete this protected ref."
+  else write=update; why="Cannot update this protected ref."; fi
+  grep -qxF "$write $ref" {DECLINED_FILE} || continue
+  echo "error: GH013: Repository rule violations found for $ref." >&2
+  echo "Review all repository rules at $(head -n 1 ghstub-rules-url)?ref=$(echo "$ref" | sed 's,/,%2F,g')" >&2
+  echo "" >&2
+  echo "- $why" >&2
+  echo "" >&2
+  status=1
+done
+exit $status
+"""
+
+
 def install_pull_ref_hook(git_dir: Path) -> None:
-    hook = git_dir / "hooks" / "post-receive"
-    hook.parent.mkdir(parents=True, exist_ok=True)
-    hook.write_text(PULL_REF_HOOK)
-    hook.chmod(0o755)
+    hooks = git_dir / "hooks"
+    hooks.mkdir(parents=True, exist_ok=True)
+    for name, text in (("post-receive", PULL_REF_HOOK), ("pre-receive", RULE_HOOK)):
+        (hooks / name).write_text(text)
+        (hooks / name).chmod(0o755)
 
 
 @dataclass
@@ -164,6 +211,8 @@ class Repo:
     # rules of active rulesets that target the branch). ``bypass``: merges ignore both (an App on the bypass list).
     protection: dict[str, list[str]] = field(default_factory=dict)
     rulesets: dict[str, list[str]] = field(default_factory=dict)
+    # Rulesets as the rulesets endpoints list and return them (tag rulesets; the branch ones above serve merges)
+    ruleset_list: list[Ruleset] = field(default_factory=list)
     # GitHub Environments (Settings → Environments): name -> {"reviewers": [login, ...], "wait_timer": minutes}
     environments: dict[str, dict[str, Any]] = field(default_factory=dict)
     bypass: bool = False
@@ -174,6 +223,13 @@ class Repo:
     @property
     def full_name(self) -> str:
         return f"{self.owner}/{self.name}"
+
+    def decline_ref_writes(self, writes: dict[str, list[str]]) -> None:
+        """Make pushes that write these refs fail as a ruleset makes them (``{ref: ["create", "update",
+        "delete"]}``; empty: decline nothing). Pair it with the ``ruleset_list`` entry that explains it."""
+        lines = [f"{write} {ref}\n" for ref, kinds in sorted(writes.items()) for write in kinds]
+        (self.path / "ghstub-rules-url").write_text(f"https://github.com/{self.full_name}/rules\n")  # as GitHub says
+        (self.path / DECLINED_FILE).write_text("".join(lines))
 
     @property
     def path(self) -> Path:
