@@ -16,6 +16,7 @@ from datetime import datetime
 from typing import Literal, Protocol
 
 from fleetflow.errors import ForgeError
+from fleetflow.forge.rulesets import Ruleset
 
 StatusState = Literal["pending", "success", "failure", "error"]
 CombinedState = Literal["pending", "success", "failure"]
@@ -246,6 +247,12 @@ class Forge(Protocol):
     def deployment_environments(self, repo: str) -> dict[str, DeploymentEnvironment] | None:
         """The repository's GitHub Environments by name (``GET /repos/{owner}/{repo}/environments``); None when
         the forge has none (the local forge)."""
+        ...
+
+    def rulesets(self, repo: str, target: str) -> list[Ruleset] | None:
+        """The rulesets that apply to ``repo`` and target ``target`` refs (``tag``, ``branch``), the repository's
+        own and those of its organization, each with its conditions and rules where it is ``active``; None when
+        the forge has no rulesets (the local forge)."""
         ...
 
     def tried_once(self) -> AbstractContextManager[None]:

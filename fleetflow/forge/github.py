@@ -43,6 +43,7 @@ from fleetflow.forge.base import (
     newer_report,
 )
 from fleetflow.forge.githubauth import PERMISSIONS_HINT, Credential, Credentials
+from fleetflow.forge.rulesets import Ruleset, ruleset_of
 from fleetflow.settings import Settings
 
 DEFAULT_API_URL = "https://api.github.com"
@@ -506,6 +507,34 @@ class GitHubForge:
             if len(items) < 100 or len(found) >= int((data or {}).get("total_count") or 0):
                 return found
             page += 1
+
+    def rulesets(self, repo: str, target: str) -> list[Ruleset] | None:
+        """"Get all repository rulesets" (``GET /repos/{owner}/{repo}/rulesets``, ``targets``, ``includes_parents``:
+        the organization's too; anyone with read access), then "Get a repository ruleset" for each active one: its
+        ``conditions.ref_name``, ``rules`` and ``current_user_can_bypass``. One request per 100 rulesets, plus one
+        per active ruleset of ``target``."""
+        listed: list[dict[str, Any]] = []
+        page = 1
+        while True:
+            items = self._requester_json(repo, "GET", f"/repos/{repo}/rulesets", "list the rulesets", parameters={
+                "targets": target, "includes_parents": "true", "per_page": 100, "page": page}) or []
+            listed += items
+            if len(items) < 100:
+                break
+            page += 1
+        found: list[Ruleset] = []
+        for item in listed:
+            if item.get("target", target) != target:
+                continue  # the list's items may not say their target (GitHub's example does not): the ruleset does
+            if item.get("enforcement") != "active":
+                found.append(ruleset_of(item | {"target": target}))
+                continue
+            detailed = ruleset_of(self._requester_json(
+                repo, "GET", f"/repos/{repo}/rulesets/{int(item['id'])}", "read a ruleset",
+                parameters={"includes_parents": "true"}))
+            if detailed.target == target:
+                found.append(detailed)
+        return found
 
     # -- errors --------------------------------------------------------------------------------------------
 

@@ -52,6 +52,7 @@ from fleetflow.forge.base import (
 )
 from fleetflow.forge.git import MergeConflict, run_git
 from fleetflow.forge.localstore import Edit, Mirror, Snapshot, dump_json
+from fleetflow.forge.rulesets import Ruleset
 
 R = TypeVar("R")
 Record = dict[str, Any]
@@ -454,6 +455,10 @@ class LocalForge:
 
     def auto_merge_allowed(self, repo: str) -> bool | None:
         """The local forge has no auto-merge setting (fleetflow merges by its own rules)."""
+        return None
+
+    def rulesets(self, repo: str, target: str) -> list[Ruleset] | None:
+        """The local forge has no rulesets (its branch rules are :meth:`protect_branch`'s required checks)."""
         return None
 
     def dispatches(self, repo: str) -> list[Record]:

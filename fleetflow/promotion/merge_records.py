@@ -37,12 +37,16 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Literal
 
+from fleetflow.errors import GitError
 from fleetflow.forge.git import GitRepos, PushRejected
 from fleetflow.results import Result
 
 RecordKind = Literal["auto-merge", "merge-when-green"]
 KINDS: tuple[RecordKind, ...] = ("auto-merge", "merge-when-green")
 TAG_PREFIX = "refs/tags/fleetflow/"
+# The tag pattern that covers every record under GitHub's rulesets' fnmatch (``*`` stops at ``/`` and ``**`` spans
+# levels only before one: ``fleetflow/**`` misses ``fleetflow/<kind>/<env>``); ``doctor``'s fix for a tag ruleset
+RECORDS_PATTERN = TAG_PREFIX.removeprefix("refs/tags/") + "**/*"
 
 
 class MergeRecord(Result):
@@ -96,4 +100,9 @@ def _push(git: GitRepos, url: str, updates: Mapping[str, tuple[str | None, str |
         git.push_refs(url, updates)
     except PushRejected:
         return False
+    except GitError as error:  # not a race: the error says what the remote said; this says where to look
+        tags = ", ".join(ref.removeprefix("refs/tags/") for ref in updates)
+        raise GitError(f"{error}\nwriting fleetflow's merge record ({tags}) failed; if a tag ruleset declined it, "
+                       "`fleetflow doctor` names the ruleset and the exclusion that fixes it (check tag-rules)",
+                       command=error.command, reason=error.reason) from error
     return True
