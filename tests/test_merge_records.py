@@ -32,6 +32,7 @@ from fleetflow.forge.git import GitRepos
 from fleetflow.promotion.merge_records import RecordKind, drop_records, record_ref, seen_records, write_record
 from fleetflow.promotion.reconcile import EnvironmentReconcile, reconcile
 from tests.fleet import Fleet, environments_file
+from tests.ghstub.state import Ruleset
 from tests.test_promotion import FORGES, fleet_config, make_github_fleet, make_local_fleet
 
 RECORD = record_ref("dev")
@@ -146,6 +147,49 @@ def test_github_a_person_turning_auto_merge_off_is_caught_by_the_cron_tick(tmp_p
     assert repo.pull(pr.number).auto_merge is not None and tag(fleet) == head(fleet)
     _, requests = dev(fleet, verify_merges=True)  # still on: the tick costs one request
     assert requests == 1
+
+
+def test_github_a_tag_ruleset_that_declines_the_record_is_what_doctor_reports(
+        tmp_path: Path, request: pytest.FixtureRequest) -> None:
+    """A tag ruleset restricting creations on every tag (``~ALL``) declines the push of the record: GitHub answers
+    with its rule's words (``remote: error: GH013: Repository rule violations found for refs/tags/...``, "- Cannot
+    create ref due to creations being restricted.", quoted in guardian/gha-scala-library-release-workflow#126 and
+    opensearch-project/.github#531), which the run's error carries. The run ends with exit 3, and the next one takes
+    the merge step again (no record says it was taken), failing the same way. ``doctor`` names that ruleset and the
+    exclusion that fixes it; with the exclusion, the next run writes the record."""
+    from fleetflow.promotion.doctor import diagnose
+
+    fleet = make_github_fleet(tmp_path, request)
+    stub: Any = fleet.stub  # type: ignore[attr-defined]
+    repo = stub.repo(fleet.gitops_id)
+    repo.allow_auto_merge = True
+    repo.protection["dev"] = ["ci/validate"]
+    repo.ruleset_list.append(Ruleset(11, "protect tags", rules=[{"type": "creation"}]))
+    repo.decline_ref_writes({RECORD: ["create"]})
+    fleet.push_main(environments_file(auto_merge=("dev",)), "dev merges by itself")
+    for run in range(2):
+        result, _ = dev(fleet)
+        assert result.exit_code == 3 and tag(fleet) is None
+        assert result.merge is not None and result.merge.state == "auto-merge"
+        assert "recorded in git" not in result.merge.message  # taken again: nothing recorded it
+        [problem] = result.problems
+        assert f"GH013: Repository rule violations found for {RECORD}." in problem.message
+        assert "Cannot create ref due to creations being restricted." in problem.message
+        assert problem.message.endswith("writing fleetflow's merge record (fleetflow/auto-merge/dev) failed; if a "
+                                        "tag ruleset declined it, `fleetflow doctor` names the ruleset and the "
+                                        "exclusion that fixes it (check tag-rules)")
+        assert [s.step for s in result.did] == (["promote"] if run == 0 else [])
+    with fleet.context() as ctx:
+        [found] = [f for f in diagnose(ctx).findings if f.check == "tag-rules"]  # (the fleet has no workflows)
+    assert (found.check, found.where) == ("tag-rules", f"{fleet.gitops_id} ruleset 'protect tags' "
+                                                        f"(Repository {fleet.gitops_id})")
+    assert "declines creating the tags" in found.problem and "exit 3" in found.problem
+    repo.ruleset_list[0].exclude = ["refs/tags/fleetflow/**/*"]  # the fix doctor gives
+    repo.decline_ref_writes({})
+    with fleet.context() as ctx:
+        assert not [f for f in diagnose(ctx).findings if f.check == "tag-rules"]
+    fixed, _ = dev(fleet)
+    assert fixed.exit_code == 0 and tag(fleet) == head(fleet)
 
 
 @pytest.fixture(params=FORGES)

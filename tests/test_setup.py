@@ -33,6 +33,7 @@ from fleetflow.promotion.doctor import diagnose
 from tests.fleet import ENVIRONMENTS, Fleet, environments_file, git
 from tests.ghstub.fixtures import github_stub  # noqa: F401
 from tests.ghstub.server import GitHubStub
+from tests.ghstub.state import Ruleset
 from tests.test_promotion import FORGES, make_github_fleet, make_local_fleet
 
 FAST = {"retries": 3, "backoff_factor": 0, "seconds_between_requests": 0, "seconds_between_writes": 0}
@@ -360,6 +361,76 @@ def test_doctor_checks_required_checks_against_auto_merge(fleet: Fleet) -> None:
     assert "'fleetflow/qa'" in qa.problem and "ci/validate" not in qa.problem and "never" in qa.problem
     assert qa.fix.startswith("remove fleetflow/qa from the required status checks of qa")
     assert f"{go}@dev: required checks (ci/validate)" in diagnosis.checked
+
+
+def test_doctor_checks_tag_rulesets_against_the_merge_records(fleet: Fleet) -> None:
+    """fleetflow creates, moves and deletes the tags ``fleetflow/auto-merge/<env>`` and
+    ``fleetflow/merge-when-green/<env>`` of each autoMerge environment (``merge_records``). A tag ruleset can decline
+    each of those pushes: REST "Get all repository rulesets" (``targets``, ``includes_parents``) and "Get a
+    repository ruleset" (``conditions.ref_name``, ``rules``, ``current_user_can_bypass``; "REST API endpoints for
+    rules", https://docs.github.com/en/rest/repos/rules, the same page as "Get rules for a branch", which says the
+    token needs ``metadata:read``), described in ``@octokit/openapi`` 23.0.2 (``repos/get-repo-rulesets``,
+    ``repos/get-repo-ruleset``); which refs a ruleset
+    targets follows GitHub Docs, "Creating rulesets for a repository", "Using fnmatch syntax" (``tests/
+    test_rulesets.py``). Only active enforcement declines; ``evaluate`` only reports. The local forge has no
+    rulesets: skipped there, and nothing is read on GitHub when no environment sets autoMerge."""
+    stub: GitHubStub | None = getattr(fleet, "stub", None)
+    if stub is not None:
+        stub.repo(fleet.gitops_id).allow_auto_merge = True
+    init_fleet(fleet)
+    require_checks(fleet, "dev", ["ci/validate"])
+    go = fleet.gitops_id
+    mark = stub.mark() if stub is not None else 0
+    with fleet.context() as ctx:
+        diagnosis = diagnose(ctx)
+    assert diagnosis.findings == [] and not any("tag rulesets" in s for s in diagnosis.skipped)
+    assert stub is None or stub.count(mark, path="/rulesets") == 0  # no autoMerge environment: not read
+
+    fleet.push_main(environments_file(auto_merge=("dev",)), "dev merges itself")
+    with fleet.context() as ctx:
+        diagnosis = diagnose(ctx)
+    assert diagnosis.findings == []
+    if stub is None:
+        assert f"{go}: tag rulesets (the local forge has none)" in diagnosis.skipped
+        return
+    assert f"{go}: tag rulesets let fleetflow write its merge records" in diagnosis.checked
+
+    rules = stub.repo(go).ruleset_list
+    rules += [
+        # the usual "protect every tag", with an exclusion that misses the records: "**" not followed by "/" is "*"
+        Ruleset(1, "protect tags", exclude=["refs/tags/fleetflow/**"],
+                rules=[{"type": "update", "parameters": {"update_allows_fetch_and_merge": False}},
+                       {"type": "deletion"}, {"type": "required_linear_history"}]),
+        Ruleset(2, "release tags", include=["refs/tags/v*"], rules=[{"type": "creation"}]),  # not the records'
+        Ruleset(3, "trial", enforcement="evaluate", rules=[{"type": "creation"}]),  # reports, declines nothing
+        Ruleset(4, "org tags", rules=[{"type": "creation"}], bypass="always", organization=True),
+        Ruleset(5, "branches", target="branch", rules=[{"type": "deletion"}]),
+    ]
+    mark = stub.mark()
+    with fleet.context() as ctx:
+        diagnosis = diagnose(ctx)
+    assert [(f.check, f.where) for f in diagnosis.findings] == [
+        ("tag-rules", f"{go} ruleset 'protect tags' (Repository {go})")]
+    [found] = diagnosis.findings
+    assert found.problem == (
+        "it declines moving and deleting the tags fleetflow keeps its merge records in (fleetflow/auto-merge/dev, "
+        "fleetflow/merge-when-green/dev; moving: Restrict updates; deleting: Restrict deletions): the reconcile run "
+        "of dev that writes one ends with a git error (exit 3) at that push, and takes the merge step again at "
+        "every run")
+    assert "Exclude by pattern: fleetflow/**/* (refs/tags/fleetflow/**/* through the API" in found.fix
+    assert "bypass list" in found.fix
+    bypassed = [c for c in diagnosis.checked if "'org tags'" in c]
+    assert bypassed == [f"{go} ruleset 'org tags' (Organization contoso): declines creating fleetflow's merge "
+                        "records (creating: Restrict creations), but the credentials this doctor ran with bypass it "
+                        "(always): fleetflow's GitHub App must be on its bypass list too"]
+    # one list, then one read per active tag ruleset
+    assert (stub.count(mark, path="/rulesets$"), stub.count(mark, path="/rulesets/[0-9]+$")) == (1, 3)
+
+    rules[0].exclude = ["refs/tags/fleetflow/**/*"]
+    with fleet.context() as ctx:
+        diagnosis = diagnose(ctx)
+    assert diagnosis.findings == [] and [c for c in diagnosis.checked if "'org tags'" in c] == bypassed
+    assert f"{go}: tag rulesets let fleetflow write its merge records" not in diagnosis.checked  # but for a bypass
 
 
 def test_doctor_checks_the_github_environments_the_jobs_use(fleet: Fleet) -> None:

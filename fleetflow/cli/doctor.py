@@ -1,5 +1,5 @@
 """``fleetflow doctor``: check a live setup (workflows where GitHub reads them, App permissions, auto-merge,
-default branches, status contexts) and print each problem with its fix."""
+default branches, status contexts, branch and tag rules, ...) and print each problem with its fix."""
 
 from __future__ import annotations
 
@@ -23,8 +23,11 @@ def doctor_command(forge: str | None, control_plane: str | None, config: Path | 
     \b
     Exit 0 when healthy, 1 when any problem was found (each printed with its fix), 3 when the forge or git
     failed. Checks: the caller workflow on every branch GitHub reads it from, the default branches, the GitHub
-    App's permissions, autoMerge vs the repository's auto-merge setting, and statuses on the GitOps branch tips
-    whose contexts match no Cluster of the inventory.
+    App's permissions, autoMerge vs the repository's auto-merge setting, statuses on the GitOps branch tips
+    whose contexts match no Cluster of the inventory, the checks the GitOps branches require, merge records of
+    environments a GitOps repository no longer serves, tag rulesets that would decline fleetflow's merge
+    records, the shards workflow of sharded environments, and the GitHub Environments the jobs use
+    (docs/setup.md lists each check with what it reads).
     """
     with handled(fmt) as reply, make_context(forge, control_plane, config, fmt) as ctx:
         found = diagnose(ctx)

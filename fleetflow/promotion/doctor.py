@@ -25,6 +25,10 @@ Checks (each reads, none writes):
   ``fleetflow/merge-when-green/<env>``, :mod:`fleetflow.promotion.merge_records`): one whose environment this repo
   no longer serves (renamed or removed) is never read nor removed by reconcile; one on a commit other than the
   head branch's tip is stale and reconcile replaces it at its next run (reported as fine);
+* **tag-rules**: the tag rulesets of each GitOps repository serving an ``autoMerge`` environment ("Get all
+  repository rulesets" with ``targets=tag``, then "Get a repository ruleset" for each active one): one that declines
+  creating, moving or deleting that environment's merge records (:mod:`fleetflow.forge.rulesets`), unless the
+  credentials in use may bypass it (then fine, with the reminder that fleetflow's App must bypass it too);
 * **sharded-schedule**: an Environment with ``shardedSchedule: true`` is rendered only by the reusable workflow
   ``fleetflow-schedule-shards.yml`` (promote and reconcile leave it to it): a workflow that calls it for that
   environment must be on the control plane's ``main`` (dispatches and the cron tick) and on the environment's
@@ -47,12 +51,13 @@ from pydantic import Field
 
 from fleetflow.errors import ForgeError, Problem, Problems
 from fleetflow.forge.git import split_credentials
+from fleetflow.forge.rulesets import WRITE_TEXT, Write, declined_writes, writes_text
 from fleetflow.model.controlplane import Resource, build_resource
 from fleetflow.model.documents import Tree, read_tree
 from fleetflow.model.resources import ClusterSpec, EnvironmentSpec, GitOpsRepoSpec
 from fleetflow.promotion.bootstrap import WORKFLOW_FILE
 from fleetflow.promotion.context import Context, head_branch, short
-from fleetflow.promotion.merge_records import KINDS, TAG_PREFIX
+from fleetflow.promotion.merge_records import KINDS, RECORDS_PATTERN, TAG_PREFIX, record_ref
 from fleetflow.results import Result
 
 # docs/setup.md, "Create the GitHub App": the repository permissions fleetflow needs, and the least access.
@@ -68,7 +73,7 @@ _LEVEL = {"read": 1, "write": 2, "admin": 3}
 
 class Finding(Result):
     check: str  # workflows | default-branch | app | autoMerge | contexts | branch-rules | merge-records |
-    # sharded-schedule | environments
+    # tag-rules | sharded-schedule | environments
     where: str
     problem: str
     fix: str
@@ -224,6 +229,7 @@ def diagnose(ctx: Context) -> Diagnosis:
         served = [e for e in setups if e.gitops is not None and e.gitops.repo == repo]
         _check_auto_merge(ctx, found, repo, served)
         _check_merge_records(ctx, found, repo, url, served)
+        _check_tag_rules(ctx, found, repo, served)
     _check_approval_environments(ctx, found, cp, main_sha, setups)
     sharded = [env for env in setups if env.spec.sharded_schedule]
     main_callers = _shards_callers(ctx, main_sha) if sharded else set()
@@ -376,6 +382,63 @@ def _check_merge_records(ctx: Context, found: Diagnosis, repo: str, url: str, se
         head = ctx.git.fetch_branch(url, head_branch(env))
         state = "current" if head == sha else "stale (reconcile replaces it at its next run)"
         found.ok(f"{repo}: merge record {tag} on {short(sha)}: {state}")
+
+
+def _check_tag_rules(ctx: Context, found: Diagnosis, repo: str, setups: list[EnvSetup]) -> None:
+    """The tag rulesets of ``repo`` against the merge records of its ``autoMerge`` environments, which fleetflow
+    creates, moves to a new head and deletes (both names in one atomic push, :mod:`merge_records`). A ruleset
+    that declines one of those writes, and that the credentials in use cannot bypass, finds a problem; one this
+    run's credentials bypass is reported as fine with that caveat (``current_user_can_bypass`` is about the caller:
+    fleetflow's App must bypass it too)."""
+    auto = sorted(e.name for e in setups if e.spec.pull_request.auto_merge)
+    if not auto:
+        return
+    rulesets = ctx.forge.rulesets(repo, "tag")
+    if rulesets is None:
+        found.skipped.append(f"{repo}: tag rulesets (the {ctx.forge.name} forge has none)")
+        return
+    clear = True
+    for ruleset in rulesets:
+        declined: dict[Write, dict[str, None]] = {}  # write -> the rules that decline it, in order, once each
+        tags: list[str] = []
+        envs: dict[str, None] = {}
+        for env in auto:
+            for kind in KINDS:
+                ref = record_ref(env, kind)
+                writes = declined_writes(ruleset, ref)
+                for write, rules in writes.items():
+                    declined.setdefault(write, {}).update(dict.fromkeys(rules))
+                if writes:
+                    tags.append(ref.removeprefix("refs/tags/"))
+                    envs[env] = None
+        if not declined:
+            continue
+        where = f"{repo} ruleset {ruleset.name!r} ({ruleset.source or f'id {ruleset.id}'})"
+        what = writes_text(list(declined))
+        why = "; ".join(f"{WRITE_TEXT[w]}: {', '.join(rules)}" for w, rules in declined.items())
+        if ruleset.can_bypass in ("always", "exempt"):
+            found.ok(f"{where}: declines {what} fleetflow's merge records ({why}), but the credentials this doctor "
+                     f"ran with bypass it ({ruleset.can_bypass}): fleetflow's GitHub App must be on its bypass list "
+                     "too")
+            clear = False
+            continue
+        clear = False
+        found.findings.append(finding(
+            "tag-rules", where,
+            f"it declines {what} the tags fleetflow keeps its merge records in ({', '.join(tags)}; {why}): the "
+            f"reconcile run of {_either(list(envs))} that writes one ends with a git error (exit 3) at that push, "
+            "and takes the merge step again at every run",
+            f"exclude fleetflow's tags from it: Settings → Rules → Rulesets → {ruleset.name} → Target tags → "
+            f"Exclude by pattern: {RECORDS_PATTERN} (refs/tags/{RECORDS_PATTERN} through the API; fleetflow/** "
+            "matches only one level below fleetflow/), or add fleetflow's GitHub App to its bypass list",
+        ))
+    if clear:
+        found.ok(f"{repo}: tag rulesets let fleetflow write its merge records")
+
+
+def _either(names: list[str]) -> str:
+    """``["dev", "qa", "prod"]`` -> ``"dev, qa or prod"``."""
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " or " + names[-1]
 
 
 def repo_hint(repo: str, url: str) -> str:
