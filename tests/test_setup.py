@@ -426,6 +426,13 @@ def test_doctor_checks_tag_rulesets_against_the_merge_records(fleet: Fleet) -> N
     # one list, then one read per active tag ruleset
     assert (stub.count(mark, path="/rulesets$"), stub.count(mark, path="/rulesets/[0-9]+$")) == (1, 3)
 
+    stub.inject("GET", "/rulesets$", "status_5xx", status=404)  # not found: no rulesets on this plan or token
+    with fleet.context() as ctx:
+        diagnosis = diagnose(ctx)
+    assert not [f for f in diagnosis.findings if f.check == "tag-rules"]
+    [skipped] = [s for s in diagnosis.skipped if "tag rulesets" in s]
+    assert skipped.startswith(f"{go}: tag rulesets could not be read (") and "Metadata: read" in skipped
+
     rules[0].exclude = ["refs/tags/fleetflow/**/*"]
     with fleet.context() as ctx:
         diagnosis = diagnose(ctx)

@@ -393,7 +393,13 @@ def _check_tag_rules(ctx: Context, found: Diagnosis, repo: str, setups: list[Env
     auto = sorted(e.name for e in setups if e.spec.pull_request.auto_merge)
     if not auto:
         return
-    rulesets = ctx.forge.rulesets(repo, "tag")
+    try:
+        rulesets = ctx.forge.rulesets(repo, "tag")
+    except ForgeError as exc:  # a plan without rulesets, a token without metadata: read: nothing to judge by
+        found.skipped.append(f"{repo}: tag rulesets could not be read ({str(exc).splitlines()[0]}); reading them "
+                             "needs Metadata: read, and private repositories have rulesets on GitHub Pro, Team and "
+                             "Enterprise plans only")
+        return
     if rulesets is None:
         found.skipped.append(f"{repo}: tag rulesets (the {ctx.forge.name} forge has none)")
         return
