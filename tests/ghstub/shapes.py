@@ -465,18 +465,28 @@ class Shapes:
 
     def ruleset_rules(self, repo: Repo, branch: str) -> list[Json]:
         """``repository-rule-detailed`` items of ``GET /rules/branches/{branch}``: one ``required_status_checks``
-        rule from the repository's active ruleset when it targets the branch."""
+        rule from the repository's active ruleset when it targets the branch (``repo.rulesets``), then the rules of
+        each active branch ruleset of ``repo.ruleset_list`` that names the branch ("Rules in rulesets with
+        "evaluate" or "disabled" enforcement statuses are not returned")."""
+        found: list[Json] = []
         contexts = repo.rulesets.get(branch)
-        if not contexts:
-            return []
-        return [{
-            "type": "required_status_checks",
-            "parameters": {"required_status_checks": [{"context": c} for c in contexts],
-                           "strict_required_status_checks_policy": False},
-            "ruleset_source_type": "Repository",
-            "ruleset_source": repo.full_name,
-            "ruleset_id": 1,
-        }]
+        if contexts:
+            found.append({
+                "type": "required_status_checks",
+                "parameters": {"required_status_checks": [{"context": c} for c in contexts],
+                               "strict_required_status_checks_policy": False},
+                "ruleset_source_type": "Repository",
+                "ruleset_source": repo.full_name,
+                "ruleset_id": 1,
+            })
+        for ruleset in repo.ruleset_list:
+            if ruleset.target == "branch" and ruleset.enforcement == "active" and branch in ruleset.branches:
+                found += [dict(rule) | {
+                    "ruleset_source_type": "Organization" if ruleset.organization else "Repository",
+                    "ruleset_source": repo.owner if ruleset.organization else repo.full_name,
+                    "ruleset_id": ruleset.id,
+                } for rule in ruleset.rules]
+        return found
 
     def repository_ruleset(self, repo: Repo, ruleset: Ruleset, *, detailed: bool) -> Json:
         """``repository-ruleset``: listed as GitHub's example of "Get all repository rulesets" lists one (no

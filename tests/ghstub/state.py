@@ -119,7 +119,9 @@ class Ruleset:
     """A ruleset that applies to the repository ("Get a repository ruleset"): ``include`` / ``exclude`` are its
     ``conditions.ref_name``, ``rules`` its rules as the API returns them (``{"type": "deletion"}``, ...).
     ``bypass`` is the ``current_user_can_bypass`` every caller is told; ``organization``: the ruleset is the
-    owner's (``source_type`` Organization), listed with ``includes_parents`` (GitHub's default)."""
+    owner's (``source_type`` Organization), listed with ``includes_parents`` (GitHub's default). The stand-in does
+    not evaluate ``include`` / ``exclude``: a branch ruleset's rules are returned by "Get rules for a branch" for
+    the branches a test names in ``branches`` (GitHub evaluates the conditions itself there)."""
 
     id: int
     name: str
@@ -130,6 +132,7 @@ class Ruleset:
     rules: list[dict[str, Any]] = field(default_factory=list)
     bypass: str = "never"  # always | pull_requests_only | never | exempt
     organization: bool = False
+    branches: list[str] = field(default_factory=list)
 
 
 # GitHub keeps a read-only ref ``refs/pull/<N>/head`` for every pull request, open or closed, and moves it with
@@ -154,7 +157,8 @@ done
 # A ruleset declines a push with its own words before any ref moves (public threads quote them, e.g.
 # guardian/gha-scala-library-release-workflow#126, opensearch-project/.github#531: "remote: error: GH013: Repository
 # rule violations found for refs/tags/v42.0.0." / "Review all repository rules at https://github.com/<o>/<r>/rules?
-# ref=refs%2Ftags%2Fv42.0.0" / "- Cannot create ref due to creations being restricted."). The stand-in does not
+# ref=refs%2Ftags%2Fv42.0.0" / "- Cannot create ref due to creations being restricted."; a pull request rule's
+# "- Changes must be made through a pull request.", henne49/dbus-opendtu#235). The stand-in does not
 # evaluate its rulesets on a push: a test names the writes to decline (:meth:`Repo.decline_ref_writes`), and this
 # pre-receive hook declines them (the whole push, as GitHub does) with those words.
 DECLINED_FILE = "ghstub-declined-writes"
@@ -167,13 +171,16 @@ while read old new ref; do
   if [ "$old" = "$zero" ]; then write=create; why="Cannot create ref due to creations being restricted."
   elif [ "$new" = "$zero" ]; then write=delete; why="Cannot delete this protected ref."
   else write=update; why="Cannot update this protected ref."; fi
-  grep -qxF "$write $ref" {DECLINED_FILE} || continue
-  echo "error: GH013: Repository rule violations found for $ref." >&2
-  echo "Review all repository rules at $(head -n 1 ghstub-rules-url)?ref=$(echo "$ref" | sed 's,/,%2F,g')" >&2
-  echo "" >&2
-  echo "- $why" >&2
-  echo "" >&2
-  status=1
+  while read w r said; do
+    [ "$w $r" = "$write $ref" ] || continue
+    [ -n "$said" ] && why="$said"
+    echo "error: GH013: Repository rule violations found for $ref." >&2
+    echo "Review all repository rules at $(head -n 1 ghstub-rules-url)?ref=$(echo "$ref" | sed 's,/,%2F,g')" >&2
+    echo "" >&2
+    echo "- $why" >&2
+    echo "" >&2
+    status=1
+  done < {DECLINED_FILE}
 done
 exit $status
 """
@@ -224,10 +231,11 @@ class Repo:
     def full_name(self) -> str:
         return f"{self.owner}/{self.name}"
 
-    def decline_ref_writes(self, writes: dict[str, list[str]]) -> None:
+    def decline_ref_writes(self, writes: dict[str, list[str]], why: str = "") -> None:
         """Make pushes that write these refs fail as a ruleset makes them (``{ref: ["create", "update",
-        "delete"]}``; empty: decline nothing). Pair it with the ``ruleset_list`` entry that explains it."""
-        lines = [f"{write} {ref}\n" for ref, kinds in sorted(writes.items()) for write in kinds]
+        "delete"]}``; empty: decline nothing), saying ``why`` (by default what GitHub says of a restricted
+        creation, update or deletion). Pair it with the ``ruleset_list`` entry that explains it."""
+        lines = [f"{write} {ref} {why}".rstrip() + "\n" for ref, kinds in sorted(writes.items()) for write in kinds]
         (self.path / "ghstub-rules-url").write_text(f"https://github.com/{self.full_name}/rules\n")  # as GitHub says
         (self.path / DECLINED_FILE).write_text("".join(lines))
 
