@@ -11,6 +11,11 @@ Sources:
 * Ruby's ``File.fnmatch`` (https://rubydoc.info/stdlib/core/File.fnmatch, ``dir.c``), its examples with
   ``File::FNM_PATHNAME``: ``'**/foo'`` matches ``'a/b/c/foo'`` and not ``'a/.b/c/foo'``; ``'**.rb'`` does not
   match ``'lib/song.rb'``; ``'*'`` does not match ``'.profile'`` (no ``FNM_DOTMATCH``).
+* GitHub's answers to declined pushes, quoted in public threads: a ``required_status_checks`` rule refuses a push
+  ("Required status check "pre-commit" is expected", mxcube/mxcubecore#891), a ``pull_request`` rule refuses a
+  direct push ("Changes must be made through a pull request", henne49/dbus-opendtu#235);
+  ``required_status_checks``' ``do_not_enforce_on_create`` "Allow repositories and branches to be created if a
+  check would otherwise prohibit it" (``repository-rule-required-status-checks``).
 * The REST API's description of a ruleset (``@octokit/openapi`` 23.0.2, ``repository-ruleset``,
   ``repository-ruleset-conditions``, ``repository-rule-*``): ``ref_name.include`` "One of these patterns must
   match ... Also accepts ``~DEFAULT_BRANCH`` ... or ``~ALL``"; ``exclude`` "The condition will not pass if any of
@@ -24,8 +29,10 @@ from __future__ import annotations
 import pytest
 
 from fleetflow.forge.rulesets import (
+    BranchRule,
     NamePattern,
     Ruleset,
+    declined_pushes,
     declined_writes,
     fnmatch_pathname,
     ruleset_of,
@@ -126,3 +133,21 @@ def test_a_ruleset_as_the_api_returns_it() -> None:
     listed = ruleset_of({"id": 7, "name": "x", "source_type": "Repository", "source": "contoso/gitops",
                          "enforcement": "evaluate"})
     assert (listed.target, listed.include, listed.rules, listed.can_bypass) == ("branch", (), (), None)
+
+
+def test_the_pushes_a_branch_rule_declines() -> None:
+    """fleetflow pushes new, unsigned commits: the pin to a control-plane environment branch (a fast-forward), the
+    PR head branch ``fleetflow/<env>`` (created, then forced)."""
+    head = ("create", "update", "force")
+    rules = [BranchRule("non_fast_forward", 3), BranchRule("deletion", 3), BranchRule("required_linear_history", 4),
+             BranchRule("pull_request", 5, {"required_approving_review_count": 1}), BranchRule("creation", 6)]
+    assert declined_pushes(rules, head) == {3: ["Block force pushes"], 5: ["Require a pull request before merging"],
+                                            6: ["Restrict creations"]}
+    assert declined_pushes(rules, ("update",)) == {5: ["Require a pull request before merging"]}
+    checks = BranchRule("required_status_checks", 7, {"required_status_checks": [{"context": "ci"}]})
+    lenient = BranchRule("required_status_checks", 8, {"do_not_enforce_on_create": True})
+    assert declined_pushes([checks, lenient], ("create",)) == {7: ["Require status checks to pass"]}
+    assert declined_pushes([lenient], ("update",)) == {8: ["Require status checks to pass"]}
+    signed = [BranchRule("required_signatures", 9), BranchRule("update", 9), BranchRule("update", 9)]
+    assert declined_pushes(signed, ("update",)) == {9: ["Require signed commits", "Restrict updates"]}  # once each
+    assert declined_pushes([BranchRule("deletion", 1), BranchRule("merge_queue", 2)], head) == {}

@@ -23,18 +23,19 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
 from fleetflow.cli import main as cli
-from fleetflow.errors import ForgeError
+from fleetflow.errors import ForgeError, GitError
 from fleetflow.forge.base import Forge
 from fleetflow.forge.git import GitRepos
 from fleetflow.forge.local import LocalForge
 from fleetflow.promotion.bootstrap import MARKER, WORKFLOW_FILE, apply_init, plan_init
 from fleetflow.promotion.context import Context
 from fleetflow.promotion.doctor import diagnose
+from fleetflow.promotion.promote import promote
 from tests.fleet import ENVIRONMENTS, Fleet, environments_file, git
 from tests.ghstub.fixtures import github_stub  # noqa: F401
 from tests.ghstub.server import GitHubStub
 from tests.ghstub.state import Ruleset
-from tests.test_promotion import FORGES, make_github_fleet, make_local_fleet
+from tests.test_promotion import FORGES, first_commit, make_github_fleet, make_local_fleet
 
 FAST = {"retries": 3, "backoff_factor": 0, "seconds_between_requests": 0, "seconds_between_writes": 0}
 
@@ -438,6 +439,91 @@ def test_doctor_checks_tag_rulesets_against_the_merge_records(fleet: Fleet) -> N
         diagnosis = diagnose(ctx)
     assert diagnosis.findings == [] and [c for c in diagnosis.checked if "'org tags'" in c] == bypassed
     assert f"{go}: tag rulesets let fleetflow write its merge records" not in diagnosis.checked  # but for a bypass
+
+
+PULL_REQUEST_RULE = {"type": "pull_request", "parameters": {
+    "dismiss_stale_reviews_on_push": True, "require_code_owner_review": False, "require_last_push_approval": False,
+    "required_approving_review_count": 1, "required_review_thread_resolution": False}}
+
+
+def test_doctor_checks_the_rules_of_the_branches_fleetflow_pushes_to(fleet: Fleet) -> None:
+    """fleetflow pushes commits itself to two kinds of branch: promote's pin to each control-plane environment branch
+    (a fast-forward) and schedule's PR head branch ``fleetflow/<env>`` in the GitOps repository (created, then
+    force-updated). "Get rules for a branch" returns the active rules that apply to a branch, whatever their
+    ruleset's level ("REST API endpoints for rules", https://docs.github.com/en/rest/repos/rules); each declining
+    ruleset is read for its name and ``current_user_can_bypass``. docs/setup.md, section 4, asks for the App on the
+    environment branches' bypass list and for no rule on ``fleetflow/*``."""
+    init_fleet(fleet)
+    stub: GitHubStub | None = getattr(fleet, "stub", None)
+    cp, go = fleet.cp_id, fleet.gitops_id
+    with fleet.context() as ctx:
+        diagnosis = diagnose(ctx)
+    assert diagnosis.findings == []
+    if stub is None:
+        assert f"{cp}@dev: rulesets (the local forge has none)" in diagnosis.skipped
+        assert f"{go}@fleetflow/dev: rulesets (the local forge has none)" in diagnosis.skipped
+        return
+    assert f"{cp}@dev: no ruleset declines fleetflow's pushes" in diagnosis.checked
+    assert f"{go}@fleetflow/qa: no ruleset declines fleetflow's pushes" in diagnosis.checked
+
+    stub.repo(cp).ruleset_list += [
+        Ruleset(31, "environment branches", target="branch", include=["refs/heads/dev", "refs/heads/qa"],
+                rules=[PULL_REQUEST_RULE, {"type": "deletion"}], branches=["dev", "qa"], bypass="always"),
+        Ruleset(32, "dev checks", target="branch", include=["refs/heads/dev"], branches=["dev"], rules=[
+            {"type": "required_status_checks", "parameters": {
+                "required_status_checks": [{"context": "fleetflow / Check the change"}],
+                "strict_required_status_checks_policy": False}}]),
+    ]
+    stub.repo(go).ruleset_list.append(  # the organization's "no force pushes anywhere", as GitHub applies it
+        Ruleset(33, "all branches", target="branch", include=["~ALL"], organization=True,
+                rules=[{"type": "non_fast_forward"}, {"type": "deletion"}], branches=["fleetflow/dev"]))
+    with fleet.context() as ctx:
+        diagnosis = diagnose(ctx)
+    assert [(f.check, f.where) for f in diagnosis.findings] == [
+        ("push-rules", f"{cp}@dev ruleset 'dev checks' (Repository {cp})"),
+        ("push-rules", f"{go}@fleetflow/dev ruleset 'all branches' (Organization contoso)"),
+    ]
+    pin, head = diagnosis.findings
+    assert pin.problem == ("its rules (Require status checks to pass) decline promote's push of the pin commit "
+                           "(base-repo.yaml), so dev is never promoted")
+    assert pin.fix.startswith("add fleetflow's GitHub App to its bypass list")
+    assert head.problem == ("its rules (Block force pushes) decline schedule's push of the PR head branch, so dev's "
+                            "PR is never opened or updated")
+    assert "pattern fleetflow/*, refs/heads/fleetflow/* through the API" in head.fix
+    assert [c for c in diagnosis.checked if "'environment branches'" in c] == [
+        f"{cp}@{env}: ruleset 'environment branches' (Repository {cp}) declines fleetflow's pushes (Require a pull "
+        "request before merging), but the credentials this doctor ran with bypass it (always): fleetflow's GitHub "
+        "App must be on its bypass list too" for env in ("dev", "qa")]
+
+
+def test_github_a_ruleset_that_declines_the_pin_stops_promote_as_doctor_says(tmp_path: Path,
+                                                                              request: pytest.FixtureRequest) -> None:
+    """A pull request rule on an environment branch that the App cannot bypass: promote's push of the pin is
+    declined with GitHub's words ("- Changes must be made through a pull request.", as GitHub answers a direct push
+    under that rule, henne49/dbus-opendtu#235), nothing is pinned, and doctor names the ruleset and the fix. With the
+    App (the credentials in use) on the bypass list, the same promote goes through."""
+    fleet = make_github_fleet(tmp_path, request)
+    stub: GitHubStub = fleet.stub  # type: ignore[attr-defined]
+    repo = stub.repo(fleet.cp_id)
+    repo.ruleset_list.append(Ruleset(41, "protect dev", target="branch", include=["refs/heads/dev"],
+                                     rules=[PULL_REQUEST_RULE], branches=["dev"]))
+    repo.decline_ref_writes({"refs/heads/dev": ["update"]}, why="Changes must be made through a pull request.")
+    sha = first_commit(fleet)
+    before = fleet.pin("dev")
+    with fleet.context() as ctx, pytest.raises(GitError) as refused:
+        promote(ctx, "dev", sha)
+    assert "GH013: Repository rule violations found for refs/heads/dev." in str(refused.value)
+    assert "- Changes must be made through a pull request." in str(refused.value)
+    assert fleet.pin("dev") == before
+    with fleet.context() as ctx:
+        [found] = [f for f in diagnose(ctx).findings if f.check == "push-rules"]
+    assert found.where == f"{fleet.cp_id}@dev ruleset 'protect dev' (Repository {fleet.cp_id})"
+    assert "decline promote's push of the pin commit" in found.problem and "bypass list" in found.fix
+    repo.ruleset_list[0].bypass = "always"  # the App on the bypass list: GitHub lets its pushes through
+    repo.decline_ref_writes({})
+    with fleet.context() as ctx:
+        promote(ctx, "dev", sha)
+    assert fleet.pin("dev") == sha
 
 
 def test_doctor_checks_the_github_environments_the_jobs_use(fleet: Fleet) -> None:

@@ -25,9 +25,9 @@ def doctor_command(forge: str | None, control_plane: str | None, config: Path | 
     failed. Checks: the caller workflow on every branch GitHub reads it from, the default branches, the GitHub
     App's permissions, autoMerge vs the repository's auto-merge setting, statuses on the GitOps branch tips
     whose contexts match no Cluster of the inventory, the checks the GitOps branches require, merge records of
-    environments a GitOps repository no longer serves, tag rulesets that would decline fleetflow's merge
-    records, the shards workflow of sharded environments, and the GitHub Environments the jobs use
-    (docs/setup.md lists each check with what it reads).
+    environments a GitOps repository no longer serves, rulesets that would decline fleetflow's own pushes (the
+    pin, the PR head branches) or its merge records, the shards workflow of sharded environments, and the
+    GitHub Environments the jobs use (docs/setup.md lists each check with what it reads).
     """
     with handled(fmt) as reply, make_context(forge, control_plane, config, fmt) as ctx:
         found = diagnose(ctx)

@@ -16,7 +16,7 @@ from datetime import datetime
 from typing import Literal, Protocol
 
 from fleetflow.errors import ForgeError
-from fleetflow.forge.rulesets import Ruleset
+from fleetflow.forge.rulesets import BranchRule, Ruleset
 
 StatusState = Literal["pending", "success", "failure", "error"]
 CombinedState = Literal["pending", "success", "failure"]
@@ -247,6 +247,15 @@ class Forge(Protocol):
     def deployment_environments(self, repo: str) -> dict[str, DeploymentEnvironment] | None:
         """The repository's GitHub Environments by name (``GET /repos/{owner}/{repo}/environments``); None when
         the forge has none (the local forge)."""
+        ...
+
+    def branch_rules(self, repo: str, branch: str) -> list[BranchRule] | None:
+        """The active rules that apply to ``branch`` (which need not exist), each with its ruleset's id; None when
+        the forge has no rulesets (the local forge)."""
+        ...
+
+    def ruleset(self, repo: str, ident: int) -> Ruleset:
+        """One ruleset that applies to ``repo`` (its own or its organization's), whole."""
         ...
 
     def rulesets(self, repo: str, target: str) -> list[Ruleset] | None:

@@ -43,7 +43,7 @@ from fleetflow.forge.base import (
     newer_report,
 )
 from fleetflow.forge.githubauth import PERMISSIONS_HINT, Credential, Credentials
-from fleetflow.forge.rulesets import Ruleset, ruleset_of
+from fleetflow.forge.rulesets import BranchRule, Ruleset, ruleset_of
 from fleetflow.settings import Settings
 
 DEFAULT_API_URL = "https://api.github.com"
@@ -508,6 +508,28 @@ class GitHubForge:
                 return found
             page += 1
 
+    def branch_rules(self, repo: str, branch: str) -> list[BranchRule] | None:
+        """"Get rules for a branch" (``GET /repos/{owner}/{repo}/rules/branches/{branch}``, Metadata: read): every
+        active rule that applies, whatever level its ruleset is at. One request per 100 rules."""
+        quoted = quote(branch, safe="")
+        found: list[BranchRule] = []
+        page = 1
+        while True:
+            items = self._requester_json(repo, "GET", f"/repos/{repo}/rules/branches/{quoted}",
+                                         "read the rules for the branch",
+                                         parameters={"per_page": 100, "page": page}) or []
+            found += [BranchRule(str(r.get("type", "")), int(r.get("ruleset_id") or 0),
+                                 dict(r.get("parameters") or {})) for r in items if isinstance(r, dict)]
+            if len(items) < 100:
+                return found
+            page += 1
+
+    def ruleset(self, repo: str, ident: int) -> Ruleset:
+        """"Get a repository ruleset" with ``includes_parents`` (an organization's too): conditions, rules and
+        ``current_user_can_bypass``."""
+        return ruleset_of(self._requester_json(repo, "GET", f"/repos/{repo}/rulesets/{ident}", "read a ruleset",
+                                               parameters={"includes_parents": "true"}))
+
     def rulesets(self, repo: str, target: str) -> list[Ruleset] | None:
         """"Get all repository rulesets" (``GET /repos/{owner}/{repo}/rulesets``, ``targets``, ``includes_parents``:
         the organization's too; anyone with read access), then "Get a repository ruleset" for each active one: its
@@ -529,9 +551,7 @@ class GitHubForge:
             if item.get("enforcement") != "active":
                 found.append(ruleset_of(item | {"target": target}))
                 continue
-            detailed = ruleset_of(self._requester_json(
-                repo, "GET", f"/repos/{repo}/rulesets/{int(item['id'])}", "read a ruleset",
-                parameters={"includes_parents": "true"}))
+            detailed = self.ruleset(repo, int(item["id"]))
             if detailed.target == target:
                 found.append(detailed)
         return found

@@ -52,7 +52,7 @@ from fleetflow.forge.base import (
 )
 from fleetflow.forge.git import MergeConflict, run_git
 from fleetflow.forge.localstore import Edit, Mirror, Snapshot, dump_json
-from fleetflow.forge.rulesets import Ruleset
+from fleetflow.forge.rulesets import BranchRule, Ruleset
 
 R = TypeVar("R")
 Record = dict[str, Any]
@@ -456,6 +456,13 @@ class LocalForge:
     def auto_merge_allowed(self, repo: str) -> bool | None:
         """The local forge has no auto-merge setting (fleetflow merges by its own rules)."""
         return None
+
+    def branch_rules(self, repo: str, branch: str) -> list[BranchRule] | None:
+        """The local forge has no rulesets."""
+        return None
+
+    def ruleset(self, repo: str, ident: int) -> Ruleset:
+        raise ForgeError(f"the local forge has no rulesets (asked for {ident} of {repo})")
 
     def rulesets(self, repo: str, target: str) -> list[Ruleset] | None:
         """The local forge has no rulesets (its branch rules are :meth:`protect_branch`'s required checks)."""

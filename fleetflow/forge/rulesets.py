@@ -15,6 +15,13 @@ allow users with bypass permission to create matching refs"), ``update`` (likewi
 ``tag_name_pattern`` (``operator`` ``starts_with`` / ``ends_with`` / ``contains`` / ``regex`` on the tag's name,
 ``negate``: "the rule will fail if the pattern matches"). Only ``active`` enforcement declines anything
 (``evaluate`` only reports, ``disabled`` does nothing).
+
+For a branch GitHub evaluates the conditions itself: "Get rules for a branch" ("Returns all active rules that apply
+to the specified branch. The branch does not need to exist") lists each rule with its ``ruleset_id``
+(:class:`BranchRule`). A push of new commits is also declined by ``pull_request`` (changes go through a pull
+request), ``required_status_checks`` (a push is refused until the commit has them: "Required status check ... is
+expected", as GitHub answers a push, mxcube/mxcubecore#891; ``do_not_enforce_on_create`` lets a branch be created),
+``required_deployments`` and ``required_signatures`` (fleetflow's commits are not signed).
 """
 
 from __future__ import annotations
@@ -74,6 +81,42 @@ def ruleset_of(data: Any) -> Ruleset:
         rules=tuple(str(r.get("type", "")) for r in rules), name_patterns=patterns,
         can_bypass=data.get("current_user_can_bypass"),
     )
+
+
+@dataclass(frozen=True)
+class BranchRule:
+    """One active rule that applies to a branch, as "Get rules for a branch" lists it."""
+
+    type: str
+    ruleset_id: int
+    parameters: dict[str, Any] = field(default_factory=dict)
+
+
+Push = Literal["create", "update", "force"]  # a new branch, a fast-forward, a forced update
+
+# rule type -> (the pushes of new commits it declines, the rule's name in GitHub's settings)
+_BRANCH_RESTRICTIONS: dict[str, tuple[tuple[Push, ...], str]] = {
+    "creation": (("create",), "Restrict creations"),
+    "update": (("update", "force"), "Restrict updates"),
+    "non_fast_forward": (("force",), "Block force pushes"),
+    "pull_request": (("update", "force"), "Require a pull request before merging"),
+    "required_status_checks": (("create", "update", "force"), "Require status checks to pass"),
+    "required_deployments": (("create", "update", "force"), "Require deployments to succeed"),
+    "required_signatures": (("create", "update", "force"), "Require signed commits"),
+}
+
+
+def declined_pushes(rules: list[BranchRule], pushes: tuple[Push, ...]) -> dict[int, list[str]]:
+    """The rulesets (by id) whose rules decline one of ``pushes`` of fleetflow's unsigned commits, each with the
+    names of those rules."""
+    declined: dict[int, list[str]] = {}
+    for rule in rules:
+        writes, text = _BRANCH_RESTRICTIONS.get(rule.type, ((), ""))
+        if rule.type == "required_status_checks" and rule.parameters.get("do_not_enforce_on_create"):
+            writes = tuple(w for w in writes if w != "create")
+        if set(writes) & set(pushes) and text not in declined.get(rule.ruleset_id, []):
+            declined.setdefault(rule.ruleset_id, []).append(text)
+    return declined
 
 
 def fnmatch_pathname(pattern: str, name: str) -> bool:

@@ -25,6 +25,10 @@ Checks (each reads, none writes):
   ``fleetflow/merge-when-green/<env>``, :mod:`fleetflow.promotion.merge_records`): one whose environment this repo
   no longer serves (renamed or removed) is never read nor removed by reconcile; one on a commit other than the
   head branch's tip is stale and reconcile replaces it at its next run (reported as fine);
+* **push-rules**: the rules that apply to the branches fleetflow pushes commits to itself ("Get rules for a
+  branch"): each control-plane environment branch (promote's pin commit, a fast-forward) and each GitOps PR head
+  branch ``fleetflow/<env>`` (created, then force-updated by schedule). A ruleset whose rules decline such a push
+  (:func:`fleetflow.forge.rulesets.declined_pushes`) and that the credentials in use cannot bypass;
 * **tag-rules**: the tag rulesets of each GitOps repository serving an ``autoMerge`` environment ("Get all
   repository rulesets" with ``targets=tag``, then "Get a repository ruleset" for each active one): one that declines
   creating, moving or deleting that environment's merge records (:mod:`fleetflow.forge.rulesets`), unless the
@@ -51,13 +55,22 @@ from pydantic import Field
 
 from fleetflow.errors import ForgeError, Problem, Problems
 from fleetflow.forge.git import split_credentials
-from fleetflow.forge.rulesets import WRITE_TEXT, Write, declined_writes, writes_text
+from fleetflow.forge.rulesets import (
+    WRITE_TEXT,
+    Push,
+    Ruleset,
+    Write,
+    declined_pushes,
+    declined_writes,
+    writes_text,
+)
 from fleetflow.model.controlplane import Resource, build_resource
 from fleetflow.model.documents import Tree, read_tree
 from fleetflow.model.resources import ClusterSpec, EnvironmentSpec, GitOpsRepoSpec
 from fleetflow.promotion.bootstrap import WORKFLOW_FILE
 from fleetflow.promotion.context import Context, head_branch, short
 from fleetflow.promotion.merge_records import KINDS, RECORDS_PATTERN, TAG_PREFIX, record_ref
+from fleetflow.promotion.pin import PIN_FILE
 from fleetflow.results import Result
 
 # docs/setup.md, "Create the GitHub App": the repository permissions fleetflow needs, and the least access.
@@ -73,7 +86,7 @@ _LEVEL = {"read": 1, "write": 2, "admin": 3}
 
 class Finding(Result):
     check: str  # workflows | default-branch | app | autoMerge | contexts | branch-rules | merge-records |
-    # tag-rules | sharded-schedule | environments
+    # push-rules | tag-rules | sharded-schedule | environments
     where: str
     problem: str
     fix: str
@@ -157,6 +170,10 @@ def diagnose(ctx: Context) -> Diagnosis:
             env.tip,
             "a push to this branch runs the workflow file of the pushed commit",
         )
+        _check_push_rules(ctx, found, cp, env.branch, ("update",),
+                          f"promote's push of the pin commit ({PIN_FILE}), so {env.name} is never promoted",
+                          f"add fleetflow's GitHub App to its bypass list (docs/setup.md, section 4: {env.branch} "
+                          "keeps its rules for people; the App pushes the pin)")
     gitops_repos = sorted({e.gitops.repo for e in setups if e.gitops is not None})
     for env in setups:
         if env.tip is not None and env.gitops is None:
@@ -224,6 +241,12 @@ def diagnose(ctx: Context) -> Diagnosis:
             )
             _check_contexts(ctx, found, env, repo, branch, sha)
             _check_branch_rules(ctx, found, env, repo, branch)
+            head = head_branch(env.name)
+            _check_push_rules(ctx, found, repo, head, ("create", "update", "force"),
+                              f"schedule's push of the PR head branch, so {env.name}'s PR is never opened or updated",
+                              f"exclude fleetflow's head branches from it (pattern {HEADS_PATTERN}, "
+                              f"refs/heads/{HEADS_PATTERN} through the API; docs/setup.md, section 4), or add "
+                              "fleetflow's GitHub App to its bypass list")
         if tip is not None:
             _check_status_page_environment(ctx, found, repo, url, default, tip)
         served = [e for e in setups if e.gitops is not None and e.gitops.repo == repo]
@@ -384,6 +407,42 @@ def _check_merge_records(ctx: Context, found: Diagnosis, repo: str, url: str, se
         found.ok(f"{repo}: merge record {tag} on {short(sha)}: {state}")
 
 
+def _check_push_rules(ctx: Context, found: Diagnosis, repo: str, branch: str, pushes: tuple[Push, ...],
+                      consequence: str, fix: str) -> None:
+    """The rules that apply to ``branch`` ("Get rules for a branch": GitHub picks the rulesets) against fleetflow's
+    own ``pushes`` of new, unsigned commits there; one finding per ruleset that declines one of them and that the
+    credentials in use cannot bypass (one they may bypass: fine, with the reminder that the App must too)."""
+    where = f"{repo}@{branch}"
+    rules = ctx.forge.branch_rules(repo, branch)
+    if rules is None:
+        found.skipped.append(f"{where}: rulesets (the {ctx.forge.name} forge has none)")
+        return
+    declined = declined_pushes(rules, pushes)
+    for ident, names in sorted(declined.items()):
+        ruleset = ctx.forge.ruleset(repo, ident)
+        named = f"ruleset {ruleset.name!r} ({ruleset.source or f'id {ident}'})"
+        if bypassed := _bypassed(ruleset):
+            found.ok(f"{where}: {named} declines fleetflow's pushes ({', '.join(names)}), {bypassed}")
+            continue
+        found.findings.append(finding(
+            "push-rules", f"{where} {named}",
+            f"its rules ({', '.join(names)}) decline {consequence}", fix))
+    if not declined:
+        found.ok(f"{where}: no ruleset declines fleetflow's pushes")
+
+
+def _bypassed(ruleset: Ruleset) -> str | None:
+    """What to say of a ruleset the credentials in use may bypass (``current_user_can_bypass`` is the caller's:
+    doctor run with a person's token says nothing of the App's), or None."""
+    if ruleset.can_bypass not in ("always", "exempt"):
+        return None
+    return (f"but the credentials this doctor ran with bypass it ({ruleset.can_bypass}): fleetflow's GitHub App "
+            "must be on its bypass list too")
+
+
+HEADS_PATTERN = "fleetflow/*"  # the PR head branches, fleetflow/<env> (an environment's name has no "/")
+
+
 def _check_tag_rules(ctx: Context, found: Diagnosis, repo: str, setups: list[EnvSetup]) -> None:
     """The tag rulesets of ``repo`` against the merge records of its ``autoMerge`` environments, which fleetflow
     creates, moves to a new head and deletes (both names in one atomic push, :mod:`merge_records`). A ruleset
@@ -422,10 +481,8 @@ def _check_tag_rules(ctx: Context, found: Diagnosis, repo: str, setups: list[Env
         where = f"{repo} ruleset {ruleset.name!r} ({ruleset.source or f'id {ruleset.id}'})"
         what = writes_text(list(declined))
         why = "; ".join(f"{WRITE_TEXT[w]}: {', '.join(rules)}" for w, rules in declined.items())
-        if ruleset.can_bypass in ("always", "exempt"):
-            found.ok(f"{where}: declines {what} fleetflow's merge records ({why}), but the credentials this doctor "
-                     f"ran with bypass it ({ruleset.can_bypass}): fleetflow's GitHub App must be on its bypass list "
-                     "too")
+        if bypassed := _bypassed(ruleset):
+            found.ok(f"{where}: declines {what} fleetflow's merge records ({why}), {bypassed}")
             clear = False
             continue
         clear = False
