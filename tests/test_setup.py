@@ -484,6 +484,12 @@ def test_doctor_checks_the_rules_of_the_branches_fleetflow_pushes_to(fleet: Flee
         ("push-rules", f"{go}@fleetflow/dev ruleset 'all branches' (Organization contoso)"),
     ]
     pin, head = diagnosis.findings
+    stub.inject("GET", "/rules/branches/fleetflow%2Fdev$", "status_5xx", status=404, times=5)
+    with fleet.context() as ctx:
+        unread = diagnose(ctx)
+    assert [f.where for f in unread.findings] == [pin.where]  # the other checks still report
+    assert any(s.startswith(f"{go}@fleetflow/dev: rulesets could not be read (") for s in unread.skipped)
+    stub.clear_faults()
     assert pin.problem == ("its rules (Require status checks to pass) decline promote's push of the pin commit "
                            "(base-repo.yaml), so dev is never promoted")
     assert pin.fix.startswith("add fleetflow's GitHub App to its bypass list")

@@ -413,13 +413,18 @@ def _check_push_rules(ctx: Context, found: Diagnosis, repo: str, branch: str, pu
     own ``pushes`` of new, unsigned commits there; one finding per ruleset that declines one of them and that the
     credentials in use cannot bypass (one they may bypass: fine, with the reminder that the App must too)."""
     where = f"{repo}@{branch}"
-    rules = ctx.forge.branch_rules(repo, branch)
+    try:
+        rules = ctx.forge.branch_rules(repo, branch)
+        declined = declined_pushes(rules or [], pushes)
+        rulesets = {ident: ctx.forge.ruleset(repo, ident) for ident in sorted(declined)}
+    except ForgeError as exc:
+        found.skipped.append(_unreadable(f"{where}: rulesets", exc))
+        return
     if rules is None:
         found.skipped.append(f"{where}: rulesets (the {ctx.forge.name} forge has none)")
         return
-    declined = declined_pushes(rules, pushes)
     for ident, names in sorted(declined.items()):
-        ruleset = ctx.forge.ruleset(repo, ident)
+        ruleset = rulesets[ident]
         named = f"ruleset {ruleset.name!r} ({ruleset.source or f'id {ident}'})"
         if bypassed := _bypassed(ruleset):
             found.ok(f"{where}: {named} declines fleetflow's pushes ({', '.join(names)}), {bypassed}")
@@ -429,6 +434,13 @@ def _check_push_rules(ctx: Context, found: Diagnosis, repo: str, branch: str, pu
             f"its rules ({', '.join(names)}) decline {consequence}", fix))
     if not declined:
         found.ok(f"{where}: no ruleset declines fleetflow's pushes")
+
+
+def _unreadable(what: str, exc: ForgeError) -> str:
+    """The skipped line of rulesets GitHub would not show (a plan without rulesets, a token without Metadata:
+    read): nothing to judge by, so the check is skipped rather than stopping doctor."""
+    return (f"{what} could not be read ({str(exc).splitlines()[0]}); reading them needs Metadata: read, and "
+            "private repositories have rulesets on GitHub Pro, Team and Enterprise plans only")
 
 
 def _bypassed(ruleset: Ruleset) -> str | None:
@@ -454,10 +466,8 @@ def _check_tag_rules(ctx: Context, found: Diagnosis, repo: str, setups: list[Env
         return
     try:
         rulesets = ctx.forge.rulesets(repo, "tag")
-    except ForgeError as exc:  # a plan without rulesets, a token without metadata: read: nothing to judge by
-        found.skipped.append(f"{repo}: tag rulesets could not be read ({str(exc).splitlines()[0]}); reading them "
-                             "needs Metadata: read, and private repositories have rulesets on GitHub Pro, Team and "
-                             "Enterprise plans only")
+    except ForgeError as exc:
+        found.skipped.append(_unreadable(f"{repo}: tag rulesets", exc))
         return
     if rulesets is None:
         found.skipped.append(f"{repo}: tag rulesets (the {ctx.forge.name} forge has none)")
@@ -481,11 +491,10 @@ def _check_tag_rules(ctx: Context, found: Diagnosis, repo: str, setups: list[Env
         where = f"{repo} ruleset {ruleset.name!r} ({ruleset.source or f'id {ruleset.id}'})"
         what = writes_text(list(declined))
         why = "; ".join(f"{WRITE_TEXT[w]}: {', '.join(rules)}" for w, rules in declined.items())
+        clear = False
         if bypassed := _bypassed(ruleset):
             found.ok(f"{where}: declines {what} fleetflow's merge records ({why}), {bypassed}")
-            clear = False
             continue
-        clear = False
         found.findings.append(finding(
             "tag-rules", where,
             f"it declines {what} the tags fleetflow keeps its merge records in ({', '.join(tags)}; {why}): the "
