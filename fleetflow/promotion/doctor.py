@@ -47,8 +47,9 @@ Checks (each reads, none writes):
 from __future__ import annotations
 
 import fnmatch
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import yaml
 from pydantic import Field
@@ -82,6 +83,7 @@ NEEDED_PERMISSIONS: dict[str, str] = {
     "metadata": "read",
 }
 _LEVEL = {"read": 1, "write": 2, "admin": 3}
+R = TypeVar("R")
 
 
 class Finding(Result):
@@ -413,16 +415,18 @@ def _check_push_rules(ctx: Context, found: Diagnosis, repo: str, branch: str, pu
     own ``pushes`` of new, unsigned commits there; one finding per ruleset that declines one of them and that the
     credentials in use cannot bypass (one they may bypass: fine, with the reminder that the App must too)."""
     where = f"{repo}@{branch}"
-    try:
+
+    def read() -> tuple[dict[int, list[str]], dict[int, Ruleset]] | None:
         rules = ctx.forge.branch_rules(repo, branch)
-        declined = declined_pushes(rules or [], pushes)
-        rulesets = {ident: ctx.forge.ruleset(repo, ident) for ident in sorted(declined)}
-    except ForgeError as exc:
-        found.skipped.append(_unreadable(f"{where}: rulesets", exc))
+        if rules is None:
+            return None
+        declined = declined_pushes(rules, pushes)
+        return declined, {ident: ctx.forge.ruleset(repo, ident) for ident in sorted(declined)}
+
+    got = _read_rules(ctx, found, f"{where}: rulesets", read)
+    if got is None:
         return
-    if rules is None:
-        found.skipped.append(f"{where}: rulesets (the {ctx.forge.name} forge has none)")
-        return
+    declined, rulesets = got
     for ident, names in sorted(declined.items()):
         ruleset = rulesets[ident]
         named = f"ruleset {ruleset.name!r} ({ruleset.source or f'id {ident}'})"
@@ -436,11 +440,19 @@ def _check_push_rules(ctx: Context, found: Diagnosis, repo: str, branch: str, pu
         found.ok(f"{where}: no ruleset declines fleetflow's pushes")
 
 
-def _unreadable(what: str, exc: ForgeError) -> str:
-    """The skipped line of rulesets GitHub would not show (a plan without rulesets, a token without Metadata:
-    read): nothing to judge by, so the check is skipped rather than stopping doctor."""
-    return (f"{what} could not be read ({str(exc).splitlines()[0]}); reading them needs Metadata: read, and "
-            "private repositories have rulesets on GitHub Pro, Team and Enterprise plans only")
+def _read_rules(ctx: Context, found: Diagnosis, what: str, read: Callable[[], R | None]) -> R | None:
+    """``read()``'s rulesets, or None with a "skipped" line: on a forge that has none, and when GitHub will not show
+    them (a plan without rulesets, a token without Metadata: read), so the other checks still report."""
+    try:
+        got = read()
+    except ForgeError as exc:
+        found.skipped.append(f"{what} could not be read ({str(exc).splitlines()[0]}); reading them needs Metadata: "
+                             "read, and private repositories have rulesets on GitHub Pro, Team and Enterprise plans "
+                             "only")
+        return None
+    if got is None:
+        found.skipped.append(f"{what} (the {ctx.forge.name} forge has none)")
+    return got
 
 
 def _bypassed(ruleset: Ruleset) -> str | None:
@@ -464,13 +476,8 @@ def _check_tag_rules(ctx: Context, found: Diagnosis, repo: str, setups: list[Env
     auto = sorted(e.name for e in setups if e.spec.pull_request.auto_merge)
     if not auto:
         return
-    try:
-        rulesets = ctx.forge.rulesets(repo, "tag")
-    except ForgeError as exc:
-        found.skipped.append(_unreadable(f"{repo}: tag rulesets", exc))
-        return
+    rulesets = _read_rules(ctx, found, f"{repo}: tag rulesets", lambda: ctx.forge.rulesets(repo, "tag"))
     if rulesets is None:
-        found.skipped.append(f"{repo}: tag rulesets (the {ctx.forge.name} forge has none)")
         return
     clear = True
     for ruleset in rulesets:
