@@ -23,6 +23,7 @@ from fleetflow.forge.local import LocalForge
 from fleetflow.promotion.merging import merge_if_due, merge_verdict
 from tests import stand_in
 from tests.ghstub.server import GitHubStub
+from tests.ghstub.state import Ruleset
 from tests.stand_in import HEAD, REPO
 from tests.test_forge_local import origin, template  # noqa: F401
 
@@ -101,6 +102,23 @@ def test_github_merge_rules_read_protection_and_rulesets(stub: GitHubStub, forge
     rules = forge.merge_rules(REPO, "dev")
     assert rules.required == ("ci/build", "security/scan") and not rules.auto_merge_allowed
     assert forge.merge_rules(REPO, "main").required == ()
+
+
+def test_github_merge_rules_read_every_page_of_the_branch_rules(stub: GitHubStub, forge: GitHubForge) -> None:
+    """"Get rules for a branch" is paginated ("per_page ... The number of results per page (max 100)", default 30,
+    https://docs.github.com/en/rest/repos/rules#get-rules-for-a-branch): an organization with many rulesets can
+    put a required check past the first 30 rules."""
+    repo = stub.repo(REPO)
+    repo.ruleset_list += [
+        Ruleset(100 + n, f"ruleset {n}", target="branch", branches=["dev"], rules=[
+            {"type": "required_status_checks", "parameters": {"required_status_checks": [{"context": f"check/{n}"}],
+                                                               "strict_required_status_checks_policy": False}}])
+        for n in range(35)]
+    repo.ruleset_list.append(Ruleset(200, "deletions", target="branch", branches=["dev"], rules=[
+        {"type": "deletion"}] * 70))
+    mark = stub.mark()
+    assert forge.merge_rules(REPO, "dev").required == tuple(f"check/{n}" for n in range(35))
+    assert stub.count(mark, path="/rules/branches/") == 2  # 105 rules: two pages of 100
 
 
 def test_github_head_moved_after_the_checks_were_read(stub: GitHubStub, forge: GitHubForge,

@@ -411,7 +411,8 @@ class GitHubForge:
     def merge_rules(self, repo: str, branch: str) -> MergeRules:
         """Required contexts from branch protection (``GET /branches/{branch}``: ``protection.required_status_checks``,
         readable with pull access) and from rulesets (``GET /rules/branches/{branch}``: the active
-        ``required_status_checks`` rules), plus the repository's ``allow_auto_merge``. Three requests."""
+        ``required_status_checks`` rules, every page: GitHub gives 30 rules a page unless asked for 100), plus the
+        repository's ``allow_auto_merge``. Three requests (one more per further 100 rules)."""
         remote = self._remote(repo)
         with self._request("read the repository", "GET", f"/repos/{repo}"):
             allowed = bool(remote.allow_auto_merge)
@@ -420,12 +421,10 @@ class GitHubForge:
         checks = ((data.get("protection") or {}).get("required_status_checks") or {})
         required = list(checks.get("contexts") or [])
         required += [c["context"] for c in checks.get("checks") or [] if c.get("context")]
-        rules = self._requester_json(repo, "GET", f"/repos/{repo}/rules/branches/{quoted}",
-                                     "read the rules for the branch")
-        for rule in rules or []:
-            if rule.get("type") == "required_status_checks":
-                params = rule.get("parameters") or {}
-                required += [c["context"] for c in params.get("required_status_checks") or [] if c.get("context")]
+        for rule in self.branch_rules(repo, branch) or []:
+            if rule.type == "required_status_checks":
+                listed = rule.parameters.get("required_status_checks") or []
+                required += [c["context"] for c in listed if isinstance(c, dict) and c.get("context")]
         return MergeRules(tuple(dict.fromkeys(required)), allowed)
 
     def enable_auto_merge(self, repo: str, number: int) -> str | None:

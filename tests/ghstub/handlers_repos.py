@@ -65,9 +65,10 @@ def get_branch(request: Request) -> Response:
 
 @route("GET", "/repos/{owner}/{repo}/rules/branches/{branch}")
 def get_branch_rules(request: Request) -> Response:
-    """"Get rules for a branch": the branch need not exist; only active rulesets' rules."""
+    """"Get rules for a branch": the branch need not exist; only active rulesets' rules; paginated (``per_page``
+    default 30, at most 100)."""
     repo = request.repo
-    return Response(200, request.shapes.ruleset_rules(repo, request.params["branch"]))
+    return paginate(request, request.shapes.ruleset_rules(repo, request.params["branch"]), lambda page: page)
 
 
 @route("GET", "/repos/{owner}/{repo}/rulesets")
