@@ -423,7 +423,8 @@ def test_doctor_checks_tag_rulesets_against_the_merge_records(fleet: Fleet) -> N
     bypassed = [c for c in diagnosis.checked if "'org tags'" in c]
     assert bypassed == [f"{go} ruleset 'org tags' (Organization contoso): declines creating fleetflow's merge "
                         "records (creating: Restrict creations), but the credentials this doctor ran with bypass it "
-                        "(always): fleetflow's GitHub App must be on its bypass list too"]
+                        "(always); unless they are fleetflow's GitHub App's, the App must be on its bypass list "
+                        "too (run doctor with FLEETFLOW_APP_ID and FLEETFLOW_APP_PRIVATE_KEY to check as the App)"]
     # one list, then one read per active tag ruleset
     assert (stub.count(mark, path="/rulesets$"), stub.count(mark, path="/rulesets/[0-9]+$")) == (1, 3)
 
@@ -498,8 +499,9 @@ def test_doctor_checks_the_rules_of_the_branches_fleetflow_pushes_to(fleet: Flee
     assert "pattern fleetflow/*, refs/heads/fleetflow/* through the API" in head.fix
     assert [c for c in diagnosis.checked if "'environment branches'" in c] == [
         f"{cp}@{env}: ruleset 'environment branches' (Repository {cp}) declines fleetflow's pushes (Require a pull "
-        "request before merging), but the credentials this doctor ran with bypass it (always): fleetflow's GitHub "
-        "App must be on its bypass list too" for env in ("dev", "qa")]
+        "request before merging), but the credentials this doctor ran with bypass it (always); unless they are "
+        "fleetflow's GitHub App's, the App must be on its bypass list too (run doctor with FLEETFLOW_APP_ID and "
+        "FLEETFLOW_APP_PRIVATE_KEY to check as the App)" for env in ("dev", "qa")]
 
 
 def test_github_a_ruleset_that_declines_the_pin_stops_promote_as_doctor_says(tmp_path: Path,

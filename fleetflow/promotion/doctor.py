@@ -460,8 +460,9 @@ def _bypassed(ruleset: Ruleset) -> str | None:
     doctor run with a person's token says nothing of the App's), or None."""
     if ruleset.can_bypass not in ("always", "exempt"):
         return None
-    return (f"but the credentials this doctor ran with bypass it ({ruleset.can_bypass}): fleetflow's GitHub App "
-            "must be on its bypass list too")
+    return (f"but the credentials this doctor ran with bypass it ({ruleset.can_bypass}); unless they are fleetflow's "
+            "GitHub App's, the App must be on its bypass list too (run doctor with FLEETFLOW_APP_ID and "
+            "FLEETFLOW_APP_PRIVATE_KEY to check as the App)")
 
 
 HEADS_PATTERN = "fleetflow/*"  # the PR head branches, fleetflow/<env> (an environment's name has no "/")
