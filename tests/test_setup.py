@@ -522,6 +522,8 @@ def test_github_a_ruleset_that_declines_the_pin_stops_promote_as_doctor_says(tmp
         promote(ctx, "dev", sha)
     assert "GH013: Repository rule violations found for refs/heads/dev." in str(refused.value)
     assert "- Changes must be made through a pull request." in str(refused.value)
+    assert str(refused.value).endswith("pushing the pin to dev failed; if a ruleset declined it, `fleetflow doctor` "
+                                       "names the ruleset and its fix (check push-rules)")
     assert fleet.pin("dev") == before
     with fleet.context() as ctx:
         [found] = [f for f in diagnose(ctx).findings if f.check == "push-rules"]
@@ -532,6 +534,30 @@ def test_github_a_ruleset_that_declines_the_pin_stops_promote_as_doctor_says(tmp
     with fleet.context() as ctx:
         promote(ctx, "dev", sha)
     assert fleet.pin("dev") == sha
+
+
+def test_github_a_ruleset_on_the_head_branch_stops_schedule_as_doctor_says(
+        tmp_path: Path, request: pytest.FixtureRequest) -> None:
+    """An organization ruleset restricting branch creations everywhere (``~ALL``) declines schedule's push of the new
+    head branch ``fleetflow/dev`` with GitHub's words (GH013, "- Cannot create ref due to creations being
+    restricted.", as quoted for a tag in guardian/gha-scala-library-release-workflow#126). No PR is opened, the error
+    says where doctor looks, and doctor names the ruleset and the exclusion."""
+    fleet = make_github_fleet(tmp_path, request)
+    stub: GitHubStub = fleet.stub  # type: ignore[attr-defined]
+    go = stub.repo(fleet.gitops_id)
+    go.ruleset_list.append(Ruleset(51, "branch creations", target="branch", organization=True,
+                                   rules=[{"type": "creation"}], branches=["fleetflow/dev"]))
+    go.decline_ref_writes({"refs/heads/fleetflow/dev": ["create"]})
+    with fleet.context() as ctx, pytest.raises(GitError) as refused:
+        promote(ctx, "dev", first_commit(fleet))
+    assert "GH013: Repository rule violations found for refs/heads/fleetflow/dev." in str(refused.value)
+    assert str(refused.value).endswith(f"pushing fleetflow/dev to {fleet.gitops_id} failed; if a ruleset declined "
+                                       "it, `fleetflow doctor` names the ruleset and its fix (check push-rules)")
+    assert fleet.open_pr("dev") is None
+    with fleet.context() as ctx:
+        [found] = [f for f in diagnose(ctx).findings if f.check == "push-rules"]
+    assert found.where == f"{fleet.gitops_id}@fleetflow/dev ruleset 'branch creations' (Organization contoso)"
+    assert "(Restrict creations) decline schedule's push of the PR head branch" in found.problem
 
 
 def test_doctor_checks_the_github_environments_the_jobs_use(fleet: Fleet) -> None:

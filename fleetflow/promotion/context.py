@@ -4,7 +4,8 @@ commit. Nothing here is remembered between runs: every fact is re-derived from g
 from __future__ import annotations
 
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -12,7 +13,7 @@ from pathlib import Path
 from fleetflow.clock import utc_now
 from fleetflow.errors import GitError, InputError, Problem, Problems, unknown_environment
 from fleetflow.forge.base import Forge
-from fleetflow.forge.git import GitRepos
+from fleetflow.forge.git import GitRepos, PushRejected
 from fleetflow.forge.registrations import RegistrationFetcher
 from fleetflow.model.controlplane import ControlPlane, Resource, build_resource, load_control_plane
 from fleetflow.model.documents import ParseCache, Tree, read_tree
@@ -39,6 +40,20 @@ def head_branch(environment: str) -> str:
 
 def short(sha: str | None) -> str:
     return sha[:12] if sha else "-"
+
+
+@contextmanager
+def doctor_names_the_rule(what: str, check: str) -> Iterator[None]:
+    """Around one of fleetflow's own pushes: a failure that is not a lost race (:class:`PushRejected`, retried by
+    the caller) already says what the remote said (a ruleset's GH013 lines); this adds where ``fleetflow doctor``
+    looks for the ruleset that declines ``what``."""
+    try:
+        yield
+    except PushRejected:
+        raise
+    except GitError as error:
+        raise GitError(f"{error}\n{what} failed; if a ruleset declined it, `fleetflow doctor` names the ruleset and "
+                       f"its fix (check {check})", command=error.command, reason=error.reason) from error
 
 
 def environment_branch(env: Resource[EnvironmentSpec]) -> str:

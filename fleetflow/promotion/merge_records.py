@@ -37,8 +37,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Literal
 
-from fleetflow.errors import GitError
 from fleetflow.forge.git import GitRepos, PushRejected
+from fleetflow.promotion.context import doctor_names_the_rule
 from fleetflow.results import Result
 
 RecordKind = Literal["auto-merge", "merge-when-green"]
@@ -96,13 +96,10 @@ def drop_records(git: GitRepos, url: str, seen: Mapping[str, str]) -> bool:
 
 
 def _push(git: GitRepos, url: str, updates: Mapping[str, tuple[str | None, str | None]]) -> bool:
+    tags = ", ".join(ref.removeprefix("refs/tags/") for ref in updates)
     try:
-        git.push_refs(url, updates)
+        with doctor_names_the_rule(f"writing fleetflow's merge record ({tags})", "tag-rules"):
+            git.push_refs(url, updates)
     except PushRejected:
         return False
-    except GitError as error:  # not a race: the error says what the remote said; this says where to look
-        tags = ", ".join(ref.removeprefix("refs/tags/") for ref in updates)
-        raise GitError(f"{error}\nwriting fleetflow's merge record ({tags}) failed; if a tag ruleset declined it, "
-                       "`fleetflow doctor` names the ruleset and the exclusion that fixes it (check tag-rules)",
-                       command=error.command, reason=error.reason) from error
     return True

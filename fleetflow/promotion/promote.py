@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from fleetflow.errors import GateError, InputError, Problem, UsageError
 from fleetflow.forge.base import CommitStatus
 from fleetflow.forge.git import retry_races
-from fleetflow.promotion.context import SCHEDULED, Context, short, status_context
+from fleetflow.promotion.context import SCHEDULED, Context, doctor_names_the_rule, short, status_context
 from fleetflow.promotion.pin import PIN_FILE, read_pin, write_pin
 from fleetflow.promotion.schedule import ScheduleOutcome, schedule_environment
 from fleetflow.results import Result
@@ -145,7 +145,8 @@ def _pin_once(ctx: Context, environment: str, branch: str, sha: str, *, release:
     new_sha = ctx.git.commit_files(ctx.cp_url, env_sha, {PIN_FILE: new_text.encode()}, message, when)
     if new_sha is None:
         return PinResult(False, hold)
-    ctx.git.push(ctx.cp_url, new_sha, branch, env_sha)
+    with doctor_names_the_rule(f"pushing the pin to {branch}", "push-rules"):
+        ctx.git.push(ctx.cp_url, new_sha, branch, env_sha)
     done = "rolled back" if verb == "roll back" else "pinned"
     ctx.say(f"{environment}: {done} to main@{short(sha)} on branch {branch}")
     return PinResult(True, hold)

@@ -18,7 +18,7 @@ from pydantic import Field, computed_field
 from fleetflow.forge.base import PullRequest
 from fleetflow.forge.git import PushRejected, retry_races
 from fleetflow.promotion import merging
-from fleetflow.promotion.context import Context, Pinned, head_branch, pinned, short
+from fleetflow.promotion.context import Context, Pinned, doctor_names_the_rule, head_branch, pinned, short
 from fleetflow.promotion.fullplan import compare_url, plan_header, plan_path, write_plan
 from fleetflow.promotion.gitops import GitOpsTree, WrittenCommit, clean_root, write_commit
 from fleetflow.promotion.merging import MergeOutcome
@@ -182,12 +182,14 @@ def publish(ctx: Context, environment: str, rendered: Rendered) -> ScheduleOutco
                     f"main@{short(main_sha)} follows once it is merged or closed"
                 )
                 return outcome
-        ctx.git.push(g_url, new_sha, head, heads[head])
+        with doctor_names_the_rule(f"pushing {head} to {g_repo}", "push-rules"):
+            ctx.git.push(g_url, new_sha, head, heads[head])
         pr = ctx.forge.update_pull(g_repo, open_pr.number, title=pr_title, body=pr_body)
         outcome.operation, outcome.pull = "updated", pr
         outcome.message = f"PR #{pr.number} updated to main@{short(main_sha)}"
     else:
-        ctx.git.push(g_url, new_sha, head, heads[head])
+        with doctor_names_the_rule(f"pushing {head} to {g_repo}", "push-rules"):
+            ctx.git.push(g_url, new_sha, head, heads[head])
         pr = ctx.forge.create_pull(g_repo, head, g_branch, pr_title, pr_body)
         if policy.pull_request.labels:
             ctx.forge.add_labels(g_repo, pr.number, list(policy.pull_request.labels))
