@@ -175,9 +175,9 @@ def test_github_a_tag_ruleset_that_declines_the_record_is_what_doctor_reports(
         [problem] = result.problems
         assert f"GH013: Repository rule violations found for {RECORD}." in problem.message
         assert "Cannot create ref due to creations being restricted." in problem.message
-        assert problem.message.endswith("writing fleetflow's merge record (fleetflow/auto-merge/dev) failed; if a "
-                                        "ruleset declined it, `fleetflow doctor` names the ruleset and its fix "
-                                        "(check tag-rules)")
+        assert problem.message.endswith("GitHub's rulesets declined writing fleetflow's merge record "
+                                        "(fleetflow/auto-merge/dev): `fleetflow doctor` names the ruleset and its "
+                                        "fix (check tag-rules)")
         assert [s.step for s in result.did] == (["promote"] if run == 0 else [])
     with fleet.context() as ctx:
         [found] = [f for f in diagnose(ctx).findings if f.check == "tag-rules"]  # (the fleet has no workflows)

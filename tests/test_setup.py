@@ -522,8 +522,8 @@ def test_github_a_ruleset_that_declines_the_pin_stops_promote_as_doctor_says(tmp
         promote(ctx, "dev", sha)
     assert "GH013: Repository rule violations found for refs/heads/dev." in str(refused.value)
     assert "- Changes must be made through a pull request." in str(refused.value)
-    assert str(refused.value).endswith("pushing the pin to dev failed; if a ruleset declined it, `fleetflow doctor` "
-                                       "names the ruleset and its fix (check push-rules)")
+    assert str(refused.value).endswith("GitHub's rulesets declined pushing the pin to dev: `fleetflow doctor` names "
+                                       "the ruleset and its fix (check push-rules)")
     assert fleet.pin("dev") == before
     with fleet.context() as ctx:
         [found] = [f for f in diagnose(ctx).findings if f.check == "push-rules"]
@@ -551,8 +551,8 @@ def test_github_a_ruleset_on_the_head_branch_stops_schedule_as_doctor_says(
     with fleet.context() as ctx, pytest.raises(GitError) as refused:
         promote(ctx, "dev", first_commit(fleet))
     assert "GH013: Repository rule violations found for refs/heads/fleetflow/dev." in str(refused.value)
-    assert str(refused.value).endswith(f"pushing fleetflow/dev to {fleet.gitops_id} failed; if a ruleset declined "
-                                       "it, `fleetflow doctor` names the ruleset and its fix (check push-rules)")
+    assert str(refused.value).endswith(f"GitHub's rulesets declined pushing fleetflow/dev to {fleet.gitops_id}: "
+                                       "`fleetflow doctor` names the ruleset and its fix (check push-rules)")
     assert fleet.open_pr("dev") is None
     with fleet.context() as ctx:
         [found] = [f for f in diagnose(ctx).findings if f.check == "push-rules"]

@@ -42,18 +42,25 @@ def short(sha: str | None) -> str:
     return sha[:12] if sha else "-"
 
 
+# GitHub's code for a push its rulesets declined ("GH013: Repository rule violations found for refs/heads/main",
+# GitHub Docs, "Troubleshooting your migration with GitHub Enterprise Importer", "Repository rule violations found")
+RULE_VIOLATIONS = "GH013"
+
+
 @contextmanager
 def doctor_names_the_rule(what: str, check: str) -> Iterator[None]:
     """Around one of fleetflow's own pushes: a failure that is not a lost race (:class:`PushRejected`, retried by
-    the caller) already says what the remote said (a ruleset's GH013 lines); this adds where ``fleetflow doctor``
-    looks for the ruleset that declines ``what``."""
+    the caller) already says what the remote said. When GitHub says its rulesets declined the push (GH013), this
+    adds which ``fleetflow doctor`` check names the ruleset; any other failure is left as it is."""
     try:
         yield
     except PushRejected:
         raise
     except GitError as error:
-        raise GitError(f"{error}\n{what} failed; if a ruleset declined it, `fleetflow doctor` names the ruleset and "
-                       f"its fix (check {check})", command=error.command, reason=error.reason) from error
+        if RULE_VIOLATIONS not in str(error):
+            raise
+        raise GitError(f"{error}\nGitHub's rulesets declined {what}: `fleetflow doctor` names the ruleset and its fix "
+                       f"(check {check})", command=error.command, reason=error.reason) from error
 
 
 def environment_branch(env: Resource[EnvironmentSpec]) -> str:
