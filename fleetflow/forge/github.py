@@ -176,6 +176,19 @@ class GitHubForge:
             self._repos[key] = (credential, self._clients[credential.key].get_repo(repo))
         return self._repos[key]
 
+    def _array_pages(self, repo: str, path: str, what: str, parameters: dict[str, Any] | None = None) -> list[Any]:
+        """Every item of a paginated GET that answers a plain JSON array, :data:`_PER_PAGE` a page (GitHub's most):
+        one request per page, the last one short."""
+        items: list[Any] = []
+        page = 1
+        while True:
+            chunk = self._requester_json(repo, "GET", path, what,
+                                         parameters={**(parameters or {}), "per_page": _PER_PAGE, "page": page}) or []
+            items += chunk
+            if len(chunk) < _PER_PAGE:
+                return items
+            page += 1
+
     def _requester_json(self, repo: str, method: str, path: str, what: str, *,
                         parameters: dict[str, Any] | None = None, body: Any = None) -> Any:
         """One request PyGithub has no fitting call for (paginated combined status, checked dispatch)."""
@@ -242,21 +255,11 @@ class GitHubForge:
     def status_history(self, repo: str, sha: str) -> list[CommitStatus]:
         """``GET /repos/{owner}/{repo}/commits/{ref}/statuses`` (every status, newest first; 100 a page), oldest
         first. One request for a commit with at most 100 statuses."""
-        sha = full_sha(sha)
-        found: list[CommitStatus] = []
-        page = 1
-        path = f"/repos/{repo}/commits/{sha}/statuses"
-        while True:
-            chunk = self._requester_json(repo, "GET", path, "list the commit statuses",
-                                         parameters={"per_page": _PER_PAGE, "page": page}) or []
-            found.extend(
-                CommitStatus(context=s["context"], state=s["state"], description=s.get("description") or "",
+        statuses = self._array_pages(repo, f"/repos/{repo}/commits/{full_sha(sha)}/statuses",
+                                     "list the commit statuses")
+        return [CommitStatus(context=s["context"], state=s["state"], description=s.get("description") or "",
                              updated_at=_when(s.get("created_at") or s.get("updated_at")), kind="status")
-                for s in chunk
-            )
-            if len(chunk) < _PER_PAGE:
-                return found[::-1]
-            page += 1
+                for s in reversed(statuses)]
 
     def commit_url(self, repo: str, sha: str) -> str | None:
         """``html_url`` of the repository (read with it, no extra request once the repository is read) +
@@ -510,18 +513,10 @@ class GitHubForge:
     def branch_rules(self, repo: str, branch: str) -> list[BranchRule] | None:
         """"Get rules for a branch" (``GET /repos/{owner}/{repo}/rules/branches/{branch}``, Metadata: read): every
         active rule that applies, whatever level its ruleset is at. One request per 100 rules."""
-        quoted = quote(branch, safe="")
-        found: list[BranchRule] = []
-        page = 1
-        while True:
-            items = self._requester_json(repo, "GET", f"/repos/{repo}/rules/branches/{quoted}",
-                                         "read the rules for the branch",
-                                         parameters={"per_page": 100, "page": page}) or []
-            found += [BranchRule(str(r.get("type", "")), int(r.get("ruleset_id") or 0),
-                                 dict(r.get("parameters") or {})) for r in items if isinstance(r, dict)]
-            if len(items) < 100:
-                return found
-            page += 1
+        rules = self._array_pages(repo, f"/repos/{repo}/rules/branches/{quote(branch, safe='')}",
+                                  "read the rules for the branch")
+        return [BranchRule(str(r.get("type", "")), int(r.get("ruleset_id") or 0), dict(r.get("parameters") or {}))
+                for r in rules if isinstance(r, dict)]
 
     def ruleset(self, repo: str, ident: int) -> Ruleset:
         """"Get a repository ruleset" with ``includes_parents`` (an organization's too): conditions, rules and
@@ -534,15 +529,8 @@ class GitHubForge:
         the organization's too; anyone with read access), then "Get a repository ruleset" for each active one: its
         ``conditions.ref_name``, ``rules`` and ``current_user_can_bypass``. One request per 100 rulesets, plus one
         per active ruleset of ``target``."""
-        listed: list[dict[str, Any]] = []
-        page = 1
-        while True:
-            items = self._requester_json(repo, "GET", f"/repos/{repo}/rulesets", "list the rulesets", parameters={
-                "targets": target, "includes_parents": "true", "per_page": 100, "page": page}) or []
-            listed += items
-            if len(items) < 100:
-                break
-            page += 1
+        listed = self._array_pages(repo, f"/repos/{repo}/rulesets", "list the rulesets",
+                                   {"targets": target, "includes_parents": "true"})
         found: list[Ruleset] = []
         for item in listed:
             if item.get("target", target) != target:
