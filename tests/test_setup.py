@@ -504,6 +504,25 @@ def test_doctor_checks_the_rules_of_the_branches_fleetflow_pushes_to(fleet: Flee
         "FLEETFLOW_APP_PRIVATE_KEY to check as the App)" for env in ("dev", "qa")]
 
 
+def test_github_a_ruleset_on_every_head_branch_is_read_once(tmp_path: Path, request: pytest.FixtureRequest) -> None:
+    """An organization's "no force pushes on any branch" applies to every environment's head branch: "Get rules for
+    a branch" is read per branch, the ruleset itself once for the whole diagnosis, and each branch is reported."""
+    fleet = make_github_fleet(tmp_path, request)
+    stub: GitHubStub = fleet.stub  # type: ignore[attr-defined]
+    init_fleet(fleet)
+    heads = [f"fleetflow/{env}" for env in ENVIRONMENTS]
+    stub.repo(fleet.gitops_id).ruleset_list.append(Ruleset(
+        61, "all branches", target="branch", include=["~ALL"], organization=True,
+        rules=[{"type": "non_fast_forward"}], branches=heads))
+    mark = stub.mark()
+    with fleet.context() as ctx:
+        found = [f for f in diagnose(ctx).findings if f.check == "push-rules"]
+    assert sorted(f.where for f in found) == sorted(
+        f"{fleet.gitops_id}@{head} ruleset 'all branches' (Organization contoso)" for head in heads)
+    assert stub.count(mark, path="/rulesets/61$") == 1
+    assert stub.count(mark, path="/rules/branches/fleetflow%2F") == len(heads)
+
+
 def test_github_a_ruleset_that_declines_the_pin_stops_promote_as_doctor_says(tmp_path: Path,
                                                                               request: pytest.FixtureRequest) -> None:
     """A pull request rule on an environment branch that the App cannot bypass: promote's push of the pin is

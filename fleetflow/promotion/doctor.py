@@ -47,6 +47,7 @@ Checks (each reads, none writes):
 from __future__ import annotations
 
 import fnmatch
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -129,6 +130,8 @@ def diagnose(ctx: Context) -> Diagnosis:
     main_sha = ctx.main_tip()
     envs = ctx.environments(main_sha)
     setups = [_env_setup(ctx, env) for _, env in sorted(envs.items())]
+    # a ruleset read once per repository: an organization's applies to every branch the push-rules check looks at
+    read_ruleset = functools.cache(ctx.forge.ruleset)
     _check_workflow(
         ctx,
         found,
@@ -172,7 +175,7 @@ def diagnose(ctx: Context) -> Diagnosis:
             env.tip,
             "a push to this branch runs the workflow file of the pushed commit",
         )
-        _check_push_rules(ctx, found, cp, env.branch, ("update",),
+        _check_push_rules(ctx, found, read_ruleset, cp, env.branch, ("update",),
                           f"promote's push of the pin commit ({PIN_FILE}), so {env.name} is never promoted",
                           f"add fleetflow's GitHub App to its bypass list (docs/setup.md, section 4: {env.branch} "
                           "keeps its rules for people; the App pushes the pin)")
@@ -244,7 +247,7 @@ def diagnose(ctx: Context) -> Diagnosis:
             _check_contexts(ctx, found, env, repo, branch, sha)
             _check_branch_rules(ctx, found, env, repo, branch)
             head = head_branch(env.name)
-            _check_push_rules(ctx, found, repo, head, ("create", "update", "force"),
+            _check_push_rules(ctx, found, read_ruleset, repo, head, ("create", "update", "force"),
                               f"schedule's push of the PR head branch, so {env.name}'s PR is never opened or updated",
                               f"exclude fleetflow's head branches from it (pattern {HEADS_PATTERN}, "
                               f"refs/heads/{HEADS_PATTERN} through the API; docs/setup.md, section 4), or add "
@@ -409,11 +412,12 @@ def _check_merge_records(ctx: Context, found: Diagnosis, repo: str, url: str, se
         found.ok(f"{repo}: merge record {tag} on {short(sha)}: {state}")
 
 
-def _check_push_rules(ctx: Context, found: Diagnosis, repo: str, branch: str, pushes: tuple[Push, ...],
-                      consequence: str, fix: str) -> None:
+def _check_push_rules(ctx: Context, found: Diagnosis, read_ruleset: Callable[[str, int], Ruleset], repo: str,
+                      branch: str, pushes: tuple[Push, ...], consequence: str, fix: str) -> None:
     """The rules that apply to ``branch`` ("Get rules for a branch": GitHub picks the rulesets) against fleetflow's
     own ``pushes`` of new, unsigned commits there; one finding per ruleset that declines one of them and that the
-    credentials in use cannot bypass (one they may bypass: fine, with the reminder that the App must too)."""
+    credentials in use cannot bypass (one they may bypass: fine, with the reminder that the App must too).
+    ``read_ruleset``: the forge's ``ruleset``, remembered for the whole diagnosis."""
     where = f"{repo}@{branch}"
 
     def read() -> tuple[dict[int, list[str]], dict[int, Ruleset]] | None:
@@ -421,7 +425,7 @@ def _check_push_rules(ctx: Context, found: Diagnosis, repo: str, branch: str, pu
         if rules is None:
             return None
         declined = declined_pushes(rules, pushes)
-        return declined, {ident: ctx.forge.ruleset(repo, ident) for ident in sorted(declined)}
+        return declined, {ident: read_ruleset(repo, ident) for ident in sorted(declined)}
 
     got = _read_rules(ctx, found, f"{where}: rulesets", read)
     if got is None:
