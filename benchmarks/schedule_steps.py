@@ -62,7 +62,7 @@ STEPS: list[tuple[str, str]] = [  # module, function (or Class.method): the step
 ]
 
 
-RECEIVING = "the push's server side (receive-pack)"  # the receiving repos, from git's trace2 (bench_promotion)
+RECEIVING = "the push's server side (receive-pack)"  # once the pack was sent, from git's trace2 (bench_promotion)
 CHECKING = "  its connectivity check (rev-list)"  # the rev-list receive-pack runs, from the same trace
 COLLECTING = "garbage collection (gc.callbacks)"  # seconds inside Python's collector during the schedule
 COLLECTIONS = "  collections (count)"
