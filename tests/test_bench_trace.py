@@ -12,27 +12,37 @@ from __future__ import annotations
 
 import datetime
 import json
-import os
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+from tests.fleet import git
+
 ROOT = Path(__file__).resolve().parent.parent
-GIT = ["git", "-c", "init.defaultBranch=main", "-c", "commit.gpgsign=false", "-c", "user.name=t",
-       "-c", "user.email=t@example.com"]
 
 
-def _git(cwd: Path, *args: str, env: dict[str, str] | None = None) -> str:
-    return subprocess.run([*GIT, *args], cwd=cwd, check=True, capture_output=True, text=True,
-                          env={**os.environ, **(env or {})}).stdout.strip()
+def _repos(tmp_path: Path) -> tuple[Path, Path]:
+    """A work tree with one commit on ``main``, and a bare clone of it that receives the pushes."""
+    work, receiver = tmp_path / "work", tmp_path / "receiver.git"
+    work.mkdir()
+    git(work, "init", "-q")
+    (work / "a.txt").write_text("a\n", encoding="utf-8")
+    git(work, "add", "-A")
+    git(work, "commit", "-q", "-m", "one")
+    git(tmp_path, "clone", "-q", "--bare", str(work), str(receiver))
+    return work, receiver
 
 
 def _traced_push(work: Path, receiver: Path, refspec: str, trace: Path) -> list[dict[str, Any]]:
     """Push ``refspec`` with trace2's event target on; the events (a copy: the benchmark deletes its file)."""
     trace.parent.mkdir(parents=True)
-    _git(work, "push", "-q", str(receiver), refspec, env={"GIT_TRACE2_EVENT": str(trace)})
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("GIT_TRACE2_EVENT", str(trace))
+        git(work, "push", "-q", str(receiver), refspec)
     shutil.copy(trace, trace.parent.parent / f"{trace.parent.name}.json")
     return [json.loads(line) for line in trace.read_text(encoding="utf-8").splitlines() if line.strip()]
 
@@ -60,19 +70,13 @@ def test_the_server_side_of_a_push_starts_when_the_senders_pack_is_sent(tmp_path
     """A push of a commit with 2,000 new files: the server side is ``receive-pack``'s exit minus the sending
     ``pack-objects``' exit, less than ``receive-pack``'s whole run (which holds the wait for the pack), and its
     connectivity check is the ``rev-list`` that ``receive-pack`` started."""
-    work, receiver = tmp_path / "work", tmp_path / "receiver.git"
-    work.mkdir()
-    _git(work, "init", "-q")
-    (work / "a.txt").write_text("a\n", encoding="utf-8")
-    _git(work, "add", "-A")
-    _git(work, "commit", "-q", "-m", "one")
-    _git(tmp_path, "clone", "-q", "--bare", str(work), str(receiver))
+    work, receiver = _repos(tmp_path)
     for i in range(2000):
         folder = work / f"d{i % 40}"
         folder.mkdir(exist_ok=True)
         (folder / f"f{i}.yaml").write_text(f"value: {i * 7919}\n" * 20, encoding="utf-8")
-    _git(work, "add", "-A")
-    _git(work, "commit", "-q", "-m", "two")
+    git(work, "add", "-A")
+    git(work, "commit", "-q", "-m", "two")
     trace = tmp_path / "push" / "events.json"
     events = _traced_push(work, receiver, "HEAD:refs/heads/main", trace)
 
@@ -91,14 +95,8 @@ def test_the_server_side_of_a_push_starts_when_the_senders_pack_is_sent(tmp_path
 def test_a_push_that_only_deletes_counts_receive_pack_whole(tmp_path: Path) -> None:
     """Deleting a branch sends no pack: no ``pack-objects`` runs, and the server side is ``receive-pack``'s whole
     run."""
-    work, receiver = tmp_path / "work", tmp_path / "receiver.git"
-    work.mkdir()
-    _git(work, "init", "-q")
-    (work / "a.txt").write_text("a\n", encoding="utf-8")
-    _git(work, "add", "-A")
-    _git(work, "commit", "-q", "-m", "one")
-    _git(tmp_path, "clone", "-q", "--bare", str(work), str(receiver))
-    _git(receiver, "branch", "gone", "main")
+    work, receiver = _repos(tmp_path)
+    git(receiver, "branch", "gone", "main")
     trace = tmp_path / "push" / "events.json"
     events = _traced_push(work, receiver, ":refs/heads/gone", trace)
     assert not [e for e in events if e.get("event") == "cmd_name" and e.get("name") == "pack-objects"]
