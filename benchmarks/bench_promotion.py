@@ -202,15 +202,17 @@ def receive_pack_seconds(trace: Path) -> tuple[float, float]:
     def when(event: dict[str, Any]) -> float:
         return datetime.datetime.fromisoformat(event["time"].replace("Z", "+00:00")).timestamp()
 
+    sent: dict[str, float] = {}  # the push (the parent sid) -> when its pack-objects exited
+    for sid, name in names.items():
+        if name == "pack-objects" and sid in exits and "/" in sid:
+            sent[parent(sid)] = max(sent.get(parent(sid), 0.0), when(exits[sid]))
     receiving = 0.0
     for sid in receivers:
         done = exits.get(sid)
         if done is None:
             continue
-        senders = [exits[s] for s, name in names.items()
-                   if name == "pack-objects" and s in exits and parent(s) == parent(sid) and parent(sid)]
-        sent = max((when(e) for e in senders), default=None)
-        receiving += done["t_abs"] if sent is None else max(0.0, when(done) - sent)
+        packed = sent.get(parent(sid)) if "/" in sid else None
+        receiving += done["t_abs"] if packed is None else max(0.0, when(done) - packed)
     return receiving, sum(exits[s]["t_abs"] for s in checkers if s in exits)
 
 
