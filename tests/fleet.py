@@ -218,8 +218,14 @@ class Fleet:
         return git(self.root, "--git-dir", self.gitops_url, "rev-parse", f"refs/heads/{env}")
 
     def gitops_state(self, env: str, rev: str | None = None) -> RenderState:
-        text = git(self.root, "--git-dir", self.gitops_url, "show", f"{rev or env}:{STATE_PATH}")
-        return RenderState.from_bytes(text.encode())
+        at = rev or env
+        text = git(self.root, "--git-dir", self.gitops_url, "show", f"{at}:{STATE_PATH}")
+
+        def read(paths: list[str]) -> dict[str, bytes | None]:  # the index's parts (and shards, if asked)
+            return {p: subprocess.run(["git", "--git-dir", self.gitops_url, "show", f"{at}:{p}"], check=True,
+                                      capture_output=True).stdout for p in paths}
+
+        return RenderState.from_bytes(text.encode(), read)
 
     def clusters_report(self, env: str, states: dict[int, str] | None = None) -> str:
         """Clusters 1 and 2 of ``env`` report on the GitOps tip (success unless ``states`` says otherwise)."""

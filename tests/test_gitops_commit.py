@@ -17,7 +17,7 @@ from fleetflow.promotion.gitops import survey as gitops_survey
 from fleetflow.promotion.promote import promote_many
 from fleetflow.promotion.schedule import schedule_environment
 from fleetflow.render.diff import plan_diff
-from fleetflow.render.incremental import STATE_PATH, RenderState, is_state_file, shard_reader
+from fleetflow.render.incremental import STATE_PATH, RenderState, is_state_file
 from fleetflow.render.output import FolderTree
 from fleetflow.render.output import survey as output_survey
 from fleetflow.render.pipeline import Meta, render_environment
@@ -138,7 +138,7 @@ def test_plan_and_the_pr_body_show_one_diff(tmp_path: Path) -> None:
     state = next(p for p in files if p.endswith(STATE_PATH))
     root = state.removesuffix(STATE_PATH).rstrip("/")
     prefix = f"{root}/" if root else ""
-    read = shard_reader(lambda paths: {p: files.get(prefix + p) for p in paths})  # the index, then its shards
+    read = lambda paths: {p: files.get(prefix + p) for p in paths}  # noqa: E731 - the index's parts, its shards
     assignment = sorted(RenderState.from_bytes(files[state], read).assignments)[0]
     runbook = f"{assignment}/runbook.md"
     seed = fleet.root / "gitops-seed"

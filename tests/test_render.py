@@ -23,6 +23,7 @@ def test_layout_and_state(tmp_path: Path) -> None:
     assert code == 0, output
     files = tree_bytes(out)
     assert sorted(files) == [
+        ".fleetflow/index/all.json",
         ".fleetflow/state.json",
         ".fleetflow/state/cloud-eu.json",
         ".fleetflow/state/edge-line1.json",
@@ -80,9 +81,10 @@ def test_incremental_equals_full_and_reports_changes(tmp_path: Path) -> None:
     assert data["rendered"] == 1
     assert data["changes"]["changed"] == ["edge-line1/app-dev"]
     assert data["changes"]["configKeys"] == ["edge: LOG_LEVEL (changed)"]
-    # the one shard whose cluster type changed is rewritten, then the index
+    # the one shard whose cluster type changed is rewritten, then the index's part and the index
     assert data["written"] == [
-        "edge-line1/app-dev/platform-config.yaml", ".fleetflow/state/edge-line1.json", ".fleetflow/state.json",
+        "edge-line1/app-dev/platform-config.yaml", ".fleetflow/state/edge-line1.json", ".fleetflow/index/all.json",
+        ".fleetflow/state.json",
     ]
     full = tmp_path / "full"
     render(main, env, full)

@@ -1,7 +1,8 @@
-"""The state in shards: a small index (``.fleetflow/state.json``) plus one shard per cluster type
-(``.fleetflow/state/<clusterType>.json``). A run reads and rewrites only the shards of the cluster types it
-touches; the gate reads the index only; a single-file state written before shards existed is still read, and the
-next write converts it, byte for byte the tree a fresh render gives."""
+"""The state in shards: a small index (``.fleetflow/state.json``) with its parts (``.fleetflow/index/``) plus one
+shard per cluster type (``.fleetflow/state/<clusterType>.json``). A run reads and rewrites only the shards of the
+cluster types it touches, and rewrites only the parts of the index that changed; the gate reads the index and its
+parts, never a shard; a single-file state written before shards existed, and a whole index written before it had
+parts, are still read, and the next write converts them, byte for byte the tree a fresh render gives."""
 
 from __future__ import annotations
 
@@ -17,13 +18,17 @@ from fleetflow.forge.git import GitRepos
 from fleetflow.promotion.gitops import GitOpsTree, write_commit
 from fleetflow.render.incremental import (
     LEGACY_VERSION,
+    PART_DIR,
     STATE_PATH,
+    WHOLE_INDEX_VERSION,
     Assignments,
     AssignmentState,
     ExpectedCluster,
+    Fingerprints,
     RenderState,
+    index_part,
+    part_path,
     shard_path,
-    shard_reader,
 )
 from fleetflow.render.output import apply_result, read_state
 from fleetflow.render.pipeline import Meta, _untouched_shards, render_environment
@@ -33,6 +38,7 @@ ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "control-plane"
 GOLDEN = Path(__file__).resolve().parent / "golden"
 LEGACY_STATE = Path(__file__).resolve().parent / "legacy" / "dev-state-v1.json"
+WHOLE_INDEX = Path(__file__).resolve().parent / "legacy" / "dev-state-v2.json"
 PIN = Meta("0" * 40, "1" * 40)
 
 
@@ -44,6 +50,19 @@ def legacy_tree(into: Path) -> Path:
     (into / STATE_PATH).parent.mkdir()
     shutil.copyfile(LEGACY_STATE, into / STATE_PATH)
     return into
+
+
+def whole_index_tree(into: Path) -> Path:
+    """The tree fleetflow wrote for the example's dev environment before the index had parts: the golden files
+    with the whole index (version 2) in place of the index and its parts (the shards are unchanged)."""
+    shutil.copytree(GOLDEN / "dev", into)
+    shutil.rmtree(into / PART_DIR)
+    shutil.copyfile(WHOLE_INDEX, into / STATE_PATH)
+    return into
+
+
+def parts_of(files: Mapping[str, bytes]) -> list[str]:
+    return sorted(p for p in files if p.startswith(f"{PART_DIR}/"))
 
 
 class CountingFiles:
@@ -68,18 +87,21 @@ def test_index_and_shards_round_trip_with_stable_bytes() -> None:
     )
     shards = state.shard_files()
     assert sorted(shards) == [shard_path("ct"), shard_path("other")]
-    files = CountingFiles({STATE_PATH: state.to_bytes(), **{p: d for p, d in shards.items() if d is not None}})
-    again = RenderState.from_bytes(files.files[STATE_PATH], shard_reader(files))
-    # what the gate reads is in the index: nothing else is read
+    index = state.to_bytes()
+    parts = state.part_files()
+    assert list(parts) == [part_path("all")]  # a small index: one part
+    files = CountingFiles({STATE_PATH: index, **{p: d for p, d in {**shards, **parts}.items() if d is not None}})
+    again = RenderState.from_bytes(files.files[STATE_PATH], files)
+    # what the gate reads is in the index and its parts: no shard is read
     assert [c.name for c in again.clusters] == ["a", "z"] and again.main_commit == "a" * 40
     assert len(again.assignments) == 3 and again.assignments.cluster_types() == {"ct", "other"}
-    assert files.asked == []
+    assert files.asked == [part_path("all")]
     # one lookup reads one shard
     assert again.assignments["ct/b"].files == ("x.yaml",)
-    assert files.asked == [shard_path("ct")]
-    assert again.to_bytes() == state.to_bytes()
-    assert again.shard_files(again) == {}  # read back unchanged: nothing to write
-    assert again.shard_files() == shards
+    assert files.asked == [part_path("all"), shard_path("ct")]
+    assert again.to_bytes() == index
+    assert again.shard_files(again) == {} and again.part_files(again) == {}  # read back unchanged: nothing to write
+    assert again.shard_files() == shards and again.part_files() == parts
     lines = shards[shard_path("ct")].decode().splitlines()  # type: ignore[union-attr]
     assert any(line.strip().startswith('"ct/a"') for line in lines)  # one assignment per line
 
@@ -91,8 +113,10 @@ def test_a_shard_is_kept_unread_only_for_the_same_assignment_ids() -> None:
     state = RenderState(environment="dev", assignments=Assignments.of({
         "ct/a": AssignmentState("i1", "c1", ()), "ct/b-x": AssignmentState("i2", "c2", ()),
         "other/a": AssignmentState("i3", "c3", ())}))
-    files = CountingFiles({STATE_PATH: state.to_bytes(), **{p: d for p, d in state.shard_files().items() if d}})
-    before = RenderState.from_bytes(files.files[STATE_PATH], shard_reader(files)).assignments
+    files = CountingFiles({STATE_PATH: state.to_bytes(),
+                           **{p: d for p, d in {**state.shard_files(), **state.part_files()}.items() if d}})
+    before = RenderState.from_bytes(files.files[STATE_PATH], files).assignments
+    files.asked.clear()  # the index's parts
 
     same = ("a", "b-x")
     assert _untouched_shards(before, {}, {"ct": same, "other": ("a",)}) == {
@@ -104,16 +128,28 @@ def test_a_shard_is_kept_unread_only_for_the_same_assignment_ids() -> None:
     assert files.asked == []  # decided from the index alone
 
 
-def test_the_gate_reads_the_index_only() -> None:
-    """``check-rollout`` and the status page read a state with no shard reader: the clusters, the commits."""
-    index = (GOLDEN / "dev" / STATE_PATH).read_bytes()
-    state = RenderState.from_bytes(index)
+def test_the_gate_reads_the_index_and_its_parts_never_a_shard() -> None:
+    """``check-rollout`` and the status page read the clusters and the commits from the index and its parts; the
+    whole index of version 2 and the single file of version 1 give the same. An index with parts read without a
+    reader is refused (the clusters are in the parts), as a shard read without one is."""
+    files = CountingFiles(tree_bytes(GOLDEN / "dev"))
+    state = RenderState.from_bytes(files.files[STATE_PATH], files)
+    assert files.asked == parts_of(files.files) == [part_path("all")]
+    whole = RenderState.from_bytes(WHOLE_INDEX.read_bytes())
     legacy = RenderState.from_bytes(LEGACY_STATE.read_bytes())
-    assert state.clusters == legacy.clusters and len(state.clusters) == 5
-    assert (state.main_commit, state.env_commit) == (legacy.main_commit, legacy.env_commit)
-    assert len(state.assignments) == len(legacy.assignments) == 11
+    assert whole.version == WHOLE_INDEX_VERSION and legacy.version == LEGACY_VERSION
+    assert state.clusters == whole.clusters == legacy.clusters and len(state.clusters) == 5
+    assert (state.main_commit, state.env_commit) == (whole.main_commit, whole.env_commit) == (
+        legacy.main_commit, legacy.env_commit)
+    assert state.fingerprints == whole.fingerprints and state.config_keys == whole.config_keys
+    assert len(state.assignments) == len(whole.assignments) == len(legacy.assignments) == 11
+    assert {ct: s.members for ct, s in state.assignments.shards.items()} == {
+        ct: s.members for ct, s in whole.assignments.shards.items()}
+    assert files.asked == [part_path("all")]  # still no shard
     with pytest.raises(ValueError, match="was not read"):
-        state.assignments["aks-westeurope/orders-api-dev"]
+        whole.assignments["aks-westeurope/orders-api-dev"]
+    with pytest.raises(ValueError, match=r"parts \(\.fleetflow/index/\) were not read"):
+        RenderState.from_bytes(files.files[STATE_PATH])
 
 
 def test_a_legacy_state_folder_renders_nothing_again_and_is_converted(tmp_path: Path) -> None:
@@ -130,11 +166,10 @@ def test_a_legacy_state_folder_renders_nothing_again_and_is_converted(tmp_path: 
 
 
 def test_an_index_without_reporter_fingerprints_renders_every_status_reporter_again(tmp_path: Path) -> None:
-    """An index written before status reporters had fingerprints (no ``reporters`` in its fingerprints) cannot
-    tell which ``_status/`` folders are current: every reporter is rendered again (a deleted one comes back), no
-    assignment is, and the index gets the fingerprints."""
-    out = tmp_path / "out"
-    shutil.copytree(GOLDEN / "dev", out)
+    """An index written before status reporters had fingerprints (no ``reporters`` in its fingerprints: a whole
+    index, version 2) cannot tell which ``_status/`` folders are current: every reporter is rendered again (a
+    deleted one comes back), no assignment is, and the index gets the fingerprints."""
+    out = whole_index_tree(tmp_path / "out")
     index = out / STATE_PATH
     text = index.read_text()
     start = text.index('    "reporters": {')
@@ -166,7 +201,7 @@ def test_a_legacy_state_commit_is_converted_by_the_next_gitops_commit(tmp_path: 
     written = write_commit(tree, result, previous, "convert", repos.identity, 1_700_000_001)
     assert written.commit is not None
     assert sorted(written.changed) == sorted([STATE_PATH, *(p for p in tree_bytes(GOLDEN / "dev")
-                                                           if p.startswith(".fleetflow/state/"))])
+                                                           if p.startswith((".fleetflow/state/", PART_DIR)))])
     repo = repos.mirror(url)
     entries = repo.ls_tree(written.commit, recursive=True, trees=False)
     blobs = repo.blobs(e.sha for e in entries)
@@ -179,11 +214,11 @@ def test_an_incremental_run_reads_and_rewrites_only_the_shards_it_touches(tmp_pa
     lines = env / "configs" / "lines.yaml"
     lines.write_text(lines.read_text().replace('CAMERA_COUNT: "1"', 'CAMERA_COUNT: "3"'))  # Monterrey line 1
     files = CountingFiles(tree_bytes(GOLDEN / "dev"))
-    previous = RenderState.from_bytes(files.files[STATE_PATH], shard_reader(files))
+    previous = RenderState.from_bytes(files.files[STATE_PATH], files)
     result = render_environment(load(EXAMPLE / "main", env), "dev", previous=previous, meta=PIN)
     touched = ["edge-monterrey-line1/inventory-sync-dev", "edge-monterrey-line1/observability-dev"]
     assert result.changes.changed == touched
-    assert files.asked == [shard_path("edge-monterrey-line1")]
+    assert files.asked == [part_path("all"), shard_path("edge-monterrey-line1")]
     assert result.changes.unchanged == 9
     assert list(result.state.shard_files(previous)) == [shard_path("edge-monterrey-line1")]
     # the shards it did not read are the previous ones: written out, they are the same bytes
@@ -191,7 +226,7 @@ def test_an_incremental_run_reads_and_rewrites_only_the_shards_it_touches(tmp_pa
     shutil.copytree(GOLDEN / "dev", out)
     report = apply_result(out, result, previous)
     assert report.written == [*(f"{aid}/platform-config.json" for aid in touched),
-                              shard_path("edge-monterrey-line1"), STATE_PATH]
+                              shard_path("edge-monterrey-line1"), part_path("all"), STATE_PATH]
     fresh = tmp_path / "fresh"
     assert run_cli("render", "--main", EXAMPLE / "main", "--env", env, "--environment", "dev", "--output", fresh,
                    "--main-commit", "0" * 40, "--env-commit", "1" * 40).exit_code == 0
@@ -213,3 +248,113 @@ def test_a_missing_shard_renders_its_cluster_type_again_and_deletes_nothing(tmp_
     files = tree_bytes(out)
     assert files.pop("aks-westeurope/orders-api-dev/hand-written.yaml") == b"kind: ConfigMap\n"
     assert files == tree_bytes(GOLDEN / "dev")
+
+
+def test_a_whole_index_renders_nothing_again_and_is_converted(tmp_path: Path) -> None:
+    """A tree holding the whole index of version 2 (no parts): a render understands it (nothing is rendered
+    again), and writes the index with its parts, byte for byte the golden tree; so does the next GitOps commit."""
+    out = whole_index_tree(tmp_path / "out")
+    unreadable = Problems()
+    previous = read_state(out, unreadable)
+    assert previous is not None and not unreadable and previous.version == WHOLE_INDEX_VERSION
+    result = run_cli("render", "--main", EXAMPLE / "main", "--env", EXAMPLE / "envs" / "dev", "--environment",
+                     "dev", "--output", out, "--main-commit", "0" * 40, "--env-commit", "1" * 40, "--format", "json")
+    assert result.exit_code == 0, result.output
+    assert '"rendered": 0' in result.output
+    assert tree_bytes(out) == tree_bytes(GOLDEN / "dev")
+
+    repos = GitRepos(tmp_path / "cache")
+    url = str(tmp_path / "gitops.git")
+    old = repos.commit_files(url, None, tree_bytes(whole_index_tree(tmp_path / "seed")), "fleetflow 2",
+                             when=1_700_000_000)
+    assert old is not None
+    tree = GitOpsTree(repos.mirror(url), old, "")
+    before = tree.read_state()
+    assert before is not None and before.version == WHOLE_INDEX_VERSION
+    rendered = render_environment(load(EXAMPLE / "main", EXAMPLE / "envs" / "dev"), "dev", previous=before, meta=PIN)
+    assert rendered.rendered == [] and rendered.changes.empty
+    written = write_commit(tree, rendered, before, "convert", repos.identity, 1_700_000_001)
+    assert written.commit is not None
+    assert sorted(written.changed) == sorted([STATE_PATH, part_path("all")])  # the shards stand as they are
+    repo = repos.mirror(url)
+    entries = repo.ls_tree(written.commit, recursive=True, trees=False)
+    blobs = repo.blobs(e.sha for e in entries)
+    assert {e.path: blobs[e.sha] for e in entries} == tree_bytes(GOLDEN / "dev")
+
+
+@pytest.mark.parametrize("damage", ["missing", "edited"])
+def test_a_missing_or_edited_part_makes_the_state_unreadable_and_everything_renders_again(
+        tmp_path: Path, damage: str) -> None:
+    """A part the index names but the tree lacks, or one whose bytes are not those the index recorded (its digest
+    differs): the state is not trusted. The render says so, renders everything, and writes the tree a fresh render
+    gives (the part comes back as it should be)."""
+    out = tmp_path / "out"
+    shutil.copytree(GOLDEN / "dev", out)
+    part = out / part_path("all")
+    if damage == "missing":
+        part.unlink()
+    else:
+        part.write_text(part.read_text().replace('"LINE_ID": "aea6275d68b5e4f4"', '"LINE_ID": "0000000000000000"'))
+    unreadable = Problems()
+    assert read_state(out, unreadable) is None
+    assert [p.message for p in unreadable] == [
+        f"previous state is unreadable (the index names the part {part_path('all')}, which is missing); "
+        "rendering everything" if damage == "missing" else
+        f"previous state is unreadable (the part {part_path('all')} is not the one the index names (its digest "
+        "differs)); rendering everything"]
+    result = run_cli("render", "--main", EXAMPLE / "main", "--env", EXAMPLE / "envs" / "dev", "--environment",
+                     "dev", "--output", out, "--main-commit", "0" * 40, "--env-commit", "1" * 40, "--format", "json")
+    assert result.exit_code == 0, result.output
+    assert '"rendered": 11' in result.output
+    assert tree_bytes(out) == tree_bytes(GOLDEN / "dev")
+
+
+def _fleet_state(cluster_types: int) -> RenderState:
+    names = [f"ct-{i:04d}" for i in range(cluster_types)]
+    return RenderState(
+        environment="dev", main_commit="a" * 40, engine="fleetflow x",
+        assignments={f"{ct}/w": AssignmentState("i", "c", ("x.yaml",)) for ct in names},
+        config_keys={f"cm-{ct}": {"K": "h"} for ct in names},
+        clusters=[ExpectedCluster(f"cluster-{ct}", ct, f"flux/{ct}") for ct in names],
+        fingerprints=Fingerprints(schemas="s", cluster_types=dict.fromkeys(names, "f"), targets={"w": "t"},
+                                  config_maps={f"cm-{ct}": ("f", {"ct": ct}) for ct in names},
+                                  reporters=dict.fromkeys(names, "r")),
+    )
+
+
+def test_a_large_index_is_in_256_parts_and_a_change_rewrites_only_the_parts_it_touches() -> None:
+    """Past 64 names the index is split by ``sha256(name)``: a change to one cluster type's entries rewrites the
+    index and the part of that cluster type, and nothing else; a part left with nothing is deleted. The parts add
+    up to what a whole index held: read back, the state is the same."""
+    state = _fleet_state(2000)
+    index = state.to_bytes()
+    parts = state.part_files()
+    assert len(parts) == 256 and all(p.startswith(f"{PART_DIR}/") for p in parts)
+    assert max(len(d or b"") for d in parts.values()) * 64 < sum(len(d or b"") for d in parts.values())
+    files = CountingFiles({STATE_PATH: index, **{p: d for p, d in parts.items() if d is not None}})
+    previous = RenderState.from_bytes(index, files)
+    assert previous.clusters == sorted(state.clusters, key=lambda c: c.name)
+    assert previous.fingerprints == state.fingerprints and previous.config_keys == state.config_keys
+
+    changed = _fleet_state(2000)
+    assert changed.fingerprints is not None
+    changed.fingerprints.cluster_types["ct-0042"] = "g"
+    changed.to_bytes()
+    assert changed.part_files(previous) == {
+        part_path(index_part("ct-0042")): changed.part_files()[part_path(index_part("ct-0042"))]}
+
+    # a part left with nothing is deleted: a fleet of 100 cluster types, less the one alone in its part
+    small = _fleet_state(100)
+    small.to_bytes()
+    names = [*(f"ct-{i:04d}" for i in range(100)), *(f"cm-ct-{i:04d}" for i in range(100)), "w"]
+    alone = next(n for n in names if n.startswith("ct-")
+                 and [index_part(m) for m in names].count(index_part(n)) == 1)
+    stored = {p: d for p, d in small.part_files().items() if d is not None}
+    before = RenderState.from_bytes(small.to_bytes(), CountingFiles(stored))
+    without = _fleet_state(100)
+    assert without.fingerprints is not None and without.fingerprints.reporters is not None
+    without.clusters = [c for c in without.clusters if c.cluster_type != alone]
+    del without.fingerprints.cluster_types[alone], without.fingerprints.reporters[alone]
+    del without.assignments.shards[alone]
+    without.to_bytes()
+    assert without.part_files(before) == {part_path(index_part(alone)): None}

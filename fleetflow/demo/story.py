@@ -26,7 +26,7 @@ from fleetflow.promotion.check_rollout import RolloutOutcome, check_rollout
 from fleetflow.promotion.context import Context, head_branch, short
 from fleetflow.promotion.promote import promote_many
 from fleetflow.promotion.status import EnvironmentStatus, as_text, fleet_status
-from fleetflow.render.incremental import STATE_PATH, RenderState
+from fleetflow.render.incremental import STATE_PATH
 from fleetflow.results import Result
 
 # the example control plane, shipped as package data (in a checkout, a link to examples/control-plane)
@@ -152,8 +152,8 @@ class Demo:
     def report_and_check(self, env: str, fail: bool) -> RolloutOutcome:
         tip = self.ctx.git.fetch_branch(str(self.gitops), env)
         assert tip is not None
-        state_text = self.ctx.git.read_file(str(self.gitops), tip, STATE_PATH) or ""
-        state = RenderState.from_bytes(state_text.encode())
+        state = self.ctx.render_state(str(self.gitops), tip, "")
+        assert state is not None, f"no readable {STATE_PATH} on {env}@{short(tip)}"
         self.clock.advance(timedelta(minutes=1))
         # the failing cluster is one that runs orders-api (a cloud cluster type), the workload the change touched
         cloud = [i for i, c in enumerate(state.clusters) if c.cluster_type.startswith(("aks", "eks"))]

@@ -20,7 +20,7 @@ from fleetflow.model.documents import ParseCache, Tree, read_tree
 from fleetflow.model.references import environment_order
 from fleetflow.model.resources import EnvironmentSpec
 from fleetflow.promotion.pin import PIN_FILE, Pin, read_pin
-from fleetflow.render.incremental import RenderState, state_path
+from fleetflow.render.incremental import STATE_PATH, RenderState, state_path
 
 MAIN = "main"
 
@@ -171,11 +171,19 @@ class Context:
         commit is unknown or holds none that reads."""
         if sha is None:
             return None
-        text = self.git.read_file(url, sha, state_path(output_path))
-        if text is None:
+        index = state_path(output_path)
+        root = index[: -len(STATE_PATH)]  # "" or the output folder and a slash
+        repo = self.git.mirror(url)
+        data = repo.read_file(sha, index)
+        if data is None:
             return None
+
+        def read_files(paths: list[str]) -> dict[str, bytes | None]:  # the index's parts, in one batch
+            found = repo.read_files(sha, [root + p for p in paths])
+            return {p: found[root + p] for p in paths}
+
         try:
-            return RenderState.from_bytes(text.encode())
+            return RenderState.from_bytes(data, read_files)
         except (ValueError, KeyError, TypeError):
             return None
 

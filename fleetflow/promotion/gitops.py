@@ -23,7 +23,7 @@ from pathlib import PurePosixPath
 from fleetflow.errors import UsageError
 from fleetflow.forge.git import BareRepo, TreeEdit, TreeEntry
 from fleetflow.render.diff import git_blob_id
-from fleetflow.render.incremental import SHARD_DIR, STATE_PATH, RenderState, shard_reader
+from fleetflow.render.incremental import SHARD_DIR, STATE_PATH, RenderState
 from fleetflow.render.ownership import Ownership, cluster_type_of, examined_folders, ownership
 from fleetflow.render.pipeline import STATUS_DIR, RenderResult
 
@@ -58,7 +58,7 @@ class GitOpsTree:
         if self.state_bytes is None:
             return None
         try:
-            state = RenderState.from_bytes(self.state_bytes, shard_reader(self.read_files))
+            state = RenderState.from_bytes(self.state_bytes, self.read_files)
         except (ValueError, KeyError, TypeError):
             return None
         state.assignments.missing(self.files([SHARD_DIR]))  # one listing: a shard the index names must exist
@@ -160,9 +160,11 @@ def tree_edits(
         yield TreeEdit(tree.path(path), data)
     for path, data in sorted(result.reporters.items()):
         yield TreeEdit(tree.path(path), data)
+    state = result.state.to_bytes() if state is None else state  # makes the parts too (part_files)
     for path, shard in result.state.shard_files(previous).items():
         yield TreeEdit(tree.path(path), shard)
-    state = result.state.to_bytes() if state is None else state
+    for path, part in result.state.part_files(previous).items():
+        yield TreeEdit(tree.path(path), part)
     if state != tree.state_bytes:
         yield TreeEdit(tree.path(STATE_PATH), state)
 

@@ -257,7 +257,8 @@ def stitch_commit(ctx: Context, environment: str, folder: Path) -> Rendered | Sc
     changes.unchanged = len(result.state.assignments) - len(changes.added) - len(changes.changed)
     edits = [TreeEdit(tree.path(ct), tree=sha) for ct, sha in sorted(folders.items())]
     edits += [TreeEdit(tree.path(shard_path(ct)), blob=sha) for ct, sha in sorted(states.items())]
-    index = result.state.to_bytes()
+    index = result.state.to_bytes()  # makes the parts too (part_files)
+    edits += [TreeEdit(tree.path(path), data) for path, data in result.state.part_files(previous).items()]
     if index != tree.state_bytes:
         edits.append(TreeEdit(tree.path(STATE_PATH), index))
     message, when = commit_message(ctx, at)

@@ -8,7 +8,7 @@ import hashlib
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Protocol
 
-from fleetflow.render.incremental import SHARD_DIR, STATE_PATH, RenderState, is_state_file
+from fleetflow.render.incremental import PART_DIR, SHARD_DIR, STATE_PATH, RenderState, is_state_file
 from fleetflow.render.ownership import Ownership, cluster_type_of
 from fleetflow.render.pipeline import STATUS_DIR, RenderResult
 
@@ -25,12 +25,18 @@ def unified_diff(old: Mapping[str, bytes], new: Mapping[str, bytes]) -> str:
 
 
 def review_order(paths: Iterable[str], root: str = "") -> list[str]:
-    """``paths`` in the order a diff shows them: the rendered files in path order, then the state (the index, then
-    its shards). Path order alone put ``.fleetflow/`` first, so a reviewer read machine state before the
-    manifests, and a diff cut at the PR body's limit spent it on the index (half a megabyte at 1,000 cluster
-    types) while the manifests were left out. ``root``: the output root the paths start with, if any."""
+    """``paths`` in the order a diff shows them: the rendered files in path order, then the state (the index, its
+    parts, then its shards). Path order alone put ``.fleetflow/`` first, so a reviewer read machine state before
+    the manifests, and a diff cut at the PR body's limit spent it on the index (half a megabyte at 1,000 cluster
+    types, before it had parts) while the manifests were left out. ``root``: the output root the paths start
+    with, if any."""
     skip = len(root) + 1 if root else 0
-    return sorted(paths, key=lambda path: (is_state_file(path[skip:]), path))
+
+    def key(path: str) -> tuple[bool, bool, bool, str]:
+        relative = path[skip:]
+        return is_state_file(relative), relative != STATE_PATH, relative.startswith(f"{SHARD_DIR}/"), path
+
+    return sorted(paths, key=key)
 
 
 def file_diff(path: str, a: bytes | None, b: bytes | None) -> str:
@@ -91,10 +97,10 @@ def diff_chunks(previous: PreviousTree, result: RenderResult, owned: Ownership,
     }
     new: dict[str, bytes] = {**result.files, **result.reporters,
                              STATE_PATH: result.state.to_bytes() if index is None else index}
-    shards = result.state.shard_files(state)
+    shards = {**result.state.shard_files(state), **result.state.part_files(state)}
     if shards:
         new.update((path, data) for path, data in shards.items() if data is not None)
-        old.update((path, key) for path, key in previous.files([SHARD_DIR]).items() if path in shards)
+        old.update((path, key) for path, key in previous.files([SHARD_DIR, PART_DIR]).items() if path in shards)
     old_state = previous.state_bytes
     # a file whose key is the git blob id of its new bytes (a GitOps tree's keys are) has not changed: no diff,
     # never read (nor fetched, from a blobless mirror)

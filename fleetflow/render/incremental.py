@@ -41,8 +41,12 @@ from fleetflow.render.scheduling import Target
 
 STATE_PATH = ".fleetflow/state.json"  # the index, relative to an environment's output root
 SHARD_DIR = ".fleetflow/state"  # one shard per cluster type, relative to an environment's output root
-STATE_VERSION = 2
+PART_DIR = ".fleetflow/index"  # the index's parts, relative to an environment's output root
+STATE_VERSION = 3
+WHOLE_INDEX_VERSION = 2  # the whole index in state.json, no parts: still read, converted by the next write
 LEGACY_VERSION = 1  # every assignment in state.json: still read, converted by the next write
+SHARD_VERSION = 2  # of the shard files (unchanged by version 3, which split the index only)
+PART_KIND = "RenderStateIndexPart"
 
 
 def state_path(output_path: str) -> str:
@@ -53,8 +57,27 @@ def state_path(output_path: str) -> str:
 
 
 def is_state_file(path: str) -> bool:
-    """Whether ``path`` (relative to the output root) is the state index or one of its shards."""
-    return path == STATE_PATH or path.startswith(f"{SHARD_DIR}/")
+    """Whether ``path`` (relative to the output root) is the state index, one of its parts or one of its shards."""
+    return path == STATE_PATH or path.startswith((f"{SHARD_DIR}/", f"{PART_DIR}/"))
+
+
+SMALL_INDEX = 64  # names (cluster types, ConfigMaps, deployment targets) up to which the index has one part
+WHOLE_PART = "all"  # that part
+
+
+def index_part(name: str, *, whole: bool = False) -> str:
+    """The part of the index that holds what it records of ``name`` (a cluster type, a ConfigMap or a deployment
+    target): two hex digits of ``sha256(name)``, so 256 parts at most and each name always in the same one; or,
+    for an index of :data:`SMALL_INDEX` names or fewer (``whole``), the one part ``all``."""
+    return WHOLE_PART if whole else hashlib.sha256(name.encode()).hexdigest()[:2]
+
+
+def part_path(part: str) -> str:
+    """The file of the index's part ``part``, relative to the output root."""
+    return f"{PART_DIR}/{part}.json"
+
+
+FileReader = Callable[[list[str]], Mapping[str, bytes | None]]  # paths relative to the output root -> bytes
 
 
 def shard_path(cluster_type: str) -> str:
@@ -178,7 +201,7 @@ class Shard:
             self.unreadable = "the file is missing"
             return
         try:
-            fast, raw = _parse(data, "RenderStateShard", STATE_VERSION)
+            fast, raw = _parse(data, "RenderStateShard", SHARD_VERSION)
             entries = _entries_from_json(raw.get("assignments")) if fast is None else None
         except (ValueError, KeyError, TypeError) as exc:
             self.unreadable = str(exc)
@@ -212,7 +235,7 @@ class Shard:
         if self._entries is None and self.data is not None:
             return self.data
         lines = ["{"]
-        head = {"apiVersion": "fleetflow.dev/v1alpha1", "kind": "RenderStateShard", "version": STATE_VERSION,
+        head = {"apiVersion": "fleetflow.dev/v1alpha1", "kind": "RenderStateShard", "version": SHARD_VERSION,
                 "clusterType": self.cluster_type}
         lines.extend(f"  {json.dumps(k)}: {json.dumps(v)}," for k, v in head.items())
         lines.extend(_assignments_block(self.entries, self.lines))
@@ -302,13 +325,18 @@ class RenderState:
     clusters: list[ExpectedCluster] = field(default_factory=list)
     fingerprints: Fingerprints | None = None
     version: int = STATE_VERSION  # of the file it was read from (LEGACY_VERSION: no shard files stand yet)
+    # the index's parts as read, by part (none from a version-2 or version-1 file): :meth:`part_files` compares
+    stored_parts: dict[str, bytes] = field(default_factory=dict, repr=False, compare=False)
+    _parts: dict[str, bytes] | None = field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if not isinstance(self.assignments, Assignments):
             self.assignments = Assignments.of(self.assignments)
 
     def to_bytes(self) -> bytes:
-        """The index (``state.json``); the shards are :meth:`shard_files`."""
+        """The index (``state.json``): the head, and the digest of each of its parts (:meth:`part_files`); the
+        shards are :meth:`shard_files`. The parts made here are the ones :meth:`part_files` gives next."""
+        self._parts = self._make_parts()
         head = {
             "apiVersion": "fleetflow.dev/v1alpha1",
             "kind": "RenderState",
@@ -321,40 +349,65 @@ class RenderState:
         lines = ["{"]
         for key, value in head.items():
             lines.append(f"  {json.dumps(key)}: {json.dumps(value)},")
-        lines.append('  "clusters": [')
-        cluster_lines = [
-            "    " + _cluster_entry(c)
-            for c in sorted(self.clusters, key=lambda c: c.name)
-        ]
-        lines.append(",\n".join(cluster_lines))
-        lines.append("  ],")
-        lines.append('  "configKeys": {')
-        lines.append(
-            ",\n".join(
-                f"    {json.dumps(name)}: {_compact(keys)}" for name, keys in sorted(self.config_keys.items())
-            )
-        )
-        lines.append("  },")
         if self.fingerprints is not None:
-            fps = self.fingerprints.to_json()
             lines.append('  "fingerprints": {')
-            lines.append(f'    "heldBack": {_compact(fps["heldBack"])},')
-            lines.append(f'    "schemas": {json.dumps(fps["schemas"])},')
-            for index, part in enumerate(_FINGERPRINT_MAPS):
-                lines.append(f'    "{part}": {{')
-                lines.append(",\n".join(f"      {_string(k)}: {_string(v) if isinstance(v, str) else _compact(v)}"
-                                        for k, v in fps[part].items()))
-                lines.append("    }" + ("," if index < len(_FINGERPRINT_MAPS) - 1 else ""))
+            lines.append(f'    "heldBack": {_compact(sorted(self.fingerprints.held_back))},')
+            lines.append(f'    "schemas": {json.dumps(self.fingerprints.schemas)}')
             lines.append("  },")
-        lines.append('  "shards": {')
-        shards = sorted((ct, s) for ct, s in self.assignments.shards.items() if len(s))
-        lines.append(",\n".join(
-            f'    {_string(ct)}: {{"assignments": {len(s)}, "members": {_string(s.members)}}}' for ct, s in shards
-        ))
+        lines.append('  "parts": {')
+        lines.append(",\n".join(f'    "{part}": "{_digest(data)}"' for part, data in sorted(self._parts.items())))
         lines.append("  }")
         lines.append("}")
-        text = "\n".join(line for line in lines if line)
-        return (text + "\n").encode()
+        return ("\n".join(line for line in lines if line) + "\n").encode()
+
+    def _make_parts(self) -> dict[str, bytes]:
+        """The index's parts, by part (:func:`index_part`): what the index records per cluster type (its clusters,
+        fingerprint, reporter fingerprint, count and digest of assignment ids), per ConfigMap (key hashes,
+        fingerprint and labels) and per deployment target (fingerprint), each in the part of its name. A change
+        to a few of them rewrites a few parts, whatever the size of the fleet."""
+        entries: dict[str, _Part] = {}  # by name: what the index records of it
+
+        def of(name: str) -> _Part:
+            found = entries.get(name)
+            if found is None:
+                found = entries[name] = _Part()
+            return found
+
+        for c in sorted(self.clusters, key=lambda c: c.name):
+            of(c.cluster_type).clusters.append(_cluster_entry(c))
+        for name, keys in sorted(self.config_keys.items()):
+            of(name).config_keys.append(f"    {_string(name)}: {_compact(keys)}")
+        if self.fingerprints is not None:
+            fps = self.fingerprints.to_json()
+            for section in _FINGERPRINT_MAPS:
+                for k, v in fps[section].items():
+                    text = _string(v) if isinstance(v, str) else _compact(v)
+                    of(k).fingerprints[section].append(f"      {_string(k)}: {text}")
+        for ct, s in sorted(self.assignments.shards.items()):
+            if len(s):
+                of(ct).shards.append(f'    {_string(ct)}: {{"assignments": {len(s)}, "members": {_string(s.members)}}}')
+        whole = len(entries) <= SMALL_INDEX
+        parts: dict[str, _Part] = {}
+        for name, found in sorted(entries.items()):  # each section of a part in the order of its names
+            key = index_part(name, whole=whole)
+            part = parts.get(key)
+            if part is None:
+                parts[key] = found
+            else:
+                part.take(found)
+        with_fingerprints = self.fingerprints is not None
+        return {key: found.to_bytes(key, with_fingerprints) for key, found in sorted(parts.items())}
+
+    def part_files(self, previous: RenderState | None = None) -> dict[str, bytes | None]:
+        """The index's part files (relative to the output root) that differ from those ``previous`` was read
+        with: new bytes, or None for a part to delete. The parts are those the last :meth:`to_bytes` made (so
+        the index and its parts always agree), made now when it was not called."""
+        parts = self._parts if self._parts is not None else self._make_parts()
+        before = previous.stored_parts if previous is not None else {}
+        out: dict[str, bytes | None] = {
+            part_path(part): data for part, data in sorted(parts.items()) if before.get(part) != data}
+        out.update((part_path(part), None) for part in sorted(before.keys() - parts.keys()))
+        return out
 
     def shard_files(self, previous: RenderState | None = None) -> dict[str, bytes | None]:
         """The shard files (relative to the output root) that differ from those ``previous`` left: new bytes, or
@@ -378,20 +431,26 @@ class RenderState:
         return out
 
     @classmethod
-    def from_bytes(cls, data: bytes, read: ShardReader | None = None) -> RenderState:
-        """Parse an index (its shards read through ``read`` when first used) or a version-1 state file; raises
-        ValueError with a readable reason when it is neither. The state lives until the run ends: it is made
-        inside :func:`fleetflow.collector.kept`."""
+    def from_bytes(cls, data: bytes, read_files: FileReader | None = None) -> RenderState:
+        """Parse an index (its parts read through ``read_files`` now, its shards when first used), a whole index
+        (version 2) or a version-1 state file; raises ValueError with a readable reason when it is none of them,
+        or when a part is missing or is not the one the index names. The state lives until the run ends: it is
+        made inside :func:`fleetflow.collector.kept`."""
         with kept():
-            return cls._from_bytes(data, read)
+            return cls._from_bytes(data, read_files)
 
     @classmethod
-    def _from_bytes(cls, data: bytes, read: ShardReader | None) -> RenderState:
+    def _from_bytes(cls, data: bytes, read_files: FileReader | None) -> RenderState:
         fast, raw = _parse(data, "RenderState", None)
         version = raw.get("version")
-        if version not in (STATE_VERSION, LEGACY_VERSION):
-            raise ValueError(f"state version {version!r} is not {STATE_VERSION} (or {LEGACY_VERSION})")
+        if version not in (STATE_VERSION, WHOLE_INDEX_VERSION, LEGACY_VERSION):
+            raise ValueError(f"state version {version!r} is not {STATE_VERSION} "
+                             f"(or {WHOLE_INDEX_VERSION} or {LEGACY_VERSION})")
+        read = shard_reader(read_files) if read_files is not None else None
+        stored_parts: dict[str, bytes] = {}
         if version == STATE_VERSION:
+            raw, stored_parts = _with_parts(raw, read_files)
+        if version in (STATE_VERSION, WHOLE_INDEX_VERSION):
             shards = {
                 str(ct): Shard(str(ct), count=int(info["assignments"]), members=str(info["members"]), read=read,
                                stored=True)
@@ -402,7 +461,7 @@ class RenderState:
             assignments = Assignments.of({aid: entry[0] for aid, entry in fast.items()}, fast)
         else:
             assignments = Assignments.of(_entries_from_json(raw.get("assignments")))
-        return cls(
+        state = cls(
             environment=str(raw.get("environment", "")),
             main_commit=raw.get("mainCommit"),
             env_commit=raw.get("envCommit"),
@@ -416,6 +475,90 @@ class RenderState:
             ],
             version=int(version),
         )
+        state.stored_parts = stored_parts
+        return state
+
+
+def _with_parts(raw: dict[str, Any], read_files: FileReader | None) -> tuple[dict[str, Any], dict[str, bytes]]:
+    """A version-3 index with its parts read and merged in: the same mapping a version-2 index holds whole, and
+    the parts' bytes by part. Raises ValueError when a part cannot be read, is missing, or is not the one the
+    index names (its digest differs: edited by hand, or left from another state)."""
+    parts = {str(k): str(v) for k, v in _mapping(raw.get("parts")).items()}
+    found: Mapping[str, bytes | None] = {}
+    if parts:
+        if read_files is None:
+            raise ValueError(f"the index's parts ({PART_DIR}/) were not read")
+        found = read_files([part_path(p) for p in sorted(parts)])
+    merged: dict[str, Any] = {**raw, "clusters": [], "configKeys": {}, "shards": {}}
+    fingerprints = _mapping(raw.get("fingerprints"))
+    maps: dict[str, dict[str, Any]] = {section: {} for section in _FINGERPRINT_MAPS}
+    stored: dict[str, bytes] = {}
+    for part, digest in sorted(parts.items()):
+        data = found.get(part_path(part))
+        if data is None:
+            raise ValueError(f"the index names the part {part_path(part)}, which is missing")
+        if _digest(data) != digest:
+            raise ValueError(f"the part {part_path(part)} is not the one the index names (its digest differs)")
+        body = json.loads(data)
+        if not isinstance(body, dict) or body.get("kind") != PART_KIND or body.get("part") != part:
+            raise ValueError(f"{part_path(part)} is not the fleetflow {PART_KIND} {part}")
+        merged["clusters"].extend(body.get("clusters") or [])
+        merged["configKeys"].update(_mapping(body.get("configKeys")))
+        merged["shards"].update(_mapping(body.get("shards")))
+        for section in _FINGERPRINT_MAPS:
+            maps[section].update(_mapping(_mapping(body.get("fingerprints")).get(section)))
+        stored[part] = data
+    # in the order a whole index holds them (each part holds its own in order)
+    merged["clusters"].sort(key=lambda c: str(c.get("name")) if isinstance(c, dict) else "")
+    for key in ("configKeys", "shards"):
+        merged[key] = dict(sorted(merged[key].items()))
+    maps = {section: dict(sorted(found_map.items())) for section, found_map in maps.items()}
+    if "fingerprints" in raw:
+        merged["fingerprints"] = {**fingerprints, **maps} if isinstance(raw["fingerprints"], dict) else None
+    return merged, stored
+
+
+class _Part:
+    """The lines of one part of the index while it is made (:meth:`RenderState.to_bytes`)."""
+
+    __slots__ = ("clusters", "config_keys", "fingerprints", "shards")
+
+    def __init__(self) -> None:
+        self.clusters: list[str] = []
+        self.config_keys: list[str] = []
+        self.fingerprints: dict[str, list[str]] = {section: [] for section in _FINGERPRINT_MAPS}
+        self.shards: list[str] = []
+
+    def take(self, other: _Part) -> None:
+        """Add ``other``'s lines (another name's) to this part's."""
+        self.clusters.extend(other.clusters)
+        self.config_keys.extend(other.config_keys)
+        for section, lines in other.fingerprints.items():
+            self.fingerprints[section].extend(lines)
+        self.shards.extend(other.shards)
+
+    def to_bytes(self, part: str, with_fingerprints: bool) -> bytes:
+        """The part's file: its head, then each section it has entries in (one entry a line), in the order and
+        the lines of a whole index (version 2)."""
+        sections: list[str] = []
+        if self.clusters:
+            sections.append('  "clusters": [\n' + ",\n".join("    " + c for c in self.clusters) + "\n  ]")
+        if self.config_keys:
+            sections.append('  "configKeys": {\n' + ",\n".join(self.config_keys) + "\n  }")
+        maps = [f'    "{name}": {{\n' + ",\n".join(self.fingerprints[name]) + "\n    }"
+                for name in _FINGERPRINT_MAPS if self.fingerprints[name]]
+        if with_fingerprints and maps:
+            sections.append('  "fingerprints": {\n' + ",\n".join(maps) + "\n  }")
+        if self.shards:
+            sections.append('  "shards": {\n' + ",\n".join(self.shards) + "\n  }")
+        head = (f'{{\n  "apiVersion": "fleetflow.dev/v1alpha1",\n  "kind": "{PART_KIND}",\n'
+                f'  "version": {STATE_VERSION},\n  "part": "{part}"')
+        return (",\n".join([head, *sections]) + "\n}\n").encode()
+
+
+def _digest(data: bytes) -> str:
+    """The digest of a part's bytes that the index records."""
+    return hashlib.sha256(data).hexdigest()[:32]
 
 
 def shard_reader(read_files: Callable[[list[str]], Mapping[str, bytes | None]]) -> ShardReader:

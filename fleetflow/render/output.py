@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from fleetflow.errors import Location, Problems, UsageError
-from fleetflow.render.incremental import SHARD_DIR, STATE_PATH, RenderState, shard_reader
+from fleetflow.render.incremental import SHARD_DIR, STATE_PATH, RenderState
 from fleetflow.render.ownership import Ownership, examined_folders, ownership
 from fleetflow.render.pipeline import RenderResult
 
@@ -52,7 +52,7 @@ def read_state(root: Path, warnings: Problems) -> RenderState | None:
         return found
 
     try:
-        state = RenderState.from_bytes(path.read_bytes(), shard_reader(read_files))
+        state = RenderState.from_bytes(path.read_bytes(), read_files)
         shards = root / SHARD_DIR
         present = [f"{SHARD_DIR}/{p.name}" for p in shards.iterdir()] if shards.is_dir() else []
         state.assignments.missing(present)  # a shard the index names must exist
@@ -159,13 +159,15 @@ def apply_result(
             report.deleted.append(path)
             _remove_empty_parents(root, target_path.parent)
     report.foreign = [] if prune_foreign else list(owned.foreign)
-    for path, shard in result.state.shard_files(previous).items():  # the shards, then the index
-        if shard is None:
+    index = result.state.to_bytes()  # makes the parts too (part_files)
+    # the shards, the index's parts, then the index
+    for path, written in [*result.state.shard_files(previous).items(), *result.state.part_files(previous).items()]:
+        if written is None:
             safe_path(root, path).unlink(missing_ok=True)
             report.deleted.append(path)
-        elif _write_if_changed(safe_path(root, path), shard):
+        elif _write_if_changed(safe_path(root, path), written):
             report.written.append(path)
-    if _write_if_changed(safe_path(root, STATE_PATH), result.state.to_bytes()):
+    if _write_if_changed(safe_path(root, STATE_PATH), index):
         report.written.append(STATE_PATH)
     return report
 
