@@ -63,7 +63,8 @@ def render(
     fmt: str,
 ) -> None:
     """Render ENVIRONMENT into --output: <clusterType>/<target>/{reconciler,namespace,platform-config}.<ext>
-    plus .fleetflow/state.json.
+    plus the state: .fleetflow/state.json, its parts in .fleetflow/index/ and a shard per cluster type in
+    .fleetflow/state/.
 
     \b
     Incremental: when --output holds a previous state.json, only assignments whose inputs changed are

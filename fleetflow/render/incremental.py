@@ -4,15 +4,20 @@
 and a run reads and rewrites only what it touches:
 
 - ``.fleetflow/state.json``, **the index**: the environment, the ``main`` and environment-branch commits, the
-  clusters expected to report a rollout (all the gate reads), the key hashes of every config container (to report
-  which config keys changed), the fingerprints below, and one line per cluster type that has assignments: how many,
-  and a digest of their ids.
+  schemas' fingerprint, the held-back assignments, and the digest of each of its parts.
+- ``.fleetflow/index/<part>.json``, **the index's parts**: the clusters expected to report a rollout (with the
+  commits, all the gate reads), the key hashes of every config container (to report which config keys changed),
+  the fingerprints below, and one line per cluster type that has assignments: how many, and a digest of their ids.
+  Each name (cluster type, ConfigMap, deployment target) is in the part of two hex digits of its ``sha256``, or,
+  for an index of 64 names or fewer, in the one part ``all``: a change rewrites the parts of what it changed, not
+  an index that grows with the fleet. Every part is read with the index (one batch).
 - ``.fleetflow/state/<clusterType>.json``, **one shard per cluster-type folder**: one line per assignment of that
   cluster type (input hash, content hash, files). A shard is read only when its cluster type is touched.
 
-Both are written one entry per line, sorted, so git diffs of them stay small and readable, and the same state
+All are written one entry per line, sorted, so git diffs of them stay small and readable, and the same state
 always gives the same bytes. A state written before shards existed (``version: 1``, every assignment in
-``state.json``) is still read; the next write converts it.
+``state.json``) and a whole index written before it had parts (``version: 2``) are still read; the next write
+converts them.
 
 **What a change touches** is found from a few fingerprints instead of one hash per assignment.
 
