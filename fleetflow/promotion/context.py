@@ -11,7 +11,7 @@ from datetime import datetime
 from pathlib import Path
 
 from fleetflow.clock import utc_now
-from fleetflow.errors import GitError, InputError, Problem, Problems, unknown_environment
+from fleetflow.errors import GitError, InputError, Problem, Problems, UsageError, unknown_environment
 from fleetflow.forge.base import Forge
 from fleetflow.forge.git import GitRepos, PushRejected
 from fleetflow.forge.registrations import RegistrationFetcher
@@ -19,8 +19,9 @@ from fleetflow.model.controlplane import ControlPlane, Resource, build_resource,
 from fleetflow.model.documents import ParseCache, Tree, read_tree
 from fleetflow.model.references import environment_order
 from fleetflow.model.resources import EnvironmentSpec
+from fleetflow.promotion.gitops import GitOpsTree, clean_root
 from fleetflow.promotion.pin import PIN_FILE, Pin, read_pin
-from fleetflow.render.incremental import STATE_PATH, RenderState, state_path
+from fleetflow.render.incremental import RenderState
 
 MAIN = "main"
 
@@ -171,20 +172,9 @@ class Context:
         commit is unknown or holds none that reads."""
         if sha is None:
             return None
-        index = state_path(output_path)
-        root = index[: -len(STATE_PATH)]  # "" or the output folder and a slash
-        repo = self.git.mirror(url)
-        data = repo.read_file(sha, index)
-        if data is None:
-            return None
-
-        def read_files(paths: list[str]) -> dict[str, bytes | None]:  # the index's parts, in one batch
-            found = repo.read_files(sha, [root + p for p in paths])
-            return {p: found[root + p] for p in paths}
-
         try:
-            return RenderState.from_bytes(data, read_files)
-        except (ValueError, KeyError, TypeError):
+            return GitOpsTree(self.git.mirror(url), sha, clean_root(output_path)).read_state()
+        except UsageError:  # a path leaving the repo: it holds no state fleetflow wrote
             return None
 
     def plane(self, main_sha: str, env_branch: str, env_sha: str) -> ControlPlane:

@@ -23,7 +23,7 @@ from pathlib import PurePosixPath
 from fleetflow.errors import UsageError
 from fleetflow.forge.git import BareRepo, TreeEdit, TreeEntry
 from fleetflow.render.diff import git_blob_id
-from fleetflow.render.incremental import SHARD_DIR, STATE_PATH, RenderState
+from fleetflow.render.incremental import PART_DIR, SHARD_DIR, STATE_PATH, RenderState
 from fleetflow.render.ownership import Ownership, cluster_type_of, examined_folders, ownership
 from fleetflow.render.pipeline import STATUS_DIR, RenderResult
 
@@ -54,14 +54,28 @@ class GitOpsTree:
         as ``read_state`` does for a folder)."""
         if self.commit is None:
             return None
-        self.state_bytes = self.repo.read_file(self.commit, self.path(STATE_PATH))
-        if self.state_bytes is None:
+        # one listing of the state's folders, then one read of the index and every part: the index names its
+        # parts, so they are read in the same batch without waiting for it
+        folder = STATE_PATH.rpartition("/")[0]
+        listed = self.listings([folder, PART_DIR, SHARD_DIR])
+        index = next((e.sha for e in listed[folder] or [] if e.path == STATE_PATH and e.kind == "blob"), None)
+        if index is None:
             return None
+        parts = {e.path: e.sha for e in listed[PART_DIR] or [] if e.kind == "blob"}
+        data = self.blobs([index, *parts.values()])
+        self.state_bytes = data[index]
+
+        def read_files(paths: list[str]) -> dict[str, bytes | None]:  # the parts as read; anything else now
+            found: dict[str, bytes | None] = {p: data[parts[p]] for p in paths if p in parts}
+            rest = [p for p in paths if p not in found]
+            return {**found, **self.read_files(rest)} if rest else found
+
         try:
-            state = RenderState.from_bytes(self.state_bytes, self.read_files)
+            state = RenderState.from_bytes(self.state_bytes, read_files)
         except (ValueError, KeyError, TypeError):
             return None
-        state.assignments.missing(self.files([SHARD_DIR]))  # one listing: a shard the index names must exist
+        # a shard the index names must exist
+        state.assignments.missing(e.path for e in listed[SHARD_DIR] or [] if e.kind == "blob")
         return state
 
     def read_files(self, paths: list[str]) -> dict[str, bytes | None]:

@@ -370,36 +370,35 @@ class RenderState:
         fingerprint, reporter fingerprint, count and digest of assignment ids), per ConfigMap (key hashes,
         fingerprint and labels) and per deployment target (fingerprint), each in the part of its name. A change
         to a few of them rewrites a few parts, whatever the size of the fleet."""
-        entries: dict[str, _Part] = {}  # by name: what the index records of it
+        fps = self.fingerprints.to_json() if self.fingerprints is not None else None
+        shards = sorted((ct, s) for ct, s in self.assignments.shards.items() if len(s))
+        names = {c.cluster_type for c in self.clusters} | self.config_keys.keys() | {ct for ct, _ in shards}
+        if fps is not None:
+            for section in _FINGERPRINT_MAPS:
+                names.update(fps[section])
+        whole = len(names) <= SMALL_INDEX
+        part_of = {name: index_part(name, whole=whole) for name in names}
+        parts: dict[str, _Part] = {}
 
-        def of(name: str) -> _Part:
-            found = entries.get(name)
+        def part(name: str) -> _Part:
+            key = part_of[name]
+            found = parts.get(key)
             if found is None:
-                found = entries[name] = _Part()
+                found = parts[key] = _Part()
             return found
 
-        for c in sorted(self.clusters, key=lambda c: c.name):
-            of(c.cluster_type).clusters.append(_cluster_entry(c))
+        # each section in the order of its names, so each part's lines are in that order too
+        for c in sorted(self.clusters, key=lambda c: (c.cluster_type, c.name)):
+            part(c.cluster_type).clusters.append(_cluster_entry(c))
         for name, keys in sorted(self.config_keys.items()):
-            of(name).config_keys.append(f"    {_string(name)}: {_compact(keys)}")
-        if self.fingerprints is not None:
-            fps = self.fingerprints.to_json()
+            part(name).config_keys.append(f"    {_string(name)}: {_compact(keys)}")
+        if fps is not None:
             for section in _FINGERPRINT_MAPS:
                 for k, v in fps[section].items():
                     text = _string(v) if isinstance(v, str) else _compact(v)
-                    of(k).fingerprints[section].append(f"      {_string(k)}: {text}")
-        for ct, s in sorted(self.assignments.shards.items()):
-            if len(s):
-                of(ct).shards.append(f'    {_string(ct)}: {{"assignments": {len(s)}, "members": {_string(s.members)}}}')
-        whole = len(entries) <= SMALL_INDEX
-        parts: dict[str, _Part] = {}
-        for name, found in sorted(entries.items()):  # each section of a part in the order of its names
-            key = index_part(name, whole=whole)
-            part = parts.get(key)
-            if part is None:
-                parts[key] = found
-            else:
-                part.take(found)
+                    part(k).fingerprints[section].append(f"      {_string(k)}: {text}")
+        for ct, s in shards:
+            part(ct).shards.append(f'    {_string(ct)}: {{"assignments": {len(s)}, "members": {_string(s.members)}}}')
         with_fingerprints = self.fingerprints is not None
         return {key: found.to_bytes(key, with_fingerprints) for key, found in sorted(parts.items())}
 
@@ -533,14 +532,6 @@ class _Part:
         self.config_keys: list[str] = []
         self.fingerprints: dict[str, list[str]] = {section: [] for section in _FINGERPRINT_MAPS}
         self.shards: list[str] = []
-
-    def take(self, other: _Part) -> None:
-        """Add ``other``'s lines (another name's) to this part's."""
-        self.clusters.extend(other.clusters)
-        self.config_keys.extend(other.config_keys)
-        for section, lines in other.fingerprints.items():
-            self.fingerprints[section].extend(lines)
-        self.shards.extend(other.shards)
 
     def to_bytes(self, part: str, with_fingerprints: bool) -> bytes:
         """The part's file: its head, then each section it has entries in (one entry a line), in the order and
