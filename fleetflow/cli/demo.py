@@ -66,7 +66,7 @@ def look_around(root: Path, examples: Path) -> list[str]:
         "",
         f"   fleetflow status --forge local --control-plane {q(str(cp))}",
         f"   git --git-dir {q(str(gitops))} log --oneline qa",
-        f"   git --git-dir {q(str(gitops))} show prod:.fleetflow/index/all.json   # the expected clusters",
+        f"   git --git-dir {q(str(gitops))} show prod:.fleetflow/index/all.json",
         f"   git --git-dir {q(str(cp))} log --oneline --all --decorate",
         f"   fleetflow validate --main {q(str(examples / 'main'))} --env {q(str(examples / 'envs' / 'dev'))}",
     ]
