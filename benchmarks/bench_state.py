@@ -50,6 +50,7 @@ from fleetflow.render.incremental import (
     _cluster_entry,
     _compact,
     _string,
+    shard_path,
 )
 from fleetflow.render.pipeline import Meta, render_environment
 
@@ -194,13 +195,14 @@ def main(argv: list[str] | None = None) -> int:
         shard_bytes = sum(len(d) for d in written.values() if d is not None)
         wrote = shard_bytes + sum(len(d) for d in new_parts.values() if d is not None) + (
             len(new_index) if new_index != index[STATE_PATH] else 0)
-        read_shards = sum(len(d) for p, d in stored.files.items() if p in _loaded(result.state, previous))
+        loaded = {shard_path(ct) for ct, s in previous.assignments.shards.items() if s.loaded}  # what the run read
+        read_shards = sum(len(d) for p, d in stored.files.items() if p in loaded)
         print(f"1% run ({change}; {len(result.changes.changed):,} assignments changed, render {t3 - t2:.1f} s):")
         print(f"  state read:    version 1 {len(legacy):>12,} bytes   version 2 {len(whole) + read_shards:>12,}   "
-              f"version 3 {stored.read:>12,} (index + {len(part_sizes):,} parts + "
-              f"{sum(1 for s in previous.assignments.shards.values() if s.loaded):,} shards)")
+              f"version 3 {stored.read:>12,} (index + {_count(len(part_sizes), 'part')} + "
+              f"{_count(sum(1 for s in previous.assignments.shards.values() if s.loaded), 'shard')})")
         print(f"  state written: version 1 {len(legacy):>12,} bytes   version 2 {len(whole) + shard_bytes:>12,}   "
-              f"version 3 {wrote:>12,} (index + {len(new_parts):,} parts + {len(written):,} shards)")
+              f"version 3 {wrote:>12,} (index + {_count(len(new_parts), 'part')} + {_count(len(written), 'shard')})")
 
         parts = part_bytes(full.state)
         per_line = (sum(sizes) - 250 * len(sizes)) / size.assignments  # a shard: ~250 bytes of head, then lines
@@ -217,17 +219,13 @@ def main(argv: list[str] | None = None) -> int:
             shard = 250 + workloads * per_line
             single = idx + workloads * cts * per_line
             print(f"  {workloads:>5,} workloads x {cts:>7,} cluster types: index and parts {idx / MB:.2f} MB, "
-                  f"largest part ~{idx / 256 / MB:.3f} MB (whole index before: {idx / MB:.2f} MB in one file), "
+                  f"largest part ~{idx / 256 / MB:.3f} MB (version 2 held about as much in one file), "
                   f"each shard {shard / MB:.3f} MB (single file before: {single / MB:.0f} MB)")
     return 0
 
 
-def _loaded(state: RenderState, previous: RenderState) -> set[str]:
-    """The shard files the run read: those of ``previous`` that were loaded."""
-    from fleetflow.render.incremental import shard_path
-
-    del state
-    return {shard_path(ct) for ct, s in previous.assignments.shards.items() if s.loaded}
+def _count(n: int, noun: str) -> str:
+    return f"{n:,} {noun}" + ("" if n == 1 else "s")
 
 
 if __name__ == "__main__":
