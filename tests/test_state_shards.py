@@ -61,6 +61,15 @@ def whole_index_tree(into: Path) -> Path:
     return into
 
 
+def render_example(out: Path) -> str:
+    """``fleetflow render`` of the example's dev environment into ``out`` (as the golden files were made): its JSON
+    output."""
+    result = run_cli("render", "--main", EXAMPLE / "main", "--env", EXAMPLE / "envs" / "dev", "--environment",
+                     "dev", "--output", out, "--main-commit", "0" * 40, "--env-commit", "1" * 40, "--format", "json")
+    assert result.exit_code == 0, result.output
+    return result.output
+
+
 def parts_of(files: Mapping[str, bytes]) -> list[str]:
     return sorted(p for p in files if p.startswith(f"{PART_DIR}/"))
 
@@ -158,10 +167,8 @@ def test_a_legacy_state_folder_renders_nothing_again_and_is_converted(tmp_path: 
     previous = read_state(out, unreadable)
     assert previous is not None and not unreadable and previous.version == LEGACY_VERSION
     assert len(previous.assignments) == 11
-    result = run_cli("render", "--main", EXAMPLE / "main", "--env", EXAMPLE / "envs" / "dev", "--environment",
-                     "dev", "--output", out, "--main-commit", "0" * 40, "--env-commit", "1" * 40, "--format", "json")
-    assert result.exit_code == 0, result.output
-    assert '"rendered": 0' in result.output  # the old state was understood: nothing is rendered again
+    output = render_example(out)
+    assert '"rendered": 0' in output  # the old state was understood: nothing is rendered again
     assert tree_bytes(out) == tree_bytes(GOLDEN / "dev")  # converted: the index and every shard
 
 
@@ -177,10 +184,8 @@ def test_an_index_without_reporter_fingerprints_renders_every_status_reporter_ag
     assert RenderState.from_bytes(index.read_bytes()).fingerprints.reporters is None  # type: ignore[union-attr]
     reporter = out / "aks-westeurope" / "_status" / "flux-status-reporter.yaml"
     reporter.unlink()
-    result = run_cli("render", "--main", EXAMPLE / "main", "--env", EXAMPLE / "envs" / "dev", "--environment",
-                     "dev", "--output", out, "--main-commit", "0" * 40, "--env-commit", "1" * 40, "--format", "json")
-    assert result.exit_code == 0, result.output
-    assert '"rendered": 0' in result.output
+    output = render_example(out)
+    assert '"rendered": 0' in output
     assert tree_bytes(out) == tree_bytes(GOLDEN / "dev")
 
 
@@ -241,9 +246,7 @@ def test_a_missing_shard_renders_its_cluster_type_again_and_deletes_nothing(tmp_
     (out / shard_path("aks-westeurope")).unlink()
     hand = out / "aks-westeurope" / "orders-api-dev" / "hand-written.yaml"
     hand.write_text("kind: ConfigMap\n")
-    result = run_cli("render", "--main", EXAMPLE / "main", "--env", EXAMPLE / "envs" / "dev", "--environment",
-                     "dev", "--output", out, "--main-commit", "0" * 40, "--env-commit", "1" * 40)
-    assert result.exit_code == 0, result.output
+    render_example(out)
     assert hand.read_text() == "kind: ConfigMap\n"
     files = tree_bytes(out)
     assert files.pop("aks-westeurope/orders-api-dev/hand-written.yaml") == b"kind: ConfigMap\n"
@@ -257,10 +260,8 @@ def test_a_whole_index_renders_nothing_again_and_is_converted(tmp_path: Path) ->
     unreadable = Problems()
     previous = read_state(out, unreadable)
     assert previous is not None and not unreadable and previous.version == WHOLE_INDEX_VERSION
-    result = run_cli("render", "--main", EXAMPLE / "main", "--env", EXAMPLE / "envs" / "dev", "--environment",
-                     "dev", "--output", out, "--main-commit", "0" * 40, "--env-commit", "1" * 40, "--format", "json")
-    assert result.exit_code == 0, result.output
-    assert '"rendered": 0' in result.output
+    output = render_example(out)
+    assert '"rendered": 0' in output
     assert tree_bytes(out) == tree_bytes(GOLDEN / "dev")
 
     repos = GitRepos(tmp_path / "cache")
@@ -300,12 +301,10 @@ def test_a_missing_or_edited_part_makes_the_state_unreadable_and_everything_rend
     assert [p.message for p in unreadable] == [
         f"previous state is unreadable (the index names the part {part_path('all')}, which is missing); "
         "rendering everything" if damage == "missing" else
-        f"previous state is unreadable (the part {part_path('all')} is not the one the index names (its digest "
-        "differs)); rendering everything"]
-    result = run_cli("render", "--main", EXAMPLE / "main", "--env", EXAMPLE / "envs" / "dev", "--environment",
-                     "dev", "--output", out, "--main-commit", "0" * 40, "--env-commit", "1" * 40, "--format", "json")
-    assert result.exit_code == 0, result.output
-    assert '"rendered": 11' in result.output
+        f"previous state is unreadable (the part {part_path('all')} is not the one the index names: its digest "
+        "differs); rendering everything"]
+    output = render_example(out)
+    assert '"rendered": 11' in output
     assert tree_bytes(out) == tree_bytes(GOLDEN / "dev")
 
 

@@ -502,7 +502,7 @@ def _with_parts(raw: dict[str, Any], read_files: FileReader | None) -> tuple[dic
         if data is None:
             raise ValueError(f"the index names the part {part_path(part)}, which is missing")
         if _digest(data) != digest:
-            raise ValueError(f"the part {part_path(part)} is not the one the index names (its digest differs)")
+            raise ValueError(f"the part {part_path(part)} is not the one the index names: its digest differs")
         body = json.loads(data)
         if not isinstance(body, dict) or body.get("kind") != PART_KIND or body.get("part") != part:
             raise ValueError(f"{part_path(part)} is not the fleetflow {PART_KIND} {part}")
