@@ -3,6 +3,7 @@ fleetflow did not write are kept, and unchanged folders keep their tree ids."""
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -17,7 +18,14 @@ from fleetflow.promotion.gitops import survey as gitops_survey
 from fleetflow.promotion.promote import promote_many
 from fleetflow.promotion.schedule import schedule_environment
 from fleetflow.render.diff import plan_diff
-from fleetflow.render.incremental import STATE_PATH, RenderState, is_state_file
+from fleetflow.render.incremental import (
+    PART_DIR,
+    STATE_PATH,
+    STATE_VERSION,
+    WHOLE_INDEX_VERSION,
+    RenderState,
+    is_state_file,
+)
 from fleetflow.render.output import FolderTree
 from fleetflow.render.output import survey as output_survey
 from fleetflow.render.pipeline import Meta, render_environment
@@ -280,3 +288,51 @@ def test_a_status_folder_is_looked_at_only_when_its_reporter_inputs_change(
     third = check_head_equals_render(fleet, "dev", tmp_path / "r3")
     assert "cloud/_status" in listed
     assert repo.read_file(third, "cloud/_status/reporter.yaml") == alert + b"flux/dev-3\n"
+
+
+def test_a_schedule_over_a_version_2_state_converts_it_and_the_pr_says_so(tmp_path: Path) -> None:
+    """A GitOps branch whose state an earlier fleetflow wrote (version 2: the whole index in ``state.json``, no
+    parts): a schedule with nothing to render leaves it as it is (no PR only for the format); the next change's PR
+    converts it (the index and its parts, the shards kept) and its body says so."""
+    fleet = make_local_fleet(tmp_path)
+    with fleet.context() as ctx:
+        promote_many(ctx, None, fleet.branch_sha(fleet.cp_url, "main"))
+    fleet.approve("dev")
+    state = fleet.gitops_state("dev")
+    whole = {
+        "apiVersion": "fleetflow.dev/v1alpha1", "kind": "RenderState", "version": 2, "environment": state.environment,
+        "mainCommit": state.main_commit, "envCommit": state.env_commit, "engine": state.engine,
+        "clusters": [{"name": c.name, "clusterType": c.cluster_type, "statusContext": c.status_context}
+                     for c in state.clusters],
+        "configKeys": state.config_keys,
+        "fingerprints": state.fingerprints.to_json() if state.fingerprints else None,
+        "shards": {ct: {"assignments": len(s), "members": s.members} for ct, s in state.assignments.shards.items()},
+    }
+    seed = fleet.root / "gitops-seed"
+    git(seed, "fetch", "-q", fleet.gitops_url, "dev")
+    git(seed, "checkout", "-q", "-B", "dev", "FETCH_HEAD")
+    git(seed, "rm", "-q", "-r", PART_DIR)
+    (seed / STATE_PATH).write_text(json.dumps(whole, indent=2) + "\n")
+    git(seed, "commit", "-q", "-am", "the state as fleetflow 2 wrote it")
+    git(seed, "push", "-q", fleet.gitops_url, "HEAD:refs/heads/dev")
+    assert fleet.gitops_state("dev").version == WHOLE_INDEX_VERSION
+
+    with fleet.context() as ctx:
+        nothing = schedule_environment(ctx, "dev")
+    assert nothing.operation == "none" and fleet.open_pr("dev") is None
+    fleet.push_env("dev", {"cluster-types-edge.yaml": EDGE_TYPE}, "a second cluster type")
+    with fleet.context() as ctx:
+        outcome = schedule_environment(ctx, "dev")
+    assert outcome.operation == "created", outcome.message
+    pr = fleet.open_pr("dev")
+    assert pr is not None and "moves fleetflow's state from format 2 to 3" in pr.body
+    head = fleet.branch_sha(fleet.gitops_url, "fleetflow/dev")
+    assert fleet.gitops_state("dev", head).version == STATE_VERSION
+    files = tree_files(BareRepo(Path(fleet.gitops_url)), head)
+    assert any(p.startswith(f"{PART_DIR}/") for p in files)
+    fleet.approve("dev")
+    fleet.push_env("dev", {"cluster-types-edge2.yaml": EDGE_TYPE.replace("name: edge", "name: edge2")},
+                   "a third cluster type")
+    with fleet.context() as ctx:
+        later = schedule_environment(ctx, "dev")
+    assert later.operation == "created" and "fleetflow's state" not in fleet.open_pr("dev").body  # once

@@ -6,7 +6,7 @@ from fleetflow.render.incremental import ExpectedCluster
 from fleetflow.render.pipeline import Changes
 
 
-def facts(diff: str = "", n: int = 3) -> PullRequestFacts:
+def facts(diff: str = "", n: int = 3, earlier_state_format: int | None = None) -> PullRequestFacts:
     return PullRequestFacts(
         environment="qa",
         main_commit="a" * 40,
@@ -20,6 +20,7 @@ def facts(diff: str = "", n: int = 3) -> PullRequestFacts:
         next_environments=["prod"],
         diff=diff,
         plan_hint="fleetflow plan --environment qa",
+        earlier_state_format=earlier_state_format,
     )
 
 
@@ -30,6 +31,18 @@ def test_body_says_what_a_reviewer_needs() -> None:
                  "region-eu: LOG_LEVEL (changed)", "`flux/qa-1`", "soaks 15m", "after 1h", "`prod`", "```diff"):
         assert part in text, part
     assert title(facts()) == f"fleetflow: promote main@{'a' * 12} to qa"
+
+
+def test_body_says_when_the_commit_converts_the_state() -> None:
+    """A commit written over a state of an earlier format converts the state's files once: the body says so, with
+    the files named as code, so that the reviewer knows why they change. Otherwise it says nothing of it."""
+    assert "fleetflow's state" not in body(facts())
+    whole = body(facts(earlier_state_format=2))
+    assert ("_This commit also moves fleetflow's state from format 2 to 3: `.fleetflow/state.json` is rewritten and "
+            "its parts are added in `.fleetflow/index/`. This happens once; no rendered file changes because of "
+            "it._") in whole
+    single = body(facts(earlier_state_format=1))
+    assert "from format 1 to 3" in single and "with a shard per cluster type in `.fleetflow/state/`" in single
 
 
 def test_long_diff_is_cut_with_a_pointer() -> None:

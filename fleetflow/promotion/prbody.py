@@ -16,13 +16,16 @@ from markupsafe import Markup
 from fleetflow.forge.base import PR_MARKER
 from fleetflow.model.durations import format_duration
 from fleetflow.model.resources import RolloutPolicy
-from fleetflow.render.incremental import ExpectedCluster
+from fleetflow.render.incremental import LEGACY_VERSION, PART_DIR, SHARD_DIR, STATE_PATH, STATE_VERSION, ExpectedCluster
 from fleetflow.render.pipeline import Changes
 from fleetflow.report import render_report
 
 BODY_LIMIT = 65_536
 LIST_LIMIT = 50
 _MARGIN = 400  # room for the lines around the diff and the pointer to the full plan
+# what the body names when the commit converts the state's files from an earlier format
+STATE_FILES = {"version": STATE_VERSION, "index": STATE_PATH, "parts": f"{PART_DIR}/", "shards": f"{SHARD_DIR}/",
+               "single_file": LEGACY_VERSION}
 
 
 @dataclass(frozen=True)
@@ -40,6 +43,7 @@ class PullRequestFacts:
     plan_hint: str  # the command that shows the full plan when the body is cut (printed as code)
     plan_url: str | None = None  # the workflow run whose artifact holds the full plan (fleetflow.promotion.fullplan)
     compare_url: str | None = None  # GitHub's compare view of the GitOps branch and the PR's head branch
+    earlier_state_format: int | None = None  # the commit converts the state from it (incremental.earlier_format)
 
 
 def title(facts: PullRequestFacts) -> str:
@@ -53,7 +57,7 @@ def marker(environment: str) -> str:
 def _render(facts: PullRequestFacts, *, lists: bool, diff: str, diff_cut: bool = False) -> str:
     return render_report("pr_body.md.j2", facts=facts, marker=Markup(marker(facts.environment)), limit=LIST_LIMIT,
                          lists=lists, diff=diff, diff_cut=diff_cut, soak=format_duration(facts.rollout.soak_time),
-                         timeout=format_duration(facts.rollout.timeout))
+                         timeout=format_duration(facts.rollout.timeout), state=STATE_FILES)
 
 
 def body(facts: PullRequestFacts) -> str:

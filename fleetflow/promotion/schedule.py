@@ -24,7 +24,7 @@ from fleetflow.promotion.gitops import GitOpsTree, WrittenCommit, clean_root, wr
 from fleetflow.promotion.merging import MergeOutcome
 from fleetflow.promotion.prbody import BODY_LIMIT, PullRequestFacts, body, title
 from fleetflow.render.diff import diff_chunks
-from fleetflow.render.incremental import ExpectedCluster, RenderState, is_state_file
+from fleetflow.render.incremental import ExpectedCluster, RenderState, earlier_format, is_state_file
 from fleetflow.render.pipeline import Changes, Meta, render_environment
 from fleetflow.results import Result
 
@@ -165,6 +165,7 @@ def publish(ctx: Context, environment: str, rendered: Rendered) -> ScheduleOutco
         plan_url=ctx.run_url if outcome.plan_file else None,
         compare_url=(compare_url(ctx.server_url, g_repo, g_branch, head)
                      if ctx.server_url and ctx.forge.name == "github" else None),
+        earlier_state_format=earlier_format(previous),
     )
     pr_title, pr_body = title(facts), body(facts)
     if open_pr is not None:

@@ -557,6 +557,13 @@ def _digest(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()[:32]
 
 
+def earlier_format(previous: RenderState | None) -> int | None:
+    """The format ``previous`` was written in, when it is an earlier one than :data:`STATE_VERSION` (None when it
+    is not, or when there was no state): a commit written over it converts the state's files, once. The pull
+    request says so, so that a reviewer who sees them change knows why."""
+    return None if previous is None or previous.version == STATE_VERSION else previous.version
+
+
 def shard_reader(read_files: Callable[[list[str]], Mapping[str, bytes | None]]) -> ShardReader:
     """A :data:`ShardReader` over a function that reads files by path (relative to the output root)."""
 
