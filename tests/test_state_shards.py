@@ -15,11 +15,12 @@ import pytest
 from fleetflow.cli.common import load
 from fleetflow.errors import Problems
 from fleetflow.forge.git import GitRepos
-from fleetflow.promotion.gitops import GitOpsTree, write_commit
+from fleetflow.promotion.gitops import GitOpsTree, clean_root, write_commit
 from fleetflow.render.incremental import (
     LEGACY_VERSION,
     PART_DIR,
     STATE_PATH,
+    STATE_VERSION,
     WHOLE_INDEX_VERSION,
     Assignments,
     AssignmentState,
@@ -357,3 +358,17 @@ def test_a_large_index_is_in_256_parts_and_a_change_rewrites_only_the_parts_it_t
     del without.assignments.shards[alone]
     without.to_bytes()
     assert without.part_files(before) == {part_path(index_part(alone)): None}
+
+
+def test_a_state_under_an_output_folder_is_read_with_its_parts(tmp_path: Path) -> None:
+    """A GitOpsRepo whose ``spec.path`` is a folder (``./apps/``): the GitOps commit's state, its parts and its
+    shards are read under that folder, as the render wrote them there."""
+    repos = GitRepos(tmp_path / "cache")
+    url = str(tmp_path / "gitops.git")
+    golden = tree_bytes(GOLDEN / "dev")
+    commit = repos.commit_files(url, None, {f"apps/{p}": d for p, d in golden.items()}, "apps", when=1_700_000_000)
+    assert commit is not None
+    state = GitOpsTree(repos.mirror(url), commit, clean_root("./apps/")).read_state()
+    assert state is not None and state.version == STATE_VERSION and len(state.clusters) == 5
+    assert state.assignments["aks-westeurope/orders-api-dev"].files  # a shard, read under the folder
+    assert GitOpsTree(repos.mirror(url), commit, "").read_state() is None  # nothing at the repo's root
