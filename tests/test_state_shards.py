@@ -28,6 +28,7 @@ from fleetflow.render.incremental import (
     Fingerprints,
     RenderState,
     index_part,
+    is_part_file,
     part_path,
     shard_path,
 )
@@ -372,3 +373,41 @@ def test_a_state_under_an_output_folder_is_read_with_its_parts(tmp_path: Path) -
     assert state is not None and state.version == STATE_VERSION and len(state.clusters) == 5
     assert state.assignments["aks-westeurope/orders-api-dev"].files  # a shard, read under the folder
     assert GitOpsTree(repos.mirror(url), commit, "").read_state() is None  # nothing at the repo's root
+
+
+def test_after_an_unreadable_state_the_parts_it_left_are_deleted_and_nothing_else(tmp_path: Path) -> None:
+    """A state that cannot be read says nothing of its parts: a part file the new index does not name (here one of
+    a larger fleet's, ``ab.json``) would stay for ever. The next write deletes the files named as fleetflow names
+    parts and keeps any other file in that folder, on disk and in a GitOps commit alike."""
+    seed = tmp_path / "seed"
+    shutil.copytree(GOLDEN / "dev", seed)
+    (seed / STATE_PATH).write_text("{ not json")
+    (seed / PART_DIR / "ab.json").write_text("{}\n")
+    (seed / PART_DIR / "notes.txt").write_text("kept\n")
+    want = {**tree_bytes(GOLDEN / "dev"), f"{PART_DIR}/notes.txt": b"kept\n"}
+
+    out = tmp_path / "out"
+    shutil.copytree(seed, out)
+    render_example(out)
+    assert tree_bytes(out) == want
+
+    repos = GitRepos(tmp_path / "cache")
+    url = str(tmp_path / "gitops.git")
+    old = repos.commit_files(url, None, tree_bytes(seed), "an unreadable state", when=1_700_000_000)
+    assert old is not None
+    tree = GitOpsTree(repos.mirror(url), old, "")
+    assert tree.read_state() is None
+    result = render_environment(load(EXAMPLE / "main", EXAMPLE / "envs" / "dev"), "dev", previous=None, meta=PIN)
+    written = write_commit(tree, result, None, "rewrite", repos.identity, 1_700_000_001)
+    assert written.commit is not None
+    repo = repos.mirror(url)
+    entries = repo.ls_tree(written.commit, recursive=True, trees=False)
+    blobs = repo.blobs(e.sha for e in entries)
+    assert {e.path: blobs[e.sha] for e in entries} == want
+
+
+def test_part_file_names() -> None:
+    assert is_part_file(part_path("all")) and is_part_file(part_path("0f")) and is_part_file(part_path(index_part("x")))
+    for other in (f"{PART_DIR}/notes.txt", f"{PART_DIR}/0F.json", f"{PART_DIR}/abc.json", f"{PART_DIR}/x/ab.json",
+                  ".fleetflow/state/ab.json", "ab.json"):
+        assert not is_part_file(other), other

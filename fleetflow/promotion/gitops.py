@@ -177,7 +177,7 @@ def tree_edits(
     state = result.state.to_bytes() if state is None else state  # makes the parts too (part_files)
     for path, shard in result.state.shard_files(previous).items():
         yield TreeEdit(tree.path(path), shard)
-    for path, part in result.state.part_files(previous).items():
+    for path, part in result.state.part_files(previous, tree.files([PART_DIR])).items():
         yield TreeEdit(tree.path(path), part)
     if state != tree.state_bytes:
         yield TreeEdit(tree.path(STATE_PATH), state)

@@ -30,7 +30,7 @@ from fleetflow.promotion.context import Context, Pinned, head_branch, pinned, sh
 from fleetflow.promotion.gitops import GitOpsTree, clean_root, commit_edits, write_commit
 from fleetflow.promotion.schedule import Rendered, ScheduleOutcome, commit_message, publish
 from fleetflow.render.diff import file_diff, review_order
-from fleetflow.render.incremental import SHARD_DIR, STATE_PATH, Assignments, Shard, shard_path
+from fleetflow.render.incremental import PART_DIR, SHARD_DIR, STATE_PATH, Assignments, Shard, shard_path
 from fleetflow.render.pipeline import Changes, Meta, render_environment
 from fleetflow.results import Result
 
@@ -258,7 +258,8 @@ def stitch_commit(ctx: Context, environment: str, folder: Path) -> Rendered | Sc
     edits = [TreeEdit(tree.path(ct), tree=sha) for ct, sha in sorted(folders.items())]
     edits += [TreeEdit(tree.path(shard_path(ct)), blob=sha) for ct, sha in sorted(states.items())]
     index = result.state.to_bytes()  # makes the parts too (part_files)
-    edits += [TreeEdit(tree.path(path), data) for path, data in result.state.part_files(previous).items()]
+    edits += [TreeEdit(tree.path(path), data)
+              for path, data in result.state.part_files(previous, tree.files([PART_DIR])).items()]
     if index != tree.state_bytes:
         edits.append(TreeEdit(tree.path(STATE_PATH), index))
     message, when = commit_message(ctx, at)

@@ -97,10 +97,11 @@ def diff_chunks(previous: PreviousTree, result: RenderResult, owned: Ownership,
     }
     new: dict[str, bytes] = {**result.files, **result.reporters,
                              STATE_PATH: result.state.to_bytes() if index is None else index}
-    shards = {**result.state.shard_files(state), **result.state.part_files(state)}
+    state_files = previous.files([SHARD_DIR, PART_DIR])
+    shards = {**result.state.shard_files(state), **result.state.part_files(state, state_files)}
     if shards:
         new.update((path, data) for path, data in shards.items() if data is not None)
-        old.update((path, key) for path, key in previous.files([SHARD_DIR, PART_DIR]).items() if path in shards)
+        old.update((path, key) for path, key in state_files.items() if path in shards)
     old_state = previous.state_bytes
     # a file whose key is the git blob id of its new bytes (a GitOps tree's keys are) has not changed: no diff,
     # never read (nor fetched, from a blobless mirror)

@@ -82,6 +82,15 @@ def part_path(part: str) -> str:
     return f"{PART_DIR}/{part}.json"
 
 
+def is_part_file(path: str) -> bool:
+    """Whether ``path`` (relative to the output root) is named as fleetflow names the index's parts: ``all.json``
+    or two lowercase hex digits and ``.json`` in :data:`PART_DIR`."""
+    folder, _, name = path.rpartition("/")
+    stem = name.removesuffix(".json")
+    return folder == PART_DIR and name.endswith(".json") and (
+        stem == WHOLE_PART or (len(stem) == 2 and all(c in "0123456789abcdef" for c in stem)))
+
+
 FileReader = Callable[[list[str]], Mapping[str, bytes | None]]  # paths relative to the output root -> bytes
 
 
@@ -402,15 +411,21 @@ class RenderState:
         with_fingerprints = self.fingerprints is not None
         return {key: found.to_bytes(key, with_fingerprints) for key, found in sorted(parts.items())}
 
-    def part_files(self, previous: RenderState | None = None) -> dict[str, bytes | None]:
+    def part_files(self, previous: RenderState | None = None, present: Iterable[str] = ()) -> dict[str, bytes | None]:
         """The index's part files (relative to the output root) that differ from those ``previous`` was read
         with: new bytes, or None for a part to delete. The parts are those the last :meth:`to_bytes` made (so
-        the index and its parts always agree), made now when it was not called."""
+        the index and its parts always agree), made now when it was not called.
+
+        ``present``: the files the output's part folder holds now. Those named as fleetflow names parts
+        (:func:`is_part_file`) that the new index does not name are deleted too: a part an unreadable state left
+        (nothing then says which parts it had). Any other file there is left alone."""
         parts = self._parts if self._parts is not None else self._make_parts()
         before = previous.stored_parts if previous is not None else {}
         out: dict[str, bytes | None] = {
             part_path(part): data for part, data in sorted(parts.items()) if before.get(part) != data}
         out.update((part_path(part), None) for part in sorted(before.keys() - parts.keys()))
+        named = {part_path(part) for part in parts}
+        out.update((path, None) for path in sorted(present) if is_part_file(path) and path not in named)
         return out
 
     def shard_files(self, previous: RenderState | None = None) -> dict[str, bytes | None]:

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from fleetflow.errors import Location, Problems, UsageError
-from fleetflow.render.incremental import SHARD_DIR, STATE_PATH, RenderState
+from fleetflow.render.incremental import PART_DIR, SHARD_DIR, STATE_PATH, RenderState
 from fleetflow.render.ownership import Ownership, examined_folders, ownership
 from fleetflow.render.pipeline import RenderResult
 
@@ -161,7 +161,10 @@ def apply_result(
     report.foreign = [] if prune_foreign else list(owned.foreign)
     index = result.state.to_bytes()  # makes the parts too (part_files)
     # the shards, the index's parts, then the index
-    for path, written in [*result.state.shard_files(previous).items(), *result.state.part_files(previous).items()]:
+    parts_folder = root / PART_DIR
+    present = [f"{PART_DIR}/{p.name}" for p in parts_folder.iterdir()] if parts_folder.is_dir() else []
+    for path, written in [*result.state.shard_files(previous).items(),
+                          *result.state.part_files(previous, present).items()]:
         if written is None:
             safe_path(root, path).unlink(missing_ok=True)
             report.deleted.append(path)
