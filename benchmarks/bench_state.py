@@ -49,7 +49,9 @@ from fleetflow.render.incremental import (
     RenderState,
     _cluster_entry,
     _compact,
-    _string,
+    _config_keys_line,
+    _fingerprint_line,
+    _shard_line,
     shard_path,
 )
 from fleetflow.render.pipeline import Meta, render_environment
@@ -76,22 +78,19 @@ def whole_index(state: RenderState) -> bytes:
             "engine": state.engine}
     lines = ["{", *(f"  {json.dumps(k)}: {json.dumps(v)}," for k, v in head.items()), '  "clusters": [',
              ",\n".join("    " + _cluster_entry(c) for c in sorted(state.clusters, key=lambda c: c.name)), "  ],",
-             '  "configKeys": {',
-             ",\n".join(f"    {json.dumps(n)}: {_compact(k)}" for n, k in sorted(state.config_keys.items())), "  },"]
+             '  "configKeys": {', ",\n".join(_config_keys_line(n, k) for n, k in sorted(state.config_keys.items())),
+             "  },"]
     if state.fingerprints is not None:
         fps = state.fingerprints.to_json()
         lines += ['  "fingerprints": {', f'    "heldBack": {_compact(fps["heldBack"])},',
                   f'    "schemas": {json.dumps(fps["schemas"])},']
         for i, part in enumerate(_FINGERPRINT_MAPS):
-            entries = (f"      {_string(k)}: {_string(v) if isinstance(v, str) else _compact(v)}"
-                       for k, v in fps[part].items())
+            entries = (_fingerprint_line(k, v) for k, v in fps[part].items())
             comma = "," if i < len(_FINGERPRINT_MAPS) - 1 else ""
             lines += [f'    "{part}": {{', ",\n".join(entries), "    }" + comma]
         lines.append("  },")
     shards = sorted((ct, s) for ct, s in state.assignments.shards.items() if len(s))
-    lines += ['  "shards": {', ",\n".join(
-        f'    {_string(ct)}: {{"assignments": {len(s)}, "members": {_string(s.members)}}}' for ct, s in shards),
-        "  }", "}"]
+    lines += ['  "shards": {', ",\n".join(_shard_line(ct, s) for ct, s in shards), "  }", "}"]
     return ("\n".join(line for line in lines if line) + "\n").encode()
 
 

@@ -18,10 +18,11 @@ from typing import Any
 
 from fleetflow.clock import Clock
 from fleetflow.forge.base import Forge
-from fleetflow.forge.git import GitRepos, serve_partial_clones
+from fleetflow.forge.git import BareRepo, GitRepos, serve_partial_clones
 from fleetflow.forge.github import GitHubForge
 from fleetflow.forge.local import LocalForge
 from fleetflow.promotion.context import Context, head_branch
+from fleetflow.promotion.gitops import GitOpsTree
 from fleetflow.render.incremental import STATE_PATH, RenderState
 from tests.helpers import MAIN_FILES, build_file_tree
 
@@ -218,14 +219,11 @@ class Fleet:
         return git(self.root, "--git-dir", self.gitops_url, "rev-parse", f"refs/heads/{env}")
 
     def gitops_state(self, env: str, rev: str | None = None) -> RenderState:
-        at = rev or env
-        text = git(self.root, "--git-dir", self.gitops_url, "show", f"{at}:{STATE_PATH}")
-
-        def read(paths: list[str]) -> dict[str, bytes | None]:  # the index's parts (and shards, if asked)
-            return {p: subprocess.run(["git", "--git-dir", self.gitops_url, "show", f"{at}:{p}"], check=True,
-                                      capture_output=True).stdout for p in paths}
-
-        return RenderState.from_bytes(text.encode(), read)
+        """The state of ``env``'s GitOps tip (or of ``rev``), read as schedule reads it (``GitOpsTree``)."""
+        at = rev or f"refs/heads/{env}"
+        state = GitOpsTree(BareRepo(Path(self.gitops_url)), at, "").read_state()
+        assert state is not None, f"no readable {STATE_PATH} on the GitOps repo's {at}"
+        return state
 
     def clusters_report(self, env: str, states: dict[int, str] | None = None) -> str:
         """Clusters 1 and 2 of ``env`` report on the GitOps tip (success unless ``states`` says otherwise)."""

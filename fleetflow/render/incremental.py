@@ -400,14 +400,13 @@ class RenderState:
         for c in sorted(self.clusters, key=lambda c: (c.cluster_type, c.name)):
             part(c.cluster_type).clusters.append(_cluster_entry(c))
         for name, keys in sorted(self.config_keys.items()):
-            part(name).config_keys.append(f"    {_string(name)}: {_compact(keys)}")
+            part(name).config_keys.append(_config_keys_line(name, keys))
         if fps is not None:
             for section in _FINGERPRINT_MAPS:
                 for k, v in fps[section].items():
-                    text = _string(v) if isinstance(v, str) else _compact(v)
-                    part(k).fingerprints[section].append(f"      {_string(k)}: {text}")
+                    part(k).fingerprints[section].append(_fingerprint_line(k, v))
         for ct, s in shards:
-            part(ct).shards.append(f'    {_string(ct)}: {{"assignments": {len(s)}, "members": {_string(s.members)}}}')
+            part(ct).shards.append(_shard_line(ct, s))
         with_fingerprints = self.fingerprints is not None
         return {key: found.to_bytes(key, with_fingerprints) for key, found in sorted(parts.items())}
 
@@ -698,6 +697,21 @@ def _string(text: str) -> str:
 def _plain(text: str) -> bool:
     """Whether json writes ``text`` as it is, between quotes."""
     return text.isascii() and text.isprintable() and '"' not in text and "\\" not in text
+
+
+def _config_keys_line(name: str, keys: Mapping[str, str]) -> str:
+    """A ConfigMap's key hashes, as a line of the index (of a part; of a whole index before version 3)."""
+    return f"    {_string(name)}: {_compact(keys)}"
+
+
+def _fingerprint_line(name: str, value: Any) -> str:
+    """A fingerprint (a ConfigMap's is a list: with its labels), as a line of the index."""
+    return f"      {_string(name)}: {_string(value) if isinstance(value, str) else _compact(value)}"
+
+
+def _shard_line(cluster_type: str, shard: Shard) -> str:
+    """A cluster type's count of assignments and digest of their ids, as a line of the index."""
+    return f'    {_string(cluster_type)}: {{"assignments": {len(shard)}, "members": {_string(shard.members)}}}'
 
 
 def _cluster_entry(c: ExpectedCluster) -> str:

@@ -161,8 +161,7 @@ def apply_result(
     report.foreign = [] if prune_foreign else list(owned.foreign)
     index = result.state.to_bytes()  # makes the parts too (part_files)
     # the shards, the index's parts, then the index
-    parts_folder = root / PART_DIR
-    present = [f"{PART_DIR}/{p.name}" for p in parts_folder.iterdir()] if parts_folder.is_dir() else []
+    present = _files_under(root, root / PART_DIR)  # as the diff lists them (FolderTree.files)
     for path, written in [*result.state.shard_files(previous).items(),
                           *result.state.part_files(previous, present).items()]:
         if written is None:
