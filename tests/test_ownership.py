@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 from fleetflow.render.incremental import AssignmentState, RenderState
-from fleetflow.render.ownership import ownership
+from fleetflow.render.ownership import examined_folders, ownership, status_folders
 from tests.helpers import ENV_FILES, make_plane, run_cli, tree_bytes
 
 
@@ -39,6 +39,26 @@ def test_ownership_rule_is_the_previous_state() -> None:
     ]
     # without a previous state only the reserved status folders are known to be fleetflow's
     assert ownership(None, current, set(), paths).delete == ["ct/_status/old.yaml"]
+
+
+def test_status_folders_are_those_of_every_cluster_type_written_into_now_or_before_but_the_kept() -> None:
+    """One rule for which ``_status/`` folders a render decides, used by the ownership sort, the diff and the
+    "nothing to write" check alike: a cluster type that only had assignments before (its folder's reporters go),
+    one that only has reporters, one whose assignments were removed (named by ``removed`` when the previous state
+    was not read), never one whose reporters were kept."""
+    previous = state(old__a=("reconciler.yaml",), both__a=("reconciler.yaml",))
+    current = state(both__a=("reconciler.yaml",), new__a=("reconciler.yaml",), kept__a=("reconciler.yaml",))
+    reporters = ["only/_status/r.yaml", "both/_status/r.yaml"]
+    assert status_folders(previous, current, reporters, {"kept"}) == {
+        "old/_status", "both/_status", "new/_status", "only/_status",
+    }
+    assert status_folders(None, current, reporters, {"kept"}, removed=["old/a"]) == {
+        "old/_status", "both/_status", "new/_status", "only/_status",
+    }
+    assert status_folders(None, current, reporters, {"kept"}) == {"both/_status", "new/_status", "only/_status"}
+    assert examined_folders(previous, current, ["new/a"], reporters, kept_reporters={"kept"}) == {
+        "new/a", "old/a", "old/_status", "both/_status", "new/_status", "only/_status",
+    }
 
 
 def test_first_render_into_an_existing_gitops_folder_keeps_hand_written_files(tmp_path: Path) -> None:

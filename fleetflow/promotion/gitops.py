@@ -24,8 +24,8 @@ from fleetflow.errors import UsageError
 from fleetflow.forge.git import BareRepo, TreeEdit, TreeEntry
 from fleetflow.render.diff import git_blob_id
 from fleetflow.render.incremental import PART_DIR, SHARD_DIR, STATE_PATH, RenderState
-from fleetflow.render.ownership import Ownership, cluster_type_of, examined_folders, ownership
-from fleetflow.render.pipeline import STATUS_DIR, RenderResult
+from fleetflow.render.ownership import Ownership, examined_folders, ownership, status_folders
+from fleetflow.render.pipeline import RenderResult
 
 
 def clean_root(path: str) -> str:
@@ -226,6 +226,5 @@ def _nothing_to_write(tree: GitOpsTree, result: RenderResult, previous: RenderSt
         return False
     if state != tree.state_bytes or result.state.shard_files(previous):
         return False
-    cluster_types = result.state.assignments.cluster_types() | {cluster_type_of(p) for p in result.reporters}
-    have = tree.files([f"{ct}/{STATUS_DIR}" for ct in sorted(cluster_types - result.kept_reporters)])
+    have = tree.files(sorted(status_folders(previous, result.state, result.reporters, result.kept_reporters)))
     return have == {path: git_blob_id(data) for path, data in result.reporters.items()}

@@ -9,8 +9,8 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import Protocol
 
 from fleetflow.render.incremental import PART_DIR, SHARD_DIR, STATE_PATH, RenderState, is_state_file
-from fleetflow.render.ownership import Ownership, cluster_type_of
-from fleetflow.render.pipeline import STATUS_DIR, RenderResult
+from fleetflow.render.ownership import Ownership, status_folders
+from fleetflow.render.pipeline import RenderResult
 
 
 def _lines(data: bytes | None) -> list[str]:
@@ -87,8 +87,8 @@ def diff_chunks(previous: PreviousTree, result: RenderResult, owned: Ownership,
     that change. Foreign files (``owned.foreign``) are not shown: the render keeps them. Old files are read (in
     batches) only as far as the caller iterates. ``index``: the new state index's bytes, when the caller has made
     them already."""
-    types = result.state.assignments.cluster_types() | {cluster_type_of(a) for a in result.removed}
-    shown = {*result.rendered, *(f"{ct}/{STATUS_DIR}" for ct in types - result.kept_reporters)}
+    shown = {*result.rendered,
+             *status_folders(state, result.state, result.reporters, result.kept_reporters, result.removed)}
     doomed, foreign = set(owned.delete), set(owned.foreign)
     listed = previous.files(sorted(shown | set(result.removed) | {p.rpartition("/")[0] for p in doomed}))
     old = {

@@ -55,17 +55,26 @@ def cluster_types(previous: RenderState | None, current: RenderState, reporters:
     return found
 
 
+def status_folders(previous: RenderState | None, current: RenderState, reporters: Iterable[str],
+                   kept_reporters: Collection[str] = frozenset(), removed: Iterable[str] = ()) -> set[str]:
+    """The ``_status/`` folders (relative to the output root) whose files a render decides: one per cluster type
+    fleetflow writes into, now or before (:func:`cluster_types`; ``removed``, the assignments the render removed,
+    stand for ``previous`` when the caller has not read it), but those of ``kept_reporters`` (their reporters were
+    not rendered again, so their folders stay as they are)."""
+    types = cluster_types(previous, current, reporters) | {cluster_type_of(aid) for aid in removed}
+    return {f"{ct}/{STATUS_DIR}" for ct in types if ct not in kept_reporters}
+
+
 def examined_folders(previous: RenderState | None, current: RenderState, rendered: Iterable[str],
                      reporters: Iterable[str], *, sweep: bool = False,
                      kept_reporters: Collection[str] = frozenset()) -> set[str]:
     """The folders (relative to the output root) whose files a render must sort with :func:`ownership`: the
     assignments rendered now or removed, and the status folders of the cluster types not in ``kept_reporters``;
     without a previous state, or with ``sweep``, every cluster-type folder fleetflow writes into."""
-    types = cluster_types(previous, current, reporters)
     if previous is None or sweep:
-        return set(types)
+        return cluster_types(previous, current, reporters)
     folders = {*rendered, *removed_assignments(previous, current)}
-    return folders | {f"{ct}/{STATUS_DIR}" for ct in types if ct not in kept_reporters}
+    return folders | status_folders(previous, current, reporters, kept_reporters)
 
 
 def ownership(
