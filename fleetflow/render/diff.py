@@ -83,7 +83,7 @@ def diff_chunks(previous: PreviousTree, result: RenderResult, owned: Ownership,
                 state: RenderState | None = None, index: bytes | None = None) -> Iterator[str]:
     """The unified diff of what the render changes in ``previous`` (whose state is ``state``), one file at a time
     in :func:`review_order` (the rendered files, then the state): the files of every rendered assignment and
-    status folder, every file fleetflow wrote that goes (``owned.delete``), the state index and the state shards
+    status folder, every file fleetflow wrote that goes (``owned.delete``), the state index, its parts and the shards
     that change. Foreign files (``owned.foreign``) are not shown: the render keeps them. Old files are read (in
     batches) only as far as the caller iterates. ``index``: the new state index's bytes, when the caller has made
     them already."""
@@ -98,10 +98,10 @@ def diff_chunks(previous: PreviousTree, result: RenderResult, owned: Ownership,
     new: dict[str, bytes] = {**result.files, **result.reporters,
                              STATE_PATH: result.state.to_bytes() if index is None else index}
     state_files = previous.files([SHARD_DIR, PART_DIR])
-    shards = {**result.state.shard_files(state), **result.state.part_files(state, state_files)}
-    if shards:
-        new.update((path, data) for path, data in shards.items() if data is not None)
-        old.update((path, key) for path, key in state_files.items() if path in shards)
+    changed_state = {**result.state.shard_files(state), **result.state.part_files(state, state_files)}
+    if changed_state:
+        new.update((path, data) for path, data in changed_state.items() if data is not None)
+        old.update((path, key) for path, key in state_files.items() if path in changed_state)
     old_state = previous.state_bytes
     # a file whose key is the git blob id of its new bytes (a GitOps tree's keys are) has not changed: no diff,
     # never read (nor fetched, from a blobless mirror)

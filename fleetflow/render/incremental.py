@@ -479,7 +479,7 @@ class RenderState:
             assignments = Assignments.of({aid: entry[0] for aid, entry in fast.items()}, fast)
         else:
             assignments = Assignments.of(_entries_from_json(raw.get("assignments")))
-        state = cls(
+        return cls(
             environment=str(raw.get("environment", "")),
             main_commit=raw.get("mainCommit"),
             env_commit=raw.get("envCommit"),
@@ -492,9 +492,8 @@ class RenderState:
                 for c in raw.get("clusters") or []
             ],
             version=int(version),
+            stored_parts=stored_parts,
         )
-        state.stored_parts = stored_parts
-        return state
 
 
 def _with_parts(raw: dict[str, Any], read_files: FileReader | None) -> tuple[dict[str, Any], dict[str, bytes]]:
@@ -578,7 +577,7 @@ def earlier_format(previous: RenderState | None) -> int | None:
     return None if previous is None or previous.version == STATE_VERSION else previous.version
 
 
-def shard_reader(read_files: Callable[[list[str]], Mapping[str, bytes | None]]) -> ShardReader:
+def shard_reader(read_files: FileReader) -> ShardReader:
     """A :data:`ShardReader` over a function that reads files by path (relative to the output root)."""
 
     def read(cluster_types: list[str]) -> dict[str, bytes | None]:
