@@ -1,0 +1,464 @@
+"""Random walks of control-plane changes: after every step of a walk, the incremental render of the folder the
+previous steps left equals a fresh full render byte for byte, and a second run writes nothing. A step the render
+refuses (a value a schema forbids, a template that no longer renders) changes nothing in the output, and is then
+taken back.
+
+``test_incremental.py`` checks each kind of change alone, once, from a full render. A walk puts them in sequence
+and in combination, on a plane large enough that the state's index is in parts (more than ``SMALL_INDEX`` names), so
+each render starts from a state that earlier incremental renders wrote, as every schedule does. It also moves
+documents between files, which must change nothing but the files' line numbers. The walks are seeded: a failure
+names its seed and its steps, and the same seed repeats them.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import random
+import shutil
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from ruamel.yaml import YAML
+
+from fleetflow.errors import InputError
+from fleetflow.forge.git import BareRepo
+from fleetflow.promotion.promote import promote_many
+from fleetflow.promotion.schedule import schedule_environment
+from fleetflow.render.incremental import PART_DIR, SMALL_INDEX
+from tests.fleet import git
+from tests.helpers import run_cli, tree_bytes
+from tests.test_gitops_commit import add_foreign_files, check_head_equals_render
+from tests.test_promotion import make_local_fleet
+
+EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "control-plane"
+PIN = ["--main-commit", "0" * 40, "--env-commit", "1" * 40]
+EXTRA_TYPES = 50  # cluster types added to the example's dev branch, so that the index is in parts
+STEPS = 20
+
+
+def _yaml() -> YAML:
+    y = YAML()  # round trip: comments and quotes stay, so an untouched document keeps its text
+    y.preserve_quotes = True
+    y.width = 4096
+    return y
+
+
+@dataclass
+class Doc:
+    file: Path
+    index: int  # its place in the file
+    body: Any  # the round-trip mapping; changed in place, then the file is written again
+
+    @property
+    def kind(self) -> str:
+        return str(self.body.get("kind", ""))
+
+    @property
+    def name(self) -> str:
+        return str(self.body["metadata"]["name"])
+
+
+class Plane:
+    """The control plane of one walk on disk (by default ``main/`` and ``envs/dev/`` under ``root``), read and written
+    document by document."""
+
+    def __init__(self, root: Path, main: Path | None = None, env: Path | None = None) -> None:
+        self.root = root
+        self.main = main or root / "main"
+        self.env = env or root / "envs" / "dev"
+        self.files: dict[Path, list[Any]] = {}
+        for tree in (self.main, self.env):
+            for path in sorted(tree.rglob("*.yaml")):
+                self.files[path] = [d for d in _yaml().load_all(path.read_text()) if d is not None]
+
+    def docs(self, kind: str | None = None, tree: Path | None = None) -> list[Doc]:
+        return [
+            Doc(path, i, body) for path, bodies in self.files.items() for i, body in enumerate(bodies)
+            if (kind is None or body.get("kind") == kind) and (tree is None or path.is_relative_to(tree))
+        ]
+
+    def write(self, *paths: Path) -> None:
+        for path in paths:
+            bodies = self.files[path]
+            if not bodies:
+                path.unlink(missing_ok=True)
+                del self.files[path]
+                continue
+            out = io.StringIO()
+            _yaml().dump_all(bodies, out)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(out.getvalue())
+
+    def add(self, path: Path, body: Any) -> None:
+        self.files.setdefault(path, []).append(body)
+        self.write(path)
+
+    def remove(self, doc: Doc) -> None:
+        del self.files[doc.file][doc.index]
+        self.write(doc.file)
+
+
+def _walk_types(env: Path) -> None:
+    """``EXTRA_TYPES`` cloud cluster types like ``aks-westeurope``, one Cluster each, in two files."""
+    types, clusters = [], []
+    for i in range(EXTRA_TYPES):
+        name = f"walk-{i:02d}"
+        types.append(
+            "apiVersion: fleetflow.dev/v1alpha1\nkind: ClusterType\nmetadata:\n"
+            f"  name: {name}\n  labels:\n    tier: cloud\n    runtime: kubernetes\n    provider: aks\n"
+            f"    gitops-agent: flux\n    region: westeurope\n    group: g{i % 5}\n"
+            "spec:\n  reconciler: flux-reconciler\n  statusReporter: flux-status-reporter\n"
+            "  namespaceService: kubernetes-namespace\n  configType: configmap-config\n"
+        )
+        clusters.append(
+            "apiVersion: fleetflow.dev/v1alpha1\nkind: Cluster\nmetadata:\n"
+            f"  name: {name}-01\nspec:\n  clusterType: {name}\n  statusContext: \"flux/{name}-01\"\n"
+        )
+    (env / "cluster-types" / "walk.yaml").write_text("---\n".join(types))
+    (env / "clusters" / "walk.yaml").write_text("---\n".join(clusters))
+
+
+def _new_config_map(name: str, label: tuple[str, str], key: str, value: str) -> Any:
+    return _yaml().load(
+        f'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\n  labels:\n    platform-config: "true"\n'
+        f"    {label[0]}: {json.dumps(label[1])}\ndata:\n  {key}: {json.dumps(value)}\n"
+    )
+
+
+def _label_pairs(plane: Plane) -> list[tuple[str, str]]:
+    """Every (key, value) a cluster type or a workload carries: what a changed selector may select."""
+    pairs = {
+        (str(k), str(v))
+        for d in plane.docs() if d.kind in ("ClusterType", "Workload")
+        for k, v in (d.body["metadata"].get("labels") or {}).items()
+    }
+    return sorted(pairs)
+
+
+Step = Callable[[Plane, random.Random, int], str | None]  # the change made (None: none applied here)
+
+
+def config_value(plane: Plane, rng: random.Random, n: int) -> str | None:
+    cms = [d for d in plane.docs("ConfigMap") if d.body.get("data")]
+    doc = rng.choice(cms)
+    key = rng.choice(sorted(doc.body["data"]))
+    value = str(doc.body["data"][key])
+    doc.body["data"][key] = str(int(value) + 1) if value.isdigit() else f"{value}{n}"
+    plane.write(doc.file)
+    return f"ConfigMap {doc.name}: {key} changed"
+
+
+def config_key_added(plane: Plane, rng: random.Random, n: int) -> str | None:
+    doc = rng.choice(plane.docs("ConfigMap"))
+    if doc.body.get("data") is None:
+        doc.body["data"] = {}
+    doc.body["data"][f"WALK_{n}"] = f"v{n}"
+    plane.write(doc.file)
+    return f"ConfigMap {doc.name}: WALK_{n} added"
+
+
+def config_key_removed(plane: Plane, rng: random.Random, n: int) -> str | None:
+    cms = [d for d in plane.docs("ConfigMap") if d.body.get("data")]
+    doc = rng.choice(cms)
+    key = rng.choice(sorted(doc.body["data"]))
+    del doc.body["data"][key]
+    plane.write(doc.file)
+    return f"ConfigMap {doc.name}: {key} removed"
+
+
+def config_labels(plane: Plane, rng: random.Random, n: int) -> str | None:
+    doc = rng.choice(plane.docs("ConfigMap"))
+    labels = doc.body["metadata"]["labels"]
+    for key in [k for k in labels if k != "platform-config"]:
+        del labels[key]
+    key, value = rng.choice(_label_pairs(plane))
+    labels[key] = value
+    plane.write(doc.file)
+    return f"ConfigMap {doc.name}: now selects {key}={value}"
+
+
+def config_map_added(plane: Plane, rng: random.Random, n: int) -> str | None:
+    files = sorted({d.file for d in plane.docs("ConfigMap")})
+    plane.add(rng.choice(files), _new_config_map(f"walk-cm-{n}", rng.choice(_label_pairs(plane)), f"WALK_{n}", "1"))
+    return f"ConfigMap walk-cm-{n} added"
+
+
+def config_map_removed(plane: Plane, rng: random.Random, n: int) -> str | None:
+    doc = rng.choice(plane.docs("ConfigMap"))
+    plane.remove(doc)
+    return f"ConfigMap {doc.name} removed"
+
+
+def config_priority(plane: Plane, rng: random.Random, n: int) -> str | None:
+    doc = rng.choice(plane.docs("ConfigMap"))
+    meta = doc.body["metadata"]
+    if meta.get("annotations") is None:
+        meta["annotations"] = {}
+    meta["annotations"]["fleetflow.dev/priority"] = str(rng.choice([-5, 0, 50, 100, 200]))
+    plane.write(doc.file)
+    return f"ConfigMap {doc.name}: priority {meta['annotations']['fleetflow.dev/priority']}"
+
+
+def cluster_type_labels(plane: Plane, rng: random.Random, n: int) -> str | None:
+    doc = rng.choice(plane.docs("ClusterType"))
+    labels = doc.body["metadata"]["labels"]
+    key = rng.choice(sorted(labels))
+    values = sorted({v for k, v in _label_pairs(plane) if k == key} | {f"walk{n}"})
+    labels[key] = rng.choice(values)
+    plane.write(doc.file)
+    return f"ClusterType {doc.name}: {key}={labels[key]}"
+
+
+def cluster_type_added(plane: Plane, rng: random.Random, n: int) -> str | None:
+    source = rng.choice(plane.docs("ClusterType"))
+    text = io.StringIO()
+    _yaml().dump(source.body, text)
+    body = _yaml().load(text.getvalue())
+    name = f"walk-new-{n}"
+    body["metadata"]["name"] = name
+    plane.add(plane.env / "cluster-types" / f"{name}.yaml", body)
+    plane.add(plane.env / "clusters" / "walk.yaml", _yaml().load(
+        f"apiVersion: fleetflow.dev/v1alpha1\nkind: Cluster\nmetadata:\n  name: {name}-01\nspec:\n"
+        f"  clusterType: {name}\n  statusContext: \"flux/{name}-01\"\n"))
+    return f"ClusterType {name} added (copy of {source.name}), with a Cluster"
+
+
+def cluster_type_removed(plane: Plane, rng: random.Random, n: int) -> str | None:
+    doc = rng.choice(plane.docs("ClusterType"))
+    for cluster in reversed(plane.docs("Cluster")):  # from the end, so the places of the others hold
+        if cluster.body["spec"]["clusterType"] == doc.name:
+            plane.remove(cluster)
+    plane.remove(next(d for d in plane.docs("ClusterType") if d.name == doc.name))
+    return f"ClusterType {doc.name} removed, with its Clusters"
+
+
+def cluster_added(plane: Plane, rng: random.Random, n: int) -> str | None:
+    ct = rng.choice(plane.docs("ClusterType")).name
+    plane.add(rng.choice(sorted({d.file for d in plane.docs("Cluster")})), _yaml().load(
+        f"apiVersion: fleetflow.dev/v1alpha1\nkind: Cluster\nmetadata:\n  name: walk-cluster-{n}\nspec:\n"
+        f"  clusterType: {ct}\n  statusContext: \"flux/walk-cluster-{n}\"\n"))
+    return f"Cluster walk-cluster-{n} added to {ct}"
+
+
+def cluster_changed(plane: Plane, rng: random.Random, n: int) -> str | None:
+    doc = rng.choice(plane.docs("Cluster"))
+    if rng.random() < 0.5:
+        plane.remove(doc)
+        return f"Cluster {doc.name} removed"
+    doc.body["spec"]["statusContext"] = f"flux/{doc.name}-{n}"
+    plane.write(doc.file)
+    return f"Cluster {doc.name}: status context changed"
+
+
+def document_moved(plane: Plane, rng: random.Random, n: int) -> str | None:
+    tree = rng.choice([tree for tree in (plane.main, plane.env) if plane.docs(tree=tree)])
+    doc = rng.choice(plane.docs(tree=tree))
+    files = sorted({d.file for d in plane.docs(tree=tree)} - {doc.file})
+    target = rng.choice(files) if rng.random() < 0.7 else tree / "moved" / f"walk-{n}.yaml"
+    plane.remove(doc)
+    plane.add(target, doc.body)
+    return f"{doc.kind} {doc.name} moved from {doc.file.relative_to(plane.root)} to {target.relative_to(plane.root)}"
+
+
+def target_labels(plane: Plane, rng: random.Random, n: int) -> str | None:
+    doc = rng.choice(plane.docs("Workload"))
+    targets = [t for t in doc.body["spec"]["deploymentTargets"] if t.get("environment") == "dev"]
+    if not targets:
+        return None
+    target = targets[0]
+    if target.get("labels") is None:
+        target["labels"] = {}
+    target["labels"]["slo"] = rng.choice(["best-effort", "silver", "gold", f"walk{n}"])
+    plane.write(doc.file)
+    return f"Workload {doc.name}: dev target slo={target['labels']['slo']}"
+
+
+def template_edited(plane: Plane, rng: random.Random, n: int) -> str | None:
+    doc = rng.choice(plane.docs("Template"))
+    manifests = doc.body["spec"]["manifests"]
+    i = rng.randrange(len(manifests))
+    manifests[i] = type(manifests[i])(f"{manifests[i].rstrip()}\n# walk {n}\n")  # keeps a block scalar a block
+    plane.write(doc.file)
+    return f"Template {doc.name}: manifest {i} edited"
+
+
+def policy_changed(plane: Plane, rng: random.Random, n: int) -> str | None:
+    doc = rng.choice(plane.docs("SchedulingPolicy"))
+    selector = doc.body["spec"].get("clusterTypeSelector")
+    if selector is None:
+        doc.body["spec"]["clusterTypeSelector"] = selector = {}
+    labels = selector.get("labelSelector")
+    if labels is None:
+        selector["labelSelector"] = labels = {}
+    if labels.get("matchLabels") is None:
+        labels["matchLabels"] = {}
+    match = labels["matchLabels"]
+    if match and rng.random() < 0.5:
+        key = rng.choice(sorted(match))
+        del match[key]
+        plane.write(doc.file)
+        return f"SchedulingPolicy {doc.name}: no longer requires {key}"
+    key, value = rng.choice([p for p in _label_pairs(plane) if p[0] in {"group", "provider", "region", "tier"}])
+    match[key] = value
+    plane.write(doc.file)
+    return f"SchedulingPolicy {doc.name}: now requires {key}={value}"
+
+
+def policy_targets_changed(plane: Plane, rng: random.Random, n: int) -> str | None:
+    """A policy picks one workload's target instead of the ones it picked: a cluster type may hold as many
+    targets as before, and other ones, with no fingerprint changed (only the index's digest of its ids)."""
+    doc = rng.choice(plane.docs("SchedulingPolicy"))
+    workload = rng.choice(plane.docs("Workload")).name
+    doc.body["spec"]["deploymentTargetSelector"] = {"labelSelector": {"matchLabels": {"workload": workload}}}
+    plane.write(doc.file)
+    return f"SchedulingPolicy {doc.name}: now picks workload {workload}"
+
+
+def gitops_repo_changed(plane: Plane, rng: random.Random, n: int) -> str | None:
+    doc = rng.choice(plane.docs("GitOpsRepo"))
+    doc.body["spec"]["branch"] = f"dev-{n}"
+    plane.write(doc.file)
+    return f"GitOpsRepo {doc.name}: branch dev-{n}"
+
+
+STEP_KINDS: list[Step] = [
+    config_value, config_key_added, config_key_removed, config_labels, config_map_added, config_map_removed,
+    config_priority, cluster_type_labels, cluster_type_added, cluster_type_removed, cluster_added, cluster_changed,
+    document_moved, target_labels, template_edited, policy_changed, policy_targets_changed, gitops_repo_changed,
+]
+
+
+def render(plane: Plane, out: Path) -> tuple[int, dict[str, Any], str]:
+    result = run_cli("render", "--main", plane.main, "--env", plane.env, "--environment", "dev", "--output", out,
+                     *PIN, "--format", "json")
+    data = json.loads(result.output)["result"] if result.exit_code == 0 else {}
+    return result.exit_code, data, result.output
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3, 4])
+def test_a_walk_of_changes_renders_what_a_full_render_gives_at_every_step(tmp_path: Path, seed: int) -> None:
+    root = tmp_path / "plane"
+    shutil.copytree(EXAMPLE, root, ignore=shutil.ignore_patterns("qa", "prod"))
+    _walk_types(root / "envs" / "dev")
+    plane = Plane(root)
+    out = tmp_path / "out"
+    code, _, output = render(plane, out)
+    assert code == 0, output
+    assert len(list((out / PART_DIR).iterdir())) > 1, f"more than {SMALL_INDEX} names: the index is in parts"
+
+    rng = random.Random(seed)
+    done: list[str] = []
+    refused = 0
+    for n in range(STEPS):
+        before_plane = tree_bytes(root)
+        step = rng.choice(STEP_KINDS)
+        change = step(plane, rng, n)
+        if change is None:
+            continue
+        where = f"seed {seed}, step {n}: {change} (after: {done})"
+        before = tree_bytes(out)
+        code, _, output = render(plane, out)
+        full = tmp_path / f"full-{n}"
+        full_code, _, full_output = render(plane, full)
+        if full_code != 0:  # the plane is wrong now: the incremental render refuses it with the same messages
+            assert (code, output) == (full_code, full_output), where
+            assert tree_bytes(out) == before, where  # and writes nothing
+            shutil.rmtree(root)
+            for rel, data in before_plane.items():
+                (root / rel).parent.mkdir(parents=True, exist_ok=True)
+                (root / rel).write_bytes(data)
+            plane = Plane(root)
+            refused += 1
+            continue
+        assert code == 0, f"{where}: {output}"
+        assert tree_bytes(out) == tree_bytes(full), where
+        again_code, again, _ = render(plane, out)
+        assert again_code == 0 and again["written"] == [] and again["rendered"] == 0, where
+        shutil.rmtree(full)
+        done.append(change)
+    assert len(done) >= STEPS // 2, f"seed {seed}: too few steps rendered ({done}, {refused} refused)"
+
+
+# --- the same walk through ``schedule``: the GitOps commit, written as git objects over the previous one -------
+
+SCHEDULE_STEP_KINDS: list[Step] = [  # what an environment branch holds (main's documents reach it by promotion)
+    config_value, config_key_added, config_key_removed, config_labels, config_map_added, config_map_removed,
+    config_priority, cluster_type_labels, cluster_type_added, cluster_type_removed, cluster_added, cluster_changed,
+    document_moved, policy_changed,
+]
+
+
+def _fleet_types(count: int) -> dict[str, str]:
+    """``count`` more cluster types for the test fleet's ``dev`` branch, a Cluster each, and ConfigMaps that
+    select some of them: more than ``SMALL_INDEX`` names, so the index is in parts."""
+    types = "---\n".join(
+        "apiVersion: fleetflow.dev/v1alpha1\nkind: ClusterType\nmetadata:\n"
+        f"  name: walk-{i:02d}\n  labels: {{region: dev, group: g{i % 4}, tier: t{i % 3}}}\n"
+        "spec: {reconciler: flux, namespaceService: namespace, configType: config}\n"
+        for i in range(count)
+    )
+    clusters = "---\n".join(
+        "apiVersion: fleetflow.dev/v1alpha1\nkind: Cluster\nmetadata:\n"
+        f"  name: walk-{i:02d}-1\nspec:\n  clusterType: walk-{i:02d}\n  statusContext: flux/walk-{i:02d}-1\n"
+        for i in range(count)
+    )
+    configs = "---\n".join(
+        f'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: group-g{g}\n'
+        f'  labels: {{platform-config: "true", group: g{g}}}\ndata:\n  GROUP: g{g}\n  REPLICAS: "{g + 1}"\n'
+        for g in range(4)
+    )
+    return {"cluster-types-walk.yaml": types, "clusters-walk.yaml": clusters, "configs-walk.yaml": configs}
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_a_walk_of_changes_schedules_commits_that_are_fresh_renders(tmp_path: Path, seed: int) -> None:
+    """After every step pushed to the environment branch, ``schedule`` writes its GitOps commit from the previous
+    commit's tree and the changed files only (tree ids reused, the state's parts and shards rewritten where they
+    changed), merged or not before the next step. The commit's tree is always a fresh ``fleetflow render`` plus
+    the files fleetflow did not write; a step the render refuses pushes nothing."""
+    (tmp_path / "fleet").mkdir()
+    fleet = make_local_fleet(tmp_path / "fleet")
+    add_foreign_files(fleet, "dev")
+    fleet.push_env("dev", _fleet_types(EXTRA_TYPES + 20), "cluster types for the walk")
+    with fleet.context() as ctx:
+        promote_many(ctx, None, fleet.branch_sha(fleet.cp_url, "main"))
+    check_head_equals_render(fleet, "dev", tmp_path / "r-first")
+    parts = BareRepo(Path(fleet.gitops_url)).listings(fleet.branch_sha(fleet.gitops_url, "fleetflow/dev"), [PART_DIR])
+    assert len(parts[PART_DIR] or []) > 1, f"more than {SMALL_INDEX} names: the index is in parts"
+    fleet.approve("dev")
+
+    clone = tmp_path / "dev-branch"
+    git(tmp_path, "clone", "-q", "-b", "dev", fleet.cp_url, str(clone))
+    rng = random.Random(seed)
+    done: list[str] = []
+    for n in range(STEPS):
+        plane = Plane(clone, main=clone / ".no-main", env=clone)
+        change = rng.choice(SCHEDULE_STEP_KINDS)(plane, rng, n)
+        if change is None:
+            continue
+        where = f"seed {seed}, step {n}: {change} (after: {done})"
+        git(clone, "add", "-A")
+        git(clone, "commit", "-q", "--allow-empty", "-m", change)
+        git(clone, "push", "-q", "origin", "HEAD:dev")
+        head_before = fleet.branch_sha(fleet.gitops_url, "fleetflow/dev") if fleet.open_pr("dev") else None
+        try:
+            with fleet.context() as ctx:
+                outcome = schedule_environment(ctx, "dev")
+        except InputError:  # the plane is wrong now: nothing pushed, and the step is taken back
+            after = fleet.branch_sha(fleet.gitops_url, "fleetflow/dev") if fleet.open_pr("dev") else None
+            assert after == head_before, where
+            git(clone, "revert", "-q", "--no-edit", "HEAD")
+            git(clone, "push", "-q", "origin", "HEAD:dev")
+            continue
+        if outcome.operation in ("created", "updated", "unchanged"):
+            check_head_equals_render(fleet, "dev", tmp_path / f"r-{n}")
+            if rng.random() < 0.7:  # merged before the next step, or left open for the next schedule to update
+                fleet.approve("dev")
+        else:
+            assert outcome.operation in ("none", "closed"), where
+        done.append(f"{change} [{outcome.operation}]")
+    assert len(done) >= STEPS // 2, f"seed {seed}: too few steps scheduled ({done})"
