@@ -392,6 +392,29 @@ SCHEDULE_STEP_KINDS: list[Step] = [  # what an environment branch holds (main's 
 ]
 
 
+def workload_added(plane: Plane, rng: random.Random, n: int) -> str | None:
+    """A Workload with a ``dev`` target every policy of the test fleet picks: an assignment per cluster type."""
+    plane.add(plane.main / "workloads" / f"walk-{n}.yaml", _yaml().load(
+        f"apiVersion: fleetflow.dev/v1alpha1\nkind: Workload\nmetadata:\n  name: walk-{n}\nspec:\n"
+        "  workspace: team-a\n  deploymentTargets:\n    - name: dev\n      environment: dev\n"
+        "      labels: {purpose: app}\n"
+        f"      manifests: {{repo: https://example.invalid/walk-{n}, branch: main, path: ./dev}}\n"))
+    return f"Workload walk-{n} added"
+
+
+def workload_removed(plane: Plane, rng: random.Random, n: int) -> str | None:
+    added = [d for d in plane.docs("Workload") if d.name.startswith("walk-")]
+    if not added:
+        return None
+    doc = rng.choice(added)
+    plane.remove(doc)
+    return f"Workload {doc.name} removed"
+
+
+# what main holds; a change there reaches the environment when main is promoted to it
+MAIN_STEP_KINDS: list[Step] = [template_edited, target_labels, workload_added, workload_removed, document_moved]
+
+
 def _fleet_types(count: int) -> dict[str, str]:
     """``count`` more cluster types for the test fleet's ``dev`` branch, a Cluster each, and ConfigMaps that
     select some of them: more than ``SMALL_INDEX`` names, so the index is in parts."""
@@ -418,8 +441,9 @@ def _fleet_types(count: int) -> dict[str, str]:
 def test_a_walk_of_changes_schedules_commits_that_are_fresh_renders(tmp_path: Path, seed: int) -> None:
     """After every step pushed to the environment branch, ``schedule`` writes its GitOps commit from the previous
     commit's tree and the changed files only (tree ids reused, the state's parts and shards rewritten where they
-    changed), merged or not before the next step. The commit's tree is always a fresh ``fleetflow render`` plus
-    the files fleetflow did not write; a step the render refuses pushes nothing."""
+    changed); after a step pushed to main, the promotion of main to ``dev`` does. The PR is merged or left open
+    before the next step. The commit's tree is always a fresh ``fleetflow render`` plus the files fleetflow did
+    not write; a step the render refuses pushes nothing."""
     (tmp_path / "fleet").mkdir()
     fleet = make_local_fleet(tmp_path / "fleet")
     add_foreign_files(fleet, "dev")
@@ -431,28 +455,39 @@ def test_a_walk_of_changes_schedules_commits_that_are_fresh_renders(tmp_path: Pa
     assert len(parts[PART_DIR] or []) > 1, f"more than {SMALL_INDEX} names: the index is in parts"
     fleet.approve("dev")
 
-    clone = tmp_path / "dev-branch"
-    git(tmp_path, "clone", "-q", "-b", "dev", fleet.cp_url, str(clone))
+    clones = {branch: tmp_path / f"{branch}-branch" for branch in ("main", "dev")}
+    for branch, clone in clones.items():
+        git(tmp_path, "clone", "-q", "-b", branch, fleet.cp_url, str(clone))
     rng = random.Random(seed)
     done: list[str] = []
     for n in range(STEPS):
-        plane = Plane(clone, main=clone / ".no-main", env=clone)
-        change = rng.choice(SCHEDULE_STEP_KINDS)(plane, rng, n)
+        branch = "main" if rng.random() < 0.3 else "dev"
+        clone = clones[branch]
+        git(clone, "pull", "-q", "--ff-only")  # a promotion writes the pin on the environment branch
+        if branch == "main":
+            change = rng.choice(MAIN_STEP_KINDS)(Plane(clone, main=clone, env=clone / ".no-env"), rng, n)
+        else:
+            change = rng.choice(SCHEDULE_STEP_KINDS)(Plane(clone, main=clone / ".no-main", env=clone), rng, n)
         if change is None:
             continue
-        where = f"seed {seed}, step {n}: {change} (after: {done})"
+        where = f"seed {seed}, step {n}: {change} on {branch} (after: {done})"
         git(clone, "add", "-A")
         git(clone, "commit", "-q", "--allow-empty", "-m", change)
-        git(clone, "push", "-q", "origin", "HEAD:dev")
+        git(clone, "push", "-q", "origin", f"HEAD:{branch}")
         head_before = fleet.branch_sha(fleet.gitops_url, "fleetflow/dev") if fleet.open_pr("dev") else None
         try:
             with fleet.context() as ctx:
-                outcome = schedule_environment(ctx, "dev")
+                if branch == "main":  # a push to main promotes it to dev, the first environment
+                    [promoted] = promote_many(ctx, None, fleet.branch_sha(fleet.cp_url, "main"))
+                    assert promoted.schedule is not None, where
+                    outcome = promoted.schedule
+                else:
+                    outcome = schedule_environment(ctx, "dev")
         except InputError:  # the plane is wrong now: nothing pushed, and the step is taken back
             after = fleet.branch_sha(fleet.gitops_url, "fleetflow/dev") if fleet.open_pr("dev") else None
             assert after == head_before, where
             git(clone, "revert", "-q", "--no-edit", "HEAD")
-            git(clone, "push", "-q", "origin", "HEAD:dev")
+            git(clone, "push", "-q", "origin", f"HEAD:{branch}")
             continue
         if outcome.operation in ("created", "updated", "unchanged"):
             check_head_equals_render(fleet, "dev", tmp_path / f"r-{n}")
@@ -460,5 +495,5 @@ def test_a_walk_of_changes_schedules_commits_that_are_fresh_renders(tmp_path: Pa
                 fleet.approve("dev")
         else:
             assert outcome.operation in ("none", "closed"), where
-        done.append(f"{change} [{outcome.operation}]")
+        done.append(f"{change} on {branch} [{outcome.operation}]")
     assert len(done) >= STEPS // 2, f"seed {seed}: too few steps scheduled ({done})"
