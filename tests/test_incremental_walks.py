@@ -25,14 +25,17 @@ import pytest
 from ruamel.yaml import YAML
 
 from fleetflow.errors import InputError
-from fleetflow.forge.git import BareRepo
+from fleetflow.forge.git import BareRepo, GitRepos
+from fleetflow.promotion.context import Context
 from fleetflow.promotion.promote import promote_many
-from fleetflow.promotion.schedule import schedule_environment
+from fleetflow.promotion.schedule import ScheduleOutcome, render_commit, schedule_environment
+from fleetflow.promotion.shards import ShardSpec, render_shard, stitch_environment
 from fleetflow.render.incremental import PART_DIR, SMALL_INDEX
-from tests.fleet import git
+from tests.fleet import Fleet, git
 from tests.helpers import run_cli, tree_bytes
 from tests.test_gitops_commit import add_foreign_files, check_head_equals_render
 from tests.test_promotion import make_local_fleet
+from tests.test_render import STATUS_TEMPLATE
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "control-plane"
 PIN = ["--main-commit", "0" * 40, "--env-commit", "1" * 40]
@@ -308,6 +311,28 @@ def policy_changed(plane: Plane, rng: random.Random, n: int) -> str | None:
     return f"SchedulingPolicy {doc.name}: now requires {key}={value}"
 
 
+def schema_changed(plane: Plane, rng: random.Random, n: int) -> str | None:
+    """A ConfigSchema applies to other assignments (its labels), or asks for one more key."""
+    doc = rng.choice(plane.docs("ConfigSchema"))
+    if rng.random() < 0.5:
+        key, value = rng.choice(_label_pairs(plane))
+        doc.body["metadata"]["labels"] = {key: value}
+        plane.write(doc.file)
+        return f"ConfigSchema {doc.name}: applies to {key}={value}"
+    schema = doc.body["spec"]["schema"]
+    key = rng.choice(["LOG_LEVEL", "SITE_ID", "REPLICAS", f"WALK_{n}"])
+    schema["required"] = sorted({*(schema.get("required") or []), key})
+    plane.write(doc.file)
+    return f"ConfigSchema {doc.name}: requires {key}"
+
+
+def workspace_changed(plane: Plane, rng: random.Random, n: int) -> str | None:
+    doc = rng.choice(plane.docs("Workload"))
+    doc.body["spec"]["workspace"] = rng.choice(["commerce", "manufacturing", "platform", f"walk{n}"])
+    plane.write(doc.file)
+    return f"Workload {doc.name}: workspace {doc.body['spec']['workspace']}"
+
+
 def policy_targets_changed(plane: Plane, rng: random.Random, n: int) -> str | None:
     """A policy picks one workload's target instead of the ones it picked: a cluster type may hold as many
     targets as before, and other ones, with no fingerprint changed (only the index's digest of its ids)."""
@@ -329,6 +354,7 @@ STEP_KINDS: list[Step] = [
     config_value, config_key_added, config_key_removed, config_labels, config_map_added, config_map_removed,
     config_priority, cluster_type_labels, cluster_type_added, cluster_type_removed, cluster_added, cluster_changed,
     document_moved, target_labels, template_edited, policy_changed, policy_targets_changed, gitops_repo_changed,
+    schema_changed, workspace_changed,
 ]
 
 
@@ -385,10 +411,23 @@ def test_a_walk_of_changes_renders_what_a_full_render_gives_at_every_step(tmp_pa
 
 # --- the same walk through ``schedule``: the GitOps commit, written as git objects over the previous one -------
 
+def reporter_toggled(plane: Plane, rng: random.Random, n: int) -> str | None:
+    """A cluster type starts or stops naming the status reporter: its ``_status/`` folder comes or goes."""
+    doc = rng.choice(plane.docs("ClusterType"))
+    spec = doc.body["spec"]
+    if spec.get("statusReporter"):
+        del spec["statusReporter"]
+        plane.write(doc.file)
+        return f"ClusterType {doc.name}: no status reporter"
+    spec["statusReporter"] = "reporter"
+    plane.write(doc.file)
+    return f"ClusterType {doc.name}: status reporter"
+
+
 SCHEDULE_STEP_KINDS: list[Step] = [  # what an environment branch holds (main's documents reach it by promotion)
     config_value, config_key_added, config_key_removed, config_labels, config_map_added, config_map_removed,
     config_priority, cluster_type_labels, cluster_type_added, cluster_type_removed, cluster_added, cluster_changed,
-    document_moved, policy_changed,
+    document_moved, policy_changed, reporter_toggled,
 ]
 
 
@@ -412,16 +451,20 @@ def workload_removed(plane: Plane, rng: random.Random, n: int) -> str | None:
 
 
 # what main holds; a change there reaches the environment when main is promoted to it
-MAIN_STEP_KINDS: list[Step] = [template_edited, target_labels, workload_added, workload_removed, document_moved]
+MAIN_STEP_KINDS: list[Step] = [
+    template_edited, target_labels, workload_added, workload_removed, workspace_changed, document_moved,
+]
 
 
 def _fleet_types(count: int) -> dict[str, str]:
-    """``count`` more cluster types for the test fleet's ``dev`` branch, a Cluster each, and ConfigMaps that
-    select some of them: more than ``SMALL_INDEX`` names, so the index is in parts."""
+    """``count`` more cluster types for the test fleet's ``dev`` branch, a Cluster each, half of them with a status
+    reporter (``STATUS_TEMPLATE``, pushed to main), and ConfigMaps that select some of them: more than
+    ``SMALL_INDEX`` names, so the index is in parts."""
     types = "---\n".join(
         "apiVersion: fleetflow.dev/v1alpha1\nkind: ClusterType\nmetadata:\n"
         f"  name: walk-{i:02d}\n  labels: {{region: dev, group: g{i % 4}, tier: t{i % 3}}}\n"
-        "spec: {reconciler: flux, namespaceService: namespace, configType: config}\n"
+        "spec: {reconciler: flux, namespaceService: namespace, configType: config"
+        + (", statusReporter: reporter}\n" if i % 2 == 0 else "}\n")
         for i in range(count)
     )
     clusters = "---\n".join(
@@ -437,16 +480,38 @@ def _fleet_types(count: int) -> dict[str, str]:
     return {"cluster-types-walk.yaml": types, "clusters-walk.yaml": clusters, "configs-walk.yaml": configs}
 
 
-@pytest.mark.parametrize("seed", [1, 2])
-def test_a_walk_of_changes_schedules_commits_that_are_fresh_renders(tmp_path: Path, seed: int) -> None:
+def _sharded_schedule(fleet: Fleet, work: Path, where: str) -> ScheduleOutcome:
+    """``schedule --shard K/3`` for K = 1..3 and the stitch, each on a runner of its own: the stitched commit is
+    the one the single job writes (``render_commit``, not pushed), the same id."""
+    def runner(name: str) -> Context:
+        return Context(forge=fleet.forge, git=GitRepos(work / f"runner-{name}"), control_plane=fleet.cp_id,
+                       clock=fleet.clock, say=lambda _t: None)
+
+    with runner("single") as ctx:
+        single = render_commit(ctx, "dev").written.commit
+    for k in (1, 2, 3):
+        with runner(f"shard-{k}") as ctx:
+            render_shard(ctx, "dev", ShardSpec(k, 3), work / "artifacts" / f"shard-{k}")
+    with runner("stitch") as ctx:
+        outcome = stitch_environment(ctx, "dev", work / "artifacts")
+    if outcome.operation in ("created", "updated", "unchanged"):
+        assert single is not None and outcome.gitops_commit == single, where
+    return outcome
+
+
+@pytest.mark.parametrize(("seed", "sharded"), [(1, False), (2, False), (3, True)], ids=["1", "2", "3-sharded"])
+def test_a_walk_of_changes_schedules_commits_that_are_fresh_renders(tmp_path: Path, seed: int,
+                                                                     sharded: bool) -> None:
     """After every step pushed to the environment branch, ``schedule`` writes its GitOps commit from the previous
     commit's tree and the changed files only (tree ids reused, the state's parts and shards rewritten where they
     changed); after a step pushed to main, the promotion of main to ``dev`` does. The PR is merged or left open
     before the next step. The commit's tree is always a fresh ``fleetflow render`` plus the files fleetflow did
-    not write; a step the render refuses pushes nothing."""
+    not write; a step the render refuses pushes nothing. Sharded, an environment branch's step is scheduled by
+    three shard jobs and a stitch, whose commit must be the single job's, over states either of them wrote."""
     (tmp_path / "fleet").mkdir()
     fleet = make_local_fleet(tmp_path / "fleet")
     add_foreign_files(fleet, "dev")
+    fleet.push_main({"templates/reporter.yaml": STATUS_TEMPLATE}, "a status reporter template")
     fleet.push_env("dev", _fleet_types(EXTRA_TYPES + 20), "cluster types for the walk")
     with fleet.context() as ctx:
         promote_many(ctx, None, fleet.branch_sha(fleet.cp_url, "main"))
@@ -481,6 +546,8 @@ def test_a_walk_of_changes_schedules_commits_that_are_fresh_renders(tmp_path: Pa
                     [promoted] = promote_many(ctx, None, fleet.branch_sha(fleet.cp_url, "main"))
                     assert promoted.schedule is not None, where
                     outcome = promoted.schedule
+                elif sharded:
+                    outcome = _sharded_schedule(fleet, tmp_path / f"shards-{n}", where)
                 else:
                     outcome = schedule_environment(ctx, "dev")
         except InputError:  # the plane is wrong now: nothing pushed, and the step is taken back
