@@ -25,17 +25,17 @@ import pytest
 from ruamel.yaml import YAML
 
 from fleetflow.errors import InputError
-from fleetflow.forge.git import BareRepo, GitRepos
-from fleetflow.promotion.context import Context
+from fleetflow.forge.git import BareRepo
 from fleetflow.promotion.promote import promote_many
 from fleetflow.promotion.schedule import ScheduleOutcome, render_commit, schedule_environment
-from fleetflow.promotion.shards import ShardSpec, render_shard, stitch_environment
+from fleetflow.promotion.shards import stitch_environment
 from fleetflow.render.incremental import PART_DIR, SMALL_INDEX
 from tests.fleet import Fleet, git
 from tests.helpers import run_cli, tree_bytes
 from tests.test_gitops_commit import add_foreign_files, check_head_equals_render
 from tests.test_promotion import make_local_fleet
 from tests.test_render import STATUS_TEMPLATE
+from tests.test_schedule_shards import run_shards, runner
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "control-plane"
 PIN = ["--main-commit", "0" * 40, "--env-commit", "1" * 40]
@@ -117,12 +117,21 @@ def _walk_types(env: Path) -> None:
             "spec:\n  reconciler: flux-reconciler\n  statusReporter: flux-status-reporter\n"
             "  namespaceService: kubernetes-namespace\n  configType: configmap-config\n"
         )
-        clusters.append(
-            "apiVersion: fleetflow.dev/v1alpha1\nkind: Cluster\nmetadata:\n"
-            f"  name: {name}-01\nspec:\n  clusterType: {name}\n  statusContext: \"flux/{name}-01\"\n"
-        )
+        clusters.append(_cluster(f"{name}-01", name))
     (env / "cluster-types" / "walk.yaml").write_text("---\n".join(types))
     (env / "clusters" / "walk.yaml").write_text("---\n".join(clusters))
+
+
+def _child(parent: Any, key: str) -> Any:
+    """The mapping under ``key`` in ``parent``, made (empty) when it is missing or null."""
+    if parent.get(key) is None:
+        parent[key] = {}
+    return parent[key]
+
+
+def _cluster(name: str, cluster_type: str) -> str:
+    return (f"apiVersion: fleetflow.dev/v1alpha1\nkind: Cluster\nmetadata:\n  name: {name}\nspec:\n"
+            f"  clusterType: {cluster_type}\n  statusContext: \"flux/{name}\"\n")
 
 
 def _new_config_map(name: str, label: tuple[str, str], key: str, value: str) -> Any:
@@ -157,9 +166,7 @@ def config_value(plane: Plane, rng: random.Random, n: int) -> str | None:
 
 def config_key_added(plane: Plane, rng: random.Random, n: int) -> str | None:
     doc = rng.choice(plane.docs("ConfigMap"))
-    if doc.body.get("data") is None:
-        doc.body["data"] = {}
-    doc.body["data"][f"WALK_{n}"] = f"v{n}"
+    _child(doc.body, "data")[f"WALK_{n}"] = f"v{n}"
     plane.write(doc.file)
     return f"ConfigMap {doc.name}: WALK_{n} added"
 
@@ -198,12 +205,10 @@ def config_map_removed(plane: Plane, rng: random.Random, n: int) -> str | None:
 
 def config_priority(plane: Plane, rng: random.Random, n: int) -> str | None:
     doc = rng.choice(plane.docs("ConfigMap"))
-    meta = doc.body["metadata"]
-    if meta.get("annotations") is None:
-        meta["annotations"] = {}
-    meta["annotations"]["fleetflow.dev/priority"] = str(rng.choice([-5, 0, 50, 100, 200]))
+    priority = str(rng.choice([-5, 0, 50, 100, 200]))
+    _child(doc.body["metadata"], "annotations")["fleetflow.dev/priority"] = priority
     plane.write(doc.file)
-    return f"ConfigMap {doc.name}: priority {meta['annotations']['fleetflow.dev/priority']}"
+    return f"ConfigMap {doc.name}: priority {priority}"
 
 
 def cluster_type_labels(plane: Plane, rng: random.Random, n: int) -> str | None:
@@ -224,9 +229,7 @@ def cluster_type_added(plane: Plane, rng: random.Random, n: int) -> str | None:
     name = f"walk-new-{n}"
     body["metadata"]["name"] = name
     plane.add(plane.env / "cluster-types" / f"{name}.yaml", body)
-    plane.add(plane.env / "clusters" / "walk.yaml", _yaml().load(
-        f"apiVersion: fleetflow.dev/v1alpha1\nkind: Cluster\nmetadata:\n  name: {name}-01\nspec:\n"
-        f"  clusterType: {name}\n  statusContext: \"flux/{name}-01\"\n"))
+    plane.add(plane.env / "clusters" / "walk.yaml", _yaml().load(_cluster(f"{name}-01", name)))
     return f"ClusterType {name} added (copy of {source.name}), with a Cluster"
 
 
@@ -241,9 +244,8 @@ def cluster_type_removed(plane: Plane, rng: random.Random, n: int) -> str | None
 
 def cluster_added(plane: Plane, rng: random.Random, n: int) -> str | None:
     ct = rng.choice(plane.docs("ClusterType")).name
-    plane.add(rng.choice(sorted({d.file for d in plane.docs("Cluster")})), _yaml().load(
-        f"apiVersion: fleetflow.dev/v1alpha1\nkind: Cluster\nmetadata:\n  name: walk-cluster-{n}\nspec:\n"
-        f"  clusterType: {ct}\n  statusContext: \"flux/walk-cluster-{n}\"\n"))
+    files = sorted({d.file for d in plane.docs("Cluster")})
+    plane.add(rng.choice(files), _yaml().load(_cluster(f"walk-cluster-{n}", ct)))
     return f"Cluster walk-cluster-{n} added to {ct}"
 
 
@@ -272,12 +274,10 @@ def target_labels(plane: Plane, rng: random.Random, n: int) -> str | None:
     targets = [t for t in doc.body["spec"]["deploymentTargets"] if t.get("environment") == "dev"]
     if not targets:
         return None
-    target = targets[0]
-    if target.get("labels") is None:
-        target["labels"] = {}
-    target["labels"]["slo"] = rng.choice(["best-effort", "silver", "gold", f"walk{n}"])
+    slo = rng.choice(["best-effort", "silver", "gold", f"walk{n}"])
+    _child(targets[0], "labels")["slo"] = slo
     plane.write(doc.file)
-    return f"Workload {doc.name}: dev target slo={target['labels']['slo']}"
+    return f"Workload {doc.name}: dev target slo={slo}"
 
 
 def template_edited(plane: Plane, rng: random.Random, n: int) -> str | None:
@@ -291,15 +291,7 @@ def template_edited(plane: Plane, rng: random.Random, n: int) -> str | None:
 
 def policy_changed(plane: Plane, rng: random.Random, n: int) -> str | None:
     doc = rng.choice(plane.docs("SchedulingPolicy"))
-    selector = doc.body["spec"].get("clusterTypeSelector")
-    if selector is None:
-        doc.body["spec"]["clusterTypeSelector"] = selector = {}
-    labels = selector.get("labelSelector")
-    if labels is None:
-        selector["labelSelector"] = labels = {}
-    if labels.get("matchLabels") is None:
-        labels["matchLabels"] = {}
-    match = labels["matchLabels"]
+    match = _child(_child(_child(doc.body["spec"], "clusterTypeSelector"), "labelSelector"), "matchLabels")
     if match and rng.random() < 0.5:
         key = rng.choice(sorted(match))
         del match[key]
@@ -480,20 +472,14 @@ def _fleet_types(count: int) -> dict[str, str]:
     return {"cluster-types-walk.yaml": types, "clusters-walk.yaml": clusters, "configs-walk.yaml": configs}
 
 
-def _sharded_schedule(fleet: Fleet, work: Path, where: str) -> ScheduleOutcome:
-    """``schedule --shard K/3`` for K = 1..3 and the stitch, each on a runner of its own: the stitched commit is
-    the one the single job writes (``render_commit``, not pushed), the same id."""
-    def runner(name: str) -> Context:
-        return Context(forge=fleet.forge, git=GitRepos(work / f"runner-{name}"), control_plane=fleet.cp_id,
-                       clock=fleet.clock, say=lambda _t: None)
-
-    with runner("single") as ctx:
+def _sharded_schedule(fleet: Fleet, artifacts: Path, where: str) -> ScheduleOutcome:
+    """``schedule --shard K/3`` for K = 1..3 and the stitch, each on a runner of its own (its cache kept from step
+    to step): the stitched commit is the one the single job writes (``render_commit``, not pushed), the same id."""
+    with runner(fleet, "single") as ctx:
         single = render_commit(ctx, "dev").written.commit
-    for k in (1, 2, 3):
-        with runner(f"shard-{k}") as ctx:
-            render_shard(ctx, "dev", ShardSpec(k, 3), work / "artifacts" / f"shard-{k}")
-    with runner("stitch") as ctx:
-        outcome = stitch_environment(ctx, "dev", work / "artifacts")
+    run_shards(fleet, 3, artifacts)
+    with runner(fleet, "stitch") as ctx:
+        outcome = stitch_environment(ctx, "dev", artifacts)
     if outcome.operation in ("created", "updated", "unchanged"):
         assert single is not None and outcome.gitops_commit == single, where
     return outcome
@@ -547,7 +533,7 @@ def test_a_walk_of_changes_schedules_commits_that_are_fresh_renders(tmp_path: Pa
                     assert promoted.schedule is not None, where
                     outcome = promoted.schedule
                 elif sharded:
-                    outcome = _sharded_schedule(fleet, tmp_path / f"shards-{n}", where)
+                    outcome = _sharded_schedule(fleet, tmp_path / f"artifacts-{n}", where)
                 else:
                     outcome = schedule_environment(ctx, "dev")
         except InputError:  # the plane is wrong now: nothing pushed, and the step is taken back
