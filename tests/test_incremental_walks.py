@@ -6,8 +6,13 @@ taken back.
 ``test_incremental.py`` checks each kind of change alone, once, from a full render. A walk puts them in sequence
 and in combination, on a plane large enough that the state's index is in parts (more than ``SMALL_INDEX`` names), so
 each render starts from a state that earlier incremental renders wrote, as every schedule does. It also moves
-documents between files, which must change nothing but the files' line numbers. The walks are seeded: a failure
-names its seed and its steps, and the same seed repeats them.
+documents between files, which must change nothing but the files' line numbers, and commits in registered workload
+repos, which change the render's input with no control-plane commit. The walks are seeded: a failure names its
+seed and its steps, and the same seed repeats them.
+
+The ``--keep-last-good`` walk leaves broken values in the plane for a few steps, with other changes meanwhile: what
+fails is held back with its files as they were, and the first render once the plane is valid again is a fresh full
+render byte for byte.
 """
 
 from __future__ import annotations
@@ -342,12 +347,82 @@ def gitops_repo_changed(plane: Plane, rng: random.Random, n: int) -> str | None:
     return f"GitOpsRepo {doc.name}: branch dev-{n}"
 
 
+def _registered_workload(name: str, slo: str, path: str) -> str:
+    """A Workload kept in its own repo, with no config schema of its own: a ``dev`` target that the example's
+    cloud-services policy picks (workspace commerce, ``placement: cloud``) and the test fleet's (``purpose: app``)."""
+    return ("apiVersion: fleetflow.dev/v1alpha1\nkind: Workload\nmetadata:\n"
+            f"  name: {name}\n  labels: {{team: commerce, placement: cloud}}\nspec:\n  deploymentTargets:\n"
+            f"    - name: dev\n      environment: dev\n      labels: {{slo: {slo}, purpose: app}}\n"
+            f"      manifests: {{repo: https://example.invalid/{name}, branch: dev, path: {path}}}\n")
+
+
+def registration_added(plane: Plane, rng: random.Random, n: int) -> str | None:
+    """A WorkloadRegistration on main naming a new workload repo (a local git repo, beside the plane)."""
+    name = f"reg-{n}"
+    repo = plane.root.parent / "apps" / name
+    repo.mkdir(parents=True)
+    git(repo, "init", "-q")
+    (repo / "workload.yaml").write_text(_registered_workload(name, "best-effort", "deploy"))
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "the workload")
+    plane.add(plane.main / "registrations" / f"{name}.yaml", _yaml().load(
+        f"apiVersion: fleetflow.dev/v1alpha1\nkind: WorkloadRegistration\nmetadata:\n  name: {name}\nspec:\n"
+        f"  workload: {{repo: {json.dumps(repo.as_uri())}, branch: main, path: .}}\n  workspace: commerce\n"))
+    return f"WorkloadRegistration {name} added (its repo: apps/{name})"
+
+
+def registered_workload_edited(plane: Plane, rng: random.Random, n: int) -> str | None:
+    """A commit in a workload repo (registered now or earlier): nothing in the control plane changes, the render's
+    input does (or nothing does, when the repo is no longer registered)."""
+    apps = plane.root.parent / "apps"
+    repos = sorted(apps.iterdir()) if apps.is_dir() else []
+    if not repos:
+        return None
+    repo = rng.choice(repos)
+    target = _yaml().load((repo / "workload.yaml").read_text())["spec"]["deploymentTargets"][0]
+    slo, path = target["labels"]["slo"], target["manifests"]["path"]
+    if rng.random() < 0.5:  # one of the two: a target's labels, or where its manifests are (its fingerprint only)
+        slo = rng.choice(["best-effort", "silver", "gold"])
+        change = f"slo={slo}"
+    else:
+        path = f"deploy-{n}"
+        change = f"manifests path {path}"
+    (repo / "workload.yaml").write_text(_registered_workload(repo.name, slo, path))
+    git(repo, "commit", "-q", "--allow-empty", "-am", change)
+    return f"workload repo {repo.name}: dev target {change}"
+
+
+def registration_removed(plane: Plane, rng: random.Random, n: int) -> str | None:
+    regs = plane.docs("WorkloadRegistration")
+    if not regs:
+        return None
+    doc = rng.choice(regs)
+    plane.remove(doc)
+    return f"WorkloadRegistration {doc.name} removed"
+
+
 STEP_KINDS: list[Step] = [
     config_value, config_key_added, config_key_removed, config_labels, config_map_added, config_map_removed,
     config_priority, cluster_type_labels, cluster_type_added, cluster_type_removed, cluster_added, cluster_changed,
     document_moved, target_labels, template_edited, policy_changed, policy_targets_changed, gitops_repo_changed,
-    schema_changed, workspace_changed,
+    schema_changed, workspace_changed, registration_added, registered_workload_edited, registration_removed,
 ]
+
+
+def _app_heads(apps: Path) -> dict[Path, str]:
+    """The commit each registered workload's repo is at."""
+    return {repo: git(repo, "rev-parse", "HEAD") for repo in sorted(apps.iterdir())} if apps.is_dir() else {}
+
+
+def _restore(root: Path, files: dict[str, bytes], apps: dict[Path, str]) -> Plane:
+    """The plane as ``files`` held it, and the workload repos at the commits ``apps`` names: a step taken back."""
+    shutil.rmtree(root)
+    for rel, data in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_bytes(data)
+    for repo, head in apps.items():
+        git(repo, "reset", "-q", "--hard", head)
+    return Plane(root)
 
 
 def render(plane: Plane, out: Path) -> tuple[int, dict[str, Any], str]:
@@ -372,7 +447,7 @@ def test_a_walk_of_changes_renders_what_a_full_render_gives_at_every_step(tmp_pa
     done: list[str] = []
     refused = 0
     for n in range(STEPS):
-        before_plane = tree_bytes(root)
+        before_plane, before_apps = tree_bytes(root), _app_heads(tmp_path / "apps")
         step = rng.choice(STEP_KINDS)
         change = step(plane, rng, n)
         if change is None:
@@ -385,11 +460,7 @@ def test_a_walk_of_changes_renders_what_a_full_render_gives_at_every_step(tmp_pa
         if full_code != 0:  # the plane is wrong now: the incremental render refuses it with the same messages
             assert (code, output) == (full_code, full_output), where
             assert tree_bytes(out) == before, where  # and writes nothing
-            shutil.rmtree(root)
-            for rel, data in before_plane.items():
-                (root / rel).parent.mkdir(parents=True, exist_ok=True)
-                (root / rel).write_bytes(data)
-            plane = Plane(root)
+            plane = _restore(root, before_plane, before_apps)
             refused += 1
             continue
         assert code == 0, f"{where}: {output}"
@@ -399,6 +470,111 @@ def test_a_walk_of_changes_renders_what_a_full_render_gives_at_every_step(tmp_pa
         shutil.rmtree(full)
         done.append(change)
     assert len(done) >= STEPS // 2, f"seed {seed}: too few steps rendered ({done}, {refused} refused)"
+
+
+
+# --- the same walk with --keep-last-good: broken values stay broken for a while, held back meanwhile ------------
+
+BREAKABLE = ("LOG_LEVEL", "TLS_MIN_VERSION", "TELEMETRY_ENDPOINT", "SITE_ID", "LINE_ID", "SCRAPE_INTERVAL")
+
+
+def value_broken(plane: Plane, rng: random.Random, n: int) -> str | None:
+    """A value a schema forbids (an enum's or a pattern's: ``broken-N`` fits none of them): every assignment it
+    reaches fails, unless a ConfigMap of higher precedence sets the key for it."""
+    found = [(d, k) for d in plane.docs("ConfigMap") for k in (d.body.get("data") or {}) if k in BREAKABLE]
+    doc, key = rng.choice(found)
+    doc.body["data"][key] = f"broken-{n}"
+    plane.write(doc.file)
+    return f"ConfigMap {doc.name}: {key}=broken-{n}"
+
+
+def render_keeping(plane: Plane, out: Path) -> tuple[int, dict[str, Any], str]:
+    """``render --keep-last-good``: its exit code, its JSON reply and its output."""
+    result = run_cli("render", "--main", plane.main, "--env", plane.env, "--environment", "dev", "--output", out,
+                     *PIN, "--keep-last-good", "--format", "json")
+    return result.exit_code, json.loads(result.output), result.output
+
+
+def _assignment(path: str) -> str:
+    """The assignment a rendered file belongs to (``<clusterType>/<target>``, its folder)."""
+    return "/".join(path.split("/")[:2])
+
+
+def _outside_state(files: dict[str, bytes], held: set[str]) -> dict[str, bytes]:
+    return {p: b for p, b in files.items() if not p.startswith(".fleetflow/") and _assignment(p) not in held}
+
+
+def _of(files: dict[str, bytes], assignment: str) -> dict[str, bytes]:
+    return {p: b for p, b in files.items() if _assignment(p) == assignment}
+
+
+@pytest.mark.parametrize("seed", [5, 6])
+def test_a_walk_with_keep_last_good_holds_back_only_what_fails_and_catches_up(tmp_path: Path, seed: int) -> None:
+    """``render --keep-last-good`` after each step, with broken values left in the plane for a few steps (and other
+    changes made meanwhile) until the plane goes back to its last valid version. While something is broken:
+    exit 1, each held-back assignment (the state's ``heldBack``) keeps exactly the files it had before the step,
+    and every other file is what a --keep-last-good render into an empty folder gives; a second run writes
+    nothing. Once the plane is valid again: exit 0, and the folder is a fresh full render byte for byte (what was
+    held back is rendered again, with every change made meanwhile), as in the walk above."""
+    root = tmp_path / "plane"
+    shutil.copytree(EXAMPLE, root, ignore=shutil.ignore_patterns("qa", "prod"))
+    _walk_types(root / "envs" / "dev")
+    plane = Plane(root)
+    out = tmp_path / "out"
+    code, _, output = render_keeping(plane, out)
+    assert code == 0, output
+
+    rng = random.Random(seed)
+    good, good_apps = tree_bytes(root), _app_heads(tmp_path / "apps")
+    broken = 0  # steps since the plane was last valid
+    held_steps = caught_up = 0
+    done: list[str] = []
+    for n in range(STEPS):
+        if broken and (broken >= 4 or rng.random() < 0.35):
+            plane = _restore(root, good, good_apps)
+            change: str | None = "back to the last valid plane"
+        elif rng.random() < 0.3:
+            change = value_broken(plane, rng, n)
+        else:
+            change = rng.choice(STEP_KINDS)(plane, rng, n)
+        if change is None:
+            continue
+        done.append(change)
+        where = f"seed {seed}, step {n}: {change} (after: {done[:-1]})"
+        before = tree_bytes(out)
+        code, reply, output = render_keeping(plane, out)
+        full = tmp_path / f"full-{n}"
+        full_code, _, _ = render(plane, full)
+        if full_code == 0:
+            assert code == 0, f"{where}: {output}"
+            assert tree_bytes(out) == tree_bytes(full), where
+            caught_up += broken > 0
+            good, good_apps, broken = tree_bytes(root), _app_heads(tmp_path / "apps"), 0
+        elif "result" not in reply:  # refused whole (not an assignment's values): as without --keep-last-good
+            assert code == full_code and tree_bytes(out) == before, where
+            plane = _restore(root, good, good_apps)
+            broken = 0
+            done.append("taken back")
+            continue
+        else:
+            assert code == 1, f"{where}: {output}"
+            after = tree_bytes(out)
+            held = set(json.loads(after[".fleetflow/state.json"])["fingerprints"]["heldBack"])
+            assert held, where
+            assert held == {p["message"].split(":", 1)[0] for p in reply["problems"]}, where
+            for assignment in held:
+                assert _of(after, assignment) == _of(before, assignment), f"{where}: {assignment} held back"
+            fresh = tmp_path / f"fresh-{n}"
+            fresh_code, _, _ = render_keeping(plane, fresh)
+            assert fresh_code == 1, where
+            assert _outside_state(after, held) == _outside_state(tree_bytes(fresh), held), where
+            shutil.rmtree(fresh)
+            held_steps += 1
+            broken += 1
+        again_code, again, _ = render_keeping(plane, out)
+        assert again_code == code and again["result"]["written"] == [], where
+        shutil.rmtree(full, ignore_errors=True)
+    assert held_steps >= 2 and caught_up >= 1, f"seed {seed}: {held_steps} held, {caught_up} caught up ({done})"
 
 
 # --- the same walk through ``schedule``: the GitOps commit, written as git objects over the previous one -------
@@ -416,10 +592,10 @@ def reporter_toggled(plane: Plane, rng: random.Random, n: int) -> str | None:
     return f"ClusterType {doc.name}: status reporter"
 
 
-SCHEDULE_STEP_KINDS: list[Step] = [  # what an environment branch holds (main's documents reach it by promotion)
+SCHEDULE_STEP_KINDS: list[Step] = [  # what an environment branch holds, and a workload repo's commit
     config_value, config_key_added, config_key_removed, config_labels, config_map_added, config_map_removed,
     config_priority, cluster_type_labels, cluster_type_added, cluster_type_removed, cluster_added, cluster_changed,
-    document_moved, policy_changed, reporter_toggled,
+    document_moved, policy_changed, reporter_toggled, registered_workload_edited,
 ]
 
 
@@ -445,6 +621,7 @@ def workload_removed(plane: Plane, rng: random.Random, n: int) -> str | None:
 # what main holds; a change there reaches the environment when main is promoted to it
 MAIN_STEP_KINDS: list[Step] = [
     template_edited, target_labels, workload_added, workload_removed, workspace_changed, document_moved,
+    registration_added, registered_workload_edited, registration_removed,
 ]
 
 
