@@ -31,7 +31,7 @@ from ruamel.yaml import YAML
 
 from fleetflow.errors import InputError
 from fleetflow.forge.git import BareRepo
-from fleetflow.promotion.promote import promote_many
+from fleetflow.promotion.promote import promote, promote_many
 from fleetflow.promotion.schedule import ScheduleOutcome, render_commit, schedule_environment
 from fleetflow.promotion.shards import stitch_environment
 from fleetflow.render.incremental import PART_DIR, SMALL_INDEX
@@ -625,6 +625,33 @@ MAIN_STEP_KINDS: list[Step] = [
 ]
 
 
+def _earlier_main(clone: Path, walk_start: str, rng: random.Random) -> str | None:
+    """One of the last few main commits before main's tip, back to the walk's first one (None: there is none)."""
+    git(clone, "pull", "-q", "--ff-only")
+    history = git(clone, "rev-list", "--first-parent", f"{walk_start}^..HEAD").split()  # newest first
+    return rng.choice(history[1:6]) if len(history) > 1 else None
+
+
+def _roll_back(fleet: Fleet, older: str, work: Path, where: str) -> bool:
+    """``promote --environment dev --commit OLDER``: dev is pinned back, with a hold, and its commit is a fresh
+    render of main@OLDER and the environment branch as it is now. True when dev is held; when the render refuses
+    that pair (nothing pushed), dev is released to main's tip again and False."""
+    head_before = fleet.branch_sha(fleet.gitops_url, "fleetflow/dev") if fleet.open_pr("dev") else None
+    try:
+        with fleet.context() as ctx:
+            outcome = promote(ctx, "dev", older).schedule
+    except InputError:
+        assert (fleet.branch_sha(fleet.gitops_url, "fleetflow/dev") if fleet.open_pr("dev") else None) == head_before
+        with fleet.context() as ctx:
+            promote(ctx, "dev", fleet.branch_sha(fleet.cp_url, "main"), release=True)
+        return False
+    assert outcome is not None and fleet.pin("dev") == older, where
+    if outcome.operation in ("created", "updated", "unchanged"):
+        check_head_equals_render(fleet, "dev", work)
+        fleet.approve("dev")
+    return True
+
+
 def _fleet_types(count: int) -> dict[str, str]:
     """``count`` more cluster types for the test fleet's ``dev`` branch, a Cluster each, half of them with a status
     reporter (``STATUS_TEMPLATE``, pushed to main), and ConfigMaps that select some of them: more than
@@ -662,15 +689,18 @@ def _sharded_schedule(fleet: Fleet, artifacts: Path, where: str) -> ScheduleOutc
     return outcome
 
 
-@pytest.mark.parametrize(("seed", "sharded"), [(1, False), (2, False), (3, True)], ids=["1", "2", "3-sharded"])
+@pytest.mark.parametrize(("seed", "sharded"), [(4, False), (7, False), (5, True)], ids=["4", "7", "5-sharded"])
 def test_a_walk_of_changes_schedules_commits_that_are_fresh_renders(tmp_path: Path, seed: int,
                                                                      sharded: bool) -> None:
     """After every step pushed to the environment branch, ``schedule`` writes its GitOps commit from the previous
     commit's tree and the changed files only (tree ids reused, the state's parts and shards rewritten where they
     changed); after a step pushed to main, the promotion of main to ``dev`` does. The PR is merged or left open
     before the next step. The commit's tree is always a fresh ``fleetflow render`` plus the files fleetflow did
-    not write; a step the render refuses pushes nothing. Sharded, an environment branch's step is scheduled by
-    three shard jobs and a stitch, whose commit must be the single job's, over states either of them wrote."""
+    not write; a step the render refuses pushes nothing. Now and then dev is rolled back (``promote --commit`` of
+    an earlier main commit of the walk): the render goes back to older templates and workloads over a state that
+    newer ones wrote, environment-branch steps are scheduled over the older main while dev is held, and the next
+    main step releases it (``promote --release``). Sharded, an environment branch's step is scheduled by three
+    shard jobs and a stitch, whose commit must be the single job's, over states either of them wrote."""
     (tmp_path / "fleet").mkdir()
     fleet = make_local_fleet(tmp_path / "fleet")
     add_foreign_files(fleet, "dev")
@@ -688,7 +718,14 @@ def test_a_walk_of_changes_schedules_commits_that_are_fresh_renders(tmp_path: Pa
         git(tmp_path, "clone", "-q", "-b", branch, fleet.cp_url, str(clone))
     rng = random.Random(seed)
     done: list[str] = []
+    walk_start, held = fleet.branch_sha(fleet.cp_url, "main"), False
     for n in range(STEPS):
+        if not held and rng.random() < 0.15:  # a rollback: dev pinned to an earlier main commit of the walk
+            older = _earlier_main(clones["main"], walk_start, rng)
+            if older is not None:
+                held = _roll_back(fleet, older, tmp_path / f"r-{n}", f"seed {seed}, step {n} (after: {done})")
+                done.append(f"dev rolled back to main@{older[:8]}" + ("" if held else " [refused, released]"))
+            continue
         branch = "main" if rng.random() < 0.3 else "dev"
         clone = clones[branch]
         git(clone, "pull", "-q", "--ff-only")  # a promotion writes the pin on the environment branch
@@ -706,9 +743,11 @@ def test_a_walk_of_changes_schedules_commits_that_are_fresh_renders(tmp_path: Pa
         try:
             with fleet.context() as ctx:
                 if branch == "main":  # a push to main promotes it to dev, the first environment
-                    [promoted] = promote_many(ctx, None, fleet.branch_sha(fleet.cp_url, "main"))
+                    # (after a rollback dev is held: the engineer releases it, promote --release)
+                    [promoted] = promote_many(ctx, None, fleet.branch_sha(fleet.cp_url, "main"), release=held)
                     assert promoted.schedule is not None, where
                     outcome = promoted.schedule
+                    held = False
                 elif sharded:
                     outcome = _sharded_schedule(fleet, tmp_path / f"artifacts-{n}", where)
                 else:
