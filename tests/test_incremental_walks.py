@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from click.testing import Result
 from ruamel.yaml import YAML
 
 from fleetflow.errors import InputError
@@ -425,19 +426,30 @@ def _restore(root: Path, files: dict[str, bytes], apps: dict[Path, str]) -> Plan
     return Plane(root)
 
 
+def _render_cli(plane: Plane, out: Path, *options: str) -> Result:
+    return run_cli("render", "--main", plane.main, "--env", plane.env, "--environment", "dev", "--output", out,
+                   *PIN, *options, "--format", "json")
+
+
 def render(plane: Plane, out: Path) -> tuple[int, dict[str, Any], str]:
-    result = run_cli("render", "--main", plane.main, "--env", plane.env, "--environment", "dev", "--output", out,
-                     *PIN, "--format", "json")
+    result = _render_cli(plane, out)
     data = json.loads(result.output)["result"] if result.exit_code == 0 else {}
     return result.exit_code, data, result.output
 
 
-@pytest.mark.parametrize("seed", [1, 2, 3, 4])
-def test_a_walk_of_changes_renders_what_a_full_render_gives_at_every_step(tmp_path: Path, seed: int) -> None:
+def _example_plane(tmp_path: Path) -> Plane:
+    """The example control plane's ``main`` and ``dev`` branch in ``tmp_path/plane``, with ``EXTRA_TYPES`` more
+    cluster types."""
     root = tmp_path / "plane"
     shutil.copytree(EXAMPLE, root, ignore=shutil.ignore_patterns("qa", "prod"))
     _walk_types(root / "envs" / "dev")
-    plane = Plane(root)
+    return Plane(root)
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3, 4])
+def test_a_walk_of_changes_renders_what_a_full_render_gives_at_every_step(tmp_path: Path, seed: int) -> None:
+    plane = _example_plane(tmp_path)
+    root = plane.root
     out = tmp_path / "out"
     code, _, output = render(plane, out)
     assert code == 0, output
@@ -490,8 +502,7 @@ def value_broken(plane: Plane, rng: random.Random, n: int) -> str | None:
 
 def render_keeping(plane: Plane, out: Path) -> tuple[int, dict[str, Any], str]:
     """``render --keep-last-good``: its exit code, its JSON reply and its output."""
-    result = run_cli("render", "--main", plane.main, "--env", plane.env, "--environment", "dev", "--output", out,
-                     *PIN, "--keep-last-good", "--format", "json")
+    result = _render_cli(plane, out, "--keep-last-good")
     return result.exit_code, json.loads(result.output), result.output
 
 
@@ -516,10 +527,8 @@ def test_a_walk_with_keep_last_good_holds_back_only_what_fails_and_catches_up(tm
     and every other file is what a --keep-last-good render into an empty folder gives; a second run writes
     nothing. Once the plane is valid again: exit 0, and the folder is a fresh full render byte for byte (what was
     held back is rendered again, with every change made meanwhile), as in the walk above."""
-    root = tmp_path / "plane"
-    shutil.copytree(EXAMPLE, root, ignore=shutil.ignore_patterns("qa", "prod"))
-    _walk_types(root / "envs" / "dev")
-    plane = Plane(root)
+    plane = _example_plane(tmp_path)
+    root = plane.root
     out = tmp_path / "out"
     code, _, output = render_keeping(plane, out)
     assert code == 0, output
