@@ -446,8 +446,26 @@ def _example_plane(tmp_path: Path) -> Plane:
     return Plane(root)
 
 
+def _add_foreign(out: Path, rng: random.Random, n: int, foreign: dict[str, bytes]) -> None:
+    """A file of the user's in a folder fleetflow writes into: an assignment's, or its cluster type's (never a
+    status reporter's ``_status/``, which fleetflow reserves, nor a name fleetflow gives its own files)."""
+    folders = sorted({
+        path.rsplit("/", 1)[0] for path in tree_bytes(out)
+        if path.count("/") == 2 and not path.startswith(".fleetflow/") and "/_status/" not in path
+    })
+    folder = rng.choice(folders)
+    if rng.random() < 0.4:
+        folder = folder.split("/")[0]
+    path = f"{folder}/ours-{n}.txt"
+    foreign[path] = f"the user's own file, placed at step {n}\n".encode()
+    (out / path).write_bytes(foreign[path])
+
+
 @pytest.mark.parametrize("seed", [1, 2, 3, 4])
 def test_a_walk_of_changes_renders_what_a_full_render_gives_at_every_step(tmp_path: Path, seed: int) -> None:
+    """Each step's incremental render is a fresh full render byte for byte, plus the files the user put in the
+    output's cluster-type and assignment folders now and then: those stay as they are through every step, when
+    their assignment or cluster type goes too (fleetflow deletes only what it wrote)."""
     plane = _example_plane(tmp_path)
     root = plane.root
     out = tmp_path / "out"
@@ -456,9 +474,13 @@ def test_a_walk_of_changes_renders_what_a_full_render_gives_at_every_step(tmp_pa
     assert len(list((out / PART_DIR).iterdir())) > 1, f"more than {SMALL_INDEX} names: the index is in parts"
 
     rng = random.Random(seed)
+    users = random.Random(-seed)  # where the user's files go: apart, so the steps are those of the seed
+    foreign: dict[str, bytes] = {}
     done: list[str] = []
     refused = 0
     for n in range(STEPS):
+        if n == 0 or users.random() < 0.3:
+            _add_foreign(out, users, n, foreign)
         before_plane, before_apps = tree_bytes(root), _app_heads(tmp_path / "apps")
         step = rng.choice(STEP_KINDS)
         change = step(plane, rng, n)
@@ -476,7 +498,9 @@ def test_a_walk_of_changes_renders_what_a_full_render_gives_at_every_step(tmp_pa
             refused += 1
             continue
         assert code == 0, f"{where}: {output}"
-        assert tree_bytes(out) == tree_bytes(full), where
+        after = tree_bytes(out)
+        assert {path: after.get(path) for path in foreign} == foreign, f"{where}: the user's files stay"
+        assert {path: data for path, data in after.items() if path not in foreign} == tree_bytes(full), where
         again_code, again, _ = render(plane, out)
         assert again_code == 0 and again["written"] == [] and again["rendered"] == 0, where
         shutil.rmtree(full)
