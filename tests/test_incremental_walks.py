@@ -20,6 +20,7 @@ from __future__ import annotations
 import io
 import json
 import random
+import re
 import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -524,10 +525,27 @@ def value_broken(plane: Plane, rng: random.Random, n: int) -> str | None:
     return f"ConfigMap {doc.name}: {key}=broken-{n}"
 
 
+def template_broken(plane: Plane, rng: random.Random, n: int) -> str | None:
+    """A template line that reads a target label many targets lack (``slo``): it renders for the targets that have
+    one and fails for the others."""
+    doc = rng.choice(plane.docs("Template"))
+    manifests = doc.body["spec"]["manifests"]
+    i = rng.randrange(len(manifests))
+    manifests[i] = type(manifests[i])(f"{manifests[i].rstrip()}\n# walk {n}: {{{{ Labels['slo'] }}}}\n")
+    plane.write(doc.file)
+    return f"Template {doc.name}: manifest {i} reads the label slo"
+
+
 def render_keeping(plane: Plane, out: Path) -> tuple[int, dict[str, Any], str]:
     """``render --keep-last-good``: its exit code, its JSON reply and its output."""
     result = _render_cli(plane, out, "--keep-last-good")
     return result.exit_code, json.loads(result.output), result.output
+
+
+def _about_an_assignment(message: str) -> bool:
+    """Whether a problem is an assignment's: its config breaks a schema (``ct/target: KEY ...``) or its template
+    does not render (``..., rendering assignment ct/target: ...``)."""
+    return re.match(r"[^\s:/]+/[^\s:/]+: ", message) is not None or "rendering assignment " in message
 
 
 def _assignment(path: str) -> str:
@@ -545,8 +563,10 @@ def _of(files: dict[str, bytes], assignment: str) -> dict[str, bytes]:
 
 @pytest.mark.parametrize("seed", [5, 6])
 def test_a_walk_with_keep_last_good_holds_back_only_what_fails_and_catches_up(tmp_path: Path, seed: int) -> None:
-    """``render --keep-last-good`` after each step, with broken values left in the plane for a few steps (and other
-    changes made meanwhile) until the plane goes back to its last valid version. While something is broken:
+    """``render --keep-last-good`` after each step, with broken values or templates left in the plane for a few steps
+    (and other changes made meanwhile) until the plane goes back to its last valid version. A status reporter's
+    template that fails refuses the whole render, as without --keep-last-good (it is no assignment to hold back),
+    and is taken back; an assignment's failure never does. While something is broken:
     exit 1, each held-back assignment (the state's ``heldBack``) keeps exactly the files it had before the step,
     and every other file is what a --keep-last-good render into an empty folder gives; a second run writes
     nothing. Once the plane is valid again: exit 0, and the folder is a fresh full render byte for byte (what was
@@ -567,7 +587,7 @@ def test_a_walk_with_keep_last_good_holds_back_only_what_fails_and_catches_up(tm
             plane = _restore(root, good, good_apps)
             change: str | None = "back to the last valid plane"
         elif rng.random() < 0.3:
-            change = value_broken(plane, rng, n)
+            change = rng.choice([value_broken, template_broken])(plane, rng, n)
         else:
             change = rng.choice(STEP_KINDS)(plane, rng, n)
         if change is None:
@@ -583,8 +603,10 @@ def test_a_walk_with_keep_last_good_holds_back_only_what_fails_and_catches_up(tm
             assert tree_bytes(out) == tree_bytes(full), where
             caught_up += broken > 0
             good, good_apps, broken = tree_bytes(root), _app_heads(tmp_path / "apps"), 0
-        elif "result" not in reply:  # refused whole (not an assignment's values): as without --keep-last-good
+        elif reply["result"] is None:  # refused whole (a status reporter's template, a reference): nothing held
             assert code == full_code and tree_bytes(out) == before, where
+            # never for an assignment's failure: that one is held back
+            assert not any(_about_an_assignment(p["message"]) for p in reply["problems"]), f"{where}: {output}"
             plane = _restore(root, good, good_apps)
             broken = 0
             done.append("taken back")
@@ -594,7 +616,9 @@ def test_a_walk_with_keep_last_good_holds_back_only_what_fails_and_catches_up(tm
             after = tree_bytes(out)
             held = set(json.loads(after[".fleetflow/state.json"])["fingerprints"]["heldBack"])
             assert held, where
-            assert held == {p["message"].split(":", 1)[0] for p in reply["problems"]}, where
+            named = [p["message"] for p in reply["problems"]]
+            assert all(any(aid in text for text in named) for aid in held), where  # each is told why
+            assert all(any(aid in text for aid in held) for text in named), where  # and only those
             for assignment in held:
                 assert _of(after, assignment) == _of(before, assignment), f"{where}: {assignment} held back"
             fresh = tmp_path / f"fresh-{n}"
