@@ -432,8 +432,8 @@ def _render_cli(plane: Plane, out: Path, *options: str) -> Result:
                    *PIN, *options, "--format", "json")
 
 
-def render(plane: Plane, out: Path) -> tuple[int, dict[str, Any], str]:
-    result = _render_cli(plane, out)
+def render(plane: Plane, out: Path, *options: str) -> tuple[int, dict[str, Any], str]:
+    result = _render_cli(plane, out, *options)
     data = json.loads(result.output)["result"] if result.exit_code == 0 else {}
     return result.exit_code, data, result.output
 
@@ -466,7 +466,8 @@ def _add_foreign(out: Path, rng: random.Random, n: int, foreign: dict[str, bytes
 def test_a_walk_of_changes_renders_what_a_full_render_gives_at_every_step(tmp_path: Path, seed: int) -> None:
     """Each step's incremental render is a fresh full render byte for byte, plus the files the user put in the
     output's cluster-type and assignment folders now and then: those stay as they are through every step, when
-    their assignment or cluster type goes too (fleetflow deletes only what it wrote)."""
+    their assignment or cluster type goes too (fleetflow deletes only what it wrote), and through the steps
+    rendered with ``--full`` over the folder (every assignment again, every cluster-type folder swept)."""
     plane = _example_plane(tmp_path)
     root = plane.root
     out = tmp_path / "out"
@@ -487,9 +488,10 @@ def test_a_walk_of_changes_renders_what_a_full_render_gives_at_every_step(tmp_pa
         change = step(plane, rng, n)
         if change is None:
             continue
-        where = f"seed {seed}, step {n}: {change} (after: {done})"
+        sweep = ["--full"] if users.random() < 0.15 else []  # re-render all of it over the folder (and sweep)
+        where = f"seed {seed}, step {n}: {change} {sweep} (after: {done})"
         before = tree_bytes(out)
-        code, _, output = render(plane, out)
+        code, _, output = render(plane, out, *sweep)
         full = tmp_path / f"full-{n}"
         full_code, _, full_output = render(plane, full)
         if full_code != 0:  # the plane is wrong now: the incremental render refuses it with the same messages
