@@ -462,12 +462,30 @@ def _add_foreign(out: Path, rng: random.Random, n: int, foreign: dict[str, bytes
     (out / path).write_bytes(foreign[path])
 
 
+def _pruned(foreign: dict[str, bytes], after: dict[str, bytes], before: dict[str, bytes],
+            rendered: dict[str, bytes], where: str) -> dict[str, bytes]:
+    """The user's files left after ``--prune-foreign``, checked: it deletes those in every cluster-type folder the
+    render writes into, may delete those in a folder it wrote into before, and keeps every other one."""
+    now = {path.split("/")[0] for path in rendered if not path.startswith(".fleetflow/")}
+    earlier = {path.split("/")[0] for path in before
+               if path not in foreign and "/" in path and not path.startswith(".fleetflow/")}
+    for path in foreign:
+        folder = path.split("/")[0] if "/" in path else None
+        if folder in now:
+            assert path not in after, f"{where}: {path} pruned"
+        elif folder not in earlier:
+            assert path in after, f"{where}: {path} is in no folder fleetflow writes into: kept"
+    return {path: data for path, data in foreign.items() if path in after}
+
+
 @pytest.mark.parametrize("seed", [1, 2, 3, 4])
 def test_a_walk_of_changes_renders_what_a_full_render_gives_at_every_step(tmp_path: Path, seed: int) -> None:
     """Each step's incremental render is a fresh full render byte for byte, plus the files the user put in the
     output's cluster-type and assignment folders now and then: those stay as they are through every step, when
     their assignment or cluster type goes too (fleetflow deletes only what it wrote), and through the steps
-    rendered with ``--full`` over the folder (every assignment again, every cluster-type folder swept)."""
+    rendered with ``--full`` over the folder (every assignment again, every cluster-type folder swept). A step
+    rendered with ``--prune-foreign`` deletes the user's files in the cluster-type folders it writes into, and no
+    others (the output's README, a ``notes/`` folder beside the cluster types)."""
     plane = _example_plane(tmp_path)
     root = plane.root
     out = tmp_path / "out"
@@ -477,7 +495,10 @@ def test_a_walk_of_changes_renders_what_a_full_render_gives_at_every_step(tmp_pa
 
     rng = random.Random(seed)
     users = random.Random(-seed)  # where the user's files go: apart, so the steps are those of the seed
-    foreign: dict[str, bytes] = {}
+    foreign = {"README.md": b"the GitOps repo\n", "notes/keep.md": b"outside every cluster-type folder\n"}
+    for path, data in foreign.items():
+        (out / path).parent.mkdir(parents=True, exist_ok=True)
+        (out / path).write_bytes(data)
     done: list[str] = []
     refused = 0
     for n in range(STEPS):
@@ -488,10 +509,11 @@ def test_a_walk_of_changes_renders_what_a_full_render_gives_at_every_step(tmp_pa
         change = step(plane, rng, n)
         if change is None:
             continue
-        sweep = ["--full"] if users.random() < 0.15 else []  # re-render all of it over the folder (and sweep)
-        where = f"seed {seed}, step {n}: {change} {sweep} (after: {done})"
+        mode = users.random()  # now and then all of it again over the folder, or the user's files pruned too
+        options = ["--full"] if mode < 0.15 else ["--prune-foreign", "--yes"] if mode < 0.25 else []
+        where = f"seed {seed}, step {n}: {change} {options} (after: {done})"
         before = tree_bytes(out)
-        code, _, output = render(plane, out, *sweep)
+        code, _, output = render(plane, out, *options)
         full = tmp_path / f"full-{n}"
         full_code, _, full_output = render(plane, full)
         if full_code != 0:  # the plane is wrong now: the incremental render refuses it with the same messages
@@ -501,9 +523,11 @@ def test_a_walk_of_changes_renders_what_a_full_render_gives_at_every_step(tmp_pa
             refused += 1
             continue
         assert code == 0, f"{where}: {output}"
-        after = tree_bytes(out)
+        after, rendered = tree_bytes(out), tree_bytes(full)
+        if "--prune-foreign" in options:  # the user's files in the cluster-type folders fleetflow writes into go
+            foreign = _pruned(foreign, after, before, rendered, where)
         assert {path: after.get(path) for path in foreign} == foreign, f"{where}: the user's files stay"
-        assert {path: data for path, data in after.items() if path not in foreign} == tree_bytes(full), where
+        assert {path: data for path, data in after.items() if path not in foreign} == rendered, where
         again_code, again, _ = render(plane, out)
         assert again_code == 0 and again["written"] == [] and again["rendered"] == 0, where
         shutil.rmtree(full)
