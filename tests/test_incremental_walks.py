@@ -43,6 +43,7 @@ from tests.test_gitops_commit import add_foreign_files, check_head_equals_render
 from tests.test_promotion import make_local_fleet
 from tests.test_render import STATUS_TEMPLATE
 from tests.test_schedule_shards import run_shards, runner
+from tests.test_state_shards import legacy_tree, whole_index_tree
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "control-plane"
 PIN = ["--main-commit", "0" * 40, "--env-commit", "1" * 40]
@@ -478,19 +479,48 @@ def _pruned(foreign: dict[str, bytes], after: dict[str, bytes], before: dict[str
     return {path: data for path, data in foreign.items() if path in after}
 
 
-@pytest.mark.parametrize("seed", [1, 2, 3, 4])
-def test_a_walk_of_changes_renders_what_a_full_render_gives_at_every_step(tmp_path: Path, seed: int) -> None:
+def _start(tmp_path: Path, earlier: str | None) -> tuple[Plane, Path]:
+    """The walk's plane and its first render (in parts). ``earlier``: the output starts as a tree an earlier
+    version wrote for the example's dev environment (``v1``: one state file; ``v2``: a whole index), converted by
+    the first render of the example, then the walk's cluster types come as one more change."""
+    out = tmp_path / "out"
+    if earlier is None:
+        plane = _example_plane(tmp_path)
+        code, _, output = render(plane, out)
+        assert code == 0, output
+        return plane, out
+    (legacy_tree if earlier == "v1" else whole_index_tree)(out)
+    root = tmp_path / "plane"
+    shutil.copytree(EXAMPLE, root, ignore=shutil.ignore_patterns("qa", "prod"))
+    _renders_as_fresh(Plane(root), out, tmp_path / "fresh", f"{earlier}: the example over the earlier tree")
+    _walk_types(root / "envs" / "dev")
+    plane = Plane(root)
+    _renders_as_fresh(plane, out, tmp_path / "fresh", f"{earlier}: the walk's cluster types")
+    return plane, out
+
+
+def _renders_as_fresh(plane: Plane, out: Path, fresh: Path, where: str) -> None:
+    """The incremental render into ``out`` is what a render into the empty folder ``fresh`` gives."""
+    code, _, output = render(plane, out)
+    fresh_code, _, _ = render(plane, fresh)
+    assert code == fresh_code == 0, f"{where}: {output}"
+    assert tree_bytes(out) == tree_bytes(fresh), where
+    shutil.rmtree(fresh)
+
+
+@pytest.mark.parametrize(("seed", "earlier"), [(1, None), (2, None), (3, None), (4, None), (5, "v1"), (6, "v2")],
+                         ids=["1", "2", "3", "4", "5-from-v1", "6-from-v2"])
+def test_a_walk_of_changes_renders_what_a_full_render_gives_at_every_step(tmp_path: Path, seed: int,
+                                                                         earlier: str | None) -> None:
     """Each step's incremental render is a fresh full render byte for byte, plus the files the user put in the
     output's cluster-type and assignment folders now and then: those stay as they are through every step, when
     their assignment or cluster type goes too (fleetflow deletes only what it wrote), and through the steps
     rendered with ``--full`` over the folder (every assignment again, every cluster-type folder swept). A step
     rendered with ``--prune-foreign`` deletes the user's files in the cluster-type folders it writes into, and no
-    others (the output's README, a ``notes/`` folder beside the cluster types)."""
-    plane = _example_plane(tmp_path)
+    others (the output's README, a ``notes/`` folder beside the cluster types). Two walks start from a tree an
+    earlier version of fleetflow wrote (its state in one file, or a whole index), which the first render converts."""
+    plane, out = _start(tmp_path, earlier)
     root = plane.root
-    out = tmp_path / "out"
-    code, _, output = render(plane, out)
-    assert code == 0, output
     assert len(list((out / PART_DIR).iterdir())) > 1, f"more than {SMALL_INDEX} names: the index is in parts"
 
     rng = random.Random(seed)
