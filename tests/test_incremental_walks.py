@@ -10,9 +10,9 @@ documents between files, which must change nothing but the files' line numbers, 
 repos, which change the render's input with no control-plane commit. The walks are seeded: a failure names its
 seed and its steps, and the same seed repeats them.
 
-The ``--keep-last-good`` walk leaves broken values in the plane for a few steps, with other changes meanwhile: what
-fails is held back with its files as they were, and the first render once the plane is valid again is a fresh full
-render byte for byte.
+The ``--keep-last-good`` walk leaves broken values or templates in the plane for a few steps, with other changes
+meanwhile: what fails is held back with its files as they were, and the first render once the plane is valid again
+is a fresh full render byte for byte.
 """
 
 from __future__ import annotations
@@ -37,6 +37,7 @@ from fleetflow.promotion.promote import promote, promote_many
 from fleetflow.promotion.schedule import ScheduleOutcome, render_commit, schedule_environment
 from fleetflow.promotion.shards import stitch_environment
 from fleetflow.render.incremental import PART_DIR, SMALL_INDEX
+from fleetflow.render.ownership import cluster_type_of
 from tests.fleet import Fleet, git
 from tests.helpers import run_cli, tree_bytes
 from tests.test_gitops_commit import add_foreign_files, check_head_equals_render
@@ -439,25 +440,27 @@ def render(plane: Plane, out: Path, *options: str) -> tuple[int, dict[str, Any],
     return result.exit_code, data, result.output
 
 
-def _example_plane(tmp_path: Path) -> Plane:
+def _example_plane(tmp_path: Path, walk_types: bool = True) -> Plane:
     """The example control plane's ``main`` and ``dev`` branch in ``tmp_path/plane``, with ``EXTRA_TYPES`` more
-    cluster types."""
+    cluster types unless ``walk_types`` is False."""
     root = tmp_path / "plane"
     shutil.copytree(EXAMPLE, root, ignore=shutil.ignore_patterns("qa", "prod"))
-    _walk_types(root / "envs" / "dev")
+    if walk_types:
+        _walk_types(root / "envs" / "dev")
     return Plane(root)
 
 
 def _add_foreign(out: Path, rng: random.Random, n: int, foreign: dict[str, bytes]) -> None:
     """A file of the user's in a folder fleetflow writes into: an assignment's, or its cluster type's (never a
     status reporter's ``_status/``, which fleetflow reserves, nor a name fleetflow gives its own files)."""
+    paths = (p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file())
     folders = sorted({
-        path.rsplit("/", 1)[0] for path in tree_bytes(out)
+        path.rsplit("/", 1)[0] for path in paths
         if path.count("/") == 2 and not path.startswith(".fleetflow/") and "/_status/" not in path
     })
     folder = rng.choice(folders)
     if rng.random() < 0.4:
-        folder = folder.split("/")[0]
+        folder = cluster_type_of(folder)
     path = f"{folder}/ours-{n}.txt"
     foreign[path] = f"the user's own file, placed at step {n}\n".encode()
     (out / path).write_bytes(foreign[path])
@@ -467,11 +470,11 @@ def _pruned(foreign: dict[str, bytes], after: dict[str, bytes], before: dict[str
             rendered: dict[str, bytes], where: str) -> dict[str, bytes]:
     """The user's files left after ``--prune-foreign``, checked: it deletes those in every cluster-type folder the
     render writes into, may delete those in a folder it wrote into before, and keeps every other one."""
-    now = {path.split("/")[0] for path in rendered if not path.startswith(".fleetflow/")}
-    earlier = {path.split("/")[0] for path in before
+    now = {cluster_type_of(path) for path in rendered if not path.startswith(".fleetflow/")}
+    earlier = {cluster_type_of(path) for path in before
                if path not in foreign and "/" in path and not path.startswith(".fleetflow/")}
     for path in foreign:
-        folder = path.split("/")[0] if "/" in path else None
+        folder = cluster_type_of(path) if "/" in path else None
         if folder in now:
             assert path not in after, f"{where}: {path} pruned"
         elif folder not in earlier:
@@ -490,11 +493,10 @@ def _start(tmp_path: Path, earlier: str | None) -> tuple[Plane, Path]:
         assert code == 0, output
         return plane, out
     (legacy_tree if earlier == "v1" else whole_index_tree)(out)
-    root = tmp_path / "plane"
-    shutil.copytree(EXAMPLE, root, ignore=shutil.ignore_patterns("qa", "prod"))
-    _renders_as_fresh(Plane(root), out, tmp_path / "fresh", f"{earlier}: the example over the earlier tree")
-    _walk_types(root / "envs" / "dev")
-    plane = Plane(root)
+    plane = _example_plane(tmp_path, walk_types=False)
+    _renders_as_fresh(plane, out, tmp_path / "fresh", f"{earlier}: the example over the earlier tree")
+    _walk_types(plane.env)
+    plane = Plane(plane.root)
     _renders_as_fresh(plane, out, tmp_path / "fresh", f"{earlier}: the walk's cluster types")
     return plane, out
 
@@ -563,7 +565,6 @@ def test_a_walk_of_changes_renders_what_a_full_render_gives_at_every_step(tmp_pa
         shutil.rmtree(full)
         done.append(change)
     assert len(done) >= STEPS // 2, f"seed {seed}: too few steps rendered ({done}, {refused} refused)"
-
 
 
 # --- the same walk with --keep-last-good: broken values stay broken for a while, held back meanwhile ------------
@@ -745,16 +746,21 @@ def _earlier_main(clone: Path, walk_start: str, rng: random.Random) -> str | Non
     return rng.choice(history[1:6]) if len(history) > 1 else None
 
 
+def _proposed(fleet: Fleet) -> str | None:
+    """The commit dev's open fleetflow PR proposes (None: no PR is open)."""
+    return fleet.branch_sha(fleet.gitops_url, "fleetflow/dev") if fleet.open_pr("dev") else None
+
+
 def _roll_back(fleet: Fleet, older: str, work: Path, where: str) -> bool:
     """``promote --environment dev --commit OLDER``: dev is pinned back, with a hold, and its commit is a fresh
     render of main@OLDER and the environment branch as it is now. True when dev is held; when the render refuses
     that pair (nothing pushed), dev is released to main's tip again and False."""
-    head_before = fleet.branch_sha(fleet.gitops_url, "fleetflow/dev") if fleet.open_pr("dev") else None
+    head_before = _proposed(fleet)
     try:
         with fleet.context() as ctx:
             outcome = promote(ctx, "dev", older).schedule
     except InputError:
-        assert (fleet.branch_sha(fleet.gitops_url, "fleetflow/dev") if fleet.open_pr("dev") else None) == head_before
+        assert _proposed(fleet) == head_before
         with fleet.context() as ctx:
             promote(ctx, "dev", fleet.branch_sha(fleet.cp_url, "main"), release=True)
         return False
@@ -852,7 +858,7 @@ def test_a_walk_of_changes_schedules_commits_that_are_fresh_renders(tmp_path: Pa
         git(clone, "add", "-A")
         git(clone, "commit", "-q", "--allow-empty", "-m", change)
         git(clone, "push", "-q", "origin", f"HEAD:{branch}")
-        head_before = fleet.branch_sha(fleet.gitops_url, "fleetflow/dev") if fleet.open_pr("dev") else None
+        head_before = _proposed(fleet)
         try:
             with fleet.context() as ctx:
                 if branch == "main":  # a push to main promotes it to dev, the first environment
@@ -866,7 +872,7 @@ def test_a_walk_of_changes_schedules_commits_that_are_fresh_renders(tmp_path: Pa
                 else:
                     outcome = schedule_environment(ctx, "dev")
         except InputError:  # the plane is wrong now: nothing pushed, and the step is taken back
-            after = fleet.branch_sha(fleet.gitops_url, "fleetflow/dev") if fleet.open_pr("dev") else None
+            after = _proposed(fleet)
             assert after == head_before, where
             git(clone, "revert", "-q", "--no-edit", "HEAD")
             git(clone, "push", "-q", "origin", f"HEAD:{branch}")
