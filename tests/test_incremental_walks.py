@@ -8,7 +8,8 @@ and in combination, on a plane large enough that the state's index is in parts (
 each render starts from a state that earlier incremental renders wrote, as every schedule does. It also moves
 documents between files, which must change nothing but the files' line numbers, and commits in registered workload
 repos, which change the render's input with no control-plane commit. The walks are seeded: a failure names its
-seed and its steps, and the same seed repeats them.
+seed and its steps, and the same seed repeats them. CI takes the seeds below; ``FLEETFLOW_WALK_SEEDS`` (for example
+``100-199``) takes others, for a longer search by hand (:func:`walk_seeds`).
 
 The ``--keep-last-good`` walk leaves broken values or templates in the plane for a few steps, with other changes
 meanwhile: what fails is held back with its files as they were, and the first render once the plane is valid again
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import random
 import re
 import shutil
@@ -47,9 +49,31 @@ from tests.test_schedule_shards import run_shards, runner
 from tests.test_state_shards import legacy_tree, whole_index_tree
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "control-plane"
+SEEDS_VARIABLE = "FLEETFLOW_WALK_SEEDS"
 PIN = ["--main-commit", "0" * 40, "--env-commit", "1" * 40]
 EXTRA_TYPES = 50  # cluster types added to the example's dev branch, so that the index is in parts
 STEPS = 20
+
+
+def walk_seeds(default: list[tuple[int, Any]], variants: list[Any], label: Callable[[Any], str] = str) -> list[Any]:
+    """The walks a test takes, as (seed, variant) with the id ``seed-label(variant)`` (just the seed when the label
+    is empty): ``default``, or, when the environment variable ``FLEETFLOW_WALK_SEEDS`` names seeds (``10-39``,
+    ``3,8,11``, or both: ``3,10-19``), those seeds, each in the variant ``variants[seed % len(variants)]``. It is a
+    longer search, run by hand, for a sequence of steps that breaks a walk's rule:
+    ``FLEETFLOW_WALK_SEEDS=100-199 pytest tests/test_incremental_walks.py``."""
+    text = os.environ.get(SEEDS_VARIABLE, "").strip()
+    chosen = default
+    if text:
+        seeds: list[int] = []
+        for item in (i.strip() for i in text.split(",")):
+            first, dash, last = item.partition("-")
+            if not first.isdigit() or (dash and not last.isdigit()) or (dash and int(last) < int(first)):
+                raise pytest.UsageError(f"{SEEDS_VARIABLE}={text!r}: {item!r} is not a seed or a range of seeds "
+                                        "(write 10-39, 3,8,11 or 3,10-19)")
+            seeds.extend(range(int(first), int(last or first) + 1))
+        chosen = [(seed, variants[seed % len(variants)]) for seed in dict.fromkeys(seeds)]
+    return [pytest.param(seed, variant, id="-".join(x for x in (str(seed), label(variant)) if x))
+            for seed, variant in chosen]
 
 
 def _yaml() -> YAML:
@@ -510,8 +534,9 @@ def _renders_as_fresh(plane: Plane, out: Path, fresh: Path, where: str) -> None:
     shutil.rmtree(fresh)
 
 
-@pytest.mark.parametrize(("seed", "earlier"), [(1, None), (2, None), (3, None), (4, None), (5, "v1"), (6, "v2")],
-                         ids=["1", "2", "3", "4", "5-from-v1", "6-from-v2"])
+@pytest.mark.parametrize(("seed", "earlier"), walk_seeds(
+    [(1, None), (2, None), (3, None), (4, None), (5, "v1"), (6, "v2")], [None, None, "v1", "v2"],
+    lambda earlier: f"from-{earlier}" if earlier else ""))
 def test_a_walk_of_changes_renders_what_a_full_render_gives_at_every_step(tmp_path: Path, seed: int,
                                                                          earlier: str | None) -> None:
     """Each step's incremental render is a fresh full render byte for byte, plus the files the user put in the
@@ -618,8 +643,9 @@ def _of(files: dict[str, bytes], assignment: str) -> dict[str, bytes]:
     return {p: b for p, b in files.items() if _assignment(p) == assignment}
 
 
-@pytest.mark.parametrize("seed", [5, 6])
-def test_a_walk_with_keep_last_good_holds_back_only_what_fails_and_catches_up(tmp_path: Path, seed: int) -> None:
+@pytest.mark.parametrize(("seed", "variant"), walk_seeds([(5, None), (6, None)], [None], lambda _: ""))
+def test_a_walk_with_keep_last_good_holds_back_only_what_fails_and_catches_up(tmp_path: Path, seed: int,
+                                                                             variant: None) -> None:
     """``render --keep-last-good`` after each step, with broken values or templates left in the plane for a few steps
     (and other changes made meanwhile) until the plane goes back to its last valid version. A status reporter's
     template that fails refuses the whole render, as without --keep-last-good (it is no assignment to hold back),
@@ -808,7 +834,8 @@ def _sharded_schedule(fleet: Fleet, artifacts: Path, where: str) -> ScheduleOutc
     return outcome
 
 
-@pytest.mark.parametrize(("seed", "sharded"), [(4, False), (7, False), (5, True)], ids=["4", "7", "5-sharded"])
+@pytest.mark.parametrize(("seed", "sharded"), walk_seeds(
+    [(4, False), (7, False), (5, True)], [False, False, True], lambda sharded: "sharded" if sharded else ""))
 def test_a_walk_of_changes_schedules_commits_that_are_fresh_renders(tmp_path: Path, seed: int,
                                                                      sharded: bool) -> None:
     """After every step pushed to the environment branch, ``schedule`` writes its GitOps commit from the previous
