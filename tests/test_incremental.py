@@ -170,3 +170,58 @@ def test_status_reporters_are_rendered_again_only_when_their_inputs_change(tmp_p
     assert not (out / status[0]).exists()
     repaired = render(plane / "main", plane / "envs" / "dev", out, "--full")
     assert repaired["written"] == [status[0]]
+
+
+HELD_TYPE = "envs/dev/cluster-types/aks-northeurope.yaml"
+
+
+def _add_a_cluster_type_that_fails_whole(root: Path) -> None:
+    """``aks-northeurope``, a copy of ``aks-westeurope`` (it names the status reporter) with a Cluster, and a
+    ConfigSchema that only it must meet and that no ConfigMap satisfies: every assignment to it fails validation."""
+    source = (root / "envs/dev/cluster-types/aks-westeurope.yaml").read_text()
+    (root / HELD_TYPE).write_text(
+        source.replace("name: aks-westeurope", "name: aks-northeurope")
+        .replace("  labels:\n", "  labels:\n    held: \"yes\"\n", 1))
+    append("envs/dev/clusters/cloud.yaml",
+           "---\napiVersion: fleetflow.dev/v1alpha1\nkind: Cluster\nmetadata:\n  name: aks-neu-dev-01\nspec:\n"
+           "  clusterType: aks-northeurope\n  statusContext: \"flux/aks-neu-dev-01\"\n")(root)
+    (root / "main/schemas/held.yaml").write_text(
+        "apiVersion: fleetflow.dev/v1alpha1\nkind: ConfigSchema\nmetadata:\n  name: held\n  labels:\n"
+        "    held: \"yes\"\nspec:\n  schema:\n    type: object\n    required: [NOT_SET_ANYWHERE]\n")
+
+
+def _render_keeping(plane: Path, out: Path) -> tuple[int, dict[str, object]]:
+    result = run_cli("render", "--main", plane / "main", "--env", plane / "envs" / "dev", "--environment", "dev",
+                     "--output", out, *PIN, "--format", "json", "--keep-last-good")
+    return result.exit_code, json.loads(result.output)
+
+
+@pytest.mark.parametrize("then", ["cluster type removed", "reporter dropped"])
+def test_a_status_folder_written_while_its_cluster_type_is_held_back_whole_goes_with_it(tmp_path: Path,
+                                                                                        then: str) -> None:
+    """``render --keep-last-good``: a cluster type added while every one of its assignments fails gets its
+    ``_status/`` folder (its reporter renders), but no assignment in the state's shards. When the cluster type goes,
+    or stops naming its reporter, the folder goes too, as with any other cluster type: the state's reporter
+    fingerprints name the cluster types whose ``_status/`` folder a render wrote. Found by the keep-last-good walk
+    (``FLEETFLOW_WALK_SEEDS=111``): the folder stayed, and since no state named its cluster type, not even
+    ``--full`` looked at it."""
+    plane = tmp_path / "plane"
+    shutil.copytree(EXAMPLE, plane)
+    out = tmp_path / "out"
+    render(plane / "main", plane / "envs" / "dev", out)
+    _add_a_cluster_type_that_fails_whole(plane)
+    code, reply = _render_keeping(plane, out)
+    assert code == 1, reply
+    held = sorted(p.relative_to(out).as_posix() for p in (out / "aks-northeurope").rglob("*") if p.is_file())
+    assert held == ["aks-northeurope/_status/flux-status-reporter.yaml"], held  # its reporter, no assignment
+    if then == "cluster type removed":  # with its Cluster
+        (plane / HELD_TYPE).unlink()
+        shutil.copy(EXAMPLE / "envs/dev/clusters/cloud.yaml", plane / "envs/dev/clusters/cloud.yaml")
+    else:
+        edit(HELD_TYPE, "statusReporter: flux-status-reporter", "")(plane)
+    code, reply = _render_keeping(plane, out)
+    fresh = tmp_path / "fresh"
+    fresh_code, _ = _render_keeping(plane, fresh)
+    assert code == fresh_code == (0 if then == "cluster type removed" else 1), reply
+    assert not (out / "aks-northeurope" / "_status").exists()
+    assert tree_bytes(out) == tree_bytes(fresh)

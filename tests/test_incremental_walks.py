@@ -50,6 +50,7 @@ from tests.test_state_shards import legacy_tree, whole_index_tree
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "control-plane"
 SEEDS_VARIABLE = "FLEETFLOW_WALK_SEEDS"
+SEARCH = os.environ.get(SEEDS_VARIABLE, "").strip()  # read on import: every test runs with FLEETFLOW_* unset
 PIN = ["--main-commit", "0" * 40, "--env-commit", "1" * 40]
 EXTRA_TYPES = 50  # cluster types added to the example's dev branch, so that the index is in parts
 STEPS = 20
@@ -61,7 +62,7 @@ def walk_seeds(default: list[tuple[int, Any]], variants: list[Any], label: Calla
     ``3,8,11``, or both: ``3,10-19``), those seeds, each in the variant ``variants[seed % len(variants)]``. It is a
     longer search, run by hand, for a sequence of steps that breaks a walk's rule:
     ``FLEETFLOW_WALK_SEEDS=100-199 pytest tests/test_incremental_walks.py``."""
-    text = os.environ.get(SEEDS_VARIABLE, "").strip()
+    text = SEARCH
     chosen = default
     if text:
         seeds: list[int] = []
@@ -74,6 +75,18 @@ def walk_seeds(default: list[tuple[int, Any]], variants: list[Any], label: Calla
         chosen = [(seed, variants[seed % len(variants)]) for seed in dict.fromkeys(seeds)]
     return [pytest.param(seed, variant, id="-".join(x for x in (str(seed), label(variant)) if x))
             for seed, variant in chosen]
+
+
+def took_enough(enough: bool, message: str) -> None:
+    """A walk's last check: it took what it is there to take (enough steps; for the keep-last-good walk, held-back
+    steps and a catch-up). CI's seeds are chosen so that they do, and a failure there is a failure. In a search over
+    other seeds (``FLEETFLOW_WALK_SEEDS``), a walk that took too little found nothing wrong either: it is skipped,
+    with the message, so that the search's failures are the walks' rules broken."""
+    if enough:
+        return
+    if SEARCH:
+        pytest.skip(f"a thin walk, not a finding: {message}")
+    raise AssertionError(message)
 
 
 def _yaml() -> YAML:
@@ -589,7 +602,7 @@ def test_a_walk_of_changes_renders_what_a_full_render_gives_at_every_step(tmp_pa
         assert again_code == 0 and again["written"] == [] and again["rendered"] == 0, where
         shutil.rmtree(full)
         done.append(change)
-    assert len(done) >= STEPS // 2, f"seed {seed}: too few steps rendered ({done}, {refused} refused)"
+    took_enough(len(done) >= STEPS // 2, f"seed {seed}: too few steps rendered ({done}, {refused} refused)")
 
 
 # --- the same walk with --keep-last-good: broken values stay broken for a while, held back meanwhile ------------
@@ -714,7 +727,7 @@ def test_a_walk_with_keep_last_good_holds_back_only_what_fails_and_catches_up(tm
         again_code, again, _ = render_keeping(plane, out)
         assert again_code == code and again["result"]["written"] == [], where
         shutil.rmtree(full, ignore_errors=True)
-    assert held_steps >= 2 and caught_up >= 1, f"seed {seed}: {held_steps} held, {caught_up} caught up ({done})"
+    took_enough(held_steps >= 2 and caught_up >= 1, f"seed {seed}: {held_steps} held, {caught_up} caught up ({done})")
 
 
 # --- the same walk through ``schedule``: the GitOps commit, written as git objects over the previous one -------
@@ -911,4 +924,4 @@ def test_a_walk_of_changes_schedules_commits_that_are_fresh_renders(tmp_path: Pa
         else:
             assert outcome.operation in ("none", "closed"), where
         done.append(f"{change} on {branch} [{outcome.operation}]")
-    assert len(done) >= STEPS // 2, f"seed {seed}: too few steps scheduled ({done})"
+    took_enough(len(done) >= STEPS // 2, f"seed {seed}: too few steps scheduled ({done})")

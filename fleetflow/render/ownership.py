@@ -47,10 +47,15 @@ def _listed(state: RenderState | None, aid: str, name: str) -> bool:
 
 
 def cluster_types(previous: RenderState | None, current: RenderState, reporters: Iterable[str]) -> set[str]:
-    """The cluster-type folders fleetflow writes into, now or before."""
+    """The cluster-type folders fleetflow writes into, now or before: those of the assignments either state lists,
+    of the status ``reporters`` rendered now, and of the reporters the previous render wrote (its reporter
+    fingerprints): under ``--keep-last-good`` a cluster type whose every assignment is held back has a reporter
+    and no assignment in the state, and its ``_status/`` folder must still go when the reporter does."""
     found = current.assignments.cluster_types()
     if previous is not None:
         found |= previous.assignments.cluster_types()
+        if previous.fingerprints is not None and previous.fingerprints.reporters:
+            found |= previous.fingerprints.reporters.keys()
     found |= {cluster_type_of(path) for path in reporters}
     return found
 
