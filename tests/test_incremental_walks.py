@@ -656,7 +656,7 @@ def _of(files: dict[str, bytes], assignment: str) -> dict[str, bytes]:
     return {p: b for p, b in files.items() if _assignment(p) == assignment}
 
 
-@pytest.mark.parametrize(("seed", "variant"), walk_seeds([(5, None), (6, None)], [None], lambda _: ""))
+@pytest.mark.parametrize(("seed", "variant"), walk_seeds([(5, None), (6, None), (111, None)], [None], lambda _: ""))
 def test_a_walk_with_keep_last_good_holds_back_only_what_fails_and_catches_up(tmp_path: Path, seed: int,
                                                                              variant: None) -> None:
     """``render --keep-last-good`` after each step, with broken values or templates left in the plane for a few steps
@@ -848,7 +848,8 @@ def _sharded_schedule(fleet: Fleet, artifacts: Path, where: str) -> ScheduleOutc
 
 
 @pytest.mark.parametrize(("seed", "sharded"), walk_seeds(
-    [(4, False), (7, False), (5, True)], [False, False, True], lambda sharded: "sharded" if sharded else ""))
+    [(4, False), (7, False), (5, True), (111, False)], [False, False, True],
+    lambda sharded: "sharded" if sharded else ""))
 def test_a_walk_of_changes_schedules_commits_that_are_fresh_renders(tmp_path: Path, seed: int,
                                                                      sharded: bool) -> None:
     """After every step pushed to the environment branch, ``schedule`` writes its GitOps commit from the previous
@@ -914,7 +915,7 @@ def test_a_walk_of_changes_schedules_commits_that_are_fresh_renders(tmp_path: Pa
         except InputError:  # the plane is wrong now: nothing pushed, and the step is taken back
             after = _proposed(fleet)
             assert after == head_before, where
-            git(clone, "revert", "-q", "--no-edit", "HEAD")
+            git(clone, "revert", "--no-edit", "HEAD")  # (git revert has no -q)
             git(clone, "push", "-q", "origin", f"HEAD:{branch}")
             continue
         if outcome.operation in ("created", "updated", "unchanged"):

@@ -8,13 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from fleetflow.errors import GateError
+from fleetflow.errors import GateError, InputError
 from fleetflow.forge.git import GitRepos
 from fleetflow.promotion.check_rollout import check_rollout
 from fleetflow.promotion.promote import promote, promote_many
 from fleetflow.promotion.schedule import schedule_environment
 from fleetflow.promotion.status import as_markdown, fleet_status
-from tests.fleet import ENVIRONMENTS, Fleet, _environment, github_fleet, local_fleet
+from tests.fleet import ENVIRONMENTS, Fleet, _environment, git, github_fleet, local_fleet
 
 FORGES = ["local", "github"]
 
@@ -232,3 +232,37 @@ def subprocess_log(fleet: Fleet, branch: str) -> str:
     from tests.fleet import git
 
     return git(fleet.root, "--git-dir", fleet.cp_url, "log", "--format=%s", f"refs/heads/{branch}")
+
+
+def test_a_base_repo_moved_out_of_the_pin_file_is_named_and_nothing_is_written(tmp_path: Path) -> None:
+    """fleetflow reads and writes the pin only in ``base-repo.yaml`` at the environment branch's root. A BaseRepo
+    moved into another file (a tidy-up into folders) is a pin it cannot see: ``schedule`` and ``promote`` name the
+    file and line where it is and how to fix it, push nothing, and ``promote`` writes no second BaseRepo (which
+    every later render would refuse as a duplicate). Found by the schedule walk over other seeds
+    (``FLEETFLOW_WALK_SEEDS=111``): the message said to promote a commit first, which would have written one."""
+    fleet = make_local_fleet(tmp_path)
+    sha = first_commit(fleet)
+    with fleet.context() as ctx:
+        promote_many(ctx, None, sha)
+    git(fleet.work, "fetch", "-q", fleet.cp_url, "+refs/heads/dev:refs/remotes/cp/dev")
+    git(fleet.work, "checkout", "-q", "-B", "dev", "cp/dev")
+    (fleet.work / "settings").mkdir()
+    git(fleet.work, "mv", "base-repo.yaml", "settings/pin.yaml")
+    git(fleet.work, "commit", "-q", "-m", "settings in a folder")
+    git(fleet.work, "push", "-q", fleet.cp_url, "HEAD:refs/heads/dev")
+    def heads() -> tuple[str, str]:  # the environment branch (its pin) and the GitOps PR's head branch
+        return fleet.branch_sha(fleet.cp_url, "dev"), fleet.branch_sha(fleet.gitops_url, "fleetflow/dev")
+
+    before = heads()
+    line = 1 + next(i for i, text in enumerate((fleet.work / "settings/pin.yaml").read_text().splitlines())
+                    if text.startswith("apiVersion:"))
+    for run in (lambda ctx: schedule_environment(ctx, "dev"), lambda ctx: promote(ctx, "dev", sha)):
+        with fleet.context() as ctx, pytest.raises(InputError) as refused:
+            run(ctx)
+        [problem] = refused.value.problems()
+        assert problem.location is not None
+        assert (problem.location.file, problem.location.line) == ("dev/settings/pin.yaml", line)
+        assert "base-repo.yaml at the root of branch dev" in problem.message
+        assert problem.hint is not None and "move this BaseRepo document to base-repo.yaml" in problem.hint
+        assert "promote a commit first" not in str(refused.value)
+        assert heads() == before

@@ -16,7 +16,7 @@ from fleetflow.forge.base import Forge
 from fleetflow.forge.git import GitRepos, PushRejected
 from fleetflow.forge.registrations import RegistrationFetcher
 from fleetflow.model.controlplane import ControlPlane, Resource, build_resource, load_control_plane
-from fleetflow.model.documents import ParseCache, Tree, read_tree
+from fleetflow.model.documents import Document, ParseCache, Tree, read_tree
 from fleetflow.model.references import environment_order
 from fleetflow.model.resources import EnvironmentSpec
 from fleetflow.promotion.gitops import GitOpsTree, clean_root
@@ -167,6 +167,15 @@ class Context:
             return Pin(None, None)
         return read_pin(self.git.read_file(self.cp_url, env_sha, PIN_FILE))
 
+    def base_repos_elsewhere(self, branch: str, env_sha: str) -> list[Document]:
+        """The BaseRepo documents of the environment branch at ``env_sha`` outside :data:`PIN_FILE` at its root.
+        fleetflow reads and writes the pin only there: one elsewhere is a pin it cannot see, and writing a new one
+        would give the branch two. Read only when the pin file holds none (the branch's files, parse cache)."""
+        tree = Tree(self.tree(self.cp_url, env_sha), branch)  # the plane's label: the same cache entries
+        docs = read_tree(tree, Problems(), cache=ParseCache(self.git.cache_dir / "parsed"))
+        pin_file = tree.display(tree.root / PIN_FILE)
+        return [doc for doc in docs if doc.kind == "BaseRepo" and doc.location.file != pin_file]
+
     def render_state(self, url: str, sha: str | None, output_path: str) -> RenderState | None:
         """The ``state.json`` of a GitOps commit whose environment output is at ``output_path``; None when the
         commit is unknown or holds none that reads."""
@@ -229,8 +238,9 @@ def pinned(ctx: Context, environment: str, *, required: bool) -> Pinned | None:
                 f"environment {environment}: branch {branch!r} does not exist in the control-plane repo",
                 None, f"create the {branch} branch with the environment's cluster types, configs and GitOpsRepo",
             )])
+        misplaced_pin(ctx, environment, branch, env_sha)
         raise InputError([Problem(
-            f"environment {environment} has no pinned main commit (base-repo.yaml on {branch})",
+            f"environment {environment} has no pinned main commit ({PIN_FILE} on {branch})",
             None, f"promote a commit first: fleetflow promote --environment {environment} --commit SHA",
         )])
     main_sha = ctx.git.resolve(ctx.cp_url, pin.commit)
@@ -252,6 +262,20 @@ def pinned(ctx: Context, environment: str, *, required: bool) -> Pinned | None:
         gitops.spec.repo, gitops.spec.branch or environment, gitops.spec.path,
         ctx.git.blobless(ctx.forge.git_url(gitops.spec.repo)),  # read in parts: mirrored without blobs
     )
+
+
+def misplaced_pin(ctx: Context, environment: str, branch: str, env_sha: str) -> None:
+    """Raise InputError, one problem per document, when the environment branch holds BaseRepo documents outside
+    :data:`PIN_FILE` at its root (call it when the pin file holds none): a pin fleetflow cannot see."""
+    elsewhere = ctx.base_repos_elsewhere(branch, env_sha)
+    if elsewhere:
+        raise InputError([Problem(
+            f"environment {environment}: BaseRepo {doc.name or '(unnamed)'} is in {doc.location.file}, but fleetflow "
+            f"reads and writes the pin only in {PIN_FILE} at the root of branch {branch}",
+            doc.location,
+            f"move this BaseRepo document to {PIN_FILE} at the root of {branch} (git mv, if the file holds "
+            "nothing else); fleetflow wrote nothing",
+        ) for doc in elsewhere])
 
 
 def chain_order(envs: dict[str, Resource[EnvironmentSpec]]) -> list[str]:

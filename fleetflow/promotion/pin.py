@@ -38,6 +38,11 @@ def _base_repo_index(docs: list[object]) -> int | None:
     return None
 
 
+def holds_base_repo(text: str | None) -> bool:
+    """Whether the pin file's text holds a BaseRepo document (one without ``spec.commit`` included)."""
+    return bool(text) and _base_repo_index(list(_yaml().load_all(text))) is not None
+
+
 def read_pin(text: str | None) -> Pin:
     if not text:
         return Pin(None, None)

@@ -15,8 +15,15 @@ from dataclasses import dataclass
 from fleetflow.errors import GateError, InputError, Problem, UsageError
 from fleetflow.forge.base import CommitStatus
 from fleetflow.forge.git import retry_races
-from fleetflow.promotion.context import SCHEDULED, Context, doctor_names_the_rule, short, status_context
-from fleetflow.promotion.pin import PIN_FILE, read_pin, write_pin
+from fleetflow.promotion.context import (
+    SCHEDULED,
+    Context,
+    doctor_names_the_rule,
+    misplaced_pin,
+    short,
+    status_context,
+)
+from fleetflow.promotion.pin import PIN_FILE, holds_base_repo, read_pin, write_pin
 from fleetflow.promotion.schedule import ScheduleOutcome, schedule_environment
 from fleetflow.results import Result
 
@@ -123,6 +130,8 @@ def _pin_once(ctx: Context, environment: str, branch: str, sha: str, *, release:
             f"fleetflow writes {PIN_FILE} there",
         )])
     text = ctx.git.read_file(ctx.cp_url, env_sha, PIN_FILE)
+    if not holds_base_repo(text):  # the first pin, unless the branch holds the BaseRepo in another file
+        misplaced_pin(ctx, environment, branch, env_sha)
     current = read_pin(text)
     hold = None if release else current.hold
     if current.commit and current.commit != sha:
