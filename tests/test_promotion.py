@@ -263,6 +263,6 @@ def test_a_base_repo_moved_out_of_the_pin_file_is_named_and_nothing_is_written(t
         assert problem.location is not None
         assert (problem.location.file, problem.location.line) == ("dev/settings/pin.yaml", line)
         assert "base-repo.yaml at the root of branch dev" in problem.message
-        assert problem.hint is not None and "move this BaseRepo document to base-repo.yaml" in problem.hint
+        assert problem.hint is not None and "git mv settings/pin.yaml base-repo.yaml" in problem.hint
         assert "promote a commit first" not in str(refused.value)
         assert heads() == before

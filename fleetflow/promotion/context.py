@@ -270,11 +270,11 @@ def misplaced_pin(ctx: Context, environment: str, branch: str, env_sha: str) -> 
     elsewhere = ctx.base_repos_elsewhere(branch, env_sha)
     if elsewhere:
         raise InputError([Problem(
-            f"environment {environment}: BaseRepo {doc.name or '(unnamed)'} is in {doc.location.file}, but fleetflow "
-            f"reads and writes the pin only in {PIN_FILE} at the root of branch {branch}",
+            f"environment {environment}: a BaseRepo outside {PIN_FILE}: fleetflow reads and writes the pin only in "
+            f"{PIN_FILE} at the root of branch {branch}, so it cannot see this one",
             doc.location,
-            f"move this BaseRepo document to {PIN_FILE} at the root of {branch} (git mv, if the file holds "
-            "nothing else); fleetflow wrote nothing",
+            f"move the document to {PIN_FILE} on {branch} (git mv {doc.location.file.removeprefix(branch + '/')} "
+            f"{PIN_FILE}, when the file holds nothing else); nothing was written",
         ) for doc in elsewhere])
 
 
