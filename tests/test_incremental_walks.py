@@ -56,20 +56,19 @@ EXTRA_TYPES = 50  # cluster types added to the example's dev branch, so that the
 STEPS = 20
 
 
-def walk_seeds(default: list[tuple[int, Any]], variants: list[Any], label: Callable[[Any], str] = str) -> list[Any]:
+def walk_seeds(default: list[tuple[int, Any]], variants: list[Any], label: Callable[[Any], str]) -> list[Any]:
     """The walks a test takes, as (seed, variant) with the id ``seed-label(variant)`` (just the seed when the label
     is empty): ``default``, or, when the environment variable ``FLEETFLOW_WALK_SEEDS`` names seeds (``10-39``,
     ``3,8,11``, or both: ``3,10-19``), those seeds, each in the variant ``variants[seed % len(variants)]``. It is a
     longer search, run by hand, for a sequence of steps that breaks a walk's rule:
     ``FLEETFLOW_WALK_SEEDS=100-199 pytest tests/test_incremental_walks.py``."""
-    text = SEARCH
     chosen = default
-    if text:
+    if SEARCH:
         seeds: list[int] = []
-        for item in (i.strip() for i in text.split(",")):
+        for item in (i.strip() for i in SEARCH.split(",")):
             first, dash, last = item.partition("-")
             if not first.isdigit() or (dash and not last.isdigit()) or (dash and int(last) < int(first)):
-                raise pytest.UsageError(f"{SEEDS_VARIABLE}={text!r}: {item!r} is not a seed or a range of seeds "
+                raise pytest.UsageError(f"{SEEDS_VARIABLE}={SEARCH!r}: {item!r} is not a seed or a range of seeds "
                                         "(write 10-39, 3,8,11 or 3,10-19)")
             seeds.extend(range(int(first), int(last or first) + 1))
         chosen = [(seed, variants[seed % len(variants)]) for seed in dict.fromkeys(seeds)]
