@@ -266,3 +266,7 @@ def test_a_base_repo_moved_out_of_the_pin_file_is_named_and_nothing_is_written(t
         assert problem.hint is not None and "git mv settings/pin.yaml base-repo.yaml" in problem.hint
         assert "promote a commit first" not in str(refused.value)
         assert heads() == before
+    with fleet.context() as ctx:  # status says why dev shows no pin, where the BaseRepo is
+        [dev] = [e for e in fleet_status(ctx) if e.name == "dev"]
+    assert dev.pinned is None
+    assert f"a BaseRepo is in dev/settings/pin.yaml:{line}" in dev.gate_description, dev.gate_description

@@ -62,6 +62,12 @@ def fleet_status(ctx: Context, history: int = 3) -> list[EnvironmentStatus]:
         entry = EnvironmentStatus(name=name, after=list(env.spec.after), branch=branch, pinned=pinned,
                                   held=pin.hold)
         result.append(entry)
+        if env_sha is not None and pin.commit is None:  # no BaseRepo in the pin file: one elsewhere is no pin
+            elsewhere = ctx.base_repos_elsewhere(branch, env_sha)
+            if elsewhere:
+                where = elsewhere[0].location
+                entry.gate_description = (f"no pin fleetflow can read: a BaseRepo is in {where}, outside "
+                                          f"{PIN_FILE} at the root of {branch} (move it there)")
         if env_sha is None or pinned is None:
             continue
         statuses = {s.context: s for s in ctx.forge.statuses(ctx.control_plane, pinned)}
