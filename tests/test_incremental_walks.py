@@ -744,10 +744,22 @@ def reporter_toggled(plane: Plane, rng: random.Random, n: int) -> str | None:
     return f"ClusterType {doc.name}: status reporter"
 
 
+def base_repo_annotated(plane: Plane, rng: random.Random, n: int) -> str | None:
+    """The engineer annotates the BaseRepo (the pin's document) by hand: the environment branch moves, nothing
+    rendered changes; promote's later pin commits keep the annotation (they rewrite only the pin and the hold)."""
+    docs = [d for d in plane.docs("BaseRepo") if d.file.name == "base-repo.yaml"]
+    if not docs:
+        return None
+    meta = _child(docs[0].body, "metadata")
+    _child(meta, "annotations")["walk.example/note"] = f"step {n}"
+    plane.write(docs[0].file)
+    return f"BaseRepo {docs[0].name}: annotated by hand"
+
+
 SCHEDULE_STEP_KINDS: list[Step] = [  # what an environment branch holds, and a workload repo's commit
     config_value, config_key_added, config_key_removed, config_labels, config_map_added, config_map_removed,
     config_priority, cluster_type_labels, cluster_type_added, cluster_type_removed, cluster_added, cluster_changed,
-    document_moved, policy_changed, reporter_toggled, registered_workload_edited,
+    document_moved, policy_changed, reporter_toggled, registered_workload_edited, base_repo_annotated,
 ]
 
 
@@ -770,10 +782,27 @@ def workload_removed(plane: Plane, rng: random.Random, n: int) -> str | None:
     return f"Workload {doc.name} removed"
 
 
+def environment_edited(plane: Plane, rng: random.Random, n: int) -> str | None:
+    """dev's Environment (on main) changes its rollout or its PR's labels: promotion reads them, the render only
+    whether dev exists, so the tree changes only by the state's main commit."""
+    docs = [d for d in plane.docs("Environment") if d.name == "dev"]
+    if not docs:
+        return None
+    spec = _child(docs[0].body, "spec")
+    if rng.random() < 0.5:
+        _child(spec, "rollout")["soakTime"] = f"{n % 5 + 1}m"
+        change = f"soakTime {n % 5 + 1}m"
+    else:
+        _child(spec, "pullRequest")["labels"] = ["fleetflow", f"walk-{n}"]
+        change = f"PR labels fleetflow, walk-{n}"
+    plane.write(docs[0].file)
+    return f"Environment dev: {change}"
+
+
 # what main holds; a change there reaches the environment when main is promoted to it
 MAIN_STEP_KINDS: list[Step] = [
     template_edited, target_labels, workload_added, workload_removed, workspace_changed, document_moved,
-    registration_added, registered_workload_edited, registration_removed,
+    registration_added, registered_workload_edited, registration_removed, environment_edited,
 ]
 
 
