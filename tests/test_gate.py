@@ -105,6 +105,12 @@ def test_pin_roundtrip_keeps_comments() -> None:
     released = write_pin(new, commit="ghi", repo="r", hold=None)
     assert read_pin(released).hold is None and "annotations" not in released
     assert read_pin(write_pin(None, commit="x", repo="r", hold=None)).commit == "x"
+    # an annotation of the user's stays through a hold and its release (only the hold's own key comes and goes)
+    mine = text.replace("  name: main\n", "  name: main\n  annotations:\n    team.example/owner: platform\n")
+    held = write_pin(mine, commit="def", repo="r", hold="rollback from abc")
+    again = write_pin(held, commit="ghi", repo="r", hold=None)
+    assert "team.example/owner: platform" in held and "team.example/owner: platform" in again
+    assert read_pin(held).hold == "rollback from abc" and read_pin(again).hold is None
 
 
 def test_durations_are_parsed_once_into_timedelta() -> None:

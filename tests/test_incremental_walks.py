@@ -746,7 +746,8 @@ def reporter_toggled(plane: Plane, rng: random.Random, n: int) -> str | None:
 
 def base_repo_annotated(plane: Plane, rng: random.Random, n: int) -> str | None:
     """The engineer annotates the BaseRepo (the pin's document) by hand: the environment branch moves, nothing
-    rendered changes; promote's later pin commits keep the annotation (they rewrite only the pin and the hold)."""
+    rendered changes; promote's later pin commits keep the annotation (they rewrite only the pin and the hold:
+    ``tests/test_gate.py::test_pin_roundtrip_keeps_comments``)."""
     docs = [d for d in plane.docs("BaseRepo") if d.file.name == "base-repo.yaml"]
     if not docs:
         return None
