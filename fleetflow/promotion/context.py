@@ -20,7 +20,7 @@ from fleetflow.model.documents import Document, ParseCache, Tree, read_tree
 from fleetflow.model.references import environment_order
 from fleetflow.model.resources import EnvironmentSpec
 from fleetflow.promotion.gitops import GitOpsTree, clean_root
-from fleetflow.promotion.pin import PIN_FILE, Pin, read_pin
+from fleetflow.promotion.pin import PIN_FILE, Pin, holds_base_repo, read_pin
 from fleetflow.render.incremental import RenderState
 
 MAIN = "main"
@@ -170,7 +170,10 @@ class Context:
     def base_repos_elsewhere(self, branch: str, env_sha: str) -> list[Document]:
         """The BaseRepo documents of the environment branch at ``env_sha`` outside :data:`PIN_FILE` at its root.
         fleetflow reads and writes the pin only there: one elsewhere is a pin it cannot see, and writing a new one
-        would give the branch two. Read only when the pin file holds none (the branch's files, parse cache)."""
+        would give the branch two. Empty when the pin file holds one (another elsewhere is then a duplicate, which
+        loading the plane reports); otherwise the branch's files are read (through the parse cache)."""
+        if holds_base_repo(self.git.read_file(self.cp_url, env_sha, PIN_FILE)):
+            return []
         tree = Tree(self.tree(self.cp_url, env_sha), branch)  # the plane's label: the same cache entries
         docs = read_tree(tree, Problems(), cache=ParseCache(self.git.cache_dir / "parsed"))
         pin_file = tree.display(tree.root / PIN_FILE)
@@ -266,7 +269,7 @@ def pinned(ctx: Context, environment: str, *, required: bool) -> Pinned | None:
 
 def misplaced_pin(ctx: Context, environment: str, branch: str, env_sha: str) -> None:
     """Raise InputError, one problem per document, when the environment branch holds BaseRepo documents outside
-    :data:`PIN_FILE` at its root (call it when the pin file holds none): a pin fleetflow cannot see."""
+    :data:`PIN_FILE` at its root and none in it: a pin fleetflow cannot see (:meth:`Context.base_repos_elsewhere`)."""
     elsewhere = ctx.base_repos_elsewhere(branch, env_sha)
     if elsewhere:
         raise InputError([Problem(

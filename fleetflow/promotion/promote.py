@@ -23,7 +23,7 @@ from fleetflow.promotion.context import (
     short,
     status_context,
 )
-from fleetflow.promotion.pin import PIN_FILE, holds_base_repo, read_pin, write_pin
+from fleetflow.promotion.pin import PIN_FILE, read_pin, write_pin
 from fleetflow.promotion.schedule import ScheduleOutcome, schedule_environment
 from fleetflow.results import Result
 
@@ -129,9 +129,8 @@ def _pin_once(ctx: Context, environment: str, branch: str, sha: str, *, release:
             f"create it with the environment's files (cluster types, configs, GitOpsRepo); "
             f"fleetflow writes {PIN_FILE} there",
         )])
+    misplaced_pin(ctx, environment, branch, env_sha)  # a BaseRepo outside the pin file: no second one written
     text = ctx.git.read_file(ctx.cp_url, env_sha, PIN_FILE)
-    if not holds_base_repo(text):  # the first pin, unless the branch holds the BaseRepo in another file
-        misplaced_pin(ctx, environment, branch, env_sha)
     current = read_pin(text)
     hold = None if release else current.hold
     if current.commit and current.commit != sha:
