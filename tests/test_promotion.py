@@ -229,8 +229,6 @@ def test_concurrent_push_to_env_branch_is_retried(fleet: Fleet, monkeypatch: pyt
 
 
 def subprocess_log(fleet: Fleet, branch: str) -> str:
-    from tests.fleet import git
-
     return git(fleet.root, "--git-dir", fleet.cp_url, "log", "--format=%s", f"refs/heads/{branch}")
 
 
