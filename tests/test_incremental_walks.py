@@ -35,6 +35,7 @@ from ruamel.yaml import YAML
 
 from fleetflow.errors import InputError
 from fleetflow.forge.git import BareRepo
+from fleetflow.promotion.pin import PIN_FILE
 from fleetflow.promotion.promote import promote, promote_many
 from fleetflow.promotion.schedule import ScheduleOutcome, render_commit, schedule_environment
 from fleetflow.promotion.shards import stitch_environment
@@ -748,7 +749,7 @@ def base_repo_annotated(plane: Plane, rng: random.Random, n: int) -> str | None:
     """The engineer annotates the BaseRepo (the pin's document) by hand: the environment branch moves, nothing
     rendered changes; promote's later pin commits keep the annotation (they rewrite only the pin and the hold:
     ``tests/test_gate.py::test_pin_roundtrip_keeps_comments``)."""
-    docs = [d for d in plane.docs("BaseRepo") if d.file.name == "base-repo.yaml"]
+    docs = [d for d in plane.docs("BaseRepo") if d.file == plane.env / PIN_FILE]
     if not docs:
         return None
     meta = _child(docs[0].body, "metadata")

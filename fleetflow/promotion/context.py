@@ -20,7 +20,7 @@ from fleetflow.model.documents import Document, ParseCache, Tree, read_tree
 from fleetflow.model.references import environment_order
 from fleetflow.model.resources import EnvironmentSpec
 from fleetflow.promotion.gitops import GitOpsTree, clean_root
-from fleetflow.promotion.pin import PIN_FILE, Pin, holds_base_repo, read_pin
+from fleetflow.promotion.pin import PIN_FILE, Pin, read_pin
 from fleetflow.render.incremental import RenderState
 
 MAIN = "main"
@@ -170,10 +170,8 @@ class Context:
     def base_repos_elsewhere(self, branch: str, env_sha: str) -> list[Document]:
         """The BaseRepo documents of the environment branch at ``env_sha`` outside :data:`PIN_FILE` at its root.
         fleetflow reads and writes the pin only there: one elsewhere is a pin it cannot see, and writing a new one
-        would give the branch two. Empty when the pin file holds one (another elsewhere is then a duplicate, which
-        loading the plane reports); otherwise the branch's files are read (through the parse cache)."""
-        if holds_base_repo(self.git.read_file(self.cp_url, env_sha, PIN_FILE)):
-            return []
+        would give the branch two. Ask only when the pin file holds none (``Pin.present``: with one there, another
+        elsewhere is a duplicate, which loading the plane reports): it reads the branch's files (parse cache)."""
         tree = Tree(self.tree(self.cp_url, env_sha), branch)  # the plane's label: the same cache entries
         docs = read_tree(tree, Problems(), cache=ParseCache(self.git.cache_dir / "parsed"))
         pin_file = tree.display(tree.root / PIN_FILE)
@@ -241,7 +239,8 @@ def pinned(ctx: Context, environment: str, *, required: bool) -> Pinned | None:
                 f"environment {environment}: branch {branch!r} does not exist in the control-plane repo",
                 None, f"create the {branch} branch with the environment's cluster types, configs and GitOpsRepo",
             )])
-        misplaced_pin(ctx, environment, branch, env_sha)
+        if not pin.present:
+            misplaced_pin(ctx, environment, branch, env_sha)
         raise InputError([Problem(
             f"environment {environment} has no pinned main commit ({PIN_FILE} on {branch})",
             None, f"promote a commit first: fleetflow promote --environment {environment} --commit SHA",
@@ -269,7 +268,8 @@ def pinned(ctx: Context, environment: str, *, required: bool) -> Pinned | None:
 
 def misplaced_pin(ctx: Context, environment: str, branch: str, env_sha: str) -> None:
     """Raise InputError, one problem per document, when the environment branch holds BaseRepo documents outside
-    :data:`PIN_FILE` at its root and none in it: a pin fleetflow cannot see (:meth:`Context.base_repos_elsewhere`)."""
+    :data:`PIN_FILE` at its root: a pin fleetflow cannot see (call it when the pin file holds none,
+    :meth:`Context.base_repos_elsewhere`)."""
     elsewhere = ctx.base_repos_elsewhere(branch, env_sha)
     if elsewhere:
         raise InputError([Problem(

@@ -22,6 +22,7 @@ HOLD_ANNOTATION = "fleetflow.dev/hold"
 class Pin:
     commit: str | None
     hold: str | None  # why the environment is held (a rollback), or None
+    present: bool = False  # the pin file holds a BaseRepo document (one without ``spec.commit`` included)
 
 
 def _yaml() -> YAML:
@@ -38,11 +39,6 @@ def _base_repo_index(docs: list[object]) -> int | None:
     return None
 
 
-def holds_base_repo(text: str | None) -> bool:
-    """Whether the pin file's text holds a BaseRepo document (one without ``spec.commit`` included)."""
-    return bool(text) and _base_repo_index(list(_yaml().load_all(text))) is not None
-
-
 def read_pin(text: str | None) -> Pin:
     if not text:
         return Pin(None, None)
@@ -55,7 +51,7 @@ def read_pin(text: str | None) -> Pin:
     spec = doc.get("spec") or {}
     annotations = (doc.get("metadata") or {}).get("annotations") or {}
     commit = spec.get("commit")
-    return Pin(str(commit) if commit else None, annotations.get(HOLD_ANNOTATION))
+    return Pin(str(commit) if commit else None, annotations.get(HOLD_ANNOTATION), present=True)
 
 
 def write_pin(text: str | None, *, commit: str, repo: str, hold: str | None) -> str:

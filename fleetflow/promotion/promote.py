@@ -129,9 +129,10 @@ def _pin_once(ctx: Context, environment: str, branch: str, sha: str, *, release:
             f"create it with the environment's files (cluster types, configs, GitOpsRepo); "
             f"fleetflow writes {PIN_FILE} there",
         )])
-    misplaced_pin(ctx, environment, branch, env_sha)  # a BaseRepo outside the pin file: no second one written
     text = ctx.git.read_file(ctx.cp_url, env_sha, PIN_FILE)
     current = read_pin(text)
+    if not current.present:  # the first pin, unless a BaseRepo outside the pin file would make it a second one
+        misplaced_pin(ctx, environment, branch, env_sha)
     hold = None if release else current.hold
     if current.commit and current.commit != sha:
         older = ctx.git.is_ancestor(ctx.cp_url, sha, current.commit)

@@ -62,7 +62,7 @@ def fleet_status(ctx: Context, history: int = 3) -> list[EnvironmentStatus]:
         entry = EnvironmentStatus(name=name, after=list(env.spec.after), branch=branch, pinned=pinned,
                                   held=pin.hold)
         result.append(entry)
-        if env_sha is not None and pin.commit is None:  # a BaseRepo outside the pin file is a pin it cannot see
+        if env_sha is not None and not pin.present:  # a BaseRepo outside the pin file is a pin it cannot see
             elsewhere = ctx.base_repos_elsewhere(branch, env_sha)
             if elsewhere:
                 where = elsewhere[0].location
