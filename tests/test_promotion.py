@@ -11,7 +11,9 @@ import pytest
 from fleetflow.errors import GateError, InputError
 from fleetflow.forge.git import GitRepos
 from fleetflow.promotion.check_rollout import check_rollout
+from fleetflow.promotion.history import read_history
 from fleetflow.promotion.promote import promote, promote_many
+from fleetflow.promotion.reconcile import reconcile
 from fleetflow.promotion.schedule import schedule_environment
 from fleetflow.promotion.status import as_markdown, fleet_status
 from tests.fleet import ENVIRONMENTS, Fleet, _environment, git, github_fleet, local_fleet
@@ -268,3 +270,58 @@ def test_a_base_repo_moved_out_of_the_pin_file_is_named_and_nothing_is_written(t
         [dev] = [e for e in fleet_status(ctx) if e.name == "dev"]
     assert dev.pinned is None
     assert f"a BaseRepo is in dev/settings/pin.yaml:{line}" in dev.gate_description, dev.gate_description
+
+
+BROKEN_PINS = {  # how an engineer's edit can leave base-repo.yaml unreadable: the text, and where git points
+    "syntax": ("spec: [\n", 4),  # the file ends inside the list
+    "duplicate key": ("kind: BaseRepo\n", 3),
+    "tab": ("spec:\n  commit:\t\"\"\n", 4),
+}
+
+
+@pytest.mark.parametrize("broken", list(BROKEN_PINS))
+def test_a_pin_file_that_does_not_read_is_named_and_nothing_is_written(tmp_path: Path, broken: str) -> None:
+    """``base-repo.yaml`` is edited by hand too (a hold annotation, a comment). When an edit left it unreadable,
+    every fleet command crashed with ruamel.yaml's exception (a traceback; ``status`` and ``reconcile`` for every
+    environment, because of one). Now each command that acts on the environment refuses with the file, line and
+    column, pushes nothing; ``status`` shows the environment with the reason and every other one as before;
+    ``reconcile`` reports it for that environment; ``history`` still shows its earlier pins. A tab between a key
+    and its value is such an edit: ruamel, which rewrites the file keeping its comments, refuses it
+    (tests/test_yaml_reading.py)."""
+    fleet = make_local_fleet(tmp_path)
+    sha = first_commit(fleet)
+    with fleet.context() as ctx:
+        promote_many(ctx, None, sha)
+    assert roll_out(fleet, "dev") == "success"  # qa gets the commit too: its status must show as before
+    git(fleet.work, "fetch", "-q", fleet.cp_url, "+refs/heads/dev:refs/remotes/cp/dev")
+    git(fleet.work, "checkout", "-q", "-B", "dev", "cp/dev")
+    text, line = BROKEN_PINS[broken]
+    pin_file = fleet.work / "base-repo.yaml"
+    pin_file.write_text("apiVersion: fleetflow.dev/v1alpha1\nkind: BaseRepo\n" + text)
+    git(fleet.work, "commit", "-q", "-am", f"pin: an edit by hand ({broken})")
+    git(fleet.work, "push", "-q", fleet.cp_url, "HEAD:refs/heads/dev")
+
+    def heads() -> list[str]:  # dev's pin, its GitOps branch and its PR's head branch: nothing may move
+        return [fleet.branch_sha(fleet.cp_url, "dev"), fleet.branch_sha(fleet.gitops_url, "dev"),
+                fleet.branch_sha(fleet.gitops_url, "fleetflow/dev")]
+
+    before = heads()
+    for run in (lambda ctx: schedule_environment(ctx, "dev"), lambda ctx: promote(ctx, "dev", sha),
+                lambda ctx: check_rollout(ctx, "dev")):
+        with fleet.context() as ctx, pytest.raises(InputError) as refused:
+            run(ctx)
+        [problem] = refused.value.problems()
+        assert problem.location is not None and problem.location.column is not None
+        assert (problem.location.file, problem.location.line) == ("dev/base-repo.yaml", line)
+        assert problem.message.startswith("invalid YAML: ") and problem.hint
+        assert heads() == before
+    with fleet.context() as ctx:
+        statuses = {e.name: e for e in fleet_status(ctx)}
+        reconciled = {e.environment: e for e in reconcile(ctx).environments}
+        history = read_history(ctx)
+    assert statuses["dev"].gate_description.startswith(f"no pin fleetflow can read: dev/base-repo.yaml:{line}:")
+    assert statuses["qa"].pinned == sha and statuses["dev"].pinned is None
+    assert [str(p.location) for p in reconciled["dev"].problems] == [str(problem.location)]
+    assert reconciled["dev"].exit_code == 1 and reconciled["qa"].problems == []
+    assert [p.commit for p in history.promotions["dev"]] == [sha]  # the pin before the edit
+    assert heads() == before

@@ -11,7 +11,7 @@ Two parsers, one meaning (YAML 1.2 core schema, as ruamel.yaml reads it; see doc
   constructor that builds plain data directly. It covers what control planes are written in: string keys, plain
   and quoted scalars, block and flow collections, anchors. Anything else (a ``%YAML`` directive, merge keys,
   timestamps with a time, non-string keys, duplicate keys, tags beyond the core ones, a document that is not a
-  mapping, a syntax error) sends the file to
+  mapping, a syntax error, a tab or a byte-order mark inside the file) sends the file to
 * the **careful path**: ruamel.yaml's round-trip parser, which knows where every key is and words every error
   with its line and column. Positions of a file read on the quick path come from the same careful parse, done
   the first time something asks where a value is (an error message, explain), for that file only.
@@ -47,13 +47,13 @@ from yaml._yaml import CParser
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from fleetflow import __version__
-from fleetflow.errors import Location, Problems
+from fleetflow.errors import Location, Problem, Problems
 
 FLEETFLOW_API = "fleetflow.dev/v1alpha1"
 KALYPSO_API = "scheduler.kalypso.io/v1alpha1"
 ACCEPTED_APIS = (FLEETFLOW_API, KALYPSO_API)
 IGNORE_FILE = ".fleetflowignore"
-CACHE_FORMAT = f"fleetflow {__version__} documents 2"
+CACHE_FORMAT = f"fleetflow {__version__} documents 3"  # 3: a tab is read the careful way
 VISIBLE_HIDDEN_DIRS = frozenset({".environments"})
 YAML_SUFFIXES = (".yaml", ".yml")
 
@@ -342,10 +342,19 @@ def _quick_nodes(text: str) -> Iterator[Node]:
         yield cast(Node, loader.get_node())  # not None after check_node()
 
 
-def _quick_parse(text: str, source: Source) -> list[Document]:
-    """Every document of ``text``, or :class:`_Careful` when the careful path must read it."""
+def _quick_may_read(text: str) -> None:
+    """:class:`_Careful` for a file libyaml would read otherwise than ruamel.yaml, whatever else it holds."""
     if text.startswith("%") or "\n%" in text:
         raise _Careful("directive")  # %YAML 1.1 changes what scalars mean
+    if "\t" in text or text.find("\ufeff", 1) != -1:
+        # libyaml reads a tab between a key and its value, which ruamel refuses, and counts columns after a
+        # byte-order mark inside the file one fewer (tests/test_yaml_reading.py, the mutated files)
+        raise _Careful("tab or byte-order mark")
+
+
+def _quick_parse(text: str, source: Source) -> list[Document]:
+    """Every document of ``text``, or :class:`_Careful` when the careful path must read it."""
+    _quick_may_read(text)
     documents = []
     display = source.display
     try:
@@ -397,6 +406,7 @@ def _scalar_position(node: ScalarNode, path: PathKey, values: dict[PathKey, Posi
 
 
 def _quick_positions(text: str) -> list[Positions | None]:
+    _quick_may_read(text)
     found: list[Positions | None] = []
     for node in _quick_nodes(text):
         values: dict[PathKey, Position] = {}
@@ -488,24 +498,35 @@ def _yaml() -> YAML:
     return yaml
 
 
+NOT_YAML = (YAMLError, ValueError, IndexError)  # what ruamel raises for a file that does not read: a date such as
+# 2024-02-30 raises ValueError, ruamel's int of "-_" IndexError
+
+
+def yaml_problem(exc: Exception, display: str) -> Problem:
+    """What an exception of :data:`NOT_YAML` that ruamel.yaml raised for the file ``display`` says to the user:
+    the line and column it names, what is wrong and how to fix it."""
+    if not isinstance(exc, MarkedYAMLError):
+        return Problem(f"invalid YAML: {exc}", Location(display), "fix the YAML syntax")
+    mark = exc.problem_mark or exc.context_mark
+    where = Location(display, mark.line + 1, mark.column + 1) if mark else Location(display)
+    what = (exc.problem or exc.context or "invalid YAML").strip()
+    if "duplicate key" in what:
+        hint = "each key may appear once per mapping; remove or rename the repeated one"
+    elif "'\\t'" in what:
+        hint = "replace the tab with spaces: fleetflow reads a tab only inside quotes, block scalars and comments"
+    else:
+        hint = "fix the YAML syntax (indentation, quotes, ':' after keys)"
+    return Problem(f"invalid YAML: {what}", where, hint)
+
+
 def _careful_parse(text: str, source: Source, problems: Problems) -> list[Document]:
     """Parse every document in ``text`` with ruamel.yaml, which words every error with its line and column."""
     display = source.display
     documents: list[Document] = []
     try:
         loaded = list(_yaml().load_all(text))
-    except MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        where = Location(display, mark.line + 1, mark.column + 1) if mark else Location(display)
-        what = (exc.problem or exc.context or "invalid YAML").strip()
-        if "duplicate key" in what:
-            hint = "each key may appear once per mapping; remove or rename the repeated one"
-        else:
-            hint = "fix the YAML syntax (indentation, quotes, ':' after keys)"
-        problems.add(f"invalid YAML: {what}", where, hint)
-        return []
-    except (YAMLError, ValueError, IndexError) as exc:  # a date such as 2024-02-30; ruamel's int of "-_"
-        problems.add(f"invalid YAML: {exc}", Location(display), "fix the YAML syntax")
+    except NOT_YAML as exc:
+        problems.extend([yaml_problem(exc, display)])
         return []
     for index, node in enumerate(loaded):
         if node is None:

@@ -162,10 +162,11 @@ class Context:
     def env_branch(env: Resource[EnvironmentSpec]) -> str:
         return environment_branch(env)
 
-    def pin(self, env_sha: str | None) -> Pin:
+    def pin(self, env_sha: str | None, branch: str) -> Pin:
+        """The pin on the environment branch ``branch`` at ``env_sha``; InputError when its file does not read."""
         if env_sha is None:
             return Pin(None, None)
-        return read_pin(self.git.read_file(self.cp_url, env_sha, PIN_FILE))
+        return read_pin(self.git.read_file(self.cp_url, env_sha, PIN_FILE), f"{branch}/{PIN_FILE}")
 
     def base_repos_elsewhere(self, branch: str, env_sha: str) -> list[Document]:
         """The BaseRepo documents of the environment branch at ``env_sha`` outside :data:`PIN_FILE` at its root.
@@ -230,7 +231,7 @@ def pinned(ctx: Context, environment: str, *, required: bool) -> Pinned | None:
     env = ctx.environment(envs, environment)
     branch = ctx.env_branch(env)
     env_sha = ctx.git.fetch_branch(ctx.cp_url, branch)
-    pin = ctx.pin(env_sha)
+    pin = ctx.pin(env_sha, branch)
     if env_sha is None or pin.commit is None:
         if not required:
             return None

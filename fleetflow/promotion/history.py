@@ -28,7 +28,7 @@ from fleetflow.forge.git import CommitInfo
 from fleetflow.model.controlplane import Resource
 from fleetflow.model.resources import EnvironmentSpec
 from fleetflow.promotion.context import SCHEDULED, Context, chain_order, short, status_context
-from fleetflow.promotion.pin import PIN_FILE, Pin, read_pin
+from fleetflow.promotion.pin import PIN_FILE, Pin, past_pin
 
 DEFAULT_LIMIT = 50
 _MAIN_REF = re.compile(r"main@([0-9a-f]{7,40})\b")
@@ -61,7 +61,7 @@ def pins(ctx: Context, env_sha: str, limit: int) -> list[tuple[str, Pin]]:
     found: list[tuple[str, Pin]] = []
     previous: Pin | None = None
     for sha in reversed(ctx.git.log(ctx.cp_url, env_sha, PIN_FILE, limit=limit * 2 + 1)):
-        pin = read_pin(ctx.git.read_file(ctx.cp_url, sha, PIN_FILE))
+        pin = past_pin(ctx.git.read_file(ctx.cp_url, sha, PIN_FILE))
         if pin.commit and (previous is None or previous.commit != pin.commit):
             found.append((sha, pin))
         previous = pin
@@ -169,13 +169,13 @@ def _gitops_target(ctx: Context, env: Resource[EnvironmentSpec]) -> tuple[str, s
     """The GitOps repo and branch of an environment, from the GitOpsRepo on its branch (at the branch tip)."""
     branch = ctx.env_branch(env)
     env_sha = ctx.git.fetch_branch(ctx.cp_url, branch)
-    pin = ctx.pin(env_sha)
-    if env_sha is None or pin.commit is None:
-        return None
-    main_sha = ctx.git.resolve(ctx.cp_url, pin.commit)
-    if main_sha is None:
-        return None
     try:
+        pin = ctx.pin(env_sha, branch)
+        if env_sha is None or pin.commit is None:
+            return None
+        main_sha = ctx.git.resolve(ctx.cp_url, pin.commit)
+        if main_sha is None:
+            return None
         plane = ctx.plane(main_sha, branch, env_sha)
     except (InputError, GitError):  # a broken branch: no merge times, the rest of the history still shows
         return None

@@ -1,18 +1,22 @@
 """The ``BaseRepo`` pin on an environment branch: which ``main`` commit the environment runs.
 
 Pure text in, text out. The file is rewritten with ruamel's round-trip mode, so comments, key order and quoting
-that people wrote stay as they were; only ``spec.commit`` (and the hold annotation) change.
+that people wrote stay as they were; only ``spec.commit`` (and the hold annotation) change. A file that does not
+read as YAML is an :class:`InputError` naming its line and column (the wording of every YAML error,
+:func:`fleetflow.model.documents.yaml_problem`), never a crash: a person edits this file by hand too.
 """
 
 from __future__ import annotations
 
 import io
 from dataclasses import dataclass
+from typing import Any
 
 from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap
 
-from fleetflow.model.documents import FLEETFLOW_API
+from fleetflow.errors import InputError
+from fleetflow.model.documents import FLEETFLOW_API, NOT_YAML, yaml_problem
 
 PIN_FILE = "base-repo.yaml"
 HOLD_ANNOTATION = "fleetflow.dev/hold"
@@ -39,10 +43,19 @@ def _base_repo_index(docs: list[object]) -> int | None:
     return None
 
 
-def read_pin(text: str | None) -> Pin:
+def _load(yaml: YAML, text: str, display: str) -> list[Any]:
+    try:
+        return list(yaml.load_all(text))
+    except NOT_YAML as exc:
+        raise InputError(yaml_problem(exc, display)) from None
+
+
+def read_pin(text: str | None, display: str = PIN_FILE) -> Pin:
+    """The pin in ``text`` (the pin file's content, None when there is none). ``display`` names the file in the
+    :class:`InputError` raised when it does not read as YAML (``<branch>/base-repo.yaml``)."""
     if not text:
         return Pin(None, None)
-    docs = list(_yaml().load_all(text))
+    docs = _load(_yaml(), text, display)
     index = _base_repo_index(docs)
     if index is None:
         return Pin(None, None)
@@ -54,10 +67,20 @@ def read_pin(text: str | None) -> Pin:
     return Pin(str(commit) if commit else None, annotations.get(HOLD_ANNOTATION), present=True)
 
 
+def past_pin(text: str | None) -> Pin:
+    """The pin of an earlier commit of the branch (history, earlier successes): one that does not read counts as
+    none, since the branch's tip is what a run acts on, and reading the tip's pin says what is wrong with it."""
+    try:
+        return read_pin(text)
+    except InputError:
+        return Pin(None, None)
+
+
 def write_pin(text: str | None, *, commit: str, repo: str, hold: str | None) -> str:
-    """Return the file with ``spec.commit = commit`` and the hold annotation set (or removed when None)."""
+    """Return the file with ``spec.commit = commit`` and the hold annotation set (or removed when None): ``text``
+    as :func:`read_pin` read it."""
     yaml = _yaml()
-    docs = list(yaml.load_all(text)) if text else []
+    docs = _load(yaml, text, PIN_FILE) if text else []
     index = _base_repo_index(docs)
     if index is None:
         doc = CommentedMap()

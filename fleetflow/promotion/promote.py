@@ -130,7 +130,7 @@ def _pin_once(ctx: Context, environment: str, branch: str, sha: str, *, release:
             f"fleetflow writes {PIN_FILE} there",
         )])
     text = ctx.git.read_file(ctx.cp_url, env_sha, PIN_FILE)
-    current = read_pin(text)
+    current = read_pin(text, f"{branch}/{PIN_FILE}")
     if not current.present:  # the first pin, unless a BaseRepo outside the pin file would make it a second one
         misplaced_pin(ctx, environment, branch, env_sha)
     hold = None if release else current.hold

@@ -139,7 +139,7 @@ def plan_change(checkout: Path, into: str, scratch: Path, *, environment: str | 
 def _pinned_main(repo: BareRepo, checkout: Path, main_branch: str) -> str:
     """The main commit an environment branch's change renders with: its pin, else main's tip."""
     pin_file = checkout / PIN_FILE
-    pin = read_pin(pin_file.read_text(encoding="utf-8") if pin_file.is_file() else None)
+    pin = read_pin(pin_file.read_text(encoding="utf-8") if pin_file.is_file() else None, str(pin_file))
     if pin.commit:
         sha = repo.resolve(f"{pin.commit}^{{commit}}")
         if sha is None:

@@ -31,7 +31,7 @@ from typing import Literal
 
 from pydantic import Field, PrivateAttr, computed_field
 
-from fleetflow.errors import FleetflowError, Problem
+from fleetflow.errors import FleetflowError, InputError, Problem
 from fleetflow.forge.base import CommitStatus, PullRequest
 from fleetflow.forge.git import PULL_HEADS, heads_of, pull_refs
 from fleetflow.model.controlplane import Resource
@@ -49,7 +49,7 @@ from fleetflow.promotion.merge_records import (
     write_record,
 )
 from fleetflow.promotion.merging import MergeOutcome, merge_if_due, merge_when_green
-from fleetflow.promotion.pin import PIN_FILE, read_pin
+from fleetflow.promotion.pin import PIN_FILE, past_pin
 from fleetflow.promotion.promote import SHARDED_SCHEDULE, PromoteOutcome, promote
 from fleetflow.promotion.reports import ReportWatch
 from fleetflow.promotion.schedule import PullRequestLink, ScheduleOutcome, schedule_environment
@@ -226,8 +226,9 @@ class _Run:
 def _observe(run: _Run, name: str, envs: dict[str, Resource[EnvironmentSpec]]) -> _View:
     ctx = run.ctx
     env = ctx.environment(envs, name)
-    env_sha = ctx.git.fetch_branch(ctx.cp_url, ctx.env_branch(env))
-    pin = ctx.pin(env_sha)
+    branch = ctx.env_branch(env)
+    env_sha = ctx.git.fetch_branch(ctx.cp_url, branch)
+    pin = ctx.pin(env_sha, branch)
     found = Found(pin=pin.commit, held=pin.hold, env_commit=env_sha)
     if env_sha is None or pin.commit is None:
         return _View(found, None)
@@ -277,7 +278,11 @@ def _taken_downstream(ctx: Context, name: str, envs: dict[str, Resource[Environm
     nexts = [n for n, e in envs.items() if name in e.spec.after]
 
     def pinned_there(env: str) -> bool:
-        commit = ctx.pin(ctx.git.fetch_branch(ctx.cp_url, ctx.env_branch(envs[env]))).commit
+        branch = ctx.env_branch(envs[env])
+        try:
+            commit = ctx.pin(ctx.git.fetch_branch(ctx.cp_url, branch), branch).commit
+        except InputError:  # that environment's pin does not read: its own reconcile says so; here, not pinned
+            return False
         return commit is not None and (commit == main_sha or ctx.git.resolve(ctx.cp_url, commit) == main_sha)
 
     return bool(nexts) and all(pinned_there(n) for n in nexts)
@@ -301,7 +306,7 @@ def _recent_pins(ctx: Context, envs: dict[str, Resource[EnvironmentSpec]], name:
         return []
     pins: list[str] = []
     for sha in ctx.git.log(ctx.cp_url, env_sha, PIN_FILE, limit=PIN_HISTORY):
-        commit = read_pin(ctx.git.read_file(ctx.cp_url, sha, PIN_FILE)).commit
+        commit = past_pin(ctx.git.read_file(ctx.cp_url, sha, PIN_FILE)).commit
         if commit and commit not in pins:
             pins.append(commit)
     return pins

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from pydantic import Field, computed_field
 
-from fleetflow.errors import FleetflowError
+from fleetflow.errors import FleetflowError, InputError
 from fleetflow.promotion.context import Context, chain_order, head_branch, short, status_context
 from fleetflow.promotion.merge_records import MergeRecord, read_record, record_refs, seen_records
-from fleetflow.promotion.pin import PIN_FILE, read_pin
+from fleetflow.promotion.pin import PIN_FILE, past_pin
 from fleetflow.promotion.schedule import PullRequestLink
 from fleetflow.report import render_report
 from fleetflow.results import Result
@@ -57,7 +57,12 @@ def fleet_status(ctx: Context, history: int = 3) -> list[EnvironmentStatus]:
         env = envs[name]
         branch = ctx.env_branch(env)
         env_sha = ctx.git.fetch_branch(ctx.cp_url, branch)
-        pin = ctx.pin(env_sha)
+        try:
+            pin = ctx.pin(env_sha, branch)
+        except InputError as exc:  # a pin file that does not read: the environment still gets its status line
+            result.append(EnvironmentStatus(name=name, after=list(env.spec.after), branch=branch, pinned=None,
+                                            held=None, gate_description=f"no pin fleetflow can read: {exc}"))
+            continue
         pinned = None if pin.commit is None or not pin.commit.strip("0") else pin.commit  # 000…: never promoted
         entry = EnvironmentStatus(name=name, after=list(env.spec.after), branch=branch, pinned=pinned,
                                   held=pin.hold)
@@ -103,7 +108,7 @@ def _previous_success(ctx: Context, name: str, env_sha: str, current: str, limit
     """The newest earlier pin of this environment whose rollout succeeded (looks at ``limit`` pins)."""
     seen = {current}
     for sha in ctx.git.log(ctx.cp_url, env_sha, PIN_FILE, limit=20):
-        pin = read_pin(ctx.git.read_file(ctx.cp_url, sha, PIN_FILE)).commit
+        pin = past_pin(ctx.git.read_file(ctx.cp_url, sha, PIN_FILE)).commit
         if pin is None or pin in seen:
             continue
         seen.add(pin)
