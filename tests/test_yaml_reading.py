@@ -14,6 +14,7 @@ import os
 import pickle
 import random
 import stat
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -229,12 +230,27 @@ def test_aliases_are_copies_as_before() -> None:
         ("kind: A\n---\n- x\n", "f.yaml:3", "document 2 is a CommentedSeq, not a mapping"),
         ("v: 2024-02-30\n", "f.yaml", "invalid YAML: day is out of range"),  # crashed before
         ("v: -_\n", "f.yaml", "invalid YAML"),  # ruamel's int constructor raised IndexError: crashed before
+        # a key that is a mapping with a list in it: ruamel raised TypeError (unhashable), a crash, found by the
+        # mutated files; a list or mapping key without one became its Python text ("('x',)") as a key
+        ("a: 1\nspec:\n  ? events:\n    - kind: K\n  : 1\n", "f.yaml:3:5", "a key that is a list or a mapping"),
+        ("a:\n  [x]: 1\n", "f.yaml:2:3", "a key that is a list or a mapping"),
+        ("a: 1\n? {b: 1}\n: 2\n", "f.yaml:2:3", "a key that is a list or a mapping"),
     ],
 )
 def test_errors_keep_their_line_and_column(text: str, where: str, message: str) -> None:
     _, problems = parsed(text, "f.yaml")
     assert len(problems) == 1
     assert str(problems[0].location).startswith(where) and message in problems[0].message
+
+
+def test_an_anchor_defined_again_names_the_later_node_without_a_python_warning() -> None:
+    """YAML 1.2.2, 3.2.2.2 "Anchors and Aliases": an alias refers to the most recent node with its anchor. libyaml
+    refuses such a file and ruamel reads it, with a ``ReusedAnchorWarning`` that reached the terminal as a Python
+    warning naming "<unicode string>" (an error here, so that it fails the test)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        (doc,), problems = parsed("a: &x 1\nb: &x 2\nc: *x\n", "f.yaml")
+    assert problems == [] and doc.body == {"a": 1, "b": 2, "c": 2}
 
 
 def test_positions_are_worked_out_only_when_asked_for() -> None:

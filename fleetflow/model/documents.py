@@ -31,6 +31,7 @@ import os
 import re
 import stat
 import tempfile
+import warnings
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -41,7 +42,7 @@ import pathspec
 import yaml
 from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
-from ruamel.yaml.error import MarkedYAMLError, YAMLError
+from ruamel.yaml.error import MarkedYAMLError, ReusedAnchorWarning, YAMLError
 from ruamel.yaml.scalarstring import FoldedScalarString, LiteralScalarString
 from yaml._yaml import CParser
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
@@ -498,12 +499,54 @@ def _yaml() -> YAML:
     return yaml
 
 
-NOT_YAML = (YAMLError, ValueError, IndexError)  # what ruamel raises for a file that does not read: a date such as
+_NOT_YAML = (YAMLError, ValueError, IndexError)  # what ruamel raises for a file that does not read: a date such as
 # 2024-02-30 raises ValueError, ruamel's int of "-_" IndexError
 
 
-def yaml_problem(exc: Exception, display: str) -> Problem:
-    """What an exception of :data:`NOT_YAML` that ruamel.yaml raised for the file ``display`` says to the user:
+def _complex_key(text: str) -> Position | None:
+    """Where the first key that is a list or a mapping (``? [a]: 1``, ``{a: 1}: 2``) starts, by libyaml's marks;
+    None when there is none, or when libyaml cannot read the file (ruamel then says why)."""
+    found: list[Position] = []
+    try:
+        stack: list[Node] = list(_quick_nodes(text))
+    except yaml.YAMLError:
+        return None
+    while stack:
+        node = stack.pop()
+        if node.__class__ is MappingNode:
+            for key_node, value_node in node.value:
+                if key_node.__class__ is not ScalarNode:
+                    found.append((key_node.start_mark.line + 1, key_node.start_mark.column + 1))
+                stack.append(value_node)
+        elif node.__class__ is SequenceNode:
+            stack.extend(node.value)
+    return min(found, default=None)
+
+
+def ruamel_documents(yaml: YAML, text: str, display: str, problems: Problems) -> list[Any] | None:
+    """Every document of ``text`` as ``yaml`` (ruamel.yaml) loads it, or None with what is wrong (line, column, how
+    to fix it) added to ``problems``. A key that is a list or a mapping is refused: ruamel turns one into a key
+    nothing can name (its Python text) or, with a list inside, raises TypeError."""
+    at = _complex_key(text)
+    if at is not None:
+        problems.add("invalid YAML: a key that is a list or a mapping", Location(display, *at),
+                     "write each key as plain text: '?' before a key, or a key in [ ] or { }, makes it a list or a "
+                     "mapping")
+        return None
+    try:
+        with warnings.catch_warnings():
+            # an anchor defined again names the later node from there on (YAML 1.2.2, 3.2.2.2 "Anchors and
+            # Aliases"), as ruamel reads it; its warning (ruamel/yaml/composer.py) would reach the user's terminal
+            # as a Python warning naming "<unicode string>"
+            warnings.simplefilter("ignore", ReusedAnchorWarning)
+            return list(yaml.load_all(text))
+    except _NOT_YAML as exc:
+        problems.extend([_yaml_problem(exc, display)])
+        return None
+
+
+def _yaml_problem(exc: Exception, display: str) -> Problem:
+    """What an exception of :data:`_NOT_YAML` that ruamel.yaml raised for the file ``display`` says to the user:
     the line and column it names, what is wrong and how to fix it."""
     if not isinstance(exc, MarkedYAMLError):
         return Problem(f"invalid YAML: {exc}", Location(display), "fix the YAML syntax")
@@ -523,10 +566,8 @@ def _careful_parse(text: str, source: Source, problems: Problems) -> list[Docume
     """Parse every document in ``text`` with ruamel.yaml, which words every error with its line and column."""
     display = source.display
     documents: list[Document] = []
-    try:
-        loaded = list(_yaml().load_all(text))
-    except NOT_YAML as exc:
-        problems.extend([yaml_problem(exc, display)])
+    loaded = ruamel_documents(_yaml(), text, display, problems)
+    if loaded is None:
         return []
     for index, node in enumerate(loaded):
         if node is None:

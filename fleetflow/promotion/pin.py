@@ -3,7 +3,7 @@
 Pure text in, text out. The file is rewritten with ruamel's round-trip mode, so comments, key order and quoting
 that people wrote stay as they were; only ``spec.commit`` (and the hold annotation) change. A file that does not
 read as YAML is an :class:`InputError` naming its line and column (the wording of every YAML error,
-:func:`fleetflow.model.documents.yaml_problem`), never a crash: a person edits this file by hand too.
+:func:`fleetflow.model.documents.ruamel_documents`), never a crash: a person edits this file by hand too.
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from typing import Any
 from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap
 
-from fleetflow.errors import InputError
-from fleetflow.model.documents import FLEETFLOW_API, NOT_YAML, yaml_problem
+from fleetflow.errors import InputError, Problems
+from fleetflow.model.documents import FLEETFLOW_API, ruamel_documents
 
 PIN_FILE = "base-repo.yaml"
 HOLD_ANNOTATION = "fleetflow.dev/hold"
@@ -44,10 +44,11 @@ def _base_repo_index(docs: list[object]) -> int | None:
 
 
 def _load(yaml: YAML, text: str, display: str) -> list[Any]:
-    try:
-        return list(yaml.load_all(text))
-    except NOT_YAML as exc:
-        raise InputError(yaml_problem(exc, display)) from None
+    problems = Problems()
+    docs = ruamel_documents(yaml, text, display, problems)
+    if docs is None:
+        raise InputError(problems.items)
+    return docs
 
 
 def read_pin(text: str | None, display: str = PIN_FILE) -> Pin:
