@@ -11,7 +11,7 @@ from fleetflow.model.durations import format_duration, parse_duration
 from fleetflow.model.resources import EnvironmentSpec, RolloutPolicy
 from fleetflow.promotion.context import chain_order
 from fleetflow.promotion.gate import GateDecision, evaluate
-from fleetflow.promotion.pin import read_pin, write_pin
+from fleetflow.promotion.pin import Pin, past_pin, read_pin, write_pin
 from fleetflow.render.incremental import ExpectedCluster
 from tests.helpers import parsed
 
@@ -111,6 +111,40 @@ def test_pin_roundtrip_keeps_comments() -> None:
     again = write_pin(held, commit="ghi", repo="r", hold=None)
     assert "team.example/owner: platform" in held and "team.example/owner: platform" in again
     assert read_pin(held).hold == "rollback from abc" and read_pin(again).hold is None
+
+
+@pytest.mark.parametrize(("tail", "where", "message", "hint"), [
+    ("spec: [1]\n", "p.yaml:5:1", "BaseRepo spec must be a mapping, not a list", "write spec: on a line of its own"),
+    ("spec:\n  commit: 123\n", "p.yaml:6:3", "BaseRepo spec.commit must be text, not 123 (a number)",
+     'quote it: commit: "123"'),
+    ("spec:\n  commit: true\n", "p.yaml:6:3", "BaseRepo spec.commit must be text, not true (a boolean)",
+     'quote it: commit: "true"'),
+    ("metadata2: {}\nmetadata: x\n", "p.yaml:4:1", "BaseRepo metadata must be a mapping, not text", "write metadata:"),
+    ("annotations: [x]\n", "p.yaml:5:3", "BaseRepo metadata.annotations must be a mapping, not a list", None),
+    ("annotations:\n    fleetflow.dev/hold: 1\n", "p.yaml:6:5",
+     "BaseRepo metadata.annotations.fleetflow.dev/hold must be text, not 1 (a number)", None),
+])
+def test_a_pin_file_of_the_wrong_shape_is_one_problem_at_its_key(tail: str, where: str, message: str,
+                                                                 hint: str | None) -> None:
+    """A BaseRepo whose spec, metadata or annotations is not a mapping, or whose commit or hold is not text, made
+    ``read_pin`` raise AttributeError (a crash in every fleet command) or read ``commit: 0123`` as the number 123.
+    Each is now an InputError at the key (found by feeding it changed shapes; the plane's own check of the BaseRepo
+    comes later, after the pin is read)."""
+    head = "apiVersion: fleetflow.dev/v1alpha1\nkind: BaseRepo\n"
+    text = head + (tail if tail.startswith("metadata2") else "metadata:\n  name: main\n" + (
+        "  " + tail if tail.startswith("annotations") else tail))
+    with pytest.raises(InputError) as refused:
+        read_pin(text, "p.yaml")
+    [problem] = refused.value.problems()
+    assert str(problem.location) == where and problem.message.startswith(message), problem
+    assert problem.hint is not None and (hint is None or problem.hint.startswith(hint)), problem.hint
+    assert past_pin(text) == Pin(None, None)
+
+
+def test_an_empty_commit_or_spec_is_no_pin_yet() -> None:
+    head = "kind: BaseRepo\nmetadata:\n  name: main\n"
+    for tail in ("", "spec:\n", "spec:\n  commit:\n", 'spec:\n  commit: ""\n'):
+        assert read_pin(head + tail) == Pin(None, None, present=True)
 
 
 def test_durations_are_parsed_once_into_timedelta() -> None:

@@ -272,10 +272,12 @@ def test_a_base_repo_moved_out_of_the_pin_file_is_named_and_nothing_is_written(t
     assert f"a BaseRepo is in dev/settings/pin.yaml:{line}" in dev.gate_description, dev.gate_description
 
 
-BROKEN_PINS = {  # how an engineer's edit can leave base-repo.yaml unreadable: the text, and where git points
-    "syntax": ("spec: [\n", 4),  # the file ends inside the list
-    "duplicate key": ("kind: BaseRepo\n", 3),
-    "tab": ("spec:\n  commit:\t\"\"\n", 4),
+BROKEN_PINS = {  # how an engineer's edit can leave base-repo.yaml unreadable: what follows the kind, the line the
+    # message points at, how the message starts
+    "syntax": ("spec: [\n", 4, "invalid YAML: "),  # the file ends inside the list
+    "duplicate key": ("kind: BaseRepo\n", 3, "invalid YAML: "),
+    "tab": ("spec:\n  commit:\t\"\"\n", 4, "invalid YAML: "),
+    "spec not a mapping": ("spec: [commit]\n", 3, "BaseRepo spec must be a mapping"),
 }
 
 
@@ -295,7 +297,7 @@ def test_a_pin_file_that_does_not_read_is_named_and_nothing_is_written(tmp_path:
     assert roll_out(fleet, "dev") == "success"  # qa gets the commit too: its status must show as before
     git(fleet.work, "fetch", "-q", fleet.cp_url, "+refs/heads/dev:refs/remotes/cp/dev")
     git(fleet.work, "checkout", "-q", "-B", "dev", "cp/dev")
-    text, line = BROKEN_PINS[broken]
+    text, line, message = BROKEN_PINS[broken]
     pin_file = fleet.work / "base-repo.yaml"
     pin_file.write_text("apiVersion: fleetflow.dev/v1alpha1\nkind: BaseRepo\n" + text)
     git(fleet.work, "commit", "-q", "-am", f"pin: an edit by hand ({broken})")
@@ -313,7 +315,7 @@ def test_a_pin_file_that_does_not_read_is_named_and_nothing_is_written(tmp_path:
         [problem] = refused.value.problems()
         assert problem.location is not None and problem.location.column is not None
         assert (problem.location.file, problem.location.line) == ("dev/base-repo.yaml", line)
-        assert problem.message.startswith("invalid YAML: ") and problem.hint
+        assert problem.message.startswith(message) and problem.hint
         assert heads() == before
     with fleet.context() as ctx:
         statuses = {e.name: e for e in fleet_status(ctx)}

@@ -15,7 +15,7 @@ from typing import Any
 from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap
 
-from fleetflow.errors import InputError, Problems
+from fleetflow.errors import InputError, Location, Problem, Problems
 from fleetflow.model.documents import FLEETFLOW_API, ruamel_documents
 
 PIN_FILE = "base-repo.yaml"
@@ -62,10 +62,44 @@ def read_pin(text: str | None, display: str = PIN_FILE) -> Pin:
         return Pin(None, None)
     doc = docs[index]
     assert isinstance(doc, CommentedMap)
-    spec = doc.get("spec") or {}
-    annotations = (doc.get("metadata") or {}).get("annotations") or {}
-    commit = spec.get("commit")
-    return Pin(str(commit) if commit else None, annotations.get(HOLD_ANNOTATION), present=True)
+    commit = _part(doc, ("spec", "commit"), str, display)
+    hold = _part(doc, ("metadata", "annotations", HOLD_ANNOTATION), str, display)
+    return Pin(commit or None, hold, present=True)
+
+
+def _kind(value: object) -> str:
+    if isinstance(value, dict | list):
+        return "a mapping" if isinstance(value, dict) else "a list"
+    if isinstance(value, bool):
+        return f"{str(value).lower()} (a boolean)"
+    return f"{value} (a number)" if isinstance(value, int | float) else "text"
+
+
+def _as_text(key: str, value: object) -> str:
+    """How to write ``value`` of ``key`` as text, for a hint."""
+    if isinstance(value, dict | list):
+        return f'write {key}: "..." with the text itself'
+    shown = str(value).lower() if isinstance(value, bool) else str(value)
+    return f'quote it: {key}: "{shown}"'
+
+
+def _part(doc: CommentedMap, path: tuple[str, ...], want: type, display: str) -> Any:
+    """The value at ``path`` in the BaseRepo ``doc``: None when a part of the path is missing or empty; an
+    InputError at the key when a part is there but not a mapping, or the value not a ``want``."""
+    node: Any = doc
+    for depth, key in enumerate(path):
+        parent, node = node, node.get(key)
+        if node is None:
+            return None
+        expected = want if depth == len(path) - 1 else dict
+        if not isinstance(node, expected):
+            line, column = parent.lc.key(key)
+            name = ".".join(path[:depth + 1])
+            what, hint = (("text", _as_text(key, node)) if expected is str else
+                          ("a mapping", f"write {key}: on a line of its own, with its keys indented under it"))
+            raise InputError(Problem(f"BaseRepo {name} must be {what}, not {_kind(node)}",
+                                     Location(display, line + 1, column + 1), hint))
+    return node
 
 
 def past_pin(text: str | None) -> Pin:
