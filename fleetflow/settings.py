@@ -30,10 +30,9 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic.alias_generators import to_camel
 from ruamel.yaml import YAML
-from ruamel.yaml.error import YAMLError
 
 from fleetflow.errors import Location, Problem, Problems, UsageError, validation_problems
-from fleetflow.model.documents import parse_documents
+from fleetflow.model.documents import parse_documents, ruamel_documents
 
 DEFAULT_CONFIG = ".fleetflow.yaml"
 ForgeName = Literal["github", "local"]
@@ -89,12 +88,14 @@ def read_config(path: Path | None, explicit: bool) -> tuple[ConfigFile, Callable
             raise UsageError(f"config file not found: {path}")
         return ConfigFile(), lambda *_: Location(display)
     text = path.read_text(encoding="utf-8")
-    try:
-        data = YAML(typ="safe").load(text)
-    except YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        loc = Location(display, mark.line + 1 if mark else None)
-        raise UsageError(Problem("invalid YAML in the config file", loc, "fix the YAML syntax")) from None
+    problems = Problems()
+    loaded = ruamel_documents(YAML(typ="safe"), text, display, problems)  # the wording of every YAML error
+    if loaded is None:
+        raise UsageError(problems.items)
+    if len(loaded) > 1:
+        raise UsageError(Problem("the config file holds more than one YAML document", Location(display),
+                                 "keep one: remove the '---' lines"))
+    data = loaded[0] if loaded else None
     documents = parse_documents(text, display, Problems())  # read for positions only: the YAML loaded above
     where = documents[0].where if documents else (lambda *_: Location(display))
     if data is None:

@@ -283,6 +283,13 @@ CASES: list[tuple[str, dict[str, str], dict[str, str], str, str]] = [
         "DB_HOST",
         "s.yaml:6",
     ),
+    (  # schema text whose key is a list holding a list: ruamel's TypeError was a traceback
+        "schema-text-with-a-list-key",
+        {"schemas/s.yaml": SCHEMA.format(name="s", schema="'type: object\n\n        ? [a, [b]]\n\n        : 1'")},
+        {},
+        "schema text does not parse: line 2 of the text: invalid YAML: a key that is a list or a mapping",
+        "s.yaml:6",
+    ),
     (
         "schema-itself-invalid",
         {"schemas/s.yaml": SCHEMA.format(name="s", schema="{type: 12}")},

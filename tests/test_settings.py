@@ -4,7 +4,7 @@ import io
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from ruamel.yaml import YAML
 
@@ -88,6 +88,9 @@ YAML_VALUES = st.recursive(
 
 
 @given(data=YAML_VALUES, raw=st.none() | st.text(max_size=40))
+@example(data=None, raw="forge: github\nsince: 2024-02-30\n")  # ruamel's ValueError: a traceback before
+@example(data=None, raw="a:\n  ? - x\n    - [y]\n  : 1\n")  # a list key holding a list: ruamel's TypeError
+@example(data=None, raw="forge: github\n---\nforge: local\n")
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 def test_any_config_file_gives_settings_or_a_usage_error(tmp_path: Path, data: object, raw: str | None) -> None:
     """hypothesis: whatever the config file holds, load_settings returns settings or raises UsageError (exit 2)

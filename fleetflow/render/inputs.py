@@ -10,10 +10,10 @@ import json
 from typing import Any
 
 from ruamel.yaml import YAML
-from ruamel.yaml.error import YAMLError
 
 from fleetflow.errors import Location, Problems
 from fleetflow.model.controlplane import PLATFORM_CONFIG_LABEL, PRIORITY_ANNOTATION, ControlPlane
+from fleetflow.model.documents import ruamel_documents
 from fleetflow.render.composition import ConfigSource
 from fleetflow.render.validation import SchemaSource, check_schema
 
@@ -49,14 +49,21 @@ def config_sources(plane: ControlPlane, problems: Problems) -> list[ConfigSource
 
 
 def parse_schema_text(text: str) -> Any:
+    """A schema written as JSON or YAML text; ValueError saying what is wrong, and where in the text."""
     try:
         return json.loads(text)
     except ValueError:
         pass
-    try:
-        return YAML(typ="safe").load(text)
-    except YAMLError as exc:
-        raise ValueError(str(exc).splitlines()[0]) from exc
+    problems = Problems()
+    loaded = ruamel_documents(YAML(typ="safe"), text, "the text", problems)
+    if loaded is None:
+        problem = problems.items[0]
+        where = problem.location.line if problem.location is not None else None
+        at = f"line {where} of the text: " if where is not None else ""
+        raise ValueError(f"{at}{problem.message} ({problem.hint})")
+    if len(loaded) > 1:
+        raise ValueError("it holds more than one YAML document")
+    return loaded[0] if loaded else None
 
 
 def schema_sources(plane: ControlPlane, problems: Problems) -> dict[str, SchemaSource]:
