@@ -6,6 +6,7 @@ parts, are still read, and the next write converts them, byte for byte the tree 
 
 from __future__ import annotations
 
+import json
 import shutil
 from collections.abc import Mapping
 from pathlib import Path
@@ -242,13 +243,15 @@ def test_an_incremental_run_reads_and_rewrites_only_the_shards_it_touches(tmp_pa
 
 def test_a_missing_shard_renders_its_cluster_type_again_and_deletes_nothing(tmp_path: Path) -> None:
     """A shard the index names but the tree lacks: its cluster type is rendered again (its files are then
-    unknown to fleetflow, so nothing in that folder is deleted) and the shard is written back."""
+    unknown to fleetflow, so nothing in that folder is deleted), the shard is written back, and a warning says so
+    (before, nothing did)."""
     out = tmp_path / "out"
     shutil.copytree(GOLDEN / "dev", out)
     (out / shard_path("aks-westeurope")).unlink()
     hand = out / "aks-westeurope" / "orders-api-dev" / "hand-written.yaml"
     hand.write_text("kind: ConfigMap\n")
-    render_example(out)
+    output = render_example(out)
+    assert "the state of cluster type aks-westeurope does not read (the file is missing)" in output
     assert hand.read_text() == "kind: ConfigMap\n"
     files = tree_bytes(out)
     assert files.pop("aks-westeurope/orders-api-dev/hand-written.yaml") == b"kind: ConfigMap\n"
@@ -411,3 +414,47 @@ def test_part_file_names() -> None:
     for other in (f"{PART_DIR}/notes.txt", f"{PART_DIR}/0F.json", f"{PART_DIR}/abc.json", f"{PART_DIR}/x/ab.json",
                   ".fleetflow/state/ab.json", "ab.json"):
         assert not is_part_file(other), other
+
+
+@pytest.mark.parametrize(("edit", "layout"), [
+    ({"content": True}, "json"), ({"files": ["namespace.yaml", 1]}, "json"), ({"input": None}, "json"),
+    ({"files": None}, "json"), ({"content": True}, "line"), ({"files": [["namespace.yaml"]]}, "line"),
+])
+def test_a_shard_entry_of_the_wrong_type_makes_the_shard_unreadable_not_a_crash(
+        tmp_path: Path, edit: dict[str, object], layout: str) -> None:
+    """A shard whose entry holds something other than text where hashes and file names go (a hand edit, a bad
+    merge) was read as it was and crashed the render when the shard was written back (TypeError in
+    ``_assignment_line``), whether the file kept fleetflow's one-line-per-assignment layout or was JSON laid out
+    otherwise. Now the shard is unreadable: its cluster type is rendered again and the shard rewritten, and the
+    tree is what a render into an empty folder gives, except the files of the assignment that went: the shard that
+    listed them does not read, so fleetflow cannot tell them from someone else's and leaves them (as for a missing
+    shard, above), and a warning says so, naming the shard. Found by a search that edits the state at random, then renders the example without one
+    workload (its aks-westeurope assignment goes, so the shard is read)."""
+    out = tmp_path / "out"
+    shutil.copytree(GOLDEN / "dev", out)
+    shard = out / shard_path("aks-westeurope")
+    data = json.loads(shard.read_bytes())
+    data["assignments"]["aks-westeurope/orders-api-dev"].update(edit)
+    if layout == "json":
+        shard.write_text(json.dumps(data, indent=2))
+    else:  # fleetflow's layout, one line per assignment, with the edited value in it
+        text = shard.read_text()
+        line = next(x for x in text.splitlines() if "orders-api-dev" in x)
+        entry = data["assignments"]["aks-westeurope/orders-api-dev"]
+        shard.write_text(text.replace(line, '    "aks-westeurope/orders-api-dev": ' + json.dumps(
+            entry, sort_keys=True, separators=(", ", ": "))))
+    main = tmp_path / "main"
+    shutil.copytree(EXAMPLE / "main", main)
+    (main / "workloads" / "observability.yaml").unlink()
+    args = ["render", "--main", main, "--env", EXAMPLE / "envs" / "dev", "--environment", "dev",
+            "--main-commit", "0" * 40, "--env-commit", "1" * 40, "--output"]
+    result = run_cli(*args, out)
+    assert result.exit_code == 0, result.output
+    assert ("warning: .fleetflow/state/aks-westeurope.json: the state of cluster type aks-westeurope does not read "
+            "(assignment aks-westeurope/orders-api-dev: ") in result.output
+    assert run_cli(*args, tmp_path / "fresh").exit_code == 0
+    files, fresh = tree_bytes(out), tree_bytes(tmp_path / "fresh")
+    left = sorted(set(files) - set(fresh))
+    assert left == [f"aks-westeurope/observability-dev/{name}"
+                    for name in ("namespace.yaml", "platform-config.yaml", "reconciler.yaml")]
+    assert {path: files[path] for path in fresh} == fresh

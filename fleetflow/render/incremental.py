@@ -638,20 +638,29 @@ def _fast_lines(block: str) -> dict[str, tuple[AssignmentState, str]] | None:
             files, input_hash = rest.split(_INPUT, 1)
         except ValueError:
             return None
-        if not line.startswith('    "') or not input_hash.endswith('"}'):
+        if not line.startswith('    "') or not input_hash.endswith('"}') or '"' in content or '"' in input_hash[:-2]:
             return None
         names = file_lists.get(files)
         if names is None:
-            names = file_lists[files] = tuple(f[1:-1] for f in files.split(", ")) if files else ()
+            quoted = files.split(", ") if files else []
+            if not all(len(f) > 2 and f[0] == f[-1] == '"' and '"' not in f[1:-1] for f in quoted):
+                return None  # not a list of file names as fleetflow writes it: the careful read says what it is
+            names = file_lists[files] = tuple(f[1:-1] for f in quoted)
         fast[aid] = (make((input_hash[:-2], content, names)), line)
     return fast
 
 
 def _entries_from_json(raw: Any) -> dict[str, AssignmentState]:
-    return {
-        aid: AssignmentState(a["input"], a["content"], tuple(a.get("files") or ()))
-        for aid, a in _mapping(raw).items()
-    }
+    """The assignments of a shard read as JSON; ValueError for one that is not as fleetflow writes it (the shard is
+    then unreadable: its cluster type is rendered again), rather than a crash when it is written back."""
+    entries = {}
+    for aid, a in _mapping(raw).items():
+        files = a.get("files") if isinstance(a, dict) else None
+        if not (isinstance(a, dict) and type(a.get("input")) is str and type(a.get("content")) is str
+                and isinstance(files, list) and all(type(f) is str and f for f in files)):
+            raise ValueError(f"assignment {aid}: not an input hash, a content hash and a list of file names")
+        entries[aid] = AssignmentState(a["input"], a["content"], tuple(files))
+    return entries
 
 
 def _assignments_block(entries: Mapping[str, AssignmentState],

@@ -33,6 +33,7 @@ from fleetflow.render.incremental import (
     affected_assignments,
     members_digest_sorted,
     removed_assignments,
+    shard_path,
 )
 from fleetflow.render.inputs import config_sources, inline_schema, schema_sources
 from fleetflow.render.scheduling import Assignment, Schedule, Target, schedule
@@ -366,6 +367,14 @@ def render_environment(
     removed = removed_assignments(previous, state)
     reporters = _render_reporters(
         plane, environment, [ct for ct in sched.by_type if ct not in kept_reporters], compiled, clusters_of, repo)
+    for type_name, shard in sorted(old.shards.items()):
+        if shard.unreadable is not None:  # read (touched, or its ids changed) and found missing or not as written
+            warnings.add(
+                f"the state of cluster type {type_name} does not read ({shard.unreadable}): its assignments were "
+                "rendered again, and files they wrote before and no longer render are left where they are",
+                Location(shard_path(type_name)),
+                "render --full lists such files as not managed by fleetflow; --prune-foreign deletes them",
+            )
     return RenderResult(
         environment, state, files, rendered, removed, changes, sched, held, reporters, list(warnings), kept_reporters
     )
