@@ -7,9 +7,12 @@ parts, are still read, and the next write converts them, byte for byte the tree 
 from __future__ import annotations
 
 import json
+import os
+import random
 import shutil
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -20,6 +23,7 @@ from fleetflow.promotion.gitops import GitOpsTree, clean_root, write_commit
 from fleetflow.render.incremental import (
     LEGACY_VERSION,
     PART_DIR,
+    SHARD_DIR,
     STATE_PATH,
     STATE_VERSION,
     WHOLE_INDEX_VERSION,
@@ -428,8 +432,9 @@ def test_a_shard_entry_of_the_wrong_type_makes_the_shard_unreadable_not_a_crash(
     otherwise. Now the shard is unreadable: its cluster type is rendered again and the shard rewritten, and the
     tree is what a render into an empty folder gives, except the files of the assignment that went: the shard that
     listed them does not read, so fleetflow cannot tell them from someone else's and leaves them (as for a missing
-    shard, above), and a warning says so, naming the shard. Found by a search that edits the state at random, then renders the example without one
-    workload (its aks-westeurope assignment goes, so the shard is read)."""
+    shard, above), and a warning says so, naming the shard. Found by a search that edits the state at random,
+    then renders the example without one workload (its aks-westeurope assignment goes, so the shard is read):
+    the test below."""
     out = tmp_path / "out"
     shutil.copytree(GOLDEN / "dev", out)
     shard = out / shard_path("aks-westeurope")
@@ -458,3 +463,92 @@ def test_a_shard_entry_of_the_wrong_type_makes_the_shard_unreadable_not_a_crash(
     assert left == [f"aks-westeurope/observability-dev/{name}"
                     for name in ("namespace.yaml", "platform-config.yaml", "reconciler.yaml")]
     assert {path: files[path] for path in fresh} == fresh
+
+
+# --- the state edited at random -------------------------------------------------------------------------------
+
+# how many edited states the test below renders from (about 40 ms each); a search runs more, e.g.
+# FLEETFLOW_STATE_EDITS=5000 (read on import: tests/conftest.py unsets every FLEETFLOW_* around each test)
+STATE_EDITS = int(os.environ.get("FLEETFLOW_STATE_EDITS", "400"))  # 300-400 find the crash above
+WRONG = [None, 0, "", "x", [], {}, ["a"], {"a": 1}, True, "0" * 32]
+
+
+def _edited(path: Path, rng: random.Random) -> None:
+    """``path`` (a state file) deleted, cut short, edited as text or as JSON: what a hand edit or a bad merge does."""
+    text = path.read_text()
+    how = rng.randrange(5)
+    if how == 0:
+        path.unlink()
+    elif how == 1:
+        path.write_text(text[:rng.randrange(len(text))])
+    elif how == 2:
+        at = rng.randrange(len(text))
+        path.write_text(text[:at] + rng.choice(["1", "true", '"', ", ", "[", "]", '\\"', '"x", ', "../", "null", ""])
+                        + text[at + rng.randrange(3):])
+    else:
+        data = json.loads(text)
+        spots: list[tuple[Any, str | int]] = []
+
+        def walk(node: Any) -> None:
+            for key, value in (node.items() if isinstance(node, dict) else enumerate(node)):
+                spots.append((node, key))
+                if isinstance(value, dict | list):
+                    walk(value)
+
+        walk(data)
+        parent, key = rng.choice(spots)
+        if how == 3:
+            del parent[key]
+        else:
+            parent[key] = rng.choice(WRONG)
+        path.write_text(json.dumps(data, indent=2) if rng.random() < 0.5 else json.dumps(data))
+
+
+def test_a_state_edited_at_random_never_crashes_and_never_costs_a_rendered_file(tmp_path: Path) -> None:
+    """A differential search (seeded, so a failure repeats): the example's dev state, one of its files edited at
+    random (deleted, cut short, a character or a JSON value changed), rendered again with no change, with a
+    ConfigMap value changed, or without one workload (so that shards are read and written back). Each render
+    succeeds, and its files and index are those of a render into an empty folder; the one difference allowed is
+    files left behind by assignments that went while the state that listed them did not read (fleetflow cannot
+    tell them from someone else's). It found shards whose entries were not text crashing the render (above)."""
+    rng = random.Random(0)
+    main, env = tmp_path / "main", tmp_path / "env"
+    shutil.copytree(EXAMPLE / "main", main)
+    shutil.copytree(EXAMPLE / "envs" / "dev", env)
+    workloads = sorted(p.name for p in (main / "workloads").glob("*.yaml"))
+    fresh: dict[str, dict[str, bytes]] = {}
+
+    def render(out: Path, variant: str) -> Any:
+        main_dir, env_dir = main, env
+        if variant != "same":
+            main_dir, env_dir = tmp_path / f"main-{variant}", tmp_path / f"env-{variant}"
+            if not main_dir.exists():
+                shutil.copytree(main, main_dir)
+                shutil.copytree(env, env_dir)
+                if variant == "value":
+                    configs = env_dir / "configs" / "environment.yaml"
+                    configs.write_text(configs.read_text().replace("LOG_LEVEL: debug", "LOG_LEVEL: info"))
+                else:
+                    (main_dir / "workloads" / variant).unlink()
+        return run_cli("render", "--main", main_dir, "--env", env_dir, "--environment", "dev", "--output", out,
+                       "--main-commit", "0" * 40, "--env-commit", "1" * 40)
+
+    def state_less(files: dict[str, bytes]) -> dict[str, bytes]:
+        return {path: data for path, data in files.items() if not path.startswith(f"{SHARD_DIR}/")}
+
+    for n in range(STATE_EDITS):
+        out = tmp_path / f"out{n}"
+        shutil.copytree(GOLDEN / "dev", out)
+        _edited(rng.choice(sorted(p for p in (out / ".fleetflow").rglob("*") if p.is_file())), rng)
+        variant = rng.choice(["same", "value", *workloads])
+        if variant not in fresh:
+            assert render(tmp_path / f"fresh-{variant}", variant).exit_code == 0
+            fresh[variant] = tree_bytes(tmp_path / f"fresh-{variant}")
+        result = render(out, variant)
+        assert result.exit_code == 0, (n, result.output)
+        files, expected = state_less(tree_bytes(out)), state_less(fresh[variant])
+        left = set(files) - set(expected)
+        went = variant.removesuffix(".yaml")
+        assert all(path.split("/")[1].startswith(f"{went}-") for path in left), (n, sorted(left))
+        assert {path: files[path] for path in expected} == expected, n
+        shutil.rmtree(out)
