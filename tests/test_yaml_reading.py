@@ -235,6 +235,10 @@ def test_aliases_are_copies_as_before() -> None:
         ("a: 1\nspec:\n  ? events:\n    - kind: K\n  : 1\n", "f.yaml:3:5", "a key that is a list or a mapping"),
         ("a:\n  [x]: 1\n", "f.yaml:2:3", "a key that is a list or a mapping"),
         ("a: 1\n? {b: 1}\n: 2\n", "f.yaml:2:3", "a key that is a list or a mapping"),
+        # the same in a first document, with a second one libyaml cannot read: it was not looked for, a crash again
+        # (found by FLEETFLOW_YAML_MUTATIONS=50000)
+        ("kind: A\n? metadata:\n  labels:\n    a: b\n---\nkind: B\nspec:\n  i: 5m\n   s: 1\n", "f.yaml:2:3",
+         "a key that is a list or a mapping"),
     ],
 )
 def test_errors_keep_their_line_and_column(text: str, where: str, message: str) -> None:

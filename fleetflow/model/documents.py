@@ -499,28 +499,37 @@ def _yaml() -> YAML:
     return yaml
 
 
-_NOT_YAML = (YAMLError, ValueError, IndexError)  # what ruamel raises for a file that does not read: a date such as
-# 2024-02-30 raises ValueError, ruamel's int of "-_" IndexError
+_NOT_YAML = (YAMLError, ValueError, IndexError, TypeError)  # what ruamel raises for a file that does not read: a
+# date such as 2024-02-30 raises ValueError, ruamel's int of "-_" IndexError, a key it cannot hash (a list or a
+# mapping holding one) TypeError, when _complex_key could not find it first
+
+
+_COMPLEX_KEY_HINT = ("write each key as plain text: '?' before a key, or a key in [ ] or { }, makes it a list or "
+                     "a mapping")
 
 
 def _complex_key(text: str) -> Position | None:
-    """Where the first key that is a list or a mapping (``? [a]: 1``, ``{a: 1}: 2``) starts, by libyaml's marks;
-    None when there is none, or when libyaml cannot read the file (ruamel then says why)."""
-    found: list[Position] = []
+    """Where the first key that is a list or a mapping (``? [a]: 1``, ``{a: 1}: 2``) starts, by libyaml's marks,
+    looking document by document as ruamel builds them; None when there is none before the first document libyaml
+    cannot read (ruamel then says why)."""
     try:
-        stack: list[Node] = list(_quick_nodes(text))
+        for root in _quick_nodes(text):
+            found: list[Position] = []
+            stack: list[Node] = [root]
+            while stack:
+                node = stack.pop()
+                if node.__class__ is MappingNode:
+                    for key_node, value_node in node.value:
+                        if key_node.__class__ is not ScalarNode:
+                            found.append((key_node.start_mark.line + 1, key_node.start_mark.column + 1))
+                        stack.append(value_node)
+                elif node.__class__ is SequenceNode:
+                    stack.extend(node.value)
+            if found:
+                return min(found)
     except yaml.YAMLError:
-        return None
-    while stack:
-        node = stack.pop()
-        if node.__class__ is MappingNode:
-            for key_node, value_node in node.value:
-                if key_node.__class__ is not ScalarNode:
-                    found.append((key_node.start_mark.line + 1, key_node.start_mark.column + 1))
-                stack.append(value_node)
-        elif node.__class__ is SequenceNode:
-            stack.extend(node.value)
-    return min(found, default=None)
+        pass
+    return None
 
 
 def ruamel_documents(yaml: YAML, text: str, display: str, problems: Problems) -> list[Any] | None:
@@ -529,9 +538,7 @@ def ruamel_documents(yaml: YAML, text: str, display: str, problems: Problems) ->
     nothing can name (its Python text) or, with a list inside, raises TypeError."""
     at = _complex_key(text)
     if at is not None:
-        problems.add("invalid YAML: a key that is a list or a mapping", Location(display, *at),
-                     "write each key as plain text: '?' before a key, or a key in [ ] or { }, makes it a list or a "
-                     "mapping")
+        problems.add("invalid YAML: a key that is a list or a mapping", Location(display, *at), _COMPLEX_KEY_HINT)
         return None
     try:
         with warnings.catch_warnings():
@@ -548,6 +555,8 @@ def ruamel_documents(yaml: YAML, text: str, display: str, problems: Problems) ->
 def _yaml_problem(exc: Exception, display: str) -> Problem:
     """What an exception of :data:`_NOT_YAML` that ruamel.yaml raised for the file ``display`` says to the user:
     the line and column it names, what is wrong and how to fix it."""
+    if isinstance(exc, TypeError):
+        return Problem("invalid YAML: a key that is a list or a mapping", Location(display), _COMPLEX_KEY_HINT)
     if not isinstance(exc, MarkedYAMLError):
         return Problem(f"invalid YAML: {exc}", Location(display), "fix the YAML syntax")
     mark = exc.problem_mark or exc.context_mark
