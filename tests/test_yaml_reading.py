@@ -251,10 +251,14 @@ def test_an_anchor_defined_again_names_the_later_node_without_a_python_warning()
     """YAML 1.2.2, 3.2.2.2 "Anchors and Aliases": an alias refers to the most recent node with its anchor. libyaml
     refuses such a file and ruamel reads it, with a ``ReusedAnchorWarning`` that reached the terminal as a Python
     warning naming "<unicode string>" (an error here, so that it fails the test)."""
+    text = "a: &x 1\nb: &x 2\nc: *x\n"
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        (doc,), problems = parsed("a: &x 1\nb: &x 2\nc: *x\n", "f.yaml")
+        (doc,), problems = parsed(text, "f.yaml")
+        # a file read from the parse cache works its positions out when first asked: the same reader, no warning
+        cached = documents.Source("f.yaml", text).positions(0, doc.location)
     assert problems == [] and doc.body == {"a": 1, "b": 2, "c": 2}
+    assert cached.values[("b",)] == (2, 4)
 
 
 def test_positions_are_worked_out_only_when_asked_for() -> None:

@@ -426,10 +426,8 @@ def _careful_positions(content: str | bytes) -> list[Positions | None]:
             return _quick_positions(text)
         except (_Careful, yaml.YAMLError):
             pass
-    try:
-        return [_ruamel_positions(node) for node in _yaml().load_all(text)]
-    except YAMLError:
-        return []
+    loaded = ruamel_documents(_yaml(), text, "", Problems())  # read cleanly before: no problem expected
+    return [] if loaded is None else [_ruamel_positions(node) for node in loaded]
 
 
 # --- the careful path: ruamel.yaml round trip -----------------------------------------------------------------
