@@ -94,6 +94,29 @@ def test_fleet_commands_print_the_envelope(tmp_path: Path, monkeypatch: pytest.M
     assert "refusing to promote" in data["problems"][0]["message"]
 
 
+def test_schedule_gives_the_warnings_render_gives(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An engineer commits a SchedulingPolicy that selects nothing to an environment branch; the push runs
+    ``schedule``, not ``render``. It said nothing of it (the render's warnings stopped there); now its envelope and
+    its text carry them, with file and line, as ``render`` and ``validate`` do."""
+    _, sha = local_fleet(tmp_path, monkeypatch)
+    assert invoke("promote", "--commit", sha, "--format", "json")[0] == 0
+    work = tmp_path / "dev-work"
+    git(tmp_path, "clone", "-q", "-b", "dev", str(tmp_path / "control-plane.git"), str(work))
+    (work / "nothing.yaml").write_text(
+        "apiVersion: fleetflow.dev/v1alpha1\nkind: SchedulingPolicy\nmetadata:\n  name: nothing\nspec:\n"
+        "  deploymentTargetSelector:\n    labelSelector:\n      matchLabels:\n        purpose: nothing-has-it\n"
+        "  clusterTypeSelector: {}\n")
+    git(work, "add", "-A")
+    git(work, "commit", "-qm", "a policy that selects nothing")
+    git(work, "push", "-q", "origin", "HEAD:dev")
+    code, stdout, _ = invoke("schedule", "--environment", "dev", "--format", "json")
+    [warning] = [w for w in envelope(stdout)["warnings"] if "SchedulingPolicy nothing" in w["message"]]
+    assert code == 0 and "selects no deployment targets" in warning["message"]
+    assert warning["location"]["file"] == "dev/nothing.yaml" and warning["location"]["line"] is not None
+    code, _, stderr = invoke("schedule", "--environment", "dev")
+    assert code == 0 and "warning: dev/nothing.yaml:" in stderr
+
+
 def test_a_fleet_command_stopped_by_an_error_says_where_it_stopped(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -72,6 +72,8 @@ def schedule(environment: str, shard: str | None, artifact: Path | None, stitch:
                 return
             outcome = (stitch_environment(ctx, environment, stitch) if stitch is not None
                        else schedule_environment(ctx, environment))
+            for warning in outcome.warnings:
+                reply.warn(warning)
             report_step(step, ctx, schedule_report(outcome), plan_dir)
 
             def text() -> None:

@@ -15,6 +15,7 @@ from typing import Literal
 
 from pydantic import Field, computed_field
 
+from fleetflow.errors import Problem
 from fleetflow.forge.base import PullRequest
 from fleetflow.forge.git import PushRejected, retry_races
 from fleetflow.promotion import merging
@@ -59,6 +60,9 @@ class ScheduleOutcome(Result):
     gitops_commit: str | None = None
     plan_file: str | None = None  # the full plan (summary + whole diff), when asked for (--plan-dir)
     merge: MergeOutcome | None = Field(default=None, exclude=True)  # the merge step's result (autoMerge)
+    # what the render warned of (a selector that selects nothing, a state shard that does not read): the CLI's
+    # warnings, as ``render`` and ``validate`` give them
+    warnings: list[Problem] = Field(default_factory=list, exclude=True)
 
     @computed_field(alias="pullRequest")  # type: ignore[prop-decorator]
     @property
@@ -82,6 +86,7 @@ class Rendered:
     changes: Changes
     clusters: list[ExpectedCluster]
     diff: Callable[[], Iterator[str]]  # the commit's diff, a file at a time, read only as far as it is iterated
+    warnings: list[Problem]  # the render's
 
 
 def commit_message(ctx: Context, at: Pinned) -> tuple[str, int]:
@@ -103,7 +108,7 @@ def render_commit(ctx: Context, environment: str) -> Rendered:
     message, when = commit_message(ctx, at)
     written = write_commit(tree, result, previous, message, ctx.git.identity, when)
     return Rendered(at, heads, previous, written, result.changes, result.state.clusters,
-                    lambda: diff_chunks(tree, result, written.owned, previous, written.index))
+                    lambda: diff_chunks(tree, result, written.owned, previous, written.index), result.warnings)
 
 
 def _first(chunks: Iterator[str], limit: int) -> str:
@@ -128,7 +133,7 @@ def publish(ctx: Context, environment: str, rendered: Rendered) -> ScheduleOutco
     rendered_change = not all(is_state_file(p) for p in written.changed)
     new_main = previous is None or previous.main_commit != main_sha
     outcome = ScheduleOutcome(environment=environment, operation="none", main_commit=main_sha, env_commit=env_sha,
-                              message="", changes=rendered.changes)
+                              message="", changes=rendered.changes, warnings=rendered.warnings)
     open_pr = ctx.forge.open_pull(g_repo, head, g_branch)
     if not (rendered_change or new_main):
         if open_pr is not None:

@@ -265,7 +265,7 @@ def stitch_commit(ctx: Context, environment: str, folder: Path) -> Rendered | Sc
     message, when = commit_message(ctx, at)
     written = commit_edits(tree, edits, message, ctx.git.identity, when)
     return Rendered(at, heads, previous, written, changes, result.state.clusters,
-                    lambda: commit_diff(repo, base, written.commit, tree.root))
+                    lambda: commit_diff(repo, base, written.commit, tree.root), result.warnings)
 
 
 def stitch_environment(ctx: Context, environment: str, folder: Path) -> ScheduleOutcome:
