@@ -32,7 +32,7 @@ from pydantic.alias_generators import to_camel
 from ruamel.yaml import YAML
 
 from fleetflow.errors import Location, Problem, Problems, UsageError, validation_problems
-from fleetflow.model.documents import parse_documents, ruamel_documents
+from fleetflow.model.documents import parse_documents, ruamel_document
 
 DEFAULT_CONFIG = ".fleetflow.yaml"
 ForgeName = Literal["github", "local"]
@@ -89,13 +89,9 @@ def read_config(path: Path | None, explicit: bool) -> tuple[ConfigFile, Callable
         return ConfigFile(), lambda *_: Location(display)
     text = path.read_text(encoding="utf-8")
     problems = Problems()
-    loaded = ruamel_documents(YAML(typ="safe"), text, display, problems)  # the wording of every YAML error
-    if loaded is None:
+    data = ruamel_document(YAML(typ="safe"), text, display, problems)  # the wording of every YAML error
+    if problems:
         raise UsageError(problems.items)
-    if len(loaded) > 1:
-        raise UsageError(Problem("the config file holds more than one YAML document", Location(display),
-                                 "keep one: remove the '---' lines"))
-    data = loaded[0] if loaded else None
     documents = parse_documents(text, display, Problems())  # read for positions only: the YAML loaded above
     where = documents[0].where if documents else (lambda *_: Location(display))
     if data is None:

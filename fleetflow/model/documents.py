@@ -502,8 +502,10 @@ _NOT_YAML = (YAMLError, ValueError, IndexError, TypeError)  # what ruamel raises
 # mapping holding one) TypeError, when _complex_key could not find it first
 
 
-_COMPLEX_KEY_HINT = ("write each key as plain text: '?' before a key, or a key in [ ] or { }, makes it a list or "
-                     "a mapping")
+def _complex_key_problem(where: Location) -> Problem:
+    return Problem("invalid YAML: a key that is a list or a mapping", where,
+                   "write each key as plain text: '?' before a key, or a key in [ ] or { }, makes it a list or a "
+                   "mapping")
 
 
 def _complex_key(text: str) -> Position | None:
@@ -536,7 +538,7 @@ def ruamel_documents(yaml: YAML, text: str, display: str, problems: Problems) ->
     nothing can name (its Python text) or, with a list inside, raises TypeError."""
     at = _complex_key(text)
     if at is not None:
-        problems.add("invalid YAML: a key that is a list or a mapping", Location(display, *at), _COMPLEX_KEY_HINT)
+        problems.extend([_complex_key_problem(Location(display, *at))])
         return None
     try:
         with warnings.catch_warnings():
@@ -550,11 +552,21 @@ def ruamel_documents(yaml: YAML, text: str, display: str, problems: Problems) ->
         return None
 
 
+def ruamel_document(yaml: YAML, text: str, display: str, problems: Problems) -> Any:
+    """The one document of ``text`` (a config file, a schema's text) as :func:`ruamel_documents` loads it; None when
+    the text is empty, or when it does not read or holds more than one document (said in ``problems``)."""
+    loaded = ruamel_documents(yaml, text, display, problems)
+    if loaded is not None and len(loaded) > 1:
+        problems.add("more than one YAML document", Location(display), "keep one: remove the '---' lines")
+        return None
+    return loaded[0] if loaded else None
+
+
 def _yaml_problem(exc: Exception, display: str) -> Problem:
     """What an exception of :data:`_NOT_YAML` that ruamel.yaml raised for the file ``display`` says to the user:
     the line and column it names, what is wrong and how to fix it."""
     if isinstance(exc, TypeError):
-        return Problem("invalid YAML: a key that is a list or a mapping", Location(display), _COMPLEX_KEY_HINT)
+        return _complex_key_problem(Location(display))
     if not isinstance(exc, MarkedYAMLError):
         return Problem(f"invalid YAML: {exc}", Location(display), "fix the YAML syntax")
     mark = exc.problem_mark or exc.context_mark

@@ -13,7 +13,7 @@ from ruamel.yaml import YAML
 
 from fleetflow.errors import Location, Problems
 from fleetflow.model.controlplane import PLATFORM_CONFIG_LABEL, PRIORITY_ANNOTATION, ControlPlane
-from fleetflow.model.documents import ruamel_documents
+from fleetflow.model.documents import ruamel_document
 from fleetflow.render.composition import ConfigSource
 from fleetflow.render.validation import SchemaSource, check_schema
 
@@ -55,15 +55,13 @@ def parse_schema_text(text: str) -> Any:
     except ValueError:
         pass
     problems = Problems()
-    loaded = ruamel_documents(YAML(typ="safe"), text, "the text", problems)
-    if loaded is None:
+    schema = ruamel_document(YAML(typ="safe"), text, "the text", problems)
+    if problems:
         problem = problems.items[0]
         where = problem.location.line if problem.location is not None else None
         at = f"line {where} of the text: " if where is not None else ""
         raise ValueError(f"{at}{problem.message} ({problem.hint})")
-    if len(loaded) > 1:
-        raise ValueError("it holds more than one YAML document")
-    return loaded[0] if loaded else None
+    return schema
 
 
 def schema_sources(plane: ControlPlane, problems: Problems) -> dict[str, SchemaSource]:
