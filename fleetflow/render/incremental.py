@@ -638,7 +638,8 @@ def _fast_lines(block: str) -> dict[str, tuple[AssignmentState, str]] | None:
             files, input_hash = rest.split(_INPUT, 1)
         except ValueError:
             return None
-        if not line.startswith('    "') or not input_hash.endswith('"}') or '"' in content or '"' in input_hash[:-2]:
+        if not line.startswith('    "') or not input_hash.endswith('"}') or '"' in content \
+                or input_hash.count('"') != 1:  # only the closing quote: no copy of each line's hash to look in
             return None
         names = file_lists.get(files)
         if names is None:
