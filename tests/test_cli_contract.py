@@ -94,27 +94,43 @@ def test_fleet_commands_print_the_envelope(tmp_path: Path, monkeypatch: pytest.M
     assert "refusing to promote" in data["problems"][0]["message"]
 
 
-def test_schedule_gives_the_warnings_render_gives(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("command", [("schedule", "--environment", "dev"), ("promote", "--commit", "{sha}"),
+                                     ("reconcile",)], ids=lambda c: c[0])
+def test_the_commands_that_schedule_give_the_warnings_render_gives(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, command: tuple[str, ...]
+) -> None:
     """An engineer commits a SchedulingPolicy that selects nothing to an environment branch; the push runs
-    ``schedule``, not ``render``. It said nothing of it (the render's warnings stopped there); now its envelope and
-    its text carry them, with file and line, as ``render`` and ``validate`` do."""
+    ``schedule`` (or ``reconcile``), not ``render``, and a push to main ``promote``. They said nothing of it (the
+    render's warnings stopped inside them); now their envelope and their text carry them, with file and line, as
+    ``render`` and ``validate`` do, once each and, where a run can schedule several environments, led by the
+    environment's name. And ``reconcile`` said what its schedule did twice on the terminal; now once."""
     _, sha = local_fleet(tmp_path, monkeypatch)
-    assert invoke("promote", "--commit", sha, "--format", "json")[0] == 0
+    if command[0] == "schedule":
+        assert invoke("promote", "--commit", sha, "--format", "json")[0] == 0
     work = tmp_path / "dev-work"
     git(tmp_path, "clone", "-q", "-b", "dev", str(tmp_path / "control-plane.git"), str(work))
-    (work / "nothing.yaml").write_text(
-        "apiVersion: fleetflow.dev/v1alpha1\nkind: SchedulingPolicy\nmetadata:\n  name: nothing\nspec:\n"
-        "  deploymentTargetSelector:\n    labelSelector:\n      matchLabels:\n        purpose: nothing-has-it\n"
-        "  clusterTypeSelector: {}\n")
-    git(work, "add", "-A")
-    git(work, "commit", "-qm", "a policy that selects nothing")
-    git(work, "push", "-q", "origin", "HEAD:dev")
-    code, stdout, _ = invoke("schedule", "--environment", "dev", "--format", "json")
-    [warning] = [w for w in envelope(stdout)["warnings"] if "SchedulingPolicy nothing" in w["message"]]
-    assert code == 0 and "selects no deployment targets" in warning["message"]
-    assert warning["location"]["file"] == "dev/nothing.yaml" and warning["location"]["line"] is not None
-    code, _, stderr = invoke("schedule", "--environment", "dev")
-    assert code == 0 and "warning: dev/nothing.yaml:" in stderr
+    policy = ("apiVersion: fleetflow.dev/v1alpha1\nkind: SchedulingPolicy\nmetadata:\n  name: nothing\nspec:\n"
+              "  deploymentTargetSelector:\n    labelSelector:\n      matchLabels:\n        purpose: nothing-has-it\n"
+              "  clusterTypeSelector: {}\n")
+    args = [a.format(sha=sha) for a in command]
+    lead = "" if command[0] == "schedule" else "dev: "
+    for fmt, edit in (("json", ""), ("text", "# a second commit: the environment branch moved\n")):
+        (work / "nothing.yaml").write_text(edit + policy)
+        git(work, "add", "-A")
+        git(work, "commit", "-qm", "a policy that selects nothing")
+        git(work, "pull", "-q", "--rebase", "origin", "dev")  # the promotion moved it (the pin)
+        git(work, "push", "-q", "origin", "HEAD:dev")
+        code, stdout, stderr = invoke(*args, "--format", fmt)
+        assert code == 0, stderr
+        if fmt == "json":
+            [warning] = [w for w in envelope(stdout)["warnings"] if "SchedulingPolicy nothing" in w["message"]]
+            assert warning["message"].startswith(f"{lead}SchedulingPolicy nothing selects no deployment targets")
+            assert warning["location"]["file"] == "dev/nothing.yaml" and warning["location"]["line"] is not None
+        else:
+            assert f"warning: dev/nothing.yaml:10:18: {lead}SchedulingPolicy nothing" in stderr, stderr
+            # and the narration says what the schedule did once (reconcile said it again as its step)
+            assert [line for line in stderr.splitlines() if line.startswith("dev: PR #1")] == [
+                f"dev: PR #1 updated to main@{sha[:12]}"], stderr
 
 
 def test_a_fleet_command_stopped_by_an_error_says_where_it_stopped(

@@ -35,10 +35,13 @@ def promote(environment: str | None, commit: str, release: bool, forge: str | No
     with handled(fmt, FLEET_WRITTEN, step, FLEET_NO_STEP) as reply, \
             make_context(forge, control_plane, config, fmt, on_step=reply.stepped) as ctx:
         outcomes = promote_many(ctx, environment, commit, release=release)
+        result = PromoteResult(promotions=outcomes)
+        for warning in result.warnings():
+            reply.warn(warning)
         report_step(step, ctx, promote_report(outcomes))
 
         def text() -> None:
             for outcome in outcomes:
                 click.echo(outcome.message)
 
-        reply.done(PromoteResult(promotions=outcomes), text)
+        reply.done(result, text)

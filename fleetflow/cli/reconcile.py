@@ -74,6 +74,8 @@ def reconcile_command(environment: str | None, verify_merges: bool | None, reche
             outcome = reconcile_holding(
                 ctx, outcome, lambda: reconcile(ctx, environment, verify_merges=verify_merges, rechecks=checks),
                 hold_until, hold_poll_seconds, say=lambda line: click.echo(line, err=True))
+        for warning in outcome.warnings():
+            reply.warn(warning)
         report_step(step, ctx, reconcile_report(outcome), plan_dir)
 
         def text() -> None:

@@ -24,7 +24,7 @@ from fleetflow.promotion.context import (
     status_context,
 )
 from fleetflow.promotion.pin import PIN_FILE, read_pin, write_pin
-from fleetflow.promotion.schedule import ScheduleOutcome, schedule_environment
+from fleetflow.promotion.schedule import ScheduleOutcome, named_warnings, schedule_environment
 from fleetflow.results import Result
 
 SHARDED_SCHEDULE = ("the sharded schedule renders it (shardedSchedule: true; the fleetflow-schedule-shards "
@@ -46,6 +46,10 @@ class PromoteResult(Result):
     """``fleetflow promote``'s result: one promotion per environment."""
 
     promotions: list[PromoteOutcome]
+
+    def warnings(self) -> list[Problem]:
+        """What the renders of the schedules that followed warned of (``schedule`` gives the same)."""
+        return named_warnings(p.schedule for p in self.promotions)
 
 
 def first_environments(ctx: Context, commit: str) -> list[str]:

@@ -52,7 +52,7 @@ from fleetflow.promotion.merging import MergeOutcome, merge_if_due, merge_when_g
 from fleetflow.promotion.pin import PIN_FILE, past_pin
 from fleetflow.promotion.promote import SHARDED_SCHEDULE, PromoteOutcome, promote
 from fleetflow.promotion.reports import ReportWatch
-from fleetflow.promotion.schedule import PullRequestLink, ScheduleOutcome, schedule_environment
+from fleetflow.promotion.schedule import PullRequestLink, ScheduleOutcome, named_warnings, schedule_environment
 from fleetflow.promotion.status import GateRecord
 from fleetflow.render.incremental import RenderState
 from fleetflow.results import Result
@@ -184,6 +184,13 @@ class ReconcileOutcome(Result):
     @property
     def exit_code(self) -> int:
         return max((e.exit_code for e in self.environments), default=0)
+
+    def warnings(self) -> list[Problem]:
+        """What the renders of the schedules this run took (also inside a promotion) warned of."""
+        scheduled = (s.result.schedule if isinstance(s.result, PromoteOutcome) else s.result
+                     for e in self.environments for s in e.did
+                     if isinstance(s.result, (PromoteOutcome, ScheduleOutcome)))
+        return named_warnings(scheduled)
 
     def report_watches(self) -> list[ReportWatch]:
         """The gates this run left waiting for reports, as it read them (what a hold watches)."""
@@ -363,7 +370,8 @@ def reconcile_environment(run: _Run, name: str, main_tip: str) -> EnvironmentRec
                 break
             done.add(step.step)
             result.did.append(step)
-            ctx.say(f"{name}: {step.message}")
+            if not (isinstance(step.result, ScheduleOutcome) and step.result.said):  # said once, not twice
+                ctx.say(f"{name}: {step.message}")
         if view is not None:
             _settle_record(run, name, view, result)
     except FleetflowError as error:

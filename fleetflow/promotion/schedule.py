@@ -9,7 +9,7 @@ rendered file gives none, and an open PR that became empty is closed.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Literal
 
@@ -63,11 +63,20 @@ class ScheduleOutcome(Result):
     # what the render warned of (a selector that selects nothing, a state shard that does not read): the CLI's
     # warnings, as ``render`` and ``validate`` give them
     warnings: list[Problem] = Field(default_factory=list, exclude=True)
+    said: bool = Field(default=False, exclude=True)  # the run's narration has its message (Context.say)
 
     @computed_field(alias="pullRequest")  # type: ignore[prop-decorator]
     @property
     def pull_request(self) -> PullRequestLink | None:
         return PullRequestLink.of(self.pull)
+
+
+def named_warnings(outcomes: Iterable[ScheduleOutcome | None]) -> list[Problem]:
+    """The render's warnings of the schedules a ``promote`` or ``reconcile`` ran, each once and led by its
+    environment (one run schedules several; a state shard's warning names a file of that environment's folder)."""
+    named = (Problem(f"{o.environment}: {w.message}", w.location, w.hint)
+             for o in outcomes if o is not None for w in o.warnings)
+    return list(dict.fromkeys(named))
 
 
 def schedule_environment(ctx: Context, environment: str) -> ScheduleOutcome:
@@ -204,6 +213,7 @@ def publish(ctx: Context, environment: str, rendered: Rendered) -> ScheduleOutco
         outcome.operation, outcome.pull = "created", pr
         outcome.message = f"PR #{pr.number} opened: main@{short(main_sha)} to {environment}"
     ctx.say(f"{environment}: {outcome.message}")
+    outcome.said = True
     return _maybe_merge(ctx, g_repo, policy.pull_request.auto_merge, outcome)
 
 
