@@ -5,6 +5,7 @@ clusters (posting statuses) are played in Python; every promotion step is reconc
 from __future__ import annotations
 
 import json
+from collections import Counter
 from datetime import timedelta
 
 import pytest
@@ -12,6 +13,8 @@ from click.testing import CliRunner
 
 from fleetflow.cli import main as cli
 from fleetflow.errors import ForgeError
+from fleetflow.promotion import context
+from fleetflow.promotion.pin import Pin
 from fleetflow.promotion.promote import promote
 from fleetflow.promotion.reconcile import ReconcileOutcome, environments_to_reconcile, reconcile
 from fleetflow.promotion.schedule import ScheduleOutcome
@@ -98,6 +101,26 @@ def test_a_merged_pr_is_gated_in_the_same_run_and_a_new_main_commit_follows(flee
     assert did(outcome) == {"dev": ["gate", "promote"], "qa": ["promote"]}
     assert fleet.cp_status(first, "dev") == "success"
     assert fleet.pin("dev") == second and fleet.pin("qa") == first
+
+
+def test_a_run_reads_each_pin_once(fleet: Fleet, monkeypatch: pytest.MonkeyPatch) -> None:
+    """reconcile looks at an environment's pin when it observes it, again to take its steps (``pinned``) and again
+    for each upstream whose gate it decides (``_taken_downstream``). A commit's file does not change: it is parsed
+    once per run (ruamel round trip plus the complex-key check, a few ms a file)."""
+    run(fleet)
+    fleet.approve("dev")
+    report(fleet, "dev")
+    run(fleet)  # dev's gate recorded, qa promoted: dev's gate now reads qa's pin
+    parsed: Counter[str] = Counter()
+    real = context.read_pin
+
+    def counting(text: str | None, where: str) -> Pin:
+        parsed[where] += 1
+        return real(text, where)
+
+    monkeypatch.setattr(context, "read_pin", counting)
+    run(fleet)
+    assert {"dev/base-repo.yaml", "qa/base-repo.yaml"} <= set(parsed) and set(parsed.values()) == {1}, parsed
 
 
 def test_downstream_gets_a_commit_that_rolled_out_upstream_before_it_moved_on(fleet: Fleet) -> None:

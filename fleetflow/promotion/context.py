@@ -106,6 +106,7 @@ class Context:
     _trees: dict[tuple[str, str], Path] = field(default_factory=dict)
     _environments: dict[str, dict[str, Resource[EnvironmentSpec]]] = field(default_factory=dict)
     _fetcher: RegistrationFetcher | None = None
+    _pins: dict[tuple[str, str], Pin] = field(default_factory=dict)
 
     def close(self) -> None:
         if self._tmp is not None:
@@ -163,10 +164,15 @@ class Context:
         return environment_branch(env)
 
     def pin(self, env_sha: str | None, branch: str) -> Pin:
-        """The pin on the environment branch ``branch`` at ``env_sha``; InputError when its file does not read."""
+        """The pin on the environment branch ``branch`` at ``env_sha``; InputError when its file does not read.
+        Read once per commit and run (a commit's files do not change): reconcile asks for an environment's pin when
+        it looks at the environment, again for its steps, and for its upstream's gate."""
         if env_sha is None:
             return Pin(None, None)
-        return read_pin(self.git.read_file(self.cp_url, env_sha, PIN_FILE), f"{branch}/{PIN_FILE}")
+        key = (env_sha, branch)
+        if key not in self._pins:
+            self._pins[key] = read_pin(self.git.read_file(self.cp_url, env_sha, PIN_FILE), f"{branch}/{PIN_FILE}")
+        return self._pins[key]
 
     def base_repos_elsewhere(self, branch: str, env_sha: str) -> list[Document]:
         """The BaseRepo documents of the environment branch at ``env_sha`` outside :data:`PIN_FILE` at its root.
