@@ -291,6 +291,45 @@ def test_cli_text_and_json(fleet: Fleet, monkeypatch: pytest.MonkeyPatch) -> Non
     assert bad.exit_code == 2 and "unknown environment 'nope'" in bad.output
 
 
+CHAIN_PROBLEMS = {
+    "unknown": ({n: a for n, a in ENVIRONMENTS.items() if n != "qa"},
+                [f"Environment {n}: after names unknown environment 'qa'" for n in ("prod-eu", "prod-us")]),
+    "cycle": ({**ENVIRONMENTS, "dev": ["prod-eu"]},
+              ["Environment chain has a cycle: dev -> qa -> prod-eu -> dev (each comes after the one before it)"]),
+}
+
+
+@pytest.mark.parametrize("broken", sorted(CHAIN_PROBLEMS))
+def test_a_chain_with_no_order_is_refused_before_anything_is_written(
+    fleet: Fleet, monkeypatch: pytest.MonkeyPatch, broken: str
+) -> None:
+    """A main commit drops qa's Environment while prod-eu and prod-us still come after qa, or makes dev come after
+    prod-eu: the chain has no order. ``reconcile`` crashed with a KeyError looking for qa's branch (found by a
+    search editing the control plane at random and running the fleet commands), and ``promote`` pinned dev to the
+    commit before its render refused it. Every fleet command now refuses it first, at the line, and writes
+    nothing."""
+    for name in ("GITHUB_TOKEN", "GITHUB_REPOSITORY"):
+        monkeypatch.delenv(name, raising=False)
+    if fleet.forge.name == "github":
+        monkeypatch.setenv("GITHUB_TOKEN", "test-token")
+        monkeypatch.setenv("GITHUB_API_URL", fleet.stub.url)  # type: ignore[attr-defined]
+    monkeypatch.setenv("FLEETFLOW_CACHE_DIR", str(fleet.root / "cli-cache"))
+    run(fleet)
+    chain, expected = CHAIN_PROBLEMS[broken]
+    sha = fleet.push_main({".environments/envs.yaml": "---\n".join(_environment(n, a) for n, a in chain.items())},
+                          f"the chain: {broken}")
+    before = refs(fleet)
+    where = ["--forge", fleet.forge.name, "--control-plane", fleet.cp_id, "--format", "json"]
+    for args in (["reconcile"], ["promote", "--commit", sha], ["status"], ["schedule", "--environment", "dev"],
+                 ["check-rollout", "--environment", "dev"]):
+        result = CliRunner().invoke(cli, [*args, *where], catch_exceptions=False)
+        data = json.loads(result.stdout)
+        assert result.exit_code == 1 and data["result"] is None, result.output
+        messages = [(p["message"], p["location"]["file"]) for p in data["problems"] if p["location"]["line"]]
+        assert messages == [(m, "main/.environments/envs.yaml") for m in expected], (args, messages)
+        assert refs(fleet) == before, args
+
+
 def test_cli_reports_the_merge_outcome(fleet: Fleet, monkeypatch: pytest.MonkeyPatch) -> None:
     """reconcile takes the merge step through ``merging.merge_if_due`` and says what it found, per environment,
     in text and JSON: here the repository does not allow GitHub's auto-merge (a new repository's default,

@@ -62,6 +62,21 @@ def check_references(
                 )
 
 
+def check_environment_chain(envs: Mapping[str, Resource[EnvironmentSpec]], problems: Problems) -> list[str]:
+    """The chain's problems (an ``after`` naming an environment main does not define, a cycle) and its order.
+    Every fleet command walks the chain before it renders anything (fleetflow.promotion.context), so they are
+    checked there as well as with the plane."""
+    for name, env in sorted(envs.items()):
+        for i, upstream in enumerate(env.spec.after):
+            if upstream not in envs:
+                problems.add(
+                    f"Environment {name}: after names unknown environment {upstream!r}",
+                    env.where("spec", "after", i),
+                    "known environments: " + ", ".join(sorted(envs)),
+                )
+    return environment_order(envs, problems)  # reports a cycle
+
+
 def environment_order(envs: Mapping[str, Resource[EnvironmentSpec]], problems: Problems) -> list[str]:
     """Environments in promotion order: every environment after all of its ``after`` (``graphlib``), and the
     environments that become ready at the same step by name. A cycle is a problem (then the order is by name)."""
@@ -91,15 +106,7 @@ def _check_environments(
     plane: ControlPlane, environment: str | None, problems: Problems, warnings: Problems
 ) -> None:
     envs = plane.environments
-    for name, env in sorted(envs.items()):
-        for i, upstream in enumerate(env.spec.after):
-            if upstream not in envs:
-                problems.add(
-                    f"Environment {name}: after names unknown environment {upstream!r}",
-                    env.where("spec", "after", i),
-                    "known environments: " + ", ".join(sorted(envs)),
-                )
-    environment_order(envs, problems)  # reports a cycle
+    check_environment_chain(envs, problems)
     if environment is not None and envs and environment not in envs:
         problems.add(
             f"unknown environment {environment!r}",

@@ -17,7 +17,7 @@ from fleetflow.forge.git import GitRepos, PushRejected
 from fleetflow.forge.registrations import RegistrationFetcher
 from fleetflow.model.controlplane import ControlPlane, Resource, build_resource, load_control_plane
 from fleetflow.model.documents import Document, ParseCache, Tree, read_tree
-from fleetflow.model.references import environment_order
+from fleetflow.model.references import check_environment_chain, environment_order
 from fleetflow.model.resources import EnvironmentSpec
 from fleetflow.promotion.gitops import GitOpsTree, clean_root
 from fleetflow.promotion.pin import PIN_FILE, Pin, read_pin
@@ -149,10 +149,16 @@ class Context:
         return self._environments[main_sha]
 
     def _read_environments(self, main_sha: str) -> dict[str, Resource[EnvironmentSpec]]:
+        """Also the chain's problems: every fleet command walks it (an ``after`` naming an environment main does
+        not define, or a cycle, leaves no order to promote in), and refuses before it writes anything."""
         root = self.tree(self.cp_url, main_sha)
-        return read_environments(
+        envs = read_environments(
             Tree(root, self.main_branch), ParseCache(self.git.cache_dir / "parsed"), where=f"main@{short(main_sha)}"
         )
+        problems = Problems()
+        check_environment_chain(envs, problems)
+        problems.raise_if_any()
+        return envs
 
     def environment(self, envs: dict[str, Resource[EnvironmentSpec]], name: str) -> Resource[EnvironmentSpec]:
         if name not in envs:
