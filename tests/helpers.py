@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import textwrap
 from pathlib import Path
 
@@ -242,3 +243,18 @@ def tree_bytes(root: Path) -> dict[str, bytes]:
 
 
 __all__ = ["ENV_FILES", "MAIN_FILES", "build_file_tree", "make_plane", "pytest", "run_cli", "tree_bytes"]
+
+
+def searched_seeds(variable: str) -> list[int]:
+    """The seeds the environment variable ``variable`` names (``10-39``, ``3,8,11``, or both: ``3,10-19``), each
+    once, for a longer search run by hand than CI's seeds; [] when it is unset. Read it on import (every test runs
+    with ``FLEETFLOW_*`` unset, tests/conftest.py)."""
+    text = os.environ.get(variable, "").strip()
+    seeds: list[int] = []
+    for item in (i.strip() for i in text.split(",") if text):
+        first, dash, last = item.partition("-")
+        if not first.isdigit() or (dash and not last.isdigit()) or (dash and int(last) < int(first)):
+            raise pytest.UsageError(f"{variable}={text!r}: {item!r} is not a seed or a range of seeds "
+                                    "(write 10-39, 3,8,11 or 3,10-19)")
+        seeds.extend(range(int(first), int(last or first) + 1))
+    return list(dict.fromkeys(seeds))

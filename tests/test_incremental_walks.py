@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import io
 import json
-import os
 import random
 import re
 import shutil
@@ -42,7 +41,7 @@ from fleetflow.promotion.shards import stitch_environment
 from fleetflow.render.incremental import PART_DIR, SMALL_INDEX
 from fleetflow.render.ownership import cluster_type_of
 from tests.fleet import Fleet, git
-from tests.helpers import run_cli, tree_bytes
+from tests.helpers import run_cli, searched_seeds, tree_bytes
 from tests.test_gitops_commit import add_foreign_files, check_head_equals_render
 from tests.test_promotion import make_local_fleet
 from tests.test_render import STATUS_TEMPLATE
@@ -51,7 +50,7 @@ from tests.test_state_shards import legacy_tree, whole_index_tree
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "control-plane"
 SEEDS_VARIABLE = "FLEETFLOW_WALK_SEEDS"
-SEARCH = os.environ.get(SEEDS_VARIABLE, "").strip()  # read on import: every test runs with FLEETFLOW_* unset
+SEARCH = searched_seeds(SEEDS_VARIABLE)
 PIN = ["--main-commit", "0" * 40, "--env-commit", "1" * 40]
 EXTRA_TYPES = 50  # cluster types added to the example's dev branch, so that the index is in parts
 STEPS = 20
@@ -65,14 +64,7 @@ def walk_seeds(default: list[tuple[int, Any]], variants: list[Any], label: Calla
     ``FLEETFLOW_WALK_SEEDS=100-199 pytest tests/test_incremental_walks.py``."""
     chosen = default
     if SEARCH:
-        seeds: list[int] = []
-        for item in (i.strip() for i in SEARCH.split(",")):
-            first, dash, last = item.partition("-")
-            if not first.isdigit() or (dash and not last.isdigit()) or (dash and int(last) < int(first)):
-                raise pytest.UsageError(f"{SEEDS_VARIABLE}={SEARCH!r}: {item!r} is not a seed or a range of seeds "
-                                        "(write 10-39, 3,8,11 or 3,10-19)")
-            seeds.extend(range(int(first), int(last or first) + 1))
-        chosen = [(seed, variants[seed % len(variants)]) for seed in dict.fromkeys(seeds)]
+        chosen = [(seed, variants[seed % len(variants)]) for seed in SEARCH]
     return [pytest.param(seed, variant, id="-".join(x for x in (str(seed), label(variant)) if x))
             for seed, variant in chosen]
 
