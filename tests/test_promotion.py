@@ -272,6 +272,57 @@ def test_a_base_repo_moved_out_of_the_pin_file_is_named_and_nothing_is_written(t
     assert f"a BaseRepo is in dev/settings/pin.yaml:{line}" in dev.gate_description, dev.gate_description
 
 
+UNRENDERABLE = {  # a commit whose render refuses it before rendering anything: the branch it is on, the file and
+    # how it is edited, the line the problem points at, how its message starts
+    "main: a kind misspelled": ("main", "workloads/app.yaml", ("kind: Workload", "kind: Worklod"), 2, "unknown kind"),
+    "main: a template that does not compile": (
+        "main", "templates/flux.yaml", ("name: {{ DeploymentTargetName }}", "name: {% for %}"), 12, "template 'flux'"),
+    "env branch: a template role naming no template": (
+        "dev", "cluster-types.yaml", ("configType: config", "configType: nope"), None, "ClusterType cloud"),
+}
+
+
+@pytest.mark.parametrize("case", list(UNRENDERABLE))
+def test_a_commit_its_render_would_refuse_is_not_pinned(tmp_path: Path, case: str) -> None:
+    """``promote`` pinned first and rendered after: a main commit (or an environment branch) its render refuses was
+    pinned anyway, the environment left pointing at a commit with no schedule and its gate ``pending: scheduled``
+    on it, and a run that said "Stopped at this error" had written the pin. The render's checks that come before
+    any assignment is rendered (``pipeline.checked_inputs``: the plane loads, references, templates, schedule) now
+    run before the pin is written: the same problems, at their lines, and nothing written; reconcile reports them
+    for the environment, every run, until a commit fixes them."""
+    fleet = make_local_fleet(tmp_path)
+    good = first_commit(fleet)
+    with fleet.context() as ctx:
+        promote_many(ctx, None, good)
+    branch, path, (old, new), line, message = UNRENDERABLE[case]
+    text = git(fleet.root, "--git-dir", fleet.cp_url, "show", f"{branch}:{path}")
+    assert old in text
+    if branch == "main":
+        sha = fleet.push_main({path: text.replace(old, new)}, case)
+    else:
+        fleet.push_env(branch, {path: text.replace(old, new)}, case)
+        sha = fleet.push_main({"templates/extra.yaml": "# a main commit to promote\n"}, "second")
+
+    def written() -> list[str | None]:  # dev's pin and its GitOps branches, and the gate's record on the commit
+        return [fleet.branch_sha(fleet.cp_url, "dev"), fleet.branch_sha(fleet.gitops_url, "dev"),
+                fleet.branch_sha(fleet.gitops_url, "fleetflow/dev"), fleet.cp_status(sha, "dev")]
+
+    before = written()
+    assert before[-1] is None and fleet.pin("dev") == good
+    with fleet.context() as ctx, pytest.raises(InputError) as refused:
+        promote_many(ctx, None, sha)
+    problems = refused.value.problems()
+    located = next((p.location for p in problems if p.message.startswith(message)), None)
+    assert located is not None and located.file == f"{branch}/{path}"
+    if line is not None:
+        assert located.line == line, problems
+    assert written() == before and fleet.pin("dev") == good
+    with fleet.context() as ctx:
+        [dev] = [e for e in reconcile(ctx).environments if e.environment == "dev"]
+    assert dev.exit_code == 1 and [str(p) for p in dev.problems] == [str(p) for p in problems]
+    assert written() == before
+
+
 BROKEN_PINS = {  # how an engineer's edit can leave base-repo.yaml unreadable: what follows the kind, the line the
     # message points at, how the message starts
     "syntax": ("spec: [\n", 4, "invalid YAML: "),  # the file ends inside the list

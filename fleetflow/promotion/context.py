@@ -18,10 +18,11 @@ from fleetflow.forge.registrations import RegistrationFetcher
 from fleetflow.model.controlplane import ControlPlane, Resource, build_resource, load_control_plane
 from fleetflow.model.documents import Document, ParseCache, Tree, read_tree
 from fleetflow.model.references import check_environment_chain, environment_order
-from fleetflow.model.resources import EnvironmentSpec
+from fleetflow.model.resources import EnvironmentSpec, GitOpsRepoSpec
 from fleetflow.promotion.gitops import GitOpsTree, clean_root
 from fleetflow.promotion.pin import PIN_FILE, Pin, read_pin
 from fleetflow.render.incremental import RenderState
+from fleetflow.render.pipeline import checked_inputs
 
 MAIN = "main"
 
@@ -235,6 +236,26 @@ class Pinned:
     gitops_url: str
 
 
+def gitops_repo_of(plane: ControlPlane, environment: str, branch: str) -> Resource[GitOpsRepoSpec]:
+    """Where the environment's GitOps output goes; InputError when its branch names no GitOpsRepo."""
+    gitops = plane.gitops_repo()
+    if gitops is None:
+        raise InputError([Problem(
+            f"environment {environment}: no GitOpsRepo on branch {branch}", None,
+            "add a GitOpsRepo (spec.repo, spec.branch, spec.path) to the environment branch",
+        )])
+    return gitops
+
+
+def check_before_pinning(ctx: Context, environment: str, branch: str, main_sha: str, env_sha: str) -> None:
+    """main@main_sha with the environment branch at env_sha must load, say where its output goes and pass the
+    render's checks (``checked_inputs``) before a pin is written: InputError with every problem otherwise. A pin
+    on a commit that cannot render leaves the environment pinned to it with no schedule, and its gate pending."""
+    plane = ctx.plane(main_sha, branch, env_sha)
+    gitops_repo_of(plane, environment, branch)
+    checked_inputs(plane, environment)
+
+
 def pinned(ctx: Context, environment: str, *, required: bool) -> Pinned | None:
     """Read the environment branch, its pin, main at the pin and where its GitOps output goes.
 
@@ -266,12 +287,7 @@ def pinned(ctx: Context, environment: str, *, required: bool) -> Pinned | None:
         )])
     envs_at_pin = ctx.environments(main_sha)
     plane = ctx.plane(main_sha, branch, env_sha)
-    gitops = plane.gitops_repo()
-    if gitops is None:
-        raise InputError([Problem(
-            f"environment {environment}: no GitOpsRepo on branch {branch}", None,
-            "add a GitOpsRepo (spec.repo, spec.branch, spec.path) to the environment branch",
-        )])
+    gitops = gitops_repo_of(plane, environment, branch)
     return Pinned(
         environment, envs, envs_at_pin.get(environment, env), envs_at_pin, branch, env_sha, main_sha, plane,
         gitops.spec.repo, gitops.spec.branch or environment, gitops.spec.path,

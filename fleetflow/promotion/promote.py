@@ -18,6 +18,7 @@ from fleetflow.forge.git import retry_races
 from fleetflow.promotion.context import (
     SCHEDULED,
     Context,
+    check_before_pinning,
     doctor_names_the_rule,
     misplaced_pin,
     short,
@@ -151,6 +152,7 @@ def _pin_once(ctx: Context, environment: str, branch: str, sha: str, *, release:
             hold = f"rollback from {short(current.commit)} to {short(sha)}"
     if current.commit == sha and current.hold == hold:
         return PinResult(False, hold)
+    check_before_pinning(ctx, environment, branch, sha, env_sha)  # nothing written for a commit that cannot render
     new_text = write_pin(text, commit=sha, repo=ctx.control_plane, hold=hold)
     verb = "roll back" if hold and hold.startswith("rollback") else "pin"
     message = f"fleetflow: {verb} {environment} to main@{short(sha)}"

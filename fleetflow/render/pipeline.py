@@ -22,7 +22,7 @@ from fleetflow.model.references import check_references, check_tree_belongs
 from fleetflow.model.resources import TEMPLATE_ROLES
 from fleetflow.progress import NO_PROGRESS, Progress
 from fleetflow.render.canonical import canonical_json
-from fleetflow.render.composition import Composed, Composer, Subject, applies
+from fleetflow.render.composition import Composed, Composer, ConfigSource, Subject, applies
 from fleetflow.render.incremental import (
     Assignments,
     AssignmentState,
@@ -192,6 +192,49 @@ def variables_for(
     }
 
 
+@dataclass
+class CheckedInputs:
+    """What a render reads besides the assignments' own state, checked: every problem found here stops the render
+    before it renders anything (``checked_inputs``)."""
+
+    sources: list[ConfigSource]
+    schemas: dict[str, SchemaSource]
+    schedule: Schedule
+    compiled: dict[str, CompiledTemplate]
+    fingerprints: dict[str, str]  # per template
+    target_schemas: dict[str, list[SchemaSource]]
+    warnings: Problems
+
+
+def checked_inputs(plane: ControlPlane, environment: str, env_branch: str | None = None,
+                   templates: TemplateEngine | None = None) -> CheckedInputs:
+    """The plane's checks for ``environment`` that come before any assignment is rendered: references, the tree
+    belonging to the environment, ConfigMaps, ConfigSchemas, the schedule, templates. Raises InputError with every
+    problem. ``promote`` runs them before it pins (nothing is written for a commit its render would refuse here);
+    what they cannot see (a composed config failing its schema, a template failing on one assignment's values)
+    stops the render itself."""
+    problems = Problems()
+    warnings = Problems()
+    check_references(plane, environment, problems, warnings)
+    check_tree_belongs(plane, environment, problems, checked_out_branch=env_branch)
+    sources = config_sources(plane, problems)
+    named_schemas = schema_sources(plane, problems)
+    sched = schedule(plane, environment, problems)
+    if environment in plane.environments:
+        warnings.extend(selection_warnings(plane, environment, sched))
+        if not sched.by_type:
+            warnings.add(
+                f"environment {environment} schedules no assignment",
+                plane.environments[environment].location,
+                f"give a workload a deployment target with environment: {environment}, and a SchedulingPolicy "
+                "on the environment branch that selects it and a cluster type",
+            )
+    compiled, fingerprints = _compile_templates(plane, templates or TemplateEngine(), problems)
+    target_schemas = {tid: _target_schemas(t, named_schemas, problems) for tid, t in sched.targets.items()}
+    problems.raise_if_any()
+    return CheckedInputs(sources, named_schemas, sched, compiled, fingerprints, target_schemas, warnings)
+
+
 def render_environment(
     plane: ControlPlane,
     environment: str,
@@ -214,25 +257,9 @@ def render_environment(
     shard unread, or has none (``schedule --shard``: the state of the others is not this render's to write).
     """
     meta = meta or Meta()
-    problems = Problems()
-    warnings = Problems()
-    check_references(plane, environment, problems, warnings)
-    check_tree_belongs(plane, environment, problems, checked_out_branch=meta.env_branch)
-    sources = config_sources(plane, problems)
-    named_schemas = schema_sources(plane, problems)
-    sched = schedule(plane, environment, problems)
-    if environment in plane.environments:
-        warnings.extend(selection_warnings(plane, environment, sched))
-        if not sched.by_type:
-            warnings.add(
-                f"environment {environment} schedules no assignment",
-                plane.environments[environment].location,
-                f"give a workload a deployment target with environment: {environment}, and a SchedulingPolicy "
-                "on the environment branch that selects it and a cluster type",
-            )
-    compiled, fingerprints = _compile_templates(plane, templates or TemplateEngine(), problems)
-    target_schemas = {tid: _target_schemas(t, named_schemas, problems) for tid, t in sched.targets.items()}
-    problems.raise_if_any()
+    checked = checked_inputs(plane, environment, meta.env_branch, templates or TemplateEngine())
+    sources, named_schemas, sched, warnings = checked.sources, checked.schemas, checked.schedule, checked.warnings
+    compiled, fingerprints, target_schemas = checked.compiled, checked.fingerprints, checked.target_schemas
 
     composer = Composer(sources)
     validator = ConfigValidator()
