@@ -269,13 +269,19 @@ def test_environment_option_takes_its_neighbours() -> None:
     assert environments_to_reconcile(envs, "prod-eu") == ["qa", "prod-eu", "dr"]
 
 
-def test_cli_text_and_json(fleet: Fleet, monkeypatch: pytest.MonkeyPatch) -> None:
+def cli_environment(fleet: Fleet, monkeypatch: pytest.MonkeyPatch) -> None:
+    """What the CLI finds the fleet's forge by (the GitHub stand-in's address and a token, or nothing for the local
+    forge), and a cache of its own."""
     for name in ("GITHUB_TOKEN", "GITHUB_REPOSITORY"):
         monkeypatch.delenv(name, raising=False)
     if fleet.forge.name == "github":
         monkeypatch.setenv("GITHUB_TOKEN", "test-token")
         monkeypatch.setenv("GITHUB_API_URL", fleet.stub.url)  # type: ignore[attr-defined]
     monkeypatch.setenv("FLEETFLOW_CACHE_DIR", str(fleet.root / "cli-cache"))
+
+
+def test_cli_text_and_json(fleet: Fleet, monkeypatch: pytest.MonkeyPatch) -> None:
+    cli_environment(fleet, monkeypatch)
     args = ["reconcile", "--forge", fleet.forge.name, "--control-plane", fleet.cp_id]
     text = CliRunner().invoke(cli, args)
     assert text.exit_code == 0, text.output
@@ -308,12 +314,7 @@ def test_a_chain_with_no_order_is_refused_before_anything_is_written(
     search editing the control plane at random and running the fleet commands), and ``promote`` pinned dev to the
     commit before its render refused it. Every fleet command now refuses it first, at the line, and writes
     nothing."""
-    for name in ("GITHUB_TOKEN", "GITHUB_REPOSITORY"):
-        monkeypatch.delenv(name, raising=False)
-    if fleet.forge.name == "github":
-        monkeypatch.setenv("GITHUB_TOKEN", "test-token")
-        monkeypatch.setenv("GITHUB_API_URL", fleet.stub.url)  # type: ignore[attr-defined]
-    monkeypatch.setenv("FLEETFLOW_CACHE_DIR", str(fleet.root / "cli-cache"))
+    cli_environment(fleet, monkeypatch)
     run(fleet)
     chain, expected = CHAIN_PROBLEMS[broken]
     sha = fleet.push_main({".environments/envs.yaml": "---\n".join(_environment(n, a) for n, a in chain.items())},
@@ -339,15 +340,11 @@ def test_cli_reports_the_merge_outcome(fleet: Fleet, monkeypatch: pytest.MonkeyP
     payloads", status: https://docs.github.com/en/webhooks/webhook-events-and-payloads#status); GitHub Actions
     names the event and the payload file in ``GITHUB_EVENT_NAME`` and ``GITHUB_EVENT_PATH`` ("Variables reference",
     default environment variables)."""
-    for name in ("GITHUB_TOKEN", "GITHUB_REPOSITORY"):
-        monkeypatch.delenv(name, raising=False)
+    cli_environment(fleet, monkeypatch)
     if fleet.forge.name == "github":
-        monkeypatch.setenv("GITHUB_TOKEN", "test-token")
-        monkeypatch.setenv("GITHUB_API_URL", fleet.stub.url)  # type: ignore[attr-defined]
         fleet.stub.repo(fleet.gitops_id).rulesets["dev"] = ["ci/validate"]  # type: ignore[attr-defined]
     else:
         fleet.forge.protect_branch(fleet.gitops_id, "dev", ["ci/validate"])  # type: ignore[attr-defined]
-    monkeypatch.setenv("FLEETFLOW_CACHE_DIR", str(fleet.root / "cli-cache"))
     auto = {"dev": "  pullRequest:\n    autoMerge: true\n"}
     fleet.push_main({".environments/envs.yaml": "---\n".join(_environment(n, a, auto.get(n, ""))
                                                              for n, a in ENVIRONMENTS.items())}, "dev merges itself")
