@@ -257,7 +257,7 @@ def render_environment(
     shard unread, or has none (``schedule --shard``: the state of the others is not this render's to write).
     """
     meta = meta or Meta()
-    checked = checked_inputs(plane, environment, meta.env_branch, templates or TemplateEngine())
+    checked = checked_inputs(plane, environment, meta.env_branch, templates)
     sources, named_schemas, sched, warnings = checked.sources, checked.schemas, checked.schedule, checked.warnings
     compiled, fingerprints, target_schemas = checked.compiled, checked.fingerprints, checked.target_schemas
 
