@@ -18,7 +18,8 @@ from fleetflow.promotion.pin import Pin
 from fleetflow.promotion.promote import promote
 from fleetflow.promotion.reconcile import ReconcileOutcome, environments_to_reconcile, reconcile
 from fleetflow.promotion.schedule import ScheduleOutcome
-from tests.fleet import ENVIRONMENTS, Fleet, _environment
+from fleetflow.promotion.status import fleet_status
+from tests.fleet import ENVIRONMENTS, Fleet, _environment, git
 from tests.test_promotion import fleet_config
 
 
@@ -121,6 +122,35 @@ def test_a_run_reads_each_pin_once(fleet: Fleet, monkeypatch: pytest.MonkeyPatch
     monkeypatch.setattr(context, "read_pin", counting)
     run(fleet)
     assert {"dev/base-repo.yaml", "qa/base-repo.yaml"} <= set(parsed) and set(parsed.values()) == {1}, parsed
+
+
+def test_a_mistake_on_an_environment_branch_stops_its_schedule_not_the_gate_of_what_rolled_out(
+    fleet: Fleet,
+) -> None:
+    """dev rolled main@C out (its PR merged, its clusters reported), then an engineer pushed a typo to dev's branch.
+    The gate, ``status`` and reconcile's look at dev loaded the whole plane at the branch's tip, so the typo stopped
+    dev's gate and qa never got C. They need only where dev's output goes (``context.gitops_repo_at``): the gate
+    records success, qa is promoted, and the typo stops the schedule of the new dev commit, at its line, on every
+    run until it is fixed."""
+    sha = fleet.branch_sha(fleet.cp_url, "main")
+    run(fleet)
+    fleet.approve("dev")
+    report(fleet, "dev")
+    text = git(fleet.root, "--git-dir", fleet.cp_url, "show", "dev:cluster-types.yaml")
+    fleet.push_env("dev", {"cluster-types.yaml": text.replace("kind: ClusterType", "kind: ClusterType\n  bad: [")},
+                   "a typo")
+    outcome = run(fleet)
+    [dev] = [e for e in outcome.environments if e.environment == "dev"]
+    assert did(outcome) == {"dev": ["gate"], "qa": ["promote"]}
+    assert fleet.cp_status(sha, "dev") == "success" and fleet.pin("qa") == sha
+    assert [(p.location.file, p.location.line) for p in dev.problems if p.location] == [("dev/cluster-types.yaml", 3)]
+    assert dev.exit_code == 1 and "invalid YAML" in dev.problems[0].message
+    with fleet.context() as ctx:
+        [shown] = [e for e in fleet_status(ctx) if e.name == "dev"]
+    assert shown.pinned == sha and shown.gate.state == "success" and shown.gitops is not None  # and its PR
+    assert "cannot read" not in shown.gate.description
+    again = run(fleet)
+    assert did(again) == {} and [e.problems for e in again.environments if e.environment == "dev"] == [dev.problems]
 
 
 def test_downstream_gets_a_commit_that_rolled_out_upstream_before_it_moved_on(fleet: Fleet) -> None:

@@ -3,6 +3,7 @@ commit. Nothing here is remembered between runs: every fact is re-derived from g
 
 from __future__ import annotations
 
+import functools
 import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -229,31 +230,48 @@ class Pinned:
     branch: str
     env_sha: str
     main_sha: str
-    plane: ControlPlane
+    load_plane: Callable[[], ControlPlane]
     gitops_repo: str
     gitops_branch: str
     gitops_path: str
     gitops_url: str
 
+    @functools.cached_property
+    def plane(self) -> ControlPlane:
+        """main@pin with the environment branch, loaded and checked (InputError with every problem): what a
+        schedule renders. Loaded when first asked for: the gate, ``status`` and reconcile's look at an environment
+        need only where its output goes (``gitops_repo_at``), so a mistake on the environment branch stops the next
+        schedule, at its line, and not the gate of what was rolled out before it."""
+        return self.load_plane()
 
-def gitops_repo_of(plane: ControlPlane, environment: str, branch: str) -> Resource[GitOpsRepoSpec]:
-    """Where the environment's GitOps output goes; InputError when its branch names no GitOpsRepo."""
-    gitops = plane.gitops_repo()
-    if gitops is None:
+
+def gitops_repo_at(ctx: Context, environment: str, branch: str, env_sha: str) -> Resource[GitOpsRepoSpec]:
+    """The environment branch's GitOpsRepo at ``env_sha``, read without the rest of the plane: the branch's
+    documents (parse cache), of which only the GitOpsRepo is built and checked. A file that does not read is a
+    problem here only when no GitOpsRepo was found (it may be in that file); two GitOpsRepos are one too many."""
+    read = Problems()
+    docs = read_tree(Tree(ctx.tree(ctx.cp_url, env_sha), branch), read, cache=ParseCache(ctx.git.cache_dir / "parsed"))
+    built = Problems()
+    found = [r for r in (build_resource(d, "env", built) for d in docs if d.kind == "GitOpsRepo") if r is not None]
+    built.raise_if_any()
+    if len(found) > 1:
+        raise InputError([Problem("more than one GitOpsRepo on the environment branch", r.location,
+                                  "keep a single GitOpsRepo") for r in found[1:]])
+    if not found:
+        read.raise_if_any()
         raise InputError([Problem(
             f"environment {environment}: no GitOpsRepo on branch {branch}", None,
             "add a GitOpsRepo (spec.repo, spec.branch, spec.path) to the environment branch",
         )])
-    return gitops
+    return found[0]
 
 
 def check_before_pinning(ctx: Context, environment: str, branch: str, main_sha: str, env_sha: str) -> None:
     """main@main_sha with the environment branch at env_sha must load, say where its output goes and pass the
     render's checks (``checked_inputs``) before a pin is written: InputError with every problem otherwise. A pin
     on a commit that cannot render leaves the environment pinned to it with no schedule, and its gate pending."""
-    plane = ctx.plane(main_sha, branch, env_sha)
-    gitops_repo_of(plane, environment, branch)
-    checked_inputs(plane, environment)
+    gitops_repo_at(ctx, environment, branch, env_sha)
+    checked_inputs(ctx.plane(main_sha, branch, env_sha), environment)
 
 
 def pinned(ctx: Context, environment: str, *, required: bool) -> Pinned | None:
@@ -286,13 +304,22 @@ def pinned(ctx: Context, environment: str, *, required: bool) -> Pinned | None:
             None, "promote a commit of main",
         )])
     envs_at_pin = ctx.environments(main_sha)
-    plane = ctx.plane(main_sha, branch, env_sha)
-    gitops = gitops_repo_of(plane, environment, branch)
+    gitops = gitops_repo_at(ctx, environment, branch, env_sha)
     return Pinned(
-        environment, envs, envs_at_pin.get(environment, env), envs_at_pin, branch, env_sha, main_sha, plane,
+        environment, envs, envs_at_pin.get(environment, env), envs_at_pin, branch, env_sha, main_sha,
+        lambda: ctx.plane(main_sha, branch, env_sha),
         gitops.spec.repo, gitops.spec.branch or environment, gitops.spec.path,
         ctx.git.blobless(ctx.forge.git_url(gitops.spec.repo)),  # read in parts: mirrored without blobs
     )
+
+
+def pinned_to_render(ctx: Context, environment: str) -> Pinned:
+    """``pinned`` (required) with its plane loaded: a render's inputs are checked before anything is fetched,
+    said or written, so a run stopped by them says it stopped before any step."""
+    at = pinned(ctx, environment, required=True)
+    assert at is not None
+    at.plane  # noqa: B018 (a cached property: loaded and checked here, kept for the render)
+    return at
 
 
 def misplaced_pin(ctx: Context, environment: str, branch: str, env_sha: str) -> None:

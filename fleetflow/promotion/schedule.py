@@ -19,7 +19,7 @@ from fleetflow.errors import Problem
 from fleetflow.forge.base import PullRequest
 from fleetflow.forge.git import PushRejected, retry_races
 from fleetflow.promotion import merging
-from fleetflow.promotion.context import Context, Pinned, doctor_names_the_rule, head_branch, pinned, short
+from fleetflow.promotion.context import Context, Pinned, doctor_names_the_rule, head_branch, pinned_to_render, short
 from fleetflow.promotion.fullplan import compare_url, plan_header, plan_path, write_plan
 from fleetflow.promotion.gitops import GitOpsTree, WrittenCommit, clean_root, write_commit
 from fleetflow.promotion.merging import MergeOutcome
@@ -106,8 +106,7 @@ def commit_message(ctx: Context, at: Pinned) -> tuple[str, int]:
 
 def render_commit(ctx: Context, environment: str) -> Rendered:
     """Render the environment at its pin against the GitOps branch and write the commit (nothing pushed)."""
-    at = pinned(ctx, environment, required=True)
-    assert at is not None
+    at = pinned_to_render(ctx, environment)
     heads = ctx.git.fetch(at.gitops_url, [at.gitops_branch, head_branch(environment)])
     ctx.say(f"{environment}: rendering main@{short(at.main_sha)} + {at.branch}@{short(at.env_sha)} "
             f"into {at.gitops_repo} (branch {at.gitops_branch})")

@@ -26,7 +26,7 @@ from pathlib import Path
 
 from fleetflow.errors import InputError, Problem, UsageError
 from fleetflow.forge.git import BareRepo, TreeEdit, retry_races
-from fleetflow.promotion.context import Context, Pinned, head_branch, pinned, short
+from fleetflow.promotion.context import Context, Pinned, head_branch, pinned_to_render, short
 from fleetflow.promotion.gitops import GitOpsTree, clean_root, commit_edits, write_commit
 from fleetflow.promotion.schedule import Rendered, ScheduleOutcome, commit_message, publish
 from fleetflow.render.diff import file_diff, review_order
@@ -82,8 +82,7 @@ class ShardManifest(Result):
 
 def render_shard(ctx: Context, environment: str, spec: ShardSpec, folder: Path) -> ShardManifest:
     """Render the cluster types of shard ``spec`` against the GitOps branch and save them in ``folder``."""
-    at = pinned(ctx, environment, required=True)
-    assert at is not None
+    at = pinned_to_render(ctx, environment)
     base = ctx.git.fetch(at.gitops_url, [at.gitops_branch])[at.gitops_branch]
     repo = ctx.git.mirror(at.gitops_url)
     tree = GitOpsTree(repo, base, clean_root(at.gitops_path))
@@ -214,8 +213,7 @@ def stitch_commit(ctx: Context, environment: str, folder: Path) -> Rendered | Sc
     cluster-type folders and state shards put in by id, and the state index written; nothing pushed. When an
     input moved since the shards ran: the ``superseded`` outcome, and nothing written."""
     found = read_manifests(folder, environment)
-    at = pinned(ctx, environment, required=True)
-    assert at is not None
+    at = pinned_to_render(ctx, environment)
     heads = ctx.git.fetch(at.gitops_url, [at.gitops_branch, head_branch(environment)])
     base = heads[at.gitops_branch]
     moved = moved_inputs(found[0][0], at, base)

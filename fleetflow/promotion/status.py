@@ -5,7 +5,7 @@ from __future__ import annotations
 from pydantic import Field, computed_field
 
 from fleetflow.errors import FleetflowError, InputError
-from fleetflow.promotion.context import Context, chain_order, head_branch, short, status_context
+from fleetflow.promotion.context import Context, chain_order, gitops_repo_at, head_branch, short, status_context
 from fleetflow.promotion.merge_records import MergeRecord, read_record, record_refs, seen_records
 from fleetflow.promotion.pin import PIN_FILE, past_pin
 from fleetflow.promotion.schedule import PullRequestLink
@@ -83,13 +83,10 @@ def fleet_status(ctx: Context, history: int = 3) -> list[EnvironmentStatus]:
                 entry.last_success = pinned
         if entry.last_success is None:
             entry.last_success = _previous_success(ctx, name, env_sha, pinned, history)
-        try:
-            plane = ctx.plane(pinned, branch, env_sha)
+        try:  # the branch's GitOpsRepo alone: a mistake elsewhere on it stops its schedule, not this line
+            gitops = gitops_repo_at(ctx, name, branch, env_sha)
         except FleetflowError as exc:  # a broken branch (bad input, git failure) still gets a status line
             entry.gate_description += f" (cannot read {branch}: {str(exc).splitlines()[0]})"
-            continue
-        gitops = plane.gitops_repo()
-        if gitops is None:
             continue
         g_branch = gitops.spec.branch or name
         entry.gitops = f"{gitops.spec.repo} {g_branch}"
