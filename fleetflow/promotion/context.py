@@ -259,11 +259,15 @@ def gitops_repo_at(ctx: Context, environment: str, branch: str, env_sha: str) ->
                                   "keep a single GitOpsRepo") for r in found[1:]])
     if not found:
         read.raise_if_any()
-        raise InputError([Problem(
-            f"environment {environment}: no GitOpsRepo on branch {branch}", None,
-            "add a GitOpsRepo (spec.repo, spec.branch, spec.path) to the environment branch",
-        )])
+        raise no_gitops_repo(environment, branch)
     return found[0]
+
+
+def no_gitops_repo(environment: str, branch: str) -> InputError:
+    return InputError([Problem(
+        f"environment {environment}: no GitOpsRepo on branch {branch}", None,
+        "add a GitOpsRepo (spec.repo, spec.branch, spec.path) to the environment branch",
+    )])
 
 
 def check_before_pinning(ctx: Context, environment: str, branch: str, main_sha: str, env_sha: str) -> None:
@@ -274,8 +278,9 @@ def check_before_pinning(ctx: Context, environment: str, branch: str, main_sha: 
     checked_inputs(ctx.plane(main_sha, branch, env_sha), environment)
 
 
-def pinned(ctx: Context, environment: str, *, required: bool) -> Pinned | None:
-    """Read the environment branch, its pin, main at the pin and where its GitOps output goes.
+def pinned(ctx: Context, environment: str, *, required: bool, to_render: bool = False) -> Pinned | None:
+    """Read the environment branch, its pin, main at the pin and where its GitOps output goes (``to_render``: from
+    the plane, loaded now; otherwise from the branch's GitOpsRepo alone, the plane loaded when asked for).
 
     Without a branch or a pin: None, or (``required``) an InputError saying how to get one."""
     envs = ctx.environments(ctx.main_tip())
@@ -304,21 +309,27 @@ def pinned(ctx: Context, environment: str, *, required: bool) -> Pinned | None:
             None, "promote a commit of main",
         )])
     envs_at_pin = ctx.environments(main_sha)
-    gitops = gitops_repo_at(ctx, environment, branch, env_sha)
+    if to_render:  # the plane first: its problems are the render's, before anything is fetched, said or written
+        plane = ctx.plane(main_sha, branch, env_sha)
+        gitops = plane.gitops_repo()
+        if gitops is None:
+            raise no_gitops_repo(environment, branch)
+        load = lambda: plane  # noqa: E731
+    else:
+        gitops = gitops_repo_at(ctx, environment, branch, env_sha)
+        load = lambda: ctx.plane(main_sha, branch, env_sha)  # noqa: E731
     return Pinned(
-        environment, envs, envs_at_pin.get(environment, env), envs_at_pin, branch, env_sha, main_sha,
-        lambda: ctx.plane(main_sha, branch, env_sha),
+        environment, envs, envs_at_pin.get(environment, env), envs_at_pin, branch, env_sha, main_sha, load,
         gitops.spec.repo, gitops.spec.branch or environment, gitops.spec.path,
         ctx.git.blobless(ctx.forge.git_url(gitops.spec.repo)),  # read in parts: mirrored without blobs
     )
 
 
 def pinned_to_render(ctx: Context, environment: str) -> Pinned:
-    """``pinned`` (required) with its plane loaded: a render's inputs are checked before anything is fetched,
-    said or written, so a run stopped by them says it stopped before any step."""
-    at = pinned(ctx, environment, required=True)
+    """``pinned`` (required) with its plane loaded and checked: a run stopped by bad input says it stopped before
+    any step."""
+    at = pinned(ctx, environment, required=True, to_render=True)
     assert at is not None
-    at.plane  # noqa: B018 (a cached property: loaded and checked here, kept for the render)
     return at
 
 
