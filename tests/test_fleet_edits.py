@@ -12,7 +12,7 @@ says why, and a ``promote`` or ``schedule`` that fails leaves both repositories'
 This search found ``reconcile`` crashing on a chain that names an environment ``main`` no longer defines, and
 ``promote`` pinning commits its render then refused (fixed: a chain with no order is refused by every fleet
 command; promote runs the render's checks before it pins). A failure only the render itself can find (a composed
-config failing its schema, after the pin) would break the last rule too; none was seen in 800 edits. CI takes 32
+config failing its schema, after the pin) would break the last rule too; none was seen in 650 edits. CI takes 32
 edits; ``FLEETFLOW_FLEET_EDITS=600`` searches longer by hand (about 1 s an edit).
 """
 
