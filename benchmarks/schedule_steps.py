@@ -37,7 +37,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import bench_promotion  # a sibling module (benchmarks/ is not a package)
 
 STEPS: list[tuple[str, str]] = [  # module, function (or Class.method): the steps of one schedule
-    ("fleetflow.promotion.schedule", "pinned"),
+    ("fleetflow.promotion.schedule", "pinned_to_render"),
     ("fleetflow.promotion.context", "Context.plane"),
     ("fleetflow.promotion.context", "load_control_plane"),
     ("fleetflow.model.controlplane", "_build"),
