@@ -131,7 +131,7 @@ def test_a_mistake_on_an_environment_branch_stops_its_schedule_not_the_gate_of_w
     The gate, ``status`` and reconcile's look at dev loaded the whole plane at the branch's tip, so the typo stopped
     dev's gate and qa never got C. They need only where dev's output goes (``context.gitops_repo_at``): the gate
     records success, qa is promoted, and the typo stops the schedule of the new dev commit, at its line, on every
-    run until it is fixed."""
+    run until it is fixed. ``status`` says it too, and still shows dev's GitOps branch."""
     sha = fleet.branch_sha(fleet.cp_url, "main")
     run(fleet)
     fleet.approve("dev")
@@ -148,7 +148,7 @@ def test_a_mistake_on_an_environment_branch_stops_its_schedule_not_the_gate_of_w
     with fleet.context() as ctx:
         [shown] = [e for e in fleet_status(ctx) if e.name == "dev"]
     assert shown.pinned == sha and shown.gate.state == "success" and shown.gitops is not None  # and its PR
-    assert "cannot read" not in shown.gate.description
+    assert "(cannot read dev: dev/cluster-types.yaml:3:6: invalid YAML" in shown.gate.description  # and why
     again = run(fleet)
     assert did(again) == {} and [e.problems for e in again.environments if e.environment == "dev"] == [dev.problems]
 

@@ -83,10 +83,15 @@ def fleet_status(ctx: Context, history: int = 3) -> list[EnvironmentStatus]:
                 entry.last_success = pinned
         if entry.last_success is None:
             entry.last_success = _previous_success(ctx, name, env_sha, pinned, history)
-        try:  # the branch's GitOpsRepo alone: a mistake elsewhere on it stops its schedule, not this line
-            gitops = gitops_repo_at(ctx, name, branch, env_sha)
-        except FleetflowError as exc:  # a broken branch (bad input, git failure) still gets a status line
+        try:
+            gitops = ctx.plane(pinned, branch, env_sha).gitops_repo()
+        except FleetflowError as exc:  # a broken branch (bad input, git failure): said, and its GitOps line still shown
             entry.gate_description += f" (cannot read {branch}: {str(exc).splitlines()[0]})"
+            try:  # the GitOpsRepo alone, as the gate reads it: the mistake stops the next schedule, not the gate
+                gitops = gitops_repo_at(ctx, name, branch, env_sha)
+            except FleetflowError:
+                continue
+        if gitops is None:
             continue
         g_branch = gitops.spec.branch or name
         entry.gitops = f"{gitops.spec.repo} {g_branch}"
