@@ -370,7 +370,7 @@ def reconcile_environment(run: _Run, name: str, main_tip: str) -> EnvironmentRec
                 break
             done.add(step.step)
             result.did.append(step)
-            if not (isinstance(step.result, ScheduleOutcome) and step.result.said):  # said once, not twice
+            if not _said(step.result):  # once, not twice
                 ctx.say(f"{name}: {step.message}")
         if view is not None:
             _settle_record(run, name, view, result)
@@ -379,6 +379,16 @@ def reconcile_environment(run: _Run, name: str, main_tip: str) -> EnvironmentRec
         result.exit_code = error.exit_code
         ctx.say(f"{name}: {'; '.join(str(p) for p in result.problems)}")
     return result
+
+
+def _said(result: RolloutOutcome | PromoteOutcome | ScheduleOutcome | None) -> bool:
+    """The run's narration already has what a step did: a schedule's PR line (``ScheduleOutcome.said``), and for a
+    promotion also its pin line (pinned now, not held: a hold is said only in the step's message)."""
+    if isinstance(result, ScheduleOutcome):
+        return result.said
+    if isinstance(result, PromoteOutcome):
+        return result.pinned and not result.held and result.schedule is not None and result.schedule.said
+    return False
 
 
 def _next_step(run: _Run, name: str, envs: dict[str, Resource[EnvironmentSpec]], main_tip: str, view: _View,
