@@ -30,6 +30,11 @@ def promote(environment: str | None, commit: str, release: bool, forge: str | No
     fleetflow/<env> = success on COMMIT in the control-plane repo (re-checked here, whatever triggered it).
     Promoting an older commit is a rollback: it passes the same check and holds the environment there
     until `--release`. Re-running with the same arguments changes nothing.
+
+    \b
+    Before the pin is written, COMMIT with the environment branch must pass the render's checks (files
+    that load, references, templates that compile, a GitOpsRepo): otherwise the problems are printed
+    with their file:line and nothing is written.
     """
     step = actions_step("promote", github_actions, job_summary)
     with handled(fmt, FLEET_WRITTEN, step, FLEET_NO_STEP) as reply, \
