@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from fleetflow.errors import GateError, InputError
+from fleetflow.errors import GateError, GitError, InputError
 from fleetflow.forge.git import GitRepos
 from fleetflow.promotion.check_rollout import check_rollout
 from fleetflow.promotion.history import read_history
@@ -321,6 +321,20 @@ def test_a_commit_its_render_would_refuse_is_not_pinned(tmp_path: Path, case: st
         [dev] = [e for e in reconcile(ctx).environments if e.environment == "dev"]
     assert dev.exit_code == 1 and [str(p) for p in dev.problems] == [str(p) for p in problems]
     assert written() == before
+
+
+def test_a_gitops_repo_that_does_not_answer_is_found_before_the_pin(tmp_path: Path) -> None:
+    """The environment branch's GitOpsRepo names a repository that is not there (a typo in ``spec.repo``; found by
+    ``tests/test_fleet_edits.py``, seed 7): promote pinned, then the schedule's fetch failed (exit 3). The check
+    before the pin now fetches the GitOps branches too, so the run stops with git's words and writes nothing."""
+    fleet = make_local_fleet(tmp_path)
+    text = git(fleet.root, "--git-dir", fleet.cp_url, "show", "dev:gitops-repo.yaml")
+    fleet.push_env("dev", {"gitops-repo.yaml": text.replace("gitops.git", "gitops-typo.git")}, "a typo")
+    sha = first_commit(fleet)
+    before = [fleet.branch_sha(fleet.cp_url, "dev"), fleet.cp_status(sha, "dev")]
+    with fleet.context() as ctx, pytest.raises(GitError, match=r"gitops-typo\.git"):
+        promote_many(ctx, None, sha)
+    assert [fleet.branch_sha(fleet.cp_url, "dev"), fleet.cp_status(sha, "dev")] == before
 
 
 BROKEN_PINS = {  # how an engineer's edit can leave base-repo.yaml unreadable: what follows the kind, the line the

@@ -274,8 +274,15 @@ def check_before_pinning(ctx: Context, environment: str, branch: str, main_sha: 
     """main@main_sha with the environment branch at env_sha must load, say where its output goes and pass the
     render's checks (``checked_inputs``) before a pin is written: InputError with every problem otherwise. A pin
     on a commit that cannot render leaves the environment pinned to it with no schedule, and its gate pending."""
-    gitops_repo_at(ctx, environment, branch, env_sha)
+    gitops = gitops_repo_at(ctx, environment, branch, env_sha)
     checked_inputs(ctx.plane(main_sha, branch, env_sha), environment)
+    # and the GitOps repo answers (the schedule's own fetch right after is then a look at the remote's heads)
+    ctx.git.fetch(gitops_url(ctx, gitops), [gitops.spec.branch or environment, head_branch(environment)])
+
+
+def gitops_url(ctx: Context, gitops: Resource[GitOpsRepoSpec]) -> str:
+    """The GitOps repo's URL for git, mirrored without blobs (read in parts)."""
+    return ctx.git.blobless(ctx.forge.git_url(gitops.spec.repo))
 
 
 def pinned(ctx: Context, environment: str, *, required: bool, to_render: bool = False) -> Pinned | None:
@@ -321,7 +328,7 @@ def pinned(ctx: Context, environment: str, *, required: bool, to_render: bool = 
     return Pinned(
         environment, envs, envs_at_pin.get(environment, env), envs_at_pin, branch, env_sha, main_sha, load,
         gitops.spec.repo, gitops.spec.branch or environment, gitops.spec.path,
-        ctx.git.blobless(ctx.forge.git_url(gitops.spec.repo)),  # read in parts: mirrored without blobs
+        gitops_url(ctx, gitops),
     )
 
 
