@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import difflib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from graphlib import CycleError, TopologicalSorter
 from typing import Any
 
@@ -55,11 +55,13 @@ def check_references(
         ("BaseRepo", list(plane.base_repos.values())),
     ]
     for kind, found in singletons:
-        if len(found) > 1:
-            for res in found[1:]:
-                problems.add(
-                    f"more than one {kind} on the environment branch", res.location, f"keep a single {kind}"
-                )
+        check_single(kind, found, problems)
+
+
+def check_single(kind: str, found: Sequence[Resource[Any]], problems: Problems) -> None:
+    """A kind the environment branch holds once (GitOpsRepo, BaseRepo): a problem at each one after the first."""
+    for res in found[1:]:
+        problems.add(f"more than one {kind} on the environment branch", res.location, f"keep a single {kind}")
 
 
 def check_environment_chain(envs: Mapping[str, Resource[EnvironmentSpec]], problems: Problems) -> list[str]:

@@ -18,7 +18,7 @@ from fleetflow.forge.git import GitRepos, PushRejected
 from fleetflow.forge.registrations import RegistrationFetcher
 from fleetflow.model.controlplane import ControlPlane, Resource, build_resource, load_control_plane
 from fleetflow.model.documents import Document, ParseCache, Tree, read_tree
-from fleetflow.model.references import check_environment_chain, environment_order
+from fleetflow.model.references import check_environment_chain, check_single, environment_order
 from fleetflow.model.resources import EnvironmentSpec, GitOpsRepoSpec
 from fleetflow.promotion.gitops import GitOpsTree, clean_root
 from fleetflow.promotion.pin import PIN_FILE, Pin, read_pin
@@ -254,13 +254,20 @@ def gitops_repo_at(ctx: Context, environment: str, branch: str, env_sha: str) ->
     built = Problems()
     found = [r for r in (build_resource(d, "env", built) for d in docs if d.kind == "GitOpsRepo") if r is not None]
     built.raise_if_any()
-    if len(found) > 1:
-        raise InputError([Problem("more than one GitOpsRepo on the environment branch", r.location,
-                                  "keep a single GitOpsRepo") for r in found[1:]])
+    check_single("GitOpsRepo", found, built)
+    built.raise_if_any()
     if not found:
         read.raise_if_any()
         raise no_gitops_repo(environment, branch)
     return found[0]
+
+
+def gitops_repo_of(plane: ControlPlane, environment: str, branch: str) -> Resource[GitOpsRepoSpec]:
+    """The GitOpsRepo of a plane already loaded (and so checked); InputError when its branch names none."""
+    gitops = plane.gitops_repo()
+    if gitops is None:
+        raise no_gitops_repo(environment, branch)
+    return gitops
 
 
 def no_gitops_repo(environment: str, branch: str) -> InputError:
@@ -274,8 +281,9 @@ def check_before_pinning(ctx: Context, environment: str, branch: str, main_sha: 
     """main@main_sha with the environment branch at env_sha must load, say where its output goes and pass the
     render's checks (``checked_inputs``) before a pin is written: InputError with every problem otherwise. A pin
     on a commit that cannot render leaves the environment pinned to it with no schedule, and its gate pending."""
-    gitops = gitops_repo_at(ctx, environment, branch, env_sha)
-    checked_inputs(ctx.plane(main_sha, branch, env_sha), environment)
+    plane = ctx.plane(main_sha, branch, env_sha)
+    gitops = gitops_repo_of(plane, environment, branch)
+    checked_inputs(plane, environment)
     # and the GitOps repo answers (the schedule's own fetch right after is then a look at the remote's heads)
     ctx.git.fetch(gitops_url(ctx, gitops), [gitops.spec.branch or environment, head_branch(environment)])
 
@@ -318,9 +326,7 @@ def pinned(ctx: Context, environment: str, *, required: bool, to_render: bool = 
     envs_at_pin = ctx.environments(main_sha)
     if to_render:  # the plane first: its problems are the render's, before anything is fetched, said or written
         plane = ctx.plane(main_sha, branch, env_sha)
-        gitops = plane.gitops_repo()
-        if gitops is None:
-            raise no_gitops_repo(environment, branch)
+        gitops = gitops_repo_of(plane, environment, branch)
         load = lambda: plane  # noqa: E731
     else:
         gitops = gitops_repo_at(ctx, environment, branch, env_sha)
