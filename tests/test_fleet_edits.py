@@ -12,8 +12,9 @@ says why, and a ``promote`` or ``schedule`` that fails leaves both repositories'
 This search found ``reconcile`` crashing on a chain that names an environment ``main`` no longer defines, and
 ``promote`` pinning commits its render then refused (fixed: a chain with no order is refused by every fleet
 command; promote runs the render's checks before it pins, and fetches the GitOps repo). A failure only the render
-itself can find breaks the last rule too, after the pin: seed 6 meets one at edit 141 (a template naming a variable
-that does not exist, found when an assignment is rendered; docs/design.md §5). CI takes 32 edits of seed 1;
+itself can find broke the last rule too, after the pin: seed 6 met one at edit 141 (a template naming a variable
+that does not exist, found when an assignment is rendered); promote now renders the pin commit before it pushes it
+(docs/design.md §5). CI takes 32 edits of seed 1;
 ``FLEETFLOW_FLEET_EDITS=150 FLEETFLOW_FLEET_SEEDS=2-9`` searches longer by hand (about 1 s an edit).
 """
 

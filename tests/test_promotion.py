@@ -272,6 +272,14 @@ def test_a_base_repo_moved_out_of_the_pin_file_is_named_and_nothing_is_written(t
     assert f"a BaseRepo is in dev/settings/pin.yaml:{line}" in dev.gate_description, dev.gate_description
 
 
+STRICT_SCHEMA = """apiVersion: fleetflow.dev/v1alpha1
+kind: ConfigSchema
+metadata:
+  name: strict
+spec:
+  schema: {type: object, required: [REPLICAS]}
+"""
+
 UNRENDERABLE = {  # a commit whose render refuses it before rendering anything: the branch it is on, the file and
     # how it is edited, the line the problem points at, how its message starts
     "main: a kind misspelled": ("main", "workloads/app.yaml", ("kind: Workload", "kind: Worklod"), 2, "unknown kind"),
@@ -279,6 +287,13 @@ UNRENDERABLE = {  # a commit whose render refuses it before rendering anything: 
         "main", "templates/flux.yaml", ("name: {{ DeploymentTargetName }}", "name: {% for %}"), 12, "template 'flux'"),
     "env branch: a template role naming no template": (
         "dev", "cluster-types.yaml", ("configType: config", "configType: nope"), None, "ClusterType cloud"),
+    # what only the render finds: it renders the pin commit before pushing it
+    "main: a template naming a variable no assignment has": (
+        "main", "templates/flux.yaml", ("name: {{ DeploymentTargetName }}", "name: {{ DeploymentTargetNam }}"), 12,
+        "template 'flux', manifest 1, rendering"),
+    "env branch: a composed config its schema refuses": (
+        "dev", "configs.yaml", ("ENVIRONMENT: dev", "ENVIRONMENT: dev\n---\n" + STRICT_SCHEMA), 15,
+        "cloud/app-dev: REPLICAS: required key is missing"),
 }
 
 
@@ -287,9 +302,11 @@ def test_a_commit_its_render_would_refuse_is_not_pinned(tmp_path: Path, case: st
     """``promote`` pinned first and rendered after: a main commit (or an environment branch) its render refuses was
     pinned anyway, the environment left pointing at a commit with no schedule and its gate ``pending: scheduled``
     on it, and a run that said "Stopped at this error" had written the pin. The render's checks that come before
-    any assignment is rendered (``pipeline.checked_inputs``: the plane loads, references, templates, schedule) now
-    run before the pin is written: the same problems, at their lines, and nothing written; reconcile reports them
-    for the environment, every run, until a commit fixes them."""
+    any assignment is rendered (``pipeline.checked_inputs``: the plane loads, references, templates, schedule) ran
+    before the pin was written; what only rendering finds (a template naming a variable no assignment has, a
+    composed config its ConfigSchema refuses) still came after it. Promote now renders the pin commit, made in the
+    mirror, before it pushes it: the same problems, at their lines, and nothing written; reconcile reports them for
+    the environment, every run, until a commit fixes them."""
     fleet = make_local_fleet(tmp_path)
     good = first_commit(fleet)
     with fleet.context() as ctx:

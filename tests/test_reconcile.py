@@ -316,9 +316,11 @@ def test_cli_text_and_json(fleet: Fleet, monkeypatch: pytest.MonkeyPatch) -> Non
     text = CliRunner().invoke(cli, args)
     assert text.exit_code == 0, text.output
     assert "dev: pinned to main@" in text.output and "did promote: main@" in text.output
-    # the narration (stderr) says each thing once: the pin, the render, the PR; the summary (stdout) says it again
+    # the narration (stderr) says each thing once: the render of the pin commit (before it is pushed), the pin,
+    # the PR; the summary (stdout) says it again
     said = [line for line in text.stderr.splitlines() if line.startswith("dev: ")]
-    assert [line.split(" ")[1] for line in said] == ["pinned", "rendering", "PR"], said
+    assert [line.split(" ")[1] for line in said] == ["rendering", "pinned", "PR"], said
+    assert "(the new pin, pushed once this renders)" in said[0]
     assert "qa: not promoted yet" in text.output
     result = CliRunner().invoke(cli, [*args, "--format", "json", "--environment", "dev"])
     assert result.exit_code == 0, result.output

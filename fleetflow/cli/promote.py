@@ -32,9 +32,11 @@ def promote(environment: str | None, commit: str, release: bool, forge: str | No
     until `--release`. Re-running with the same arguments changes nothing.
 
     \b
-    Before the pin is written, COMMIT with the environment branch must pass the render's checks (files
-    that load, references, templates that compile, a GitOpsRepo): otherwise the problems are printed
-    with their file:line and nothing is written.
+    Before the pin is pushed, COMMIT with the environment branch is rendered (the GitOps commit made,
+    nothing pushed): when the render refuses it (a file that does not load, a reference, a template
+    that does not compile or names an unknown variable, a config its schema refuses, no GitOpsRepo),
+    the problems are printed with their file:line and nothing is written. An environment with
+    shardedSchedule gets the render's checks instead (its shard jobs render).
     """
     step = actions_step("promote", github_actions, job_summary)
     with handled(fmt, FLEET_WRITTEN, step, FLEET_NO_STEP) as reply, \

@@ -293,15 +293,19 @@ def gitops_url(ctx: Context, gitops: Resource[GitOpsRepoSpec]) -> str:
     return ctx.git.blobless(ctx.forge.git_url(gitops.spec.repo))
 
 
-def pinned(ctx: Context, environment: str, *, required: bool, to_render: bool = False) -> Pinned | None:
+def pinned(ctx: Context, environment: str, *, required: bool, to_render: bool = False,
+           env_sha: str | None = None) -> Pinned | None:
     """Read the environment branch, its pin, main at the pin and where its GitOps output goes (``to_render``: from
     the plane, loaded now; otherwise from the branch's GitOpsRepo alone, the plane loaded when asked for).
+    ``env_sha``: the environment branch at this commit of the mirror, not at its head (``promote`` renders the
+    pin commit it made before pushing it).
 
     Without a branch or a pin: None, or (``required``) an InputError saying how to get one."""
     envs = ctx.environments(ctx.main_tip())
     env = ctx.environment(envs, environment)
     branch = ctx.env_branch(env)
-    env_sha = ctx.git.fetch_branch(ctx.cp_url, branch)
+    if env_sha is None:
+        env_sha = ctx.git.fetch_branch(ctx.cp_url, branch)
     pin = ctx.pin(env_sha, branch)
     if env_sha is None or pin.commit is None:
         if not required:
@@ -338,10 +342,10 @@ def pinned(ctx: Context, environment: str, *, required: bool, to_render: bool = 
     )
 
 
-def pinned_to_render(ctx: Context, environment: str) -> Pinned:
+def pinned_to_render(ctx: Context, environment: str, env_sha: str | None = None) -> Pinned:
     """``pinned`` (required) with its plane loaded and checked: a run stopped by bad input says it stopped before
     any step."""
-    at = pinned(ctx, environment, required=True, to_render=True)
+    at = pinned(ctx, environment, required=True, to_render=True, env_sha=env_sha)
     assert at is not None
     return at
 

@@ -6,6 +6,9 @@
    moved). Promoting an older commit is a rollback: the environment is held there (annotation
    ``fleetflow.dev/hold``) until a promotion with ``release`` moves it on.
 3. ``fleetflow/<env>`` pending "scheduled" on the commit, then ``schedule``.
+
+The pin commit is rendered before it is pushed (an environment with ``shardedSchedule``, which promote does not
+render, gets the render's checks instead): a commit the render refuses is not pinned, and nothing is written.
 """
 
 from __future__ import annotations
@@ -25,7 +28,14 @@ from fleetflow.promotion.context import (
     status_context,
 )
 from fleetflow.promotion.pin import PIN_FILE, read_pin, write_pin
-from fleetflow.promotion.schedule import ScheduleOutcome, named_warnings, schedule_environment
+from fleetflow.promotion.schedule import (
+    Rendered,
+    ScheduleOutcome,
+    named_warnings,
+    publish,
+    render_commit,
+    schedule_environment,
+)
 from fleetflow.results import Result
 
 SHARDED_SCHEDULE = ("the sharded schedule renders it (shardedSchedule: true; the fleetflow-schedule-shards "
@@ -97,7 +107,9 @@ def promote(ctx: Context, environment: str, commit: str, *, release: bool = Fals
     check_guarantee(ctx, environment, sha, statuses)
     env = ctx.environment(ctx.environments(sha), environment)
     branch = ctx.env_branch(env)
-    pin = retry_races(lambda: _pin_once(ctx, environment, branch, sha, release=release, skip_held=skip_held), 5)
+    render = not env.spec.sharded_schedule
+    pin = retry_races(lambda: _pin_once(ctx, environment, branch, sha, release=release, skip_held=skip_held,
+                                        render=render), 5)
     if pin.skipped:
         return PromoteOutcome(
             environment=environment, commit=sha, pinned=False, held=pin.held, schedule=None,
@@ -110,7 +122,12 @@ def promote(ctx: Context, environment: str, commit: str, *, release: bool = Fals
     if env.spec.sharded_schedule:
         return PromoteOutcome(environment=environment, commit=sha, pinned=pin.pinned, held=pin.held, schedule=None,
                               message=f"main@{short(sha)} pinned in {environment}; {SHARDED_SCHEDULE}")
-    outcome = schedule_environment(ctx, environment)
+    if pin.rendered is not None:  # publish the render of the pin just pushed; a retry (a race) renders again
+        first = [pin.rendered]
+        outcome = retry_races(lambda: publish(ctx, environment, first.pop() if first else
+                                              render_commit(ctx, environment)), 3)
+    else:
+        outcome = schedule_environment(ctx, environment)
     message = f"main@{short(sha)} promoted to {environment}: {outcome.message}"
     if pin.held:
         message += f" (held: {pin.held})"
@@ -123,10 +140,14 @@ class PinResult:
     pinned: bool  # a pin commit was pushed now
     held: str | None
     skipped: bool = False  # held, and this promotion may not move it (skip_held)
+    rendered: Rendered | None = None  # the render of the pin commit, made before it was pushed (not published)
 
 
-def _pin_once(ctx: Context, environment: str, branch: str, sha: str, *, release: bool, skip_held: bool) -> PinResult:
-    """Read the environment branch, write the pin, push it with a lease (PushRejected when the branch moved)."""
+def _pin_once(ctx: Context, environment: str, branch: str, sha: str, *, release: bool, skip_held: bool,
+              render: bool) -> PinResult:
+    """Read the environment branch, write the pin, push it with a lease (PushRejected when the branch moved).
+    ``render``: render the pin commit (the GitOps commit written, nothing pushed) before pushing it; otherwise run
+    the render's checks. Either way a commit the render refuses raises before anything is written."""
     env_sha = ctx.git.fetch_branch(ctx.cp_url, branch)
     if env_sha is None:
         raise InputError([Problem(
@@ -152,7 +173,8 @@ def _pin_once(ctx: Context, environment: str, branch: str, sha: str, *, release:
             hold = f"rollback from {short(current.commit)} to {short(sha)}"
     if current.commit == sha and current.hold == hold:
         return PinResult(False, hold)
-    check_before_pinning(ctx, environment, branch, sha, env_sha)  # nothing written for a commit that cannot render
+    if not render:  # nothing written for a commit that cannot render
+        check_before_pinning(ctx, environment, branch, sha, env_sha)
     new_text = write_pin(text, commit=sha, repo=ctx.control_plane, hold=hold)
     verb = "roll back" if hold and hold.startswith("rollback") else "pin"
     message = f"fleetflow: {verb} {environment} to main@{short(sha)}"
@@ -160,11 +182,14 @@ def _pin_once(ctx: Context, environment: str, branch: str, sha: str, *, release:
     new_sha = ctx.git.commit_files(ctx.cp_url, env_sha, {PIN_FILE: new_text.encode()}, message, when)
     if new_sha is None:
         return PinResult(False, hold)
+    # the pin commit exists in the mirror only: rendered now, what only the render finds (a template naming a
+    # variable no assignment has, a composed config failing its schema) stops the run with nothing pushed
+    rendered = render_commit(ctx, environment, new_sha) if render else None
     with doctor_names_the_rule(f"pushing the pin to {branch}", "push-rules"):
         ctx.git.push(ctx.cp_url, new_sha, branch, env_sha)
     done = "rolled back" if verb == "roll back" else "pinned"
     ctx.say(f"{environment}: {done} to main@{short(sha)} on branch {branch}")
-    return PinResult(True, hold)
+    return PinResult(True, hold, rendered=rendered)
 
 
 def promote_many(ctx: Context, environment: str | None, commit: str, *, release: bool = False) -> list[PromoteOutcome]:

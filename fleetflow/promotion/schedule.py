@@ -104,11 +104,13 @@ def commit_message(ctx: Context, at: Pinned) -> tuple[str, int]:
     return f"fleetflow: {at.name} <- main@{short(at.main_sha)} ({at.branch}@{short(at.env_sha)})", when
 
 
-def render_commit(ctx: Context, environment: str) -> Rendered:
-    """Render the environment at its pin against the GitOps branch and write the commit (nothing pushed)."""
-    at = pinned_to_render(ctx, environment)
+def render_commit(ctx: Context, environment: str, env_sha: str | None = None) -> Rendered:
+    """Render the environment at its pin against the GitOps branch and write the commit (nothing pushed).
+    ``env_sha``: the environment branch at this commit (of the mirror, maybe not pushed yet), not at its head."""
+    at = pinned_to_render(ctx, environment, env_sha)
     heads = ctx.git.fetch(at.gitops_url, [at.gitops_branch, head_branch(environment)])
-    ctx.say(f"{environment}: rendering main@{short(at.main_sha)} + {at.branch}@{short(at.env_sha)} "
+    unpushed = " (the new pin, pushed once this renders)" if env_sha is not None else ""
+    ctx.say(f"{environment}: rendering main@{short(at.main_sha)} + {at.branch}@{short(at.env_sha)}{unpushed} "
             f"into {at.gitops_repo} (branch {at.gitops_branch})")
     tree = GitOpsTree(ctx.git.mirror(at.gitops_url), heads[at.gitops_branch], clean_root(at.gitops_path))
     previous = tree.read_state()
