@@ -1,4 +1,6 @@
-"""What ``promote`` spends checking a commit before it writes the pin (``context.check_before_pinning``).
+"""What ``promote`` spends checking a commit before it writes the pin of an environment with ``shardedSchedule``
+(``context.check_before_pinning``; promote renders every other environment's pin commit before pushing it, which
+costs nothing more: the schedule's render moved before the push).
 
 Run from the repository root::
 
@@ -9,8 +11,8 @@ The fleet is ``fleet.py``'s (``--workloads`` x ``--cluster-types`` assignments, 
 control plane loaded with no parse cache (``cold``: a hosted runner's first promote), loaded again with the cache
 that load filled (``warm``: what the schedule after the pin then reads), and the render's checks that come before
 any assignment is rendered (``pipeline.checked_inputs``: references, ConfigMaps, ConfigSchemas, the schedule,
-templates). A promote pays the cold or the warm load once more than before (the schedule's own load is then warm)
-and the checks once more; min / median / max over ``--runs``.
+templates). A sharded promote pays one load (cold on a runner's first promote) and the checks; min / median /
+max over ``--runs``.
 """
 
 from __future__ import annotations

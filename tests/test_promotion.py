@@ -16,7 +16,7 @@ from fleetflow.promotion.promote import promote, promote_many
 from fleetflow.promotion.reconcile import reconcile
 from fleetflow.promotion.schedule import schedule_environment
 from fleetflow.promotion.status import as_markdown, fleet_status
-from tests.fleet import ENVIRONMENTS, Fleet, _environment, git, github_fleet, local_fleet
+from tests.fleet import ENVIRONMENTS, Fleet, _environment, environments_file, git, github_fleet, local_fleet
 
 FORGES = ["local", "github"]
 
@@ -338,6 +338,28 @@ def test_a_commit_its_render_would_refuse_is_not_pinned(tmp_path: Path, case: st
         [dev] = [e for e in reconcile(ctx).environments if e.environment == "dev"]
     assert dev.exit_code == 1 and [str(p) for p in dev.problems] == [str(p) for p in problems]
     assert written() == before
+
+
+@pytest.mark.parametrize("case", ["main: a kind misspelled", "main: a template that does not compile"])
+def test_a_sharded_environment_gets_the_render_checks_before_its_pin(tmp_path: Path, case: str) -> None:
+    """``promote`` does not render an environment with ``shardedSchedule`` (its shard jobs do), so it cannot render
+    the pin commit first: it runs the render's checks that come before any assignment instead
+    (``check_before_pinning``). A commit they refuse is not pinned, and nothing is written."""
+    fleet = make_local_fleet(tmp_path)
+    _, path, (old, new), line, message = UNRENDERABLE[case]
+    text = git(fleet.root, "--git-dir", fleet.cp_url, "show", f"main:{path}")
+    sha = fleet.push_main({**environments_file(sharded=("dev",)), path: text.replace(old, new)}, case)
+    before = [fleet.branch_sha(fleet.cp_url, "dev"), fleet.branch_sha(fleet.gitops_url, "dev")]
+    with fleet.context() as ctx, pytest.raises(InputError) as refused:
+        promote_many(ctx, None, sha)
+    located = next((p.location for p in refused.value.problems() if p.message.startswith(message)), None)
+    assert located is not None and (located.file, located.line) == (f"main/{path}", line)
+    assert [fleet.branch_sha(fleet.cp_url, "dev"), fleet.branch_sha(fleet.gitops_url, "dev")] == before
+    assert fleet.pin("dev") == "" and fleet.cp_status(sha, "dev") is None  # the branch holds no pin yet
+    fixed = fleet.push_main({path: text}, "fixed")  # and a commit that passes them is pinned, not rendered
+    with fleet.context() as ctx:
+        [outcome] = promote_many(ctx, None, fixed)
+    assert outcome.pinned and outcome.schedule is None and fleet.pin("dev") == fixed
 
 
 def test_a_gitops_repo_that_does_not_answer_is_found_before_the_pin(tmp_path: Path) -> None:
