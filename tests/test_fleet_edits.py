@@ -15,7 +15,8 @@ command; promote runs the render's checks before it pins, and fetches the GitOps
 itself can find broke the last rule too, after the pin: seed 6 met one at edit 141 (a template naming a variable
 that does not exist, found when an assignment is rendered); promote now renders the pin commit before it pushes it
 (docs/design.md §5). CI takes 32 edits of seed 1;
-``FLEETFLOW_FLEET_EDITS=150 FLEETFLOW_FLEET_SEEDS=2-9`` searches longer by hand (about 1 s an edit).
+``FLEETFLOW_FLEET_EDITS=150 FLEETFLOW_FLEET_SEEDS=2-9`` searches longer by hand (about 1 s an edit). The second
+test runs the same edits with dev scheduled in shards (12 edits of seed 1 in CI).
 """
 
 from __future__ import annotations
@@ -33,7 +34,8 @@ from click.testing import CliRunner
 from ruamel.yaml import YAML
 
 from fleetflow.cli import main as cli
-from tests.fleet import build_bare_repos, git
+from tests.fleet import build_bare_repos, environments_file, git
+from tests.ghstub.server import GitHubStub
 from tests.helpers import searched_seeds
 
 EDITS = int(os.environ.get("FLEETFLOW_FLEET_EDITS", "32"))  # read on import: every test runs with FLEETFLOW_* unset
@@ -130,19 +132,34 @@ def edit_and_push(root: Path, rng: random.Random) -> str:
     return f"{branch}:{path.relative_to(work)}: {what}"
 
 
-@pytest.mark.parametrize("seed", SEEDS)
-def test_the_fleet_commands_on_a_control_plane_edited_at_random(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, seed: int
-) -> None:
-    rng = random.Random(seed)
-    for number in range(EDITS):
-        root = tmp_path / f"edit-{number}"
-        root.mkdir()
-        cp = root / "control-plane.git"
+def fresh_fleet(root: Path, monkeypatch: pytest.MonkeyPatch, number: int, stub: GitHubStub | None) -> Path:
+    """A new fleet under ``root`` (tests/fleet.py: five environments) and what the CLI finds it by: on the local
+    forge, or (``stub``) on the GitHub stand-in as repositories of an owner of its own. Its control-plane repo."""
+    cp = root / "control-plane.git"
+    if stub is None:
         build_bare_repos(root, str(root / "gitops.git"), str(cp))
         monkeypatch.setenv("FLEETFLOW_FORGE", "local")
         monkeypatch.setenv("FLEETFLOW_CONTROL_PLANE", str(cp))
-        monkeypatch.setenv("FLEETFLOW_CACHE_DIR", str(root / "cache"))
+    else:
+        owner = f"team{number}"
+        build_bare_repos(root, f"{owner}/gitops", f"{owner}/control-plane")
+        stub.create_repo(f"{owner}/control-plane", bare=cp)
+        stub.create_repo(f"{owner}/gitops", bare=root / "gitops.git")
+        monkeypatch.setenv("FLEETFLOW_FORGE", "github")
+        monkeypatch.setenv("FLEETFLOW_CONTROL_PLANE", f"{owner}/control-plane")
+        monkeypatch.setenv("GITHUB_TOKEN", "test-token")
+        monkeypatch.setenv("GITHUB_API_URL", stub.url)
+        monkeypatch.setenv("FLEETFLOW_GITHUB_THROTTLE", "0,0")  # the stand-in has no rate limit
+    monkeypatch.setenv("FLEETFLOW_CACHE_DIR", str(root / "cache"))
+    return cp
+
+
+def search(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, seed: int, edits: int, stub: GitHubStub | None) -> None:
+    rng = random.Random(seed)
+    for number in range(edits):
+        root = tmp_path / f"edit-{number}"
+        root.mkdir()
+        cp = fresh_fleet(root, monkeypatch, number, stub)
         runner = CliRunner()
         if rng.random() < 0.6:
             first = git(root, "--git-dir", str(cp), "rev-parse", "main")
@@ -163,3 +180,86 @@ def test_the_fleet_commands_on_a_control_plane_edited_at_random(
                 assert result.exit_code == 0 or data["problems"], (where, data)
             if command[0] in ("promote", "schedule") and result.exit_code != 0:
                 assert refs(root) == before, (where, "a failed run wrote", result.output)
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_the_fleet_commands_on_a_control_plane_edited_at_random(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, seed: int
+) -> None:
+    search(tmp_path, monkeypatch, seed, EDITS, None)
+
+
+GITHUB_EDITS = int(os.environ.get("FLEETFLOW_GITHUB_EDITS", "8"))
+GITHUB_SEEDS = searched_seeds("FLEETFLOW_GITHUB_SEEDS") or [1]
+
+
+@pytest.mark.parametrize("seed", GITHUB_SEEDS)
+def test_the_fleet_commands_on_the_github_stand_in_edited_at_random(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, github_stub: GitHubStub, seed: int
+) -> None:
+    """The same search through the GitHub forge: PyGithub, unmodified, against the stand-in, which checks every
+    request and answer against GitHub's OpenAPI description (its fixture fails the test on a shape GitHub would
+    not give or a request it would refuse). What an edited plane makes fleetflow send GitHub (labels, reviewers,
+    statuses, pull requests) must be refused with a message too. ``FLEETFLOW_GITHUB_EDITS`` and
+    ``FLEETFLOW_GITHUB_SEEDS`` search longer."""
+    search(tmp_path, monkeypatch, seed, GITHUB_EDITS, github_stub)
+
+
+SHARDED_EDITS = int(os.environ.get("FLEETFLOW_SHARDED_EDITS", "12"))
+SHARDED_SEEDS = searched_seeds("FLEETFLOW_SHARDED_SEEDS") or [1]
+
+
+def _shard_commands(root: Path, run: int) -> list[tuple[str, ...]]:
+    """The sharded schedule of dev as its workflow runs it: two shard jobs, each into its own artifact folder, then
+    the stitch of both (``--stitch`` reads every artifact below the folder)."""
+    shards = root / f"shards-{run}"
+    return [("schedule", "--environment", "dev", "--shard", f"{k}/2", "--artifact", str(shards / f"shard-{k}"))
+            for k in (1, 2)] + [("schedule", "--environment", "dev", "--stitch", str(shards))]
+
+
+def _make_dev_sharded(root: Path) -> None:
+    work = root / "admin"
+    git(root, "clone", "-q", "-b", "main", str(root / "control-plane.git"), str(work))
+    for path, text in environments_file(sharded=("dev",)).items():
+        (work / path).write_text(text)
+    git(work, "commit", "-q", "-am", "dev: sharded schedule")
+    git(work, "push", "-q", "origin", "HEAD:main")
+
+
+@pytest.mark.parametrize("seed", SHARDED_SEEDS)
+def test_the_sharded_schedule_on_a_control_plane_edited_at_random(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, seed: int
+) -> None:
+    """The same edits with dev scheduled in shards (``shardedSchedule: true``): ``promote`` pins dev without
+    rendering it, and the shard jobs (``schedule --shard K/2 --artifact DIR``) then the stitch (``schedule --stitch``)
+    render and publish it. The same rules, and: a shard job never writes a ref, whatever its exit code; a stitch
+    that fails writes nothing. ``FLEETFLOW_SHARDED_EDITS`` and ``FLEETFLOW_SHARDED_SEEDS`` search longer."""
+    rng = random.Random(seed)
+    for number in range(SHARDED_EDITS):
+        root = tmp_path / f"edit-{number}"
+        root.mkdir()
+        cp = fresh_fleet(root, monkeypatch, number, None)
+        _make_dev_sharded(root)
+        runner = CliRunner()
+        if rng.random() < 0.6:  # dev pinned and scheduled before the edit
+            first = git(root, "--git-dir", str(cp), "rev-parse", "main")
+            for command in [("promote", "--commit", first), *_shard_commands(root, 0)]:
+                result = runner.invoke(cli, list(command), catch_exceptions=False)
+                assert result.exit_code == 0, (command, result.output)
+        edit = edit_and_push(root, rng)
+        tip = git(root, "--git-dir", str(cp), "rev-parse", "main")
+        commands: list[list[tuple[str, ...]]] = [[("promote", "--commit", tip)], _shard_commands(root, 1),
+                                                 [("check-rollout", "--environment", "dev")], [("status",)],
+                                                 [("reconcile",)]]
+        rng.shuffle(commands)
+        for command in (c for group in commands for c in group):
+            fmt = rng.choice(["json", "text"])
+            before = refs(root)
+            result = runner.invoke(cli, [*command, "--format", fmt], catch_exceptions=False)
+            where = f"edit {number} (seed {seed}) {edit}; fleetflow {' '.join(command)} --format {fmt}"
+            assert result.exit_code in EXIT_CODES, (where, result.output)
+            if fmt == "json":
+                data = json.loads(result.stdout)
+                assert result.exit_code == 0 or data["problems"], (where, data)
+            if "--shard" in command or (command[0] in ("promote", "schedule") and result.exit_code != 0):
+                assert refs(root) == before, (where, "a failed run (or a shard job) wrote", result.output)
