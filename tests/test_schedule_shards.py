@@ -10,6 +10,7 @@ with a tree, https://man7.org/linux/man-pages/man1/git-fast-import.1.html, "file
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -18,7 +19,7 @@ from fleetflow.errors import InputError
 from fleetflow.forge.git import BareRepo, GitRepos
 from fleetflow.promotion.context import Context, head_branch
 from fleetflow.promotion.promote import promote_many
-from fleetflow.promotion.schedule import render_commit
+from fleetflow.promotion.schedule import render_commit, schedule_environment
 from fleetflow.promotion.shards import ShardSpec, render_shard, shard_of, stitch_environment
 from tests.fleet import Fleet, build_bare_repos, environments_file, git
 from tests.test_cli_contract import envelope, invoke
@@ -332,3 +333,52 @@ def test_the_shards_workflow_runs_a_matrix_and_one_stitch() -> None:
     assert download["with"]["pattern"] == "fleetflow-shard-${{ inputs.environment }}-*-of-${{ inputs.shards }}"
     [commit] = [s for s in stitch["steps"] if s.get("uses") == "./.fleetflow/actions/schedule"]
     assert commit["with"]["stitch"] == download["with"]["path"]
+
+
+def test_a_gitops_branch_that_does_not_exist_is_refused_before_anything_is_written(tmp_path: Path) -> None:
+    """A GitOpsRepo whose ``spec.branch`` names a branch its repository does not have (a typo; found by
+    ``tests/test_fleet_edits.py``'s sharded search, seed 6, edit 6): the render went ahead into an empty tree, then
+    promote, schedule and the stitch pushed ``fleetflow/dev`` and failed to open the PR, exit 3, leaving the pin and
+    a head branch with no PR (GitHub's "Create a pull request", https://docs.github.com/en/rest/pulls/pulls#create-
+    a-pull-request: ``base`` is "the name of the branch you want the changes pulled into. This should be an
+    existing branch on the current repository"; the local forge refuses it the same way). Every path that renders
+    now refuses first, at the GitOpsRepo's line, and writes nothing: promote (rendered or, when sharded, checked),
+    schedule, a shard job and the stitch."""
+    fleet = make_local_fleet(tmp_path)
+    with fleet.context() as ctx:
+        promote_many(ctx, None, fleet.branch_sha(fleet.cp_url, "main"))
+    good = git(fleet.root, "--git-dir", fleet.cp_url, "show", "dev:gitops-repo.yaml")
+    typo = good.replace("branch: dev", "branch: nope")
+    line = 1 + next(i for i, text in enumerate(typo.splitlines()) if "nope" in text)
+
+    def refs() -> list[dict[str, str]]:  # both repositories' refs: branches, and the local forge's records
+        return [BareRepo(Path(url)).refs("refs/") for url in (fleet.cp_url, fleet.gitops_url)]
+
+    def refused(run: Callable[[], object]) -> None:
+        before = refs()
+        with pytest.raises(InputError) as found:
+            run()
+        [problem] = found.value.problems()
+        assert problem.location is not None
+        assert (problem.location.file, problem.location.line) == ("dev/gitops-repo.yaml", line)
+        assert "GitOpsRepo dev names spec.branch 'nope', which" in problem.message, problem
+        assert problem.hint is not None and "fleetflow init" in problem.hint
+        assert refs() == before
+
+    fleet.push_env("dev", {"gitops-repo.yaml": typo}, "a typo")
+    second = fleet.push_main({"templates/extra.yaml": "# another commit\n"}, "second")
+    with fleet.context() as ctx:
+        refused(lambda: schedule_environment(ctx, "dev"))
+        refused(lambda: promote_many(ctx, None, second))
+    fleet.push_env("dev", {"gitops-repo.yaml": good}, "the typo fixed")
+    sharded = fleet.push_main(environments_file(sharded=("dev",)), "dev: sharded schedule")
+    with fleet.context() as ctx:
+        promote_many(ctx, None, sharded)
+    run_shards(fleet, 2, tmp_path / "artifacts")  # rendered while the branch was right; then the typo again
+    fleet.push_env("dev", {"gitops-repo.yaml": typo}, "the typo again")
+    with runner(fleet, "stitch") as ctx:
+        refused(lambda: stitch_environment(ctx, "dev", tmp_path / "artifacts"))
+    refused(lambda: render_shard(runner(fleet, "shard-again"), "dev", ShardSpec(1, 2), tmp_path / "again"))
+    third = fleet.push_main({"templates/extra.yaml": "# a third commit\n"}, "third")
+    with fleet.context() as ctx:
+        refused(lambda: promote_many(ctx, None, third))

@@ -235,6 +235,7 @@ class Pinned:
     gitops_branch: str
     gitops_path: str
     gitops_url: str
+    gitops: Resource[GitOpsRepoSpec]  # the GitOpsRepo the four above come from (its lines, for a problem)
 
     @functools.cached_property
     def plane(self) -> ControlPlane:
@@ -284,8 +285,25 @@ def check_before_pinning(ctx: Context, environment: str, branch: str, main_sha: 
     plane = ctx.plane(main_sha, branch, env_sha)
     gitops = gitops_repo_of(plane, environment, branch)
     checked_inputs(plane, environment)
-    # and the GitOps repo answers (the schedule's own fetch right after is then a look at the remote's heads)
-    ctx.git.fetch(gitops_url(ctx, gitops), [gitops.spec.branch or environment, head_branch(environment)])
+    # and the GitOps repo answers and has the branch (the schedule's own fetch right after is then a look at the
+    # remote's heads)
+    branch = gitops.spec.branch or environment
+    if ctx.git.fetch(gitops_url(ctx, gitops), [branch, head_branch(environment)])[branch] is None:
+        raise missing_gitops_branch(environment, gitops)
+
+
+def missing_gitops_branch(environment: str, gitops: Resource[GitOpsRepoSpec]) -> InputError:
+    """The GitOpsRepo names a branch its repository does not have: a pull request needs its base branch, so nothing
+    can be proposed there (found before anything is written)."""
+    branch = gitops.spec.branch or environment
+    named = (f"spec.branch {branch!r}" if gitops.spec.branch
+             else f"branch {branch!r} (no spec.branch: the environment's name)")
+    return InputError([Problem(
+        f"environment {environment}: GitOpsRepo {gitops.name} names {named}, which {gitops.spec.repo} does not have",
+        gitops.where("spec", "branch"),
+        "create it (fleetflow init creates each environment's GitOps branch with its workflow), or set spec.branch "
+        "to a branch the repo has; nothing was written",
+    )])
 
 
 def gitops_url(ctx: Context, gitops: Resource[GitOpsRepoSpec]) -> str:
@@ -338,7 +356,7 @@ def pinned(ctx: Context, environment: str, *, required: bool, to_render: bool = 
     return Pinned(
         environment, envs, envs_at_pin.get(environment, env), envs_at_pin, branch, env_sha, main_sha, load,
         gitops.spec.repo, gitops.spec.branch or environment, gitops.spec.path,
-        gitops_url(ctx, gitops),
+        gitops_url(ctx, gitops), gitops,
     )
 
 

@@ -19,7 +19,15 @@ from fleetflow.errors import Problem
 from fleetflow.forge.base import PullRequest
 from fleetflow.forge.git import PushRejected, retry_races
 from fleetflow.promotion import merging
-from fleetflow.promotion.context import Context, Pinned, doctor_names_the_rule, head_branch, pinned_to_render, short
+from fleetflow.promotion.context import (
+    Context,
+    Pinned,
+    doctor_names_the_rule,
+    head_branch,
+    missing_gitops_branch,
+    pinned_to_render,
+    short,
+)
 from fleetflow.promotion.fullplan import compare_url, plan_header, plan_path, write_plan
 from fleetflow.promotion.gitops import GitOpsTree, WrittenCommit, clean_root, write_commit
 from fleetflow.promotion.merging import MergeOutcome
@@ -109,6 +117,8 @@ def render_commit(ctx: Context, environment: str, env_sha: str | None = None) ->
     ``env_sha``: the environment branch at this commit (of the mirror, maybe not pushed yet), not at its head."""
     at = pinned_to_render(ctx, environment, env_sha)
     heads = ctx.git.fetch(at.gitops_url, [at.gitops_branch, head_branch(environment)])
+    if heads[at.gitops_branch] is None:
+        raise missing_gitops_branch(environment, at.gitops)
     unpushed = " (the new pin, pushed once this renders)" if env_sha is not None else ""
     ctx.say(f"{environment}: rendering main@{short(at.main_sha)} + {at.branch}@{short(at.env_sha)}{unpushed} "
             f"into {at.gitops_repo} (branch {at.gitops_branch})")

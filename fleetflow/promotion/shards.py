@@ -26,7 +26,7 @@ from pathlib import Path
 
 from fleetflow.errors import InputError, Problem, UsageError
 from fleetflow.forge.git import BareRepo, TreeEdit, retry_races
-from fleetflow.promotion.context import Context, Pinned, head_branch, pinned_to_render, short
+from fleetflow.promotion.context import Context, Pinned, head_branch, missing_gitops_branch, pinned_to_render, short
 from fleetflow.promotion.gitops import GitOpsTree, clean_root, commit_edits, write_commit
 from fleetflow.promotion.schedule import Rendered, ScheduleOutcome, commit_message, publish
 from fleetflow.render.diff import file_diff, review_order
@@ -84,6 +84,8 @@ def render_shard(ctx: Context, environment: str, spec: ShardSpec, folder: Path) 
     """Render the cluster types of shard ``spec`` against the GitOps branch and save them in ``folder``."""
     at = pinned_to_render(ctx, environment)
     base = ctx.git.fetch(at.gitops_url, [at.gitops_branch])[at.gitops_branch]
+    if base is None:
+        raise missing_gitops_branch(environment, at.gitops)
     repo = ctx.git.mirror(at.gitops_url)
     tree = GitOpsTree(repo, base, clean_root(at.gitops_path))
     previous = tree.read_state()
@@ -216,6 +218,8 @@ def stitch_commit(ctx: Context, environment: str, folder: Path) -> Rendered | Sc
     at = pinned_to_render(ctx, environment)
     heads = ctx.git.fetch(at.gitops_url, [at.gitops_branch, head_branch(environment)])
     base = heads[at.gitops_branch]
+    if base is None:
+        raise missing_gitops_branch(environment, at.gitops)
     moved = moved_inputs(found[0][0], at, base)
     if moved is not None:
         return ScheduleOutcome(environment=environment, operation="superseded", main_commit=at.main_sha,
