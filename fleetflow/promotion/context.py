@@ -287,8 +287,8 @@ def check_before_pinning(ctx: Context, environment: str, branch: str, main_sha: 
     checked_inputs(plane, environment)
     # and the GitOps repo answers and has the branch (the schedule's own fetch right after is then a look at the
     # remote's heads)
-    branch = gitops.spec.branch or environment
-    if ctx.git.fetch(gitops_url(ctx, gitops), [branch, head_branch(environment)])[branch] is None:
+    output_branch = gitops.spec.branch or environment
+    if ctx.git.fetch(gitops_url(ctx, gitops), [output_branch, head_branch(environment)])[output_branch] is None:
         raise missing_gitops_branch(environment, gitops)
 
 
