@@ -25,7 +25,7 @@ import io
 import json
 import os
 import random
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -109,6 +109,23 @@ def refs(root: Path) -> list[str]:
     return [git(root, "--git-dir", str(root / name), "for-each-ref") for name in ("control-plane.git", "gitops.git")]
 
 
+def run_by_the_rules(runner: CliRunner, root: Path, command: Sequence[str], rng: random.Random, case: str) -> None:
+    """``fleetflow COMMAND --format json|text`` (the format drawn from ``rng``), held to the searches' rules: no
+    exception leaves it, its exit code is one of the contract's, a failed JSON run has problems, and a failed
+    ``promote`` or ``schedule`` (and any shard job) leaves both repositories' refs as they were. ``case`` names the
+    edit in a failure."""
+    fmt = rng.choice(["json", "text"])
+    before = refs(root)
+    result = runner.invoke(cli, [*command, "--format", fmt], catch_exceptions=False)
+    where = f"{case}; fleetflow {' '.join(command)} --format {fmt}"
+    assert result.exit_code in EXIT_CODES, (where, result.output)
+    if fmt == "json":
+        data = json.loads(result.stdout)
+        assert result.exit_code == 0 or data["problems"], (where, data)
+    if "--shard" in command or (command[0] in ("promote", "schedule") and result.exit_code != 0):
+        assert refs(root) == before, (where, "a failed run (or a shard job) wrote", result.output)
+
+
 def edit_and_push(root: Path, rng: random.Random) -> str:
     """One edit of one YAML file of one branch of the control-plane repo, committed and pushed: what it was."""
     branch = rng.choice(BRANCHES)
@@ -169,17 +186,8 @@ def search(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, seed: int, edits: in
         commands = COMMANDS.copy()
         rng.shuffle(commands)
         for command in commands:
-            args = [a.format(main=tip) for a in command]
-            fmt = rng.choice(["json", "text"])
-            before = refs(root)
-            result = runner.invoke(cli, [*args, "--format", fmt], catch_exceptions=False)
-            where = f"edit {number} (seed {seed}) {edit}; fleetflow {' '.join(args)} --format {fmt}"
-            assert result.exit_code in EXIT_CODES, (where, result.output)
-            if fmt == "json":
-                data = json.loads(result.stdout)
-                assert result.exit_code == 0 or data["problems"], (where, data)
-            if command[0] in ("promote", "schedule") and result.exit_code != 0:
-                assert refs(root) == before, (where, "a failed run wrote", result.output)
+            run_by_the_rules(runner, root, [a.format(main=tip) for a in command], rng,
+                             f"edit {number} (seed {seed}) {edit}")
 
 
 @pytest.mark.parametrize("seed", SEEDS)
@@ -253,13 +261,4 @@ def test_the_sharded_schedule_on_a_control_plane_edited_at_random(
                                                  [("reconcile",)]]
         rng.shuffle(commands)
         for command in (c for group in commands for c in group):
-            fmt = rng.choice(["json", "text"])
-            before = refs(root)
-            result = runner.invoke(cli, [*command, "--format", fmt], catch_exceptions=False)
-            where = f"edit {number} (seed {seed}) {edit}; fleetflow {' '.join(command)} --format {fmt}"
-            assert result.exit_code in EXIT_CODES, (where, result.output)
-            if fmt == "json":
-                data = json.loads(result.stdout)
-                assert result.exit_code == 0 or data["problems"], (where, data)
-            if "--shard" in command or (command[0] in ("promote", "schedule") and result.exit_code != 0):
-                assert refs(root) == before, (where, "a failed run (or a shard job) wrote", result.output)
+            run_by_the_rules(runner, root, command, rng, f"edit {number} (seed {seed}) {edit}")

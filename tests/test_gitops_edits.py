@@ -13,7 +13,6 @@ up front: tests/test_schedule_shards.py). CI takes 8 edits of seed 1; ``FLEETFLO
 
 from __future__ import annotations
 
-import json
 import os
 import random
 import shutil
@@ -25,7 +24,7 @@ from click.testing import CliRunner
 from fleetflow.cli import main as cli
 from tests.fleet import git, local_fleet
 from tests.helpers import searched_seeds
-from tests.test_fleet_edits import EXIT_CODES, refs
+from tests.test_fleet_edits import run_by_the_rules
 
 EDITS = int(os.environ.get("FLEETFLOW_GITOPS_EDITS", "8"))
 SEEDS = searched_seeds("FLEETFLOW_GITOPS_SEEDS") or [1]
@@ -108,13 +107,4 @@ def test_the_fleet_commands_after_the_gitops_repo_was_edited_by_hand(
                     ("schedule", "--environment", "dev")]
         rng.shuffle(commands)
         for command in commands:
-            fmt = rng.choice(["json", "text"])
-            before = refs(root)
-            result = runner.invoke(cli, [*command, "--format", fmt], catch_exceptions=False)
-            where = f"edit {number} (seed {seed}) {edit}; fleetflow {' '.join(command)} --format {fmt}"
-            assert result.exit_code in EXIT_CODES, (where, result.output)
-            if fmt == "json":
-                data = json.loads(result.stdout)
-                assert result.exit_code == 0 or data["problems"], (where, data)
-            if command[0] in ("promote", "schedule") and result.exit_code != 0:
-                assert refs(root) == before, (where, "a failed run wrote", result.output)
+            run_by_the_rules(runner, root, command, rng, f"edit {number} (seed {seed}) {edit}")
