@@ -162,6 +162,43 @@ def test_a_fleet_command_stopped_by_an_error_says_where_it_stopped(
     assert exit_code == 0 and all(e["pullRequest"] is None for e in envelope(stdout)["result"]["environments"])
 
 
+@pytest.mark.parametrize("command", [("promote", "--commit", "{sha}"), ("schedule", "--environment", "dev")],
+                         ids=lambda c: c[0])
+def test_a_run_its_render_refuses_says_no_step_finished(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, command: tuple[str, ...]
+) -> None:
+    """The render is a step that starts (``dev: rendering ...``) and writes nothing until it is done: a run it
+    stops (promote renders the pin commit before pushing it) ended "The steps finished before it are printed
+    above", pointing at a line that said only that the render began. Now it ends as a run stopped before any step,
+    and nothing was written."""
+    gitops, sha = local_fleet(tmp_path, monkeypatch)
+    cp = tmp_path / "control-plane.git"
+    if command[0] == "schedule":
+        assert invoke("promote", "--commit", sha, "--format", "json")[0] == 0
+    work = tmp_path / "main-work"
+    git(tmp_path, "clone", "-q", "-b", "main", str(cp), str(work))
+    template = work / "templates" / "flux.yaml"
+    template.write_text(template.read_text().replace("{{ DeploymentTargetName }}", "{{ DeploymentTargetNam }}"))
+    git(work, "commit", "-qam", "a variable no assignment has")
+    git(work, "push", "-q", "origin", "HEAD:main")
+    tip = git(tmp_path, "--git-dir", str(cp), "rev-parse", "main")
+    if command[0] == "schedule":  # an engineer pins dev to the new commit by hand; the push runs schedule
+        dev = tmp_path / "dev-work"
+        git(tmp_path, "clone", "-q", "-b", "dev", str(cp), str(dev))
+        pin = dev / "base-repo.yaml"
+        assert sha in pin.read_text()
+        pin.write_text(pin.read_text().replace(sha, tip))
+        git(dev, "commit", "-qam", "pin by hand")
+        git(dev, "push", "-q", "origin", "HEAD:dev")
+    heads = [git(tmp_path, "--git-dir", str(repo), "for-each-ref") for repo in (cp, gitops)]
+    code, stdout, stderr = invoke(*[a.format(sha=tip) for a in command])
+    lines = stderr.splitlines()
+    assert code == 1 and stdout == "", stderr
+    assert lines[0].startswith("dev: rendering main@") and lines[1].startswith("error: main/templates/flux.yaml:12:")
+    assert lines[-1] == FLEET_NO_STEP, stderr
+    assert [git(tmp_path, "--git-dir", str(repo), "for-each-ref") for repo in (cp, gitops)] == heads
+
+
 @pytest.mark.parametrize(
     "args",
     [

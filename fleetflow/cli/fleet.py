@@ -73,25 +73,30 @@ def make_context(
     """The run's context. On a terminal a spinner shows the current step and the time spent while git or the forge
     is slow (an unreachable GitHub is retried for a while: the spinner says so); the narration (``ctx.say``) goes
     to stderr, plain, unless ``--format json``, ``narrate=False`` or ``--quiet``. ``on_step`` is called at every
-    step said, printed or not (:meth:`fleetflow.cli.errors.Reply.stepped`)."""
+    step said, printed or not (:meth:`fleetflow.cli.errors.Reply.stepped`), not at a step that only starts
+    (``Context.starting``)."""
     settings = load_settings(forge=forge, control_plane=control_plane, config=config)
     text = fmt != "json"
     where = f"{settings.forge} forge, control plane {settings.control_plane}"
     with TERMINAL.activity(f"working with the {where}") if text else nullcontext() as line:
 
-        def say(message: str) -> None:
-            if on_step is not None:
-                on_step()
+        def narrate_step(message: str) -> None:
             if line is not None:
                 line.update(f"{message} …")
             if narrate and line is not None:
                 line.print(message)
+
+        def say(message: str) -> None:
+            if on_step is not None:
+                on_step()
+            narrate_step(message)
 
         with closing(make_forge(settings)) as the_forge, Context(
             forge=the_forge,
             git=GitRepos(settings.cache_dir / "git"),
             control_plane=settings.control_plane,
             say=say,
+            say_started=narrate_step,  # a step that starts has not finished: a failure in it is before any step
             plan_dir=plan_dir,
             run_url=run_url(os.environ),
             server_url=os.environ.get("GITHUB_SERVER_URL") or None,

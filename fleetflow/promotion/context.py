@@ -99,7 +99,10 @@ class Context:
     git: GitRepos
     control_plane: str
     clock: Callable[[], datetime] = utc_now
-    say: Callable[[str], None] = field(default=lambda _text: None)
+    say: Callable[[str], None] = field(default=lambda _text: None)  # a step done (or under way and writing)
+    # a step that starts and has written nothing yet (a render): narrated as ``say`` is; a failure before the next
+    # ``say`` is one before any step finished (the text's last sentence says so). None: ``say``
+    say_started: Callable[[str], None] | None = None
     main_branch: str = MAIN
     plan_dir: Path | None = None  # where schedule writes each environment's full plan (None: it writes none)
     run_url: str | None = None  # the workflow run this runs in (the PR body links its artifacts)
@@ -109,6 +112,10 @@ class Context:
     _environments: dict[str, dict[str, Resource[EnvironmentSpec]]] = field(default_factory=dict)
     _fetcher: RegistrationFetcher | None = None
     _pins: dict[tuple[str, str], Pin] = field(default_factory=dict)
+
+    def starting(self, message: str) -> None:
+        """Say that a step starts, which has written nothing yet (:attr:`say_started`)."""
+        (self.say_started or self.say)(message)
 
     def close(self) -> None:
         if self._tmp is not None:

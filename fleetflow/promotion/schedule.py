@@ -120,7 +120,7 @@ def render_commit(ctx: Context, environment: str, env_sha: str | None = None) ->
     if heads[at.gitops_branch] is None:
         raise missing_gitops_branch(environment, at.gitops)
     unpushed = " (the new pin, pushed once this renders)" if env_sha is not None else ""
-    ctx.say(f"{environment}: rendering main@{short(at.main_sha)} + {at.branch}@{short(at.env_sha)}{unpushed} "
+    ctx.starting(f"{environment}: rendering main@{short(at.main_sha)} + {at.branch}@{short(at.env_sha)}{unpushed} "
             f"into {at.gitops_repo} (branch {at.gitops_branch})")
     tree = GitOpsTree(ctx.git.mirror(at.gitops_url), heads[at.gitops_branch], clean_root(at.gitops_path))
     previous = tree.read_state()

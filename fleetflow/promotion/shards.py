@@ -89,7 +89,7 @@ def render_shard(ctx: Context, environment: str, spec: ShardSpec, folder: Path) 
     repo = ctx.git.mirror(at.gitops_url)
     tree = GitOpsTree(repo, base, clean_root(at.gitops_path))
     previous = tree.read_state()
-    ctx.say(f"{environment}: rendering shard {spec} (main@{short(at.main_sha)} + {at.branch}@{short(at.env_sha)})")
+    ctx.starting(f"{environment}: rendering shard {spec} (main@{short(at.main_sha)} + {at.branch}@{short(at.env_sha)})")
     result = render_environment(at.plane, environment, previous=previous, meta=Meta(at.main_sha, at.env_sha),
                                 only=spec.owns)
     written = write_commit(tree, result, previous, f"fleetflow: {environment} shard {spec}", ctx.git.identity, 0)
@@ -230,7 +230,7 @@ def stitch_commit(ctx: Context, environment: str, folder: Path) -> Rendered | Sc
             repo.git("bundle", "unbundle", str(where / manifest.bundle))
     tree = GitOpsTree(repo, base, clean_root(at.gitops_path))
     previous = tree.read_state()
-    ctx.say(f"{environment}: stitching {len(found)} shards of main@{short(at.main_sha)} + "
+    ctx.starting(f"{environment}: stitching {len(found)} shards of main@{short(at.main_sha)} + "
             f"{at.branch}@{short(at.env_sha)} into {at.gitops_repo} (branch {at.gitops_branch})")
     # renders nothing: the index's commits, clusters, fingerprints and config keys come from the control plane
     result = render_environment(at.plane, environment, previous=previous, meta=Meta(at.main_sha, at.env_sha),
