@@ -12,6 +12,7 @@ from fleetflow.errors import GateError, GitError, InputError
 from fleetflow.forge.git import GitRepos
 from fleetflow.promotion.check_rollout import check_rollout
 from fleetflow.promotion.history import read_history
+from fleetflow.promotion.pin import read_pin, write_pin
 from fleetflow.promotion.promote import promote, promote_many
 from fleetflow.promotion.reconcile import reconcile
 from fleetflow.promotion.schedule import schedule_environment
@@ -374,6 +375,35 @@ def test_a_gitops_repo_that_does_not_answer_is_found_before_the_pin(tmp_path: Pa
     with fleet.context() as ctx, pytest.raises(GitError, match=r"gitops-typo\.git"):
         promote_many(ctx, None, sha)
     assert [fleet.branch_sha(fleet.cp_url, "dev"), fleet.cp_status(sha, "dev")] == before
+
+
+def test_a_pin_file_with_an_empty_metadata_is_refused_at_its_line_not_a_crash(tmp_path: Path) -> None:
+    """``base-repo.yaml`` with ``metadata:`` and nothing under it (an edit by hand; found by
+    ``tests/test_fleet_edits.py`` through the GitHub stand-in, seed 10): ``read_pin`` takes it (no hold in it), and
+    ``write_pin`` crashed on it (AttributeError: ruamel reads the empty value as None) once promote wrote the pin
+    commit before loading the plane. Now it writes the pin, and the render of that commit, before anything is
+    pushed, refuses the BaseRepo with no name at its file."""
+    fleet = make_local_fleet(tmp_path)
+    text = git(fleet.root, "--git-dir", fleet.cp_url, "show", "dev:base-repo.yaml")
+    assert "metadata:\n  name: main\n" in text
+    fleet.push_env("dev", {"base-repo.yaml": text.replace("metadata:\n  name: main\n", "metadata:\n")}, "no name")
+    sha = first_commit(fleet)
+    def written() -> list[str | None]:
+        return [fleet.branch_sha(fleet.cp_url, "dev"), fleet.branch_sha(fleet.gitops_url, "dev"),
+                fleet.cp_status(sha, "dev")]
+
+    before = written()
+    with fleet.context() as ctx, pytest.raises(InputError) as refused:
+        promote(ctx, "dev", sha)
+    [problem] = refused.value.problems()
+    assert problem.message.startswith("metadata.name is missing"), problem
+    assert problem.location is not None and problem.location.file == "dev/base-repo.yaml"
+    assert written() == before
+    # the file as it was but the commit, and (a rollback) the hold where its mapping now is
+    empty = text.replace("metadata:\n  name: main\n", "metadata:\n")
+    assert write_pin(empty, commit=sha, repo="r", hold=None).rstrip("\n") == empty.replace('""', f'"{sha}"')
+    held = read_pin(write_pin(empty, commit=sha, repo="r", hold="rollback"), "dev/base-repo.yaml")
+    assert (held.commit, held.hold) == (sha, "rollback")
 
 
 BROKEN_PINS = {  # how an engineer's edit can leave base-repo.yaml unreadable: what follows the kind, the line the

@@ -130,8 +130,10 @@ def write_pin(text: str | None, *, commit: str, repo: str, hold: str | None) -> 
         if not isinstance(doc.get("spec"), dict):
             doc["spec"] = CommentedMap()
         doc["spec"]["commit"] = commit
-    metadata = doc.setdefault("metadata", CommentedMap())
-    annotations = metadata.get("annotations")
+    metadata = doc.get("metadata")
+    if hold is not None and not isinstance(metadata, dict):  # absent, or empty (read_pin refuses any other value)
+        metadata = doc["metadata"] = CommentedMap()
+    annotations = metadata.get("annotations") if isinstance(metadata, dict) else None
     if hold is not None:
         if not isinstance(annotations, dict):
             annotations = metadata["annotations"] = CommentedMap()
