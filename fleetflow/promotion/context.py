@@ -252,6 +252,16 @@ class Pinned:
         schedule, at its line, and not the gate of what was rolled out before it."""
         return self.load_plane()
 
+    def fetch_gitops(self, git: GitRepos, *, with_head: bool = True) -> dict[str, str | None]:
+        """Fetch the GitOps branch (and, ``with_head``, the environment's PR head branch): their commits, None for
+        a head branch not there yet. InputError when the GitOps repository has no such branch: a PR needs its base
+        branch, so a run that would render into it stops here, before it writes anything."""
+        branches = [self.gitops_branch, head_branch(self.name)] if with_head else [self.gitops_branch]
+        heads = git.fetch(self.gitops_url, branches)
+        if heads[self.gitops_branch] is None:
+            raise missing_gitops_branch(self.name, self.gitops)
+        return heads
+
 
 def gitops_repo_at(ctx: Context, environment: str, branch: str, env_sha: str) -> Resource[GitOpsRepoSpec]:
     """The environment branch's GitOpsRepo at ``env_sha``, read without the rest of the plane: the branch's

@@ -32,7 +32,6 @@ from fleetflow.promotion.schedule import (
     Rendered,
     ScheduleOutcome,
     named_warnings,
-    publish,
     render_commit,
     schedule_environment,
 )
@@ -122,12 +121,7 @@ def promote(ctx: Context, environment: str, commit: str, *, release: bool = Fals
     if env.spec.sharded_schedule:
         return PromoteOutcome(environment=environment, commit=sha, pinned=pin.pinned, held=pin.held, schedule=None,
                               message=f"main@{short(sha)} pinned in {environment}; {SHARDED_SCHEDULE}")
-    if pin.rendered is not None:  # publish the render of the pin just pushed; a retry (a race) renders again
-        first = [pin.rendered]
-        outcome = retry_races(lambda: publish(ctx, environment, first.pop() if first else
-                                              render_commit(ctx, environment)), 3)
-    else:
-        outcome = schedule_environment(ctx, environment)
+    outcome = schedule_environment(ctx, environment, pin.rendered)  # the render of the pin just pushed, if made
     message = f"main@{short(sha)} promoted to {environment}: {outcome.message}"
     if pin.held:
         message += f" (held: {pin.held})"

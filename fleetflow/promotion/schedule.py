@@ -24,7 +24,6 @@ from fleetflow.promotion.context import (
     Pinned,
     doctor_names_the_rule,
     head_branch,
-    missing_gitops_branch,
     pinned_to_render,
     short,
 )
@@ -87,9 +86,11 @@ def named_warnings(outcomes: Iterable[ScheduleOutcome | None]) -> list[Problem]:
     return list(dict.fromkeys(named))
 
 
-def schedule_environment(ctx: Context, environment: str) -> ScheduleOutcome:
-    """Bounded retries when a concurrent run pushes the same head branch first."""
-    return retry_races(lambda: publish(ctx, environment, render_commit(ctx, environment)), 3)
+def schedule_environment(ctx: Context, environment: str, rendered: Rendered | None = None) -> ScheduleOutcome:
+    """Bounded retries when a concurrent run pushes the same head branch first. ``rendered``: a render already
+    made (promote's, of the pin it just pushed), published on the first try; a retry renders again."""
+    first = [rendered] if rendered is not None else []
+    return retry_races(lambda: publish(ctx, environment, first.pop() if first else render_commit(ctx, environment)), 3)
 
 
 @dataclass
@@ -116,12 +117,10 @@ def render_commit(ctx: Context, environment: str, env_sha: str | None = None) ->
     """Render the environment at its pin against the GitOps branch and write the commit (nothing pushed).
     ``env_sha``: the environment branch at this commit (of the mirror, maybe not pushed yet), not at its head."""
     at = pinned_to_render(ctx, environment, env_sha)
-    heads = ctx.git.fetch(at.gitops_url, [at.gitops_branch, head_branch(environment)])
-    if heads[at.gitops_branch] is None:
-        raise missing_gitops_branch(environment, at.gitops)
+    heads = at.fetch_gitops(ctx.git)
     unpushed = " (the new pin, pushed once this renders)" if env_sha is not None else ""
     ctx.starting(f"{environment}: rendering main@{short(at.main_sha)} + {at.branch}@{short(at.env_sha)}{unpushed} "
-            f"into {at.gitops_repo} (branch {at.gitops_branch})")
+                 f"into {at.gitops_repo} (branch {at.gitops_branch})")
     tree = GitOpsTree(ctx.git.mirror(at.gitops_url), heads[at.gitops_branch], clean_root(at.gitops_path))
     previous = tree.read_state()
     result = render_environment(at.plane, environment, previous=previous, meta=Meta(at.main_sha, at.env_sha))

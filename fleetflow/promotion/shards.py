@@ -26,7 +26,7 @@ from pathlib import Path
 
 from fleetflow.errors import InputError, Problem, UsageError
 from fleetflow.forge.git import BareRepo, TreeEdit, retry_races
-from fleetflow.promotion.context import Context, Pinned, head_branch, missing_gitops_branch, pinned_to_render, short
+from fleetflow.promotion.context import Context, Pinned, pinned_to_render, short
 from fleetflow.promotion.gitops import GitOpsTree, clean_root, commit_edits, write_commit
 from fleetflow.promotion.schedule import Rendered, ScheduleOutcome, commit_message, publish
 from fleetflow.render.diff import file_diff, review_order
@@ -83,9 +83,7 @@ class ShardManifest(Result):
 def render_shard(ctx: Context, environment: str, spec: ShardSpec, folder: Path) -> ShardManifest:
     """Render the cluster types of shard ``spec`` against the GitOps branch and save them in ``folder``."""
     at = pinned_to_render(ctx, environment)
-    base = ctx.git.fetch(at.gitops_url, [at.gitops_branch])[at.gitops_branch]
-    if base is None:
-        raise missing_gitops_branch(environment, at.gitops)
+    base = at.fetch_gitops(ctx.git, with_head=False)[at.gitops_branch]
     repo = ctx.git.mirror(at.gitops_url)
     tree = GitOpsTree(repo, base, clean_root(at.gitops_path))
     previous = tree.read_state()
@@ -216,10 +214,8 @@ def stitch_commit(ctx: Context, environment: str, folder: Path) -> Rendered | Sc
     input moved since the shards ran: the ``superseded`` outcome, and nothing written."""
     found = read_manifests(folder, environment)
     at = pinned_to_render(ctx, environment)
-    heads = ctx.git.fetch(at.gitops_url, [at.gitops_branch, head_branch(environment)])
+    heads = at.fetch_gitops(ctx.git)
     base = heads[at.gitops_branch]
-    if base is None:
-        raise missing_gitops_branch(environment, at.gitops)
     moved = moved_inputs(found[0][0], at, base)
     if moved is not None:
         return ScheduleOutcome(environment=environment, operation="superseded", main_commit=at.main_sha,
@@ -231,7 +227,7 @@ def stitch_commit(ctx: Context, environment: str, folder: Path) -> Rendered | Sc
     tree = GitOpsTree(repo, base, clean_root(at.gitops_path))
     previous = tree.read_state()
     ctx.starting(f"{environment}: stitching {len(found)} shards of main@{short(at.main_sha)} + "
-            f"{at.branch}@{short(at.env_sha)} into {at.gitops_repo} (branch {at.gitops_branch})")
+                 f"{at.branch}@{short(at.env_sha)} into {at.gitops_repo} (branch {at.gitops_branch})")
     # renders nothing: the index's commits, clusters, fingerprints and config keys come from the control plane
     result = render_environment(at.plane, environment, previous=previous, meta=Meta(at.main_sha, at.env_sha),
                                 only=lambda _: False)
