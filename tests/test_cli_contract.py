@@ -9,6 +9,7 @@ payloads for ``route``, YAML documents for the loaders), gives a clear problem a
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -22,8 +23,10 @@ from fleetflow.cli import main
 from fleetflow.cli.errors import FLEET_NO_STEP, FLEET_WRITTEN
 from fleetflow.errors import EXIT_CODES_HELP, ExitCode, InputError
 from fleetflow.promotion.events import route
-from tests.fleet import build_bare_repos, git
+from tests.fleet import build_bare_repos, git, main_files
+from tests.ghstub.server import GitHubStub
 from tests.helpers import build_file_tree, make_plane, parsed, run_cli, tree_bytes
+from tests.test_fleet_edits import fresh_fleet
 
 ENVELOPE_KEYS = ["ok", "exitCode", "problems", "warnings", "result"]
 ENVS = ["dev", "qa", "prod"]
@@ -197,6 +200,76 @@ def test_a_run_its_render_refuses_says_no_step_finished(
     assert lines[0].startswith("dev: rendering main@") and lines[1].startswith("error: main/templates/flux.yaml:12:")
     assert lines[-1] == FLEET_NO_STEP, stderr
     assert [git(tmp_path, "--git-dir", str(repo), "for-each-ref") for repo in (cp, gitops)] == heads
+
+
+def push_file(root: Path, cp: Path, branch: str, path: str, edit: Callable[[str], str]) -> str:
+    """An engineer's commit of ``edit`` applied to ``path`` on ``branch`` of the control-plane repo: its sha."""
+    work = root / f"{branch}-work"
+    if not work.exists():
+        git(root, "clone", "-q", "-b", branch, str(cp), str(work))
+    git(work, "pull", "-q", "origin", branch)
+    file = work / path
+    file.write_text(edit(file.read_text()))
+    git(work, "commit", "-qam", f"edit {path}")
+    git(work, "push", "-q", "origin", f"HEAD:{branch}")
+    return git(work, "rev-parse", "HEAD")
+
+
+def test_a_schedule_stopped_after_its_push_says_so_and_the_next_run_mends_the_pr(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, github_stub: GitHubStub
+) -> None:
+    """The head branch is pushed before the PR is updated (a PR never shows a commit its branch lacks). A GitHub
+    App with contents: write but pull requests read-only pushes, then GitHub refuses the update with 403 "Resource
+    not accessible by integration" (https://github.com/orgs/community/discussions/24374). The run said "before any
+    step finished" though the branch had moved; the next run found the head already at its commit and said "PR #1
+    already proposes exactly this", leaving a title and description of the commit before. Now the push is a step
+    it says, and the next run updates a PR whose description is behind its head; the run after changes nothing."""
+    cp = fresh_fleet(tmp_path, monkeypatch, 0, github_stub)
+    gitops = github_stub.repo("team0/gitops")
+    sha = git(tmp_path, "--git-dir", str(cp), "rev-parse", "main")
+    assert invoke("promote", "--commit", sha)[0] == 0
+    [pr] = gitops.list_pulls()
+    dev_sha = push_file(tmp_path, cp, "dev", "configs.yaml", lambda text: text.replace("info", "debug"))
+    fault = github_stub.inject("PATCH", r"/pulls/1$", "forbidden")
+    code, stdout, stderr = invoke("schedule", "--environment", "dev")
+    lines = stderr.splitlines()
+    assert code == 3 and stdout == "" and fault.hits == 1, stderr
+    assert lines[0].startswith("dev: rendering main@") and lines[1].startswith("dev: pushed GitOps commit ")
+    assert lines[1].endswith(" to fleetflow/dev") and "Resource not accessible by integration" in lines[2], stderr
+    assert lines[-1] == FLEET_WRITTEN, stderr
+    assert pr.head_sha == gitops.branch_sha("fleetflow/dev") and dev_sha not in (pr.body or "")
+    code, _, stderr = invoke("schedule", "--environment", "dev")
+    assert code == 0 and "dev: PR #1 updated to main@" in stderr and "its description was behind its head" in stderr
+    assert dev_sha in (pr.body or "") and pr.title.startswith("fleetflow: promote main@")
+    patches = sum(r.method == "PATCH" for r in github_stub.requests)
+    code, stdout, _ = invoke("schedule", "--environment", "dev")
+    assert code == 0 and "PR #1 already proposes exactly this" in stdout, stdout
+    assert sum(r.method == "PATCH" for r in github_stub.requests) == patches  # nothing to mend: nothing written
+
+
+def test_a_pr_whose_labels_failed_is_said_opened_and_labelled_by_the_next_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, github_stub: GitHubStub
+) -> None:
+    """The labels are added after the PR is opened (GitHub: "Add labels to an issue", POST
+    /repos/{owner}/{repo}/issues/{number}/labels). When GitHub refused them, the run had not said the PR was opened
+    (its line came after the labels), and every later run found the PR "already proposes exactly this" and never
+    added them. Now the PR's line comes first, and a run adds the policy's labels an open PR lacks."""
+    cp = fresh_fleet(tmp_path, monkeypatch, 0, github_stub)
+    labels = "  pullRequest:\n    labels: [fleetflow, promotion]\n"
+    tip = push_file(tmp_path, cp, "main", ".environments/envs.yaml",
+                    lambda _: main_files({"dev": labels})[".environments/envs.yaml"])
+    fault = github_stub.inject("POST", r"/issues/1/labels$", "forbidden")
+    code, _, stderr = invoke("promote", "--commit", tip)
+    said = [line.split(" ")[1] for line in stderr.splitlines() if line.startswith("dev: ")]
+    assert code == 3 and fault.hits == 1 and said == ["rendering", "pinned", "pushed", "PR"], stderr
+    assert "dev: PR #1 opened: main@" in stderr and stderr.splitlines()[-1] == FLEET_WRITTEN
+    [pr] = github_stub.repo("team0/gitops").list_pulls()
+    assert pr.labels == []
+    code, stdout, _ = invoke("schedule", "--environment", "dev")
+    assert code == 0 and "PR #1 already proposes exactly this" in stdout and pr.labels == ["fleetflow", "promotion"]
+    posts = sum(r.method == "POST" for r in github_stub.requests)
+    assert invoke("schedule", "--environment", "dev")[0] == 0
+    assert sum(r.method == "POST" for r in github_stub.requests) == posts  # labelled: nothing more to add
 
 
 @pytest.mark.parametrize(

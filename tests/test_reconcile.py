@@ -317,9 +317,9 @@ def test_cli_text_and_json(fleet: Fleet, monkeypatch: pytest.MonkeyPatch) -> Non
     assert text.exit_code == 0, text.output
     assert "dev: pinned to main@" in text.output and "did promote: main@" in text.output
     # the narration (stderr) says each thing once: the render of the pin commit (before it is pushed), the pin,
-    # the PR; the summary (stdout) says it again
+    # the push of the PR's head branch, the PR; the summary (stdout) says it again
     said = [line for line in text.stderr.splitlines() if line.startswith("dev: ")]
-    assert [line.split(" ")[1] for line in said] == ["rendering", "pinned", "PR"], said
+    assert [line.split(" ")[1] for line in said] == ["rendering", "pinned", "pushed", "PR"], said
     assert "(the new pin, pushed once this renders)" in said[0]
     assert "qa: not promoted yet" in text.output
     result = CliRunner().invoke(cli, [*args, "--format", "json", "--environment", "dev"])

@@ -193,11 +193,13 @@ def publish(ctx: Context, environment: str, rendered: Rendered) -> ScheduleOutco
     )
     pr_title, pr_body = title(facts), body(facts)
     if open_pr is not None:
-        if open_pr.head_sha == new_sha or heads[head] == new_sha:
+        current = open_pr.head_sha == new_sha or heads[head] == new_sha  # its head is this commit already
+        if current and _describes(open_pr, pr_title, main_sha, env_sha):
             outcome.operation, outcome.pull = "unchanged", open_pr
             outcome.message = f"PR #{open_pr.number} already proposes exactly this"
+            _label(ctx, g_repo, policy.pull_request.labels, outcome)
             return _maybe_merge(ctx, g_repo, policy.pull_request.auto_merge, outcome)
-        if policy.concurrency == "queue":
+        if policy.concurrency == "queue" and not current:
             queued = ctx.render_state(g_url, heads[head], g_path)
             queued_main = queued.main_commit if queued is not None else None
             if queued_main is not None and queued_main != main_sha:
@@ -207,24 +209,52 @@ def publish(ctx: Context, environment: str, rendered: Rendered) -> ScheduleOutco
                     f"main@{short(main_sha)} follows once it is merged or closed"
                 )
                 return outcome
-        with doctor_names_the_rule(f"pushing {head} to {g_repo}", "push-rules"):
-            ctx.git.push(g_url, new_sha, head, heads[head])
+        if not current:
+            _push_head(ctx, rendered, head)
         pr = ctx.forge.update_pull(g_repo, open_pr.number, title=pr_title, body=pr_body)
         outcome.operation, outcome.pull = "updated", pr
-        outcome.message = f"PR #{pr.number} updated to main@{short(main_sha)}"
+        # current: a run before pushed the head and stopped before it could update the PR's title and description
+        behind = " (its description was behind its head)" if current else ""
+        outcome.message = f"PR #{pr.number} updated to main@{short(main_sha)}{behind}"
     else:
-        with doctor_names_the_rule(f"pushing {head} to {g_repo}", "push-rules"):
-            ctx.git.push(g_url, new_sha, head, heads[head])
+        _push_head(ctx, rendered, head)
         pr = ctx.forge.create_pull(g_repo, head, g_branch, pr_title, pr_body)
-        if policy.pull_request.labels:
-            ctx.forge.add_labels(g_repo, pr.number, list(policy.pull_request.labels))
-        if policy.pull_request.reviewers:
-            ctx.forge.request_reviewers(g_repo, pr.number, list(policy.pull_request.reviewers))
         outcome.operation, outcome.pull = "created", pr
         outcome.message = f"PR #{pr.number} opened: main@{short(main_sha)} to {environment}"
-    ctx.say(f"{environment}: {outcome.message}")
+    ctx.say(f"{environment}: {outcome.message}")  # said before the labels and reviewers, which may fail after it
     outcome.said = True
+    if outcome.operation == "created" and policy.pull_request.reviewers:
+        ctx.forge.request_reviewers(g_repo, pr.number, list(policy.pull_request.reviewers))
+    _label(ctx, g_repo, policy.pull_request.labels, outcome)
     return _maybe_merge(ctx, g_repo, policy.pull_request.auto_merge, outcome)
+
+
+def _describes(pr: PullRequest, title: str, main_sha: str, env_sha: str) -> bool:
+    """The PR's title is the one for this commit and its description names both commits it was rendered from. A
+    run that pushed the head branch and then stopped before it could update the PR leaves it describing the commit
+    before (:func:`publish` then updates it); words a person added to the description are kept while it is right."""
+    return pr.title == title and main_sha in pr.body and env_sha in pr.body
+
+
+def _push_head(ctx: Context, rendered: Rendered, head: str) -> None:
+    """Push the rendered commit to the head branch and, when that moved it, say so: a failure after it (the PR's
+    create or update) then ends "the steps finished before it are printed above", not "before any step"."""
+    at, new_sha, old = rendered.at, rendered.written.commit, rendered.heads[head]
+    assert new_sha is not None
+    with doctor_names_the_rule(f"pushing {head} to {at.gitops_repo}", "push-rules"):
+        ctx.git.push(at.gitops_url, new_sha, head, old)
+    if old != new_sha:
+        ctx.say(f"{at.name}: pushed GitOps commit {short(new_sha)} to {head}")
+
+
+def _label(ctx: Context, repo: str, labels: Iterable[str], outcome: ScheduleOutcome) -> None:
+    """Add the policy's labels the PR lacks: on the PR just opened, and on one a run before left without them (its
+    labels failed after the PR was opened, or the policy named a label since). A label added by hand stays."""
+    pr = outcome.pull
+    have = {label.lower() for label in pr.labels} if pr is not None and outcome.operation != "created" else set()
+    missing = [label for label in labels if label.lower() not in have]
+    if pr is not None and pr.state == "open" and missing:
+        ctx.forge.add_labels(repo, pr.number, missing)
 
 
 def _maybe_merge(ctx: Context, repo: str, auto_merge: bool, outcome: ScheduleOutcome) -> ScheduleOutcome:

@@ -21,8 +21,14 @@ from typing import Literal
 
 from .errors import ApiError, pr_already_exists
 
-FaultKind = Literal["status_5xx", "secondary_rate_limit", "rate_limit", "drop_after", "pr_already_exists"]
-KINDS: tuple[str, ...] = ("status_5xx", "secondary_rate_limit", "rate_limit", "drop_after", "pr_already_exists")
+FaultKind = Literal["status_5xx", "secondary_rate_limit", "rate_limit", "drop_after", "pr_already_exists", "forbidden"]
+KINDS: tuple[str, ...] = ("status_5xx", "secondary_rate_limit", "rate_limit", "drop_after", "pr_already_exists",
+                          "forbidden")
+# What GitHub answers a GitHub App's installation token whose permissions do not cover the request (for example an
+# App with contents: write but pull requests read-only: its push works, its "Create a pull request" does not):
+# https://github.com/orgs/community/discussions/24374 ("results in 403 and {'message': 'Resource not accessible by
+# integration', ...}", answered "the github app permissions did not cover" it).
+FORBIDDEN_MESSAGE = "Resource not accessible by integration"
 
 SECONDARY_MESSAGE = (
     "You have exceeded a secondary rate limit. Please wait a few minutes before you try again. If you reach out "
@@ -84,6 +90,8 @@ class Fault:
                 headers={"X-RateLimit-Remaining": "0", "X-RateLimit-Reset": str(now + self.reset_after),
                          "X-RateLimit-Used": "5000"},
             )
+        if self.kind == "forbidden":
+            return ApiError(self.status or 403, FORBIDDEN_MESSAGE, documentation_url="https://docs.github.com/rest")
         if self.kind == "pr_already_exists":
             return pr_already_exists(owner or "owner", head or "head")
         raise AssertionError(f"{self.kind} does not replace the response")
