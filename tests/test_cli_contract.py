@@ -234,8 +234,8 @@ def test_a_schedule_stopped_after_its_push_says_so_and_the_next_run_mends_the_pr
     code, stdout, stderr = invoke("schedule", "--environment", "dev")
     lines = stderr.splitlines()
     assert code == 3 and stdout == "" and fault.hits == 1, stderr
-    assert lines[0].startswith("dev: rendering main@") and lines[1].startswith("dev: pushed GitOps commit ")
-    assert lines[1].endswith(" to fleetflow/dev") and "Resource not accessible by integration" in lines[2], stderr
+    assert lines[0].startswith("dev: rendering main@") and lines[1].startswith("dev: pushed fleetflow/dev@")
+    assert "Resource not accessible by integration" in lines[2], stderr
     assert lines[-1] == FLEET_WRITTEN, stderr
     assert pr.head_sha == gitops.branch_sha("fleetflow/dev") and dev_sha not in (pr.body or "")
     code, _, stderr = invoke("schedule", "--environment", "dev")

@@ -244,7 +244,7 @@ def _push_head(ctx: Context, rendered: Rendered, head: str) -> None:
     with doctor_names_the_rule(f"pushing {head} to {at.gitops_repo}", "push-rules"):
         ctx.git.push(at.gitops_url, new_sha, head, old)
     if old != new_sha:
-        ctx.say(f"{at.name}: pushed GitOps commit {short(new_sha)} to {head}")
+        ctx.say(f"{at.name}: pushed {head}@{short(new_sha)}, the commit its PR proposes")
 
 
 def _label(ctx: Context, repo: str, labels: Iterable[str], outcome: ScheduleOutcome) -> None:
