@@ -2,11 +2,13 @@
 
 Two worlds are built alike, byte for byte (the same repository names on two GitHub stand-ins, commits with the
 same dates), and the same people's steps run in both: promote main, an engineer's commit to the ``dev`` branch
-and its schedule, a new main commit promoted over the open PR, a commit that changes no rendered file, reconcile.
+and its schedule, a new main commit promoted over the open PR, a commit that changes no rendered file, reconcile,
+a person's merge of dev's PR with its clusters' reports and the gate (which pins qa and opens its PR), reconcile.
 ``dev`` labels its PRs. In one world, half the steps (seeded) meet a fault on one of the writes the step made
 in the other: GitHub's 403 for a permission the App lacks ("Resource not accessible by integration"), a 502
-(PyGithub retries it), or an answer lost after GitHub did the write (the connection drops). Rules such a step is
-held to, by the contract (DESIGN.md:
+(PyGithub retries it), or an answer lost after GitHub did the write (the connection drops); or a ruleset
+declines one of the pushes it made there (the stand-in's pre-receive hook answers as GitHub does, ``GH013``).
+Rules such a step is held to, by the contract (DESIGN.md:
 "Bad input gets a clear error", exit codes; "idempotent re-runs, nothing lost on failure"):
 
 - it exits 0 or 3 (a forge failure), never with a traceback;
@@ -26,6 +28,7 @@ import random
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -94,11 +97,23 @@ def tip(world: World, branch: str = "main") -> str:
     return git(world.root, "--git-dir", str(world.cp), "rev-parse", branch)
 
 
+def merge_and_report(world: World) -> None:
+    """A person merges dev's PR; dev's two clusters (tests/fleet.py) report success on the commit they applied."""
+    gitops = world.stub.repo("team0/gitops")
+    [pr] = [p for p in gitops.list_pulls() if p.state == "open" and p.head_ref == "fleetflow/dev"]
+    gitops.merge_pull(pr.number, user="platform-engineer")
+    merged = gitops.branch_sha("dev")
+    assert merged is not None
+    for cluster in ("dev-1", "dev-2"):
+        gitops.add_status(merged, "success", f"flux/{cluster}", "Reconciliation finished", creator="flux")
+
+
 # The people's steps, each with the fleet command its push (or the cron) runs: the same in both worlds.
 Steps = list[tuple[Callable[[World], None], Callable[[World], list[str]]]]
 STEPS: Steps = [
     (lambda w: commit(w, "main", ".environments/envs.yaml",
-                      lambda _: main_files({"dev": LABELS})[".environments/envs.yaml"]),
+                      lambda _: main_files({"dev": LABELS})[".environments/envs.yaml"].replace("soakTime: 1m",
+                                                                                               "soakTime: 0s")),
      lambda w: ["promote", "--commit", tip(w)]),
     (lambda w: commit(w, "dev", "configs.yaml", lambda text: text.replace("LOG_LEVEL: info", "LOG_LEVEL: debug")),
      lambda w: ["schedule", "--environment", "dev"]),
@@ -107,12 +122,22 @@ STEPS: Steps = [
     (lambda w: commit(w, "dev", "clusters.yaml", lambda text: text + "# the inventory, unchanged\n"),
      lambda w: ["schedule", "--environment", "dev"]),
     (lambda w: None, lambda w: ["reconcile"]),
+    (merge_and_report, lambda w: ["check-rollout", "--environment", "dev"]),  # on success: qa's pin and PR
+    (lambda w: None, lambda w: ["reconcile"]),
 ]
 
 
-def build(root: Path, monkeypatch: pytest.MonkeyPatch) -> World:
+def moved_refs(before: dict[str, str], after: dict[str, str]) -> list[tuple[str, str, str]]:
+    """The branches a step created or updated (repository, ref, "create" or "update"); not the pull refs, which
+    GitHub writes itself."""
+    return [(*key.split(" "), "update" if key in before else "create") for key, sha in sorted(after.items())
+            if before.get(key) != sha and " refs/heads/" in key]  # type: ignore[misc]
+
+
+def build(root: Path, monkeypatch: pytest.MonkeyPatch, now: datetime) -> World:
+    """``now``: the stand-in's clock, stopped, so that its merge commits are alike in both worlds."""
     root.mkdir()
-    stub = GitHubStub(root=root / "ghstub").start()
+    stub = GitHubStub(root=root / "ghstub", clock=lambda: now).start()
     cp = fresh_fleet(root, monkeypatch, 0, stub)
     return World(root, stub, cp)
 
@@ -122,33 +147,45 @@ def trial(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, seed: int, number: in
     step made in the plain world (so that it hits)."""
     rng = random.Random(seed * 1000 + number)
     runner = CliRunner()
-    plain, faulted = (build(tmp_path / f"{number}-{name}", monkeypatch) for name in ("plain", "faulted"))
+    now = datetime.now(UTC).replace(microsecond=0)
+    plain, faulted = (build(tmp_path / f"{number}-{name}", monkeypatch, now) for name in ("plain", "faulted"))
     said: list[str] = []
     try:
         for people, command in STEPS:
             plain.use(monkeypatch)
             people(plain)
             args = command(plain)
-            since = plain.stub.mark()
+            before, since = plain.refs(), plain.stub.mark()
             result = runner.invoke(cli, args, catch_exceptions=False)
             assert result.exit_code == 0, (args, result.output)
             writes = [(r.method, r.path) for r in plain.stub.requests_since(since) if r.method != "GET"]
+            moved = moved_refs(before, plain.refs())
             faulted.use(monkeypatch)
             people(faulted)
-            fault = None
-            if writes and rng.random() < 0.5:
-                method, path = rng.choice(writes)
-                kind = rng.choice(FAULTS)
-                fault = faulted.stub.inject(method, re.escape(path) + "$", kind)
-                said.append(f"{kind} on {method} {path} in {' '.join(args[:1])}")
+            fault, declined = None, None
+            if (writes or moved) and rng.random() < 0.5:
+                if moved and (not writes or rng.random() < 0.3):
+                    declined = rng.choice(moved)  # a ruleset declines the push that writes it
+                    name, ref, write = declined
+                    faulted.stub.repo(f"team0/{name}").decline_ref_writes({ref: [write]})
+                    said.append(f"{name}'s rules decline the {write} of {ref} in {args[0]}")
+                else:
+                    method, path = rng.choice(writes)
+                    kind = rng.choice(FAULTS)
+                    fault = faulted.stub.inject(method, re.escape(path) + "$", kind)
+                    said.append(f"{kind} on {method} {path} in {args[0]}")
             what = f"seed {seed} trial {number}: " + "; ".join(said)
             refs, since = faulted.refs(), faulted.stub.mark()
             result = runner.invoke(cli, args, catch_exceptions=False)
             faulted.stub.clear_faults()
-            if fault is None:
+            for name in ("control-plane", "gitops"):
+                faulted.stub.repo(f"team0/{name}").decline_ref_writes({})
+            if fault is None and declined is None:
                 assert result.exit_code == 0, (what, args, result.output)
                 continue
-            assert fault.hits == 1 and result.exit_code in (0, 3), (what, args, result.output)
+            assert (fault is None or fault.hits == 1) and result.exit_code in (0, 3), (what, args, result.output)
+            if declined is not None:  # GitHub declined that push: the command stops (a push is not retried)
+                assert result.exit_code == 3 and "GH013" in result.stderr, (what, args, result.output)
             if result.exit_code == 3 and result.stderr.splitlines()[-1] == FLEET_NO_STEP:
                 assert faulted.refs() == refs and not faulted.writes(since), (
                     what, args, "said no step finished, yet wrote", faulted.writes(since), result.stderr)
