@@ -330,6 +330,26 @@ CASES: list[tuple[str, dict[str, str], dict[str, str], str, str]] = [
         "prod.yaml:6",
     ),
     (
+        "environment-label-github-refuses",
+        {
+            ".environments/qa.yaml": "apiVersion: fleetflow.dev/v1alpha1\nkind: Environment\nmetadata:\n"
+            "  name: qa\nspec:\n  after: [dev]\n  pullRequest:\n    labels: [" + "x" * 51 + "]\n"
+        },
+        {},
+        "GitHub takes at most 50",
+        "qa.yaml:8",
+    ),
+    (
+        "environment-reviewer-not-a-login",
+        {
+            ".environments/qa.yaml": "apiVersion: fleetflow.dev/v1alpha1\nkind: Environment\nmetadata:\n"
+            "  name: qa\nspec:\n  after: [dev]\n  pullRequest:\n    reviewers: [contoso-qa-lead, -qa-]\n"
+        },
+        {},
+        "reviewer '-qa-' is neither a GitHub login",
+        "qa.yaml:8",
+    ),
+    (
         "environment-cycle",
         {
             ".environments/dev.yaml": "apiVersion: fleetflow.dev/v1alpha1\nkind: Environment\n"

@@ -272,6 +272,31 @@ def test_a_pr_whose_labels_failed_is_said_opened_and_labelled_by_the_next_run(
     assert sum(r.method == "POST" for r in github_stub.requests) == posts  # labelled: nothing more to add
 
 
+def test_a_label_github_would_refuse_is_refused_before_anything_is_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, github_stub: GitHubStub
+) -> None:
+    """GitHub refuses a label name over 50 characters (422 on "Add labels to an issue", semantic-release/github#518;
+    github/docs#32156), and the labels are added after the PR is opened: promote pinned, pushed the head branch,
+    opened the PR and then failed, on every run. Now the Environment is refused at its line, like any bad input,
+    before anything is written; a reviewer that is no GitHub login or ORG/TEAM-SLUG likewise."""
+    cp = fresh_fleet(tmp_path, monkeypatch, 0, github_stub)
+    long_label = "  pullRequest:\n    labels: [fleetflow, " + "x" * 51 + "]\n"
+    for extra, said in ((long_label, "is 51 characters long; GitHub takes at most 50"),
+                        ("  pullRequest:\n    reviewers: [qa lead]\n", "reviewer 'qa lead' is neither a GitHub login")):
+        tip = push_file(tmp_path, cp, "main", ".environments/envs.yaml",
+                        lambda _, extra=extra: main_files({"dev": extra})[".environments/envs.yaml"])
+        refs = {name: git(tmp_path, "--git-dir", str(github_stub.repo(f"team0/{name}").path), "for-each-ref")
+                for name in ("control-plane", "gitops")}
+        since = github_stub.mark()
+        code, stdout, stderr = invoke("promote", "--commit", tip)
+        assert code == 1 and stdout == "" and said in stderr, stderr
+        assert "main/.environments/envs.yaml:" in stderr and stderr.splitlines()[-1] == FLEET_NO_STEP, stderr
+        assert refs == {name: git(tmp_path, "--git-dir", str(github_stub.repo(f"team0/{name}").path),
+                                  "for-each-ref") for name in ("control-plane", "gitops")}
+        assert all(r.method == "GET" for r in github_stub.requests_since(since))
+        assert github_stub.repo("team0/gitops").list_pulls() == []
+
+
 @pytest.mark.parametrize(
     "args",
     [

@@ -4,7 +4,9 @@ Two worlds are built alike, byte for byte (the same repository names on two GitH
 same dates), and the same people's steps run in both: promote main, an engineer's commit to the ``dev`` branch
 and its schedule, a new main commit promoted over the open PR, a commit that changes no rendered file, reconcile,
 a person's merge of dev's PR with its clusters' reports and the gate (which pins qa and opens its PR), reconcile.
-``dev`` labels its PRs. In one world, half the steps (seeded) meet a fault on one of the writes the step made
+``dev`` labels its PRs, and in a third of the trials merges them itself (``autoMerge``: fleetflow turns on
+GitHub's auto-merge or merges once every check is green), in another third queues a newer commit behind its open PR
+(``concurrency: queue``). In one world, half the steps (seeded) meet a fault on one of the writes the step made
 in the other: GitHub's 403 for a permission the App lacks ("Resource not accessible by integration"), a 502
 (PyGithub retries it), or an answer lost after GitHub did the write (the connection drops); or a ruleset
 declines one of the pushes it made there (the stand-in's pre-receive hook answers as GitHub does, ``GH013``).
@@ -46,6 +48,10 @@ from tests.test_fleet_edits import fresh_fleet
 TRIALS = int(os.environ.get("FLEETFLOW_FAULT_TRIALS", "4"))
 SEEDS = searched_seeds("FLEETFLOW_FAULT_SEEDS") or [1]
 LABELS = "  pullRequest:\n    labels: [fleetflow, promotion]\n"
+# dev's ways with its PRs: a person merges them; fleetflow does (GitHub's auto-merge, or a merge once every check is
+# green); a person merges them and a newer commit waits until the open PR is merged or closed
+VARIANTS = {"a person merges dev's PRs": "", "dev merges its own PRs": "    autoMerge: true\n",
+            "dev queues its commits": "  concurrency: queue\n"}
 FAULTS: list[FaultKind] = ["forbidden", "status_5xx", "drop_after"]
 
 
@@ -56,6 +62,7 @@ class World:
     root: Path
     stub: GitHubStub
     cp: Path
+    dev: str  # what dev's Environment says besides its labels (VARIANTS)
 
     def use(self, monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.setenv("GITHUB_API_URL", self.stub.url)
@@ -97,11 +104,17 @@ def tip(world: World, branch: str = "main") -> str:
     return git(world.root, "--git-dir", str(world.cp), "rev-parse", branch)
 
 
+def environments(dev: str) -> str:
+    """The chain of tests/fleet.py with no soak time; dev labels its PRs and says ``dev`` (VARIANTS) too."""
+    return main_files({"dev": LABELS + dev})[".environments/envs.yaml"].replace("soakTime: 1m", "soakTime: 0s")
+
+
 def merge_and_report(world: World) -> None:
-    """A person merges dev's PR; dev's two clusters (tests/fleet.py) report success on the commit they applied."""
+    """A person merges dev's open PR (with autoMerge fleetflow has merged it); dev's two clusters (tests/fleet.py)
+    report success on the commit they applied."""
     gitops = world.stub.repo("team0/gitops")
-    [pr] = [p for p in gitops.list_pulls() if p.state == "open" and p.head_ref == "fleetflow/dev"]
-    gitops.merge_pull(pr.number, user="platform-engineer")
+    for pr in [p for p in gitops.list_pulls() if p.state == "open" and p.head_ref == "fleetflow/dev"]:
+        gitops.merge_pull(pr.number, user="platform-engineer")
     merged = gitops.branch_sha("dev")
     assert merged is not None
     for cluster in ("dev-1", "dev-2"):
@@ -111,9 +124,7 @@ def merge_and_report(world: World) -> None:
 # The people's steps, each with the fleet command its push (or the cron) runs: the same in both worlds.
 Steps = list[tuple[Callable[[World], None], Callable[[World], list[str]]]]
 STEPS: Steps = [
-    (lambda w: commit(w, "main", ".environments/envs.yaml",
-                      lambda _: main_files({"dev": LABELS})[".environments/envs.yaml"].replace("soakTime: 1m",
-                                                                                               "soakTime: 0s")),
+    (lambda w: commit(w, "main", ".environments/envs.yaml", lambda _: environments(w.dev)),
      lambda w: ["promote", "--commit", tip(w)]),
     (lambda w: commit(w, "dev", "configs.yaml", lambda text: text.replace("LOG_LEVEL: info", "LOG_LEVEL: debug")),
      lambda w: ["schedule", "--environment", "dev"]),
@@ -134,12 +145,12 @@ def moved_refs(before: dict[str, str], after: dict[str, str]) -> list[tuple[str,
             if before.get(key) != sha and " refs/heads/" in key]  # type: ignore[misc]
 
 
-def build(root: Path, monkeypatch: pytest.MonkeyPatch, now: datetime) -> World:
+def build(root: Path, monkeypatch: pytest.MonkeyPatch, now: datetime, dev: str) -> World:
     """``now``: the stand-in's clock, stopped, so that its merge commits are alike in both worlds."""
     root.mkdir()
     stub = GitHubStub(root=root / "ghstub", clock=lambda: now).start()
     cp = fresh_fleet(root, monkeypatch, 0, stub)
-    return World(root, stub, cp)
+    return World(root, stub, cp, dev)
 
 
 def trial(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, seed: int, number: int) -> None:
@@ -148,8 +159,9 @@ def trial(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, seed: int, number: in
     rng = random.Random(seed * 1000 + number)
     runner = CliRunner()
     now = datetime.now(UTC).replace(microsecond=0)
-    plain, faulted = (build(tmp_path / f"{number}-{name}", monkeypatch, now) for name in ("plain", "faulted"))
-    said: list[str] = []
+    variant, dev = rng.choice(list(VARIANTS.items()))
+    plain, faulted = (build(tmp_path / f"{number}-{name}", monkeypatch, now, dev) for name in ("plain", "faulted"))
+    said: list[str] = [variant]
     try:
         for people, command in STEPS:
             plain.use(monkeypatch)

@@ -83,10 +83,38 @@ class RolloutPolicy(Spec):
         return parse_duration(value)
 
 
+LABEL_NAME_LIMIT = 50  # GitHub: "name is too long (maximum is 50 characters)" (github/docs#32156)
+# A GitHub login (letters, digits, single hyphens, not at either end; at most 39 characters), or a team as
+# ORG/TEAM-SLUG, which "Request reviewers for a pull request" takes as its team_reviewers
+GITHUB_LOGIN = r"[A-Za-z0-9](?:[A-Za-z0-9]|-(?=[A-Za-z0-9])){0,38}"
+REVIEWER = re.compile(rf"{GITHUB_LOGIN}(?:/[A-Za-z0-9_.-]+)?")
+
+
 class PullRequestPolicy(Spec):
     auto_merge: bool = False
     labels: list[str] = Field(default_factory=list)
     reviewers: list[str] = Field(default_factory=list)
+
+    @field_validator("labels")
+    @classmethod
+    def _label_names(cls, value: list[str]) -> list[str]:
+        """Checked here, not when GitHub refuses them: the PR is opened before its labels are added."""
+        for label in value:
+            if not label.strip():
+                raise ValueError("a label needs a name")
+            if len(label) > LABEL_NAME_LIMIT:
+                raise ValueError(f"label {label!r} is {len(label)} characters long; GitHub takes at most "
+                                 f"{LABEL_NAME_LIMIT}")
+        return value
+
+    @field_validator("reviewers")
+    @classmethod
+    def _reviewer_names(cls, value: list[str]) -> list[str]:
+        for reviewer in value:
+            if not REVIEWER.fullmatch(reviewer):
+                raise ValueError(f"reviewer {reviewer!r} is neither a GitHub login (letters, digits and single "
+                                 "hyphens) nor a team written ORG/TEAM-SLUG")
+        return value
 
 
 class ControlPlaneRef(Open):

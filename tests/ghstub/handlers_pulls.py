@@ -111,13 +111,16 @@ def request_reviewers(request: Request) -> Response:
 
 
 def label_names(body: Any) -> list[str]:
-    """``add-labels`` accepts a list or ``{"labels": [...]}``, of names or ``{"name": ...}``, or one name."""
+    """``add-labels`` accepts a list or ``{"labels": [...]}``, of names or ``{"name": ...}``, or one name. A name
+    over 50 characters is refused as GitHub refuses it: 422 ``{"value": name, "resource": "Label", "field":
+    "name", "code": "invalid"}`` (semantic-release/github#518; github/docs#32156: "maximum is 50 characters")."""
     items = body.get("labels", []) if isinstance(body, dict) else body
     if isinstance(items, str):
         items = [items]
     names = [item["name"] if isinstance(item, dict) else item for item in items or []]
-    if not all(isinstance(name, str) and name for name in names):
-        raise validation_failed({"resource": "Label", "field": "name", "code": "invalid"})
+    for name in names:
+        if not isinstance(name, str) or not name or len(name) > 50:
+            raise validation_failed({"value": name, "resource": "Label", "field": "name", "code": "invalid"})
     return names
 
 
