@@ -131,8 +131,10 @@ def test_the_commands_that_schedule_give_the_warnings_render_gives(
             assert warning["location"]["file"] == "dev/nothing.yaml" and warning["location"]["line"] is not None
         else:
             assert f"warning: dev/nothing.yaml:10:18: {lead}SchedulingPolicy nothing" in stderr, stderr
-            # and the narration says what the schedule did once (reconcile said it again as its step)
+            # and the narration says what the schedule did once (reconcile said it again as its step): the PR's
+            # description, then (its head pushed) the PR updated
             assert [line for line in stderr.splitlines() if line.startswith("dev: PR #1")] == [
+                f"dev: PR #1 describes main@{sha[:12]} now; its head follows",
                 f"dev: PR #1 updated to main@{sha[:12]}"], stderr
 
 
@@ -215,36 +217,61 @@ def push_file(root: Path, cp: Path, branch: str, path: str, edit: Callable[[str]
     return git(work, "rev-parse", "HEAD")
 
 
-def test_a_schedule_stopped_after_its_push_says_so_and_the_next_run_mends_the_pr(
+def test_an_update_stopped_before_or_after_the_pr_is_finished_by_the_next_run_reconcile_too(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, github_stub: GitHubStub
 ) -> None:
-    """The head branch is pushed before the PR is updated (a PR never shows a commit its branch lacks). A GitHub
-    App with contents: write but pull requests read-only pushes, then GitHub refuses the update with 403 "Resource
-    not accessible by integration" (https://github.com/orgs/community/discussions/24374). The run said "before any
-    step finished" though the branch had moved; the next run found the head already at its commit and said "PR #1
-    already proposes exactly this", leaving a title and description of the commit before. Now the push is a step
-    it says, and the next run updates a PR whose description is behind its head; the run after changes nothing."""
+    """A schedule over an open PR updates its title and description, then pushes its head. It pushed first: when
+    GitHub then refused the update (an App whose pull requests permission is read-only: 403 "Resource not
+    accessible by integration", https://github.com/orgs/community/discussions/24374), the run said "before any
+    step finished" though the branch had moved, and the PR kept describing the commit before: reconcile, which
+    waits on a PR whose head proposes the pin without reading the PR, never mended it. Now a refused update writes
+    nothing; a push declined after the update (a ruleset, ``GH013``) leaves a head that does not propose the pin,
+    said as such, and reconcile finishes it."""
     cp = fresh_fleet(tmp_path, monkeypatch, 0, github_stub)
     gitops = github_stub.repo("team0/gitops")
     sha = git(tmp_path, "--git-dir", str(cp), "rev-parse", "main")
     assert invoke("promote", "--commit", sha)[0] == 0
     [pr] = gitops.list_pulls()
+    head = pr.head_sha
     dev_sha = push_file(tmp_path, cp, "dev", "configs.yaml", lambda text: text.replace("info", "debug"))
     fault = github_stub.inject("PATCH", r"/pulls/1$", "forbidden")
     code, stdout, stderr = invoke("schedule", "--environment", "dev")
-    lines = stderr.splitlines()
     assert code == 3 and stdout == "" and fault.hits == 1, stderr
-    assert lines[0].startswith("dev: rendering main@") and lines[1].startswith("dev: pushed fleetflow/dev@")
-    assert "Resource not accessible by integration" in lines[2], stderr
-    assert lines[-1] == FLEET_WRITTEN, stderr
-    assert pr.head_sha == gitops.branch_sha("fleetflow/dev") and dev_sha not in (pr.body or "")
-    code, _, stderr = invoke("schedule", "--environment", "dev")
-    assert code == 0 and "dev: PR #1 updated to main@" in stderr and "its description was behind its head" in stderr
-    assert dev_sha in (pr.body or "") and pr.title.startswith("fleetflow: promote main@")
-    patches = sum(r.method == "PATCH" for r in github_stub.requests)
+    assert "Resource not accessible by integration" in stderr and stderr.splitlines()[-1] == FLEET_NO_STEP, stderr
+    assert gitops.branch_sha("fleetflow/dev") == head and dev_sha not in (pr.body or "")
+    gitops.decline_ref_writes({"refs/heads/fleetflow/dev": ["update"]})
+    code, stdout, stderr = invoke("schedule", "--environment", "dev")
+    lines = stderr.splitlines()
+    assert code == 3 and lines[0].startswith("dev: rendering main@"), stderr
+    assert lines[1].startswith("dev: PR #1 describes main@") and lines[1].endswith("now; its head follows"), stderr
+    assert "GH013" in stderr and lines[-1] == FLEET_WRITTEN, stderr
+    assert gitops.branch_sha("fleetflow/dev") == head and dev_sha in (pr.body or "")
+    gitops.decline_ref_writes({})
+    code, _, stderr = invoke("reconcile")
+    assert code == 0 and "dev: PR #1 updated to main@" in stderr, stderr
+    [pr] = gitops.list_pulls()  # read again: the stand-in follows a PR's head branch when it is listed
+    assert gitops.branch_sha("fleetflow/dev") != head and pr.head_sha == gitops.branch_sha("fleetflow/dev")
+    writes = sum(r.method != "GET" for r in github_stub.requests)
     code, stdout, _ = invoke("schedule", "--environment", "dev")
     assert code == 0 and "PR #1 already proposes exactly this" in stdout, stdout
-    assert sum(r.method == "PATCH" for r in github_stub.requests) == patches  # nothing to mend: nothing written
+    assert sum(r.method != "GET" for r in github_stub.requests) == writes  # finished: nothing more to write
+
+
+def test_a_pr_whose_description_is_behind_its_head_is_updated(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, github_stub: GitHubStub
+) -> None:
+    """A head pushed by a run that stopped before the PR's update (fleetflow pushed first until this version) or a
+    title edited by hand: the PR's head is the commit, its title or description is not. The next schedule updates
+    it, where it said "already proposes exactly this"."""
+    cp = fresh_fleet(tmp_path, monkeypatch, 0, github_stub)
+    gitops = github_stub.repo("team0/gitops")
+    sha = git(tmp_path, "--git-dir", str(cp), "rev-parse", "main")
+    assert invoke("promote", "--commit", sha)[0] == 0
+    [pr] = gitops.list_pulls()
+    gitops.update_pull(1, title="my own title")
+    code, _, stderr = invoke("schedule", "--environment", "dev")
+    assert code == 0 and "PR #1 updated to main@" in stderr and "(its description was behind its head)" in stderr
+    assert pr.title == f"fleetflow: promote main@{sha[:12]} to dev"
 
 
 def test_a_pr_whose_labels_failed_is_said_opened_and_labelled_by_the_next_run(
@@ -270,6 +297,31 @@ def test_a_pr_whose_labels_failed_is_said_opened_and_labelled_by_the_next_run(
     posts = sum(r.method == "POST" for r in github_stub.requests)
     assert invoke("schedule", "--environment", "dev")[0] == 0
     assert sum(r.method == "POST" for r in github_stub.requests) == posts  # labelled: nothing more to add
+
+
+def test_the_cron_tick_labels_a_pr_a_stopped_reconcile_opened(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, github_stub: GitHubStub
+) -> None:
+    """reconcile waits on a PR whose head proposes the pin without reading the PR (no API request while waiting),
+    so a reconcile that opened the PR and then stopped at its labels left nothing the next one sees. The cron
+    tick's reconcile (``--verify-merges``) reads a labelled environment's PR and adds the labels it lacks."""
+    cp = fresh_fleet(tmp_path, monkeypatch, 0, github_stub)
+    push_file(tmp_path, cp, "main", ".environments/envs.yaml",
+              lambda _: main_files({"dev": "  pullRequest:\n    labels: [fleetflow, promotion]\n"})[
+                  ".environments/envs.yaml"])
+    fault = github_stub.inject("POST", r"/issues/1/labels$", "forbidden")
+    code, _, stderr = invoke("reconcile")
+    assert code == 3 and fault.hits == 1 and "dev: PR #1 opened" in stderr, stderr
+    [pr] = github_stub.repo("team0/gitops").list_pulls()
+    since = github_stub.mark()
+    assert invoke("reconcile")[0] == 0 and pr.labels == []  # an event's reconcile waits, reading git alone
+    assert github_stub.count(since, path=r"/pulls|/issues") == 0
+    code, _, stderr = invoke("reconcile", "--verify-merges")
+    assert code == 0 and "dev: PR #1 labelled fleetflow, promotion" in stderr, stderr
+    assert pr.labels == ["fleetflow", "promotion"]
+    since = github_stub.mark()
+    assert invoke("reconcile", "--verify-merges")[0] == 0
+    assert github_stub.count(since, method="POST") == 0  # labelled: nothing more to add
 
 
 def test_a_label_github_would_refuse_is_refused_before_anything_is_written(

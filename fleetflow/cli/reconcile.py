@@ -24,7 +24,9 @@ from fleetflow.promotion.reconcile import reconcile, reconcile_holding
 @click.option("--verify-merges/--trust-merge-records", default=None,
               help="Read every waiting autoMerge PR from the forge, even where fleetflow's merge record "
               "(tag fleetflow/auto-merge/<environment>) says auto-merge is on: catches a person turning it off or "
-              "closing the PR, at one API request per such PR. Default: on for a scheduled run "
+              "closing the PR, at one API request per such PR; and every waiting PR of an environment whose "
+              "pullRequest.labels name labels, adding those it lacks (a run stopped before them). Default: on for a "
+              "scheduled run "
               "(GITHUB_EVENT_NAME=schedule, the cron tick), off otherwise (those runs wait at no API cost).")
 @click.option("--recheck", "rechecks", multiple=True, metavar="SHA",
               help="A GitOps commit whose checks changed (repeatable): a PR head fleetflow merges itself once green "

@@ -52,7 +52,13 @@ from fleetflow.promotion.merging import MergeOutcome, merge_if_due, merge_when_g
 from fleetflow.promotion.pin import PIN_FILE, past_pin
 from fleetflow.promotion.promote import SHARDED_SCHEDULE, PromoteOutcome, promote
 from fleetflow.promotion.reports import ReportWatch
-from fleetflow.promotion.schedule import PullRequestLink, ScheduleOutcome, named_warnings, schedule_environment
+from fleetflow.promotion.schedule import (
+    PullRequestLink,
+    ScheduleOutcome,
+    add_missing_labels,
+    named_warnings,
+    schedule_environment,
+)
 from fleetflow.promotion.status import GateRecord
 from fleetflow.render.incremental import RenderState
 from fleetflow.results import Result
@@ -438,7 +444,11 @@ def _propose_and_merge(run: _Run, name: str, view: _View, done: set[StepName],
     or a forge that keeps no pull refs; ``autoMerge`` on: fleetflow's merge step) reads the PR from the API."""
     ctx, f, at = run.ctx, view.found, view.at
     assert at is not None
-    if _proposed(view) and f.pull_ref is not None and not view.auto_merge and f.pull_request is None:
+    labels = at.env_at_pin.spec.pull_request.labels
+    # the cron tick (verify_merges) reads a labelled environment's PR: a run that opened it and stopped before its
+    # labels (GitHub refused them) left nothing git shows
+    if _proposed(view) and f.pull_ref is not None and not view.auto_merge and f.pull_request is None \
+            and not (run.verify_merges and labels):
         result.wait(f"PR #{f.pull_ref} proposes main@{short(f.pin)} and is not merged: a person merges it "
                     "(autoMerge off); if it was closed without merging, promote again or push the environment "
                     "branch to propose it anew")
@@ -488,6 +498,10 @@ def _propose_and_merge(run: _Run, name: str, view: _View, done: set[StepName],
             result.wait(result.merge.message)
         return None
     result._pull = pr
+    added = add_missing_labels(ctx, at.gitops_repo, pr, labels)
+    if added:
+        run.wrote()
+        ctx.say(f"{name}: PR #{pr.number} labelled {', '.join(added)} (a run before stopped before its labels)")
     return _merge_step(run, result, merge_if_due(ctx.forge, at.gitops_repo, pr, auto_merge=view.auto_merge))
 
 
@@ -551,7 +565,8 @@ def environments_to_reconcile(envs: dict[str, Resource[EnvironmentSpec]], enviro
 def reconcile(ctx: Context, environment: str | None = None, *, verify_merges: bool = False,
               rechecks: Collection[str] = ()) -> ReconcileOutcome:
     """``verify_merges``: read every waiting ``autoMerge`` PR from the forge, even where a merge record says what
-    is decided (catches a person turning auto-merge off or closing the PR; one request per such PR).
+    is decided (catches a person turning auto-merge off or closing the PR; one request per such PR), and every
+    waiting PR of an environment whose policy labels its PRs (adds the labels a stopped run did not).
     ``rechecks``: GitOps commits whose checks changed (the sha of a ``status`` event): a PR head among them that
     fleetflow merges once green is decided again from its checks."""
     main_tip = ctx.main_tip()

@@ -10,7 +10,7 @@ rendered file gives none, and an open PR that became empty is closed.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 from pydantic import Field, computed_field
@@ -209,13 +209,18 @@ def publish(ctx: Context, environment: str, rendered: Rendered) -> ScheduleOutco
                     f"main@{short(main_sha)} follows once it is merged or closed"
                 )
                 return outcome
-        if not current:
-            _push_head(ctx, rendered, head)
+        # The title and description first, then the head: a run stopped between them leaves a head that does not
+        # propose the pin, which the next run (reconcile too, which waits on a PR whose head proposes it without
+        # reading the PR) finds with git alone and finishes.
         pr = ctx.forge.update_pull(g_repo, open_pr.number, title=pr_title, body=pr_body)
         outcome.operation, outcome.pull = "updated", pr
-        # current: a run before pushed the head and stopped before it could update the PR's title and description
-        behind = " (its description was behind its head)" if current else ""
-        outcome.message = f"PR #{pr.number} updated to main@{short(main_sha)}{behind}"
+        if current:  # an earlier run pushed the head and stopped before the PR (the order before this one)
+            outcome.message = f"PR #{pr.number} updated to main@{short(main_sha)} (its description was behind its head)"
+        else:
+            ctx.say(f"{environment}: PR #{pr.number} describes main@{short(main_sha)} now; its head follows")
+            _push_head(ctx, rendered, head, narrate=False)
+            outcome.pull = pr = replace(pr, head_sha=new_sha)  # as the forge has it now (the merge step reads it)
+            outcome.message = f"PR #{pr.number} updated to main@{short(main_sha)}"
     else:
         _push_head(ctx, rendered, head)
         pr = ctx.forge.create_pull(g_repo, head, g_branch, pr_title, pr_body)
@@ -236,25 +241,33 @@ def _describes(pr: PullRequest, title: str, main_sha: str, env_sha: str) -> bool
     return pr.title == title and main_sha in pr.body and env_sha in pr.body
 
 
-def _push_head(ctx: Context, rendered: Rendered, head: str) -> None:
-    """Push the rendered commit to the head branch and, when that moved it, say so: a failure after it (the PR's
-    create or update) then ends "the steps finished before it are printed above", not "before any step"."""
+def _push_head(ctx: Context, rendered: Rendered, head: str, *, narrate: bool = True) -> None:
+    """Push the rendered commit to the head branch and, when that moved it, say so (``narrate``): a failure after
+    it (opening the PR) then ends "the steps finished before it are printed above", not "before any step"."""
     at, new_sha, old = rendered.at, rendered.written.commit, rendered.heads[head]
     assert new_sha is not None
     with doctor_names_the_rule(f"pushing {head} to {at.gitops_repo}", "push-rules"):
         ctx.git.push(at.gitops_url, new_sha, head, old)
-    if old != new_sha:
+    if old != new_sha and narrate:
         ctx.say(f"{at.name}: pushed {head}@{short(new_sha)}, the commit its PR proposes")
 
 
 def _label(ctx: Context, repo: str, labels: Iterable[str], outcome: ScheduleOutcome) -> None:
-    """Add the policy's labels the PR lacks: on the PR just opened, and on one a run before left without them (its
-    labels failed after the PR was opened, or the policy named a label since). A label added by hand stays."""
-    pr = outcome.pull
-    have = {label.lower() for label in pr.labels} if pr is not None and outcome.operation != "created" else set()
+    if outcome.pull is not None:
+        add_missing_labels(ctx, repo, outcome.pull, labels, opened=outcome.operation == "created")
+
+
+def add_missing_labels(ctx: Context, repo: str, pr: PullRequest, labels: Iterable[str], *,
+                       opened: bool = False) -> list[str]:
+    """Add the policy's labels an open PR lacks: the PR just ``opened`` (all of them), or one a run before left
+    without them (its labels failed after the PR was opened, or the policy named a label since). A label added by
+    hand stays. The labels added."""
+    have = set() if opened else {label.lower() for label in pr.labels}
     missing = [label for label in labels if label.lower() not in have]
-    if pr is not None and pr.state == "open" and missing:
+    if pr.state == "open" and missing:
         ctx.forge.add_labels(repo, pr.number, missing)
+        return missing
+    return []
 
 
 def _maybe_merge(ctx: Context, repo: str, auto_merge: bool, outcome: ScheduleOutcome) -> ScheduleOutcome:
@@ -276,5 +289,5 @@ def _maybe_merge(ctx: Context, repo: str, auto_merge: bool, outcome: ScheduleOut
     return outcome
 
 
-__all__ = ["PushRejected", "Rendered", "ScheduleOutcome", "commit_message", "publish", "render_commit",
-           "schedule_environment"]
+__all__ = ["PushRejected", "Rendered", "ScheduleOutcome", "add_missing_labels", "commit_message", "publish",
+           "render_commit", "schedule_environment"]
