@@ -214,7 +214,7 @@ def publish(ctx: Context, environment: str, rendered: Rendered) -> ScheduleOutco
         # reading the PR) finds with git alone and finishes.
         pr = ctx.forge.update_pull(g_repo, open_pr.number, title=pr_title, body=pr_body)
         outcome.operation, outcome.pull = "updated", pr
-        if current:  # an earlier run pushed the head and stopped before the PR (the order before this one)
+        if current:  # a person edited its title, or a run of an earlier version pushed the head and stopped
             outcome.message = f"PR #{pr.number} updated to main@{short(main_sha)} (its description was behind its head)"
         else:
             ctx.say(f"{environment}: PR #{pr.number} describes main@{short(main_sha)} now; its head follows")
@@ -236,8 +236,8 @@ def publish(ctx: Context, environment: str, rendered: Rendered) -> ScheduleOutco
 
 def _describes(pr: PullRequest, title: str, main_sha: str, env_sha: str) -> bool:
     """The PR's title is the one for this commit and its description names both commits it was rendered from. A
-    run that pushed the head branch and then stopped before it could update the PR leaves it describing the commit
-    before (:func:`publish` then updates it); words a person added to the description are kept while it is right."""
+    title a person edited, or a run of an earlier version that pushed the head and stopped before the PR, leaves it
+    not so (:func:`publish` then updates it); words a person added to the description stay while it is right."""
     return pr.title == title and main_sha in pr.body and env_sha in pr.body
 
 
