@@ -253,14 +253,20 @@ class Pinned:
         return self.load_plane()
 
     def fetch_gitops(self, git: GitRepos, *, with_head: bool = True) -> dict[str, str | None]:
-        """Fetch the GitOps branch (and, ``with_head``, the environment's PR head branch): their commits, None for
-        a head branch not there yet. InputError when the GitOps repository has no such branch: a PR needs its base
-        branch, so a run that would render into it stops here, before it writes anything."""
-        branches = [self.gitops_branch, head_branch(self.name)] if with_head else [self.gitops_branch]
-        heads = git.fetch(self.gitops_url, branches)
-        if heads[self.gitops_branch] is None:
-            raise missing_gitops_branch(self.name, self.gitops)
-        return heads
+        """:func:`fetch_gitops_heads` for this environment."""
+        return fetch_gitops_heads(git, self.gitops_url, self.name, self.gitops, with_head=with_head)
+
+
+def fetch_gitops_heads(git: GitRepos, url: str, environment: str, gitops: Resource[GitOpsRepoSpec], *,
+                       with_head: bool = True) -> dict[str, str | None]:
+    """Fetch the environment's GitOps branch (and, ``with_head``, its PR head branch) from ``url``: their commits,
+    None for a head branch not there yet. InputError when the GitOps repository has no such branch: a PR needs its
+    base branch, so a run that would render into it, or pin for it, stops here, before it writes anything."""
+    branch = gitops.spec.branch or environment
+    heads = git.fetch(url, [branch, head_branch(environment)] if with_head else [branch])
+    if heads[branch] is None:
+        raise missing_gitops_branch(environment, gitops)
+    return heads
 
 
 def gitops_repo_at(ctx: Context, environment: str, branch: str, env_sha: str) -> Resource[GitOpsRepoSpec]:
@@ -304,9 +310,7 @@ def check_before_pinning(ctx: Context, environment: str, branch: str, main_sha: 
     checked_inputs(plane, environment)
     # and the GitOps repo answers and has the branch (the schedule's own fetch right after is then a look at the
     # remote's heads)
-    output_branch = gitops.spec.branch or environment
-    if ctx.git.fetch(gitops_url(ctx, gitops), [output_branch, head_branch(environment)])[output_branch] is None:
-        raise missing_gitops_branch(environment, gitops)
+    fetch_gitops_heads(ctx.git, gitops_url(ctx, gitops), environment, gitops)
 
 
 def missing_gitops_branch(environment: str, gitops: Resource[GitOpsRepoSpec]) -> InputError:
