@@ -156,6 +156,20 @@ def git(cwd: Path, *args: str) -> str:
     return subprocess.run(cmd, cwd=cwd, check=True, capture_output=True, text=True).stdout.strip()
 
 
+def push_file(root: Path, cp: Path, branch: str, path: str, edit: Callable[[str], str]) -> str:
+    """An engineer's commit of ``edit`` applied to ``path`` on ``branch`` of the control-plane repo ``cp`` (from a
+    clone kept under ``root``): its sha."""
+    work = root / f"{branch}-work"
+    if not work.exists():
+        git(root, "clone", "-q", "-b", branch, str(cp), str(work))
+    git(work, "pull", "-q", "origin", branch)
+    file = work / path
+    file.write_text(edit(file.read_text()))
+    git(work, "commit", "-q", "--allow-empty", "-am", f"edit {path}")
+    git(work, "push", "-q", "origin", f"HEAD:{branch}")
+    return git(work, "rev-parse", "HEAD")
+
+
 def start_clock() -> Clock:
     """The tests' fleet clock: 2026-03-01 08:00 UTC until moved."""
     return Clock(datetime(2026, 3, 1, 8, 0, tzinfo=UTC))

@@ -9,7 +9,6 @@ payloads for ``route``, YAML documents for the loaders), gives a clear problem a
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +22,7 @@ from fleetflow.cli import main
 from fleetflow.cli.errors import FLEET_NO_STEP, FLEET_WRITTEN
 from fleetflow.errors import EXIT_CODES_HELP, ExitCode, InputError
 from fleetflow.promotion.events import route
-from tests.fleet import build_bare_repos, git, main_files
+from tests.fleet import build_bare_repos, git, main_files, push_file
 from tests.ghstub.server import GitHubStub
 from tests.helpers import build_file_tree, make_plane, parsed, run_cli, tree_bytes
 from tests.test_fleet_edits import fresh_fleet
@@ -202,19 +201,6 @@ def test_a_run_its_render_refuses_says_no_step_finished(
     assert lines[0].startswith("dev: rendering main@") and lines[1].startswith("error: main/templates/flux.yaml:12:")
     assert lines[-1] == FLEET_NO_STEP, stderr
     assert [git(tmp_path, "--git-dir", str(repo), "for-each-ref") for repo in (cp, gitops)] == heads
-
-
-def push_file(root: Path, cp: Path, branch: str, path: str, edit: Callable[[str], str]) -> str:
-    """An engineer's commit of ``edit`` applied to ``path`` on ``branch`` of the control-plane repo: its sha."""
-    work = root / f"{branch}-work"
-    if not work.exists():
-        git(root, "clone", "-q", "-b", branch, str(cp), str(work))
-    git(work, "pull", "-q", "origin", branch)
-    file = work / path
-    file.write_text(edit(file.read_text()))
-    git(work, "commit", "-qam", f"edit {path}")
-    git(work, "push", "-q", "origin", f"HEAD:{branch}")
-    return git(work, "rev-parse", "HEAD")
 
 
 def test_an_update_stopped_before_or_after_the_pr_is_finished_by_the_next_run_reconcile_too(

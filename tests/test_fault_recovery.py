@@ -39,7 +39,7 @@ from click.testing import CliRunner
 
 from fleetflow.cli import main as cli
 from fleetflow.cli.errors import FLEET_NO_STEP
-from tests.fleet import git, main_files
+from tests.fleet import git, main_files, push_file
 from tests.ghstub import FaultKind
 from tests.ghstub.server import GitHubStub
 from tests.helpers import searched_seeds
@@ -90,14 +90,7 @@ class World:
 
 def commit(world: World, branch: str, path: str, edit: Callable[[str], str]) -> None:
     """An engineer's commit on ``branch`` of the control-plane repo (the same commit in both worlds)."""
-    work = world.root / f"work-{branch}"
-    if not work.exists():
-        git(world.root, "clone", "-q", "-b", branch, str(world.cp), str(work))
-    git(work, "pull", "-q", "origin", branch)
-    file = work / path
-    file.write_text(edit(file.read_text()))
-    git(work, "commit", "-q", "--allow-empty", "-am", f"edit {path}")
-    git(work, "push", "-q", "origin", f"HEAD:{branch}")
+    push_file(world.root, world.cp, branch, path, edit)
 
 
 def tip(world: World, branch: str = "main") -> str:

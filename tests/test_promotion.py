@@ -386,8 +386,10 @@ def test_a_pin_file_with_an_empty_metadata_is_refused_at_its_line_not_a_crash(tm
     fleet = make_local_fleet(tmp_path)
     text = git(fleet.root, "--git-dir", fleet.cp_url, "show", "dev:base-repo.yaml")
     assert "metadata:\n  name: main\n" in text
-    fleet.push_env("dev", {"base-repo.yaml": text.replace("metadata:\n  name: main\n", "metadata:\n")}, "no name")
+    empty = text.replace("metadata:\n  name: main\n", "metadata:\n")
+    fleet.push_env("dev", {"base-repo.yaml": empty}, "no name")
     sha = first_commit(fleet)
+
     def written() -> list[str | None]:
         return [fleet.branch_sha(fleet.cp_url, "dev"), fleet.branch_sha(fleet.gitops_url, "dev"),
                 fleet.cp_status(sha, "dev")]
@@ -400,7 +402,6 @@ def test_a_pin_file_with_an_empty_metadata_is_refused_at_its_line_not_a_crash(tm
     assert problem.location is not None and problem.location.file == "dev/base-repo.yaml"
     assert written() == before
     # the file as it was but the commit, and (a rollback) the hold where its mapping now is
-    empty = text.replace("metadata:\n  name: main\n", "metadata:\n")
     assert write_pin(empty, commit=sha, repo="r", hold=None).rstrip("\n") == empty.replace('""', f'"{sha}"')
     held = read_pin(write_pin(empty, commit=sha, repo="r", hold="rollback"), "dev/base-repo.yaml")
     assert (held.commit, held.hold) == (sha, "rollback")
