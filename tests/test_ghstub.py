@@ -160,7 +160,20 @@ def test_every_operation_answers_in_githubs_shapes(stub: GitHubStub, app_keys: t
     assert [p.number for p in repo.get_pulls(state="open", head="acme:fleetflow/dev", base="main")] == [1]
     pr.add_to_labels("fleetflow", "env/dev")
     assert [label.name for label in pr.get_labels()] == ["fleetflow", "env/dev"]
-    pr.create_review_request(reviewers=["alice"], team_reviewers=["platform"])
+    pr.create_review_request(reviewers=["alice", "bob"], team_reviewers=["platform"])
+    pr.delete_review_request(reviewers=["bob"])
+    as_alice = client(stub, token=stub.person_token("alice"))
+    as_alice.get_repo("acme/gitops").get_pull(1).create_review(event="APPROVE")  # "alice" is no longer requested
+    as_alice.close()
+    requested = repo.get_pull(1)
+    assert ([u.login for u in requested.requested_reviewers], [t.slug for t in requested.requested_teams]) == (
+        [], ["platform"])
+    # as plain JSON: PyGithub's IssueEvent reads its own URL for a field the list left out (raw_data included)
+    _, listed = gh.requester.requestJsonAndCheck("GET", "/repos/acme/gitops/issues/1/events")
+    events = [(e["event"], e["requested_reviewer"]["login"] if "requested_reviewer" in e
+               else e["requested_team"]["slug"]) for e in listed]
+    assert events == [("review_requested", "alice"), ("review_requested", "bob"), ("review_requested", "platform"),
+                      ("review_request_removed", "bob")]
     pr.create_issue_comment("scheduled")
     assert [c.body for c in pr.get_issue_comments()] == ["scheduled"]
 

@@ -117,6 +117,7 @@ class Credential:
     kind: Literal["token", "app", "installation"]
     app: App | None = None
     installation_token: InstallationToken | None = None
+    person: str | None = None  # a person's token (``Store.person_token``)
 
     @property
     def label(self) -> str:
@@ -132,7 +133,7 @@ class Credential:
         """The login writes are attributed to (None: the stub's own user)."""
         if self.installation_token is not None:
             return self.installation_token.installation.app.bot_login
-        return None
+        return self.person
 
 
 def load_public_key(pem: str | bytes) -> RSAPublicKey:

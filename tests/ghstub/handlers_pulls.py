@@ -94,20 +94,87 @@ def merge_pull(request: Request) -> Response:
 
 @route("POST", "/repos/{owner}/{repo}/pulls/{pull_number}/requested_reviewers")
 def request_reviewers(request: Request) -> Response:
+    """Each reviewer or team not requested yet is requested, and the issue gets a ``review_requested`` event for
+    it (GitHub's "Issue event types": ``review_requested``, with ``requested_reviewer`` or ``requested_team``)."""
     repo = request.repo
     with request.store.lock:
         pr = repo.pull(request.param_int("pull_number"))
         reviewers = list(request.json_field("reviewers") or [])
         if pr.user in reviewers:
             raise unprocessable("Review cannot be requested from pull request author.")
+        teams = list(request.json_field("team_reviewers") or [])
+        if repo.reviewers_allowed is not None and not set(reviewers + teams) <= repo.reviewers_allowed:
+            # GitHub's answer, as quoted in denog/routing-guide#118
+            raise unprocessable("Reviews may only be requested from collaborators. One or more of the users or "
+                                f"teams you specified is not a collaborator of the {repo.full_name} repository.")
         for login in reviewers:
             if login not in pr.requested_reviewers:
                 pr.requested_reviewers.append(login)
-        for slug in request.json_field("team_reviewers") or []:
+                _review_event(request, pr, "review_requested", reviewer=login)
+        for slug in teams:
             if slug not in pr.requested_teams:
                 pr.requested_teams.append(slug)
+                _review_event(request, pr, "review_requested", team=slug)
         pr.updated_at = request.store.now()
     return Response(201, request.shapes.pull_simple(repo, pr))
+
+
+@route("DELETE", "/repos/{owner}/{repo}/pulls/{pull_number}/requested_reviewers")
+def remove_requested_reviewers(request: Request) -> Response:
+    """A person takes a review request back: a ``review_request_removed`` event each."""
+    repo = request.repo
+    with request.store.lock:
+        pr = repo.pull(request.param_int("pull_number"))
+        for login in request.json_field("reviewers") or []:
+            if login in pr.requested_reviewers:
+                pr.requested_reviewers.remove(login)
+                _review_event(request, pr, "review_request_removed", reviewer=login)
+        for slug in request.json_field("team_reviewers") or []:
+            if slug in pr.requested_teams:
+                pr.requested_teams.remove(slug)
+                _review_event(request, pr, "review_request_removed", team=slug)
+        pr.updated_at = request.store.now()
+    return Response(200, request.shapes.pull_simple(repo, pr))
+
+
+REVIEW_STATES = {"APPROVE": "APPROVED", "REQUEST_CHANGES": "CHANGES_REQUESTED", "COMMENT": "COMMENTED"}
+
+
+@route("POST", "/repos/{owner}/{repo}/pulls/{pull_number}/reviews")
+def create_review(request: Request) -> Response:
+    """A submitted review (``event`` given; without it GitHub keeps a pending draft, which the stub does not). Its
+    author is then no longer a requested reviewer (GitHub, "Get all requested reviewers for a pull request": "Once
+    a requested reviewer submits a review, they are no longer considered a requested reviewer")."""
+    repo = request.repo
+    event = request.json_field("event")
+    if event not in REVIEW_STATES:
+        raise unprocessable("The stub takes submitted reviews only: event APPROVE, REQUEST_CHANGES or COMMENT.")
+    with request.store.lock:
+        pr = repo.pull(request.param_int("pull_number"))
+        user = request.actor or request.store.login
+        if user == pr.user and event != "COMMENT":
+            raise unprocessable(f"Can not {'approve' if event == 'APPROVE' else 'request changes on'} your own "
+                                "pull request")
+        review = {"id": request.store.next_id(), "user": user, "state": REVIEW_STATES[event],
+                  "body": request.json_field("body") or "", "commit_id": pr.head_sha, "at": request.store.now()}
+        pr.reviews.append(review)
+        if user in pr.requested_reviewers:
+            pr.requested_reviewers.remove(user)
+        pr.updated_at = review["at"]
+    return Response(200, request.shapes.review(repo, pr, review))
+
+
+@route("GET", "/repos/{owner}/{repo}/issues/{issue_number}/events")
+def list_issue_events(request: Request) -> Response:
+    repo = request.repo
+    pr = repo.pull(request.param_int("issue_number"))
+    return paginate(request, list(pr.events), lambda chunk: [request.shapes.issue_event(repo, pr, e) for e in chunk])
+
+
+def _review_event(request: Request, pr: PullRequest, event: str, *, reviewer: str | None = None,
+                  team: str | None = None) -> None:
+    pr.events.append({"id": request.store.next_id(), "event": event, "actor": request.actor or request.store.login,
+                      "created_at": request.store.now(), "reviewer": reviewer, "team": team})
 
 
 def label_names(body: Any) -> list[str]:

@@ -220,15 +220,21 @@ class GitHubStub:
             env["GITHUB_REPOSITORY"] = repo
         return env
 
-    def client(self, retry: Any = None, **kwargs: Any) -> Any:
+    def person_token(self, login: str) -> str:
+        """A token that acts as the person ``login`` (what they write is theirs: a review, a review request taken
+        back), for :meth:`client`'s ``token``."""
+        return self.store.person_token(login)
+
+    def client(self, retry: Any = None, token: str | None = None, **kwargs: Any) -> Any:
         """A PyGithub client on the stub: ``GithubRetry`` without backoff, and without PyGithub 2's default
-        throttling (0.25 s between requests, 1 s between writes) so tests stay fast."""
+        throttling (0.25 s between requests, 1 s between writes) so tests stay fast. ``token``: another
+        credential (:meth:`person_token`); the stub's own by default."""
         from github import Auth, Github, GithubRetry
 
         if retry is None:
             retry = GithubRetry(total=3, backoff_factor=0, secondary_rate_wait=1)
         kwargs = {"seconds_between_requests": 0, "seconds_between_writes": 0} | kwargs
-        return Github(base_url=self.url, auth=Auth.Token(self.token or "stub-token"), retry=retry, **kwargs)
+        return Github(base_url=self.url, auth=Auth.Token(token or self.token or "stub-token"), retry=retry, **kwargs)
 
     # -- GitHub Apps ----------------------------------------------------------------------------------------
     def register_app(
@@ -389,6 +395,8 @@ class GitHubStub:
             if owner and repo and not minted.covers(owner, repo):
                 raise ApiError(404, "Not Found")
             return Credential("installation", installation_token=minted)
+        if value in self.store.people:
+            return Credential("token", person=self.store.people[value])
         if self.token and value != self.token:
             raise ApiError(401, "Bad credentials")
         return Credential("token") if value else None

@@ -538,6 +538,45 @@ class Shapes:
         )
         return body
 
+    def issue_event(self, repo: Repo, pr: PullRequest, event: dict[str, Any]) -> Json:
+        """``review-requested-issue-event`` / ``review-request-removed-issue-event`` (of ``issue-event-for-issue``):
+        ``requested_reviewer`` for a person, ``requested_team`` for a team, ``review_requester`` who asked."""
+        body: Json = {
+            "id": event["id"],
+            "node_id": node_id("RRE", event["id"]),
+            "url": f"{self.base}/repos/{repo.full_name}/issues/events/{event['id']}",
+            "actor": self.user(event["actor"]),
+            "event": event["event"],
+            "commit_id": None,
+            "commit_url": None,
+            "created_at": event["created_at"],
+            "performed_via_github_app": None,
+            "review_requester": self.user(event["actor"]),
+        }
+        if event.get("reviewer"):
+            body["requested_reviewer"] = self.user(event["reviewer"])
+        if event.get("team"):
+            body["requested_team"] = self.team(event["team"])
+        return body
+
+    def review(self, repo: Repo, pr: PullRequest, review: dict[str, Any]) -> Json:
+        """``pull-request-review``."""
+        api, html = f"{self.base}/repos/{repo.full_name}", f"{self.base}/{repo.full_name}"
+        page = f"{html}/pull/{pr.number}#pullrequestreview-{review['id']}"
+        return {
+            "id": review["id"],
+            "node_id": node_id("PRR", review["id"]),
+            "user": self.user(review["user"]),
+            "body": review["body"],
+            "state": review["state"],
+            "html_url": page,
+            "pull_request_url": f"{api}/pulls/{pr.number}",
+            "_links": {"html": {"href": page}, "pull_request": {"href": f"{api}/pulls/{pr.number}"}},
+            "submitted_at": review["at"],
+            "commit_id": review["commit_id"],
+            "author_association": "OWNER" if review["user"] == repo.owner else "MEMBER",
+        }
+
     def comment(self, repo: Repo, comment: Comment) -> Json:
         """``issue-comment``."""
         api, html = f"{self.base}/repos/{repo.full_name}", f"{self.base}/{repo.full_name}"

@@ -69,6 +69,10 @@ class PullRequest:
     labels: list[str] = field(default_factory=list)
     requested_reviewers: list[str] = field(default_factory=list)
     requested_teams: list[str] = field(default_factory=list)
+    # the issue's timeline events the stub records: ``review_requested`` and ``review_request_removed``, each
+    # {"id", "event", "actor", "created_at", "reviewer" or "team"} (GitHub's "Issue event types")
+    events: list[dict[str, Any]] = field(default_factory=list)
+    reviews: list[dict[str, Any]] = field(default_factory=list)  # {"id", "user", "state", "body", "commit_id", "at"}
     auto_merge: dict[str, Any] | None = None  # {"enabled_by": login, "merge_method": "merge"|"squash"|"rebase"}
 
     @property
@@ -222,6 +226,8 @@ class Repo:
     ruleset_list: list[Ruleset] = field(default_factory=list)
     # GitHub Environments (Settings → Environments): name -> {"reviewers": [login, ...], "wait_timer": minutes}
     environments: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # who can be asked to review (users and team slugs); None: anyone (the stub keeps no collaborators otherwise)
+    reviewers_allowed: set[str] | None = None
     bypass: bool = False
     # When set, the API reports this (e.g. ``https://git.example.com/acme/app.git``) as ``clone_url``: for clients
     # that put a token into an https clone URL. The stub serves git only at the ``file://`` URL (``clone_url``).
@@ -628,6 +634,7 @@ class Store:
         self.rate = RateWindow()
         self._ids = itertools.count(1001)
         self._issue_numbers: dict[tuple[str, str], int] = {}
+        self.people: dict[str, str] = {}  # a person's token -> their login (:meth:`person_token`)
         self.apps = AppRegistry(self.next_id, lambda: self.clock())
 
     def now(self) -> str:
@@ -636,6 +643,14 @@ class Store:
     def next_id(self) -> int:
         with self.lock:
             return next(self._ids)
+
+    def person_token(self, login: str) -> str:
+        """A token that acts as the person ``login`` (their review, their removal of a review request): GitHub
+        attributes what a personal token writes to its user."""
+        with self.lock:
+            token = f"person-{login}"
+            self.people[token] = login
+            return token
 
     def next_issue_number(self, repo: Repo) -> int:
         with self.lock:
