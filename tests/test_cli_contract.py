@@ -310,6 +310,95 @@ def test_the_cron_tick_labels_a_pr_a_stopped_reconcile_opened(
     assert github_stub.count(since, method="POST") == 0  # labelled: nothing more to add
 
 
+def test_reviewers_a_stopped_run_did_not_ask_are_asked_by_the_next_run_and_only_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, github_stub: GitHubStub
+) -> None:
+    """Reviewers were requested only on the run that opened the PR: when GitHub refused that request (403 for a
+    permission the installation lacks), no later run asked them, and the PR waited with no one notified. A run
+    cannot ask everyone again either: "once a requested reviewer submits a review, they are no longer considered a
+    requested reviewer" (GitHub, "Get all requested reviewers for a pull request"), so an approver would be asked
+    anew on every run. Now a run asks the policy's reviewers that no review was ever requested from: the PR's
+    ``review_requested`` issue events (GitHub, "Issue event types"), read only when a reviewer is not waiting on
+    the PR as read."""
+    cp = fresh_fleet(tmp_path, monkeypatch, 0, github_stub)
+    tip = push_file(tmp_path, cp, "main", ".environments/envs.yaml", lambda _: main_files(
+        {"dev": "  pullRequest:\n    reviewers: [alice, team0/platform]\n"})[".environments/envs.yaml"])
+    fault = github_stub.inject("POST", r"/pulls/1/requested_reviewers$", "forbidden")
+    code, _, stderr = invoke("promote", "--commit", tip)
+    assert code == 3 and fault.hits == 1 and "dev: PR #1 opened: main@" in stderr, stderr
+    pr = github_stub.repo("team0/gitops").pull(1)
+    assert (pr.requested_reviewers, pr.requested_teams) == ([], [])
+    code, stdout, stderr = invoke("schedule", "--environment", "dev")
+    assert code == 0 and "PR #1 already proposes exactly this" in stdout, stdout + stderr
+    assert "dev: PR #1: review requested from alice, team0/platform (a run before stopped" in stderr, stderr
+    assert (pr.requested_reviewers, pr.requested_teams) == (["alice"], ["platform"])
+
+    def asks_since(mark: int) -> list[str]:
+        return [f"{r.method} {r.path}" for r in github_stub.requests[mark:] if "review" in r.path or "events" in r.path]
+
+    since = github_stub.mark()
+    assert invoke("schedule", "--environment", "dev")[0] == 0
+    assert asks_since(since) == []  # both wait on the PR as read: nothing more is read or written
+    person = github_stub.client(token=github_stub.person_token("alice"))
+    person.get_repo("team0/gitops").get_pull(1).create_review(event="APPROVE")
+    github_stub.client().get_repo("team0/gitops").get_pull(1).delete_review_request([], team_reviewers=["platform"])
+    assert (pr.requested_reviewers, pr.requested_teams) == ([], [])
+    since = github_stub.mark()
+    code, _, stderr = invoke("schedule", "--environment", "dev")
+    assert code == 0 and "review requested" not in stderr, stderr
+    assert asks_since(since) == ["GET /repos/team0/gitops/issues/1/events"]  # asked before: neither is asked again
+    assert (pr.requested_reviewers, pr.requested_teams) == ([], [])
+
+
+def test_a_reviewer_github_refuses_is_a_warning_that_stops_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, github_stub: GitHubStub
+) -> None:
+    """GitHub asks for reviews only collaborators with write access (422 "Reviews may only be requested from
+    collaborators", as quoted in denog/routing-guide#118). Now that a run asks the reviewers a run before did not,
+    such a reviewer would fail every run before its labels and merge step: the refusal is a warning at the
+    Environment's reviewers, and the run goes on."""
+    cp = fresh_fleet(tmp_path, monkeypatch, 0, github_stub)
+    github_stub.repo("team0/gitops").reviewers_allowed = {"alice"}
+    tip = push_file(tmp_path, cp, "main", ".environments/envs.yaml", lambda _: main_files(
+        {"dev": "  pullRequest:\n    reviewers: [alice, mallory]\n    labels: [fleetflow]\n"})[
+        ".environments/envs.yaml"])
+    code, stdout, stderr = invoke("promote", "--commit", tip)
+    assert code == 0, stdout + stderr
+    pr = github_stub.repo("team0/gitops").pull(1)
+    assert (pr.requested_reviewers, pr.labels) == ([], ["fleetflow"])
+    assert "envs.yaml:" in stderr and "no review requested from alice, mallory: GitHub: " in stderr, stderr
+    assert "Reviews may only be requested from collaborators" in stderr
+    code, stdout, stderr = invoke("schedule", "--environment", "dev")  # asked again (none was asked): refused again
+    assert code == 0 and "no review requested from alice, mallory" in stderr and "already proposes" in stdout, stderr
+    code, _, stderr = invoke("reconcile", "--verify-merges")
+    assert code == 0 and "dev: warning: " in stderr and "no review requested from alice, mallory" in stderr, stderr
+
+
+def test_the_cron_tick_asks_the_reviewers_a_stopped_reconcile_did_not(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, github_stub: GitHubStub
+) -> None:
+    """A reconcile that opened the PR and stopped before its review requests leaves nothing git shows (reconcile
+    waits on a PR whose head proposes the pin without reading it): the cron tick's ``--verify-merges`` reads the
+    PR of an environment that asks reviewers and asks those no review was requested from."""
+    cp = fresh_fleet(tmp_path, monkeypatch, 0, github_stub)
+    push_file(tmp_path, cp, "main", ".environments/envs.yaml", lambda _: main_files(
+        {"dev": "  pullRequest:\n    reviewers: [alice]\n"})[".environments/envs.yaml"])
+    fault = github_stub.inject("POST", r"/pulls/1/requested_reviewers$", "status_5xx", times=10)
+    code, _, stderr = invoke("reconcile")
+    assert code == 3 and fault.hits >= 1 and "dev: PR #1 opened" in stderr, stderr
+    pr = github_stub.repo("team0/gitops").pull(1)
+    github_stub.clear_faults()
+    since = github_stub.mark()
+    assert invoke("reconcile")[0] == 0 and pr.requested_reviewers == []  # an event's reconcile reads git alone
+    assert github_stub.count(since, path=r"/pulls|/issues") == 0
+    code, _, stderr = invoke("reconcile", "--verify-merges")
+    assert code == 0 and "dev: PR #1: review requested from alice (a run before stopped" in stderr, stderr
+    assert pr.requested_reviewers == ["alice"]
+    since = github_stub.mark()
+    assert invoke("reconcile", "--verify-merges")[0] == 0
+    assert github_stub.count(since, method="POST") == 0 and github_stub.count(since, path=r"/events") == 0
+
+
 def test_a_label_github_would_refuse_is_refused_before_anything_is_written(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, github_stub: GitHubStub
 ) -> None:

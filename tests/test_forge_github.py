@@ -102,7 +102,14 @@ def test_pull_request_round_trip(stub: GitHubStub, forge: GitHubForge) -> None:
     stored = stub.repo(REPO).pull(1)
     assert stored.labels == ["fleetflow", "env:dev"]
     assert (stored.requested_reviewers, stored.requested_teams) == (["alice"], ["platform"])
-    assert forge.open_pull(REPO, HEAD, "main").labels == ("fleetflow", "env:dev")  # type: ignore[union-attr]
+    found = forge.open_pull(REPO, HEAD, "main")
+    assert found is not None and found.labels == ("fleetflow", "env:dev")
+    assert (found.author, found.review_requests) == (stub.login, ("alice", "team:platform"))
+    person = stub.client(token=stub.person_token("alice"))
+    person.get_repo(REPO).get_pull(1).create_review(event="APPROVE")  # no longer a requested reviewer (GitHub)
+    person.close()
+    assert forge.open_pull(REPO, HEAD, "main").review_requests == ("team:platform",)  # type: ignore[union-attr]
+    assert forge.review_requests_made(REPO, 1) == {"alice", "team:platform"}  # the review_requested events
 
     sha = forge.merge_pull(REPO, 1)
     assert sha == head_sha(stub, "main") and stub.repo(REPO).pull(1).merged
@@ -294,6 +301,7 @@ def test_request_counts(stub: GitHubStub) -> None:
     measure(stub, table, "add_labels (present)", lambda: forge.add_labels(REPO, 1, ["a", "b"]))
     measure(stub, table, "request_reviewers", lambda: forge.request_reviewers(REPO, 1, ["alice"]))
     measure(stub, table, "request_reviewers (present)", lambda: forge.request_reviewers(REPO, 1, ["alice"]))
+    measure(stub, table, "review_requests_made", lambda: forge.review_requests_made(REPO, 1))
     measure(stub, table, "set_status", lambda: forge.set_status(REPO, sha, "c", "success", "ok"))
     measure(stub, table, "set_status (unchanged)", lambda: forge.set_status(REPO, sha, "c", "success", "ok"))
     measure(stub, table, "statuses", lambda: forge.statuses(REPO, sha))
@@ -306,7 +314,8 @@ def test_request_counts(stub: GitHubStub) -> None:
         "git_url (first)": 1, "git_url (cached)": 0, "default_branch (cached)": 0,
         "open_pull (none)": 1, "create_pull": 1, "create_pull (exists)": 2, "open_pull": 1, "pulls": 1,
         "update_pull": 2, "update_pull (unchanged)": 1, "add_labels": 2, "add_labels (present)": 1,
-        "request_reviewers": 2, "request_reviewers (present)": 1, "set_status": 2, "set_status (unchanged)": 1,
+        "request_reviewers": 2, "request_reviewers (present)": 1, "review_requests_made": 1,
+        "set_status": 2, "set_status (unchanged)": 1,
         "statuses": 2, "merge_pull": 2, "merge_pull (merged)": 1, "dispatch": 1,
     }
 

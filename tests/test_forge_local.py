@@ -108,6 +108,10 @@ def test_pull_request_lifecycle(forge: LocalForge, origin: Path, clock: Clock) -
     forge.request_reviewers(repo, 1, ["alice"])
     record = forge.pull_record(repo, 1)
     assert record["reviewers"] == ["alice"]
+    forge.request_reviewers(repo, 1, ["acme/Platform"])
+    assert forge.review_requests_made(repo, 1) == {"alice", "team:platform"}
+    assert forge.open_pull(repo, "feature", "main").review_requests == ("alice", "team:platform")  # type: ignore[union-attr]
+    record = forge.pull_record(repo, 1)
     assert record["updated_at"] == clock.now.isoformat() != record["created_at"]
 
     sha = forge.merge_pull(repo, 1)
@@ -120,7 +124,8 @@ def test_pull_request_lifecycle(forge: LocalForge, origin: Path, clock: Clock) -
         "closed", True, sha, ("fleetflow", "env:dev"))
     assert forge.merge_pull(repo, 1) == sha
     assert tip(origin, "main") == sha
-    assert forge.operations == ["create_pull", "update_pull", "add_labels", "request_reviewers", "merge_pull"]
+    assert forge.operations == ["create_pull", "update_pull", "add_labels", "request_reviewers", "request_reviewers",
+                                "merge_pull"]
     with pytest.raises(ForgeError, match="merged"):
         forge.update_pull(repo, 1, state="open")
 

@@ -25,8 +25,9 @@ from fleetflow.promotion.reconcile import reconcile, reconcile_holding
               help="Read every waiting autoMerge PR from the forge, even where fleetflow's merge record "
               "(tag fleetflow/auto-merge/<environment>) says auto-merge is on: catches a person turning it off or "
               "closing the PR, at one API request per such PR; and every waiting PR of an environment whose "
-              "pullRequest.labels name labels, adding those it lacks (a run stopped before them). Default: on for a "
-              "scheduled run "
+              "pullRequest names labels or reviewers, adding the labels it lacks and asking the reviewers no review "
+              "was ever requested from (a run stopped before them; one more request when a reviewer is not "
+              "waiting on it). Default: on for a scheduled run "
               "(GITHUB_EVENT_NAME=schedule, the cron tick), off otherwise (those runs wait at no API cost).")
 @click.option("--recheck", "rechecks", multiple=True, metavar="SHA",
               help="A GitOps commit whose checks changed (repeatable): a PR head fleetflow merges itself once green "

@@ -38,8 +38,9 @@ def schedule(environment: str, shard: str | None, artifact: Path | None, stitch:
     \b
     Runs on every push to the environment branch. No rendered change: no PR (an open one that became
     empty is closed). Concurrency `supersede` updates an open PR; `queue` leaves it until merged or closed.
-    A new PR: the head branch is pushed, the PR opened, then labelled; an open PR: its description is
-    updated, then its head pushed. A run stopped in between is finished by the next.
+    A new PR: the head branch is pushed, the PR opened, its reviewers asked, then labelled; an open PR: its
+    description is updated, then its head pushed. A run stopped in between is finished by the next (reviewers
+    no review was ever requested from are asked; one who reviewed or was taken off is not asked again).
     Operation printed: created, updated, unchanged, closed, none, queued, merged; and for --stitch,
     superseded: the environment branch or the GitOps branch moved since the shards ran, so nothing is
     written (exit 0) and a newer run stitches the new inputs.

@@ -127,6 +127,18 @@ class PullRequest:
     url: str = ""
     labels: tuple[str, ...] = field(default_factory=tuple)
     auto_merge: bool = False  # the forge's own auto-merge is enabled: it merges once the branch rules are met
+    author: str = ""  # the login that opened it ("" where the forge keeps none)
+    # the reviews requested and not given yet, as :func:`reviewer_key` names them (GitHub drops a reviewer from the
+    # list once they review)
+    review_requests: tuple[str, ...] = field(default_factory=tuple)
+
+
+def reviewer_key(reviewer: str) -> str:
+    """One name for a reviewer as the policy, a PR and the forge's records give it: a login lowercased (GitHub
+    logins ignore case), a team ``ORG/TEAM-SLUG`` as ``team:<slug>`` (GitHub names a requested team by its slug)."""
+    if "/" in reviewer:
+        return "team:" + reviewer.split("/", 1)[1].lower()
+    return reviewer.lower()
 
 
 @dataclass(frozen=True)
@@ -208,6 +220,12 @@ class Forge(Protocol):
     def add_labels(self, repo: str, number: int, labels: list[str]) -> None: ...
 
     def request_reviewers(self, repo: str, number: int, reviewers: list[str]) -> None: ...
+
+    def review_requests_made(self, repo: str, number: int) -> set[str]:
+        """Every reviewer (:func:`reviewer_key`) a review of the PR was ever requested from, by anyone: one still
+        waiting, one who has reviewed since, one a person took back. GitHub: the PR's ``review_requested`` issue
+        events."""
+        ...
 
     def merge_pull(self, repo: str, number: int, *, expected_head: str | None = None) -> str:
         """Merge (merge commit). Returns the merge commit sha. Merging a merged PR returns its sha again.

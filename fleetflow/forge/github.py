@@ -41,6 +41,7 @@ from fleetflow.forge.base import (
     check_status,
     full_sha,
     newer_report,
+    reviewer_key,
 )
 from fleetflow.forge.githubauth import PERMISSIONS_HINT, Credential, Credentials
 from fleetflow.forge.rulesets import BranchRule, Ruleset, ruleset_of
@@ -391,6 +392,21 @@ class GitHubForge:
             with self._request("request reviewers", "POST", f"/repos/{repo}/pulls/{number}/requested_reviewers"):
                 pr.create_review_request(reviewers=new_users, team_reviewers=new_teams)
 
+    def review_requests_made(self, repo: str, number: int) -> set[str]:
+        """From the issue's events (``GET /repos/{owner}/{repo}/issues/{number}/events``, GitHub's "Issue event
+        types": ``review_requested`` with ``requested_reviewer`` or ``requested_team``), read as plain JSON: a
+        PyGithub ``IssueEvent`` reads its own URL for any field the list left out."""
+        found: set[str] = set()
+        for event in self._array_pages(repo, f"/repos/{repo}/issues/{number}/events", "read who was asked to review"):
+            if not isinstance(event, dict) or event.get("event") != "review_requested":
+                continue
+            user, team = event.get("requested_reviewer"), event.get("requested_team")
+            if isinstance(user, dict) and isinstance(user.get("login"), str):
+                found.add(reviewer_key(user["login"]))
+            if isinstance(team, dict) and isinstance(team.get("slug"), str):
+                found.add("team:" + team["slug"].lower())
+        return found
+
     def merge_pull(self, repo: str, number: int, *, expected_head: str | None = None) -> str:
         """Merge with a merge commit. A merged PR gives its merge sha again (also when the answer to our own
         merge was lost: the retried PUT answers 405 and the PR reads merged). ``expected_head`` is GitHub's
@@ -581,6 +597,9 @@ def _pull(pr: GhPullRequest) -> PullRequest:
         url=pr.html_url,
         labels=tuple(label.name for label in pr.labels),
         auto_merge=pr.auto_merge is not None,
+        author=pr.user.login if pr.user is not None else "",
+        review_requests=(*(reviewer_key(user.login) for user in pr.requested_reviewers or ()),
+                         *("team:" + team.slug.lower() for team in pr.requested_teams or ())),
     )
 
 

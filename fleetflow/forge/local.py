@@ -49,6 +49,7 @@ from fleetflow.forge.base import (
     check_status,
     combined_state,
     full_sha,
+    reviewer_key,
 )
 from fleetflow.forge.git import MergeConflict, run_git
 from fleetflow.forge.localstore import Edit, Mirror, Snapshot, dump_json
@@ -352,6 +353,10 @@ class LocalForge:
 
         self._write(repo, "request_reviewers", change)
 
+    def review_requests_made(self, repo: str, number: int) -> set[str]:
+        """The local forge keeps every reviewer requested (no one reviews here, nor takes a request back)."""
+        return {reviewer_key(r) for r in self.pull_record(repo, number)["reviewers"]}
+
     def merge_pull(self, repo: str, number: int, *, expected_head: str | None = None) -> str:
         """A real merge commit of the head branch (as it is now) into the base branch, pushed together with the
         PR's new state (atomically, compare-and-swap on both). Merging a merged PR returns its sha again."""
@@ -405,6 +410,7 @@ class LocalForge:
             state=rec["state"], merged=rec["merged"], head_sha=head_sha, merge_commit_sha=rec["merge_commit_sha"],
             url=f"local://{self.git_url(repo)}/pull/{rec['number']}", labels=tuple(rec["labels"]),
             auto_merge=bool(rec.get("auto_merge")) and rec["state"] == "open",
+            review_requests=tuple(reviewer_key(r) for r in rec.get("reviewers") or ()),
         )
 
     # -- repository_dispatch -------------------------------------------------------------------------------

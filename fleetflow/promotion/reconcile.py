@@ -57,6 +57,7 @@ from fleetflow.promotion.schedule import (
     ScheduleOutcome,
     add_missing_labels,
     named_warnings,
+    request_missing_reviewers,
     schedule_environment,
 )
 from fleetflow.promotion.status import GateRecord
@@ -444,11 +445,12 @@ def _propose_and_merge(run: _Run, name: str, view: _View, done: set[StepName],
     or a forge that keeps no pull refs; ``autoMerge`` on: fleetflow's merge step) reads the PR from the API."""
     ctx, f, at = run.ctx, view.found, view.at
     assert at is not None
-    labels = at.env_at_pin.spec.pull_request.labels
-    # the cron tick (verify_merges) reads a labelled environment's PR: a run that opened it and stopped before its
-    # labels (GitHub refused them) left nothing git shows
+    policy = at.env_at_pin.spec.pull_request
+    # the cron tick (verify_merges) reads the PR of an environment whose policy labels its PRs or asks reviewers:
+    # a run that opened it and stopped before its labels or review requests (GitHub refused them) left nothing git
+    # shows
     if _proposed(view) and f.pull_ref is not None and not view.auto_merge and f.pull_request is None \
-            and not (run.verify_merges and labels):
+            and not (run.verify_merges and (policy.labels or policy.reviewers)):
         result.wait(f"PR #{f.pull_ref} proposes main@{short(f.pin)} and is not merged: a person merges it "
                     "(autoMerge off); if it was closed without merging, promote again or push the environment "
                     "branch to propose it anew")
@@ -498,7 +500,16 @@ def _propose_and_merge(run: _Run, name: str, view: _View, done: set[StepName],
             result.wait(result.merge.message)
         return None
     result._pull = pr
-    added = add_missing_labels(ctx, at.gitops_repo, pr, labels)
+    refused: list[Problem] = []
+    asked = request_missing_reviewers(ctx, at.gitops_repo, pr, policy.reviewers, env=at.env_at_pin,
+                                      refused=refused)
+    for problem in refused:
+        ctx.say(f"{name}: warning: {problem}")
+    if asked:
+        run.wrote()
+        ctx.say(f"{name}: PR #{pr.number}: review requested from {', '.join(asked)} (a run before stopped before "
+                "its review requests)")
+    added = add_missing_labels(ctx, at.gitops_repo, pr, policy.labels)
     if added:
         run.wrote()
         ctx.say(f"{name}: PR #{pr.number} labelled {', '.join(added)} (a run before stopped before its labels)")
@@ -566,7 +577,8 @@ def reconcile(ctx: Context, environment: str | None = None, *, verify_merges: bo
               rechecks: Collection[str] = ()) -> ReconcileOutcome:
     """``verify_merges``: read every waiting ``autoMerge`` PR from the forge, even where a merge record says what
     is decided (catches a person turning auto-merge off or closing the PR; one request per such PR), and every
-    waiting PR of an environment whose policy labels its PRs (adds the labels a stopped run did not).
+    waiting PR of an environment whose policy labels its PRs or asks reviewers (adds the labels and asks the
+    reviewers a stopped run did not).
     ``rechecks``: GitOps commits whose checks changed (the sha of a ``status`` event): a PR head among them that
     fleetflow merges once green is decided again from its checks."""
     main_tip = ctx.main_tip()

@@ -15,9 +15,11 @@ from typing import Literal
 
 from pydantic import Field, computed_field
 
-from fleetflow.errors import Problem
-from fleetflow.forge.base import PullRequest
+from fleetflow.errors import ForgeError, Problem
+from fleetflow.forge.base import PullRequest, reviewer_key
 from fleetflow.forge.git import PushRejected, retry_races
+from fleetflow.model.controlplane import Resource
+from fleetflow.model.resources import EnvironmentSpec
 from fleetflow.promotion import merging
 from fleetflow.promotion.context import (
     Context,
@@ -197,7 +199,7 @@ def publish(ctx: Context, environment: str, rendered: Rendered) -> ScheduleOutco
         if current and _describes(open_pr, pr_title, main_sha, env_sha):
             outcome.operation, outcome.pull = "unchanged", open_pr
             outcome.message = f"PR #{open_pr.number} already proposes exactly this"
-            _label(ctx, g_repo, policy.pull_request.labels, outcome)
+            _ask_and_label(ctx, g_repo, env_at_pin, outcome)
             return _maybe_merge(ctx, g_repo, policy.pull_request.auto_merge, outcome)
         if policy.concurrency == "queue" and not current:
             queued = ctx.render_state(g_url, heads[head], g_path)
@@ -228,9 +230,7 @@ def publish(ctx: Context, environment: str, rendered: Rendered) -> ScheduleOutco
         outcome.message = f"PR #{pr.number} opened: main@{short(main_sha)} to {environment}"
     ctx.say(f"{environment}: {outcome.message}")  # said before the labels and reviewers, which may fail after it
     outcome.said = True
-    if outcome.operation == "created" and policy.pull_request.reviewers:
-        ctx.forge.request_reviewers(g_repo, pr.number, list(policy.pull_request.reviewers))
-    _label(ctx, g_repo, policy.pull_request.labels, outcome)
+    _ask_and_label(ctx, g_repo, env_at_pin, outcome)
     return _maybe_merge(ctx, g_repo, policy.pull_request.auto_merge, outcome)
 
 
@@ -252,9 +252,55 @@ def _push_head(ctx: Context, rendered: Rendered, head: str, *, narrate: bool = T
         ctx.say(f"{at.name}: pushed {head}@{short(new_sha)}, the commit its PR proposes")
 
 
-def _label(ctx: Context, repo: str, labels: Iterable[str], outcome: ScheduleOutcome) -> None:
-    if outcome.pull is not None:
-        add_missing_labels(ctx, repo, outcome.pull, labels, opened=outcome.operation == "created")
+def _ask_and_label(ctx: Context, repo: str, env: Resource[EnvironmentSpec], outcome: ScheduleOutcome) -> None:
+    """The policy's reviewers and labels on the PR the run opened or found: all of them on a PR it opened, those
+    a run before did not get to on one it found (said, so the log tells what this run wrote)."""
+    pr, policy = outcome.pull, env.spec.pull_request
+    if pr is None:
+        return
+    opened = outcome.operation == "created"
+    asked = request_missing_reviewers(ctx, repo, pr, policy.reviewers, opened=opened, env=env,
+                                      refused=outcome.warnings)
+    if asked and not opened:
+        ctx.say(f"{outcome.environment}: PR #{pr.number}: review requested from {', '.join(asked)} "
+                "(a run before stopped before its review requests)")
+    add_missing_labels(ctx, repo, pr, policy.labels, opened=opened)
+
+
+def request_missing_reviewers(ctx: Context, repo: str, pr: PullRequest, reviewers: Iterable[str], *,
+                              opened: bool = False, env: Resource[EnvironmentSpec] | None = None,
+                              refused: list[Problem] | None = None) -> list[str]:
+    """Request the policy's reviewers of an open PR: on the PR just ``opened``, all of them; on one found open,
+    those no review was ever requested from (a run before stopped between opening it and asking). A reviewer still
+    asked (in the PR as read: no request), or one asked before who has reviewed since or whom a person took off,
+    is not asked again: only then are the forge's records read (one request). The reviewers asked.
+
+    A request the forge refuses as such (422: GitHub asks only collaborators with write access, and teams the
+    credentials can see) is a warning in ``refused`` (at the Environment's ``reviewers``) and asks no one: it
+    would fail the same on every run, and stop the labels and the merge step after it."""
+    wanted = list(dict.fromkeys(reviewers))
+    if pr.state != "open" or not wanted:
+        return []
+    if not opened:
+        waiting = set(pr.review_requests) | {pr.author.lower()}
+        wanted = [r for r in wanted if reviewer_key(r) not in waiting]
+        if wanted:
+            made = ctx.forge.review_requests_made(repo, pr.number)
+            wanted = [r for r in wanted if reviewer_key(r) not in made]
+    if not wanted:
+        return []
+    try:
+        ctx.forge.request_reviewers(repo, pr.number, wanted)
+    except ForgeError as exc:
+        if exc.request is None or exc.request.status != 422 or refused is None:
+            raise
+        where = env.where("spec", "pullRequest", "reviewers") if env is not None else None
+        problem = Problem(f"PR #{pr.number}: no review requested from {', '.join(wanted)}: {exc}",
+                          where, "a reviewer must be a collaborator with write access to the GitOps repository, or a "
+                          "team that can see it; fix spec.pullRequest.reviewers")
+        refused.append(problem)
+        return []
+    return wanted
 
 
 def add_missing_labels(ctx: Context, repo: str, pr: PullRequest, labels: Iterable[str], *,
@@ -290,4 +336,4 @@ def _maybe_merge(ctx: Context, repo: str, auto_merge: bool, outcome: ScheduleOut
 
 
 __all__ = ["PushRejected", "Rendered", "ScheduleOutcome", "add_missing_labels", "commit_message", "publish",
-           "render_commit", "schedule_environment"]
+           "render_commit", "request_missing_reviewers", "schedule_environment"]
