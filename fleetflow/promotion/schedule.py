@@ -273,7 +273,8 @@ def request_missing_reviewers(ctx: Context, repo: str, pr: PullRequest, reviewer
     """Request the policy's reviewers of an open PR: on the PR just ``opened``, all of them; on one found open,
     those no review was ever requested from (a run before stopped between opening it and asking). A reviewer still
     asked (in the PR as read: no request), or one asked before who has reviewed since or whom a person took off,
-    is not asked again: only then are the forge's records read (one request). The reviewers asked.
+    is not asked again: only then are the forge's records read (GitHub: a request per hundred of the PR's issue
+    events). The reviewers asked.
 
     A request the forge refuses as such (422: GitHub asks only collaborators with write access, and teams the
     credentials can see) is a warning in ``refused`` (at the Environment's ``reviewers``) and asks no one: it
