@@ -4,7 +4,8 @@ Two worlds are built alike, byte for byte (the same repository names on two GitH
 same dates), and the same people's steps run in both: promote main, an engineer's commit to the ``dev`` branch
 and its schedule, a new main commit promoted over the open PR, a commit that changes no rendered file, reconcile,
 a person's merge of dev's PR with its clusters' reports and the gate (which pins qa and opens its PR), reconcile.
-``dev`` labels its PRs, and in a third of the trials merges them itself (``autoMerge``: fleetflow turns on
+``dev`` labels its PRs and asks two reviewers (a person and a team; the person approves before the merge), and in
+a third of the trials merges them itself (``autoMerge``: fleetflow turns on
 GitHub's auto-merge or merges once every check is green), in another third queues a newer commit behind its open PR
 (``concurrency: queue``). In one world, half the steps (seeded) meet a fault on one of the writes the step made
 in the other: GitHub's 403 for a permission the App lacks ("Resource not accessible by integration"), a 502
@@ -19,7 +20,8 @@ Rules such a step is held to, by the contract (DESIGN.md:
 - the same command again, with the fault gone, exits 0.
 
 At the end the two worlds must agree: every branch of both repositories, each PR (head, title, description, labels,
-state) and the newest status of every context on every commit. ``FLEETFLOW_FAULT_TRIALS`` and
+state, the reviews waiting and whom a review was ever requested from) and the newest status of every context on
+every commit. ``FLEETFLOW_FAULT_TRIALS`` and
 ``FLEETFLOW_FAULT_SEEDS`` search longer.
 """
 
@@ -47,7 +49,7 @@ from tests.test_fleet_edits import fresh_fleet
 
 TRIALS = int(os.environ.get("FLEETFLOW_FAULT_TRIALS", "4"))
 SEEDS = searched_seeds("FLEETFLOW_FAULT_SEEDS") or [1]
-LABELS = "  pullRequest:\n    labels: [fleetflow, promotion]\n"
+LABELS = "  pullRequest:\n    labels: [fleetflow, promotion]\n    reviewers: [alice, team0/platform]\n"
 # dev's ways with its PRs: a person merges them; fleetflow does (GitHub's auto-merge, or a merge once every check is
 # green); a person merges them and a newer commit waits until the open PR is merged or closed
 VARIANTS = {"a person merges dev's PRs": "", "dev merges its own PRs": "    autoMerge: true\n",
@@ -80,7 +82,9 @@ class World:
                 if r.method != "GET" and 200 <= r.status < 300]
 
     def end(self) -> dict[str, Any]:
-        pulls = [(p.number, p.head_ref, p.base_ref, p.head_sha, p.title, p.body, sorted(p.labels), p.state)
+        pulls = [(p.number, p.head_ref, p.base_ref, p.head_sha, p.title, p.body, sorted(p.labels), p.state,
+                  sorted(p.requested_reviewers + p.requested_teams),
+                  sorted(e["reviewer"] or e["team"] for e in p.events if e["event"] == "review_requested"))
                  for p in self.stub.repo("team0/gitops").list_pulls()]
         newest: dict[tuple[str, str], tuple[str, str | None]] = {}
         for s in self.stub.repo("team0/control-plane").statuses:
@@ -102,7 +106,8 @@ def environments(dev: str) -> str:
     return main_files({"dev": LABELS + dev})[".environments/envs.yaml"].replace("soakTime: 1m", "soakTime: 0s")
 
 
-PULL_FIELDS = ("number", "head", "base", "head sha", "title", "description", "labels", "state")
+PULL_FIELDS = ("number", "head", "base", "head sha", "title", "description", "labels", "state", "reviews waiting",
+               "review requests made")
 
 
 def differences(plain: Any, faulted: Any) -> list[str]:
@@ -117,10 +122,13 @@ def differences(plain: Any, faulted: Any) -> list[str]:
 
 
 def merge_and_report(world: World) -> None:
-    """A person merges dev's open PR (with autoMerge fleetflow has merged it); dev's two clusters (tests/fleet.py)
-    report success on the commit they applied."""
+    """alice approves dev's open PR and a person merges it (with autoMerge fleetflow has merged it); dev's two
+    clusters (tests/fleet.py) report success on the commit they applied."""
     gitops = world.stub.repo("team0/gitops")
     for pr in [p for p in gitops.list_pulls() if p.state == "open" and p.head_ref == "fleetflow/dev"]:
+        alice = world.stub.client(token=world.stub.person_token("alice"))
+        alice.get_repo("team0/gitops").get_pull(pr.number).create_review(event="APPROVE")
+        alice.close()
         gitops.merge_pull(pr.number, user="platform-engineer")
     merged = gitops.branch_sha("dev")
     assert merged is not None
