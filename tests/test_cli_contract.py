@@ -379,7 +379,8 @@ def test_the_cron_tick_asks_the_reviewers_a_stopped_reconcile_did_not(
 ) -> None:
     """A reconcile that opened the PR and stopped before its review requests leaves nothing git shows (reconcile
     waits on a PR whose head proposes the pin without reading it): the cron tick's ``--verify-merges`` reads the
-    PR of an environment that asks reviewers and asks those no review was requested from."""
+    PR of an environment that asks reviewers and asks those no review was requested from: one request while the
+    reviewers wait on the PR, one more (the PR's issue events) once one of them has reviewed."""
     cp = fresh_fleet(tmp_path, monkeypatch, 0, github_stub)
     push_file(tmp_path, cp, "main", ".environments/envs.yaml", lambda _: main_files(
         {"dev": "  pullRequest:\n    reviewers: [alice]\n"})[".environments/envs.yaml"])
@@ -397,6 +398,13 @@ def test_the_cron_tick_asks_the_reviewers_a_stopped_reconcile_did_not(
     since = github_stub.mark()
     assert invoke("reconcile", "--verify-merges")[0] == 0
     assert github_stub.count(since, method="POST") == 0 and github_stub.count(since, path=r"/events") == 0
+    assert github_stub.count(since, path=r"/pulls|/issues") == 1  # the PR, whose reviewer waits on it
+    alice = github_stub.client(token=github_stub.person_token("alice"))
+    alice.get_repo("team0/gitops").get_pull(1).create_review(event="APPROVE")
+    since = github_stub.mark()
+    assert invoke("reconcile", "--verify-merges")[0] == 0 and pr.requested_reviewers == []
+    assert [f"{r.method} {r.path}" for r in github_stub.requests_since(since) if "/pulls" in r.path or
+            "/issues" in r.path] == ["GET /repos/team0/gitops/pulls", "GET /repos/team0/gitops/issues/1/events"]
 
 
 def test_a_label_github_would_refuse_is_refused_before_anything_is_written(
