@@ -330,7 +330,7 @@ def test_reviewers_a_stopped_run_did_not_ask_are_asked_by_the_next_run_and_only_
     assert (pr.requested_reviewers, pr.requested_teams) == ([], [])
     code, stdout, stderr = invoke("schedule", "--environment", "dev")
     assert code == 0 and "PR #1 already proposes exactly this" in stdout, stdout + stderr
-    assert "dev: PR #1: review requested from alice, team0/platform (a run before stopped" in stderr, stderr
+    assert "dev: PR #1: review requested from alice, team0/platform (not asked on this PR yet" in stderr, stderr
     assert (pr.requested_reviewers, pr.requested_teams) == (["alice"], ["platform"])
 
     def asks_since(mark: int) -> list[str]:
@@ -348,6 +348,12 @@ def test_reviewers_a_stopped_run_did_not_ask_are_asked_by_the_next_run_and_only_
     assert code == 0 and "review requested" not in stderr, stderr
     assert asks_since(since) == ["GET /repos/team0/gitops/issues/1/events"]  # asked before: neither is asked again
     assert (pr.requested_reviewers, pr.requested_teams) == ([], [])
+    tip = push_file(tmp_path, cp, "main", ".environments/envs.yaml", lambda _: main_files(
+        {"dev": "  pullRequest:\n    reviewers: [alice, team0/platform, bob]\n"})[".environments/envs.yaml"])
+    code, _, stderr = invoke("promote", "--commit", tip)  # the policy names bob since: the PR is updated, bob asked
+    assert code == 0 and "PR #1 describes main@" in stderr, stderr
+    assert "dev: PR #1: review requested from bob (not asked on this PR yet" in stderr, stderr
+    assert (pr.requested_reviewers, pr.requested_teams) == (["bob"], [])
 
 
 def test_a_reviewer_github_refuses_is_a_warning_that_stops_nothing(
@@ -393,7 +399,7 @@ def test_the_cron_tick_asks_the_reviewers_a_stopped_reconcile_did_not(
     assert invoke("reconcile")[0] == 0 and pr.requested_reviewers == []  # an event's reconcile reads git alone
     assert github_stub.count(since, path=r"/pulls|/issues") == 0
     code, _, stderr = invoke("reconcile", "--verify-merges")
-    assert code == 0 and "dev: PR #1: review requested from alice (a run before stopped" in stderr, stderr
+    assert code == 0 and "dev: PR #1: review requested from alice (not asked on this PR yet" in stderr, stderr
     assert pr.requested_reviewers == ["alice"]
     since = github_stub.mark()
     assert invoke("reconcile", "--verify-merges")[0] == 0

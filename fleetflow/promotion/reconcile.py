@@ -507,8 +507,8 @@ def _propose_and_merge(run: _Run, name: str, view: _View, done: set[StepName],
         ctx.say(f"{name}: warning: {problem}")
     if asked:
         run.wrote()
-        ctx.say(f"{name}: PR #{pr.number}: review requested from {', '.join(asked)} (a run before stopped before "
-                "its review requests)")
+        ctx.say(f"{name}: PR #{pr.number}: review requested from {', '.join(asked)} (not asked on this PR yet: "
+                "a run before stopped first, or the policy named them since)")
     added = add_missing_labels(ctx, at.gitops_repo, pr, policy.labels)
     if added:
         run.wrote()

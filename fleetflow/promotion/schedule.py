@@ -263,7 +263,7 @@ def _ask_and_label(ctx: Context, repo: str, env: Resource[EnvironmentSpec], outc
                                       refused=outcome.warnings)
     if asked and not opened:
         ctx.say(f"{outcome.environment}: PR #{pr.number}: review requested from {', '.join(asked)} "
-                "(a run before stopped before its review requests)")
+                "(not asked on this PR yet: a run before stopped first, or the policy named them since)")
     add_missing_labels(ctx, repo, pr, policy.labels, opened=opened)
 
 
@@ -271,7 +271,8 @@ def request_missing_reviewers(ctx: Context, repo: str, pr: PullRequest, reviewer
                               opened: bool = False, env: Resource[EnvironmentSpec] | None = None,
                               refused: list[Problem] | None = None) -> list[str]:
     """Request the policy's reviewers of an open PR: on the PR just ``opened``, all of them; on one found open,
-    those no review was ever requested from (a run before stopped between opening it and asking). A reviewer still
+    those no review was ever requested from (a run before stopped between opening it and asking, or the policy
+    named them since). A reviewer still
     asked (in the PR as read: no request), or one asked before who has reviewed since or whom a person took off,
     is not asked again: only then are the forge's records read (GitHub: a request per hundred of the PR's issue
     events). The reviewers asked.
