@@ -137,8 +137,13 @@ def reviewer_key(reviewer: str) -> str:
     """One name for a reviewer as the policy, a PR and the forge's records give it: a login lowercased (GitHub
     logins ignore case), a team ``ORG/TEAM-SLUG`` as ``team:<slug>`` (GitHub names a requested team by its slug)."""
     if "/" in reviewer:
-        return "team:" + reviewer.split("/", 1)[1].lower()
+        return team_key(reviewer.split("/", 1)[1])
     return reviewer.lower()
+
+
+def team_key(slug: str) -> str:
+    """:func:`reviewer_key` of a team the forge names by its slug."""
+    return "team:" + slug.lower()
 
 
 @dataclass(frozen=True)

@@ -42,6 +42,7 @@ from fleetflow.forge.base import (
     full_sha,
     newer_report,
     reviewer_key,
+    team_key,
 )
 from fleetflow.forge.githubauth import PERMISSIONS_HINT, Credential, Credentials
 from fleetflow.forge.rulesets import BranchRule, Ruleset, ruleset_of
@@ -404,7 +405,7 @@ class GitHubForge:
             if isinstance(user, dict) and isinstance(user.get("login"), str):
                 found.add(reviewer_key(user["login"]))
             if isinstance(team, dict) and isinstance(team.get("slug"), str):
-                found.add("team:" + team["slug"].lower())
+                found.add(team_key(team["slug"]))
         return found
 
     def merge_pull(self, repo: str, number: int, *, expected_head: str | None = None) -> str:
@@ -599,7 +600,7 @@ def _pull(pr: GhPullRequest) -> PullRequest:
         auto_merge=pr.auto_merge is not None,
         author=pr.user.login if pr.user is not None else "",
         review_requests=(*(reviewer_key(user.login) for user in pr.requested_reviewers or ()),
-                         *("team:" + team.slug.lower() for team in pr.requested_teams or ())),
+                         *(team_key(team.slug) for team in pr.requested_teams or ())),
     )
 
 
