@@ -55,9 +55,8 @@ from fleetflow.promotion.reports import ReportWatch
 from fleetflow.promotion.schedule import (
     PullRequestLink,
     ScheduleOutcome,
-    add_missing_labels,
+    ask_and_label,
     named_warnings,
-    request_missing_reviewers,
     schedule_environment,
 )
 from fleetflow.promotion.status import GateRecord
@@ -500,19 +499,11 @@ def _propose_and_merge(run: _Run, name: str, view: _View, done: set[StepName],
             result.wait(result.merge.message)
         return None
     result._pull = pr
-    refused: list[Problem] = []
-    asked = request_missing_reviewers(ctx, at.gitops_repo, pr, policy.reviewers, env=at.env_at_pin,
-                                      refused=refused)
+    wrote, refused = ask_and_label(ctx, at.gitops_repo, name, at.env_at_pin, pr)
     for problem in refused:
         ctx.say(f"{name}: warning: {problem}")
-    if asked:
+    if wrote:
         run.wrote()
-        ctx.say(f"{name}: PR #{pr.number}: review requested from {', '.join(asked)} (not asked on this PR yet: "
-                "a run before stopped first, or the policy named them since)")
-    added = add_missing_labels(ctx, at.gitops_repo, pr, policy.labels)
-    if added:
-        run.wrote()
-        ctx.say(f"{name}: PR #{pr.number} labelled {', '.join(added)} (a run before stopped before its labels)")
     return _merge_step(run, result, merge_if_due(ctx.forge, at.gitops_repo, pr, auto_merge=view.auto_merge))
 
 

@@ -253,36 +253,44 @@ def _push_head(ctx: Context, rendered: Rendered, head: str, *, narrate: bool = T
 
 
 def _ask_and_label(ctx: Context, repo: str, env: Resource[EnvironmentSpec], outcome: ScheduleOutcome) -> None:
-    """The policy's reviewers and labels on the PR the run opened or found: all of them on a PR it opened, those
-    a run before did not get to on one it found (said, so the log tells what this run wrote)."""
-    pr, policy = outcome.pull, env.spec.pull_request
-    if pr is None:
-        return
-    opened = outcome.operation == "created"
-    asked = request_missing_reviewers(ctx, repo, pr, policy.reviewers, opened=opened, env=env,
-                                      refused=outcome.warnings)
+    """:func:`ask_and_label` on the PR the run opened or found; a refused review request is one of its warnings."""
+    if outcome.pull is not None:
+        _, refused = ask_and_label(ctx, repo, outcome.environment, env, outcome.pull,
+                                   opened=outcome.operation == "created")
+        outcome.warnings.extend(refused)
+
+
+def ask_and_label(ctx: Context, repo: str, environment: str, env: Resource[EnvironmentSpec], pr: PullRequest, *,
+                  opened: bool = False) -> tuple[bool, list[Problem]]:
+    """The Environment's reviewers and labels on an open PR: all of them on the PR just ``opened``; on one found
+    open, those a run before did not get to (it stopped first, or the policy named them since), each said so the
+    log tells what this run wrote. Whether it wrote, and the review requests the forge refused
+    (:func:`_request_missing_reviewers`), as warnings."""
+    policy = env.spec.pull_request
+    asked, refused = _request_missing_reviewers(ctx, repo, pr, env, opened=opened)
     if asked and not opened:
-        ctx.say(f"{outcome.environment}: PR #{pr.number}: review requested from {', '.join(asked)} "
+        ctx.say(f"{environment}: PR #{pr.number}: review requested from {', '.join(asked)} "
                 "(not asked on this PR yet: a run before stopped first, or the policy named them since)")
-    add_missing_labels(ctx, repo, pr, policy.labels, opened=opened)
+    added = add_missing_labels(ctx, repo, pr, policy.labels, opened=opened)
+    if added and not opened:
+        ctx.say(f"{environment}: PR #{pr.number} labelled {', '.join(added)} (a run before stopped before its labels)")
+    return bool(asked or added), refused
 
 
-def request_missing_reviewers(ctx: Context, repo: str, pr: PullRequest, reviewers: Iterable[str], *,
-                              opened: bool = False, env: Resource[EnvironmentSpec] | None = None,
-                              refused: list[Problem] | None = None) -> list[str]:
-    """Request the policy's reviewers of an open PR: on the PR just ``opened``, all of them; on one found open,
-    those no review was ever requested from (a run before stopped between opening it and asking, or the policy
-    named them since). A reviewer still
-    asked (in the PR as read: no request), or one asked before who has reviewed since or whom a person took off,
-    is not asked again: only then are the forge's records read (GitHub: a request per hundred of the PR's issue
-    events). The reviewers asked.
+def _request_missing_reviewers(ctx: Context, repo: str, pr: PullRequest, env: Resource[EnvironmentSpec], *,
+                               opened: bool) -> tuple[list[str], list[Problem]]:
+    """Request the Environment's reviewers of an open PR: on the PR just ``opened``, all of them; on one found
+    open, those no review was ever requested from (a run before stopped between opening it and asking, or the
+    policy named them since). A reviewer still asked (in the PR as read: no request), or one asked before who has
+    reviewed since or whom a person took off, is not asked again: only then are the forge's records read (GitHub:
+    a request per hundred of the PR's issue events). The reviewers asked, and the refusal.
 
     A request the forge refuses as such (422: GitHub asks only collaborators with write access, and teams the
-    credentials can see) is a warning in ``refused`` (at the Environment's ``reviewers``) and asks no one: it
-    would fail the same on every run, and stop the labels and the merge step after it."""
-    wanted = list(dict.fromkeys(reviewers))
+    credentials can see) is a warning at the Environment's ``reviewers`` and asks no one: it would fail the same
+    on every run, and stop the labels and the merge step after it."""
+    wanted = list(dict.fromkeys(env.spec.pull_request.reviewers))
     if pr.state != "open" or not wanted:
-        return []
+        return [], []
     if not opened:
         waiting = set(pr.review_requests) | {pr.author.lower()}
         wanted = [r for r in wanted if reviewer_key(r) not in waiting]
@@ -290,19 +298,17 @@ def request_missing_reviewers(ctx: Context, repo: str, pr: PullRequest, reviewer
             made = ctx.forge.review_requests_made(repo, pr.number)
             wanted = [r for r in wanted if reviewer_key(r) not in made]
     if not wanted:
-        return []
+        return [], []
     try:
         ctx.forge.request_reviewers(repo, pr.number, wanted)
     except ForgeError as exc:
-        if exc.request is None or exc.request.status != 422 or refused is None:
+        if exc.request is None or exc.request.status != 422:
             raise
-        where = env.where("spec", "pullRequest", "reviewers") if env is not None else None
-        problem = Problem(f"PR #{pr.number}: no review requested from {', '.join(wanted)}: {exc}",
-                          where, "a reviewer must be a collaborator with write access to the GitOps repository, or a "
-                          "team that can see it; fix spec.pullRequest.reviewers")
-        refused.append(problem)
-        return []
-    return wanted
+        return [], [Problem(f"PR #{pr.number}: no review requested from {', '.join(wanted)}: {exc}",
+                            env.where("spec", "pullRequest", "reviewers"),
+                            "a reviewer must be a collaborator with write access to the GitOps repository, or a "
+                            "team that can see it; fix spec.pullRequest.reviewers")]
+    return wanted, []
 
 
 def add_missing_labels(ctx: Context, repo: str, pr: PullRequest, labels: Iterable[str], *,
@@ -337,5 +343,5 @@ def _maybe_merge(ctx: Context, repo: str, auto_merge: bool, outcome: ScheduleOut
     return outcome
 
 
-__all__ = ["PushRejected", "Rendered", "ScheduleOutcome", "add_missing_labels", "commit_message", "publish",
-           "render_commit", "request_missing_reviewers", "schedule_environment"]
+__all__ = ["PushRejected", "Rendered", "ScheduleOutcome", "add_missing_labels", "ask_and_label", "commit_message",
+           "publish", "render_commit", "schedule_environment"]
