@@ -49,6 +49,12 @@ def invoke(*args: str | Path) -> tuple[int, str, str]:
 
 
 # --- the envelope from every command ---------------------------------------------------------------------------
+def push_dev_policy(tmp_path: Path, cp: Path, extra: str) -> str:
+    """An engineer's commit on main of the chain of tests/fleet.py, with ``extra`` in dev's spec: its sha."""
+    return push_file(tmp_path, cp, "main", ".environments/envs.yaml",
+                     lambda _: main_files({"dev": extra})[".environments/envs.yaml"])
+
+
 def test_render_plan_validate_explain_print_the_envelope(tmp_path: Path) -> None:
     main_dir, env_dir = make_plane(tmp_path)
     out = tmp_path / "out"
@@ -269,8 +275,7 @@ def test_a_pr_whose_labels_failed_is_said_opened_and_labelled_by_the_next_run(
     added them. Now the PR's line comes first, and a run adds the policy's labels an open PR lacks."""
     cp = fresh_fleet(tmp_path, monkeypatch, 0, github_stub)
     labels = "  pullRequest:\n    labels: [fleetflow, promotion]\n"
-    tip = push_file(tmp_path, cp, "main", ".environments/envs.yaml",
-                    lambda _: main_files({"dev": labels})[".environments/envs.yaml"])
+    tip = push_dev_policy(tmp_path, cp, labels)
     fault = github_stub.inject("POST", r"/issues/1/labels$", "forbidden")
     code, _, stderr = invoke("promote", "--commit", tip)
     said = [line.split(" ")[1] for line in stderr.splitlines() if line.startswith("dev: ")]
@@ -292,9 +297,7 @@ def test_the_cron_tick_labels_a_pr_a_stopped_reconcile_opened(
     so a reconcile that opened the PR and then stopped at its labels left nothing the next one sees. The cron
     tick's reconcile (``--verify-merges``) reads a labelled environment's PR and adds the labels it lacks."""
     cp = fresh_fleet(tmp_path, monkeypatch, 0, github_stub)
-    push_file(tmp_path, cp, "main", ".environments/envs.yaml",
-              lambda _: main_files({"dev": "  pullRequest:\n    labels: [fleetflow, promotion]\n"})[
-                  ".environments/envs.yaml"])
+    push_dev_policy(tmp_path, cp, "  pullRequest:\n    labels: [fleetflow, promotion]\n")
     fault = github_stub.inject("POST", r"/issues/1/labels$", "forbidden")
     code, _, stderr = invoke("reconcile")
     assert code == 3 and fault.hits == 1 and "dev: PR #1 opened" in stderr, stderr
@@ -321,8 +324,7 @@ def test_reviewers_a_stopped_run_did_not_ask_are_asked_by_the_next_run_and_only_
     ``review_requested`` issue events (GitHub, "Issue event types"), read only when a reviewer is not waiting on
     the PR as read."""
     cp = fresh_fleet(tmp_path, monkeypatch, 0, github_stub)
-    tip = push_file(tmp_path, cp, "main", ".environments/envs.yaml", lambda _: main_files(
-        {"dev": "  pullRequest:\n    reviewers: [alice, team0/platform]\n"})[".environments/envs.yaml"])
+    tip = push_dev_policy(tmp_path, cp, "  pullRequest:\n    reviewers: [alice, team0/platform]\n")
     fault = github_stub.inject("POST", r"/pulls/1/requested_reviewers$", "forbidden")
     code, _, stderr = invoke("promote", "--commit", tip)
     assert code == 3 and fault.hits == 1 and "dev: PR #1 opened: main@" in stderr, stderr
@@ -348,8 +350,7 @@ def test_reviewers_a_stopped_run_did_not_ask_are_asked_by_the_next_run_and_only_
     assert code == 0 and "review requested" not in stderr, stderr
     assert asks_since(since) == ["GET /repos/team0/gitops/issues/1/events"]  # asked before: neither is asked again
     assert (pr.requested_reviewers, pr.requested_teams) == ([], [])
-    tip = push_file(tmp_path, cp, "main", ".environments/envs.yaml", lambda _: main_files(
-        {"dev": "  pullRequest:\n    reviewers: [alice, team0/platform, bob]\n"})[".environments/envs.yaml"])
+    tip = push_dev_policy(tmp_path, cp, "  pullRequest:\n    reviewers: [alice, team0/platform, bob]\n")
     code, _, stderr = invoke("promote", "--commit", tip)  # the policy names bob since: the PR is updated, bob asked
     assert code == 0 and "PR #1 describes main@" in stderr, stderr
     assert "dev: PR #1: review requested from bob (not asked on this PR yet" in stderr, stderr
@@ -365,9 +366,7 @@ def test_a_reviewer_github_refuses_is_a_warning_that_stops_nothing(
     Environment's reviewers, and the run goes on."""
     cp = fresh_fleet(tmp_path, monkeypatch, 0, github_stub)
     github_stub.repo("team0/gitops").reviewers_allowed = {"alice"}
-    tip = push_file(tmp_path, cp, "main", ".environments/envs.yaml", lambda _: main_files(
-        {"dev": "  pullRequest:\n    reviewers: [alice, mallory]\n    labels: [fleetflow]\n"})[
-        ".environments/envs.yaml"])
+    tip = push_dev_policy(tmp_path, cp, "  pullRequest:\n    reviewers: [alice, mallory]\n    labels: [fleetflow]\n")
     code, stdout, stderr = invoke("promote", "--commit", tip)
     assert code == 0, stdout + stderr
     pr = github_stub.repo("team0/gitops").pull(1)
@@ -388,8 +387,7 @@ def test_the_cron_tick_asks_the_reviewers_a_stopped_reconcile_did_not(
     PR of an environment that asks reviewers and asks those no review was requested from: one request while the
     reviewers wait on the PR, one more (the PR's issue events) once one of them has reviewed."""
     cp = fresh_fleet(tmp_path, monkeypatch, 0, github_stub)
-    push_file(tmp_path, cp, "main", ".environments/envs.yaml", lambda _: main_files(
-        {"dev": "  pullRequest:\n    reviewers: [alice]\n"})[".environments/envs.yaml"])
+    push_dev_policy(tmp_path, cp, "  pullRequest:\n    reviewers: [alice]\n")
     fault = github_stub.inject("POST", r"/pulls/1/requested_reviewers$", "status_5xx", times=10)
     code, _, stderr = invoke("reconcile")
     assert code == 3 and fault.hits >= 1 and "dev: PR #1 opened" in stderr, stderr
@@ -424,8 +422,7 @@ def test_a_label_github_would_refuse_is_refused_before_anything_is_written(
     long_label = "  pullRequest:\n    labels: [fleetflow, " + "x" * 51 + "]\n"
     for extra, said in ((long_label, "is 51 characters long; GitHub takes at most 50"),
                         ("  pullRequest:\n    reviewers: [qa lead]\n", "reviewer 'qa lead' is neither a GitHub login")):
-        tip = push_file(tmp_path, cp, "main", ".environments/envs.yaml",
-                        lambda _, extra=extra: main_files({"dev": extra})[".environments/envs.yaml"])
+        tip = push_dev_policy(tmp_path, cp, extra)
         refs = {name: git(tmp_path, "--git-dir", str(github_stub.repo(f"team0/{name}").path), "for-each-ref")
                 for name in ("control-plane", "gitops")}
         since = github_stub.mark()
