@@ -31,7 +31,7 @@ from typing import Literal
 
 from pydantic import Field, PrivateAttr, computed_field
 
-from fleetflow.errors import FleetflowError, InputError, Problem
+from fleetflow.errors import FleetflowError, InputError, Problem, Problems
 from fleetflow.forge.base import CommitStatus, PullRequest
 from fleetflow.forge.git import PULL_HEADS, heads_of, pull_refs
 from fleetflow.model.controlplane import Resource
@@ -499,7 +499,8 @@ def _propose_and_merge(run: _Run, name: str, view: _View, done: set[StepName],
             result.wait(result.merge.message)
         return None
     result._pull = pr
-    wrote, refused = ask_and_label(ctx, at.gitops_repo, name, at.env_at_pin, pr)
+    refused = Problems()
+    wrote = ask_and_label(ctx, at.gitops_repo, name, at.env_at_pin, pr, refused)
     for problem in refused:
         ctx.say(f"{name}: warning: {problem}")
     if wrote:

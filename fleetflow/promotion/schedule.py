@@ -15,7 +15,7 @@ from typing import Literal
 
 from pydantic import Field, computed_field
 
-from fleetflow.errors import ForgeError, Problem
+from fleetflow.errors import ForgeError, Problem, Problems
 from fleetflow.forge.base import PullRequest, reviewer_key
 from fleetflow.forge.git import PushRejected, retry_races
 from fleetflow.model.controlplane import Resource
@@ -255,42 +255,43 @@ def _push_head(ctx: Context, rendered: Rendered, head: str, *, narrate: bool = T
 def _ask_and_label(ctx: Context, repo: str, env: Resource[EnvironmentSpec], outcome: ScheduleOutcome) -> None:
     """:func:`ask_and_label` on the PR the run opened or found; a refused review request is one of its warnings."""
     if outcome.pull is not None:
-        _, refused = ask_and_label(ctx, repo, outcome.environment, env, outcome.pull,
-                                   opened=outcome.operation == "created")
+        refused = Problems()
+        ask_and_label(ctx, repo, outcome.environment, env, outcome.pull, refused,
+                      opened=outcome.operation == "created")
         outcome.warnings.extend(refused)
 
 
-def ask_and_label(ctx: Context, repo: str, environment: str, env: Resource[EnvironmentSpec], pr: PullRequest, *,
-                  opened: bool = False) -> tuple[bool, list[Problem]]:
+def ask_and_label(ctx: Context, repo: str, environment: str, env: Resource[EnvironmentSpec], pr: PullRequest,
+                  warnings: Problems, *, opened: bool = False) -> bool:
     """The Environment's reviewers and labels on an open PR: all of them on the PR just ``opened``; on one found
     open, those a run before did not get to (it stopped first, or the policy named them since), each said so the
-    log tells what this run wrote. Whether it wrote, and the review requests the forge refused
-    (:func:`_request_missing_reviewers`), as warnings."""
+    log tells what this run wrote. Whether it wrote; the review requests the forge refused
+    (:func:`_request_missing_reviewers`) go to ``warnings``."""
     policy = env.spec.pull_request
-    asked, refused = _request_missing_reviewers(ctx, repo, pr, env, opened=opened)
+    asked = _request_missing_reviewers(ctx, repo, pr, env, warnings, opened=opened)
     if asked and not opened:
         ctx.say(f"{environment}: PR #{pr.number}: review requested from {', '.join(asked)} "
                 "(not asked on this PR yet: a run before stopped first, or the policy named them since)")
     added = add_missing_labels(ctx, repo, pr, policy.labels, opened=opened)
     if added and not opened:
         ctx.say(f"{environment}: PR #{pr.number} labelled {', '.join(added)} (a run before stopped before its labels)")
-    return bool(asked or added), refused
+    return bool(asked or added)
 
 
-def _request_missing_reviewers(ctx: Context, repo: str, pr: PullRequest, env: Resource[EnvironmentSpec], *,
-                               opened: bool) -> tuple[list[str], list[Problem]]:
+def _request_missing_reviewers(ctx: Context, repo: str, pr: PullRequest, env: Resource[EnvironmentSpec],
+                               warnings: Problems, *, opened: bool) -> list[str]:
     """Request the Environment's reviewers of an open PR: on the PR just ``opened``, all of them; on one found
     open, those no review was ever requested from (a run before stopped between opening it and asking, or the
     policy named them since). A reviewer still asked (in the PR as read: no request), or one asked before who has
     reviewed since or whom a person took off, is not asked again: only then are the forge's records read (GitHub:
-    a request per hundred of the PR's issue events). The reviewers asked, and the refusal.
+    a request per hundred of the PR's issue events). The reviewers asked; a refusal goes to ``warnings``.
 
     A request the forge refuses as such (422: GitHub asks only collaborators with write access, and teams the
     credentials can see) is a warning at the Environment's ``reviewers`` and asks no one: it would fail the same
     on every run, and stop the labels and the merge step after it."""
     wanted = list(dict.fromkeys(env.spec.pull_request.reviewers))
     if pr.state != "open" or not wanted:
-        return [], []
+        return []
     if not opened:
         waiting = set(pr.review_requests) | {pr.author.lower()}
         wanted = [r for r in wanted if reviewer_key(r) not in waiting]
@@ -298,17 +299,18 @@ def _request_missing_reviewers(ctx: Context, repo: str, pr: PullRequest, env: Re
             made = ctx.forge.review_requests_made(repo, pr.number)
             wanted = [r for r in wanted if reviewer_key(r) not in made]
     if not wanted:
-        return [], []
+        return []
     try:
         ctx.forge.request_reviewers(repo, pr.number, wanted)
     except ForgeError as exc:
         if exc.request is None or exc.request.status != 422:
             raise
-        return [], [Problem(f"PR #{pr.number}: no review requested from {', '.join(wanted)}: {exc}",
-                            env.where("spec", "pullRequest", "reviewers"),
-                            "a reviewer must be a collaborator with write access to the GitOps repository, or a "
-                            "team that can see it; fix spec.pullRequest.reviewers")]
-    return wanted, []
+        warnings.add(f"PR #{pr.number}: no review requested from {', '.join(wanted)}: {exc}",
+                     env.where("spec", "pullRequest", "reviewers"),
+                     "a reviewer must be a collaborator with write access to the GitOps repository, or a "
+                     "team that can see it; fix spec.pullRequest.reviewers")
+        return []
+    return wanted
 
 
 def add_missing_labels(ctx: Context, repo: str, pr: PullRequest, labels: Iterable[str], *,
