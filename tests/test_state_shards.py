@@ -11,6 +11,7 @@ import os
 import random
 import shutil
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,7 @@ from fleetflow.cli.common import load
 from fleetflow.errors import Problems
 from fleetflow.forge.git import GitRepos
 from fleetflow.promotion.gitops import GitOpsTree, clean_root, write_commit
+from fleetflow.render import incremental
 from fleetflow.render.incremental import (
     LEGACY_VERSION,
     PART_DIR,
@@ -32,6 +34,7 @@ from fleetflow.render.incremental import (
     ExpectedCluster,
     Fingerprints,
     RenderState,
+    Shard,
     index_part,
     is_part_file,
     part_path,
@@ -366,6 +369,111 @@ def test_a_large_index_is_in_256_parts_and_a_change_rewrites_only_the_parts_it_t
     del without.assignments.shards[alone]
     without.to_bytes()
     assert without.part_files(before) == {part_path(index_part(alone)): None}
+
+
+def _read_back(state: RenderState) -> RenderState:
+    """``state`` written (index and parts) and read again, as a schedule reads the GitOps branch's."""
+    index = state.to_bytes()
+    files = {**state.part_files(), **state.shard_files()}
+    return RenderState.from_bytes(index, CountingFiles({p: d for p, d in files.items() if d is not None}))
+
+
+def _edit_at_random(state: RenderState, rng: random.Random) -> str:
+    """One change of the kind a render makes to the state's index entries: a fingerprint, a ConfigMap's keys, a
+    cluster's status context, a shard's ids, a cluster type added or removed (with everything of it). What it did."""
+    fps = state.fingerprints
+    assert fps is not None and fps.reporters is not None
+    names = sorted(fps.cluster_types)
+    ct = rng.choice(names)
+    kind = rng.randrange(8)
+    if kind == 0:
+        fps.cluster_types[ct] = f"f{rng.random()}"
+    elif kind == 1:
+        fps.config_maps[f"cm-{ct}"] = ("f", {"ct": ct, "tier": "edge"})
+    elif kind == 2:
+        state.config_keys[f"cm-{ct}"] = {"K": "h2", "NEW": "n"}
+    elif kind == 3:
+        state.clusters = [ExpectedCluster(c.name, c.cluster_type, None if c.cluster_type == ct else c.status_context)
+                          for c in state.clusters]
+    elif kind == 4:
+        state.assignments.shards[ct] = Shard(ct, {f"{ct}/w": AssignmentState("i", "c", ("x.yaml",)),
+                                                 f"{ct}/v": AssignmentState("i", "c", ())})
+    elif kind == 5:
+        fps.reporters[ct] = f"r{rng.random()}"
+    elif kind == 6:  # the cluster type goes, with all it had in the index
+        del fps.cluster_types[ct], fps.reporters[ct], state.assignments.shards[ct]
+        fps.config_maps.pop(f"cm-{ct}", None)
+        state.config_keys.pop(f"cm-{ct}", None)
+        state.clusters = [c for c in state.clusters if c.cluster_type != ct]
+    else:  # one comes
+        new = f"new-{rng.randrange(10_000):04d}"
+        fps.cluster_types[new], fps.reporters[new] = "f", "r"
+        state.assignments.shards[new] = Shard(new, {f"{new}/w": AssignmentState("i", "c", ("x.yaml",))})
+        state.clusters = [*state.clusters, ExpectedCluster(f"cluster-{new}", new, f"flux/{new}")]
+        return f"{new} added"
+    return f"edit {kind} of {ct}"
+
+
+@pytest.mark.parametrize("size", [40, 300])
+def test_parts_taken_from_the_state_read_are_the_bytes_formatting_gives(size: int) -> None:
+    """A render's state takes, from the state it started from (``base``), the bytes of every index part none of
+    whose entries changed, and formats only the others: after any run of changes, its index and its part files are
+    byte for byte those of the same state formatted whole (a fresh render's). Random runs of every kind of
+    change, on an index in one part (40 cluster types) and in 256 (300)."""
+    rng = random.Random(size)
+    previous = _read_back(_fleet_state(size))
+    for step in range(40):
+        changed = _read_back_copy(previous)
+        done = [_edit_at_random(changed, rng) for _ in range(rng.randrange(1, 4))]
+        fresh = _read_back_copy(changed)
+        changed.base = previous
+        assert changed.to_bytes() == fresh.to_bytes(), (step, done)
+        assert changed.part_files(previous) == fresh.part_files(previous), (step, done)
+        previous = _read_back(changed)
+
+
+def _read_back_copy(state: RenderState) -> RenderState:
+    """A state with the same entries as ``state`` and nothing read or made (no base, no parts)."""
+    fps = state.fingerprints
+    assert fps is not None
+    return RenderState(
+        environment=state.environment, main_commit=state.main_commit, engine=state.engine,
+        assignments=Assignments({ct: Shard(ct, dict(s.entries)) for ct, s in state.assignments.shards.items()}),
+        config_keys={k: dict(v) for k, v in state.config_keys.items()},
+        clusters=list(state.clusters),
+        fingerprints=Fingerprints(schemas=fps.schemas, cluster_types=dict(fps.cluster_types),
+                                  targets=dict(fps.targets), config_maps=dict(fps.config_maps),
+                                  reporters=dict(fps.reporters or {})),
+    )
+
+
+def test_a_change_formats_only_the_part_it_touches(monkeypatch: pytest.MonkeyPatch) -> None:
+    """At 2,000 cluster types (256 parts), a state that changed one cluster type's fingerprint formats one part;
+    the other 255 are the bytes read. Without a base (a fresh render, ``--full``), or with one another engine
+    wrote, every part is formatted."""
+    formatted: list[str] = []
+    to_bytes = incremental._Part.to_bytes
+
+    def counting(self: Any, part: str, with_fingerprints: bool) -> bytes:
+        formatted.append(part)
+        return to_bytes(self, part, with_fingerprints)
+
+    monkeypatch.setattr(incremental._Part, "to_bytes", counting)
+    previous = _read_back(_fleet_state(2000))
+    formatted.clear()
+    changed = _read_back_copy(previous)
+    assert changed.fingerprints is not None
+    changed.fingerprints.cluster_types["ct-0042"] = "g"
+    changed.base = previous
+    changed.to_bytes()
+    assert formatted == [index_part("ct-0042")]
+    assert list(changed.part_files(previous)) == [part_path(index_part("ct-0042"))]
+    for base in (None, replace(previous, engine="fleetflow y")):
+        formatted.clear()
+        again = _read_back_copy(changed)
+        again.base = base
+        again.to_bytes()
+        assert len(formatted) == 256
 
 
 def test_a_state_under_an_output_folder_is_read_with_its_parts(tmp_path: Path) -> None:

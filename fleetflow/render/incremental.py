@@ -341,6 +341,9 @@ class RenderState:
     version: int = STATE_VERSION  # of the file it was read from (LEGACY_VERSION: no shard files stand yet)
     # the index's parts as read, by part (none from a version-2 or version-1 file): :meth:`part_files` compares
     stored_parts: dict[str, bytes] = field(default_factory=dict, repr=False, compare=False)
+    # the state a render started from (read with its parts): :meth:`to_bytes` takes from it the bytes of every part
+    # none of whose entries changed, instead of formatting them again (:meth:`_unchanged_parts`)
+    base: RenderState | None = field(default=None, repr=False, compare=False)
     _parts: dict[str, bytes] | None = field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -378,7 +381,9 @@ class RenderState:
         """The index's parts, by part (:func:`index_part`): what the index records per cluster type (its clusters,
         fingerprint, reporter fingerprint, count and digest of assignment ids), per ConfigMap (key hashes,
         fingerprint and labels) and per deployment target (fingerprint), each in the part of its name. A change
-        to a few of them rewrites a few parts, whatever the size of the fleet."""
+        to a few of them rewrites a few parts, whatever the size of the fleet; and only those parts are formatted:
+        every other one is the bytes it was read as (:meth:`_unchanged_parts`), the same bytes formatting would give
+        (``tests/test_state_shards.py`` holds the two equal)."""
         fps = self.fingerprints.to_json() if self.fingerprints is not None else None
         shards = sorted((ct, s) for ct, s in self.assignments.shards.items() if len(s))
         names = {c.cluster_type for c in self.clusters} | self.config_keys.keys() | {ct for ct, _ in shards}
@@ -387,28 +392,70 @@ class RenderState:
                 names.update(fps[section])
         whole = len(names) <= SMALL_INDEX
         part_of = {name: index_part(name, whole=whole) for name in names}
+        kept = self._unchanged_parts(whole)
         parts: dict[str, _Part] = {}
 
-        def part(name: str) -> _Part:
+        def part(name: str) -> _Part | None:
             key = part_of[name]
             found = parts.get(key)
             if found is None:
+                if key in kept:
+                    return None  # its bytes are the ones read: nothing in it changed
                 found = parts[key] = _Part()
             return found
 
         # each section in the order of its names, so each part's lines are in that order too
         for c in sorted(self.clusters, key=lambda c: (c.cluster_type, c.name)):
-            part(c.cluster_type).clusters.append(_cluster_entry(c))
+            if (into := part(c.cluster_type)) is not None:
+                into.clusters.append(_cluster_entry(c))
         for name, keys in sorted(self.config_keys.items()):
-            part(name).config_keys.append(_config_keys_line(name, keys))
+            if (into := part(name)) is not None:
+                into.config_keys.append(_config_keys_line(name, keys))
         if fps is not None:
             for section in _FINGERPRINT_MAPS:
                 for k, v in fps[section].items():
-                    part(k).fingerprints[section].append(_fingerprint_line(k, v))
+                    if (into := part(k)) is not None:
+                        into.fingerprints[section].append(_fingerprint_line(k, v))
         for ct, s in shards:
-            part(ct).shards.append(_shard_line(ct, s))
+            if (into := part(ct)) is not None:
+                into.shards.append(_shard_line(ct, s))
         with_fingerprints = self.fingerprints is not None
-        return {key: found.to_bytes(key, with_fingerprints) for key, found in sorted(parts.items())}
+        made = {key: found.to_bytes(key, with_fingerprints) for key, found in parts.items()}
+        made.update((key, kept[key]) for key in set(part_of.values()) if key in kept)
+        return dict(sorted(made.items()))
+
+    def _unchanged_parts(self, whole: bool) -> dict[str, bytes]:
+        """The parts of :attr:`base` (as read, by part) none of whose names has an entry that differs now, in any
+        section: formatted again they would be the same bytes, so they are taken as they are. Every name whose
+        entry was added, removed or changed marks its part; a part all of whose names are gone is not named by the
+        new index, so whether it is here does not matter. Nothing is taken (every part is formatted) unless the
+        base was read from parts this same engine wrote, split the same way (``whole``), with fingerprints as
+        this state has them or without them as it has none."""
+        base = self.base
+        if (base is None or base.version != STATE_VERSION or not base.stored_parts or base.engine != self.engine
+                or (base.fingerprints is None) != (self.fingerprints is None)
+                or (WHOLE_PART in base.stored_parts) != whole):
+            return {}
+        changed = _changed_keys(base.config_keys, self.config_keys)
+        if base.fingerprints is not None and self.fingerprints is not None:
+            was, now = base.fingerprints, self.fingerprints
+            changed |= _changed_keys(was.cluster_types, now.cluster_types)
+            changed |= _changed_keys(was.targets, now.targets)
+            changed |= _changed_keys(was.config_maps, now.config_maps)
+            changed |= _changed_keys(was.reporters or {}, now.reporters or {})
+        changed |= _changed_keys(_clusters_by_type(base.clusters), _clusters_by_type(self.clusters))
+        before, after = base.assignments.shards, self.assignments.shards
+        for ct in before.keys() | after.keys():
+            was_shard, now_shard = before.get(ct), after.get(ct)
+            if was_shard is now_shard:
+                continue
+            count = len(now_shard) if now_shard is not None else 0
+            if count != (len(was_shard) if was_shard is not None else 0) or (
+                    count and was_shard is not None and now_shard is not None
+                    and was_shard.members != now_shard.members):
+                changed.add(ct)
+        dirty = {index_part(name, whole=whole) for name in changed}
+        return {part: data for part, data in base.stored_parts.items() if part not in dirty}
 
     def part_files(self, previous: RenderState | None = None, present: Iterable[str] = ()) -> dict[str, bytes | None]:
         """The index's part files (relative to the output root) that differ from those ``previous`` was read
@@ -693,6 +740,25 @@ def _assignment_line(aid: str, a: AssignmentState) -> str:
 
 def _mapping(value: Any) -> Mapping[str, Any]:
     return value if isinstance(value, dict) else {}
+
+
+_ABSENT = object()
+
+
+def _changed_keys(before: Mapping[str, Any], after: Mapping[str, Any]) -> set[str]:
+    """The keys added, removed, or whose value differs, between two mappings."""
+    changed = {key for key, value in after.items() if before.get(key, _ABSENT) != value}
+    changed.update(before.keys() - after.keys())
+    return changed
+
+
+def _clusters_by_type(clusters: Iterable[ExpectedCluster]) -> dict[str, list[tuple[str, str | None]]]:
+    """Cluster type -> its clusters' (name, status context), by name: what the index's part of the cluster type
+    holds of them."""
+    found: dict[str, list[tuple[str, str | None]]] = {}
+    for c in sorted(clusters, key=lambda c: c.name):
+        found.setdefault(c.cluster_type, []).append((c.name, c.status_context))
+    return found
 
 
 _FINGERPRINT_MAPS = ("clusterTypes", "configMaps", "reporters", "targets")  # in the index, one entry a line

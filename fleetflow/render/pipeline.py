@@ -387,6 +387,7 @@ def render_environment(
         config_keys=config_key_hashes(plane, _unchanged_config_keys(previous, current) if reusable else None),
         clusters=clusters,
         fingerprints=current,
+        base=previous if reusable else None,  # its index parts that nothing changed are taken as they are
     )
     current.held_back = sorted(failed)
     changes = diff_states(previous, state)
