@@ -538,6 +538,20 @@ def change_and_schedule(setup: Result, root: str, i: int, rendered: Path,
     return render, floor, schedule
 
 
+def warm_growth_fleet(root: Path, workloads: int, cluster_types: int) -> Result:
+    """The fleet of (g) at ``root``, as its timed schedules find it: fully promoted and merged, then one schedule
+    after the line tuning changed, merged too (the caches warm, as on a runner with a cache). Its setup. The phases
+    run in this process (``schedule_steps.py`` and ``schedule_instructions.py`` call it from a process of their
+    own)."""
+    setup = build_repos(root, workloads, cluster_types, lines=cluster_types // GROWTH_CHANGED)
+    promoted = phase_promote(str(root))
+    phase_merge(str(root), promoted["pr"])
+    toggle_line_tuning(setup, 0)
+    warm = phase_schedule(str(root))
+    phase_merge(str(root), warm["pr"])
+    return setup
+
+
 def toggle_line_tuning(setup: Result, i: int) -> None:
     """The 1% change of (c): one ConfigMap value on the environment branch, back and forth."""
     env_work = Path(setup["env"])

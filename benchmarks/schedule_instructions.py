@@ -188,13 +188,7 @@ def child(root: str, setup_only: bool) -> None:
 def one_size(work: Path, workloads: int, cluster_types: int) -> Split:
     root = work / f"size-{cluster_types}"
     root.mkdir()
-    setup = bench_promotion.build_repos(root, workloads, cluster_types,
-                                        lines=cluster_types // bench_promotion.GROWTH_CHANGED)
-    promoted = bench_render.in_child(bench_promotion.phase_promote, str(root))
-    bench_render.in_child(bench_promotion.phase_merge, str(root), promoted["pr"])
-    bench_promotion.toggle_line_tuning(setup, 0)
-    warm = bench_render.in_child(bench_promotion.phase_schedule, str(root))
-    bench_render.in_child(bench_promotion.phase_merge, str(root), warm["pr"])
+    setup = bench_render.in_child(bench_promotion.warm_growth_fleet, root, workloads, cluster_types)
     me = [sys.executable, str(Path(__file__).resolve()), "--child", str(root)]
     (start,) = valgrind(work / f"start-{cluster_types}", *me, "--setup-only")
     bench_promotion.toggle_line_tuning(setup, 1)

@@ -98,13 +98,7 @@ def instrument(spent: dict[str, float]) -> None:
 def one_size(work: Path, workloads: int, cluster_types: int, runs: int) -> list[tuple[float, dict[str, float]]]:
     root = work / f"size-{cluster_types}"
     root.mkdir()
-    setup = bench_promotion.build_repos(root, workloads, cluster_types,
-                                        lines=cluster_types // bench_promotion.GROWTH_CHANGED)
-    promoted = bench_promotion.phase_promote(str(root))
-    bench_promotion.phase_merge(str(root), promoted["pr"])
-    bench_promotion.toggle_line_tuning(setup, 0)
-    warm = bench_promotion.phase_schedule(str(root))
-    bench_promotion.phase_merge(str(root), warm["pr"])
+    setup = bench_promotion.warm_growth_fleet(root, workloads, cluster_types)
     spent: dict[str, float] = defaultdict(float)
     instrument(spent)
     started: list[float] = []
