@@ -250,3 +250,53 @@ def test_fast_commit_keeps_every_other_subtree_and_takes_any_name(tmp_path: Path
     assert repo.resolve(f"{first}:keep") == repo.resolve(f"{second}:keep")
     assert repo.resolve(f"{first}:odd") != repo.resolve(f"{second}:odd")
     assert repo.refs("refs/fleetflow-scratch/") == {}  # no ref is left behind
+
+
+@pytest.mark.parametrize("under", ["", "apps"])
+def test_folders_built_apart_give_the_same_commit(tmp_path: Path, under: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``fast_commit(..., folders_under=...)`` builds each folder with many edits in a fast-import of its own and
+    sets it by id (fast-import scans a tree's entries for every edited path: git's ``fast-import.c``,
+    ``tree_content_set``). The commit is the one the edits applied in one go give, id for id: folders changed, a new
+    one, one the edits empty (it goes), one with few edits (left in the stream), a file and a folder directly
+    under ``under``, and the same with an output folder ``apps``. A small tree around them is not worth it: one
+    fast-import."""
+    repo = BareRepo(tmp_path / "r.git")
+    who = ("tests", "tests@fleetflow.invalid")
+    at = f"{under}/" if under else ""
+    files = [TreeEdit(f"{at}ct-{c:03d}/app-{a:02d}/{f}.yaml", f"{c} {a} {f}\n".encode())
+             for c in range(150) for a in range(70) for f in ("flux", "config")]
+    base = repo.fast_commit(None, [*files, TreeEdit("README.md", b"hi\n"), TreeEdit(f"{at}top.yaml", b"t\n")],
+                            "base", who, 1_700_000_000)
+    edits = [
+        *(TreeEdit(f"{at}ct-007/app-{a:02d}/config.yaml", f"changed {a}\n".encode()) for a in range(70)),
+        *(TreeEdit(f"{at}ct-008/app-{a:02d}") for a in range(0, 70, 2)),  # half its assignments go
+        *(TreeEdit(f"{at}ct-008/app-{a:02d}/flux.yaml", b"new\n") for a in range(70, 110)),
+        *(TreeEdit(f"{at}ct-new/app-{a:02d}/flux.yaml", b"n\n") for a in range(80)),  # a new folder
+        *(TreeEdit(f"{at}ct-009/app-{a:02d}") for a in range(70)),  # every assignment goes: the folder goes
+        *(TreeEdit(f"{at}ct-010/app-{a:02d}/flux.yaml", b"few\n") for a in range(3)),  # few: in the stream
+        TreeEdit(f"{at}top.yaml", b"t2\n"), TreeEdit(f"{at}ct-011"), TreeEdit("README.md", b"hello\n"),
+    ]
+    runs: list[int] = []
+    original = BareRepo._fast_import
+
+    def counted(self: BareRepo, *args: Any) -> list[str]:
+        runs.append(1)
+        return original(self, *args)
+
+    monkeypatch.setattr(BareRepo, "_fast_import", counted)
+    apart = repo.fast_commit(base, edits, "change", who, 1_700_000_001, folders_under=under)
+    assert len(runs) == 2  # the folders' own fast-import, then the commit's
+    in_one = repo.fast_commit(base, edits, "change", who, 1_700_000_001)
+    assert len(runs) == 3
+    assert apart == in_one  # the same tree, message, parent and dates: the same commit id
+    assert repo.resolve(f"{apart}:{at}ct-009") is None
+    assert repo.read_file(apart, f"{at}ct-new/app-05/flux.yaml") == b"n\n"
+    assert repo.resolve(f"{base}:{at}ct-012") == repo.resolve(f"{apart}:{at}ct-012")
+    assert repo.refs("refs/fleetflow-scratch/") == {}  # no ref is left behind
+
+    small = repo.fast_commit(None, files[:300], "small", who, 1_700_000_000)  # 3 folders beside each other
+    runs.clear()
+    grown = [TreeEdit(f"{at}ct-000/app-{a:02d}/flux.yaml", b"x\n") for a in range(70)]
+    alone = repo.fast_commit(small, grown, "c", who, 1, folders_under=under)
+    assert alone == repo.fast_commit(small, grown, "c", who, 1)
+    assert len(runs) == 2  # one fast-import each: nothing built apart
