@@ -528,88 +528,17 @@ class BareRepo:
         return self.out(*args, stdin=message.encode(), env=commit_env(identity, when))
 
     def fast_commit(self, parent: str | None, edits: Iterable[TreeEdit], message: str, identity: tuple[str, str],
-                    when: int, *, folders_under: str | None = None) -> str:
-        """A commit whose tree is ``parent``'s with ``edits`` applied, written by ``git fast-import``. It loads
+                    when: int) -> str:
+        """A commit whose tree is ``parent``'s with ``edits`` applied, written by one ``git fast-import``. It loads
         only the trees along edited paths and keeps every other subtree by id, so the cost follows the edits, not
-        the size of the tree. Nothing is checked out and no ref moves (the scratch refs fast-import needs are
-        removed again); the commit's id comes back through ``get-mark``.
-
-        ``folders_under`` (a folder of the tree, ``""`` for its root): fast-import finds each edited path by a
-        linear scan of every tree on the way (git's ``fast-import.c``, ``tree_content_set``), so edits in a folder
-        with many siblings each scan them all: 3,000 edits in a root of 1,000 cluster-type folders scan 3,000,000
-        entries. The edits below each folder of ``folders_under`` that has :data:`GROUPED_AT` or more of them are
-        applied first to that folder's own tree, in a commit of its own (:meth:`_folder_trees`), and the commit
-        then sets each such folder once, by id: the same tree, the siblings scanned once a folder."""
-        edits = list(edits)
-        folders: dict[str, str | None] = {}
-        if parent is not None and folders_under is not None:
-            edits, folders = self._folder_trees(parent, edits, folders_under, identity, when)
+        the size of the tree. Nothing is checked out and no ref moves (the scratch ref fast-import needs is removed
+        again); the commit's id comes back through ``get-mark``."""
         scratch = f"refs/fleetflow-scratch/{os.getpid()}-{uuid.uuid4().hex}"
         name, email = identity
         head = [b"feature done\n", f"commit {scratch}\nmark :1\n".encode(), _who(b"author", name, email, when),
                 _who(b"committer", name, email, when), _data(message.encode())]
         if parent is not None:
             head.append(f"from {parent}\n".encode())
-        # a folder built apart is set by id (or deleted, when its edits emptied it); no other edit is inside one
-        whole = [TreeEdit(folder, tree=tree) for folder, tree in sorted(folders.items())]
-        try:
-            return self._fast_import(head, [*whole, *edits], [1])[0]
-        finally:
-            self.git("update-ref", "-d", scratch, check=False)
-
-    def _folder_trees(self, parent: str, edits: list[TreeEdit], under: str, identity: tuple[str, str],
-                      when: int) -> tuple[list[TreeEdit], dict[str, str | None]]:
-        """The edits below each folder of ``under`` with :data:`GROUPED_AT` or more of them (and none of the
-        folder itself), applied to that folder's tree in ``parent`` (or to an empty one, for a new folder) in a
-        commit of their own, all in one fast-import: the other edits, and each such folder's new tree (None: the
-        edits left it empty, so it goes, as fast-import drops a folder its deletions empty)."""
-        prefix = f"{under}/" if under else ""
-        by_folder: dict[str, list[TreeEdit]] = {}
-        for edit in edits:
-            folder = _folder_of(edit.path, prefix)
-            if folder is not None:
-                by_folder.setdefault(folder, []).append(edit)
-        touched = {edit.path for edit in edits}
-        if any(under == path or under.startswith(f"{path}/") for path in touched):
-            return edits, {}  # an edit of the folder itself, or of one around it: applied in order, as given
-        grouped = {f: found for f, found in by_folder.items()
-                   if len(found) >= GROUPED_AT and f not in touched and "\n" not in f}
-        if not grouped:
-            return edits, {}
-        kinds = self.git("cat-file", "--batch-check", stdin="".join(
-            f"{parent}:{folder}\n" for folder in [under, *grouped]).encode()).stdout.decode().splitlines()
-        if not kinds[0].partition(" ")[2].startswith("tree ") or int(kinds[0].rsplit(" ", 1)[1]) < GROUPED_SIBLINGS:
-            return edits, {}  # few folders beside them: the scans cost less than a fast-import more
-        olds: dict[str, str | None] = {}
-        for folder, line in zip(grouped, kinds[1:], strict=True):
-            sha, _, kind = line.partition(" ")
-            if kind.startswith("tree "):
-                olds[folder] = sha
-            elif kind.strip() == "missing":
-                olds[folder] = None
-            # a file there: its edits stay where they are
-        grouped = {f: found for f, found in grouped.items() if f in olds}
-        if not grouped:
-            return edits, {}
-        name, email = identity
-        refs = [f"refs/fleetflow-scratch/{os.getpid()}-{uuid.uuid4().hex}" for _ in grouped]
-        commits: list[bytes | TreeEdit] = []
-        for mark, (ref, (folder, found)) in enumerate(zip(refs, grouped.items(), strict=True), start=1):
-            commits += [f"commit {ref}\nmark :{mark}\n".encode(), _who(b"committer", name, email, when), _data(b"")]
-            if olds[folder] is not None:
-                commits.append(TreeEdit("", tree=olds[folder]))
-            commits += [TreeEdit(edit.path[len(folder) + 1:], edit.data, edit.tree, edit.blob) for edit in found]
-        try:
-            made = self._fast_import([b"feature done\n"], commits, list(range(1, len(grouped) + 1)))
-            trees = self.out("rev-parse", *(f"{commit}^{{tree}}" for commit in made)).split()
-        finally:
-            self.git("update-ref", "--stdin", stdin="".join(f"delete {ref}\n" for ref in refs).encode(), check=False)
-        folders = {folder: (None if tree == EMPTY_TREE else tree) for folder, tree in zip(grouped, trees, strict=True)}
-        return [edit for edit in edits if _folder_of(edit.path, prefix) not in grouped], folders
-
-    def _fast_import(self, head: list[bytes], stream: Iterable[bytes | TreeEdit], marks: list[int]) -> list[str]:
-        """One ``git fast-import``: ``head``, then ``stream`` (commands as bytes, and the tree edits of the commit
-        they follow), then ``get-mark`` of each of ``marks``: the objects' ids, in that order."""
         argv = ["git", f"--git-dir={self.folder}", "fast-import", "--quiet", "--date-format=raw"]
         proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                 env=git_env())
@@ -617,23 +546,20 @@ class BareRepo:
         try:
             try:
                 buffer = bytearray(b"".join(head))
-                for item in stream:
-                    if isinstance(item, bytes):
-                        buffer += item
-                        continue
-                    path = _quote(item.path)
-                    if item.tree is not None:
-                        buffer += f"M 040000 {item.tree} ".encode() + path + b"\n"
-                    elif item.blob is not None:
-                        buffer += f"M 100644 {item.blob} ".encode() + path + b"\n"
-                    elif item.data is None:
+                for edit in edits:
+                    path = _quote(edit.path)
+                    if edit.tree is not None:
+                        buffer += f"M 040000 {edit.tree} ".encode() + path + b"\n"
+                    elif edit.blob is not None:
+                        buffer += f"M 100644 {edit.blob} ".encode() + path + b"\n"
+                    elif edit.data is None:
                         buffer += b"D " + path + b"\n"
                     else:
-                        buffer += b"M 100644 inline " + path + b"\n" + _data(item.data)
+                        buffer += b"M 100644 inline " + path + b"\n" + _data(edit.data)
                     if len(buffer) > 1 << 20:
                         proc.stdin.write(buffer)
                         buffer.clear()
-                buffer += b"\n" + b"".join(b"get-mark :%d\n" % mark for mark in marks) + b"done\n"
+                buffer += b"\nget-mark :1\ndone\n"
                 proc.stdin.write(buffer)
             except BrokenPipeError:
                 pass  # fast-import stopped early: its reason is on stderr
@@ -645,7 +571,8 @@ class BareRepo:
             if proc.returncode is None:
                 proc.kill()
                 proc.wait()
-        return out.decode().split()
+            self.git("update-ref", "-d", scratch, check=False)
+        return out.decode().strip()
 
     def tree_of(self, commit: str) -> str:
         return self.out("rev-parse", f"{commit}^{{tree}}")
@@ -737,19 +664,6 @@ def serve_partial_clones(git_dir: Path) -> None:
     from a folder: without it, ``git`` warns "filtering not recognized by server, ignoring" and sends every blob."""
     for key in ("uploadpack.allowFilter", "uploadpack.allowAnySHA1InWant"):
         run_git(["config", key, "true"], git_dir=git_dir)
-
-
-GROUPED_AT = 64  # edits below one folder from which fast_commit builds the folder's tree apart (folders_under)
-GROUPED_SIBLINGS = 4096  # bytes of the tree around them (about 100 entries) from which it does
-
-
-def _folder_of(path: str, prefix: str) -> str | None:
-    """The folder directly in ``prefix`` (a folder and its slash, or ``""``) that holds ``path`` at some depth below
-    it; None when ``path`` is not below one (outside ``prefix``, or a file or folder directly in it)."""
-    if not path.startswith(prefix):
-        return None
-    first, slash, _ = path[len(prefix):].partition("/")
-    return prefix + first if slash and first else None
 
 
 def _who(role: bytes, name: str, email: str, when: int) -> bytes:

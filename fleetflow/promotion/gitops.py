@@ -207,7 +207,7 @@ def commit_edits(tree: GitOpsTree, edits: Iterable[TreeEdit], message: str, iden
     """Commit ``edits`` on top of ``tree.commit`` (nothing is pushed); no commit when the tree stays the same.
     ``owned``: what the edits delete and keep, for the caller (:func:`write_commit`)."""
     owned = owned if owned is not None else Ownership()
-    commit = tree.repo.fast_commit(tree.commit, edits, message, identity, when, folders_under=tree.root)
+    commit = tree.repo.fast_commit(tree.commit, edits, message, identity, when)
     new_tree = tree.repo.tree_of(commit)
     old_tree = tree.repo.tree_of(tree.commit) if tree.commit else None
     if old_tree == new_tree:
