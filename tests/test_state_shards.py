@@ -423,28 +423,51 @@ def test_parts_taken_from_the_state_read_are_the_bytes_formatting_gives(size: in
     rng = random.Random(size)
     previous = _read_back(_fleet_state(size))
     for step in range(40):
-        changed = _read_back_copy(previous)
+        changed = _read_back_copy(previous, carry=True)
         done = [_edit_at_random(changed, rng) for _ in range(rng.randrange(1, 4))]
-        fresh = _read_back_copy(changed)
         changed.base = previous
-        assert changed.to_bytes() == fresh.to_bytes(), (step, done)
-        assert changed.part_files(previous) == fresh.part_files(previous), (step, done)
+        index, parts = changed.to_bytes(), changed.part_files(previous)  # before a copy reads the carried shards
+        fresh = _read_back_copy(changed)
+        assert index == fresh.to_bytes(), (step, done)
+        assert parts == fresh.part_files(previous), (step, done)
         previous = _read_back(changed)
 
 
-def _read_back_copy(state: RenderState) -> RenderState:
-    """A state with the same entries as ``state`` and nothing read or made (no base, no parts)."""
+def _read_back_copy(state: RenderState, *, carry: bool = False) -> RenderState:
+    """A state with the same entries as ``state`` and nothing made (no base, no parts): its shards new ones with the
+    same entries (read), or (``carry``) ``state``'s own, unread, as a render carries the shards no change touches."""
     fps = state.fingerprints
     assert fps is not None
+    shards = state.assignments.shards
+    copied = dict(shards) if carry else {ct: Shard(ct, dict(shard.entries)) for ct, shard in shards.items()}
     return RenderState(
         environment=state.environment, main_commit=state.main_commit, engine=state.engine,
-        assignments=Assignments({ct: Shard(ct, dict(s.entries)) for ct, s in state.assignments.shards.items()}),
+        assignments=Assignments(copied),
         config_keys={k: dict(v) for k, v in state.config_keys.items()},
         clusters=list(state.clusters),
         fingerprints=Fingerprints(schemas=fps.schemas, cluster_types=dict(fps.cluster_types),
                                   targets=dict(fps.targets), config_maps=dict(fps.config_maps),
                                   reporters=dict(fps.reporters or {})),
     )
+
+
+def test_a_shard_edited_by_hand_gets_the_part_a_fresh_render_writes() -> None:
+    """A shard whose file a person edited (other assignment ids than its index line's digest) is read when its
+    cluster type is touched; its part is formatted again, never taken as read: the index then holds the digest of
+    what the render writes, as a fresh render's does."""
+    state = _fleet_state(300)
+    index = state.to_bytes()
+    files = {p: d for p, d in {**state.part_files(), **state.shard_files()}.items() if d is not None}
+    edited = Shard("ct-0042", {"ct-0042/w": AssignmentState("i", "c", ("x.yaml",)),
+                               "ct-0042/by-hand": AssignmentState("i", "c", ())})
+    files[shard_path("ct-0042")] = edited.to_bytes()  # the index still has the digest of one id
+    previous = RenderState.from_bytes(index, CountingFiles(files))
+    assert previous.assignments["ct-0042/by-hand"].input_hash == "i"  # read: the shard is the file's now
+    changed = _read_back_copy(previous)
+    fresh = _read_back_copy(previous)
+    changed.base = previous
+    assert changed.to_bytes() == fresh.to_bytes()
+    assert changed.part_files(previous) == fresh.part_files(previous) != {}
 
 
 def test_a_change_formats_only_the_part_it_touches(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -461,7 +484,7 @@ def test_a_change_formats_only_the_part_it_touches(monkeypatch: pytest.MonkeyPat
     monkeypatch.setattr(incremental._Part, "to_bytes", counting)
     previous = _read_back(_fleet_state(2000))
     formatted.clear()
-    changed = _read_back_copy(previous)
+    changed = _read_back_copy(previous, carry=True)
     assert changed.fingerprints is not None
     changed.fingerprints.cluster_types["ct-0042"] = "g"
     changed.base = previous

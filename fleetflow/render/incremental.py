@@ -449,6 +449,9 @@ class RenderState:
             was_shard, now_shard = before.get(ct), after.get(ct)
             if was_shard is now_shard:
                 continue
+            if was_shard is not None and was_shard.loaded:
+                changed.add(ct)  # read: its count and digest are now its file's, which its part may not hold
+                continue
             count = len(now_shard) if now_shard is not None else 0
             if count != (len(was_shard) if was_shard is not None else 0) or (
                     count and was_shard is not None and now_shard is not None
