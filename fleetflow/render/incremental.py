@@ -841,8 +841,9 @@ def affected_assignments(
     kind of cluster type, never per assignment: a change of one target is looked up once per kind."""
     if previous.schemas != current.schemas:
         return None  # validation results may change anywhere
-    changed_ct = {ct for ct, fp in current.cluster_types.items() if previous.cluster_types.get(ct) != fp}
-    changed_t = {t for t, fp in current.targets.items() if previous.targets.get(t) != fp}
+    # (a removed cluster type or target is in none of the schedule's pairs: being here too changes nothing)
+    changed_ct = _changed_keys(previous.cluster_types, current.cluster_types)
+    changed_t = _changed_keys(previous.targets, current.targets)
     touched: dict[str, set[str]] = {}
     for name in set(previous.config_maps) | set(current.config_maps):
         before, now = previous.config_maps.get(name), current.config_maps.get(name)
