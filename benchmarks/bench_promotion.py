@@ -538,6 +538,23 @@ def change_and_schedule(setup: Result, root: str, i: int, rendered: Path,
     return render, floor, schedule
 
 
+def add_growth_sizes(parser: argparse.ArgumentParser) -> None:
+    """``--workloads`` and ``--cluster-types`` of the benchmarks that split one schedule of the (g) fleet at two or
+    more sizes (``schedule_steps.py``, ``schedule_instructions.py``); :func:`growth_sizes` reads them."""
+    parser.add_argument("--workloads", type=int, default=100)
+    parser.add_argument("--cluster-types", default="100,1000",
+                        help=f"comma-separated cluster-type counts, multiples of {GROWTH_CHANGED} (default: 100,1000)")
+
+
+def growth_sizes(parser: argparse.ArgumentParser, args: argparse.Namespace) -> list[int]:
+    """The cluster-type counts :func:`add_growth_sizes` took; a usage error unless two or more, each a multiple of
+    ``GROWTH_CHANGED``."""
+    sizes = [int(c) for c in args.cluster_types.split(",") if c.isdigit()]
+    if len(sizes) < 2 or any(c % GROWTH_CHANGED for c in sizes):
+        parser.error("--cluster-types takes two or more counts that are multiples of 10, e.g. 100,1000")
+    return sizes
+
+
 def warm_growth_fleet(root: Path, workloads: int, cluster_types: int) -> Result:
     """The fleet of (g) at ``root``, as its timed schedules find it: fully promoted and merged, then one schedule
     after the line tuning changed, merged too (the caches warm, as on a runner with a cache). Its setup. The phases

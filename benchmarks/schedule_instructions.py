@@ -226,9 +226,7 @@ def report(sizes: list[int], workloads: int, found: list[Split]) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--workloads", type=int, default=100)
-    parser.add_argument("--cluster-types", default="100,1000",
-                        help="comma-separated cluster-type counts, multiples of 10 (default: 100,1000)")
+    bench_promotion.add_growth_sizes(parser)
     parser.add_argument("--json", action="store_true", help="also print the counts as JSON")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     parser.add_argument("--setup-only", action="store_true", help=argparse.SUPPRESS)
@@ -238,9 +236,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if shutil.which("valgrind") is None:
         parser.error("valgrind is not installed (Debian: apt-get install valgrind)")
-    sizes = [int(c) for c in args.cluster_types.split(",") if c.isdigit()]
-    if len(sizes) < 2 or any(c % bench_promotion.GROWTH_CHANGED for c in sizes):
-        parser.error("--cluster-types takes two or more counts that are multiples of 10, e.g. 100,1000")
+    sizes = bench_promotion.growth_sizes(parser, args)
     work = Path(tempfile.mkdtemp(prefix="schedule-instructions-"))
     os.environ.setdefault("XDG_CACHE_HOME", str(work / "xdg"))  # the parse cache, fresh
     try:

@@ -129,20 +129,16 @@ def one_size(work: Path, workloads: int, cluster_types: int, runs: int) -> list[
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--workloads", type=int, default=100)
-    parser.add_argument("--cluster-types", default="100,1000",
-                        help="comma-separated cluster-type counts, multiples of 10 (default: 100,1000)")
+    bench_promotion.add_growth_sizes(parser)
     parser.add_argument("--runs", type=int, default=3, help="schedules timed per size; medians are printed (3)")
     parser.add_argument("--collector", choices=["fleetflow", "python"], default="fleetflow",
                         help="the schedule's process set up as the fleetflow executable does (default), or with "
                              "Python's garbage-collector defaults (what schedule ran with before 2026-11-23)")
     args = parser.parse_args(argv)
     os.environ[bench_promotion.COLLECTOR] = args.collector
-    sizes = [int(c) for c in args.cluster_types.split(",") if c.isdigit()]
     if args.runs < 1:
         parser.error("--runs takes a count of 1 or more")
-    if len(sizes) < 2 or any(c % bench_promotion.GROWTH_CHANGED for c in sizes):
-        parser.error("--cluster-types takes two or more counts that are multiples of 10, e.g. 100,1000")
+    sizes = bench_promotion.growth_sizes(parser, args)
     work = Path(tempfile.mkdtemp(prefix="schedule-steps-"))
     os.environ.setdefault("XDG_CACHE_HOME", str(work / "xdg"))  # the parse cache, fresh
     try:
