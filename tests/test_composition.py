@@ -419,3 +419,36 @@ def test_only_the_config_maps_a_composed_subject_uses_are_parsed(monkeypatch: py
     composer.sources_fingerprint("dev", SUBJECT.cluster_type, SUBJECT.cluster_type_labels,
                                  SUBJECT.deployment_target, SUBJECT.workload, SUBJECT.target_labels)
     assert parsed == ["host: db"]
+
+
+_KEYS = st.sampled_from(["region", "tier", "cluster-type", "environment", "workload", "deployment-target", "site"])
+_VALUES = st.sampled_from(["a", "b", "dev", "ct-1", "ct-2", "wl", "wl-t1", "None", ""])
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    wanted=st.dictionaries(_KEYS, _VALUES, max_size=3),
+    types=st.dictionaries(st.sampled_from(["ct-1", "ct-2", "ct-3"]), st.dictionaries(_KEYS, _VALUES, max_size=3),
+                          max_size=3),
+    target_labels=st.lists(st.dictionaries(_KEYS, _VALUES, max_size=3), min_size=1, max_size=3),
+    environment=st.sampled_from(["dev", "a"]),
+)
+def test_the_pairs_a_changed_config_map_touches_are_where_it_applies(
+    wanted: dict[str, str], types: dict[str, dict[str, str]], target_labels: list[dict[str, str]], environment: str,
+) -> None:
+    """``_targets_touched_by`` (which cluster type x target pairs a changed ConfigMap can change) looks up only
+    the facts the ConfigMap wants; it must pick exactly the pairs ``applies`` says the ConfigMap applies to."""
+    from fleetflow.errors import Location as Loc
+    from fleetflow.render.incremental import _targets_touched_by
+    from fleetflow.render.scheduling import Target
+
+    targets = {
+        f"wl-t{i}": Target(f"wl-t{i}", "wl", f"t{i}", "ws", environment, labels, {}, (), Loc("t.yaml"))
+        for i, labels in enumerate(target_labels, start=1)
+    }
+    expected: dict[str, set[str]] = {}
+    for ct, ct_labels in types.items():
+        for tid, target in targets.items():
+            if applies(wanted, Subject(environment, ct, ct_labels, tid, target.labels, target.workload)):
+                expected.setdefault(ct, set()).add(tid)
+    assert _targets_touched_by(wanted, environment, types, targets) == expected
