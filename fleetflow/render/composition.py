@@ -516,3 +516,24 @@ def cluster_side_facts(environment: str, cluster_type: str, labels: Mapping[str,
 
 def target_side_facts(target: str, workload: str, labels: Mapping[str, str]) -> frozenset[Fact]:
     return _target_facts(Subject("", "", {}, target, labels, workload))
+
+
+def _wanted_on_side(wanted: frozenset[Fact], own: Mapping[str, str], labels: Mapping[str, str]) -> frozenset[Fact]:
+    """The facts of ``wanted`` that a side offers, without making the side's facts: a reserved key is offered only
+    as the side's ``own`` value of it (:func:`_cluster_facts`, :func:`_target_facts`), any other by its labels."""
+    return frozenset(
+        (k, v) for k, v in wanted
+        if (own.get(k) == v if k in RESERVED_LABELS else k in labels and str(labels[k]) == v)
+    )
+
+
+def cluster_side_wanted(wanted: frozenset[Fact], environment: str, cluster_type: str,
+                        labels: Mapping[str, str]) -> frozenset[Fact]:
+    """``wanted & cluster_side_facts(environment, cluster_type, labels)``, a lookup per wanted fact."""
+    return _wanted_on_side(wanted, {CLUSTER_TYPE: cluster_type, ENVIRONMENT: environment}, labels)
+
+
+def target_side_wanted(wanted: frozenset[Fact], target: str, workload: str,
+                       labels: Mapping[str, str]) -> frozenset[Fact]:
+    """``wanted & target_side_facts(target, workload, labels)``, a lookup per wanted fact."""
+    return _wanted_on_side(wanted, {DEPLOYMENT_TARGET: target, WORKLOAD: workload}, labels)

@@ -41,14 +41,7 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from fleetflow.collector import kept
-from fleetflow.render.composition import (
-    CLUSTER_TYPE,
-    DEPLOYMENT_TARGET,
-    ENVIRONMENT,
-    WORKLOAD,
-    Fact,
-    requirement_facts,
-)
+from fleetflow.render.composition import Fact, cluster_side_wanted, requirement_facts, target_side_wanted
 from fleetflow.render.scheduling import Target
 
 STATE_PATH = ".fleetflow/state.json"  # the index, relative to an environment's output root
@@ -821,32 +814,15 @@ def _targets_touched_by(
     labels: Mapping[str, str], environment: str, cluster_types: Mapping[str, Mapping[str, str]],
     targets: Mapping[str, Target],
 ) -> dict[str, set[str]]:
-    """cluster type -> targets, for every pair a ConfigMap with ``labels`` applies to.
-
-    Each side is asked only for the facts the ConfigMap wants (``wanted & cluster_side_facts(...)``, without making
-    the side's facts): a changed ConfigMap costs a lookup or two per cluster type, not a set of its labels."""
+    """cluster type -> targets, for every pair a ConfigMap with ``labels`` applies to. Each side is asked only for
+    the facts the ConfigMap wants: a lookup or two per cluster type, not a set of its labels."""
     wanted = requirement_facts(labels)
-    ct_wants = [(k, v) for k, v in wanted if k not in (DEPLOYMENT_TARGET, WORKLOAD)]
-    t_wants = [(k, v) for k, v in wanted if k not in (CLUSTER_TYPE, ENVIRONMENT)]
-
-    def offered(key: str, value: str, carried: Mapping[str, str]) -> bool:
-        return key in carried and str(carried[key]) == value  # (a reserved key is one of the four above)
-
     by_ct: dict[frozenset[Fact], list[str]] = {}
     for name, ct_labels in cluster_types.items():
-        ct_sat = frozenset(
-            (k, v) for k, v in ct_wants
-            if (v == name if k == CLUSTER_TYPE else v == environment if k == ENVIRONMENT else offered(k, v, ct_labels))
-        )
-        by_ct.setdefault(ct_sat, []).append(name)
+        by_ct.setdefault(cluster_side_wanted(wanted, environment, name, ct_labels), []).append(name)
     by_target: dict[frozenset[Fact], list[str]] = {}
     for tid, target in targets.items():
-        t_sat = frozenset(
-            (k, v) for k, v in t_wants
-            if (v == tid if k == DEPLOYMENT_TARGET else v == target.workload if k == WORKLOAD
-                else offered(k, v, target.labels))
-        )
-        by_target.setdefault(t_sat, []).append(tid)
+        by_target.setdefault(target_side_wanted(wanted, tid, target.workload, target.labels), []).append(tid)
     touched: dict[str, set[str]] = {}
     for ct_sat, ct_names in by_ct.items():
         for t_sat, tids in by_target.items():
@@ -874,10 +850,12 @@ def affected_assignments(
         before, now = previous.config_maps.get(name), current.config_maps.get(name)
         if before == now:
             continue
-        for side in (before, now) if before is None or now is None or before[1] != now[1] else (now,):
-            if side is not None:  # (its data changed, its labels not: the same pairs, looked up once)
-                for ct, pairs in _targets_touched_by(side[1], environment, cluster_types, targets).items():
-                    touched.setdefault(ct, set()).update(pairs)
+        label_sets = [side[1] for side in (before, now) if side is not None]
+        if len(label_sets) == 2 and label_sets[0] == label_sets[1]:
+            label_sets.pop()  # its data changed, its labels not: the same pairs, looked up once
+        for ct_labels in label_sets:
+            for ct, pairs in _targets_touched_by(ct_labels, environment, cluster_types, targets).items():
+                touched.setdefault(ct, set()).update(pairs)
     held: dict[str, set[str]] = {}
     for aid in previous.held_back:
         ct, _, target = aid.partition("/")
