@@ -193,14 +193,13 @@ def main(argv: list[str] | None = None) -> int:
         import bench_render
 
         results = []
+        profiles = {count: str(work / f"schedule-{count}.prof") for count in sizes} if args.profile else {}
         for count in sizes:
             # each size in its own process: the instrumentation and the modules' caches are its own
-            profile_to = str(work / f"schedule-{count}.prof") if args.profile else None
             results.append(bench_render.in_child(_one_size_result, str(work), args.workloads, count, args.runs,
-                                                 profile_to))
-        growth = (profile_growth(pstats.Stats(str(work / f"schedule-{sizes[0]}.prof")),
-                                 pstats.Stats(str(work / f"schedule-{sizes[-1]}.prof")), args.profile)
-                  if args.profile else {})
+                                                 profiles.get(count)))
+        growth = (profile_growth(pstats.Stats(profiles[sizes[0]]), pstats.Stats(profiles[sizes[-1]]), args.profile)
+                  if profiles else {})
     finally:
         shutil.rmtree(work, ignore_errors=True)
     labels = [f"{m.rsplit('.', 1)[1]}.{n}" for m, n in STEPS] + [RECEIVING, CHECKING, COLLECTING, COLLECTIONS]
