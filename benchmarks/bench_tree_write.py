@@ -11,13 +11,18 @@ Three edits are applied on top of a commit of it, as schedule/promote do:
 Candidates:
 
 * ``fast-import``: one ``git fast-import`` stream (delete + inline blobs), see ``BareRepo.fast_commit``;
+* ``fast-import/glibc``: the same, with glibc's own trim threshold (``fast_commit`` before it raised it for
+  fast-import: ``fleetflow.forge.git.FAST_IMPORT_TRIM_THRESHOLD``): the memory fast-import frees after each object is
+  given back to the system and asked for again for the next;
 * ``index``: ``read-tree`` of the parent into a temporary index, blobs with ``hash-object -w --stdin-paths``
   from a scratch folder, ``update-index --index-info``, ``write-tree`` (git's cache-tree reuses unchanged subtrees);
 * ``pygit2``: libgit2 in process (``TreeBuilder`` along changed paths), only when pygit2 is installed.
 
     python benchmarks/bench_tree_write.py --workloads 100 --cluster-types 1000
 
-Prints seconds per candidate and edit (one run each: the disk of a shared machine is noisy, run it twice).
+Prints seconds per candidate and edit (one run each: the disk of a shared machine is noisy, run it twice). Each
+candidate runs on its own copy of the base repository, so that each writes its objects (git skips an object the
+repository already holds, and an earlier candidate would otherwise have written them for the later ones).
 """
 
 from __future__ import annotations
@@ -25,12 +30,15 @@ from __future__ import annotations
 import argparse
 import os
 import random
+import shutil
 import subprocess
 import tempfile
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from unittest import mock
 
+from fleetflow.forge import git as forge_git
 from fleetflow.forge.git import BareRepo, TreeEdit, run_git
 
 IDENTITY = ("bench", "bench@fleetflow.invalid")
@@ -77,6 +85,13 @@ def edits_for(case: str, workloads: int, cluster_types: int, changed: set[str]) 
 
 def with_fast_import(repo: BareRepo, parent: str | None, edits: list[TreeEdit]) -> str:
     return repo.tree_of(repo.fast_commit(parent, edits, "bench", IDENTITY, WHEN))
+
+
+def with_fast_import_glibc_default(repo: BareRepo, parent: str | None, edits: list[TreeEdit]) -> str:
+    if "MALLOC_TRIM_THRESHOLD_" in os.environ:
+        raise SystemExit("unset MALLOC_TRIM_THRESHOLD_ first: fast-import/glibc measures glibc's own threshold")
+    with mock.patch.object(forge_git, "fast_import_env", dict):  # no variable: glibc's default, adjusted as it goes
+        return with_fast_import(repo, parent, edits)
 
 
 def with_index(repo: BareRepo, parent: str | None, edits: list[TreeEdit]) -> str:
@@ -151,7 +166,7 @@ def main() -> int:
     args = parser.parse_args()
     w, t = args.workloads, args.cluster_types
     candidates: dict[str, Callable[[BareRepo, str | None, list[TreeEdit]], str]] = {
-        "fast-import": with_fast_import, "index": with_index}
+        "fast-import": with_fast_import, "fast-import/glibc": with_fast_import_glibc_default, "index": with_index}
     try:
         import pygit2  # noqa: F401
 
@@ -174,9 +189,13 @@ def main() -> int:
             parent = None if case == "full" else base
             trees = {}
             for name, func in candidates.items():
+                folder = Path(tmp) / f"{case}-{name.replace('/', '-')}.git"  # each candidate writes its
+                if parent is not None:  # objects anew, on the base alone (full: on an empty repository)
+                    shutil.copytree(repo.folder, folder)
+                copy = BareRepo(folder)
                 start = time.perf_counter()
-                trees[name] = func(repo, parent, edits)
-                print(f"  {case:>9}  {name:<11} {time.perf_counter() - start:7.2f} s")
+                trees[name] = func(copy, parent, edits)
+                print(f"  {case:>9}  {name:<17} {time.perf_counter() - start:7.2f} s")
             if len(set(trees.values())) != 1:
                 print(f"  !! trees differ: {trees}")
     return 0

@@ -121,6 +121,25 @@ def git_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     return env
 
 
+FAST_IMPORT_TRIM_THRESHOLD = 4 << 20
+"""Bytes of freed memory glibc's allocator may keep at the top of ``git fast-import``'s heap (its default: 128 KiB,
+adjusted as the process goes; the GNU C Library manual, "Malloc Tunable Parameters", M_TRIM_THRESHOLD and its
+environment variable ``MALLOC_TRIM_THRESHOLD_``). With the default, fast-import gives the memory it used to write one
+object back to the system and asks for it again for the next: four ``brk`` calls and fresh pages an object (8,104
+``brk`` for 2,000 new blobs, ``strace -c``), which made 30,000 new blobs take 2.1 s instead of 0.3 s on this
+project's machine (``python benchmarks/bench_tree_write.py``). It only keeps freed memory for reuse; other C
+libraries ignore the variable."""
+
+
+def fast_import_env() -> dict[str, str]:
+    """The environment ``git fast-import`` runs with beyond :func:`git_env`: :data:`FAST_IMPORT_TRIM_THRESHOLD`,
+    unless the user set ``MALLOC_TRIM_THRESHOLD_`` (theirs is kept; a ``glibc.malloc.trim_threshold`` in
+    ``GLIBC_TUNABLES`` takes precedence over both, as glibc's tunables do over the old variables)."""
+    if "MALLOC_TRIM_THRESHOLD_" in os.environ:
+        return {}
+    return {"MALLOC_TRIM_THRESHOLD_": str(FAST_IMPORT_TRIM_THRESHOLD)}
+
+
 def run_git(args: Sequence[str], *, git_dir: Path | None = None, cwd: Path | None = None,
             stdin: bytes | None = None, env: Mapping[str, str] | None = None,
             check: bool = True) -> subprocess.CompletedProcess[bytes]:
@@ -541,7 +560,7 @@ class BareRepo:
             head.append(f"from {parent}\n".encode())
         argv = ["git", f"--git-dir={self.folder}", "fast-import", "--quiet", "--date-format=raw"]
         proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                env=git_env())
+                                env=git_env(fast_import_env()))
         assert proc.stdin is not None
         try:
             try:
@@ -921,8 +940,8 @@ class GitRepos:
 
 
 __all__ = [
-    "PULL_HEADS", "BareRepo", "GitError", "GitRepos", "MergeConflict", "PushRejected", "TreeEdit", "TreeEntry",
-    "check_ref", "git_reason", "heads_of", "pull_refs",
+    "FAST_IMPORT_TRIM_THRESHOLD", "PULL_HEADS", "BareRepo", "GitError", "GitRepos", "MergeConflict", "PushRejected",
+    "TreeEdit", "TreeEntry", "check_ref", "fast_import_env", "git_reason", "heads_of", "pull_refs",
     "retry_races", "run_git", "scrub", "serve_partial_clones", "split_credentials",
 ]
 
