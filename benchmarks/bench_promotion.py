@@ -18,7 +18,8 @@ Phases and the figure each is compared with:
     ``git add -A && git commit`` of that folder in a fresh work tree. Then the PR is merged.
 (n) no-change schedule (nothing to do); against (rn) a no-change render of a folder holding the full render.
 (c) 1%-change schedule: one ConfigMap value that applies to 1% of the assignments changes on the environment
-    branch; schedule opens the PR (then it is merged, and the value goes back and forth between runs); against
+    branch; schedule opens the PR (then it is merged; each run sets a value the ConfigMap never had, so that what
+    the schedule writes is new content, as a real change's is: :func:`change_line_tuning`); against
     (rc) the same incremental render of a folder and (fc) ``git add -A && git commit`` of that folder in the kept
     work tree.
 (s) local forge: the cost of one status post on a commit that already holds 10, 1,000 and 30,000 statuses.
@@ -41,6 +42,7 @@ import argparse
 import datetime
 import json
 import os
+import re
 import shutil
 import statistics
 import subprocess
@@ -412,8 +414,8 @@ def run(args: argparse.Namespace, work: Path) -> int:
           f"{statistics.median(n_t) / statistics.median(rn_t):.2f}x the no-change render (medians)")
 
     rc, c, fc = [], [], []
-    for i in range(runs):  # on top of the pin commit of (p)
-        render, floor, schedule = change_and_schedule(setup, root, i, rendered, with_floor=True)
+    for _ in range(runs):  # on top of the pin commit of (p)
+        render, floor, schedule = change_and_schedule(setup, root, rendered, with_floor=True)
         assert floor is not None
         rc.append(render)
         fc.append(floor)
@@ -461,7 +463,7 @@ def growth(args: argparse.Namespace, work: Path) -> int:
     """(g): the schedule after a change of a fixed size as the fleet grows. For each cluster-type count T (with
     ``--workloads`` W), a fleet of W x T assignments whose line tuning covers exactly ``GROWTH_CHANGED`` cluster
     types (``lines = T / GROWTH_CHANGED``): the full promote once, its PR merged, then ``--runs`` times the line
-    tuning goes back and forth and the schedule opens its PR (merged after). The change is W x 10 assignments at
+    tuning takes a new value and the schedule opens its PR (merged after). The change is W x 10 assignments at
     every size, so a flat curve is a schedule that costs what changed, not what exists. Every fleet is set up
     first; then the runs go round the sizes in turn (run 1 at every size, then run 2, ...), so that the ratios are
     measured side by side and a drift of a shared machine hits every size alike."""
@@ -483,9 +485,9 @@ def growth(args: argparse.Namespace, work: Path) -> int:
         fleets.append((t, root, setup, rendered, p))
     figures: dict[int, dict[str, list[float]]] = {
         t: {"times": [], "renders": [], "receiving": [], "checking": [], "peak": []} for t in sizes}
-    for i in range(runs):
+    for _run in range(runs):
         for t, root, setup, rendered, _ in fleets:
-            render, _, c = change_and_schedule(setup, str(root), i, rendered)
+            render, _, c = change_and_schedule(setup, str(root), rendered)
             f = figures[t]
             f["renders"].append(render["total"])
             f["times"].append(c["total"])
@@ -519,14 +521,14 @@ def growth(args: argparse.Namespace, work: Path) -> int:
     return 0
 
 
-def change_and_schedule(setup: Result, root: str, i: int, rendered: Path,
+def change_and_schedule(setup: Result, root: str, rendered: Path,
                         with_floor: bool = False) -> tuple[Result, Result | None, Result]:
-    """One run of (c) and (g): the line tuning changes (:func:`toggle_line_tuning`), the same incremental render
+    """One run of (c) and (g): the line tuning changes (:func:`change_line_tuning`), the same incremental render
     of the folder ``rendered``, with ``with_floor`` the plain-git floor in it, then the schedule, whose PR is
     merged after. Returns the three phases' results (None: no floor). Before each timed phase, ``os.sync()``: the
     files the previous one wrote reach the disk then, not during the next one's clock (on this project's slow shared
     disk a schedule timed right after the render at 100k took up to 0.07 s longer)."""
-    toggle_line_tuning(setup, i)
+    change_line_tuning(setup)
     os.sync()
     render = bench_render.in_child(bench_render.phase_render, setup["main"], setup["env"], str(rendered))
     os.sync()
@@ -563,22 +565,34 @@ def warm_growth_fleet(root: Path, workloads: int, cluster_types: int) -> Result:
     setup = build_repos(root, workloads, cluster_types, lines=cluster_types // GROWTH_CHANGED)
     promoted = phase_promote(str(root))
     phase_merge(str(root), promoted["pr"])
-    toggle_line_tuning(setup, 0)
+    change_line_tuning(setup)
     warm = phase_schedule(str(root))
     phase_merge(str(root), warm["pr"])
     return setup
 
 
-def toggle_line_tuning(setup: Result, i: int) -> None:
-    """The 1% change of (c): one ConfigMap value on the environment branch, back and forth."""
+def change_line_tuning(setup: Result) -> None:
+    """The 1% change of (c) and (g): one ConfigMap value on the environment branch (``CACHE_SIZE_MB`` of the
+    ``30-line-tuning`` ConfigMap) set to one more than it is, a value it never had, so that the files the schedule
+    renders and the state shards it writes are new content, as a real change's are.
+
+    Until 2026-11-28 the value went back and forth between two values: from the second change on, every object the
+    schedule wrote was one the GitOps repository and the runner's mirror already held (the full promote had written
+    the first value's files). Git skips those: ``fast-import`` wrote nothing new (0.035 s where new content takes
+    about 0.1 s, and took 0.2 s before ``fast_import_env``), and the push sent objects the mirror held as deltas deep
+    in the pack its first fetch brought (depth 39 at 100k, 9 at 10k), which ``pack-objects`` rebuilt: 0.04 s at 10k,
+    0.09 s at 100k, where new content takes 0.03-0.04 s at both (benchmarks/README.md, 2026-11-28, twenty-third
+    session)."""
     env_work = Path(setup["env"])
     git(env_work, "pull", "-q", "--ff-only", setup["cp"], ENV)
     path = env_work / fleet.LINE_TUNING_FILE
     text = path.read_text(encoding="utf-8")
-    old, new = (fleet.LINE_TUNING_OLD, fleet.LINE_TUNING_NEW) if i % 2 == 0 else (fleet.LINE_TUNING_NEW,
-                                                                                 fleet.LINE_TUNING_OLD)
-    path.write_text(text.replace(f"  {fleet.LINE_TUNING_KEY}: {old}\n", f"  {fleet.LINE_TUNING_KEY}: {new}\n"),
-                    encoding="utf-8")
+    pattern = re.compile(rf"^  {fleet.LINE_TUNING_KEY}: (\d+)$", re.MULTILINE)
+    values = pattern.findall(text)
+    if len(values) != 1:
+        raise SystemExit(f"{path}: expected one {fleet.LINE_TUNING_KEY} line, found {len(values)}")
+    new = int(values[0]) + 1
+    path.write_text(pattern.sub(f"  {fleet.LINE_TUNING_KEY}: {new}", text), encoding="utf-8")
     git(env_work, "commit", "-q", "-am", f"line tuning {new}")
     git(env_work, "push", "-q", setup["cp"], f"HEAD:refs/heads/{ENV}")
 
@@ -591,7 +605,7 @@ def cold(args: argparse.Namespace, work: Path, setup: Result) -> None:
     step = 0
     for i in range(args.runs):
         for blobless in (False, True):
-            toggle_line_tuning(setup, 1000 + step)
+            change_line_tuning(setup)
             step += 1
             cache = work / f"cold-cache-{i}-{int(blobless)}"
             k = bench_render.in_child(phase_cold_schedule, root, str(cache), blobless)

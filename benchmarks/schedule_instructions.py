@@ -9,9 +9,9 @@ Run from the repository root (needs ``valgrind``; about two minutes a size at 10
 
 For each size: the fleet of ``bench_promotion --growth`` (the line tuning covers 10 cluster types, so the change is
 1,000 assignments at every size), its full promote and merge, one schedule after the change (merged: the caches
-are warm, as on a runner with a cache), then the change back and one schedule under ``valgrind --tool=callgrind
---trace-children=yes``, its PR merged after. Valgrind's log of each process names its command, its parent's pid
-and the instructions it ran (``Collected``); the processes are sorted by the process tree:
+are warm, as on a runner with a cache), then the change again (a new value) and one schedule under ``valgrind
+--tool=callgrind --trace-children=yes``, its PR merged after. Valgrind's log of each process names its command,
+its parent's pid and the instructions it ran (``Collected``); the processes are sorted by the process tree:
 
 - **fleetflow's process**: the Python that runs the schedule, less the same process run to the point where the
   schedule starts (the interpreter, the imports and the context; counted once per size the same way);
@@ -194,7 +194,7 @@ def one_size(work: Path, workloads: int, cluster_types: int) -> Split:
     setup = bench_render.in_child(bench_promotion.warm_growth_fleet, root, workloads, cluster_types)
     me = [sys.executable, str(Path(__file__).resolve()), "--child", str(root)]
     (start,) = valgrind(work / f"start-{cluster_types}", *me, "--setup-only")
-    bench_promotion.toggle_line_tuning(setup, 1)
+    bench_promotion.change_line_tuning(setup)
     (scheduled,) = valgrind(work / f"schedule-{cluster_types}", *me)
     bench_render.in_child(bench_promotion.phase_merge, str(root), int((root / "pr").read_text(encoding="utf-8")))
     shutil.rmtree(root, ignore_errors=True)

@@ -9,13 +9,14 @@ Run from the repository root::
 
 For each size: the fleet of ``bench_promotion --growth`` (the line tuning covers 10 cluster types, so the change
 is 1,000 assignments at every size), its full promote and merge, one schedule after the change (merged: the
-caches are warm), then ``--runs`` times the change back and forth and a timed schedule (each merged after). Each
-step below is timed by wrapping the function that does it (wall clock, ``time.perf_counter``; nested steps are
-also counted in the step around them, so the column does not add up); the figures are the medians over the runs.
+caches are warm), then ``--runs`` times the change (a new value each time) and a timed schedule (each merged
+after). Each step below is timed by wrapping the function that does it (wall clock, ``time.perf_counter``; nested
+steps are also counted in the step around them, so the column does not add up); the figures are the medians over
+the runs.
 ``bench_promotion.py --growth --runs 3`` gives the min/median/max of the whole schedule. The time inside Python's
 garbage collector, and the number of collections, come from ``gc.callbacks``.
 
-With ``--profile N``, one more schedule per size runs under ``cProfile`` (after the timed ones, the change toggled
+With ``--profile N``, one more schedule per size runs under ``cProfile`` (after the timed ones, the change made
 again), and the N functions whose time grows most from the smallest size to the largest are listed, by their own
 time and by their time with what they call (milliseconds, one schedule each; cProfile's own cost inflates them, so
 read them as where the growth is, not as what it costs). What the wrapped steps cannot split, this does: it is how
@@ -125,8 +126,8 @@ def one_size(work: Path, workloads: int, cluster_types: int, runs: int,
 
     gc.callbacks.append(collecting)
     found = []
-    for i in range(1, runs + 1):
-        bench_promotion.toggle_line_tuning(setup, i)
+    for _ in range(runs):
+        bench_promotion.change_line_tuning(setup)
         spent.clear()
         t0 = time.perf_counter()
         outcome = bench_promotion.phase_schedule(str(root))
@@ -137,7 +138,7 @@ def one_size(work: Path, workloads: int, cluster_types: int, runs: int,
         found.append((total, dict(spent)))
         bench_promotion.phase_merge(str(root), outcome["pr"])
     if profile_to is not None:
-        bench_promotion.toggle_line_tuning(setup, runs + 1)
+        bench_promotion.change_line_tuning(setup)
         profiler = cProfile.Profile()
         profiler.enable()
         outcome = bench_promotion.phase_schedule(str(root))
