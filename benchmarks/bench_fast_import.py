@@ -35,7 +35,7 @@ from fleetflow.forge import git as forge_git
 MODES = ("glibc", "fleetflow")
 
 
-def promote_with(mode: str, root: str) -> dict[str, float]:
+def promote_with(mode: str, root: str) -> bench_promotion.Result:
     """One full promote in this (child) process; ``glibc``: fast-import with no trim threshold set."""
     if mode == "glibc":
         with mock.patch.object(forge_git, "fast_import_env", dict):
@@ -71,8 +71,8 @@ def main() -> int:
                 shutil.rmtree(root, ignore_errors=True)
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    for mode, found in seconds.items():
-        print(f"{mode:>9}: min {min(found):.2f} / median {statistics.median(found):.2f} / max {max(found):.2f} s")
+    for mode, taken in seconds.items():
+        print(f"{mode:>9}: min {min(taken):.2f} / median {statistics.median(taken):.2f} / max {max(taken):.2f} s")
     load = os.getloadavg()
     print(f"load average at the end {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f}")
     return 0

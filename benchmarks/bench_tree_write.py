@@ -88,8 +88,6 @@ def with_fast_import(repo: BareRepo, parent: str | None, edits: list[TreeEdit]) 
 
 
 def with_fast_import_glibc_default(repo: BareRepo, parent: str | None, edits: list[TreeEdit]) -> str:
-    if "MALLOC_TRIM_THRESHOLD_" in os.environ:
-        raise SystemExit("unset MALLOC_TRIM_THRESHOLD_ first: fast-import/glibc measures glibc's own threshold")
     with mock.patch.object(forge_git, "fast_import_env", dict):  # no variable: glibc's default, adjusted as it goes
         return with_fast_import(repo, parent, edits)
 
@@ -164,6 +162,8 @@ def main() -> int:
     parser.add_argument("--workloads", type=int, default=100)
     parser.add_argument("--cluster-types", type=int, default=100)
     args = parser.parse_args()
+    if "MALLOC_TRIM_THRESHOLD_" in os.environ:
+        parser.error("unset MALLOC_TRIM_THRESHOLD_ first: fast-import/glibc measures glibc's own threshold")
     w, t = args.workloads, args.cluster_types
     candidates: dict[str, Callable[[BareRepo, str | None, list[TreeEdit]], str]] = {
         "fast-import": with_fast_import, "fast-import/glibc": with_fast_import_glibc_default, "index": with_index}
