@@ -22,15 +22,13 @@ import statistics
 import sys
 import tempfile
 from pathlib import Path
-from unittest import mock
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import bench_promotion  # siblings (benchmarks/ is not a package)
 import bench_render
-
-from fleetflow.forge import git as forge_git
+import bench_tree_write
 
 MODES = ("glibc", "fleetflow")
 
@@ -38,7 +36,7 @@ MODES = ("glibc", "fleetflow")
 def promote_with(mode: str, root: str) -> bench_promotion.Result:
     """One full promote in this (child) process; ``glibc``: fast-import with no trim threshold set."""
     if mode == "glibc":
-        with mock.patch.object(forge_git, "fast_import_env", dict):
+        with bench_tree_write.glibc_trim_threshold():
             return bench_promotion.phase_promote(root)
     return bench_promotion.phase_promote(root)
 
@@ -49,8 +47,7 @@ def main() -> int:
     parser.add_argument("--cluster-types", type=int, default=1000)
     parser.add_argument("--runs", type=int, default=3)
     args = parser.parse_args()
-    if "MALLOC_TRIM_THRESHOLD_" in os.environ:
-        parser.error("unset MALLOC_TRIM_THRESHOLD_ first: it would set the threshold for both")
+    bench_tree_write.refuse_a_set_threshold(parser)
     load = os.getloadavg()
     print(f"{args.workloads * args.cluster_types} assignments, full promote, {args.runs} run(s) each, in turns; "
           f"load average at start {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f}")

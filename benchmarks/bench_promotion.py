@@ -602,11 +602,9 @@ def cold(args: argparse.Namespace, work: Path, setup: Result) -> None:
     blobless, ``--runs`` times each (alternating, so load drifts hit both)."""
     root = str(work)
     figures: dict[bool, list[Result]] = {False: [], True: []}
-    step = 0
     for i in range(args.runs):
         for blobless in (False, True):
             change_line_tuning(setup)
-            step += 1
             cache = work / f"cold-cache-{i}-{int(blobless)}"
             k = bench_render.in_child(phase_cold_schedule, root, str(cache), blobless)
             assert k["operation"] == "created" and k["partial"] == blobless, k

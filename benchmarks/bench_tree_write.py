@@ -28,6 +28,7 @@ repository already holds, and an earlier candidate would otherwise have written 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import random
 import shutil
@@ -87,8 +88,22 @@ def with_fast_import(repo: BareRepo, parent: str | None, edits: list[TreeEdit]) 
     return repo.tree_of(repo.fast_commit(parent, edits, "bench", IDENTITY, WHEN))
 
 
+def glibc_trim_threshold() -> contextlib.AbstractContextManager[object]:
+    """Within it, ``fast_commit`` starts fast-import with no trim threshold set: glibc's default, adjusted as the
+    process goes (what fast-import ran with before ``fast_import_env``). Refuse to measure it with
+    ``MALLOC_TRIM_THRESHOLD_`` set in the environment: fast-import would inherit it (:func:`refuse_a_set_threshold`)."""
+    return mock.patch.object(forge_git, "fast_import_env", dict)
+
+
+def refuse_a_set_threshold(parser: argparse.ArgumentParser) -> None:
+    """A usage error when ``MALLOC_TRIM_THRESHOLD_`` is set: both sides of a comparison with
+    :func:`glibc_trim_threshold` would run with it."""
+    if "MALLOC_TRIM_THRESHOLD_" in os.environ:
+        parser.error("unset MALLOC_TRIM_THRESHOLD_ first: the comparison measures glibc's own threshold")
+
+
 def with_fast_import_glibc_default(repo: BareRepo, parent: str | None, edits: list[TreeEdit]) -> str:
-    with mock.patch.object(forge_git, "fast_import_env", dict):  # no variable: glibc's default, adjusted as it goes
+    with glibc_trim_threshold():
         return with_fast_import(repo, parent, edits)
 
 
@@ -162,8 +177,7 @@ def main() -> int:
     parser.add_argument("--workloads", type=int, default=100)
     parser.add_argument("--cluster-types", type=int, default=100)
     args = parser.parse_args()
-    if "MALLOC_TRIM_THRESHOLD_" in os.environ:
-        parser.error("unset MALLOC_TRIM_THRESHOLD_ first: fast-import/glibc measures glibc's own threshold")
+    refuse_a_set_threshold(parser)
     w, t = args.workloads, args.cluster_types
     candidates: dict[str, Callable[[BareRepo, str | None, list[TreeEdit]], str]] = {
         "fast-import": with_fast_import, "fast-import/glibc": with_fast_import_glibc_default, "index": with_index}
