@@ -5,17 +5,20 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, cast
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
+from ruamel.yaml import YAML
 
 from fleetflow.errors import Location
 from fleetflow.render.composition import (
     Composer,
     ConfigSource,
     Subject,
+    _may_be_collection,
+    _parse_value,
     applies,
     precedence_key,
 )
@@ -174,6 +177,52 @@ def test_strings_holding_yaml_maps_and_lists_are_parsed() -> None:
 )
 def test_strings_that_are_not_maps_or_lists_stay_strings(text: str) -> None:
     assert compose(source("a", {"v": text})).values["v"] == text
+
+
+class _Recording:
+    """A YAML parser that only records what it was given (``_parse_value`` takes any error as "a string")."""
+
+    def __init__(self) -> None:
+        self.given: list[str] = []
+
+    def load(self, text: str) -> Any:
+        self.given.append(text)
+        return text
+
+
+@pytest.mark.parametrize("text", ["https://api.example.com", "http://example.com:80/x", "10:30", "a:b:c", "x:y\nz"])
+def test_strings_without_a_key_indicator_are_not_parsed(text: str) -> None:
+    """A ":" not followed by a space, a tab, a line break or the end is no key indicator (YAML 1.2.2, 7.4 and
+    8.2.2: "https://api.example.com" is one plain scalar); nor does such a string start a flow collection or a
+    block sequence. It stays a string without going through the parser (before: every string with a ":")."""
+    parser = _Recording()
+    assert _parse_value(cast(YAML, parser), text) == text
+    assert parser.given == []
+
+
+_YAML_SIGNIFICANT = "ab1:/ -\n\t\r[]{},#?&*!|>%'\".=\ufeff\x85\u2028\u2029"
+
+
+@settings(max_examples=3000, deadline=None)
+@given(st.text(alphabet=_YAML_SIGNIFICANT, min_size=1, max_size=12))
+@example("a:\x85b").via("a map: ruamel.yaml's scanner takes NEL for a line break")
+@example("a:\u2028b").via("a map: so is the line separator")
+@example("\ufeff? ax/:]").via("a map behind a byte-order mark, with no key indicator after its ':'")
+def test_the_pre_check_skips_only_what_the_parser_leaves_a_string(text: str) -> None:
+    """What the pre-check lets through unparsed, ruamel.yaml (the parser the composer uses) would not have made a
+    map or a list (a scalar, or an error: the string stays). The alphabet is the characters YAML gives a meaning
+    to, with the line breaks ruamel.yaml's scanner knows and a byte-order mark. A string that starts with the
+    mark is parsed when it holds a ":", as every string with a ":" was before; without one it stays a string
+    (before too), though ruamel.yaml reads "\\ufeff?" as a map."""
+    if text.lstrip().startswith("\ufeff"):  # hides the first character: parsed if it holds a ":", as before
+        assert _may_be_collection(text) == (":" in text)
+        return
+    if not _may_be_collection(text):
+        try:
+            parsed = YAML(typ="safe", pure=True).load(text)
+        except Exception:  # any parser error leaves the string as it is
+            return
+        assert not isinstance(parsed, Mapping | list), f"{text!r} is {parsed!r} to the parser"
 
 
 def test_parsed_values_are_plain_json_data() -> None:
