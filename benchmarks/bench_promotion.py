@@ -77,7 +77,8 @@ def build_repos(root: Path, workloads: int, cluster_types: int, lines: int = 100
     ``lines``: one ``line`` value (the one the line tuning changes) is carried by ``cluster_types / lines`` of them."""
     t0 = time.perf_counter()
     trees = root / "trees"
-    size = fleet.FleetSize(workloads=workloads, cluster_types=cluster_types, lines=lines)
+    size = fleet.FleetSize(workloads=workloads, cluster_types=cluster_types, lines=lines,
+                           layout=os.environ.get(LAYOUT, "packed"))
     main_dir, env_dir = fleet.write_fleet(trees, size)
     cp, gitops = root / "control-plane.git", root / "gitops.git"
     for bare in (cp, gitops):
@@ -110,6 +111,10 @@ def build_repos(root: Path, workloads: int, cluster_types: int, lines: int = 100
 
 
 COLLECTOR = "FLEETFLOW_BENCH_COLLECTOR"  # "python": the phases keep Python's collector defaults (--collector)
+LAYOUT = "FLEETFLOW_BENCH_LAYOUT"  # the control plane's files (--layout): fleet.FleetSize.layout
+LAYOUTS = ("packed", "per-file")
+LAYOUT_HELP = ("the control plane's files: packed (default: a few multi-document files) or per-file (one document "
+               "a file, as Kalypso's sample control plane keeps them: 3,269 files at 100k)")
 
 
 def as_the_executable() -> None:
@@ -341,8 +346,10 @@ def main(argv: list[str] | None = None) -> int:
                         help="how the promote and schedule phases run Python's garbage collector: as the fleetflow "
                              "executable sets it up (default), or with Python's defaults (what schedule and promote "
                              "ran with before 2026-11-23)")
+    parser.add_argument("--layout", choices=LAYOUTS, default="packed", help=LAYOUT_HELP)
     args = parser.parse_args(argv)
     os.environ[COLLECTOR] = args.collector
+    os.environ[LAYOUT] = args.layout
     args.cold = args.cold or args.cold_only
     if args.growth and not all(c.isdigit() and int(c) % GROWTH_CHANGED == 0 for c in args.growth.split(",")):
         parser.error(f"--growth takes cluster-type counts that are multiples of {GROWTH_CHANGED}, e.g. 100,300,1000")
@@ -359,7 +366,8 @@ def run(args: argparse.Namespace, work: Path) -> int:
         return growth(args, work)
     w, t, runs = args.workloads, args.cluster_types, args.runs
     load = os.getloadavg()
-    print(f"fleet: {w} workloads x {t} cluster types = {w * t} assignments; {runs} run(s) per phase; "
+    print(f"fleet: {w} workloads x {t} cluster types = {w * t} assignments ({args.layout} control plane); "
+          f"{runs} run(s) per phase; "
           f"load average at start {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f} (1 / 5 / 15 min, "
           f"{os.cpu_count()} CPUs)")
     setup = build_repos(work, w, t)
@@ -471,7 +479,8 @@ def growth(args: argparse.Namespace, work: Path) -> int:
     load = os.getloadavg()
     print(f"(g) growth: {w} workloads; the change covers {GROWTH_CHANGED} cluster types ({w * GROWTH_CHANGED} "
           f"assignments) at every size; {runs} run(s) per size; load average at start {load[0]:.1f} / {load[1]:.1f} "
-          f"/ {load[2]:.1f}; garbage collector: {os.environ.get(COLLECTOR, 'fleetflow')}")
+          f"/ {load[2]:.1f}; garbage collector: {os.environ.get(COLLECTOR, 'fleetflow')}; control plane "
+          f"{os.environ.get(LAYOUT, 'packed')}")
     sizes = [int(c) for c in args.growth.split(",")]
     fleets: list[tuple[int, Path, Result, Path, Result]] = []  # T, root, setup, rendered folder, full promote
     for t in sizes:  # every fleet first, then the runs taken in turns, so that a drift of the machine hits all
@@ -541,16 +550,19 @@ def change_and_schedule(setup: Result, root: str, rendered: Path,
 
 
 def add_growth_sizes(parser: argparse.ArgumentParser) -> None:
-    """``--workloads`` and ``--cluster-types`` of the benchmarks that split one schedule of the (g) fleet at two or
-    more sizes (``schedule_steps.py``, ``schedule_instructions.py``); :func:`growth_sizes` reads them."""
+    """``--workloads``, ``--cluster-types`` and ``--layout`` of the benchmarks that split one schedule of the (g)
+    fleet at two or more sizes (``schedule_steps.py``, ``schedule_instructions.py``); :func:`growth_sizes` reads
+    them (and sets the layout for the fleets those benchmarks build)."""
     parser.add_argument("--workloads", type=int, default=100)
     parser.add_argument("--cluster-types", default="100,1000",
                         help=f"comma-separated cluster-type counts, multiples of {GROWTH_CHANGED} (default: 100,1000)")
+    parser.add_argument("--layout", choices=LAYOUTS, default="packed", help=LAYOUT_HELP)
 
 
 def growth_sizes(parser: argparse.ArgumentParser, args: argparse.Namespace) -> list[int]:
     """The cluster-type counts :func:`add_growth_sizes` took; a usage error unless two or more, each a multiple of
     ``GROWTH_CHANGED``."""
+    os.environ[LAYOUT] = args.layout
     sizes = [int(c) for c in args.cluster_types.split(",") if c.isdigit()]
     if len(sizes) < 2 or any(c % GROWTH_CHANGED for c in sizes):
         parser.error("--cluster-types takes two or more counts that are multiples of 10, e.g. 100,1000")

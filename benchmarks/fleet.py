@@ -123,6 +123,10 @@ class FleetSize:
     lines: int = 100
     workspaces: int = 5
     clusters_per_type: int = 1  # Cluster documents per cluster type (bench_load.py: 30,000 clusters)
+    # "packed": a few multi-document files (one per kind and region); "per-file": one document a file, in folders
+    # as Kalypso's sample control plane keeps them (microsoft/kalypso-control-plane: cluster-types/<region>/<type>/
+    # holding <type>-cluster-type.yaml and <type>-config.yaml, scheduling/<policy>.yaml, workloads/<workload>.yaml)
+    layout: str = "packed"
 
     @property
     def assignments(self) -> int:
@@ -360,6 +364,59 @@ def write_fleet(root: Path, size: FleetSize) -> tuple[Path, Path]:
     )
     files[main / "workloads/workloads.yaml"] = _docs([_workload(wl) for wl in fleet.workloads])
 
+    if size.layout == "per-file":
+        _write_per_file(files, main, env, fleet, size)
+    elif size.layout != "packed":
+        raise ValueError(f"layout {size.layout!r} is not packed or per-file")
+    else:
+        _packed(files, env, fleet, size)
+    files[env / "gitops-repo.yaml"] = (
+        "apiVersion: fleetflow.dev/v1alpha1\nkind: GitOpsRepo\nmetadata:\n  name: dev\n"
+        "spec:\n  repo: https://git.example.com/platform/gitops\n  branch: dev\n"
+    )
+    files[env / "schemas/platform.yaml"] = (
+        "apiVersion: fleetflow.dev/v1alpha1\nkind: ConfigSchema\nmetadata:\n  name: platform\n"
+        f"spec:\n  schema: {json.dumps(SCHEMA)}\n"
+    )
+    assert fleet.env_config is not None and fleet.line_config is not None
+    files[env / "configs/environment.yaml"] = _config_map(fleet.env_config)
+    files[env / LINE_TUNING_FILE] = _config_map(fleet.line_config)
+    for path, text in files.items():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    return main, env
+
+
+_POLICY = (
+    "apiVersion: fleetflow.dev/v1alpha1\nkind: SchedulingPolicy\nmetadata:\n  name: everything\nspec:\n"
+    "  deploymentTargetSelector:\n    labelSelector:\n      matchLabels:\n        purpose: app\n"
+    "  clusterTypeSelector:\n    labelSelector:\n      matchExpressions:\n"
+    "        - key: region\n          operator: Exists\n"
+)
+
+
+def _write_per_file(files: dict[Path, str], main: Path, env: Path, fleet: FleetModel, size: FleetSize) -> None:
+    """The ``per-file`` layout: the same documents as ``packed``, one a file."""
+    del files[main / "templates/templates.yaml"], files[main / "workloads/workloads.yaml"]
+    for name, (kind, manifests) in TEMPLATES.items():
+        files[main / f"templates/{name}.yaml"] = _template(name, kind, manifests)
+    for wl in fleet.workloads:
+        files[main / f"workloads/{wl.name}.yaml"] = _workload(wl)
+    for ct in fleet.cluster_types:
+        folder = env / f"cluster-types/{ct.region}/{ct.name}"
+        files[folder / f"{ct.name}-cluster-type.yaml"] = _cluster_type(ct)
+        files[folder / f"{ct.name}-config.yaml"] = _config_map(fleet.cluster_type_configs[ct.name])
+        for n in range(1, size.clusters_per_type + 1):
+            files[env / f"clusters/{ct.region}/{ct.name}-{n}.yaml"] = _cluster(ct, n)
+    files[env / "scheduling/everything.yaml"] = _POLICY
+    for group, configs in (("regions", fleet.region_configs), ("sites", fleet.site_configs),
+                           ("workloads", fleet.workload_configs)):
+        for cm in configs.values():
+            files[env / f"configs/{group}/{cm.name}.yaml"] = _config_map(cm)
+
+
+def _packed(files: dict[Path, str], env: Path, fleet: FleetModel, size: FleetSize) -> None:
+    """The ``packed`` layout: a file per kind (per region for cluster types and their ConfigMaps)."""
     by_region: dict[str, list[ClusterTypeModel]] = {}
     for ct in fleet.cluster_types:
         by_region.setdefault(ct.region, []).append(ct)
@@ -371,31 +428,10 @@ def write_fleet(root: Path, size: FleetSize) -> tuple[Path, Path]:
     files[env / "clusters.yaml"] = _docs(
         [_cluster(ct, n) for ct in fleet.cluster_types for n in range(1, size.clusters_per_type + 1)]
     )
-    files[env / "policies.yaml"] = (
-        "apiVersion: fleetflow.dev/v1alpha1\nkind: SchedulingPolicy\nmetadata:\n  name: everything\nspec:\n"
-        "  deploymentTargetSelector:\n    labelSelector:\n      matchLabels:\n        purpose: app\n"
-        "  clusterTypeSelector:\n    labelSelector:\n      matchExpressions:\n"
-        "        - key: region\n          operator: Exists\n"
-    )
-    files[env / "gitops-repo.yaml"] = (
-        "apiVersion: fleetflow.dev/v1alpha1\nkind: GitOpsRepo\nmetadata:\n  name: dev\n"
-        "spec:\n  repo: https://git.example.com/platform/gitops\n  branch: dev\n"
-    )
-    files[env / "schemas/platform.yaml"] = (
-        "apiVersion: fleetflow.dev/v1alpha1\nkind: ConfigSchema\nmetadata:\n  name: platform\n"
-        f"spec:\n  schema: {json.dumps(SCHEMA)}\n"
-    )
-    assert fleet.env_config is not None and fleet.line_config is not None
-    files[env / "configs/environment.yaml"] = _config_map(fleet.env_config)
+    files[env / "policies.yaml"] = _POLICY
     files[env / "configs/regions.yaml"] = _docs([_config_map(cm) for cm in fleet.region_configs.values()])
     files[env / "configs/sites.yaml"] = _docs([_config_map(cm) for cm in fleet.site_configs.values()])
-    files[env / LINE_TUNING_FILE] = _config_map(fleet.line_config)
     files[env / "configs/workloads.yaml"] = _docs([_config_map(cm) for cm in fleet.workload_configs.values()])
-
-    for path, text in files.items():
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
-    return main, env
 
 
 def change_one_value(env: Path) -> str:

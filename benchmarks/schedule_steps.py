@@ -205,7 +205,7 @@ def main(argv: list[str] | None = None) -> int:
         shutil.rmtree(work, ignore_errors=True)
     labels = [f"{m.rsplit('.', 1)[1]}.{n}" for m, n in STEPS] + [RECEIVING, CHECKING, COLLECTING, COLLECTIONS]
     header = "".join(f"{args.workloads * c:>12,}" for c in sizes)
-    print(f"garbage collector: {args.collector}")
+    print(f"garbage collector: {args.collector}; control plane: {args.layout}")
     print(f"{f'seconds, medians of {args.runs} schedules after a 1,000-assignment change':<54}{header}")
     print(f"{'the whole schedule':<54}" + "".join(f"{r['total']:12.3f}" for r in results))
     for label in labels:
