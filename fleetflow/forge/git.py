@@ -212,6 +212,9 @@ def retry_races(step: Callable[[], T], attempts: int, *, on: type[BaseException]
 # -- a bare repository ---------------------------------------------------------------------------------------
 
 
+SYMLINK_MODE = "120000"  # a tree entry that is a symbolic link (never followed, never written)
+
+
 @dataclass(frozen=True)
 class TreeEntry:
     mode: str
@@ -520,7 +523,7 @@ class BareRepo:
         entries = [e for e in self.ls_tree(rev, recursive=True, trees=False) if e.kind == "blob"]
         data = self.blobs(e.sha for e in entries)
         for entry in entries:
-            if entry.mode == "120000":
+            if entry.mode == SYMLINK_MODE:
                 continue  # a symbolic link: never followed, never written
             target = dest / entry.path
             target.parent.mkdir(parents=True, exist_ok=True)

@@ -18,7 +18,7 @@ from pydantic import Field, ValidationError
 
 from fleetflow.collector import kept
 from fleetflow.errors import GitError, Location, Problems, validation_problems
-from fleetflow.model.documents import ACCEPTED_APIS, FLEETFLOW_API, Document, ParseCache, Tree, read_tree
+from fleetflow.model.documents import ACCEPTED_APIS, FLEETFLOW_API, Document, GitFiles, ParseCache, Tree, read_tree
 from fleetflow.model.resources import (
     KIND_ORIGINS,
     LABEL_KEY_PATTERN,
@@ -297,22 +297,24 @@ def _build(
 
 
 def load_control_plane(
-    main: Path,
-    env: Path,
+    main: Path | GitFiles,
+    env: Path | GitFiles,
     *,
     main_label: str | None = None,
     env_label: str | None = None,
     fetch: WorkloadFetcher | None = None,
     cache: ParseCache | None = None,
 ) -> ControlPlane:
-    """Read both trees and build the control plane, checked structurally. Raises every problem at once.
+    """Read both trees (folders, or commits' files read from git: ``main_label`` and ``env_label`` name folders
+    only) and build the control plane, checked structurally. Raises every problem at once.
 
     The plane lives until the run ends: it is made inside :func:`fleetflow.collector.kept`."""
     problems = Problems()
     pairs: list[tuple[Document, str]] = []
     with kept():
         for root, label, origin in ((main, main_label, "main"), (env, env_label, "env")):
-            docs = read_tree(Tree(root, label if label is not None else str(root)), problems, cache)
+            tree = Tree(root, label if label is not None else str(root)) if isinstance(root, Path) else root
+            docs = read_tree(tree, problems, cache)
             pairs.extend((d, origin) for d in docs)
         plane = _build(pairs, fetch, problems)
     problems.raise_if_any()

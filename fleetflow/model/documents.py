@@ -32,11 +32,11 @@ import re
 import stat
 import tempfile
 import warnings
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, Protocol, cast
 
 import pathspec
 import yaml
@@ -79,11 +79,13 @@ _NO_POSITIONS = Positions()
 
 
 class Source:
-    """One file's text, kept so that the positions of its documents can be worked out when first asked for."""
+    """One file's text, kept so that the positions of its documents can be worked out when first asked for. The
+    content may be a function that reads it: a file of a git tree that the parse cache held was not read, and is
+    read only if a message needs a position in it (:func:`read_tree` on :class:`GitFiles`)."""
 
     __slots__ = ("_content", "_positions", "display")
 
-    def __init__(self, display: str, content: str | bytes) -> None:
+    def __init__(self, display: str, content: str | bytes | Callable[[], bytes]) -> None:
         self.display = display
         self._content = content
         self._positions: list[Positions | None] | None = None
@@ -91,7 +93,8 @@ class Source:
     def positions(self, index: int, start: Location) -> Positions:
         """Positions of the ``index``-th document of the file (counting empty ones), which starts at ``start``."""
         if self._positions is None:
-            self._positions = _careful_positions(self._content)
+            content = self._content
+            self._positions = _careful_positions(content() if callable(content) else content)
         found = self._positions[index] if index < len(self._positions) else None
         return found if found is not None else _NO_POSITIONS
 
@@ -629,11 +632,64 @@ class Tree:
         return os.path.join(self.label, path.relative_to(self.root).as_posix())
 
 
+class GitFiles(Protocol):
+    """A tree's files as a git commit holds them (``fleetflow.promotion.context.CommitTree``): listed with their
+    blob ids and read by id, so that :func:`read_tree` reads only the files the parse cache does not hold and
+    writes none. ``label`` prefixes file names in messages, as :attr:`Tree.label` does."""
+
+    @property
+    def label(self) -> str: ...
+
+    def listing(self) -> Sequence[tuple[str, str]]:
+        """(path from the root, blob id) of every regular file: no symbolic link, no submodule."""
+        ...
+
+    def read(self, blob_ids: Sequence[str]) -> Mapping[str, bytes]:
+        """The bytes of the blobs, by id."""
+        ...
+
+
 def _ignore_spec(root: Path) -> pathspec.GitIgnoreSpec | None:
     ignore = root / IGNORE_FILE
     if not ignore.is_file():
         return None
-    return pathspec.GitIgnoreSpec.from_lines(ignore.read_text(encoding="utf-8").splitlines())
+    return _spec_of(ignore.read_text(encoding="utf-8"))
+
+
+def _spec_of(text: str) -> pathspec.GitIgnoreSpec:
+    return pathspec.GitIgnoreSpec.from_lines(text.splitlines())
+
+
+def _walk_key(path: str) -> tuple[tuple[int, str], ...]:
+    """The place of ``path`` in :func:`yaml_files`' order (``os.walk``, top down, names sorted): in each folder its
+    files, then its folders, each in turn."""
+    *folders, name = path.split("/")
+    return (*((1, f) for f in folders), (0, name))
+
+
+def yaml_paths(paths: Iterable[str], spec: pathspec.GitIgnoreSpec | None) -> list[str]:
+    """The paths (from a tree's root, ``/``-separated) that :func:`yaml_files` would give for a folder holding
+    them, in its order: YAML files, not hidden, in no hidden folder (but :data:`VISIBLE_HIDDEN_DIRS`), neither they
+    nor a folder above them matched by ``.fleetflowignore`` (``spec``; a folder it matches is not entered, as git
+    does not re-include a file whose folder is excluded)."""
+    folder_kept: dict[str, bool] = {"": True}
+
+    def kept_folder(folder: str) -> bool:
+        found = folder_kept.get(folder)
+        if found is None:
+            parent, _, name = folder.rpartition("/")
+            found = (kept_folder(parent) and not (name.startswith(".") and name not in VISIBLE_HIDDEN_DIRS)
+                     and not (spec is not None and spec.match_file(f"{folder}/")))
+            folder_kept[folder] = found
+        return found
+
+    kept = []
+    for path in paths:
+        folder, _, name = path.rpartition("/")
+        if (name.endswith(YAML_SUFFIXES) and not name.startswith(".") and kept_folder(folder)
+                and not (spec is not None and spec.match_file(path))):
+            kept.append(path)
+    return sorted(kept, key=_walk_key)
 
 
 def yaml_files(tree: Tree) -> Iterator[Path]:
@@ -697,15 +753,37 @@ class ParseCache:
             return False
         return True
 
-    def _path(self, display: str, data: bytes) -> Path:
+    def _path(self, display: str, data: bytes) -> str:
+        """The entry's file (a string: building a ``Path`` per entry cost more than reading the entry)."""
         digest = hashlib.sha256(f"{CACHE_FORMAT}\0{display}\0".encode() + data).hexdigest()
-        return self.folder / digest[:2] / f"{digest}.json"
+        return f"{self._root}/{digest[:2]}/{digest}.json"
+
+    @cached_property
+    def _root(self) -> str:
+        return os.fspath(self.folder)
+
+    def _blob_path(self, display: str, blob: str) -> str:
+        """The entry of a file of a git tree, by its blob id (which names its bytes: the file need not be read to
+        find its entry). Its own key space: a file read from a folder is keyed by its bytes."""
+        return self._path(display, f"\0git blob {blob}".encode())
 
     def get(self, source: Source, data: bytes) -> list[Document] | None:
+        return self._get(self._path(source.display, data), source)
+
+    def get_blob(self, display: str, blob: str, source: Source) -> list[Document] | None:
+        """The documents of the file ``display`` whose blob id is ``blob``, or None; ``source`` (which reads the
+        blob when asked) gives their positions."""
+        return self._get(self._blob_path(display, blob), source)
+
+    def put_blob(self, display: str, blob: str, documents: list[Document]) -> None:
+        self._put(self._blob_path(display, blob), documents)
+
+    def _get(self, path: str, source: Source) -> list[Document] | None:
         if not self.usable:
             return None
         try:
-            entry = json.loads(self._path(source.display, data).read_bytes())
+            with open(path, "rb") as handle:
+                entry = json.loads(handle.read())
             found = [
                 Document(body, Location(source.display, line, column), source, index)
                 for index, line, column, body in entry
@@ -716,21 +794,27 @@ class ParseCache:
         return found if len(found) == len(entry) else None
 
     def put(self, source: Source, data: bytes, documents: list[Document]) -> None:
+        self._put(self._path(source.display, data), documents)
+
+    def _put(self, path: str, documents: list[Document]) -> None:
         if not self.usable:
             return
         entry = [[doc.index, doc.location.line, doc.location.column, doc.body] for doc in documents]
-        path = self._path(source.display, data)
         try:
-            path.parent.mkdir(mode=0o700, exist_ok=True)
-            with tempfile.NamedTemporaryFile("wb", dir=path.parent, prefix=".", delete=False) as handle:
+            folder = os.path.dirname(path)
+            os.makedirs(folder, mode=0o700, exist_ok=True)
+            with tempfile.NamedTemporaryFile("wb", dir=folder, prefix=".", delete=False) as handle:
                 handle.write(json.dumps(entry, ensure_ascii=False, separators=(",", ":")).encode())
             os.replace(handle.name, path)
         except (OSError, ValueError):
             pass  # a cache that cannot be written only costs time
 
 
-def read_tree(tree: Tree, problems: Problems, cache: ParseCache | None = None) -> list[Document]:
-    """Parse every YAML file of a tree: its documents; every problem found goes to ``problems``."""
+def read_tree(tree: Tree | GitFiles, problems: Problems, cache: ParseCache | None = None) -> list[Document]:
+    """Parse every YAML file of a tree (a folder, or a commit's files: :class:`GitFiles`): its documents; every
+    problem found goes to ``problems``. Both give the same documents, in the same order, with the same problems."""
+    if not isinstance(tree, Tree):
+        return _read_git_files(tree, problems, cache)
     documents: list[Document] = []
     if not tree.root.is_dir():
         problems.add(f"directory not found: {tree.label}", None, "check the path given on the command line")
@@ -743,14 +827,85 @@ def read_tree(tree: Tree, problems: Problems, cache: ParseCache | None = None) -
         if found is not None:
             documents.extend(found)
             continue
-        try:
-            text = data.decode("utf-8")
-        except UnicodeDecodeError:
-            problems.add("file is not UTF-8 text", Location(display), "save it as UTF-8")
-            continue
-        before = len(problems)
-        parsed = parse_documents(text, display, problems, source)
-        if cache is not None and len(problems) == before:
+        parsed, clean = _parse_file(display, data, source, problems)
+        if cache is not None and clean:
             cache.put(source, data, parsed)
         documents.extend(parsed)
     return documents
+
+
+def _parse_file(display: str, data: bytes, source: Source, problems: Problems) -> tuple[list[Document], bool]:
+    """The documents of one file's bytes, and whether it read cleanly: only then does the parse cache keep them
+    (a file with problems is parsed again, so that its messages are always fresh). Problems go to ``problems``."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        problems.add("file is not UTF-8 text", Location(display), "save it as UTF-8")
+        return [], False
+    before = len(problems)
+    parsed = parse_documents(text, display, problems, source)
+    return parsed, len(problems) == before
+
+
+def _read_git_files(tree: GitFiles, problems: Problems, cache: ParseCache | None) -> list[Document]:
+    """:func:`read_tree` of a commit's files: the parse cache is asked by blob id, so a file it holds is never read
+    (its text is read only if a message needs a position in it); the rest are read in one batch. Nothing is
+    written to disk: before 2026-11-28 every run exported the control plane to a folder and read it back, which at
+    one document a file (Kalypso's layout) cost more than everything else the schedule did with the plane."""
+    blob_of = dict(tree.listing())
+    spec = None
+    if IGNORE_FILE in blob_of:
+        ignore = blob_of[IGNORE_FILE]
+        spec = _spec_of(tree.read([ignore])[ignore].decode("utf-8"))
+    paths = yaml_paths(blob_of, spec)
+    label = tree.label
+    found: dict[str, list[Document]] = {}
+    unread: list[str] = []
+    later = _ReadLater(tree)
+    for path in paths:
+        blob = blob_of[path]
+        display = os.path.join(label, path)
+        hit = cache.get_blob(display, blob, Source(display, later.reader(blob))) if cache is not None else None
+        if hit is None:
+            unread.append(path)
+        else:
+            found[path] = hit
+            later.add(blob, hit)
+    if unread:
+        data = tree.read([blob_of[p] for p in unread])
+        for path in unread:
+            blob = blob_of[path]
+            display = os.path.join(label, path)
+            parsed, clean = _parse_file(display, data[blob], Source(display, data[blob]), problems)
+            if cache is not None and clean:
+                cache.put_blob(display, blob, parsed)
+            found[path] = parsed
+    return [doc for path in paths for doc in found[path]]
+
+
+class _ReadLater:
+    """The files :func:`_read_git_files` took from the parse cache without reading them, read when a position in
+    one is first asked for: that file and every other of the same kinds of documents, in one batch. The normal
+    path asks for some (each deployment target's location, each template's lines), one kind at a time; a batch
+    per file cost one ``git cat-file`` each (0.3 s for 100 Workload files), a batch of every file cost reading
+    the whole tree again."""
+
+    def __init__(self, tree: GitFiles) -> None:
+        self.tree = tree
+        self.groups: dict[frozenset[str], list[str]] = {}
+        self.group_of: dict[str, list[str]] = {}
+        self.read: dict[str, bytes] = {}
+
+    def add(self, blob: str, documents: list[Document]) -> None:
+        group = self.groups.setdefault(frozenset(d.kind for d in documents), [])
+        group.append(blob)
+        self.group_of[blob] = group
+
+    def reader(self, blob: str) -> Callable[[], bytes]:
+        return lambda: self.get(blob)
+
+    def get(self, blob: str) -> bytes:
+        if blob not in self.read:
+            wanted = [b for b in self.group_of.get(blob, [blob]) if b not in self.read]
+            self.read.update(self.tree.read(wanted))
+        return self.read[blob]

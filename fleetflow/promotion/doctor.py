@@ -67,7 +67,7 @@ from fleetflow.forge.rulesets import (
     writes_text,
 )
 from fleetflow.model.controlplane import Resource, build_resource
-from fleetflow.model.documents import Tree, read_tree
+from fleetflow.model.documents import read_tree
 from fleetflow.model.resources import ClusterSpec, EnvironmentSpec, GitOpsRepoSpec
 from fleetflow.promotion.bootstrap import WORKFLOW_FILE
 from fleetflow.promotion.context import Context, head_branch, short
@@ -280,7 +280,7 @@ def _env_setup(ctx: Context, env: Resource[EnvironmentSpec]) -> EnvSetup:
     clusters: list[Resource[ClusterSpec]] = []
     if tip is not None:
         collected = Problems()
-        docs = read_tree(Tree(ctx.tree(ctx.cp_url, tip), f"{branch}@{short(tip)}"), Problems())
+        docs = read_tree(ctx.files(ctx.cp_url, tip, f"{branch}@{short(tip)}"), Problems())
         for doc in docs:
             if doc.kind not in ("GitOpsRepo", "Cluster"):
                 continue

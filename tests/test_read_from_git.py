@@ -1,0 +1,146 @@
+"""The control plane read from git objects (``CommitTree``), never from a folder: the same documents, order and
+problems as the folder it would check out; the files the parse cache holds not read at all; nothing written."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import tempfile
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import pathspec
+import pytest
+
+from fleetflow.errors import Problems
+from fleetflow.forge.git import BareRepo
+from fleetflow.model.documents import Document, ParseCache, Tree, read_tree, yaml_files, yaml_paths
+from fleetflow.promotion.context import CommitTree
+from tests.fleet import local_fleet
+
+FILES: dict[str, bytes] = {
+    "a.yaml": b"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n",
+    "b/x.yaml": b"kind: ClusterType\nmetadata:\n  name: x\n---\nkind: Cluster\nmetadata:\n  name: x-1\n",
+    "b/c/deep.yml": b"kind: Cluster\nmetadata:\n  name: deep\n",
+    "b/z.yaml": b"kind: Cluster\nmetadata: {name: z}\n",
+    "c.yaml": b"kind: Cluster\nmetadata:\n  name: c\n---\n",
+    "B-upper.yaml": b"kind: Cluster\nmetadata:\n  name: upper\n",
+    ".environments/dev.yaml": b"kind: Environment\nmetadata:\n  name: dev\n",
+    ".hidden/h.yaml": b"kind: Cluster\nmetadata:\n  name: hidden\n",
+    ".dot.yaml": b"kind: Cluster\nmetadata:\n  name: dot\n",
+    "notes.txt": b"not yaml\n",
+    "ignored/i.yaml": b"kind: Cluster\nmetadata:\n  name: ignored\n",
+    "keep/skip.yaml": b"kind: Cluster\nmetadata:\n  name: skipped\n",
+    "keep/kept.yaml": b"kind: Cluster\nmetadata:\n  name: kept\n",
+    "broken.yaml": b"kind: Cluster\nmetadata:\n  name: [unclosed\n",
+    "latin1.yaml": "name: caf\u00e9\n".encode("latin-1"),
+    "empty.yaml": b"",
+    "tab.yaml": b"kind: Cluster\nmetadata:\n  name: tabbed  # a\ttab\n",
+    ".fleetflowignore": b"ignored/\n*/skip.yaml\n",
+}
+
+
+def _git(cwd: Path, *args: str) -> str:
+    return subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", "-c", "commit.gpgsign=false", *args],
+                          cwd=cwd, check=True, capture_output=True, text=True).stdout.strip()
+
+
+def _commit(root: Path, files: Mapping[str, bytes], *, link: bool = True) -> tuple[BareRepo, str]:
+    work = root / "work"
+    for rel, data in files.items():
+        path = work / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+    if link:
+        os.symlink("a.yaml", work / "link.yaml")  # git keeps it as a link; it is never followed
+    _git(work, "init", "-q")
+    _git(work, "add", "-A")
+    _git(work, "commit", "-q", "-m", "files")
+    _git(root, "clone", "-q", "--bare", str(work), str(root / "repo.git"))
+    return BareRepo(root / "repo.git"), _git(work, "rev-parse", "HEAD")
+
+
+class Recorded:
+    """A commit's files (:class:`fleetflow.model.documents.GitFiles`) that records the blobs read."""
+
+    def __init__(self, repo: BareRepo, sha: str, label: str) -> None:
+        self.tree = CommitTree.of(repo, sha, label)
+        self.reads: list[str] = []
+
+    @property
+    def label(self) -> str:
+        return self.tree.label
+
+    def listing(self) -> Sequence[tuple[str, str]]:
+        return self.tree.listing()
+
+    def read(self, blob_ids: Sequence[str]) -> Mapping[str, bytes]:
+        self.reads.extend(blob_ids)
+        return self.tree.read(blob_ids)
+
+
+def _seen(docs: list[Document]) -> list[tuple[object, ...]]:
+    return [(d.body, d.location, d.index) for d in docs]
+
+
+def test_a_commit_reads_as_the_folder_it_checks_out(tmp_path: Path) -> None:
+    """Documents, their order (``os.walk``'s: a folder's files, then its folders), locations and problems: the
+    same from git objects as from the exported folder. Hidden folders (but ``.environments``), hidden files,
+    files other than YAML, ``.fleetflowignore``'d folders and files, and symbolic links are left out alike; a file
+    that is not UTF-8, one that does not parse and one with a tab give the same messages."""
+    repo, sha = _commit(tmp_path, FILES)
+    folder = repo.export(sha, tmp_path / "export")
+    on_disk, disk_problems = Problems(), Problems()
+    from_folder = read_tree(Tree(folder, "dev"), disk_problems)
+    from_git = read_tree(CommitTree.of(repo, sha, "dev"), on_disk)
+    assert _seen(from_git) == _seen(from_folder)
+    assert [(p.message, p.location) for p in on_disk] == [(p.message, p.location) for p in disk_problems]
+    names = [d.body.get("metadata", {}).get("name") for d in from_git]
+    assert names == ["upper", "a", "c", "tabbed", "dev", "x", "x-1", "z", "deep", "kept"]
+    assert len(disk_problems) == 2  # broken.yaml and latin1.yaml
+    # the same paths as the folder's walk gives, whatever order they are listed in
+    walked = [p.relative_to(folder).as_posix() for p in yaml_files(Tree(folder, "dev"))]
+    spec = pathspec.GitIgnoreSpec.from_lines(FILES[".fleetflowignore"].decode().splitlines())
+    assert yaml_paths(sorted(FILES, reverse=True), spec) == walked
+
+
+def test_files_the_parse_cache_holds_are_not_read(tmp_path: Path) -> None:
+    """The parse cache is asked by blob id: the first read reads every YAML file (and the ignore file), the second
+    reads the ignore file alone; a document of a file not read still has its lines and columns: asked for, its
+    file is read then, with every other file of the same kinds of documents, in one batch (and no other)."""
+    repo, sha = _commit(tmp_path, {k: v for k, v in FILES.items() if k not in ("broken.yaml", "latin1.yaml")},
+                        link=False)
+    cache = ParseCache(tmp_path / "parsed")
+    first = Recorded(repo, sha, "dev")
+    docs = read_tree(first, Problems(), cache)
+    listed = dict(first.listing())
+    wanted = {listed[p] for p in yaml_paths(listed, None) if not p.startswith(("ignored/", "keep/skip"))}
+    assert set(first.reads) == wanted | {listed[".fleetflowignore"]}
+    second = Recorded(repo, sha, "dev")
+    again = read_tree(second, Problems(), cache)
+    assert second.reads == [listed[".fleetflowignore"]]
+    assert _seen(again) == _seen(docs)
+    deep = next(d for d in again if d.body["metadata"]["name"] == "deep")
+    assert deep.where("metadata", "name").line == 3
+    clusters_only = {"b/c/deep.yml", "b/z.yaml", "c.yaml", "B-upper.yaml", "keep/kept.yaml", "tab.yaml"}
+    assert sorted(second.reads[1:]) == sorted(listed[p] for p in clusters_only)
+    upper = next(d for d in again if d.body["metadata"]["name"] == "upper")
+    assert upper.where("metadata", "name").line == 3  # read in that batch already
+    assert len(second.reads) == 1 + len(clusters_only)
+
+
+def test_loading_a_plane_writes_no_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``Context.plane`` reads both trees from git: no folder is written for them (until 2026-11-28 each run
+    exported them to a scratch folder under the temp dir, which at one document a file cost more than the rest
+    of what the schedule did with the plane)."""
+    fleet = local_fleet(tmp_path)
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
+    with fleet.context() as ctx:
+        main_sha = ctx.main_tip()
+        env_sha = ctx.git.fetch_branch(ctx.cp_url, "dev")
+        assert env_sha is not None
+        plane = ctx.plane(main_sha, "dev", env_sha)
+        assert "dev" in plane.environments and plane.cluster_types
+        assert list(scratch.iterdir()) == []
