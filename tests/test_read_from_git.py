@@ -8,6 +8,7 @@ import subprocess
 import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import pathspec
 import pytest
@@ -144,3 +145,38 @@ def test_loading_a_plane_writes_no_file(tmp_path: Path, monkeypatch: pytest.Monk
         plane = ctx.plane(main_sha, "dev", env_sha)
         assert "dev" in plane.environments and plane.cluster_types
         assert list(scratch.iterdir()) == []
+
+
+def test_a_big_tree_is_read_from_one_snapshot(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past ``SNAPSHOT_SLACK`` files, the parse cache writes down every file's entry in one snapshot of the tree
+    (by its label): the next read opens that instead of an entry per file, and a change of a few files opens
+    only theirs (the snapshot is written again once more than the slack, or 5%, are found outside it). The
+    documents are the same either way."""
+    files = {f"clusters/c{i:03}.yaml": f"kind: Cluster\nmetadata:\n  name: c{i}\n".encode() for i in range(200)}
+    repo, sha = _commit(tmp_path, files, link=False)
+    cache = ParseCache(tmp_path / "parsed")
+    asked: list[str] = []
+    get_blob = ParseCache.get_blob
+
+    def counted(self: ParseCache, display: str, blob: str, source: Any) -> Any:
+        asked.append(display)
+        return get_blob(self, display, blob, source)
+
+    monkeypatch.setattr(ParseCache, "get_blob", counted)
+    first = read_tree(CommitTree.of(repo, sha, "dev"), Problems(), cache)
+    assert len(asked) == 200 and len(first) == 200  # no snapshot yet: every entry asked for (and parsed)
+    asked.clear()
+    second = read_tree(CommitTree.of(repo, sha, "dev"), Problems(), cache)
+    assert asked == [] and _seen(second) == _seen(first)
+    assert second[7].where("metadata", "name").line == 3
+    work = tmp_path / "work"
+    (work / "clusters/c007.yaml").write_text("kind: Cluster\nmetadata:\n  name: c7-renamed\n")
+    _git(work, "commit", "-q", "-am", "one file")
+    _git(tmp_path / "repo.git", "fetch", "-q", str(work), "+HEAD:refs/heads/next")
+    changed = _git(work, "rev-parse", "HEAD")
+    asked.clear()
+    third = read_tree(CommitTree.of(repo, changed, "dev"), Problems(), cache)
+    assert asked == ["dev/clusters/c007.yaml"]
+    assert [d.body["metadata"]["name"] for d in third][6:9] == ["c6", "c7-renamed", "c8"]
+    other = read_tree(CommitTree.of(repo, changed, "qa"), Problems(), cache)  # another label, its own snapshot
+    assert len(asked) == 201 and len(other) == 200

@@ -784,14 +784,55 @@ class ParseCache:
         try:
             with open(path, "rb") as handle:
                 entry = json.loads(handle.read())
+        except (OSError, ValueError):
+            return None
+        return self.documents(entry, source)
+
+    @staticmethod
+    def documents(entry: Any, source: Source) -> list[Document] | None:
+        """The documents an entry holds (with ``source`` for their positions); None when it is not an entry."""
+        try:
             found = [
                 Document(body, Location(source.display, line, column), source, index)
                 for index, line, column, body in entry
                 if type(index) is int and type(line) is int and type(column) is int and type(body) is dict
             ]
-        except (OSError, ValueError, TypeError):
+        except (ValueError, TypeError):
             return None
         return found if len(found) == len(entry) else None
+
+    def _snapshot_path(self, label: str) -> str:
+        digest = hashlib.sha256(f"{CACHE_FORMAT}\0snapshot\0{label}".encode()).hexdigest()
+        return f"{self._root}/trees/{digest}.json"
+
+    def snapshot(self, label: str) -> dict[str, Any]:
+        """The files of the tree labelled ``label`` as a run last wrote them down (:meth:`put_snapshot`): file ->
+        [blob id, entry]. Empty when there is none or it does not read; each entry is checked where it is used."""
+        if not self.usable:
+            return {}
+        try:
+            with open(self._snapshot_path(label), "rb") as handle:
+                found = json.loads(handle.read())
+        except (OSError, ValueError):
+            return {}
+        files = found.get("files") if isinstance(found, dict) and found.get("label") == label else None
+        return files if isinstance(files, dict) else {}
+
+    def put_snapshot(self, label: str, files: dict[str, list[Any]]) -> None:
+        """Write down the entries of every file of a tree (file -> [blob id, entry]) in one file: a later run reads
+        it with one open where it opened an entry per file (:func:`_read_git_files`)."""
+        if not self.usable:
+            return
+        path = self._snapshot_path(label)
+        try:
+            folder = os.path.dirname(path)
+            os.makedirs(folder, mode=0o700, exist_ok=True)
+            with tempfile.NamedTemporaryFile("wb", dir=folder, prefix=".", delete=False) as handle:
+                handle.write(json.dumps({"label": label, "files": files}, ensure_ascii=False,
+                                        separators=(",", ":")).encode())
+            os.replace(handle.name, path)
+        except (OSError, ValueError):
+            pass  # a cache that cannot be written only costs time
 
     def put(self, source: Source, data: bytes, documents: list[Document]) -> None:
         self._put(self._path(source.display, data), documents)
@@ -799,7 +840,7 @@ class ParseCache:
     def _put(self, path: str, documents: list[Document]) -> None:
         if not self.usable:
             return
-        entry = [[doc.index, doc.location.line, doc.location.column, doc.body] for doc in documents]
+        entry = _entry(documents)
         try:
             folder = os.path.dirname(path)
             os.makedirs(folder, mode=0o700, exist_ok=True)
@@ -862,10 +903,24 @@ def _read_git_files(tree: GitFiles, problems: Problems, cache: ParseCache | None
     found: dict[str, list[Document]] = {}
     unread: list[str] = []
     later = _ReadLater(tree)
+    snapshot = cache.snapshot(label) if cache is not None else {}
+    entries: dict[str, list[Any]] = {}  # the snapshot to write down: file -> [blob id, entry]
+    elsewhere = 0  # files the snapshot did not give
     for path in paths:
         blob = blob_of[path]
         display = os.path.join(label, path)
-        hit = cache.get_blob(display, blob, Source(display, later.reader(blob))) if cache is not None else None
+        source = Source(display, later.reader(blob))
+        held = snapshot.get(display)
+        hit = None
+        if isinstance(held, list) and len(held) == 2 and held[0] == blob:
+            hit = ParseCache.documents(held[1], source)
+            if hit is not None:
+                entries[display] = held
+        if hit is None and cache is not None:
+            elsewhere += 1
+            hit = cache.get_blob(display, blob, source)
+            if hit is not None:
+                entries[display] = [blob, _entry(hit)]
         if hit is None:
             unread.append(path)
         else:
@@ -879,8 +934,22 @@ def _read_git_files(tree: GitFiles, problems: Problems, cache: ParseCache | None
             parsed, clean = _parse_file(display, data[blob], Source(display, data[blob]), problems)
             if cache is not None and clean:
                 cache.put_blob(display, blob, parsed)
+                entries[display] = [blob, _entry(parsed)]
             found[path] = parsed
+    if cache is not None and (elsewhere > max(SNAPSHOT_SLACK, len(paths) // 20) or len(snapshot) > len(entries) * 2):
+        cache.put_snapshot(label, entries)
     return [doc for path in paths for doc in found[path]]
+
+
+SNAPSHOT_SLACK = 64
+"""How many files of a tree :func:`_read_git_files` may find outside the parse cache's snapshot of it (each one an
+entry file opened, or a file parsed) before it writes the snapshot again: a change of a few files costs a few
+opens, not a rewrite of the whole tree's entries on every run (5% of the files, if more than this)."""
+
+
+def _entry(documents: list[Document]) -> list[list[Any]]:
+    """A file's parse-cache entry: each document's index, line, column and body."""
+    return [[doc.index, doc.location.line, doc.location.column, doc.body] for doc in documents]
 
 
 class _ReadLater:
