@@ -16,6 +16,7 @@ with ``fetch-depth: 0`` fetches all history for all branches and tags
 from __future__ import annotations
 
 import json
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -58,6 +59,23 @@ def test_a_change_into_main_is_checked_against_every_environment_branch(clone: P
     assert sorted(checked) == ["dev", "dr", "prod-eu", "prod-us", "qa"]
     sha = git(clone, "rev-parse", "origin/qa")[:12]
     assert checked["qa"]["envTree"] == f"qa@{sha}" and checked["qa"]["assignments"] == 1
+
+
+def test_the_other_sides_are_read_from_git_with_no_folder_written(clone: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each environment branch a change into main is paired with is read from the clone's git objects: no scratch
+    folder is made (until 2026-11-28 each was exported into a fleetflow-validate- folder, whose cost followed the
+    number of files: a control plane of one document a file at 100k is 3,269 files a branch)."""
+    made: list[str | None] = []
+    mkdtemp = tempfile.mkdtemp
+
+    def recorded(suffix: str | None = None, prefix: str | None = None, dir: str | None = None) -> str:
+        made.append(prefix)
+        return mkdtemp(suffix, prefix, dir)
+
+    monkeypatch.setattr(tempfile, "mkdtemp", recorded)
+    code, data = validate(clone, "--into", "main", "--strict")
+    assert code == 0, data
+    assert [p for p in made if p and p.startswith("fleetflow")] == []
 
 
 def test_a_main_change_that_breaks_the_environments_fails_with_each_branch_named(

@@ -15,7 +15,7 @@ from fleetflow.errors import unknown_environment
 from fleetflow.forge.git import work_tree_branch, work_tree_head
 from fleetflow.forge.registrations import RegistrationFetcher
 from fleetflow.model.controlplane import ControlPlane, load_control_plane
-from fleetflow.model.documents import ParseCache
+from fleetflow.model.documents import GitFiles, ParseCache
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -47,10 +47,11 @@ def trees(func: F) -> F:
     return MAIN(ENV(func))
 
 
-def load(main_dir: Path, env_dir: Path, fmt: str = "text", *, main_label: str | None = None,
+def load(main_dir: Path | GitFiles, env_dir: Path | GitFiles, fmt: str = "text", *, main_label: str | None = None,
          env_label: str | None = None) -> ControlPlane:
-    """Load and structurally check both trees; raise every problem at once (git failures exit 3). Messages name
-    files by the labels (default: the paths as given)."""
+    """Load and structurally check both trees (folders, or a commit's files); raise every problem at once (git
+    failures exit 3). Messages name files by the labels (default: the paths as given; a commit's files by their
+    own label)."""
     fetcher = RegistrationFetcher(progress=TERMINAL.progress(fmt))
     plane = load_control_plane(
         main_dir, env_dir,

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -102,18 +101,16 @@ def _check_trees(main_dir: Path, env_dir: Path, environment: str | None, fmt: st
 
 def _check_change(repo_dir: Path, into: str, environment: str | None, fmt: str) -> Findings:
     found = Findings()
-    with tempfile.TemporaryDirectory(prefix="fleetflow-validate-") as scratch:
-        change = plan_change(repo_dir, into, Path(scratch), environment=environment, cache=parse_cache())
-        found.warnings.extend(change.warnings)
-        for pair in change.pairs:
-            try:
-                plane = load(pair.main.root, pair.env.root, fmt, main_label=pair.main.label,
-                             env_label=pair.env.label)
-            except InputError as exc:
-                found.problems.extend(exc.problems())
-                continue
-            trees = (pair.main.label or ".", pair.env.label or ".")
-            _check_environment(plane, pair.environment, pair.branch, fmt, found, trees)
+    change = plan_change(repo_dir, into, environment=environment, cache=parse_cache())
+    found.warnings.extend(change.warnings)
+    for pair in change.pairs:
+        try:
+            plane = load(pair.main.root, pair.env.root, fmt, main_label=pair.main.label, env_label=pair.env.label)
+        except InputError as exc:
+            found.problems.extend(exc.problems())
+            continue
+        trees = (pair.main.label or ".", pair.env.label or ".")
+        _check_environment(plane, pair.environment, pair.branch, fmt, found, trees)
     return found
 
 

@@ -4,9 +4,9 @@ A pull request into ``main`` changes what every environment renders: each enviro
 now. A pull request into an environment branch changes that environment only, and schedule renders it with the
 ``main`` commit the branch pins (``base-repo.yaml``), or ``main``'s tip before the first promotion. This module
 finds those pairs in a checkout of the change (the pull request's merge commit, as ``actions/checkout`` leaves it
-on a ``pull_request`` event, with every branch fetched) and writes the other side of each pair into a scratch
-folder; the checkout's own working tree is read as it is, uncommitted edits included, so the same command checks
-a change on a laptop before it is pushed.
+on a ``pull_request`` event, with every branch fetched) and reads the other side of each pair from git's objects
+(no folder written); the checkout's own working tree is read as it is, uncommitted edits included, so the same
+command checks a change on a laptop before it is pushed.
 
 Branches are read from ``refs/remotes/origin/<branch>`` (what a clone or ``actions/checkout`` with
 ``fetch-depth: 0`` has), else from a local branch of that name.
@@ -20,16 +20,21 @@ from pathlib import Path
 from fleetflow.errors import GitError, Problem, UsageError, unknown_environment
 from fleetflow.forge.git import BareRepo, run_git
 from fleetflow.model.documents import ParseCache, Tree
-from fleetflow.promotion.context import MAIN, environment_branch, read_environments, short
+from fleetflow.promotion.context import MAIN, CommitTree, environment_branch, read_environments, short
 from fleetflow.promotion.pin import PIN_FILE, read_pin
 
 
 @dataclass(frozen=True)
 class Side:
-    """One tree of a pair: where its files are and how messages name them."""
+    """One tree of a pair: where its files are (the checkout's folder, or a commit's files) and how messages name
+    them."""
 
-    root: Path
+    root: Path | CommitTree
     label: str
+
+    def tree(self) -> Tree | CommitTree:
+        """What :func:`fleetflow.model.documents.read_tree` reads."""
+        return Tree(self.root, self.label) if isinstance(self.root, Path) else self.root
 
 
 @dataclass(frozen=True)
@@ -82,10 +87,11 @@ def _label(checkout: Path) -> str:
     return str(checkout)
 
 
-def plan_change(checkout: Path, into: str, scratch: Path, *, environment: str | None = None,
+def plan_change(checkout: Path, into: str, *, environment: str | None = None,
                 main_branch: str = MAIN, cache: ParseCache | None = None) -> ChangePlan:
     """Pair the working tree of ``checkout`` (the change, as it would land on branch ``into``) with the other side
-    of each environment it affects, exported from git into ``scratch``.
+    of each environment it affects, read from git's objects (until 2026-11-28 exported into a scratch folder, whose
+    cost followed the number of files).
 
     Raises UsageError when ``into`` is neither ``main_branch`` nor an environment's branch, InputError when the
     Environments cannot be read, GitError when a commit the pairing needs is not in the checkout."""
@@ -95,7 +101,8 @@ def plan_change(checkout: Path, into: str, scratch: Path, *, environment: str | 
 
     def side(branch: str, sha: str) -> Side:
         if sha not in exported:
-            exported[sha] = Side(repo.export(sha, scratch / f"{len(exported)}-{sha[:12]}"), f"{branch}@{short(sha)}")
+            label = f"{branch}@{short(sha)}"
+            exported[sha] = Side(CommitTree.of(repo, sha, label), label)
         return exported[sha]
 
     warnings: list[Problem] = []
@@ -122,7 +129,7 @@ def plan_change(checkout: Path, into: str, scratch: Path, *, environment: str | 
 
     main_sha = _pinned_main(repo, checkout, main_branch)
     main_side = side(main_branch, main_sha)
-    envs = read_environments(Tree(main_side.root, main_side.label), cache, where=main_side.label)
+    envs = read_environments(main_side.tree(), cache, where=main_side.label)
     by_branch = {environment_branch(env): name for name, env in envs.items()}
     if into not in by_branch:
         known = ", ".join(f"{b} ({n})" for b, n in sorted(by_branch.items())) or "none"
