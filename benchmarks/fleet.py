@@ -359,17 +359,10 @@ def write_fleet(root: Path, size: FleetSize) -> tuple[Path, Path]:
     files[main / ".environments/dev.yaml"] = (
         "apiVersion: fleetflow.dev/v1alpha1\nkind: Environment\nmetadata:\n  name: dev\nspec: {}\n"
     )
-    files[main / "templates/templates.yaml"] = _docs(
-        [_template(name, kind, manifests) for name, (kind, manifests) in TEMPLATES.items()]
-    )
-    files[main / "workloads/workloads.yaml"] = _docs([_workload(wl) for wl in fleet.workloads])
-
-    if size.layout == "per-file":
-        _write_per_file(files, main, env, fleet, size)
-    elif size.layout != "packed":
-        raise ValueError(f"layout {size.layout!r} is not packed or per-file")
-    else:
-        _packed(files, env, fleet, size)
+    layouts = {"packed": _packed, "per-file": _per_file}
+    if size.layout not in layouts:
+        raise ValueError(f"layout {size.layout!r} is not {' or '.join(layouts)}")
+    layouts[size.layout](files, main, env, fleet, size)
     files[env / "gitops-repo.yaml"] = (
         "apiVersion: fleetflow.dev/v1alpha1\nkind: GitOpsRepo\nmetadata:\n  name: dev\n"
         "spec:\n  repo: https://git.example.com/platform/gitops\n  branch: dev\n"
@@ -395,9 +388,8 @@ _POLICY = (
 )
 
 
-def _write_per_file(files: dict[Path, str], main: Path, env: Path, fleet: FleetModel, size: FleetSize) -> None:
+def _per_file(files: dict[Path, str], main: Path, env: Path, fleet: FleetModel, size: FleetSize) -> None:
     """The ``per-file`` layout: the same documents as ``packed``, one a file."""
-    del files[main / "templates/templates.yaml"], files[main / "workloads/workloads.yaml"]
     for name, (kind, manifests) in TEMPLATES.items():
         files[main / f"templates/{name}.yaml"] = _template(name, kind, manifests)
     for wl in fleet.workloads:
@@ -415,8 +407,12 @@ def _write_per_file(files: dict[Path, str], main: Path, env: Path, fleet: FleetM
             files[env / f"configs/{group}/{cm.name}.yaml"] = _config_map(cm)
 
 
-def _packed(files: dict[Path, str], env: Path, fleet: FleetModel, size: FleetSize) -> None:
+def _packed(files: dict[Path, str], main: Path, env: Path, fleet: FleetModel, size: FleetSize) -> None:
     """The ``packed`` layout: a file per kind (per region for cluster types and their ConfigMaps)."""
+    files[main / "templates/templates.yaml"] = _docs(
+        [_template(name, kind, manifests) for name, (kind, manifests) in TEMPLATES.items()]
+    )
+    files[main / "workloads/workloads.yaml"] = _docs([_workload(wl) for wl in fleet.workloads])
     by_region: dict[str, list[ClusterTypeModel]] = {}
     for ct in fleet.cluster_types:
         by_region.setdefault(ct.region, []).append(ct)

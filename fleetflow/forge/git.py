@@ -517,14 +517,19 @@ class BareRepo:
         data = self.blobs(e.sha for e in found.values())
         return {p: data[found[c].sha] if c in found else None for p, c in clean.items()}
 
+    def regular_files(self, rev: str) -> list[TreeEntry]:
+        """Every file of ``rev``'s tree, at any depth: its blobs but symbolic links (never followed) and submodules
+        (``commit`` entries). What :meth:`export` writes and what the control plane is read from
+        (``fleetflow.promotion.context.CommitTree``)."""
+        return [e for e in self.ls_tree(rev, recursive=True, trees=False)
+                if e.kind == "blob" and e.mode != SYMLINK_MODE]
+
     def export(self, rev: str, dest: Path) -> Path:
         """Write the files of ``rev``'s tree into ``dest`` (created). Symbolic links are never written."""
         dest.mkdir(parents=True, exist_ok=True)
-        entries = [e for e in self.ls_tree(rev, recursive=True, trees=False) if e.kind == "blob"]
+        entries = self.regular_files(rev)
         data = self.blobs(e.sha for e in entries)
         for entry in entries:
-            if entry.mode == SYMLINK_MODE:
-                continue  # a symbolic link: never followed, never written
             target = dest / entry.path
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_bytes(data[entry.sha])

@@ -678,16 +678,14 @@ def yaml_paths(paths: Iterable[str], spec: pathspec.GitIgnoreSpec | None) -> lis
         found = folder_kept.get(folder)
         if found is None:
             parent, _, name = folder.rpartition("/")
-            found = (kept_folder(parent) and not (name.startswith(".") and name not in VISIBLE_HIDDEN_DIRS)
-                     and not (spec is not None and spec.match_file(f"{folder}/")))
+            found = kept_folder(parent) and _visible_folder(name) and not _ignored(spec, f"{folder}/")
             folder_kept[folder] = found
         return found
 
     kept = []
     for path in paths:
         folder, _, name = path.rpartition("/")
-        if (name.endswith(YAML_SUFFIXES) and not name.startswith(".") and kept_folder(folder)
-                and not (spec is not None and spec.match_file(path))):
+        if _yaml_file(name) and kept_folder(folder) and not _ignored(spec, path):
             kept.append(path)
     return sorted(kept, key=_walk_key)
 
@@ -700,20 +698,27 @@ def yaml_files(tree: Tree) -> Iterator[Path]:
         rel_dir = current.relative_to(tree.root).as_posix()
         keep = []
         for name in sorted(dirnames):
-            if name.startswith(".") and name not in VISIBLE_HIDDEN_DIRS:
-                continue
-            rel = f"{name}/" if rel_dir == "." else f"{rel_dir}/{name}/"
-            if spec is not None and spec.match_file(rel):
-                continue
-            keep.append(name)
+            if _visible_folder(name) and not _ignored(spec, f"{name}/" if rel_dir == "." else f"{rel_dir}/{name}/"):
+                keep.append(name)
         dirnames[:] = keep
         for name in sorted(filenames):
-            if not name.endswith(YAML_SUFFIXES) or name.startswith("."):
-                continue
-            rel = name if rel_dir == "." else f"{rel_dir}/{name}"
-            if spec is not None and spec.match_file(rel):
-                continue
-            yield current / name
+            if _yaml_file(name) and not _ignored(spec, name if rel_dir == "." else f"{rel_dir}/{name}"):
+                yield current / name
+
+
+def _visible_folder(name: str) -> bool:
+    """A folder :func:`yaml_files` and :func:`yaml_paths` enter: not hidden, but :data:`VISIBLE_HIDDEN_DIRS`."""
+    return not name.startswith(".") or name in VISIBLE_HIDDEN_DIRS
+
+
+def _yaml_file(name: str) -> bool:
+    """A file name :func:`yaml_files` and :func:`yaml_paths` read: YAML, not hidden."""
+    return name.endswith(YAML_SUFFIXES) and not name.startswith(".")
+
+
+def _ignored(spec: pathspec.GitIgnoreSpec | None, path: str) -> bool:
+    """Matched by ``.fleetflowignore`` (a folder's path ends with ``/``)."""
+    return spec is not None and spec.match_file(path)
 
 
 

@@ -3,6 +3,7 @@ commit. Nothing here is remembered between runs: every fact is re-derived from g
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -14,7 +15,7 @@ from pathlib import Path
 from fleetflow.clock import utc_now
 from fleetflow.errors import GitError, InputError, Problem, Problems, UsageError, unknown_environment
 from fleetflow.forge.base import Forge
-from fleetflow.forge.git import SYMLINK_MODE, BareRepo, GitRepos, PushRejected
+from fleetflow.forge.git import BareRepo, GitRepos, PushRejected
 from fleetflow.forge.registrations import RegistrationFetcher
 from fleetflow.model.controlplane import ControlPlane, Resource, build_resource, load_control_plane
 from fleetflow.model.documents import Document, GitFiles, ParseCache, Tree, read_tree
@@ -86,9 +87,7 @@ class CommitTree:
     @classmethod
     def of(cls, repo: BareRepo, commit: str, label: str) -> CommitTree:
         """The commit's files, listed now: its blobs but symbolic links (never followed) and submodules."""
-        listed = [(e.path, e.sha) for e in repo.ls_tree(commit, recursive=True, trees=False)
-                  if e.kind == "blob" and e.mode != SYMLINK_MODE]
-        return cls(repo, commit, label, listed)
+        return cls(repo, commit, label, [(e.path, e.sha) for e in repo.regular_files(commit)])
 
     def listing(self) -> Sequence[tuple[str, str]]:
         return self._listed
@@ -137,7 +136,7 @@ class Context:
     plan_dir: Path | None = None  # where schedule writes each environment's full plan (None: it writes none)
     run_url: str | None = None  # the workflow run this runs in (the PR body links its artifacts)
     server_url: str | None = None  # GitHub's web address (the PR body links the compare view)
-    _listed: dict[tuple[str, str], Sequence[tuple[str, str]]] = field(default_factory=dict)
+    _files: dict[tuple[str, str], CommitTree] = field(default_factory=dict)  # by (url, commit), listed once
     _environments: dict[str, dict[str, Resource[EnvironmentSpec]]] = field(default_factory=dict)
     _fetcher: RegistrationFetcher | None = None
     _pins: dict[tuple[str, str], Pin] = field(default_factory=dict)
@@ -167,9 +166,9 @@ class Context:
         Kalypso's control plane keeps them: loading the plane took 0.8-1.5 s at 100k here, most of it the file
         system's; now 0.09-0.19 s)."""
         key = (url, sha)
-        if key not in self._listed:
-            self._listed[key] = CommitTree.of(self.git.mirror(url), sha, label).listing()
-        return CommitTree(self.git.mirror(url), sha, label, self._listed[key])
+        if key not in self._files:
+            self._files[key] = CommitTree.of(self.git.mirror(url), sha, label)
+        return dataclasses.replace(self._files[key], label=label)
 
     def main_tip(self) -> str:
         sha = self.git.fetch_branch(self.cp_url, self.main_branch)

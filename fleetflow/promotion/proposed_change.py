@@ -97,13 +97,13 @@ def plan_change(checkout: Path, into: str, *, environment: str | None = None,
     Environments cannot be read, GitError when a commit the pairing needs is not in the checkout."""
     repo = BareRepo(_git_dir(checkout))
     work = Side(checkout, _label(checkout))
-    exported: dict[str, Side] = {}
+    from_git: dict[str, Side] = {}
 
     def side(branch: str, sha: str) -> Side:
-        if sha not in exported:
+        if sha not in from_git:
             label = f"{branch}@{short(sha)}"
-            exported[sha] = Side(CommitTree.of(repo, sha, label), label)
-        return exported[sha]
+            from_git[sha] = Side(CommitTree.of(repo, sha, label), label)
+        return from_git[sha]
 
     warnings: list[Problem] = []
     if into == main_branch:
