@@ -72,6 +72,10 @@ class Recorded:
     def label(self) -> str:
         return self.tree.label
 
+    @property
+    def cache_label(self) -> str:
+        return self.tree.cache_label
+
     def listing(self) -> Sequence[tuple[str, str]]:
         return self.tree.listing()
 

@@ -16,6 +16,7 @@ with ``fetch-depth: 0`` fetches all history for all branches and tags
 from __future__ import annotations
 
 import json
+import os
 import tempfile
 from pathlib import Path
 
@@ -76,6 +77,47 @@ def test_the_other_sides_are_read_from_git_with_no_folder_written(clone: Path, m
     code, data = validate(clone, "--into", "main", "--strict")
     assert code == 0, data
     assert [p for p in made if p and p.startswith("fleetflow")] == []
+
+
+def _parse_cache_files(cache: Path) -> set[Path]:
+    """The parse cache's files (entries and snapshots) under the test's private cache (conftest: XDG_CACHE_HOME)."""
+    return {p for p in (cache / "fleetflow" / "parsed").rglob("*.json")}
+
+
+def test_a_new_commit_on_a_branch_adds_only_its_changed_files_to_the_parse_cache(
+    clone: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The pull-request check runs on every change, each time against the branches' newest commits. Its messages
+    name the commit read (``qa@<sha>/policy.yaml``), but the parse cache is keyed by the branch: a new commit on qa
+    that changes one file adds one entry, and a file it did not change is read from the cache and named at the new
+    commit. Until 2026-11-28 the entries were keyed by the label with the commit, so each commit checked added an
+    entry for every file of the branch (and past 64 files a snapshot of the whole branch, ~1 MB at 100k
+    assignments one document a file): a runner's restored cache grew with every commit it had checked."""
+    cache = Path(os.environ["XDG_CACHE_HOME"])
+    edit(clone, *RENAMED_LABEL)  # every branch's policy now selects nothing: a warning at each policy.yaml
+    monkeypatch.chdir(clone)
+    code, _ = validate(Path("."), "--into", "main")
+    assert code == 1
+    before = _parse_cache_files(cache)
+    assert before  # the first check filled it
+
+    git(clone, "stash", "-q")
+    git(clone, "checkout", "-q", "-b", "qa-change", "origin/qa")
+    edit(clone, "configs.yaml", "LOG_LEVEL: info", "LOG_LEVEL: debug")
+    git(clone, "commit", "-q", "-am", "qa: debug logs")
+    git(clone, "update-ref", "refs/remotes/origin/qa", "HEAD")  # as a fetch of the new qa commit leaves it
+    git(clone, "checkout", "-q", "main")
+    git(clone, "stash", "pop", "-q")
+    new_qa = git(clone, "rev-parse", "origin/qa")[:12]
+
+    code, data = validate(Path("."), "--into", "main")
+    assert code == 1
+    added = _parse_cache_files(cache) - before
+    assert len(added) == 1, sorted(p.name for p in added)  # configs.yaml at the new commit; nothing else
+    warnings = data["warnings"]
+    assert isinstance(warnings, list)
+    files = {w["location"]["file"] for w in warnings if "selects no deployment targets" in w["message"]}
+    assert f"qa@{new_qa}/policy.yaml" in files, files  # a cached file, named at the commit read
 
 
 def test_a_main_change_that_breaks_the_environments_fails_with_each_branch_named(

@@ -635,10 +635,16 @@ class Tree:
 class GitFiles(Protocol):
     """A tree's files as a git commit holds them (``fleetflow.promotion.context.CommitTree``): listed with their
     blob ids and read by id, so that :func:`read_tree` reads only the files the parse cache does not hold and
-    writes none. ``label`` prefixes file names in messages, as :attr:`Tree.label` does."""
+    writes none. ``label`` prefixes file names in messages, as :attr:`Tree.label` does; ``cache_label`` prefixes
+    them in the parse cache's keys, and stays the same from commit to commit (a branch's name) where ``label`` may
+    name the commit (``dev@abc123``): a file that did not change between two commits is then one entry, and the
+    tree one snapshot, however many commits a runner reads."""
 
     @property
     def label(self) -> str: ...
+
+    @property
+    def cache_label(self) -> str: ...
 
     def listing(self) -> Sequence[tuple[str, str]]:
         """(path from the root, blob id) of every regular file: no symbolic link, no submodule."""
@@ -904,28 +910,28 @@ def _read_git_files(tree: GitFiles, problems: Problems, cache: ParseCache | None
         ignore = blob_of[IGNORE_FILE]
         spec = _spec_of(tree.read([ignore])[ignore].decode("utf-8"))
     paths = yaml_paths(blob_of, spec)
-    label = tree.label
+    label, key_label = tree.label, tree.cache_label
     found: dict[str, list[Document]] = {}
     unread: list[str] = []
     later = _ReadLater(tree)
-    snapshot = cache.snapshot(label) if cache is not None else {}
-    entries: dict[str, list[Any]] = {}  # the snapshot to write down: file -> [blob id, entry]
+    snapshot = cache.snapshot(key_label) if cache is not None else {}
+    entries: dict[str, list[Any]] = {}  # the snapshot to write down: file (as keyed) -> [blob id, entry]
     elsewhere = 0  # files the snapshot did not give
     for path in paths:
         blob = blob_of[path]
-        display = os.path.join(label, path)
+        display, key = os.path.join(label, path), os.path.join(key_label, path)
         source = Source(display, later.reader(blob))
-        held = snapshot.get(display)
+        held = snapshot.get(key)
         hit = None
         if isinstance(held, list) and len(held) == 2 and held[0] == blob:
             hit = ParseCache.documents(held[1], source)
             if hit is not None:
-                entries[display] = held
+                entries[key] = held
         if hit is None and cache is not None:
             elsewhere += 1
-            hit = cache.get_blob(display, blob, source)
+            hit = cache.get_blob(key, blob, source)
             if hit is not None:
-                entries[display] = [blob, _entry(hit)]
+                entries[key] = [blob, _entry(hit)]
         if hit is None:
             unread.append(path)
         else:
@@ -935,14 +941,14 @@ def _read_git_files(tree: GitFiles, problems: Problems, cache: ParseCache | None
         data = tree.read([blob_of[p] for p in unread])
         for path in unread:
             blob = blob_of[path]
-            display = os.path.join(label, path)
+            display, key = os.path.join(label, path), os.path.join(key_label, path)
             parsed, clean = _parse_file(display, data[blob], Source(display, data[blob]), problems)
             if cache is not None and clean:
-                cache.put_blob(display, blob, parsed)
-                entries[display] = [blob, _entry(parsed)]
+                cache.put_blob(key, blob, parsed)
+                entries[key] = [blob, _entry(parsed)]
             found[path] = parsed
     if cache is not None and (elsewhere > max(SNAPSHOT_SLACK, len(paths) // 20) or len(snapshot) > len(entries) * 2):
-        cache.put_snapshot(label, entries)
+        cache.put_snapshot(key_label, entries)
     return [doc for path in paths for doc in found[path]]
 
 

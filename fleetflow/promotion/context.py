@@ -82,12 +82,16 @@ class CommitTree:
     repo: BareRepo
     commit: str
     label: str
+    cache_label: str
     _listed: Sequence[tuple[str, str]]
 
     @classmethod
-    def of(cls, repo: BareRepo, commit: str, label: str) -> CommitTree:
-        """The commit's files, listed now: its blobs but symbolic links (never followed) and submodules."""
-        return cls(repo, commit, label, [(e.path, e.sha) for e in repo.regular_files(commit)])
+    def of(cls, repo: BareRepo, commit: str, label: str, cache_label: str | None = None) -> CommitTree:
+        """The commit's files, listed now: its blobs but symbolic links (never followed) and submodules.
+        ``cache_label`` (default: ``label``) names them in the parse cache: give one that does not change from
+        commit to commit (the branch) when ``label`` names the commit."""
+        return cls(repo, commit, label, label if cache_label is None else cache_label,
+                   [(e.path, e.sha) for e in repo.regular_files(commit)])
 
     def listing(self) -> Sequence[tuple[str, str]]:
         return self._listed
@@ -168,7 +172,7 @@ class Context:
         key = (url, sha)
         if key not in self._files:
             self._files[key] = CommitTree.of(self.git.mirror(url), sha, label)
-        return dataclasses.replace(self._files[key], label=label)
+        return dataclasses.replace(self._files[key], label=label, cache_label=label)
 
     def main_tip(self) -> str:
         sha = self.git.fetch_branch(self.cp_url, self.main_branch)

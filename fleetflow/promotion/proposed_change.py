@@ -101,8 +101,8 @@ def plan_change(checkout: Path, into: str, *, environment: str | None = None,
 
     def side(branch: str, sha: str) -> Side:
         if sha not in from_git:
-            label = f"{branch}@{short(sha)}"
-            from_git[sha] = Side(CommitTree.of(repo, sha, label), label)
+            label = f"{branch}@{short(sha)}"  # messages name the commit; the parse cache, the branch
+            from_git[sha] = Side(CommitTree.of(repo, sha, label, cache_label=branch), label)
         return from_git[sha]
 
     warnings: list[Problem] = []
