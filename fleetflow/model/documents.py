@@ -911,6 +911,7 @@ def _read_git_files(tree: GitFiles, problems: Problems, cache: ParseCache | None
         spec = _spec_of(tree.read([ignore])[ignore].decode("utf-8"))
     paths = yaml_paths(blob_of, spec)
     label, key_label = tree.label, tree.cache_label
+    shown, keyed = _prefix(label), _prefix(key_label)  # os.path.join's result, without its cost per file
     found: dict[str, list[Document]] = {}
     unread: list[str] = []
     later = _ReadLater(tree)
@@ -919,7 +920,7 @@ def _read_git_files(tree: GitFiles, problems: Problems, cache: ParseCache | None
     elsewhere = 0  # files the snapshot did not give
     for path in paths:
         blob = blob_of[path]
-        display, key = os.path.join(label, path), os.path.join(key_label, path)
+        display, key = shown + path, keyed + path
         source = Source(display, later.reader(blob))
         held = snapshot.get(key)
         hit = None
@@ -941,7 +942,7 @@ def _read_git_files(tree: GitFiles, problems: Problems, cache: ParseCache | None
         data = tree.read([blob_of[p] for p in unread])
         for path in unread:
             blob = blob_of[path]
-            display, key = os.path.join(label, path), os.path.join(key_label, path)
+            display, key = shown + path, keyed + path
             parsed, clean = _parse_file(display, data[blob], Source(display, data[blob]), problems)
             if cache is not None and clean:
                 cache.put_blob(key, blob, parsed)
@@ -950,6 +951,11 @@ def _read_git_files(tree: GitFiles, problems: Problems, cache: ParseCache | None
     if cache is not None and (elsewhere > max(SNAPSHOT_SLACK, len(paths) // 20) or len(snapshot) > len(entries) * 2):
         cache.put_snapshot(key_label, entries)
     return [doc for path in paths for doc in found[path]]
+
+
+def _prefix(label: str) -> str:
+    """What ``os.path.join(label, path)`` puts before a relative ``path``."""
+    return label if not label or label.endswith("/") else label + "/"
 
 
 SNAPSHOT_SLACK = 64
