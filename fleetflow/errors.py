@@ -120,7 +120,7 @@ class FleetflowError(Exception):
         elif isinstance(problems, Problem):
             found = [problems]
         else:
-            found = sorted(set(problems), key=_problem_order)
+            found = sorted(set(problems), key=problem_order)
         self._problems = found
         super().__init__("\n".join(str(p) for p in found))
 
@@ -178,7 +178,9 @@ class ForgeError(FleetflowError):
         super().__init__(message)
 
 
-def _problem_order(problem: Problem) -> tuple[str, int, int, str]:
+def problem_order(problem: Problem) -> tuple[str, int, int, str]:
+    """Where a problem is reported among others: by file, then line and column as numbers (line 2 before line 11),
+    then message; one with no place first."""
     loc = problem.location
     if loc is None:
         return ("", 0, 0, problem.message)

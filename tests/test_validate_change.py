@@ -79,6 +79,20 @@ def test_the_other_sides_are_read_from_git_with_no_folder_written(clone: Path, m
     assert [p for p in made if p and p.startswith("fleetflow")] == []
 
 
+def test_warnings_come_in_the_order_of_their_lines(clone: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The warnings of one file are given by line as a number: the Environment at line 1 before the one at line 11
+    (until 2026-11-28 they were sorted by their place as text, which put ``envs.yaml:11:1`` before ``envs.yaml:1:1``:
+    qa's warning before dev's)."""
+    edit(clone, *RENAMED_LABEL)  # no environment schedules an assignment now: a warning at each Environment
+    monkeypatch.chdir(clone)
+    code, data = validate(Path("."), "--into", "main")
+    assert code == 1
+    warnings = data["warnings"]
+    assert isinstance(warnings, list)
+    lines = [w["location"]["line"] for w in warnings if w["location"]["file"] == ".environments/envs.yaml"]
+    assert len(lines) == 5 and lines == sorted(lines), lines
+
+
 def _parse_cache_files(cache: Path) -> set[Path]:
     """The parse cache's files (entries and snapshots) under the test's private cache (conftest: XDG_CACHE_HOME)."""
     return {p for p in (cache / "fleetflow" / "parsed").rglob("*.json")}

@@ -11,7 +11,7 @@ from fleetflow.cli.common import FORMAT, check_environment, head_branch_name, lo
 from fleetflow.cli.errors import Reply, handled
 from fleetflow.cli.github_actions import ActionsStep, actions_step, github_actions_options, validate_report
 from fleetflow.cli.terminal import TERMINAL
-from fleetflow.errors import ExitCode, InputError, Problem, Problems, UsageError
+from fleetflow.errors import ExitCode, InputError, Problem, Problems, UsageError, problem_order
 from fleetflow.model.controlplane import ControlPlane
 from fleetflow.model.references import check_trees_not_empty
 from fleetflow.promotion.context import environment_branch
@@ -130,7 +130,7 @@ def _check_environment(plane: ControlPlane, name: str, branch: str | None, fmt: 
 
 def _reply(reply: Reply, found: Findings, strict: bool, into: str | None, step: ActionsStep | None) -> None:
     # a problem of main's tree is found once per environment checked against it: say it once
-    for warning in sorted(set(found.warnings), key=lambda p: (str(p.location or ""), p.message)):
+    for warning in sorted(set(found.warnings), key=problem_order):  # line 2 before line 11
         reply.warn(warning)
     Problems(list(dict.fromkeys(found.problems))).raise_if_any()
     strict_fail = strict and bool(found.warnings)
