@@ -14,7 +14,7 @@ import pathspec
 import pytest
 
 from fleetflow.errors import Problems
-from fleetflow.forge.git import BareRepo
+from fleetflow.forge.git import BareRepo, TreeEdit
 from fleetflow.model.documents import Document, ParseCache, Tree, read_tree, yaml_files, yaml_paths
 from fleetflow.promotion.context import CommitTree
 from tests.fleet import local_fleet
@@ -219,3 +219,40 @@ def test_a_big_folder_is_read_from_one_snapshot(tmp_path: Path, monkeypatch: pyt
     other = read_tree(Tree(folder, "qa"), Problems(), cache)  # another label: its own names, its own snapshot
     assert len(asked) == 200 and len(other) == 200
     assert other[0].location.file == "qa/clusters/c000.yaml"
+
+
+def test_a_file_name_that_is_not_utf8_is_one_problem_not_a_traceback(tmp_path: Path) -> None:
+    """A file name need not be UTF-8 on Linux or in git (git keeps a name's bytes; Python gives the bytes that are not
+    UTF-8 as surrogates, PEP 383). Every message, cache key and output names files as text, so such a YAML file is
+    one problem at its name, shown escaped, read neither from a folder nor from a commit; the other files are read.
+    Until 2026-11-28 the folder's read stopped with a UnicodeEncodeError and the commit's listing with a
+    UnicodeDecodeError. A listing of a commit holding one (a GitOps repo someone added it to) keeps its bytes, and
+    reading or writing at that path gives the same file back."""
+    work = tmp_path / "dev"
+    work.mkdir()
+    (work / "a.yaml").write_bytes(FILES["a.yaml"])
+    bad = os.fsdecode(os.fsencode(work) + b"/caf\xe9.yaml")  # latin-1, not UTF-8
+    Path(bad).write_bytes(b"kind: Cluster\nmetadata:\n  name: c\n")
+    (work / "out").mkdir()
+    Path(os.fsdecode(os.fsencode(work) + b"/out/caf\xe9.txt")).write_bytes(b"foreign\n")  # not YAML: not read
+    _git(work, "init", "-q")
+    _git(work, "add", "-A")
+    _git(work, "commit", "-q", "-m", "files")
+    repo = BareRepo(work / ".git")
+    sha = _git(work, "rev-parse", "HEAD")
+    for tree in (Tree(work, "dev"), CommitTree.of(repo, sha, "dev")):
+        problems = Problems()
+        docs = read_tree(tree, problems, ParseCache(tmp_path / "parsed"))
+        assert [d.name for d in docs] == ["a"]
+        found = [(p.message, str(p.location)) for p in problems]
+        assert found == [("file name is not UTF-8 text", "dev/caf\\xe9.yaml")]
+    name = os.fsdecode(b"caf\xe9.yaml")
+    assert name in {e.path for e in repo.ls_tree(sha)}
+    assert repo.read_files(sha, [name])[name] == b"kind: Cluster\nmetadata:\n  name: c\n"
+    foreign = os.fsdecode(b"out/caf\xe9.txt")
+    assert [e.path for e in (repo.listings(sha, ["out"])["out"] or [])] == [foreign]
+    again = repo.fast_commit(sha, [TreeEdit(foreign, b"rewritten\n")], "rewrite", ("t", "t@t"), 0)
+    assert repo.read_files(again, [foreign])[foreign] == b"rewritten\n"
+    listed = subprocess.run(["git", "ls-tree", "-r", "--name-only", "-z", again], cwd=work, capture_output=True,
+                            check=True).stdout.split(b"\0")
+    assert b"out/caf\xe9.txt" in listed and b"caf\xe9.yaml" in listed  # the same bytes, no second name

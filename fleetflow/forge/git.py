@@ -383,7 +383,7 @@ class BareRepo:
         found = []
         for item in out.split(b"\0"):
             if item:
-                info, path = item.decode().split("\t", 1)
+                info, path = item.decode("utf-8", "surrogateescape").split("\t", 1)  # a name's bytes, as os gives
                 mode, kind, sha = info.split(" ")
                 found.append(TreeEntry(mode, kind, sha, path))
         return found
@@ -669,7 +669,7 @@ def _tree_entries(body: bytes, folder: str) -> list[TreeEntry]:
         mode = body[pos:space].decode()
         sha = body[nul + 1:nul + 21].hex()
         kind = "tree" if mode == "40000" else "commit" if mode == "160000" else "blob"
-        name = body[space + 1:nul].decode()
+        name = body[space + 1:nul].decode("utf-8", "surrogateescape")  # a name not UTF-8: its bytes, as os gives
         entries.append(TreeEntry(mode.rjust(6, "0"), kind, sha, f"{folder}/{name}" if folder else name))
         pos = nul + 21
     return entries
@@ -707,7 +707,7 @@ def _quote(path: str) -> bytes:
     if path.isascii() and path.isprintable() and '"' not in path and "\\" not in path:
         return b'"' + path.encode() + b'"'  # nothing to escape (every name fleetflow renders)
     out = bytearray(b'"')
-    for byte in path.encode():
+    for byte in path.encode("utf-8", "surrogateescape"):  # a name listed with bytes that are not UTF-8: as listed
         if byte in (0x22, 0x5C):
             out += b"\\" + bytes([byte])
         elif byte < 0x20 or byte == 0x7F:

@@ -899,6 +899,8 @@ def read_tree(tree: Tree | GitFiles, problems: Problems, cache: ParseCache | Non
     for rel in _yaml_relpaths(tree.root):
         count += 1
         display = prefix + rel
+        if not _name_reads(display, problems):
+            continue
         with open(os.path.join(top, rel), "rb") as handle:
             data = handle.read()
         source = Source(display, data)
@@ -952,6 +954,7 @@ def _read_git_files(tree: GitFiles, problems: Problems, cache: ParseCache | None
         ignore = blob_of[IGNORE_FILE]
         spec = _spec_of(tree.read([ignore])[ignore].decode("utf-8"))
     paths = yaml_paths(blob_of, spec)
+    unnamed: set[str] = set()  # files whose names are not UTF-8: a problem each, not read
     label, key_label = tree.label, tree.cache_label
     shown, keyed = _prefix(label), _prefix(key_label)  # os.path.join's result, without its cost per file
     found: dict[str, list[Document]] = {}
@@ -963,6 +966,9 @@ def _read_git_files(tree: GitFiles, problems: Problems, cache: ParseCache | None
     for path in paths:
         blob = blob_of[path]
         display, key = shown + path, keyed + path
+        if not _name_reads(display, problems):
+            unnamed.add(path)
+            continue
         source = Source(display, later.reader(blob))
         held = snapshot.get(key)
         hit = None
@@ -992,7 +998,20 @@ def _read_git_files(tree: GitFiles, problems: Problems, cache: ParseCache | None
             found[path] = parsed
     if cache is not None and (elsewhere > max(SNAPSHOT_SLACK, len(paths) // 20) or len(snapshot) > len(entries) * 2):
         cache.put_snapshot(key_label, entries)
-    return [doc for path in paths for doc in found[path]]
+    return [doc for path in paths if path not in unnamed for doc in found[path]]
+
+
+def _name_reads(display: str, problems: Problems) -> bool:
+    """Whether the file's name is UTF-8 text; if not (Python and git give the bytes that are not as surrogates), a
+    problem that shows them escaped: every message, cache key and output names files as text."""
+    try:
+        display.encode("utf-8")
+    except UnicodeEncodeError:
+        shown = display.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+        problems.add("file name is not UTF-8 text", Location(shown),
+                     "rename it with a UTF-8 name, or match it with a pattern in .fleetflowignore")
+        return False
+    return True
 
 
 def _prefix(label: str) -> str:
