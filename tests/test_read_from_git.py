@@ -253,6 +253,7 @@ def test_a_file_name_that_is_not_utf8_is_one_problem_not_a_traceback(tmp_path: P
     assert [e.path for e in (repo.listings(sha, ["out"])["out"] or [])] == [foreign]
     again = repo.fast_commit(sha, [TreeEdit(foreign, b"rewritten\n")], "rewrite", ("t", "t@t"), 0)
     assert repo.read_files(again, [foreign])[foreign] == b"rewritten\n"
+    assert repo.changed_paths(sha, again) == [foreign]
     listed = subprocess.run(["git", "ls-tree", "-r", "--name-only", "-z", again], cwd=work, capture_output=True,
                             check=True).stdout.split(b"\0")
     assert b"out/caf\xe9.txt" in listed and b"caf\xe9.yaml" in listed  # the same bytes, no second name

@@ -610,7 +610,7 @@ class BareRepo:
         subtrees are skipped by id, so this costs what changed."""
         args = ["diff-tree", "-r", "-z", "--no-commit-id", "--name-only", "--no-renames"]
         out = self.git(*args, old or EMPTY_TREE, new).stdout
-        return [p.decode() for p in out.split(b"\0") if p]
+        return [p.decode("utf-8", "surrogateescape") for p in out.split(b"\0") if p]  # as ls_tree names them
 
     # -- merging -------------------------------------------------------------------------------------------
 
@@ -619,7 +619,7 @@ class BareRepo:
         if not has_merge_tree():
             return self._merge_in_worktree(base, head)
         proc = self.git("merge-tree", "--write-tree", "--name-only", "--no-messages", base, head, check=False)
-        lines = proc.stdout.decode().splitlines()
+        lines = proc.stdout.decode("utf-8", "backslashreplace").splitlines()  # a tree id, then names for messages
         if proc.returncode == 0:
             return lines[0]
         if proc.returncode == 1:
