@@ -257,3 +257,16 @@ def test_a_file_name_that_is_not_utf8_is_one_problem_not_a_traceback(tmp_path: P
     listed = subprocess.run(["git", "ls-tree", "-r", "--name-only", "-z", again], cwd=work, capture_output=True,
                             check=True).stdout.split(b"\0")
     assert b"out/caf\xe9.txt" in listed and b"caf\xe9.yaml" in listed  # the same bytes, no second name
+
+
+def test_an_ignore_file_that_is_not_utf8_is_one_problem_and_nothing_is_read(tmp_path: Path) -> None:
+    """``.fleetflowignore`` names the files that are not fleetflow's; one that is not UTF-8 text is one problem at it,
+    from a folder and from a commit alike, and no file of that tree is read (without its patterns, files meant to be
+    left out would give problems of their own). Until 2026-11-28 both reads stopped with a UnicodeDecodeError."""
+    files = {"a.yaml": FILES["a.yaml"], "other-tool/x.yaml": b"not: [fleetflow's\n",
+             ".fleetflowignore": "other-tool/\ncaf\u00e9/\n".encode("latin-1")}
+    repo, sha = _commit(tmp_path, files, link=False)
+    for tree in (Tree(tmp_path / "work", "dev"), CommitTree.of(repo, sha, "dev")):
+        problems = Problems()
+        assert read_tree(tree, problems, ParseCache(tmp_path / "parsed")) == []
+        assert [(p.message, str(p.location)) for p in problems] == [("file is not UTF-8 text", "dev/.fleetflowignore")]

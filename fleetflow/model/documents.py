@@ -659,7 +659,22 @@ def _ignore_spec(root: Path) -> pathspec.GitIgnoreSpec | None:
     ignore = root / IGNORE_FILE
     if not ignore.is_file():
         return None
-    return _spec_of(ignore.read_text(encoding="utf-8"))
+    return _spec_of(ignore.read_bytes().decode("utf-8", "replace"))  # read_tree reports a file that is not UTF-8
+
+
+def _read_ignore(data: bytes | None, display: str, problems: Problems) -> tuple[bool, pathspec.GitIgnoreSpec | None]:
+    """Whether the tree whose ``.fleetflowignore`` holds ``data`` (None: it has none) can be read, and its patterns.
+    One that is not UTF-8 text is a problem, and then none of the tree is read: the patterns say which files are
+    not fleetflow's, so reading without them would report problems in files meant to be left out."""
+    if data is None:
+        return True, None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        problems.add("file is not UTF-8 text", Location(display),
+                     "save it as UTF-8: it names the files fleetflow leaves out, so none of this tree is read until then")
+        return False, None
+    return True, _spec_of(text)
 
 
 def _spec_of(text: str) -> pathspec.GitIgnoreSpec:
@@ -698,15 +713,14 @@ def yaml_paths(paths: Iterable[str], spec: pathspec.GitIgnoreSpec | None) -> lis
 
 def yaml_files(tree: Tree) -> Iterator[Path]:
     """Every YAML file of the tree, in a stable order, minus hidden folders and ignored paths."""
-    for rel in _yaml_relpaths(tree.root):
+    for rel in _yaml_relpaths(tree.root, _ignore_spec(tree.root)):
         yield tree.root / rel
 
 
-def _yaml_relpaths(root: Path) -> Iterator[str]:
+def _yaml_relpaths(root: Path, spec: pathspec.GitIgnoreSpec | None) -> Iterator[str]:
     """:func:`yaml_files` as paths from ``root`` (``/``-separated strings): what :func:`read_tree` reads, with no
     ``Path`` made per file (pathlib's parsing was a third of reading a 3,270-file folder whose files the parse
-    cache held)."""
-    spec = _ignore_spec(root)
+    cache held). ``spec``: the tree's ``.fleetflowignore``."""
     top = os.fspath(root)
     for dirpath, dirnames, filenames in os.walk(top):
         rel_dir = dirpath[len(top):].lstrip(os.sep).replace(os.sep, "/")  # os.walk joins below ``top``
@@ -892,11 +906,15 @@ def read_tree(tree: Tree | GitFiles, problems: Problems, cache: ParseCache | Non
     # one snapshot of the folder's entries (keyed by the label and checked by each file's key), not an entry file
     # opened per file: a folder of 3,270 files (one document a file, at 100k assignments) opened 6,540 files.
     prefix, top = _prefix(tree.label), os.fspath(tree.root)
+    ignore = tree.root / IGNORE_FILE
+    readable, spec = _read_ignore(ignore.read_bytes() if ignore.is_file() else None, prefix + IGNORE_FILE, problems)
+    if not readable:
+        return []
     snapshot_label = f"folder\0{tree.label}"  # its own key space: a commit's snapshot holds blob ids
     snapshot = cache.snapshot(snapshot_label) if cache is not None else {}
     entries: dict[str, list[Any]] = {}  # the snapshot to write down: file -> [key, entry]
     elsewhere = count = 0
-    for rel in _yaml_relpaths(tree.root):
+    for rel in _yaml_relpaths(tree.root, spec):
         count += 1
         display = prefix + rel
         if not _name_reads(display, problems):
@@ -949,14 +967,14 @@ def _read_git_files(tree: GitFiles, problems: Problems, cache: ParseCache | None
     written to disk: before 2026-11-28 every run exported the control plane to a folder and read it back, which at
     one document a file (Kalypso's layout) cost more than everything else the schedule did with the plane."""
     blob_of = dict(tree.listing())
-    spec = None
-    if IGNORE_FILE in blob_of:
-        ignore = blob_of[IGNORE_FILE]
-        spec = _spec_of(tree.read([ignore])[ignore].decode("utf-8"))
-    paths = yaml_paths(blob_of, spec)
-    unnamed: set[str] = set()  # files whose names are not UTF-8: a problem each, not read
     label, key_label = tree.label, tree.cache_label
     shown, keyed = _prefix(label), _prefix(key_label)  # os.path.join's result, without its cost per file
+    ignore = blob_of.get(IGNORE_FILE)
+    readable, spec = _read_ignore(tree.read([ignore])[ignore] if ignore else None, shown + IGNORE_FILE, problems)
+    if not readable:
+        return []
+    paths = yaml_paths(blob_of, spec)
+    unnamed: set[str] = set()  # files whose names are not UTF-8: a problem each, not read
     found: dict[str, list[Document]] = {}
     unread: list[str] = []
     later = _ReadLater(tree)
