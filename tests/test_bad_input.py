@@ -19,6 +19,12 @@ CT_HEAD = """
 """
 
 
+def deep(levels: int) -> str:
+    """A ConfigMap whose one value is a list nested ``levels`` deep."""
+    return ('apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: deep\n  labels: {platform-config: "true"}\n'
+            f"data:\n  k: {'[' * levels}{']' * levels}\n")
+
+
 def ct(name: str, body: str = "reconciler: flux\n  namespaceService: namespace\n  configType: config") -> str:
     return CT_HEAD.format(name=name) + "      " + body.replace("\n", "\n    ") + "\n"
 
@@ -368,6 +374,10 @@ CASES: list[tuple[str, dict[str, str], dict[str, str], str, str]] = [
         "must be a string",
         "ct.yaml:6",
     ),
+    # a document nested past what any step that walks it can take (tests/test_yaml_reading.py has the boundary):
+    # thousands of levels end the parsers themselves (a RecursionError until 2026-11-28), 150 a later step
+    ("nested-too-deep-to-parse", {}, {"deep.yaml": deep(5000)}, "YAML nested too deeply to read", "deep.yaml"),
+    ("nested-deeper-than-read", {}, {"deep.yaml": deep(150)}, "nested more than 100 levels", "deep.yaml:1"),
 ]
 
 

@@ -23,8 +23,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from fleetflow.errors import Problems
 from fleetflow.model import documents
-from fleetflow.model.documents import Document, ParseCache, Tree
+from fleetflow.model.documents import MAX_DEPTH, Document, ParseCache, Tree, parse_documents
 from tests.helpers import build_file_tree, parsed, tree_read
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -403,3 +404,18 @@ def test_merged_keys_point_at_their_mapping() -> None:
     """ruamel keeps no position for a key merged in by "<<"; reading such a file crashed before."""
     (doc,), problems = parsed("a: &x {k: 1}\nb:\n  <<: *x\n  j: 2\n", "f.yaml")
     assert problems == [] and str(doc.where("b", "j")) == "f.yaml:4:6" and str(doc.where("b", "k")) == "f.yaml:2:1"
+
+
+def test_a_document_may_nest_100_levels_and_no_more() -> None:
+    """:data:`fleetflow.model.documents.MAX_DEPTH`: mappings and lists nested 100 levels read, 101 are one problem
+    at the document (the steps that walk a document nest calls per level, and Python stops at 1,000), and a file
+    nested past what the parsers take is one problem at the file, not a RecursionError (until 2026-11-28)."""
+    def nested(levels: int) -> str:  # the root mapping is a level: {"k": [[...]]}
+        return f"k: {'[' * (levels - 1)}{']' * (levels - 1)}\n"
+
+    for levels, problem in ((MAX_DEPTH, None), (MAX_DEPTH + 1, "document nested more than 100 levels deep"),
+                            (20_000, "YAML nested too deeply to read (fleetflow reads up to 100 levels)")):
+        problems = Problems()
+        docs = parse_documents(nested(levels), "deep.yaml", problems)
+        assert [p.message for p in problems] == ([problem] if problem else []), levels
+        assert len(docs) == (1 if problem is None else 0)

@@ -54,7 +54,7 @@ FLEETFLOW_API = "fleetflow.dev/v1alpha1"
 KALYPSO_API = "scheduler.kalypso.io/v1alpha1"
 ACCEPTED_APIS = (FLEETFLOW_API, KALYPSO_API)
 IGNORE_FILE = ".fleetflowignore"
-CACHE_FORMAT = f"fleetflow {__version__} documents 3"  # 3: a tab is read the careful way
+CACHE_FORMAT = f"fleetflow {__version__} documents 4"  # 3: a tab is read the careful way; 4: MAX_DEPTH
 VISIBLE_HIDDEN_DIRS = frozenset({".environments"})
 YAML_SUFFIXES = (".yaml", ".yml")
 
@@ -613,12 +613,49 @@ def parse_documents(text: str, display: str, problems: Problems, source: Source 
     messages. ``source`` (the file's bytes, when the caller has them) is kept for positions; by default the text
     is."""
     source = source if source is not None else Source(display, text)
-    if _quick_enabled:
-        try:
-            return _quick_parse(text, source)
-        except _Careful:
-            pass
-    return _careful_parse(text, source, problems)
+    try:
+        documents = None
+        if _quick_enabled:
+            with contextlib.suppress(_Careful):  # what the quick parser cannot read exactly: the careful one
+                documents = _quick_parse(text, source)
+        if documents is None:
+            documents = _careful_parse(text, source, problems)
+    except RecursionError:  # the parsers nest a call per level: a file thousands of levels deep ends them
+        problems.add(f"YAML nested too deeply to read (fleetflow reads up to {MAX_DEPTH} levels)", Location(display),
+                     "flatten the document")
+        return []
+    kept = []
+    for doc in documents:
+        if _deeper_than(doc.body, MAX_DEPTH):
+            problems.add(f"document nested more than {MAX_DEPTH} levels deep", doc.location, "flatten the document")
+        else:
+            kept.append(doc)
+    return kept
+
+
+MAX_DEPTH = 100
+"""How deep a document's mappings and lists may nest. Every later step that walks a document (the parse cache's
+JSON, ConfigMap composition, hashing, templates) nests a call or more per level, and Python stops at 1,000
+(``sys.getrecursionlimit``): a document 500 levels deep stopped ``validate`` with a RecursionError. Manifests and
+config nest a few levels; 100 leaves room and keeps every step far from the limit."""
+
+
+def _deeper_than(value: Any, limit: int) -> bool:
+    """Whether ``value``'s mappings and lists nest more than ``limit`` levels (a loop, not a recursion)."""
+    level: list[Any] = [value]
+    depth = 0
+    while level:
+        depth += 1
+        if depth > limit:
+            return True
+        below: list[Any] = []
+        for node in level:
+            if isinstance(node, dict):
+                below.extend(v for v in node.values() if isinstance(v, dict | list))
+            elif isinstance(node, list):
+                below.extend(v for v in node if isinstance(v, dict | list))
+        level = below
+    return False
 
 
 @dataclass(frozen=True)
@@ -672,7 +709,8 @@ def _read_ignore(data: bytes | None, display: str, problems: Problems) -> tuple[
         text = data.decode("utf-8")
     except UnicodeDecodeError:
         problems.add("file is not UTF-8 text", Location(display),
-                     "save it as UTF-8: it names the files fleetflow leaves out, so none of this tree is read until then")
+                     "save it as UTF-8: it names the files fleetflow leaves out, so none of this tree is read until "
+                     "then")
         return False, None
     return True, _spec_of(text)
 
