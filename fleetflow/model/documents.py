@@ -847,7 +847,8 @@ class ParseCache:
         return self._path(display, f"\0git blob {blob}".encode())
 
     def get_digest(self, digest: str, source: Source) -> list[Document] | None:
-        """:meth:`get` by the key :meth:`digest` gave."""
+        """The documents of the file whose key (:meth:`digest`) is ``digest``, or None; ``source`` gives their
+        positions."""
         return self._get(self._file(digest), source)
 
     def put_digest(self, digest: str, documents: list[Document]) -> None:
