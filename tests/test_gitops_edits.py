@@ -23,7 +23,7 @@ import pytest
 from click.testing import CliRunner
 
 from fleetflow.cli import main as cli
-from tests.fleet import git, local_fleet
+from tests.fleet import Fleet, git, local_fleet
 from tests.helpers import searched_seeds
 from tests.test_fleet_edits import run_by_the_rules
 
@@ -79,6 +79,18 @@ def edit_gitops(root: Path, url: str, rng: random.Random) -> str:
     return f"{branch}: {what}"
 
 
+def promoted(root: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Fleet, CliRunner]:
+    """A fleet at ``root`` on the local forge whose first main commit ``promote`` opened dev's PR for."""
+    fleet = local_fleet(root)
+    monkeypatch.setenv("FLEETFLOW_FORGE", "local")
+    monkeypatch.setenv("FLEETFLOW_CONTROL_PLANE", fleet.cp_url)
+    monkeypatch.setenv("FLEETFLOW_CACHE_DIR", str(root / "cache"))
+    runner = CliRunner()
+    first = fleet.branch_sha(fleet.cp_url, "main")
+    assert runner.invoke(cli, ["promote", "--commit", first], catch_exceptions=False).exit_code == 0
+    return fleet, runner
+
+
 @pytest.mark.parametrize("seed", SEEDS)
 def test_the_fleet_commands_after_the_gitops_repo_was_edited_by_hand(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, seed: int
@@ -87,13 +99,7 @@ def test_the_fleet_commands_after_the_gitops_repo_was_edited_by_hand(
     for number in range(EDITS):
         root = tmp_path / f"edit-{number}"
         root.mkdir()
-        fleet = local_fleet(root)
-        monkeypatch.setenv("FLEETFLOW_FORGE", "local")
-        monkeypatch.setenv("FLEETFLOW_CONTROL_PLANE", fleet.cp_url)
-        monkeypatch.setenv("FLEETFLOW_CACHE_DIR", str(root / "cache"))
-        runner = CliRunner()
-        first = fleet.branch_sha(fleet.cp_url, "main")
-        assert runner.invoke(cli, ["promote", "--commit", first], catch_exceptions=False).exit_code == 0
+        fleet, runner = promoted(root, monkeypatch)
         if rng.random() < 0.7:
             fleet.approve("dev")
         edit = edit_gitops(root, fleet.gitops_url, rng)
@@ -113,15 +119,10 @@ def test_the_fleet_commands_after_the_gitops_repo_was_edited_by_hand(
 
 def test_a_foreign_file_whose_name_is_not_utf8_is_kept(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A person adds a file whose name is not UTF-8 (Linux and git allow any bytes) to a cluster-type folder of the
-    GitOps branch. fleetflow did not write it, so it keeps it (docs/design.md, "Ownership"), and every command reads
-    the branch as before: until 2026-11-28 its listing stopped schedule with a UnicodeDecodeError."""
-    fleet = local_fleet(tmp_path)
-    monkeypatch.setenv("FLEETFLOW_FORGE", "local")
-    monkeypatch.setenv("FLEETFLOW_CONTROL_PLANE", fleet.cp_url)
-    monkeypatch.setenv("FLEETFLOW_CACHE_DIR", str(tmp_path / "cache"))
-    runner = CliRunner()
-    first = fleet.branch_sha(fleet.cp_url, "main")
-    assert runner.invoke(cli, ["promote", "--commit", first], catch_exceptions=False).exit_code == 0
+    GitOps branch. fleetflow did not write it, so it keeps it (docs/design.md §4: "fleetflow deletes only what it
+    wrote"), and every command reads the branch as before: until 2026-11-28 its listing stopped schedule with a
+    UnicodeDecodeError."""
+    fleet, runner = promoted(tmp_path, monkeypatch)
     fleet.approve("dev")
     work = tmp_path / "hand"
     git(tmp_path, "clone", "-q", "-b", "dev", fleet.gitops_url, str(work))
