@@ -129,6 +129,9 @@ def test_a_foreign_file_whose_name_is_not_utf8_is_kept(tmp_path: Path, monkeypat
     folder = sorted(p.parent for p in work.rglob("*.yaml") if ".git" not in p.parts and ".fleetflow" not in p.parts)[0]
     name = os.fsencode(folder) + b"/notes-caf\xe9.txt"
     Path(os.fsdecode(name)).write_bytes(b"kept by hand\n")
+    inner = Path(os.fsdecode(os.fsencode(folder) + b"/caf\xe9"))  # a folder so named too: the survey lists into it
+    inner.mkdir()
+    (inner / "notes.txt").write_bytes(b"kept by hand\n")
     git(work, "add", "-A")
     git(work, "commit", "-q", "-m", "notes")
     git(work, "push", "-q", "origin", "HEAD:dev")
@@ -142,3 +145,4 @@ def test_a_foreign_file_whose_name_is_not_utf8_is_kept(tmp_path: Path, monkeypat
     listed = subprocess.run(["git", "--git-dir", fleet.gitops_url, "ls-tree", "-r", "-z", "--name-only",
                              "fleetflow/dev"], capture_output=True, check=True).stdout.split(b"\0")
     assert os.fsencode(folder.relative_to(work)) + b"/notes-caf\xe9.txt" in listed
+    assert os.fsencode(folder.relative_to(work)) + b"/caf\xe9/notes.txt" in listed

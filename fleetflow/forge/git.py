@@ -383,7 +383,7 @@ class BareRepo:
         found = []
         for item in out.split(b"\0"):
             if item:
-                info, path = item.decode("utf-8", "surrogateescape").split("\t", 1)  # a name's bytes, as os gives
+                info, path = _name(item).split("\t", 1)
                 mode, kind, sha = info.split(" ")
                 found.append(TreeEntry(mode, kind, sha, path))
         return found
@@ -421,7 +421,7 @@ class BareRepo:
         unique = list(dict.fromkeys(revs))
         if not unique:
             return {}
-        out = self.git("cat-file", "--batch", stdin="".join(f"{r}\n" for r in unique).encode()).stdout
+        out = self.git("cat-file", "--batch", stdin=b"".join(_raw(f"{r}\n") for r in unique)).stdout
         bodies: dict[str, bytes] = {}
         pos = 0
         for rev in unique:
@@ -610,7 +610,7 @@ class BareRepo:
         subtrees are skipped by id, so this costs what changed."""
         args = ["diff-tree", "-r", "-z", "--no-commit-id", "--name-only", "--no-renames"]
         out = self.git(*args, old or EMPTY_TREE, new).stdout
-        return [p.decode("utf-8", "surrogateescape") for p in out.split(b"\0") if p]  # as ls_tree names them
+        return [_name(p) for p in out.split(b"\0") if p]
 
     # -- merging -------------------------------------------------------------------------------------------
 
@@ -669,7 +669,7 @@ def _tree_entries(body: bytes, folder: str) -> list[TreeEntry]:
         mode = body[pos:space].decode()
         sha = body[nul + 1:nul + 21].hex()
         kind = "tree" if mode == "40000" else "commit" if mode == "160000" else "blob"
-        name = body[space + 1:nul].decode("utf-8", "surrogateescape")  # a name not UTF-8: its bytes, as os gives
+        name = _name(body[space + 1:nul])
         entries.append(TreeEntry(mode.rjust(6, "0"), kind, sha, f"{folder}/{name}" if folder else name))
         pos = nul + 21
     return entries
@@ -702,12 +702,24 @@ def _data(payload: bytes) -> bytes:
     return b"data %d\n" % len(payload) + payload + b"\n"
 
 
+def _name(raw: bytes) -> str:
+    """A path as git gives it (its bytes, any bytes: git keeps a name's bytes), as a ``str``: bytes that are not UTF-8
+    become surrogates, as ``os.fsdecode`` makes them (PEP 383), so a name some person gave a file is listed, not a
+    UnicodeDecodeError; :func:`_raw` gives git the same bytes back."""
+    return raw.decode("utf-8", "surrogateescape")
+
+
+def _raw(name: str) -> bytes:
+    """The bytes git knows a path (or a revision naming one) by: :func:`_name` undone."""
+    return name.encode("utf-8", "surrogateescape")
+
+
 def _quote(path: str) -> bytes:
     """A path as fast-import reads it: always C-quoted, so no name can be taken for a command or an option."""
     if path.isascii() and path.isprintable() and '"' not in path and "\\" not in path:
         return b'"' + path.encode() + b'"'  # nothing to escape (every name fleetflow renders)
     out = bytearray(b'"')
-    for byte in path.encode("utf-8", "surrogateescape"):  # a name listed with bytes that are not UTF-8: as listed
+    for byte in _raw(path):
         if byte in (0x22, 0x5C):
             out += b"\\" + bytes([byte])
         elif byte < 0x20 or byte == 0x7F:
