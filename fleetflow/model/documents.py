@@ -692,11 +692,10 @@ class GitFiles(Protocol):
         ...
 
 
-def _ignore_spec(root: Path) -> pathspec.GitIgnoreSpec | None:
+def _folder_ignore(root: Path, display: str, problems: Problems) -> tuple[bool, pathspec.GitIgnoreSpec | None]:
+    """:func:`_read_ignore` of the folder ``root``'s ``.fleetflowignore`` (``display``: its name in messages)."""
     ignore = root / IGNORE_FILE
-    if not ignore.is_file():
-        return None
-    return _spec_of(ignore.read_bytes().decode("utf-8", "replace"))  # read_tree reports a file that is not UTF-8
+    return _read_ignore(ignore.read_bytes() if ignore.is_file() else None, display, problems)
 
 
 def _read_ignore(data: bytes | None, display: str, problems: Problems) -> tuple[bool, pathspec.GitIgnoreSpec | None]:
@@ -750,9 +749,12 @@ def yaml_paths(paths: Iterable[str], spec: pathspec.GitIgnoreSpec | None) -> lis
 
 
 def yaml_files(tree: Tree) -> Iterator[Path]:
-    """Every YAML file of the tree, in a stable order, minus hidden folders and ignored paths."""
-    for rel in _yaml_relpaths(tree.root, _ignore_spec(tree.root)):
-        yield tree.root / rel
+    """Every YAML file of the tree, in a stable order, minus hidden folders and ignored paths (none when the
+    ``.fleetflowignore`` is not UTF-8 text: :func:`read_tree` reads none then, and says why)."""
+    readable, spec = _folder_ignore(tree.root, IGNORE_FILE, Problems())
+    if readable:
+        for rel in _yaml_relpaths(tree.root, spec):
+            yield tree.root / rel
 
 
 def _yaml_relpaths(root: Path, spec: pathspec.GitIgnoreSpec | None) -> Iterator[str]:
@@ -945,14 +947,11 @@ def read_tree(tree: Tree | GitFiles, problems: Problems, cache: ParseCache | Non
     # one snapshot of the folder's entries (keyed by the label and checked by each file's key), not an entry file
     # opened per file: a folder of 3,270 files (one document a file, at 100k assignments) opened 6,540 files.
     prefix, top = _prefix(tree.label), os.fspath(tree.root)
-    ignore = tree.root / IGNORE_FILE
-    readable, spec = _read_ignore(ignore.read_bytes() if ignore.is_file() else None, prefix + IGNORE_FILE, problems)
+    readable, spec = _folder_ignore(tree.root, prefix + IGNORE_FILE, problems)
     if not readable:
         return []
-    snapshot_label = f"folder\0{tree.label}"  # its own key space: a commit's snapshot holds blob ids
-    snapshot = cache.snapshot(snapshot_label) if cache is not None else {}
-    entries: dict[str, list[Any]] = {}  # the snapshot to write down: file -> [key, entry]
-    elsewhere = count = 0
+    held = _TreeEntries(cache, f"folder\0{tree.label}") if cache is not None else None  # not a commit's key space
+    count = 0
     for rel in _yaml_relpaths(tree.root, spec):
         count += 1
         display = prefix + rel
@@ -961,29 +960,22 @@ def read_tree(tree: Tree | GitFiles, problems: Problems, cache: ParseCache | Non
         with open(os.path.join(top, rel), "rb") as handle:
             data = handle.read()
         source = Source(display, data)
-        digest = ParseCache.digest(display, data) if cache is not None else ""
+        digest = ParseCache.digest(display, data)
         found = None
-        if cache is not None:
-            held = snapshot.get(display)
-            if isinstance(held, list) and len(held) == 2 and held[0] == digest:
-                found = ParseCache.documents(held[1], source)
-                if found is not None:
-                    entries[display] = held
+        if held is not None:
+            found = held.in_snapshot(display, digest, source)
             if found is None:
-                elsewhere += 1
-                found = cache.get_digest(digest, source)
-                if found is not None:
-                    entries[display] = [digest, _entry(found)]
+                found = held.own_entry(display, digest, held.cache.get_digest(digest, source))
         if found is not None:
             documents.extend(found)
             continue
         parsed, clean = _parse_file(display, data, source, problems)
-        if cache is not None and clean:
-            cache.put_digest(digest, parsed)
-            entries[display] = [digest, _entry(parsed)]
+        if held is not None and clean:
+            held.cache.put_digest(digest, parsed)
+            held.parsed(display, digest, parsed)
         documents.extend(parsed)
-    if cache is not None and (elsewhere > max(SNAPSHOT_SLACK, count // 20) or len(snapshot) > len(entries) * 2):
-        cache.put_snapshot(snapshot_label, entries)
+    if held is not None:
+        held.save(count)
     return documents
 
 
@@ -1017,9 +1009,7 @@ def _read_git_files(tree: GitFiles, problems: Problems, cache: ParseCache | None
     found: dict[str, list[Document]] = {}
     unread: list[str] = []
     later = _ReadLater(tree)
-    snapshot = cache.snapshot(key_label) if cache is not None else {}
-    entries: dict[str, list[Any]] = {}  # the snapshot to write down: file (as keyed) -> [blob id, entry]
-    elsewhere = 0  # files the snapshot did not give
+    held = _TreeEntries(cache, key_label) if cache is not None else None
     for path in paths:
         blob = blob_of[path]
         display, key = shown + path, keyed + path
@@ -1027,17 +1017,11 @@ def _read_git_files(tree: GitFiles, problems: Problems, cache: ParseCache | None
             unnamed.add(path)
             continue
         source = Source(display, later.reader(blob))
-        held = snapshot.get(key)
         hit = None
-        if isinstance(held, list) and len(held) == 2 and held[0] == blob:
-            hit = ParseCache.documents(held[1], source)
-            if hit is not None:
-                entries[key] = held
-        if hit is None and cache is not None:
-            elsewhere += 1
-            hit = cache.get_blob(key, blob, source)
-            if hit is not None:
-                entries[key] = [blob, _entry(hit)]
+        if held is not None:
+            hit = held.in_snapshot(key, blob, source)
+            if hit is None:
+                hit = held.own_entry(key, blob, held.cache.get_blob(key, blob, source))
         if hit is None:
             unread.append(path)
         else:
@@ -1049,12 +1033,12 @@ def _read_git_files(tree: GitFiles, problems: Problems, cache: ParseCache | None
             blob = blob_of[path]
             display, key = shown + path, keyed + path
             parsed, clean = _parse_file(display, data[blob], Source(display, data[blob]), problems)
-            if cache is not None and clean:
-                cache.put_blob(key, blob, parsed)
-                entries[key] = [blob, _entry(parsed)]
+            if held is not None and clean:
+                held.cache.put_blob(key, blob, parsed)
+                held.parsed(key, blob, parsed)
             found[path] = parsed
-    if cache is not None and (elsewhere > max(SNAPSHOT_SLACK, len(paths) // 20) or len(snapshot) > len(entries) * 2):
-        cache.put_snapshot(key_label, entries)
+    if held is not None:
+        held.save(len(paths))
     return [doc for path in paths if path not in unnamed for doc in found[path]]
 
 
@@ -1074,6 +1058,45 @@ def _name_reads(display: str, problems: Problems) -> bool:
 def _prefix(label: str) -> str:
     """What ``os.path.join(label, path)`` puts before a relative ``path``."""
     return label if not label or label.endswith("/") else label + "/"
+
+
+class _TreeEntries:
+    """The parse cache's entries of one tree as a read takes them (a folder's files, or a commit's): from the
+    snapshot of the tree (``label``) where it holds a file as it is (``ident``: its key, or its blob id), else from
+    the file's own entry; then written down again (:meth:`save`) when more than :data:`SNAPSHOT_SLACK` files (or 5%)
+    came from elsewhere, or when the snapshot holds twice as many files as the tree now has."""
+
+    def __init__(self, cache: ParseCache, label: str) -> None:
+        self.cache, self.label = cache, label
+        self.held = cache.snapshot(label)
+        self.entries: dict[str, list[Any]] = {}  # the snapshot to write down: file (as keyed) -> [ident, entry]
+        self.elsewhere = 0  # files the snapshot did not give
+
+    def in_snapshot(self, key: str, ident: str, source: Source) -> list[Document] | None:
+        """The documents of the file ``key`` as the snapshot holds them, or None (then ask its own entry)."""
+        held = self.held.get(key)
+        if isinstance(held, list) and len(held) == 2 and held[0] == ident:
+            found = ParseCache.documents(held[1], source)
+            if found is not None:
+                self.entries[key] = held
+                return found
+        return None
+
+    def own_entry(self, key: str, ident: str, found: list[Document] | None) -> list[Document] | None:
+        """What the file's own entry gave (None: none, then it is to be parsed), counted as found elsewhere."""
+        self.elsewhere += 1
+        if found is not None:
+            self.entries[key] = [ident, _entry(found)]
+        return found
+
+    def parsed(self, key: str, ident: str, documents: list[Document]) -> None:
+        """A file parsed cleanly (its own entry written by the caller): in the next snapshot too."""
+        self.entries[key] = [ident, _entry(documents)]
+
+    def save(self, files: int) -> None:
+        """Write the snapshot again if it is out of date (``files``: how many the tree has)."""
+        if self.elsewhere > max(SNAPSHOT_SLACK, files // 20) or len(self.held) > len(self.entries) * 2:
+            self.cache.put_snapshot(self.label, self.entries)
 
 
 SNAPSHOT_SLACK = 64
