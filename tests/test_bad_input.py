@@ -25,6 +25,15 @@ def deep(levels: int) -> str:
             f"data:\n  k: {'[' * levels}{']' * levels}\n")
 
 
+def laughs(levels: int, tail: str = "") -> str:
+    """A ConfigMap whose aliases nest ``levels`` deep, nine to a list: a few hundred bytes, 9**(levels+1) values
+    built out (the "billion laughs"). ``tail``: more text after it."""
+    lines = ["  a0: &a0 [lol, lol, lol, lol, lol, lol, lol, lol, lol]"]
+    lines += [f"  a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 9)}]" for i in range(1, levels + 1)]
+    return ('apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: lol\n  labels: {platform-config: "true"}\n'
+            "data:\n" + "\n".join(lines) + "\n" + tail)
+
+
 def ct(name: str, body: str = "reconciler: flux\n  namespaceService: namespace\n  configType: config") -> str:
     return CT_HEAD.format(name=name) + "      " + body.replace("\n", "\n    ") + "\n"
 
@@ -378,6 +387,14 @@ CASES: list[tuple[str, dict[str, str], dict[str, str], str, str]] = [
     # thousands of levels end the parsers themselves (a RecursionError until 2026-11-28), 150 a later step
     ("nested-too-deep-to-parse", {}, {"deep.yaml": deep(5000)}, "YAML nested too deeply to read", "deep.yaml"),
     ("nested-deeper-than-read", {}, {"deep.yaml": deep(150)}, "nested more than 100 levels", "deep.yaml:1"),
+    # aliases (YAML 1.2.2, 3.2.2.2 "Anchors and Aliases"): one inside the node it names made the reader loop for
+    # ever, and nested ones built a 500-byte file out to billions of values (a MemoryError after 30 s at 4 GB),
+    # until 2026-11-28; the tab sends the file to ruamel.yaml's careful reader, which hung the same way
+    ("alias-inside-its-node", {}, {"loop.yaml": deep(1).replace("k: []", "k: &a [1, *a]")},
+     "an alias inside the node it names", "loop.yaml:7:6"),
+    ("aliases-built-out-huge", {}, {"lol.yaml": laughs(9)}, "aliases build the document out to 4,412,961,530 values",
+     "lol.yaml:1:1"),
+    ("aliases-huge-careful-path", {}, {"lol.yaml": laughs(9, "#\ttab\n")}, "(more than 100,000 added)", "lol.yaml:1:1"),
 ]
 
 

@@ -179,6 +179,32 @@ def test_strings_that_are_not_maps_or_lists_stay_strings(text: str) -> None:
     assert compose(source("a", {"v": text})).values["v"] == text
 
 
+LAUGHS = "a0: &a0 [lol, lol, lol, lol, lol, lol, lol, lol, lol]\n" + "".join(
+    f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 9)}]\n" for i in range(1, 10))
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "&a [1, *a]",  # an alias inside the node it names: endless (a RecursionError until 2026-11-28)
+        "a: &a {b: *a}",
+        LAUGHS,  # nine levels of nine aliases: 3.9 billion values built out (hung at 4 GB until 2026-11-28)
+        "[" * 150 + "]" * 150,  # deeper than a document may nest (documents.MAX_DEPTH)
+    ],
+    ids=["alias-in-its-list", "alias-in-its-map", "billion-laughs", "too-deep"],
+)
+def test_strings_that_would_build_out_endless_or_huge_stay_strings(text: str) -> None:
+    """A value holding YAML that plain data could not hold (YAML 1.2.2, 3.2.2.2 "Anchors and Aliases": an alias
+    stands for the node it names, and may be inside it) stays the text it is, as any text the parser refuses."""
+    assert compose(source("a", {"v": text})).values["v"] == text
+
+
+def test_strings_with_a_few_aliases_are_built_out() -> None:
+    text = "base: &b {x: 1}\none: *b\ntwo: [*b, *b]"
+    assert compose(source("a", {"v": text})).values["v"] == {"base": {"x": 1}, "one": {"x": 1},
+                                                             "two": [{"x": 1}, {"x": 1}]}
+
+
 class _Recording:
     """A YAML parser that only records what it was given (``_parse_value`` takes any error as "a string")."""
 

@@ -361,12 +361,15 @@ def _quick_parse(text: str, source: Source) -> list[Document]:
     _quick_may_read(text)
     documents = []
     display = source.display
+    may_alias = _may_alias(text)
     try:
         for index, node in enumerate(_quick_nodes(text)):
             if node.__class__ is ScalarNode and node.tag == _NULL:
                 continue  # empty document ("---" at the end of a file)
             if node.__class__ is not MappingNode:
                 raise _Careful("not a mapping")
+            if may_alias and _alias_trouble(node, _node_children, display) is not None:
+                raise _Careful("aliases")  # the careful path says what is wrong
             start = Location(display, node.start_mark.line + 1, node.start_mark.column + 1)
             documents.append(Document(_plain_of(node), start, source, index))
     except (yaml.YAMLError, ValueError, RecursionError) as exc:
@@ -511,16 +514,23 @@ def _complex_key_problem(where: Location) -> Problem:
                    "mapping")
 
 
-def _complex_key(text: str) -> Position | None:
-    """Where the first key that is a list or a mapping (``? [a]: 1``, ``{a: 1}: 2``) starts, by libyaml's marks,
-    looking document by document as ruamel builds them; None when there is none before the first document libyaml
-    cannot read (ruamel then says why)."""
+def _complex_key(text: str, display: str) -> Problem | None:
+    """The first key that is a list or a mapping (``? [a]: 1``, ``{a: 1}: 2``), by libyaml's marks, or the first
+    alias that makes a document infinite or huge (:func:`_alias_trouble`), looking document by document as ruamel
+    builds them; None when there is none before the first document libyaml cannot read (ruamel then says why)."""
     try:
         for root in _quick_nodes(text):
+            trouble = _alias_trouble(root, _node_children, display) if _may_alias(text) else None
+            if trouble is not None:
+                return trouble
             found: list[Position] = []
+            seen: set[int] = set()
             stack: list[Node] = [root]
             while stack:
                 node = stack.pop()
+                if id(node) in seen:
+                    continue  # an alias: its node is looked at once
+                seen.add(id(node))
                 if node.__class__ is MappingNode:
                     for key_node, value_node in node.value:
                         if key_node.__class__ is not ScalarNode:
@@ -529,19 +539,104 @@ def _complex_key(text: str) -> Position | None:
                 elif node.__class__ is SequenceNode:
                     stack.extend(node.value)
             if found:
-                return min(found)
+                return _complex_key_problem(Location(display, *min(found)))
     except yaml.YAMLError:
         pass
     return None
 
 
+ALIAS_GROWTH = 100_000
+"""How many values aliases may add to one document. An alias (``*a``) stands for the whole node it names, and
+every later step gets plain data, with each alias built out: ten nested lists of ten aliases each (the "billion
+laughs") are a few hundred bytes of YAML and ten billion values. Real files repeat a block or a few: room enough."""
+
+
+def _may_alias(text: str) -> bool:
+    """Whether ``text`` may hold an alias at all (an anchor ``&`` and an alias ``*``): most files hold neither, and
+    then nothing is walked."""
+    return "&" in text and "*" in text
+
+
+def _node_children(node: Any) -> list[Any] | None:
+    """The nodes directly inside a composed node (keys and values of a mapping), None for a scalar."""
+    if node.__class__ is MappingNode:
+        return [n for pair in node.value for n in pair]
+    if node.__class__ is SequenceNode:
+        return list(node.value)
+    return None
+
+
+def _loaded_children(value: Any) -> list[Any] | None:
+    """The values directly inside a value ruamel.yaml loaded (keys and values of a mapping), None for a scalar."""
+    if isinstance(value, Mapping):
+        return [v for pair in value.items() for v in pair]
+    if isinstance(value, list):
+        return list(value)
+    return None
+
+
+def _alias_trouble(root: Any, children: Callable[[Any], list[Any] | None], display: str) -> Problem | None:
+    """What is wrong with the aliases of one document, as composed (``children`` of a node) or loaded: an alias
+    inside the node it names (the document would be infinite: YAML 1.2.2 allows it, no later step could walk it),
+    or aliases adding more than :data:`ALIAS_GROWTH` values once built out. Each mapping and list is walked once
+    (its size kept by identity; not a scalar's: loaded ones are shared objects, ``True`` is one), without
+    recursion."""
+    sizes: dict[int, int] = {}  # mappings and lists by identity; a scalar counts one
+    walking: set[int] = set()  # the mappings and lists on the path to the one looked at
+    distinct = 0
+    stack: list[tuple[Any, bool]] = [(root, False)]
+    while stack:
+        node, finished = stack.pop()
+        key = id(node)
+        if finished:
+            sizes[key] = 1 + sum(sizes.get(id(child), 1) for child in children(node) or ())
+            walking.discard(key)
+            continue
+        inside = children(node)
+        if inside is None:
+            distinct += 1
+            continue
+        if key in sizes:
+            continue  # an alias of a node already walked
+        if key in walking:
+            return Problem(
+                "invalid YAML: an alias inside the node it names (the document would be endless)",
+                _start(node, display),
+                "an alias (*name) must name a node it is not part of: write the value out, or name another node")
+        distinct += 1
+        walking.add(key)
+        stack.append((node, True))
+        stack.extend((child, False) for child in reversed(inside))
+    total = sizes.get(id(root), 1)
+    if total - distinct > ALIAS_GROWTH:
+        return Problem(
+            f"invalid YAML: its aliases build the document out to {total:,} values from {distinct:,} "
+            f"(more than {ALIAS_GROWTH:,} added)",
+            _start(root, display),
+            "write the repeated values out, or repeat them with fewer aliases (an alias of a node that holds "
+            "aliases multiplies them)")
+    return None
+
+
+def _start(node: Any, display: str) -> Location:
+    """Where a composed node (libyaml's marks) or a loaded value (ruamel's ``lc``) starts, as far as it is known."""
+    mark = getattr(node, "start_mark", None)
+    if mark is not None:
+        return Location(display, mark.line + 1, mark.column + 1)
+    lc = getattr(node, "lc", None)
+    if lc is not None and lc.line is not None:
+        return Location(display, lc.line + 1, lc.col + 1)
+    return Location(display)
+
+
 def ruamel_documents(yaml: YAML, text: str, display: str, problems: Problems) -> list[Any] | None:
     """Every document of ``text`` as ``yaml`` (ruamel.yaml) loads it, or None with what is wrong (line, column, how
     to fix it) added to ``problems``. A key that is a list or a mapping is refused: ruamel turns one into a key
-    nothing can name (its Python text) or, with a list inside, raises TypeError."""
-    at = _complex_key(text)
-    if at is not None:
-        problems.extend([_complex_key_problem(Location(display, *at))])
+    nothing can name (its Python text) or, with a list inside, raises TypeError. So are aliases that would make a
+    document endless or huge once built out (:func:`_alias_trouble`)."""
+    trouble = _complex_key(text, display)
+    if trouble is not None:
+        problems.extend([trouble])
         return None
     try:
         with warnings.catch_warnings():
@@ -549,10 +644,17 @@ def ruamel_documents(yaml: YAML, text: str, display: str, problems: Problems) ->
             # Aliases"), as ruamel reads it; its warning (ruamel/yaml/composer.py) would reach the user's terminal
             # as a Python warning naming "<unicode string>"
             warnings.simplefilter("ignore", ReusedAnchorWarning)
-            return list(yaml.load_all(text))
+            loaded = list(yaml.load_all(text))
     except _NOT_YAML as exc:
         problems.extend([_yaml_problem(exc, display)])
         return None
+    if _may_alias(text):  # what libyaml could not compose, ruamel may have read: its aliases checked as loaded
+        for value in loaded:
+            trouble = _alias_trouble(value, _loaded_children, display)
+            if trouble is not None:
+                problems.extend([trouble])
+                return None
+    return loaded
 
 
 def ruamel_document(yaml: YAML, text: str, display: str, problems: Problems) -> Any:
@@ -638,6 +740,14 @@ MAX_DEPTH = 100
 JSON, ConfigMap composition, hashing, templates) nests a call or more per level, and Python stops at 1,000
 (``sys.getrecursionlimit``): a document 500 levels deep stopped ``validate`` with a RecursionError. Manifests and
 config nest a few levels; 100 leaves room and keeps every step far from the limit."""
+
+
+def unwalkable(loaded: Any, text: str) -> bool:
+    """Whether a value ruamel.yaml loaded from ``text`` (a ConfigMap value holding YAML) would be endless, huge or
+    nested more than :data:`MAX_DEPTH` levels once built out as plain data: what a document may not be either."""
+    if _may_alias(text) and _alias_trouble(loaded, _loaded_children, "") is not None:
+        return True
+    return _deeper_than(loaded, MAX_DEPTH)
 
 
 def _deeper_than(value: Any, limit: int) -> bool:

@@ -29,6 +29,7 @@ from ruamel.yaml import YAML
 
 from fleetflow.errors import Location
 from fleetflow.model.controlplane import PLATFORM_CONFIG_LABEL
+from fleetflow.model.documents import unwalkable
 from fleetflow.render.canonical import canonical_json
 
 CLUSTER_TYPE = "cluster-type"
@@ -200,7 +201,8 @@ def _parse_value(yaml: YAML, text: str) -> Any:
     except Exception:  # user text, any parser error: then it is a plain string value (errors.py, rule 4)
         return text
     if isinstance(parsed, Mapping | list):
-        return _plain(parsed)
+        # aliases that would build it out endless or huge, or nesting deeper than a document may: the text it is
+        return text if unwalkable(parsed, text) else _plain(parsed)
     return text
 
 
