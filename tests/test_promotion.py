@@ -462,3 +462,73 @@ def test_a_pin_file_that_does_not_read_is_named_and_nothing_is_written(tmp_path:
     assert reconciled["dev"].exit_code == 1 and reconciled["qa"].problems == []
     assert [p.commit for p in history.promotions["dev"]] == [sha]  # the pin before the edit
     assert heads() == before
+
+
+def _promoted_dev(tmp_path: Path) -> tuple[Fleet, str, str]:
+    """A fleet whose first commit is promoted and rolled out in dev; dev's pin file's text."""
+    fleet = make_local_fleet(tmp_path)
+    sha = first_commit(fleet)
+    with fleet.context() as ctx:
+        promote_many(ctx, None, sha)
+    assert roll_out(fleet, "dev") == "success"
+    return fleet, sha, git(fleet.root, "--git-dir", fleet.cp_url, "show", "dev:base-repo.yaml")
+
+
+def _gitops_heads(fleet: Fleet, env: str) -> list[str | None]:
+    return [fleet.branch_sha(fleet.cp_url, env), fleet.branch_sha(fleet.gitops_url, env),
+            fleet.branch_sha(fleet.gitops_url, f"fleetflow/{env}")]
+
+
+def test_a_pin_file_that_is_not_utf8_is_named_not_a_traceback(tmp_path: Path) -> None:
+    """A byte that is not UTF-8 in ``base-repo.yaml`` (a comment saved in Latin-1) stopped every command with a
+    UnicodeDecodeError (found by a bad-input hunt, 2026-11-28). Now the commands that act on the environment refuse
+    with the file and how to fix it, nothing moves, and ``status``, ``reconcile`` and ``history`` go on as for any
+    pin that does not read."""
+    fleet, sha, text = _promoted_dev(tmp_path)
+    git(fleet.work, "fetch", "-q", fleet.cp_url, "+refs/heads/dev:refs/remotes/cp/dev")
+    git(fleet.work, "checkout", "-q", "-B", "dev", "cp/dev")
+    (fleet.work / "base-repo.yaml").write_bytes(text.encode() + b"# caf\xe9\n")
+    git(fleet.work, "commit", "-q", "-am", "pin: a comment in Latin-1")
+    git(fleet.work, "push", "-q", fleet.cp_url, "HEAD:refs/heads/dev")
+    before = _gitops_heads(fleet, "dev")
+    for run in (lambda ctx: schedule_environment(ctx, "dev"), lambda ctx: promote(ctx, "dev", sha),
+                lambda ctx: check_rollout(ctx, "dev")):
+        with fleet.context() as ctx, pytest.raises(InputError) as refused:
+            run(ctx)
+        [problem] = refused.value.problems()
+        assert problem.location is not None and problem.location.file == "dev/base-repo.yaml", problem
+        assert problem.message.startswith("file is not UTF-8 text") and "save it as UTF-8" in (problem.hint or "")
+        assert _gitops_heads(fleet, "dev") == before
+    with fleet.context() as ctx:
+        statuses = {e.name: e for e in fleet_status(ctx)}
+        reconciled = {e.environment: e for e in reconcile(ctx).environments}
+        history = read_history(ctx)
+    assert statuses["dev"].gate_description.startswith("no pin fleetflow can read: dev/base-repo.yaml: file is not")
+    assert reconciled["dev"].exit_code == 1 and reconciled["qa"].problems == []
+    assert [p.commit for p in history.promotions["dev"]] == [sha]
+
+
+def test_a_pin_to_a_commit_that_is_not_on_main_is_refused(tmp_path: Path) -> None:
+    """A pin names a main commit: ``schedule`` checked only that the mirror had the commit, so a commit that lives
+    only in another branch's history (here a branch ``side``: any clone can push one, and the environment
+    branches' histories are fetched too) was rendered and proposed as if main had it: a change no one merged to
+    main reached dev (found by a bad-input hunt, 2026-11-28). Now it must be an ancestor of main's tip (``git
+    merge-base --is-ancestor``), as ``promote --commit`` requires; nothing is written."""
+    fleet, sha, text = _promoted_dev(tmp_path)
+    git(fleet.work, "checkout", "-q", "-B", "side", sha)
+    (fleet.work / "unreviewed.txt").write_text("not on main\n")
+    git(fleet.work, "add", "-A")
+    git(fleet.work, "commit", "-q", "-m", "a commit main does not have")
+    side = git(fleet.work, "rev-parse", "HEAD")
+    git(fleet.work, "push", "-q", fleet.cp_url, "HEAD:refs/heads/side")
+    git(fleet.work, "checkout", "-q", "main")
+    fleet.push_env("dev", {"base-repo.yaml": text.replace(sha, side)}, "pin a side commit")
+    with fleet.context() as ctx:
+        ctx.git.fetch_branch(ctx.cp_url, "side")  # the mirror has it: what let it through before
+    before = _gitops_heads(fleet, "dev")
+    with fleet.context() as ctx, pytest.raises(InputError) as refused:
+        schedule_environment(ctx, "dev")
+    [problem] = refused.value.problems()
+    assert problem.message == f"environment dev is pinned to {side}, which is not on main", problem
+    assert problem.location is not None and problem.location.file == "dev/base-repo.yaml"
+    assert _gitops_heads(fleet, "dev") == before

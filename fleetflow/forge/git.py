@@ -885,8 +885,14 @@ class GitRepos:
         return self.mirror(url).is_ancestor(older, newer)
 
     def read_file(self, url: str, sha: str, path: str) -> str | None:
+        """A file's text, to look at (a workflow's jobs, whether a file is the one init writes): bytes that are not
+        UTF-8 are shown as U+FFFD. A file read as input (the pin) is read with :meth:`read_bytes` and refused as
+        such."""
         data = self.mirror(url).read_file(sha, path)
-        return None if data is None else data.decode()
+        return None if data is None else data.decode(errors="replace")
+
+    def read_bytes(self, url: str, sha: str, path: str) -> bytes | None:
+        return self.mirror(url).read_file(sha, path)
 
     def commit_time(self, url: str, sha: str) -> int:
         return self.mirror(url).commit_time(sha)

@@ -13,7 +13,7 @@ from datetime import datetime
 from pathlib import Path
 
 from fleetflow.clock import utc_now
-from fleetflow.errors import GitError, InputError, Problem, Problems, UsageError, unknown_environment
+from fleetflow.errors import GitError, InputError, Location, Problem, Problems, UsageError, unknown_environment
 from fleetflow.forge.base import Forge
 from fleetflow.forge.git import BareRepo, GitRepos, PushRejected
 from fleetflow.forge.registrations import RegistrationFetcher
@@ -214,7 +214,7 @@ class Context:
             return Pin(None, None)
         key = (env_sha, branch)
         if key not in self._pins:
-            self._pins[key] = read_pin(self.git.read_file(self.cp_url, env_sha, PIN_FILE), f"{branch}/{PIN_FILE}")
+            self._pins[key] = read_pin(self.git.read_bytes(self.cp_url, env_sha, PIN_FILE), f"{branch}/{PIN_FILE}")
         return self._pins[key]
 
     def base_repos_elsewhere(self, branch: str, env_sha: str) -> list[Document]:
@@ -366,7 +366,8 @@ def pinned(ctx: Context, environment: str, *, required: bool, to_render: bool = 
     pin commit it made before pushing it).
 
     Without a branch or a pin: None, or (``required``) an InputError saying how to get one."""
-    envs = ctx.environments(ctx.main_tip())
+    tip = ctx.main_tip()
+    envs = ctx.environments(tip)
     env = ctx.environment(envs, environment)
     branch = ctx.env_branch(env)
     if env_sha is None:
@@ -386,11 +387,15 @@ def pinned(ctx: Context, environment: str, *, required: bool, to_render: bool = 
             f"environment {environment} has no pinned main commit ({PIN_FILE} on {branch})",
             None, f"promote a commit first: fleetflow promote --environment {environment} --commit SHA",
         )])
+    # on main, not merely in the mirror: a commit of another branch's history (any clone can push one) would
+    # render what no one merged to main (until 2026-11-28 only its existence was checked)
     main_sha = ctx.git.resolve(ctx.cp_url, pin.commit)
-    if main_sha is None:
+    if main_sha is None or not ctx.git.is_ancestor(ctx.cp_url, main_sha, tip):
         raise InputError([Problem(
             f"environment {environment} is pinned to {pin.commit}, which is not on {ctx.main_branch}",
-            None, "promote a commit of main",
+            Location(f"{branch}/{PIN_FILE}"),
+            f"promote a commit of {ctx.main_branch}: fleetflow promote --environment {environment} --commit SHA "
+            "(it writes the pin)",
         )])
     envs_at_pin = ctx.environments(main_sha)
     if to_render:  # the plane first: its problems are the render's, before anything is fetched, said or written

@@ -61,7 +61,7 @@ def pins(ctx: Context, env_sha: str, limit: int) -> list[tuple[str, Pin]]:
     found: list[tuple[str, Pin]] = []
     previous: Pin | None = None
     for sha in reversed(ctx.git.log(ctx.cp_url, env_sha, PIN_FILE, limit=limit * 2 + 1)):
-        pin = past_pin(ctx.git.read_file(ctx.cp_url, sha, PIN_FILE))
+        pin = past_pin(ctx.git.read_bytes(ctx.cp_url, sha, PIN_FILE))
         if pin.commit and (previous is None or previous.commit != pin.commit):
             found.append((sha, pin))
         previous = pin

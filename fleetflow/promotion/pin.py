@@ -51,9 +51,23 @@ def _load(yaml: YAML, text: str, display: str) -> list[Any]:
     return docs
 
 
-def read_pin(text: str | None, display: str = PIN_FILE) -> Pin:
-    """The pin in ``text`` (the pin file's content, None when there is none). ``display`` names the file in the
-    :class:`InputError` raised when it does not read as YAML (``<branch>/base-repo.yaml``)."""
+def pin_text(data: bytes | None, display: str = PIN_FILE) -> str | None:
+    """The pin file's bytes as text; :class:`InputError` at ``display`` when they are not UTF-8 (a traceback in
+    every command until 2026-11-28). Not read with its bad bytes replaced: writing the pin writes the rest of the
+    file back as it is."""
+    try:
+        return None if data is None else data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError([Problem(
+            f"file is not UTF-8 text (byte {exc.start + 1} is not)", Location(display),
+            "save it as UTF-8: fleetflow reads the pin from it and writes the pin back into it")]) from None
+
+
+def read_pin(text: str | bytes | None, display: str = PIN_FILE) -> Pin:
+    """The pin in ``text`` (the pin file's content, None when there is none; bytes: :func:`pin_text`). ``display``
+    names the file in the :class:`InputError` raised when it does not read (``<branch>/base-repo.yaml``)."""
+    if isinstance(text, bytes):
+        text = pin_text(text, display)
     if not text:
         return Pin(None, None)
     docs = _load(_yaml(), text, display)
@@ -102,7 +116,7 @@ def _part(doc: CommentedMap, path: tuple[str, ...], want: type, display: str) ->
     return node
 
 
-def past_pin(text: str | None) -> Pin:
+def past_pin(text: str | bytes | None) -> Pin:
     """The pin of an earlier commit of the branch (history, earlier successes): one that does not read counts as
     none, since the branch's tip is what a run acts on, and reading the tip's pin says what is wrong with it."""
     try:

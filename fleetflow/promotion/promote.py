@@ -27,7 +27,7 @@ from fleetflow.promotion.context import (
     short,
     status_context,
 )
-from fleetflow.promotion.pin import PIN_FILE, read_pin, write_pin
+from fleetflow.promotion.pin import PIN_FILE, pin_text, read_pin, write_pin
 from fleetflow.promotion.schedule import (
     Rendered,
     ScheduleOutcome,
@@ -149,7 +149,7 @@ def _pin_once(ctx: Context, environment: str, branch: str, sha: str, *, release:
             f"create it with the environment's files (cluster types, configs, GitOpsRepo); "
             f"fleetflow writes {PIN_FILE} there",
         )])
-    text = ctx.git.read_file(ctx.cp_url, env_sha, PIN_FILE)
+    text = pin_text(ctx.git.read_bytes(ctx.cp_url, env_sha, PIN_FILE), f"{branch}/{PIN_FILE}")
     current = read_pin(text, f"{branch}/{PIN_FILE}")
     if not current.present:  # the first pin, unless a BaseRepo outside the pin file would make it a second one
         misplaced_pin(ctx, environment, branch, env_sha)

@@ -319,7 +319,7 @@ def _recent_pins(ctx: Context, envs: dict[str, Resource[EnvironmentSpec]], name:
         return []
     pins: list[str] = []
     for sha in ctx.git.log(ctx.cp_url, env_sha, PIN_FILE, limit=PIN_HISTORY):
-        commit = past_pin(ctx.git.read_file(ctx.cp_url, sha, PIN_FILE)).commit
+        commit = past_pin(ctx.git.read_bytes(ctx.cp_url, sha, PIN_FILE)).commit
         if commit and commit not in pins:
             pins.append(commit)
     return pins

@@ -110,7 +110,7 @@ def _previous_success(ctx: Context, name: str, env_sha: str, current: str, limit
     """The newest earlier pin of this environment whose rollout succeeded (looks at ``limit`` pins)."""
     seen = {current}
     for sha in ctx.git.log(ctx.cp_url, env_sha, PIN_FILE, limit=20):
-        pin = past_pin(ctx.git.read_file(ctx.cp_url, sha, PIN_FILE)).commit
+        pin = past_pin(ctx.git.read_bytes(ctx.cp_url, sha, PIN_FILE)).commit
         if pin is None or pin in seen:
             continue
         seen.add(pin)
