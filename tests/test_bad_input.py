@@ -344,6 +344,16 @@ CASES: list[tuple[str, dict[str, str], dict[str, str], str, str]] = [
         "unknown environment 'staging'",
         "prod.yaml:6",
     ),
+    (  # longer than a timedelta holds: an OverflowError traceback until 2026-11-28
+        "environment-soak-time-too-long",
+        {
+            ".environments/prod.yaml": "apiVersion: fleetflow.dev/v1alpha1\n"
+            "kind: Environment\nmetadata:\n  name: prod\nspec:\n  rollout:\n    soakTime: 99999999999999999999h\n"
+        },
+        {},
+        "is too long: give one under 999,999,999 days",
+        "prod.yaml:7",
+    ),
     (
         "environment-label-github-refuses",
         {

@@ -74,6 +74,24 @@ def test_render_plan_validate_explain_print_the_envelope(tmp_path: Path) -> None
     assert code == 0 and envelope(stdout)["result"]["assignment"] == "cloud-eu/app-dev"
 
 
+@pytest.mark.parametrize("fmt", ["text", "json"])
+def test_a_path_the_system_refuses_is_a_usage_error_not_a_traceback(tmp_path: Path, fmt: str) -> None:
+    """An ``--output`` below a file (or in ``/proc``, or read-only) raised the OSError as a traceback, exit 1 (a
+    bad-input hunt, 2026-11-28; ``--plan-dir``, ``--artifact``, ``status --output`` and the cache folder alike):
+    now one problem at the path with the system's words and a hint, exit 2, the envelope with ``--format json``."""
+    main_dir, env_dir = make_plane(tmp_path)
+    (tmp_path / "a-file").write_text("not a folder\n")
+    code, stdout, stderr = invoke("render", "--main", main_dir, "--env", env_dir, "--environment", "dev",
+                                  "--output", tmp_path / "a-file" / "out", "--format", fmt)
+    assert code == ExitCode.USAGE and "Traceback" not in stdout + stderr
+    if fmt == "json":
+        [problem] = envelope(stdout)["problems"]
+        assert problem["message"] == "Not a directory (errno 20)", problem
+        assert problem["location"]["file"] == str(tmp_path / "a-file" / "out") and "check the path" in problem["hint"]
+    else:
+        assert stderr.startswith(f"usage error: {tmp_path / 'a-file' / 'out'}: Not a directory (errno 20) (hint: ")
+
+
 def local_fleet(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, str]:
     """A control-plane and a GitOps repo on the local forge, which the commands find through the environment:
     the GitOps repo and main's commit."""

@@ -17,8 +17,10 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from fleetflow.cli.metrics import parse_since
 from fleetflow.delivery.metrics import compute, outages, p90, summarise
 from fleetflow.delivery.records import Promotion
+from fleetflow.errors import UsageError
 
 T0 = datetime(2026, 1, 5, tzinfo=UTC)
 CHAIN = {"dev": [], "qa": ["dev"], "prod": ["qa"]}
@@ -121,3 +123,10 @@ def test_json_is_camel_case() -> None:
     env = data["environments"][0]
     assert {"leadTime", "deploymentsPerDay", "changeFailureRate", "timeToRestore"} <= set(env)
     assert data["chain"]["environment"] == "chain"
+
+
+@pytest.mark.parametrize("since", ["99999999999d", "999999999999999999999h"])
+def test_since_further_back_than_dates_go_is_a_usage_error(since: str) -> None:
+    """``--since 99999999999d`` stopped ``metrics`` with an OverflowError traceback (a bad-input hunt, 2026-11-28)."""
+    with pytest.raises(UsageError, match=r"goes back further than dates go|is too long: give one under"):
+        parse_since(since, datetime(2026, 11, 28, tzinfo=UTC))

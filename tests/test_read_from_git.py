@@ -109,6 +109,32 @@ def test_a_commit_reads_as_the_folder_it_checks_out(tmp_path: Path) -> None:
     assert yaml_paths(sorted(FILES, reverse=True), spec) == walked
 
 
+def test_a_folder_reads_no_link_and_no_special_file_as_its_commit_reads_none(tmp_path: Path) -> None:
+    """The folder a person checks out reads as its commit: a symbolic link is not followed (git holds it as the
+    path it points to; ``regular_files`` leaves links out), whether to a file of the tree, out of it, to nowhere or
+    to itself, nor is a folder link entered, and a named pipe or a device named ``x.yaml`` is not opened. Until
+    2026-11-28 the folder read followed links to files (reading ``/etc/passwd`` as a document), stopped with a
+    traceback at a link to nowhere or to itself, ran out of memory on ``/dev/zero`` and hung on a named pipe
+    (found by a bad-input hunt)."""
+    repo, sha = _commit(tmp_path, FILES)  # with link.yaml -> a.yaml
+    folder = repo.export(sha, tmp_path / "export")
+    os.symlink("a.yaml", folder / "link.yaml")  # what a checkout of the commit has
+    os.symlink("/etc/passwd", folder / "outside.yaml")
+    os.symlink("/nonexistent", folder / "b" / "nowhere.yaml")
+    os.symlink("self.yaml", folder / "self.yaml")
+    os.symlink("/dev/zero", folder / "zero.yaml")
+    os.symlink("b", folder / "linked-folder")
+    os.mkfifo(folder / "b" / "pipe.yaml")
+    from_git_problems, folder_problems = Problems(), Problems()
+    from_git = read_tree(CommitTree.of(repo, sha, "dev"), from_git_problems)
+    from_folder = read_tree(Tree(folder, "dev"), folder_problems)
+    assert _seen(from_folder) == _seen(from_git)
+    assert [str(p) for p in folder_problems] == [str(p) for p in from_git_problems]
+    assert [p.relative_to(folder).as_posix() for p in yaml_files(Tree(folder, "dev"))] == [
+        "B-upper.yaml", "a.yaml", "broken.yaml", "c.yaml", "empty.yaml", "latin1.yaml", "tab.yaml",
+        ".environments/dev.yaml", "b/x.yaml", "b/z.yaml", "b/c/deep.yml", "keep/kept.yaml"]
+
+
 def test_files_the_parse_cache_holds_are_not_read(tmp_path: Path) -> None:
     """The parse cache is asked by blob id: the first read reads every YAML file (and the ignore file), the second
     reads the ignore file alone; a document of a file not read still has its lines and columns: asked for, its

@@ -16,6 +16,7 @@ was and was not written when the command writes anything.
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -25,7 +26,7 @@ import click
 
 from fleetflow.cli.github_actions import ActionsStep, reporting
 from fleetflow.cli.terminal import TERMINAL
-from fleetflow.errors import ExitCode, FleetflowError, Problem
+from fleetflow.errors import ExitCode, FleetflowError, ForgeError, Location, Problem, UsageError
 from fleetflow.results import to_data
 
 FLEET_WRITTEN = (
@@ -139,6 +140,23 @@ def handled(fmt: str, written: str = "", step: ActionsStep | None = None,
             yield reply
         except FleetflowError as error:
             reply.fail(error)
+        except OSError as error:  # a path the system refuses: one problem, not a traceback
+            reply.fail(system_error(error))
+
+
+def system_error(error: OSError) -> FleetflowError:
+    """What an :class:`OSError` that reached a command says: the path and the system's words, and how to fix it.
+    A folder given on the command line that cannot be made or written (``--output``, ``--plan-dir``,
+    ``--artifact``, the cache folder) is a usage error (2); a connection that failed (``requests`` raises
+    ``OSError`` subclasses) a forge failure (3). Until 2026-11-28 each was a traceback."""
+    where = Location(os.fsdecode(error.filename)) if error.filename is not None else None
+    if isinstance(error, ConnectionError | TimeoutError) or type(error).__module__.startswith(("requests", "urllib3")):
+        return ForgeError(f"connection failed: {error} (hint: check the network and the forge's address, then run "
+                          "the command again)")
+    words = error.strerror or str(error)
+    hint = ("check the path: its folders must exist (or be creatable), a folder must not be a file or the "
+            "reverse, and you must be allowed to read and write there")
+    return UsageError(Problem(f"{words} (errno {error.errno})" if error.errno else words, where, hint))
 
 
 def json_requested(args: Sequence[str]) -> bool:

@@ -31,6 +31,9 @@ def parse_since(text: str | None, now: datetime) -> datetime | None:
     try:
         days = re.fullmatch(r"(\d+)d", text.strip())
         return now - (timedelta(days=int(days.group(1))) if days else parse_duration(text))
+    except OverflowError:  # a timedelta past 999,999,999 days, or a date before year 1
+        raise UsageError(f"--since {text!r} goes back further than dates go: give a later date or a shorter "
+                         "duration (30d, 12h)") from None
     except (ValueError, TypeError) as exc:
         raise UsageError(f"--since {text!r}: give a date (2026-01-31), a time (2026-01-31T12:00:00Z) or a "
                          f"duration back from now (30d, 12h): {exc}") from None

@@ -870,19 +870,33 @@ def yaml_files(tree: Tree) -> Iterator[Path]:
 def _yaml_relpaths(root: Path, spec: pathspec.GitIgnoreSpec | None) -> Iterator[str]:
     """:func:`yaml_files` as paths from ``root`` (``/``-separated strings): what :func:`read_tree` reads, with no
     ``Path`` made per file (pathlib's parsing was a third of reading a 3,270-file folder whose files the parse
-    cache held). ``spec``: the tree's ``.fleetflowignore``."""
+    cache held). ``spec``: the tree's ``.fleetflowignore``.
+
+    Regular files only, as a commit is read (:meth:`fleetflow.forge.git.BareRepo.regular_files`): a symbolic link
+    (git holds one as the path it points to) is not followed, whether to a file, a folder or nowhere, and a named
+    pipe or a device is not opened. Until 2026-11-28 links to files were followed here, so a folder could read
+    what its commit would not, a link to nowhere stopped the read with a traceback, and a named pipe or
+    ``/dev/zero`` named ``x.yaml`` hung it. Top down, each folder's files then its folders, names sorted
+    (``os.walk``'s order)."""
     top = os.fspath(root)
-    for dirpath, dirnames, filenames in os.walk(top):
-        rel_dir = dirpath[len(top):].lstrip(os.sep).replace(os.sep, "/")  # os.walk joins below ``top``
+    pending = [""]
+    while pending:
+        rel_dir = pending.pop()
         above = f"{rel_dir}/" if rel_dir else ""
-        keep = []
-        for name in sorted(dirnames):
-            if _visible_folder(name) and not _ignored(spec, f"{above}{name}/"):
-                keep.append(name)
-        dirnames[:] = keep
-        for name in sorted(filenames):
-            if _yaml_file(name) and not _ignored(spec, f"{above}{name}"):
+        try:
+            with os.scandir(os.path.join(top, rel_dir) if rel_dir else top) as listed:
+                entries = sorted(listed, key=lambda e: e.name)
+        except OSError:
+            continue  # a folder that cannot be listed (os.walk's default): nothing in it is read
+        folders = []
+        for entry in entries:
+            name = entry.name
+            if entry.is_dir(follow_symlinks=False):
+                if _visible_folder(name) and not _ignored(spec, f"{above}{name}/"):
+                    folders.append(f"{above}{name}")
+            elif entry.is_file(follow_symlinks=False) and _yaml_file(name) and not _ignored(spec, f"{above}{name}"):
                 yield f"{above}{name}"
+        pending.extend(reversed(folders))
 
 
 def _visible_folder(name: str) -> bool:
