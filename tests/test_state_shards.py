@@ -171,6 +171,29 @@ def test_the_gate_reads_the_index_and_its_parts_never_a_shard() -> None:
         RenderState.from_bytes(files.files[STATE_PATH])
 
 
+@pytest.mark.parametrize("where", [STATE_PATH, f"{PART_DIR}/all.json"])
+def test_state_nested_too_deeply_for_json_reads_as_any_state_that_does_not(tmp_path: Path, where: str) -> None:
+    """A state file holding ``[`` 100,000 times (hand-edited, or a bad merge) stopped ``render``, ``plan``,
+    ``schedule``, ``check-rollout`` and ``reconcile`` with json's RecursionError (a bad-input hunt, 2026-11-28).
+    It is now a state that does not read, like any other: the render warns and renders again, and the result is
+    the golden render, byte for byte."""
+    out = tmp_path / "out"
+    shutil.copytree(GOLDEN / "dev", out)
+    (out / where).write_text("[" * 100_000)
+    output = json.loads(render_example(out))
+    assert any("nested too deeply" in w["message"] or "does not read" in w["message"]
+               or "unreadable" in w["message"] for w in output["warnings"]), output["warnings"]
+    assert tree_bytes(out) == tree_bytes(GOLDEN / "dev")
+
+
+def test_a_shard_nested_too_deeply_for_json_is_a_shard_that_does_not_read() -> None:
+    """The same for a shard (read when its cluster type is touched): unreadable, with the reason, and its
+    assignments rendered again (``render_environment`` warns of it)."""
+    shard = Shard("aks-westeurope", count=1, members="x")
+    shard.take(b"[" * 100_000)
+    assert shard.unreadable == "JSON nested too deeply to read" and shard.entries == {}
+
+
 def test_a_legacy_state_folder_renders_nothing_again_and_is_converted(tmp_path: Path) -> None:
     out = legacy_tree(tmp_path / "out")
     unreadable = Problems()

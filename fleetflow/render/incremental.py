@@ -566,7 +566,7 @@ def _with_parts(raw: dict[str, Any], read_files: FileReader | None) -> tuple[dic
             raise ValueError(f"the index names the part {part_path(part)}, which is missing")
         if _digest(data) != digest:
             raise ValueError(f"the part {part_path(part)} is not the one the index names: its digest differs")
-        body = json.loads(data)
+        body = _json(data)
         if not isinstance(body, dict) or body.get("kind") != PART_KIND or body.get("part") != part:
             raise ValueError(f"{part_path(part)} is not the fleetflow {PART_KIND} {part}")
         merged["clusters"].extend(body.get("clusters") or [])
@@ -662,17 +662,26 @@ def _parse(data: bytes, kind: str,
     end = text.find(_ASSIGNMENTS_CLOSE, start) if start >= 0 else -1
     fast: dict[str, tuple[AssignmentState, str]] | None = None
     if start >= 0 and end >= 0 and "\\" not in text[start:end]:
-        raw = json.loads(text[:start] + '\n  "assignments": {}\n}\n')
+        raw = _json(text[:start] + '\n  "assignments": {}\n}\n')
         fast = _fast_lines(text[start + len(_ASSIGNMENTS_OPEN) : end])
     else:
-        raw = json.loads(text)
+        raw = _json(text)
     if not isinstance(raw, dict) or raw.get("kind") != kind:
         raise ValueError(f"not a fleetflow {kind}")
     if version is not None and raw.get("version") != version:
         raise ValueError(f"{kind} version {raw.get('version')!r} is not {version}")
     if fast is None and start >= 0:
-        raw = json.loads(text)
+        raw = _json(text)
     return fast, raw
+
+
+def _json(text: str | bytes) -> Any:
+    """``json.loads``, with JSON nested too deeply for it (``[`` 100,000 times: a RecursionError, a traceback in
+    every command that read the state until 2026-11-28) a ValueError like any other state that does not read."""
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise ValueError("JSON nested too deeply to read") from None
 
 
 def _fast_lines(block: str) -> dict[str, tuple[AssignmentState, str]] | None:
