@@ -120,6 +120,12 @@ def test_scalars_mean_what_yaml_1_2_says(text: str, expected: Any) -> None:
         ("1: one\n", {"1": "one"}),
         ("%YAML 1.1\n---\nv: yes\n", {"v": True}),
         ("v: !custom {a: 1}\nw: !x 12\n", {"v": {"a": 1}, "w": "12"}),
+        # tagged lists, an inline mapping merged in: ruamel keeps no position for what they hold, and reading the
+        # positions stopped with a TypeError until 2026-11-28 (a bad-input hunt); no code runs for a Python tag
+        ("v: !x [1, 2]\nw: 3\n", {"v": [1, 2], "w": 3}),
+        ("v: !!omap [a: 1]\n", {"v": {"a": 1}}),
+        ("v: !!python/object/apply:os.system [id]\n", {"v": ["id"]}),
+        ("v:\n  <<: {a: 1}\n", {"v": {"a": 1}}),
     ],
 )
 def test_what_the_quick_path_leaves_out_is_read_the_careful_way(text: str, expected: dict[str, Any]) -> None:

@@ -452,9 +452,12 @@ def _ruamel_positions(node: Any) -> Positions | None:
 def _positions(
     node: Any, prefix: PathKey, values: dict[PathKey, Position], keys: dict[PathKey, Position], blocks: set[PathKey]
 ) -> None:
+    # ruamel keeps no position for what a tag it does not know holds (``!x [1, 2]``, ``!!omap``: lc.data is None, or
+    # an item's position is): such values have none here (a TypeError until 2026-11-28), their documents read
     if isinstance(node, CommentedMap):
+        placed = node.lc.data or {}
         for key in node:
-            if key not in node.lc.data:
+            if key not in placed:
                 continue  # merged in by "<<": it stands where its own mapping is
             path = (*prefix, str(key))
             child = node[key]
@@ -469,9 +472,13 @@ def _positions(
                 if isinstance(child, LiteralScalarString | FoldedScalarString):
                     blocks.add(path)
     elif isinstance(node, CommentedSeq):
+        placed_items = node.lc.data or []
         for index, child in enumerate(node):
             path = (*prefix, index)
-            line, col = node.lc.item(index)
+            at = placed_items[index] if index < len(placed_items) else None
+            if not at:
+                continue
+            line, col = at[0], at[1]
             values[path] = (line + 1, col + 1)
             if isinstance(child, CommentedMap | CommentedSeq):
                 _positions(child, path, values, keys, blocks)
@@ -503,9 +510,9 @@ def _yaml() -> YAML:
     return yaml
 
 
-_NOT_YAML = (YAMLError, ValueError, IndexError, TypeError)  # what ruamel raises for a file that does not read: a
-# date such as 2024-02-30 raises ValueError, ruamel's int of "-_" IndexError, a key it cannot hash (a list or a
-# mapping holding one) TypeError, when _complex_key could not find it first
+_NOT_YAML = (YAMLError, ValueError, IndexError, TypeError, KeyError)  # what ruamel raises for a file that does not
+# read: a date such as 2024-02-30 raises ValueError, ruamel's int of "-_" IndexError, a key it cannot hash (a list
+# or a mapping holding one) TypeError, when _complex_key could not find it first, "!!bool maybe" KeyError
 
 
 def _complex_key_problem(where: Location) -> Problem:
@@ -672,6 +679,9 @@ def _yaml_problem(exc: Exception, display: str) -> Problem:
     the line and column it names, what is wrong and how to fix it."""
     if isinstance(exc, TypeError):
         return _complex_key_problem(Location(display))
+    if isinstance(exc, KeyError):  # ruamel's constructor looked the text up in its tag's values: not there
+        return Problem(f"invalid YAML: {exc.args[0]!r} is not a value its tag allows", Location(display),
+                       "remove the tag (!!bool, !!int, ...) or write a value it allows")
     if not isinstance(exc, MarkedYAMLError):
         return Problem(f"invalid YAML: {exc}", Location(display), "fix the YAML syntax")
     mark = exc.problem_mark or exc.context_mark
