@@ -87,7 +87,11 @@ def read_config(path: Path | None, explicit: bool) -> tuple[ConfigFile, Callable
         if explicit and path is not None:
             raise UsageError(f"config file not found: {path}")
         return ConfigFile(), lambda *_: Location(display)
-    text = path.read_text(encoding="utf-8")
+    try:
+        text = path.read_bytes().decode("utf-8")
+    except UnicodeDecodeError as exc:  # a traceback until 2026-11-28
+        raise UsageError(Problem(f"file is not UTF-8 text (byte {exc.start + 1} is not)", Location(display),
+                                 "save it as UTF-8")) from None
     problems = Problems()
     data = ruamel_document(YAML(typ="safe"), text, display, problems)  # the wording of every YAML error
     if problems:

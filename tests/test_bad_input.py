@@ -404,6 +404,9 @@ CASES: list[tuple[str, dict[str, str], dict[str, str], str, str]] = [
      "an alias inside the node it names", "loop.yaml:7:6"),
     ("aliases-built-out-huge", {}, {"lol.yaml": laughs(9)}, "aliases build the document out to 4,412,961,530 values",
      "lol.yaml:1:1"),
+    # a line of .fleetflowignore that is no pattern: pathspec's ValueError or re.error, a traceback until 2026-11-28
+    ("ignore-line-not-a-pattern", {}, {".fleetflowignore": "ok/\n!\n"}, "not a pattern: '!'", ".fleetflowignore:2"),
+    ("ignore-line-bad-range", {}, {".fleetflowignore": "[z-a]\n"}, "not a pattern: '[z-a]'", ".fleetflowignore:1"),
     # a value its tag does not allow: ruamel's KeyError, a traceback until 2026-11-28
     ("tagged-value-not-allowed", {}, {"cm.yaml": deep(1).replace("k: []", "k: !!bool maybe")},
      "'maybe' is not a value its tag allows", "cm.yaml"),

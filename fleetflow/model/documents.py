@@ -831,7 +831,20 @@ def _read_ignore(data: bytes | None, display: str, problems: Problems) -> tuple[
                      "save it as UTF-8: it names the files fleetflow leaves out, so none of this tree is read until "
                      "then")
         return False, None
-    return True, _spec_of(text)
+    try:
+        return True, _spec_of(text)
+    except (ValueError, re.error):
+        pass
+    # a line that is no pattern ("!" alone, "[z-a]"): a ValueError or re.error traceback until 2026-11-28; each is a
+    # problem at its line, and none of the tree is read, as for a file that is not UTF-8
+    for number, line in enumerate(text.splitlines(), 1):
+        try:
+            _spec_of(line)
+        except (ValueError, re.error) as exc:
+            problems.add(f"not a pattern: {line.strip()!r} ({exc})", Location(display, number),
+                         "fix or remove the line (gitignore's pattern format); it names the files fleetflow leaves "
+                         "out, so none of this tree is read until then")
+    return False, None
 
 
 def _spec_of(text: str) -> pathspec.GitIgnoreSpec:
