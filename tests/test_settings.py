@@ -59,7 +59,7 @@ def test_a_config_file_that_is_not_utf8_is_a_usage_error(tmp_path: Path) -> None
     """A traceback (UnicodeDecodeError) in every command until 2026-11-28 (a bad-input hunt)."""
     config = tmp_path / "c.yaml"
     config.write_bytes(b"controlPlane: o/r  # caf\xe9\n")
-    with pytest.raises(UsageError, match=r"c.yaml: file is not UTF-8 text \(byte 24 is not\)"):
+    with pytest.raises(UsageError, match=r"c.yaml: file is not UTF-8 text \(byte 25 is not\)"):
         load_settings(config=config, environ={})
 
 
