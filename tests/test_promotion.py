@@ -17,7 +17,7 @@ from fleetflow.promotion.promote import promote, promote_many
 from fleetflow.promotion.reconcile import reconcile
 from fleetflow.promotion.schedule import schedule_environment
 from fleetflow.promotion.status import as_markdown, fleet_status
-from tests.fleet import ENVIRONMENTS, Fleet, _environment, environments_file, git, github_fleet, local_fleet
+from tests.fleet import ENVIRONMENTS, Fleet, _environment, environments_file, git, github_fleet, local_fleet, push_file
 
 FORGES = ["local", "github"]
 
@@ -532,3 +532,30 @@ def test_a_pin_to_a_commit_that_is_not_on_main_is_refused(tmp_path: Path) -> Non
     assert problem.message == f"environment dev is pinned to {side}, which is not on main", problem
     assert problem.location is not None and problem.location.file == "dev/base-repo.yaml"
     assert _gitops_heads(fleet, "dev") == before
+
+
+def test_a_gitops_state_from_a_newer_fleetflow_is_refused_and_one_that_does_not_read_is_said(tmp_path: Path) -> None:
+    """The state index on the GitOps branch says which version wrote it. One of a later version than this
+    fleetflow reads was taken as a state that does not read: everything rendered again and the newer state
+    overwritten with this version's, without a word (a bad-input hunt, 2026-11-28). Now ``schedule`` refuses it,
+    says to upgrade, and writes nothing; a state that does not read at all is still rendered over, and the run now
+    warns of it (its PR lists every assignment as added)."""
+    fleet, _, _ = _promoted_dev(tmp_path)
+    (tmp_path / "g").mkdir()
+    gitops = Path(fleet.gitops_url)
+    push_file(tmp_path / "g", gitops, "dev", ".fleetflow/state.json",
+              lambda text: text.replace('"version": 3,', '"version": 99,', 1))
+    before = _gitops_heads(fleet, "dev")
+    with fleet.context() as ctx, pytest.raises(InputError) as refused:
+        schedule_environment(ctx, "dev")
+    [problem] = refused.value.problems()
+    assert problem.message.startswith("state version 99 was written by a newer fleetflow"), problem
+    assert problem.location is not None and problem.location.file.startswith(".fleetflow/state.json (GitOps commit ")
+    assert "upgrade fleetflow" in (problem.hint or "") and _gitops_heads(fleet, "dev") == before
+    push_file(tmp_path / "g", gitops, "dev", ".fleetflow/state.json", lambda _: "{ not json\n")
+    with fleet.context() as ctx:
+        outcome = schedule_environment(ctx, "dev")
+    assert outcome.operation == "created"
+    [warning] = [w for w in outcome.warnings if "state on the GitOps branch is unreadable" in w.message]
+    assert warning.location is not None and warning.location.file == ".fleetflow/state.json"
+

@@ -204,6 +204,21 @@ def test_state_json_is_unreadable_then_full_render(tmp_path: Path) -> None:
     assert "unreadable" in output
 
 
+def test_a_state_json_from_a_newer_fleetflow_is_refused_and_nothing_written(tmp_path: Path) -> None:
+    """Rendering over it would write this version's state over the newer one's (it was, until 2026-11-28)."""
+    main, env = make_plane(tmp_path)
+    out = tmp_path / "out"
+    code, _ = render(main, env, out)
+    assert code == 0
+    state = out / ".fleetflow" / "state.json"
+    state.write_text(state.read_text().replace('"version": 3,', '"version": 4,', 1))
+    (out / "cloud-eu" / "app-dev" / "namespace.yaml").unlink()  # a file the next render would write back
+    before = tree_bytes(out)
+    code, output = render(main, env, out)
+    assert code == 1 and "state version 4 was written by a newer fleetflow" in output, output
+    assert "upgrade fleetflow" in output and tree_bytes(out) == before
+
+
 def test_explain_shows_provenance_and_overrides(tmp_path: Path) -> None:
     main, env = make_plane(tmp_path)
     result = run_cli(

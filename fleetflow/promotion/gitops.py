@@ -20,10 +20,10 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import PurePosixPath
 
-from fleetflow.errors import UsageError
+from fleetflow.errors import InputError, Location, Problem, UsageError
 from fleetflow.forge.git import BareRepo, TreeEdit, TreeEntry
 from fleetflow.render.diff import git_blob_id
-from fleetflow.render.incremental import PART_DIR, SHARD_DIR, STATE_PATH, RenderState
+from fleetflow.render.incremental import PART_DIR, SHARD_DIR, STATE_PATH, NewerState, RenderState
 from fleetflow.render.ownership import Ownership, examined_folders, ownership, status_folders
 from fleetflow.render.pipeline import RenderResult
 
@@ -44,6 +44,7 @@ class GitOpsTree:
     commit: str | None
     root: str
     state_bytes: bytes | None = field(default=None, init=False)
+    unreadable: str | None = field(default=None, init=False)  # why the state did not read (read_state: None)
     _listed: dict[tuple[str, str], list[TreeEntry] | None] = field(default_factory=dict, init=False, repr=False)
 
     def path(self, relative: str) -> str:
@@ -72,7 +73,10 @@ class GitOpsTree:
 
         try:
             state = RenderState.from_bytes(self.state_bytes, read_files)
-        except (ValueError, KeyError, TypeError):
+        except NewerState as exc:
+            raise InputError(exc.problem(f"{self.path(STATE_PATH)} (GitOps commit {self.commit[:12]})")) from None
+        except (ValueError, KeyError, TypeError) as exc:
+            self.unreadable = str(exc)
             return None
         # a shard the index names must exist
         state.assignments.missing(e.path for e in listed[SHARD_DIR] or [] if e.kind == "blob")
@@ -134,6 +138,18 @@ class GitOpsTree:
     def blobs(self, keys: Iterable[str]) -> dict[str, bytes]:
         """The blobs of ``keys`` (blob ids from :meth:`files`)."""
         return self.repo.blobs(keys)
+
+
+def unreadable_state(tree: GitOpsTree) -> list[Problem]:
+    """The warning for a state on the GitOps branch that did not read (:meth:`GitOpsTree.read_state` gave None for
+    it): a schedule then renders everything again and rewrites the state, and its PR lists every assignment as
+    added. Until 2026-11-28 the schedule said nothing of it (``render`` on a folder warns the same)."""
+    if tree.unreadable is None:
+        return []
+    return [Problem(f"the previous state on the GitOps branch is unreadable ({tree.unreadable}): every assignment "
+                    "was rendered again, and the PR lists each as added",
+                    Location(tree.path(STATE_PATH)),
+                    "this commit rewrites the state; the files themselves change only where the render differs")]
 
 
 def _outermost(folders: set[str]) -> list[str]:

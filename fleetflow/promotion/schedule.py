@@ -30,7 +30,7 @@ from fleetflow.promotion.context import (
     short,
 )
 from fleetflow.promotion.fullplan import compare_url, plan_header, plan_path, write_plan
-from fleetflow.promotion.gitops import GitOpsTree, WrittenCommit, clean_root, write_commit
+from fleetflow.promotion.gitops import GitOpsTree, WrittenCommit, clean_root, unreadable_state, write_commit
 from fleetflow.promotion.merging import MergeOutcome
 from fleetflow.promotion.prbody import BODY_LIMIT, PullRequestFacts, body, title
 from fleetflow.render.diff import diff_chunks
@@ -129,7 +129,8 @@ def render_commit(ctx: Context, environment: str, env_sha: str | None = None) ->
     message, when = commit_message(ctx, at)
     written = write_commit(tree, result, previous, message, ctx.git.identity, when)
     return Rendered(at, heads, previous, written, result.changes, result.state.clusters,
-                    lambda: diff_chunks(tree, result, written.owned, previous, written.index), result.warnings)
+                    lambda: diff_chunks(tree, result, written.owned, previous, written.index),
+                    [*unreadable_state(tree), *result.warnings])
 
 
 def _first(chunks: Iterator[str], limit: int) -> str:

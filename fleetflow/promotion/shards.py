@@ -27,7 +27,7 @@ from pathlib import Path
 from fleetflow.errors import InputError, Problem, UsageError
 from fleetflow.forge.git import BareRepo, TreeEdit, retry_races
 from fleetflow.promotion.context import Context, Pinned, pinned_to_render, short
-from fleetflow.promotion.gitops import GitOpsTree, clean_root, commit_edits, write_commit
+from fleetflow.promotion.gitops import GitOpsTree, clean_root, commit_edits, unreadable_state, write_commit
 from fleetflow.promotion.schedule import Rendered, ScheduleOutcome, commit_message, publish
 from fleetflow.render.diff import file_diff, review_order
 from fleetflow.render.incremental import PART_DIR, SHARD_DIR, STATE_PATH, Assignments, Shard, shard_path
@@ -263,7 +263,8 @@ def stitch_commit(ctx: Context, environment: str, folder: Path) -> Rendered | Sc
     message, when = commit_message(ctx, at)
     written = commit_edits(tree, edits, message, ctx.git.identity, when)
     return Rendered(at, heads, previous, written, changes, result.state.clusters,
-                    lambda: commit_diff(repo, base, written.commit, tree.root), result.warnings)
+                    lambda: commit_diff(repo, base, written.commit, tree.root),
+                    [*unreadable_state(tree), *result.warnings])
 
 
 def stitch_environment(ctx: Context, environment: str, folder: Path) -> ScheduleOutcome:

@@ -40,7 +40,9 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
+from fleetflow import __version__
 from fleetflow.collector import kept
+from fleetflow.errors import Location, Problem
 from fleetflow.render.composition import Fact, cluster_side_wanted, requirement_facts, target_side_wanted
 from fleetflow.render.scheduling import Target
 
@@ -89,6 +91,23 @@ def is_part_file(path: str) -> bool:
     stem = name.removesuffix(".json")
     return folder == PART_DIR and name.endswith(".json") and (
         stem == WHOLE_PART or (len(stem) == 2 and all(c in "0123456789abcdef" for c in stem)))
+
+
+class NewerState(ValueError):
+    """A state index of a version later than this fleetflow writes: a newer fleetflow wrote it. Not a state that
+    does not read (rendered again and overwritten): that would write this version's state over the newer one's, and
+    each run of the two versions would then render everything again. The commands refuse it (exit 1) and say to
+    upgrade (until 2026-11-28 it was overwritten without a word)."""
+
+    def __init__(self, version: int, engine: str) -> None:
+        self.version, self.engine = version, engine
+        super().__init__(f"state version {version} was written by a newer fleetflow ({engine or 'its engine not named'}"
+                         f"); this one (fleetflow {__version__}) reads versions up to {STATE_VERSION}")
+
+    def problem(self, where: str) -> Problem:
+        return Problem(str(self), Location(where),
+                       "upgrade fleetflow to the version that wrote it (in the workflows: the fleetflow actions' ref; "
+                       "locally: pip install -U fleetflow); nothing was written")
 
 
 FileReader = Callable[[list[str]], Mapping[str, bytes | None]]  # paths relative to the output root -> bytes
@@ -511,6 +530,8 @@ class RenderState:
     def _from_bytes(cls, data: bytes, read_files: FileReader | None) -> RenderState:
         fast, raw = _parse(data, "RenderState", None)
         version = raw.get("version")
+        if type(version) is int and version > STATE_VERSION:
+            raise NewerState(version, str(raw.get("engine", "")))
         if version not in (STATE_VERSION, WHOLE_INDEX_VERSION, LEGACY_VERSION):
             raise ValueError(f"state version {version!r} is not {STATE_VERSION} "
                              f"(or {WHOLE_INDEX_VERSION} or {LEGACY_VERSION})")

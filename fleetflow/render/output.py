@@ -15,8 +15,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from fleetflow.errors import Location, Problems, UsageError
-from fleetflow.render.incremental import PART_DIR, SHARD_DIR, STATE_PATH, RenderState
+from fleetflow.errors import InputError, Location, Problems, UsageError
+from fleetflow.render.incremental import PART_DIR, SHARD_DIR, STATE_PATH, NewerState, RenderState
 from fleetflow.render.ownership import Ownership, examined_folders, ownership
 from fleetflow.render.pipeline import RenderResult
 
@@ -57,6 +57,8 @@ def read_state(root: Path, warnings: Problems) -> RenderState | None:
         present = [f"{SHARD_DIR}/{p.name}" for p in shards.iterdir()] if shards.is_dir() else []
         state.assignments.missing(present)  # a shard the index names must exist
         return state
+    except NewerState as exc:
+        raise InputError(exc.problem(str(path))) from None
     except (ValueError, KeyError, TypeError) as exc:
         warnings.add(
             f"previous state is unreadable ({exc}); rendering everything",
