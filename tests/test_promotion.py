@@ -3,6 +3,7 @@ to the stand-in server through PyGithub."""
 
 from __future__ import annotations
 
+import os
 from datetime import timedelta
 from pathlib import Path
 
@@ -558,4 +559,49 @@ def test_a_gitops_state_from_a_newer_fleetflow_is_refused_and_one_that_does_not_
     assert outcome.operation == "created"
     [warning] = [w for w in outcome.warnings if "state on the GitOps branch is unreadable" in w.message]
     assert warning.location is not None and warning.location.file == ".fleetflow/state.json"
+
+
+@pytest.mark.parametrize("blocker", ["file", "link", "folder"])
+def test_what_a_person_put_where_fleetflow_writes_is_never_replaced(tmp_path: Path, blocker: str) -> None:
+    """A file (or link) named like a cluster type's folder, or a folder named like a file fleetflow writes, stands
+    on the GitOps branch: writing the folder or the file there would replace it, and all it holds (git keeps one
+    entry per name). Until 2026-11-28 the next schedule's PR deleted the person's file (a bad-input hunt). Now the
+    schedule refuses with the path, pushes nothing and opens no PR; once it is moved, the schedule proposes as
+    before."""
+    fleet, _, _ = _promoted_dev(tmp_path)
+    work = tmp_path / "gitops-work"
+    git(tmp_path, "clone", "-q", "-b", "dev", fleet.gitops_url, str(work))
+    if blocker == "folder":
+        in_the_way = "cloud/app-dev/namespace.yaml"
+        git(work, "rm", "-q", in_the_way)
+        (work / in_the_way).mkdir()
+        (work / in_the_way / "notes.txt").write_text("a person's notes\n")
+    else:
+        in_the_way = "cloud"
+        git(work, "rm", "-q", "-r", "cloud")
+        if blocker == "file":
+            (work / "cloud").write_text("a person's file\n")
+        else:
+            os.symlink("elsewhere", work / "cloud")
+    git(work, "add", "-A")
+    git(work, "commit", "-q", "-m", "a person's edit")
+    git(work, "push", "-q", "origin", "HEAD:dev")
+    configs = git(fleet.root, "--git-dir", fleet.cp_url, "show", "dev:configs.yaml")
+    fleet.push_env("dev", {"configs.yaml": configs.replace("LOG_LEVEL: info", "LOG_LEVEL: debug")}, "more logs")
+    before = _gitops_heads(fleet, "dev")
+    with fleet.context() as ctx, pytest.raises(InputError) as refused:
+        schedule_environment(ctx, "dev")
+    [problem] = refused.value.problems()
+    shown = {"file": "a file stands where fleetflow writes the folder cloud/",
+             "link": "a symbolic link stands where fleetflow writes the folder cloud/",
+             "folder": f"a folder stands where fleetflow writes the file {in_the_way}"}[blocker]
+    assert problem.message.startswith(shown), problem
+    assert _gitops_heads(fleet, "dev") == before and fleet.open_pr("dev") is None
+    git(work, "mv", in_the_way, f"{in_the_way}.moved")
+    git(work, "commit", "-q", "-m", "moved out of the way")
+    git(work, "push", "-q", "origin", "HEAD:dev")
+    with fleet.context() as ctx:
+        assert schedule_environment(ctx, "dev").operation == "created"
+    kept = git(tmp_path, "--git-dir", fleet.gitops_url, "ls-tree", "-r", "--name-only", "fleetflow/dev")
+    assert f"{in_the_way}.moved" in kept or f"{in_the_way}.moved/notes.txt" in kept
 

@@ -389,28 +389,33 @@ class BareRepo:
         return found
 
     def listings(self, rev: str, folders: Sequence[str]) -> dict[str, list[TreeEntry] | None]:
-        """What lies directly in each of ``folders`` of ``rev``'s tree (None: no such folder), from two ``cat-file
-        --batch``: the root tree, then each folder as ``<id>:<rest>`` (gitrevisions), ``<id>`` being the tree of its
-        top folder. Asking ``<rev>:<folder>`` instead re-reads the root tree for every folder (2,000 folders under a
-        root of 1,000 cluster types: 0.2 s of re-inflating it); reading the top folders to walk down by ids costs
-        parsing all they hold; ``ls-tree`` with one pathspec per folder costs the tree's entries times the
-        pathspecs. Trees are present in a blobless mirror too (only blobs are left out)."""
+        """What lies directly in each of ``folders`` of ``rev``'s tree (None: no such folder; ``""``: the root), from
+        two ``cat-file --batch``: the root tree, then each folder as ``<id>:<rest>`` (gitrevisions), ``<id>`` being
+        the tree of its top folder. Asking ``<rev>:<folder>`` instead re-reads the root tree for every folder (2,000
+        folders under a root of 1,000 cluster types: 0.2 s of re-inflating it); reading the top folders to walk down
+        by ids costs parsing all they hold; ``ls-tree`` with one pathspec per folder costs the tree's entries times
+        the pathspecs. Trees are present in a blobless mirror too (only blobs are left out)."""
         names = [f.strip("/") for f in folders]
         if not names:
             return {}
-        if any("\n" in n or not n for n in names):
+        if any("\n" in n for n in names):
             raise ValueError(f"not a folder path: {names!r}")
         root = f"{rev}^{{tree}}"
         root_body = self._trees([root]).get(root)
         tops = {} if root_body is None else {e.path: e.sha for e in _tree_entries(root_body, "") if e.kind == "tree"}
         asks: dict[str, str] = {}  # folder -> what cat-file is asked
         for name in names:
+            if not name:  # the root itself
+                continue
             top, _, rest = name.partition("/")
             if top in tops:
                 asks[name] = f"{tops[top]}:{rest}" if rest else tops[top]
         bodies = self._trees(list(asks.values()))
         found: dict[str, list[TreeEntry] | None] = {}
         for name in names:
+            if not name:
+                found[name] = None if root_body is None else _tree_entries(root_body, "")
+                continue
             body = bodies.get(asks[name]) if name in asks else None
             found[name] = None if body is None else _tree_entries(body, name)
         return found

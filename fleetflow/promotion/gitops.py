@@ -20,8 +20,8 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import PurePosixPath
 
-from fleetflow.errors import InputError, Location, Problem, UsageError
-from fleetflow.forge.git import BareRepo, TreeEdit, TreeEntry
+from fleetflow.errors import InputError, Location, Problem, Problems, UsageError
+from fleetflow.forge.git import SYMLINK_MODE, BareRepo, TreeEdit, TreeEntry
 from fleetflow.render.diff import git_blob_id
 from fleetflow.render.incremental import PART_DIR, SHARD_DIR, STATE_PATH, NewerState, RenderState
 from fleetflow.render.ownership import Ownership, examined_folders, ownership, status_folders
@@ -214,8 +214,40 @@ def write_commit(tree: GitOpsTree, result: RenderResult, previous: RenderState |
     if _nothing_to_write(tree, result, previous, state):
         return WrittenCommit(None, [], index=state)
     owned = survey(tree, result, previous)
+    in_the_way(tree, [*result.files, *result.reporters], owned)
     written = commit_edits(tree, tree_edits(tree, result, owned, state, previous), message, identity, when, owned)
     return replace(written, index=state)
+
+
+def in_the_way(tree: GitOpsTree, paths: Iterable[str], owned: Ownership) -> None:
+    """InputError when a file or link fleetflow did not write stands where a folder of ``paths`` goes (a cluster
+    type's or an assignment's), or a folder where one of ``paths`` goes: writing there would replace it and all it
+    holds (git keeps one entry per name), and fleetflow never deletes what it did not write (until 2026-11-28 a
+    file named like a cluster type was deleted by the next schedule; a bad-input hunt found it). Reads the
+    listings of the folders above (the output root, and the cluster-type folders the survey listed already)."""
+    wanted = set(paths)
+    folders = {p.rpartition("/")[0] for p in wanted} - {""}
+    folders |= {f.rpartition("/")[0] for f in folders} - {""}
+    listed = tree.listings(sorted({f.rpartition("/")[0] for f in folders | wanted}))
+    problems = Problems()
+    for path in sorted(folders | wanted):
+        parent = path.rpartition("/")[0]
+        entry = next((e for e in listed.get(parent) or [] if e.path == path), None)
+        if entry is None or path in owned.delete:
+            continue
+        if path in folders and entry.kind != "tree":
+            what = ("a symbolic link" if entry.mode == SYMLINK_MODE else "a submodule" if entry.kind == "commit"
+                    else "a file")
+            problems.add(f"{what} stands where fleetflow writes the folder {path}/ (on the GitOps branch)",
+                         Location(tree.path(path)),
+                         "fleetflow did not write it, and writing the folder would delete it: move or rename it, "
+                         "then run again; nothing was written")
+        elif path in wanted and entry.kind == "tree":
+            problems.add(f"a folder stands where fleetflow writes the file {path} (on the GitOps branch)",
+                         Location(tree.path(path) + "/"),
+                         "fleetflow did not write it, and writing the file would delete the folder and all it "
+                         "holds: move or rename it, then run again; nothing was written")
+    problems.raise_if_any()
 
 
 def commit_edits(tree: GitOpsTree, edits: Iterable[TreeEdit], message: str, identity: tuple[str, str], when: int,
