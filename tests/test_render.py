@@ -219,6 +219,26 @@ def test_a_state_json_from_a_newer_fleetflow_is_refused_and_nothing_written(tmp_
     assert "upgrade fleetflow" in output and tree_bytes(out) == before
 
 
+def test_a_template_that_fails_for_every_assignment_is_one_problem(tmp_path: Path) -> None:
+    """"One message per problem": a template that fails the same way for each assignment it renders gave a line per
+    assignment until 2026-11-28 (9 in the example's dev, 100,000 at 100k; a bad-input hunt). Now one problem names
+    the first assignment, how many more and a few of them; a problem that differs per assignment stays its own."""
+    example = Path(__file__).resolve().parent.parent / "examples" / "control-plane"
+    shutil.copytree(example, tmp_path / "cp")
+    template = tmp_path / "cp" / "main" / "templates" / "kubernetes-namespace.yaml"
+    template.write_text(template.read_text().replace("name: {{ Namespace }}", "name: {{ Namespace.nope.deeper }}"))
+    result = run_cli("validate", "--main", tmp_path / "cp" / "main", "--env", tmp_path / "cp" / "envs" / "dev",
+                     "--format", "json")
+    assert result.exit_code == 1
+    [problem] = json.loads(result.output)["problems"]
+    assert problem["location"]["file"].endswith("kubernetes-namespace.yaml") and problem["location"]["line"] == 19
+    assert problem["message"].startswith(
+        "template 'kubernetes-namespace', manifest 1, rendering assignment aks-westeurope/observability-dev: missing "
+        "key: 'str object' has no attribute 'nope' (and the same in 8 more assignments: aks-westeurope/orders-api-dev, "
+        "edge-hamburg-line1/inventory-sync-dev,"), problem["message"]
+    assert problem["message"].endswith(", ...)")
+
+
 def test_explain_shows_provenance_and_overrides(tmp_path: Path) -> None:
     main, env = make_plane(tmp_path)
     result = run_cli(

@@ -358,7 +358,7 @@ def render_environment(
     progress.advance(step - shown)
     progress.end()
 
-    held: list[Problem] = [p for aid in sorted(failed) for p in failed[aid]]
+    held = same_problem_once(failed)
     if failed and not keep_last_good:
         raise InputError(held)
     for aid in failed:
@@ -406,6 +406,33 @@ def render_environment(
     return RenderResult(
         environment, state, files, rendered, removed, changes, sched, held, reporters, list(warnings), kept_reporters
     )
+
+
+SHOWN_ASSIGNMENTS = 5  # of those with the same problem, named besides the first
+
+
+def same_problem_once(failed: Mapping[str, list[Problem]]) -> list[Problem]:
+    """The problems of the assignments that failed, each once: problems that differ only by the assignment they
+    name (a template that fails the same way for every assignment it renders, a value every assignment of a
+    ConfigMap composes) are one problem naming the first assignment, how many more and a few of them. Until
+    2026-11-28 each assignment gave its own line: 11 identical errors for one bad template in the example, 100,000
+    for one at 100k assignments (a bad-input hunt)."""
+    groups: dict[tuple[str, Location | None, str | None], list[tuple[str, Problem]]] = {}
+    for aid in sorted(failed):
+        for problem in failed[aid]:
+            key = (problem.message.replace(aid, "\0"), problem.location, problem.hint)
+            groups.setdefault(key, []).append((aid, problem))
+    found: list[Problem] = []
+    for members in groups.values():
+        first, problem = members[0]
+        others = [aid for aid, _ in members[1:] if aid != first]
+        if others:
+            named = ", ".join(others[:SHOWN_ASSIGNMENTS]) + (", ..." if len(others) > SHOWN_ASSIGNMENTS else "")
+            more = "assignment" if len(others) == 1 else "assignments"
+            problem = Problem(f"{problem.message} (and the same in {len(others)} more {more}: {named})",
+                              problem.location, problem.hint)
+        found.append(problem)
+    return found
 
 
 def _unchanged_config_keys(previous: RenderState | None, current: Fingerprints) -> dict[str, dict[str, str]]:
