@@ -273,6 +273,22 @@ CASES: list[tuple[str, dict[str, str], dict[str, str], str, str]] = [
         "nosuchfilter",
         "flux.yaml:10",
     ),
+    # a loop rendering more than GitHub takes in one file (100 MB): until 2026-11-28 it was written (300 MB a file
+    # in the bad-input hunt), or, larger, filled memory; counted as it renders now, and stopped past the limit
+    (
+        "template-renders-too-much",
+        {"templates/flux.yaml": TPL.format(body="{% for i in range(101) %}{{ 'x' * 1000000 }}{% endfor %}")},
+        {},
+        "renders more than 100 MB (GitHub refuses a file over 100 MB)",
+        "flux.yaml:9",
+    ),
+    (
+        "template-indent-too-wide",  # 10**9 spaces a line was a MemoryError traceback
+        {"templates/flux.yaml": TPL.format(body="{{ Namespace | indent(10**9) }}")},
+        {},
+        "indent width 1000000000: give a whole number from 0 to 1000",
+        "flux.yaml:10",
+    ),
     (
         "template-bad-type",
         {"templates/flux.yaml": TPL.format(body="x").replace("type: reconciler", "type: operator")},

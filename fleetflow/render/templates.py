@@ -38,6 +38,11 @@ __all__ = [
 
 _YAML_TYPES = frozenset({"yaml", "yml"})
 _MAX_REPEAT = 1_000_000  # longest string/list a template may build with * or **
+_MAX_INDENT = 1_000  # widest indent(width) (10**9 spaces on every line was a MemoryError)
+MAX_FILE_BYTES = 100 * 1000 * 1000
+"""The largest file a template may render: GitHub refuses a push with a file over 100 MB ("GitHub blocks files
+larger than 100 MiB", docs.github.com, "About large files on GitHub"; we count the stricter 100 MB). A loop that
+would render gigabytes stops here instead of filling memory: the output is counted as it is made."""
 _GO_SYNTAX = re.compile(r"\{\{-?\s*(?:\.|/\*|(?:if|range|with|end)\b)")
 _GO_HINT = "templates are Jinja2, not Go templates: write {{ Namespace }}, not {{ .Namespace }}"
 
@@ -60,6 +65,13 @@ class TemplateRenderError(InputError):
     def __init__(self, problem: Problem) -> None:
         super().__init__([problem])
         self.problem = problem
+
+
+class _TooLarge(Exception):
+    """A template rendering past :data:`MAX_FILE_BYTES` (counted in characters, each at least a byte)."""
+
+    def __init__(self, size: int) -> None:
+        super().__init__(f"more than {size} characters")
 
 
 class TemplateRequiredError(Exception):
@@ -108,6 +120,8 @@ def indent_filter(text: Any, width: int = 4, first: bool = True, blank: bool = F
     ``first=False`` skips the first line (Jinja's default behaviour); blank lines stay blank unless
     ``blank=True``.
     """
+    if not isinstance(width, int) or not 0 <= width <= _MAX_INDENT:
+        raise ValueError(f"indent width {width!r}: give a whole number from 0 to {_MAX_INDENT}")
     pad = " " * width
     lines = str(_defined(text)).split("\n")
     out = [line if not (blank or line.strip()) else pad + line for line in lines]
@@ -269,10 +283,17 @@ class CompiledTemplate:
         single ``\\n`` between manifests, no blank line). The result ends with exactly one newline.
         """
         docs: list[str] = []
+        size = 0
         for index, (template, filename, location) in enumerate(self._manifests):
             try:
-                text = template.render(variables)
-            except Exception as exc:
+                chunks: list[str] = []
+                for chunk in template.generate(variables):  # counted as made: the budget stops a runaway loop
+                    size += len(chunk)
+                    if size > MAX_FILE_BYTES:
+                        raise _TooLarge(size)
+                    chunks.append(chunk)
+                text = "".join(chunks)
+            except Exception as exc:  # MemoryError too: one expression building more than memory holds
                 raise TemplateRenderError(
                     self._problem(exc, index, filename, location, variables, subject)
                 ) from exc
@@ -297,7 +318,13 @@ class CompiledTemplate:
         lineno = _template_lineno(exc, filename)
         where = f"template {self.source.name!r}, manifest {index + 1}, rendering {subject}"
         hint: str | None = None
-        if isinstance(exc, SecurityError):
+        if isinstance(exc, _TooLarge):
+            detail = f"renders more than {MAX_FILE_BYTES // 1_000_000} MB (GitHub refuses a file over 100 MB)"
+            hint = "a loop or a repeated value renders far more than a manifest holds: check the template's loops"
+        elif isinstance(exc, MemoryError):
+            detail = "ran out of memory building a value"
+            hint = "a value too large for memory: check the template's loops, repeats and filters"
+        elif isinstance(exc, SecurityError):
             detail = f"blocked by the template sandbox: {exc}"
             hint = "templates may only read the variables they are given, not Python internals"
         elif isinstance(exc, UndefinedError):
