@@ -34,6 +34,10 @@ def laughs(levels: int, tail: str = "") -> str:
             "data:\n" + "\n".join(lines) + "\n" + tail)
 
 
+GITOPS = ("apiVersion: fleetflow.dev/v1alpha1\nkind: GitOpsRepo\nmetadata:\n  name: dev\nspec:\n"
+          "  branch: dev\n{extra}\n  repo: https://example.invalid/gitops\n")
+
+
 def ct(name: str, body: str = "reconciler: flux\n  namespaceService: namespace\n  configType: config") -> str:
     return CT_HEAD.format(name=name) + "      " + body.replace("\n", "\n    ") + "\n"
 
@@ -423,6 +427,13 @@ CASES: list[tuple[str, dict[str, str], dict[str, str], str, str]] = [
     # a line of .fleetflowignore that is no pattern: pathspec's ValueError or re.error, a traceback until 2026-11-28
     ("ignore-line-not-a-pattern", {}, {".fleetflowignore": "ok/\n!\n"}, "not a pattern: '!'", ".fleetflowignore:2"),
     ("ignore-line-bad-range", {}, {".fleetflowignore": "[z-a]\n"}, "not a pattern: '[z-a]'", ".fleetflowignore:1"),
+    # where the output goes, checked where it is written: until 2026-11-28 validate and render took a path leaving
+    # the GitOps repo, or a branch git would read as an option, and only schedule refused them, with no line
+    ("gitops-path-leaves-the-repo", {}, {"gitops-repo.yaml": GITOPS.format(extra="  path: ../../x")},
+     "'../../x' leaves the GitOps repo", "gitops-repo.yaml:7"),
+    ("gitops-branch-an-option", {}, {"gitops-repo.yaml": GITOPS.format(extra="").replace(
+        "branch: dev", "branch: --upload-pack=x")}, "'--upload-pack=x' is not a branch name fleetflow uses",
+     "gitops-repo.yaml:6"),
     # a value its tag does not allow: ruamel's KeyError, a traceback until 2026-11-28
     ("tagged-value-not-allowed", {}, {"cm.yaml": deep(1).replace("k: []", "k: !!bool maybe")},
      "'maybe' is not a value its tag allows", "cm.yaml"),

@@ -38,10 +38,10 @@ from urllib.parse import unquote, urlsplit, urlunsplit
 import tenacity
 
 from fleetflow.errors import GitError
+from fleetflow.model.resources import unsafe_branch
 
 T = TypeVar("T")
 
-SAFE_REF = re.compile(r"^(?!-)(?!.*\.\.)[A-Za-z0-9._/-]+$")
 FLEETFLOW_NAME = "fleetflow"
 FLEETFLOW_EMAIL = "fleetflow@users.noreply.github.com"
 MIRROR_PREFIX = "refs/mirror/"
@@ -168,8 +168,9 @@ def has_merge_tree() -> bool:
 
 
 def check_ref(name: str) -> str:
-    """A branch name that is safe on a command line (no leading '-', no '..', plain characters)."""
-    if not SAFE_REF.match(name) or name.endswith(("/", ".lock")):
+    """A branch name that is safe on a command line (no leading '-', no '..', plain characters: the rule the
+    resources' branch fields are checked by, :func:`fleetflow.model.resources.unsafe_branch`)."""
+    if unsafe_branch(name) is not None:
         raise GitError(f"unsafe branch name {name!r}: use letters, digits, '.', '_', '-' and '/'")
     return name
 

@@ -15,6 +15,25 @@ from pydantic.alias_generators import to_camel
 
 from fleetflow.model.durations import parse_duration
 
+BRANCH_NAME = re.compile(r"^(?!-)(?!.*\.\.)[A-Za-z0-9._/-]+$")
+"""A branch name fleetflow passes to git: plain characters, no leading '-' (git would read an option), no '..'
+(the forge's git commands check it too: :func:`fleetflow.forge.git.check_ref`)."""
+
+
+def unsafe_branch(name: str) -> str | None:
+    """Why ``name`` is not a branch name fleetflow uses, or None."""
+    if not BRANCH_NAME.match(name) or name.endswith(("/", ".lock")):
+        return (f"{name!r} is not a branch name fleetflow uses: letters, digits, '.', '_', '-' and '/', not starting "
+                "with '-', without '..', not ending with '/' or '.lock'")
+    return None
+
+
+def _branch(value: str | None) -> str | None:
+    reason = unsafe_branch(value) if value is not None else None
+    if reason is not None:
+        raise ValueError(reason)
+    return value
+
 NAME_PATTERN = re.compile(r"^[a-z0-9]([a-z0-9._-]{0,251}[a-z0-9])?$")
 LABEL_KEY_PATTERN = re.compile(
     r"^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$"
@@ -122,6 +141,8 @@ class ControlPlaneRef(Open):
     branch: str | None = None
     path: str | None = None
 
+    _branch_name = field_validator("branch")(_branch)
+
 
 class EnvironmentSpec(Spec):
     after: list[str] = Field(default_factory=list)
@@ -133,6 +154,8 @@ class EnvironmentSpec(Spec):
     # true: the environment is rendered by N shard jobs and a stitch job (the fleetflow-schedule-shards workflow),
     # never in one job: promote pins it and reconcile reports the schedule due, neither renders it
     sharded_schedule: bool = False
+
+    _branch_name = field_validator("branch")(_branch)
 
 
 class TemplateSpec(Spec):
@@ -232,6 +255,19 @@ class GitOpsRepoSpec(Spec):
     repo: str
     branch: str | None = None
     path: str = "."
+
+    _branch_name = field_validator("branch")(_branch)
+
+    @field_validator("path")
+    @classmethod
+    def _inside(cls, value: str) -> str:
+        """A folder inside the GitOps repo: ``schedule`` refused one leaving it only when it ran (a usage error
+        with no line), where ``validate`` and ``render`` took it (a bad-input hunt, 2026-11-28)."""
+        parts = value.replace("\\", "/").split("/")
+        if value.startswith(("/", "\\")) or ".." in parts:
+            raise ValueError(f"{value!r} leaves the GitOps repo: give a folder inside it, such as '.' or 'apps/dev' "
+                             "(no leading '/', no '..')")
+        return value
 
 
 class BaseRepoSpec(Spec):
