@@ -147,6 +147,10 @@ CASES: list[tuple[str, dict[str, str], dict[str, str], str, str]] = [
         "ct.yaml:3",
     ),
     ("invalid-name", {}, {"ct.yaml": ct("Bad_Name")}, "invalid name 'Bad_Name'", "ct.yaml:4"),
+    # a name that is not text was "missing", one too long got the characters' hint alone (until 2026-11-28)
+    ("name-a-list", {}, {"ct.yaml": ct("123").replace("name: 123", "name: [a, b]")},
+     "metadata.name is a list, not text", "ct.yaml:4"),
+    ("name-too-long", {}, {"ct.yaml": ct("a" * 300)}, "(300 characters)", "ct.yaml:4"),
     ("name-escapes-output", {}, {"ct.yaml": ct("../../etc")}, "invalid name '../../etc'", "ct.yaml:4"),
     (
         "target-name-escapes-output",

@@ -234,7 +234,7 @@ def test_aliases_are_copies_as_before() -> None:
     [
         ("a: 1\nb: [\n", "f.yaml:3:1", "invalid YAML"),
         ("a: 1\nb: 2\na: 3\n", "f.yaml:3:1", "duplicate key"),
-        ("kind: A\n---\n- x\n", "f.yaml:3", "document 2 is a CommentedSeq, not a mapping"),
+        ("kind: A\n---\n- x\n", "f.yaml:3", "document 2 is a list, not a mapping"),
         ("v: 2024-02-30\n", "f.yaml", "invalid YAML: day is out of range"),  # crashed before
         ("v: -_\n", "f.yaml", "invalid YAML"),  # ruamel's int constructor raised IndexError: crashed before
         # a key that is a mapping with a list in it: ruamel raised TypeError (unhashable), a crash, found by the

@@ -22,6 +22,7 @@ from fleetflow.model.documents import ACCEPTED_APIS, FLEETFLOW_API, Document, Gi
 from fleetflow.model.resources import (
     KIND_ORIGINS,
     LABEL_KEY_PATTERN,
+    NAME_LIMIT,
     NAME_PATTERN,
     SPEC_MODELS,
     BaseRepoSpec,
@@ -154,6 +155,17 @@ def _string_map(doc: Document, meta: dict[str, Any], key: str, problems: Problem
     return result
 
 
+def _kind_of(value: object) -> str:
+    """What a YAML value is, in the words of a message: "a list", "a mapping", "a number", "a boolean"."""
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, dict):
+        return "a mapping"
+    return "a list" if isinstance(value, list) else "not text"
+
+
 def build_resource(doc: Document, origin: str, problems: Problems) -> Resource[Any] | None:
     """Validate one document's envelope and spec. Returns None (and records problems) when it is broken."""
     before = len(problems)
@@ -192,13 +204,18 @@ def build_resource(doc: Document, origin: str, problems: Problems) -> Resource[A
             f"{kind} does not belong on {_ORIGIN_TEXT[origin]}", doc.where("kind"), f"move it to {where_ok}"
         )
     name = doc.name
-    if not name:
+    given = doc.metadata.get("name")
+    if given is not None and not isinstance(given, str):  # 123, [a, b]: "missing" until 2026-11-28
+        problems.add(f"metadata.name is {_kind_of(given)}, not text", doc.where("metadata", "name"),
+                     "write the name as text (quote a number: name: \"123\")")
+    elif not name:
         problems.add("metadata.name is missing", doc.where("metadata"), "give the resource a name")
-    elif not NAME_PATTERN.match(name):
+    elif not NAME_PATTERN.match(name) or len(name) > NAME_LIMIT:
         problems.add(
-            f"invalid name {name!r}",
+            f"invalid name {name!r}" + (f" ({len(name)} characters)" if len(name) > NAME_LIMIT else ""),
             doc.where("metadata", "name"),
-            "use lowercase letters, digits, '-' and '.', starting and ending with a letter or digit",
+            f"use lowercase letters, digits, '-' and '.', starting and ending with a letter or digit, at most "
+            f"{NAME_LIMIT} characters",
         )
     meta = doc.metadata  # once for both maps
     labels = _string_map(doc, meta, "labels", problems)

@@ -709,7 +709,7 @@ def _careful_parse(text: str, source: Source, problems: Problems) -> list[Docume
         if not isinstance(node, CommentedMap):
             line = getattr(getattr(node, "lc", None), "line", None)
             problems.add(
-                f"document {index + 1} is a {type(node).__name__}, not a mapping",
+                f"document {index + 1} is {_loaded_kind(node)}, not a mapping",
                 Location(display, line + 1 if line is not None else None),
                 "each document must be a resource with apiVersion, kind, metadata and spec",
             )
@@ -718,6 +718,17 @@ def _careful_parse(text: str, source: Source, problems: Problems) -> list[Docume
         documents.append(Document(to_plain(node), start, source, index))
     source.known([_ruamel_positions(node) for node in loaded])
     return documents
+
+
+def _loaded_kind(value: Any) -> str:
+    """What a loaded value is, in a message's words (was ruamel's class name: "a CommentedSeq")."""
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    return "text" if isinstance(value, str) else f"a {type(value).__name__}"
 
 
 def parse_documents(text: str, display: str, problems: Problems, source: Source | None = None) -> list[Document]:

@@ -35,6 +35,7 @@ def _branch(value: str | None) -> str | None:
     return value
 
 NAME_PATTERN = re.compile(r"^[a-z0-9]([a-z0-9._-]{0,251}[a-z0-9])?$")
+NAME_LIMIT = 253  # characters of a name (NAME_PATTERN's, Kubernetes' DNS subdomain names')
 LABEL_KEY_PATTERN = re.compile(
     r"^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$"
 )
