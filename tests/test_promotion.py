@@ -465,6 +465,22 @@ def test_a_pin_file_that_does_not_read_is_named_and_nothing_is_written(tmp_path:
     assert heads() == before
 
 
+@pytest.mark.parametrize(("text", "where", "what"), [
+    ("- a\n- b\n", "dev/base-repo.yaml:1:1", "document 1 is a list, not a mapping"),
+    ("just text\n", "dev/base-repo.yaml", "document 1 is a value, not a mapping"),
+])
+def test_a_pin_file_that_holds_no_mapping_is_named_not_taken_as_no_pin(text: str, where: str, what: str) -> None:
+    """A list or a value in ``base-repo.yaml`` was taken as "no pin": ``schedule`` said the environment has no
+    pinned commit (no line), ``check-rollout`` "pending", exit 0 (a bad-input hunt, 2026-11-28). Now it is the pin
+    file's problem at its line, as any pin that does not read (the commands that act on it refuse; ``status`` and
+    ``reconcile`` say it: ``test_a_pin_file_that_does_not_read_is_named_and_nothing_is_written``)."""
+    with pytest.raises(InputError) as refused:
+        read_pin(text, "dev/base-repo.yaml")
+    [problem] = refused.value.problems()
+    assert (str(problem.location), problem.message) == (where, what)
+    assert read_pin("# the pin goes here\n", "dev/base-repo.yaml").commit is None  # comments alone: no pin yet
+
+
 def _promoted_dev(tmp_path: Path) -> tuple[Fleet, str, str]:
     """A fleet whose first commit is promoted and rolled out in dev; dev's pin file's text."""
     fleet = make_local_fleet(tmp_path)

@@ -71,6 +71,14 @@ def read_pin(text: str | bytes | None, display: str = PIN_FILE) -> Pin:
     if not text:
         return Pin(None, None)
     docs = _load(_yaml(), text, display)
+    odd = [(i, doc) for i, doc in enumerate(docs) if doc is not None and not isinstance(doc, CommentedMap)]
+    if odd:  # a list or a value where the BaseRepo goes: "no pinned main commit" with no line until 2026-11-28
+        raise InputError([Problem(
+            f"document {i + 1} is {'a list' if isinstance(doc, list) else 'a value'}, not a mapping",
+            Location(display, *_line_of(doc)),
+            "the pin file holds the BaseRepo document fleetflow writes (apiVersion, kind: BaseRepo, metadata, "
+            "spec.commit): restore it from the branch's history (git log -p base-repo.yaml), or delete the file and "
+            "promote again") for i, doc in odd])
     index = _base_repo_index(docs)
     if index is None:
         return Pin(None, None)
@@ -79,6 +87,14 @@ def read_pin(text: str | bytes | None, display: str = PIN_FILE) -> Pin:
     commit = _part(doc, ("spec", "commit"), str, display)
     hold = _part(doc, ("metadata", "annotations", HOLD_ANNOTATION), str, display)
     return Pin(commit or None, hold, present=True)
+
+
+def _line_of(value: object) -> tuple[int | None, int | None]:
+    """Where a loaded list starts (ruamel's positions), when known; a scalar has none."""
+    lc = getattr(value, "lc", None)
+    if lc is None or lc.line is None:
+        return None, None
+    return lc.line + 1, lc.col + 1
 
 
 def _kind(value: object) -> str:
