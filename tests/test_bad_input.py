@@ -504,3 +504,35 @@ def test_missing_directory_is_an_input_error(tmp_path: Path) -> None:
 def test_usage_error_exits_2(tmp_path: Path) -> None:
     result = run_cli("render", "--main", tmp_path)
     assert result.exit_code == 2
+
+
+@pytest.mark.parametrize("inside", ["env", "env/out", "main/deep/out"])
+def test_an_output_inside_the_control_plane_is_refused(tmp_path: Path, inside: str) -> None:
+    """``--output`` in (or at) ``--main`` or ``--env`` wrote the manifests into the control plane: every later read
+    of it failed with dozens of unknown kinds (a bad-input hunt, 2026-11-28). Now a usage error, nothing written."""
+    main_dir, env_dir = make_plane(tmp_path)
+    before = tree_bytes(tmp_path)
+    result = run_cli("render", "--main", main_dir, "--env", env_dir, "--environment", "dev",
+                     "--output", tmp_path / inside)
+    assert result.exit_code == 2, result.output
+    assert f"is inside --{inside.split('/')[0]} " in result.output and "give a folder outside it" in result.output
+    assert tree_bytes(tmp_path) == before
+
+
+@pytest.mark.parametrize(("command", "option"), [("render", "--output"), ("plan", "--output"),
+                                                 ("validate", "--main"), ("explain", "--env")])
+def test_an_empty_folder_option_is_a_usage_error(tmp_path: Path, command: str, option: str) -> None:
+    """An empty path is the current folder to Python: ``--output ''`` rendered into it, ``--main ''`` read it (136
+    problems from the folder above the example), without a word until 2026-11-28."""
+    main_dir, env_dir = make_plane(tmp_path)
+    args = {"--main": str(main_dir), "--env": str(env_dir)}
+    if command in ("render", "plan"):
+        args["--output"] = str(tmp_path / "out")
+    args[option] = ""
+    extra = ["--environment", "dev"] if command != "validate" else []
+    if command == "explain":
+        extra += ["--assignment", "cloud-eu/app-dev"]
+    result = run_cli(command, *[x for kv in args.items() for x in kv], *extra)
+    assert result.exit_code == 2, result.output
+    assert f"Invalid value for '{option}': is empty: give a folder" in result.output
+    assert not (tmp_path / "out").exists()

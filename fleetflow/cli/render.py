@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from fleetflow.cli.common import FORMAT, check_environment, head_commit, load, trees
+from fleetflow.cli.common import FORMAT, check_environment, folder, head_commit, load, trees
 from fleetflow.cli.errors import Reply, handled
 from fleetflow.cli.terminal import TERMINAL
 from fleetflow.errors import Problems, UsageError
@@ -25,7 +25,8 @@ from fleetflow.render.summary import RenderSummary, changes_text, headline
     "--output",
     "output",
     required=True,
-    type=click.Path(file_okay=False, path_type=Path),
+    type=click.Path(file_okay=False),
+    callback=folder,
     help="The environment's output root (the GitOpsRepo path in a checkout of the GitOps branch).",
 )
 @click.option(
@@ -134,6 +135,13 @@ def render_start(
     """What ``render`` and ``plan`` start from: both trees loaded, ``environment`` checked to be on main, the state
     the previous render left in ``output`` (an unreadable one is a warning: everything is rendered again), and the
     commits of the two trees (``commits`` as given, else the checkouts' HEADs)."""
+    for flag, tree in (("--main", main_dir), ("--env", env_dir)):
+        inside = output.resolve()
+        if inside == tree.resolve() or tree.resolve() in inside.parents:
+            # the next read of the tree would read the rendered manifests as its own documents (a bad-input hunt,
+            # 2026-11-28: every later validate failed with dozens of unknown kinds)
+            raise UsageError(f"--output {output} is inside {flag} {tree}: the rendered files would become part of "
+                             "the control plane; give a folder outside it (a checkout of the GitOps branch)")
     plane = load(main_dir, env_dir, fmt)
     check_environment(plane, environment)
     unreadable = Problems()
