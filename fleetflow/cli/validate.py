@@ -41,7 +41,7 @@ class Findings:
     "environment's branch; an environment branch, against the main commit it pins. Instead of --main/--env.",
 )
 @click.option(
-    "--repo", "repo_dir", type=TREE, default=Path("."), show_default=True,
+    "--repo", "repo_dir", type=TREE, default=".", show_default=True, callback=folder,
     help="With --into: the checkout holding the change (every branch fetched, e.g. fetch-depth: 0).",
 )
 @click.option(
