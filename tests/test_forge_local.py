@@ -191,6 +191,54 @@ def test_statuses_latest_per_context(forge: LocalForge, origin: Path, clock: Clo
     assert stored.count('"context"') == 3
 
 
+def _store_by_hand(origin: Path, path: str, data: str) -> None:
+    """A commit on the store's ref that a person (any clone may push it) made: ``path`` holding ``data``."""
+    env = {**os.environ, "GIT_INDEX_FILE": str(origin / "hand-index")}
+    subprocess.run(["git", "read-tree", "refs/fleetflow/forge"], cwd=origin, check=True, env=env)
+    blob = subprocess.run(["git", "hash-object", "-w", "--stdin"], cwd=origin, input=data.encode(), check=True,
+                          capture_output=True).stdout.decode().strip()
+    subprocess.run(["git", "update-index", "--add", "--cacheinfo", f"100644,{blob},{path}"], cwd=origin, check=True,
+                   env=env)
+    tree = subprocess.run(["git", "write-tree"], cwd=origin, check=True, capture_output=True, env=env).stdout.strip()
+    parent = git(origin, "rev-parse", "refs/fleetflow/forge")
+    commit = git(origin, "-c", "user.name=p", "-c", "user.email=p@p", "commit-tree", tree.decode(), "-p", parent,
+                 "-m", "by hand")
+    git(origin, "update-ref", "refs/fleetflow/forge", commit, parent)
+
+
+POST = {"context": "flux/eu", "state": "success", "description": "ok", "target_url": None,
+        "created_at": "2026-01-05T10:00:00+00:00"}
+
+
+@pytest.mark.parametrize(("data", "why"), [
+    ('[{"context": "flux/eu"}]', "a post is not as the local forge writes it"),
+    (json.dumps(POST), "it is not a list of posts"),
+    ("{{{ nope", "it is not JSON"),
+    ("[" * 100_000, "JSON nested too deeply"),
+    (json.dumps([{**POST, "created_at": "yesterday"}]), "a post is not as the local forge writes it"),
+    (json.dumps([{**POST, "state": "exploded"}]), "a post is not as the local forge writes it"),
+], ids=["missing-keys", "not-a-list", "not-json", "too-deep", "bad-time", "bad-state"])
+def test_a_status_record_written_by_hand_is_named_not_a_traceback(forge: LocalForge, origin: Path, data: str,
+                                                                  why: str) -> None:
+    """The store is a ref of the repository (``refs/fleetflow/forge``) any clone can push: a status record written
+    by hand stopped check-rollout and reconcile with a KeyError, a JSONDecodeError, a RecursionError or a
+    ValueError, and a state GitHub does not have counted as a failure (a bad-input hunt, 2026-11-28). Now the
+    forge's error (exit 3) names the record; a post with no description reads as GitHub gives one (\"\")."""
+    repo, sha = str(origin), tip(origin, "main")
+    forge.set_status(repo, sha, "fleetflow/dev", "pending", "scheduled")  # the store exists
+    _store_by_hand(origin, status_path(sha, "flux/eu"), data)
+    with pytest.raises(ForgeError, match=f"the local forge's record statuses/{sha}/.* does not read: {why}"):
+        forge.statuses(repo, sha)
+
+
+def test_a_status_post_with_no_description_reads_as_an_empty_one(forge: LocalForge, origin: Path) -> None:
+    repo, sha = str(origin), tip(origin, "main")
+    forge.set_status(repo, sha, "fleetflow/dev", "pending", "scheduled")
+    _store_by_hand(origin, status_path(sha, "flux/eu"), json.dumps([{**POST, "description": None}]))
+    assert [(s.context, s.description) for s in forge.statuses(repo, sha)] == [
+        ("fleetflow/dev", "scheduled"), ("flux/eu", "")]
+
+
 def test_a_status_post_rewrites_one_small_file(forge: LocalForge, origin: Path) -> None:
     """No file holds every status of a commit: a post changes exactly its context's file, so its cost does not grow
     with the number of statuses (benchmarks/bench_promotion.py measures it at 10, 1,000 and 30,000)."""

@@ -39,6 +39,7 @@ from typing import Any, Literal, TypeVar, cast
 from fleetflow.clock import utc_now
 from fleetflow.errors import ForgeError, ForgeRequest
 from fleetflow.forge.base import (
+    STATUS_STATES,
     CommitStatus,
     DeploymentEnvironment,
     MergeRules,
@@ -52,7 +53,7 @@ from fleetflow.forge.base import (
     reviewer_key,
 )
 from fleetflow.forge.git import MergeConflict, run_git
-from fleetflow.forge.localstore import Edit, Mirror, Snapshot, dump_json
+from fleetflow.forge.localstore import Edit, Mirror, Snapshot, bad_record, dump_json
 from fleetflow.forge.rulesets import BranchRule, Ruleset
 
 R = TypeVar("R")
@@ -491,12 +492,37 @@ def status_posts(snap: Snapshot, sha: str) -> list[list[Record]]:
     """Every context's posts on commit ``sha`` (each list oldest first), older layout included: the storage API
     for readers of statuses (one listing of ``statuses/<sha>/`` and one batch read of its blobs)."""
     by_context: dict[str, list[Record]] = {}
-    for post in snap.read_json(f"statuses/{sha}.json") or []:  # the older layout: one file per commit
+    legacy = f"statuses/{sha}.json"
+    for post in _posts(snap.read_json(legacy), legacy):  # the older layout: one file per commit
         by_context.setdefault(post["context"], []).append(post)
     for posts in snap.read_all_json(f"statuses/{sha}", recursive=True):
-        if posts:
-            by_context[posts[0]["context"]] = posts
+        checked = _posts(posts, f"statuses/{sha}/")
+        if checked:
+            by_context[checked[0]["context"]] = checked
     return list(by_context.values())
+
+
+def _posts(found: Any, path: str) -> list[Record]:
+    """A status record as the local forge writes it (a list of posts, each with a text context and description,
+    one of GitHub's four states, an ISO time), or :class:`ForgeError` naming it: a record written by hand stopped
+    check-rollout and reconcile with a KeyError, an AttributeError or a ValueError until 2026-11-28."""
+    if found is None:
+        return []
+    if not isinstance(found, list):
+        raise bad_record(path, "it is not a list of posts")
+    for post in found:
+        ok = (isinstance(post, dict) and isinstance(post.get("context"), str) and post.get("state") in STATUS_STATES
+              and isinstance(post.get("description", ""), str | None) and isinstance(post.get("created_at"), str))
+        if ok:
+            try:
+                datetime.fromisoformat(post["created_at"])
+            except ValueError:
+                ok = False
+        if not ok:
+            raise bad_record(path, f"a post is not as the local forge writes it: {str(post)[:200]}")
+        if post.get("description") is None:
+            post["description"] = ""
+    return found
 
 
 def _legacy_posts(snap: Snapshot, sha: str, context: str) -> list[Record]:

@@ -43,6 +43,21 @@ class Edit(Generic[R]):
     message: str = "update"
 
 
+def record_json(data: bytes, path: str) -> Any:
+    """A record of the store as JSON; :class:`ForgeError` naming it when it does not read. The store is a ref of the
+    repository (``refs/fleetflow/forge``) that any clone may push to: a record written by hand stopped the commands
+    with json's ValueError or RecursionError until 2026-11-28 (a bad-input hunt)."""
+    try:
+        return json.loads(data)
+    except (ValueError, RecursionError) as exc:
+        raise bad_record(path, "it is not JSON" if isinstance(exc, ValueError) else "JSON nested too deeply") from None
+
+
+def bad_record(path: str, why: str) -> ForgeError:
+    return ForgeError(f"the local forge's record {path} does not read: {why} (the local forge alone writes "
+                      f"{STORE_REF}; restore it from its history, or remove the record)")
+
+
 def dump_json(value: Any) -> bytes:
     return (json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False) + "\n").encode()
 
@@ -82,7 +97,7 @@ class Snapshot:
 
     def read_json(self, path: str) -> Any:
         data = self.read(path)
-        return None if data is None else json.loads(data)
+        return None if data is None else record_json(data, path)
 
     def read_all_json(self, folder: str, *, recursive: bool = False) -> list[Any]:
         """Every ``.json`` file in ``folder`` (and below it with ``recursive``), in path order."""
@@ -90,12 +105,14 @@ class Snapshot:
             return []
         if recursive:
             found = self.mirror.repo.ls_tree(self.commit, [f"{folder.strip('/')}/"], recursive=True, trees=False)
-            shas = [e.sha for e in sorted(found, key=lambda e: e.path) if e.kind == "blob" and e.path.endswith(".json")]
+            files = [(e.path, e.sha) for e in sorted(found, key=lambda e: e.path)
+                     if e.kind == "blob" and e.path.endswith(".json")]
         else:
             listing = self.listing(folder)
-            shas = [listing[name][1] for name in self.names(folder) if name.endswith(".json")]
-        blobs = self.mirror.blobs(shas)
-        return [json.loads(blobs[sha]) for sha in shas]
+            files = [(f"{folder.strip('/')}/{name}", listing[name][1]) for name in self.names(folder)
+                     if name.endswith(".json")]
+        blobs = self.mirror.blobs([sha for _, sha in files])
+        return [record_json(blobs[sha], path) for path, sha in files]
 
 
 def _borrow_objects(folder: Path, url: str) -> None:
