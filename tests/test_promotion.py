@@ -3,13 +3,14 @@ to the stand-in server through PyGithub."""
 
 from __future__ import annotations
 
+import hashlib
 import os
 from datetime import timedelta
 from pathlib import Path
 
 import pytest
 
-from fleetflow.errors import GateError, GitError, InputError
+from fleetflow.errors import GateError, GitError, InputError, UsageError
 from fleetflow.forge.git import GitRepos
 from fleetflow.promotion.check_rollout import check_rollout
 from fleetflow.promotion.history import read_history
@@ -620,4 +621,38 @@ def test_what_a_person_put_where_fleetflow_writes_is_never_replaced(tmp_path: Pa
         assert schedule_environment(ctx, "dev").operation == "created"
     kept = git(tmp_path, "--git-dir", fleet.gitops_url, "ls-tree", "-r", "--name-only", "fleetflow/dev")
     assert f"{in_the_way}.moved" in kept or f"{in_the_way}.moved/notes.txt" in kept
+
+
+@pytest.mark.parametrize("commit", ["", "HEAD", "main", "-x", "abc"])
+def test_a_commit_that_is_no_sha_is_a_usage_error(tmp_path: Path, commit: str) -> None:
+    """``--commit ''``, ``HEAD``, ``main`` said "commit main is not on main", exit 1 (a bad-input hunt, 2026-11-28):
+    the commit promoted is named exactly, 4 to 40 hex digits, and anything else is the command line's error."""
+    fleet = make_local_fleet(tmp_path)
+    with fleet.context() as ctx, pytest.raises(UsageError, match="is not a commit sha: give 4 to 40 hex digits"):
+        promote(ctx, "dev", commit)
+
+
+def test_an_abbreviated_sha_naming_two_objects_is_said_ambiguous(tmp_path: Path) -> None:
+    """Two objects of the control-plane repo whose ids start alike (found by hashing, then written): the prefix
+    names no one commit (``git rev-parse --disambiguate``), which was "not on main" (exit 1); now a usage error
+    asking for more digits."""
+    fleet = make_local_fleet(tmp_path)
+    seen: dict[str, bytes] = {}
+    for i in range(100_000):
+        data = f"blob {i}\n".encode()
+        prefix = hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()[:5]
+        if prefix in seen:
+            break
+        seen[prefix] = data
+    git(fleet.work, "checkout", "-q", "-B", "side", "main")
+    (fleet.work / "one.txt").write_bytes(seen[prefix])
+    (fleet.work / "two.txt").write_bytes(data)
+    git(fleet.work, "add", "-A")
+    git(fleet.work, "commit", "-q", "-m", "two blobs whose ids start alike")
+    git(fleet.work, "push", "-q", fleet.cp_url, "HEAD:refs/heads/side")
+    git(fleet.work, "checkout", "-q", "main")
+    with fleet.context() as ctx:
+        ctx.git.fetch_branch(ctx.cp_url, "side")  # the mirror has both
+        with pytest.raises(UsageError, match=f"--commit {prefix} names more than one object"):
+            promote(ctx, "dev", prefix)
 

@@ -890,6 +890,12 @@ class GitRepos:
     def is_ancestor(self, url: str, older: str, newer: str) -> bool:
         return self.mirror(url).is_ancestor(older, newer)
 
+    def ambiguous(self, url: str, prefix: str) -> bool:
+        """Whether the abbreviated sha ``prefix`` names more than one object of the mirror (``git rev-parse
+        --disambiguate``, gitrevisions)."""
+        found = self.mirror(url).git("rev-parse", f"--disambiguate={prefix}", check=False)
+        return found.returncode == 0 and len(found.stdout.split()) > 1
+
     def read_file(self, url: str, sha: str, path: str) -> str | None:
         """A file's text, to look at (a workflow's jobs, whether a file is the one init writes): bytes that are not
         UTF-8 are shown as U+FFFD. A file read as input (the pin) is read with :meth:`read_bytes` and refused as

@@ -13,6 +13,7 @@ render, gets the render's checks instead): a commit the render refuses is not pi
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from fleetflow.errors import GateError, InputError, Problem, UsageError
@@ -68,8 +69,13 @@ def first_environments(ctx: Context, commit: str) -> list[str]:
 
 
 def resolve_main_commit(ctx: Context, commit: str) -> str:
+    if not re.fullmatch(r"[0-9a-fA-F]{4,40}", commit):  # '', HEAD, main, -x: "not on main" (exit 1) until 2026-11-28
+        raise UsageError(f"--commit {commit!r} is not a commit sha: give 4 to 40 hex digits of a {ctx.main_branch} "
+                         "commit (a branch name or HEAD is not taken: the commit promoted is named exactly)")
     main_tip = ctx.main_tip()
     sha = ctx.git.resolve(ctx.cp_url, commit)
+    if sha is None and len(commit) < 40 and ctx.git.ambiguous(ctx.cp_url, commit):
+        raise UsageError(f"--commit {commit} names more than one object of {ctx.control_plane}: give more digits")
     if sha is None or not ctx.git.is_ancestor(ctx.cp_url, sha, main_tip):
         raise InputError([Problem(
             f"commit {commit} is not on {ctx.main_branch} of {ctx.control_plane}", None,
