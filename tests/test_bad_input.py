@@ -290,6 +290,13 @@ CASES: list[tuple[str, dict[str, str], dict[str, str], str, str]] = [
         "renders more than 100 MB (GitHub refuses a file over 100 MB)",
         "flux.yaml:9",
     ),
+    (  # "TypeError: no loader for this environment specified" until 2026-11-28
+        "template-include",
+        {"templates/flux.yaml": TPL.format(body="{% include 'other.yaml' %}")},
+        {},
+        "include, extends and import are not available: a template reads no other file",
+        "flux.yaml:",
+    ),
     (
         "template-indent-too-wide",  # 10**9 spaces a line was a MemoryError traceback
         {"templates/flux.yaml": TPL.format(body="{{ Namespace | indent(10**9) }}")},

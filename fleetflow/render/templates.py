@@ -331,6 +331,9 @@ class CompiledTemplate:
             missing = "missing key" if "has no attribute" in str(exc.message) else "undefined variable"
             detail = f"{missing}: {exc.message}"
             hint = "variables: " + ", ".join(sorted(variables))
+        elif isinstance(exc, TypeError) and "no loader" in str(exc):  # {% include %}, {% extends %}, {% import %}
+            detail = "include, extends and import are not available: a template reads no other file"
+            hint = "write the shared text into this manifest (a macro defined in it can repeat it)"
         elif isinstance(exc, TemplateRequiredError):
             detail = f"required value missing: {exc}"
         else:
