@@ -445,6 +445,9 @@ CASES: list[tuple[str, dict[str, str], dict[str, str], str, str]] = [
     ("gitops-branch-an-option", {}, {"gitops-repo.yaml": GITOPS.format(extra="").replace(
         "branch: dev", "branch: --upload-pack=x")}, "'--upload-pack=x' is not a branch name fleetflow uses",
      "gitops-repo.yaml:6"),
+    # a control character: "position 776 of <unicode string>" and no line until 2026-11-28
+    ("control-character", {}, {"cm.yaml": deep(1).replace("k: []", "k: a\x00b")},
+     "the character U+0000 is not allowed in YAML", "cm.yaml:7:7"),
     # a value its tag does not allow: ruamel's KeyError, a traceback until 2026-11-28
     ("tagged-value-not-allowed", {}, {"cm.yaml": deep(1).replace("k: []", "k: !!bool maybe")},
      "'maybe' is not a value its tag allows", "cm.yaml"),

@@ -43,6 +43,7 @@ import yaml
 from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.error import MarkedYAMLError, ReusedAnchorWarning, YAMLError
+from ruamel.yaml.reader import ReaderError
 from ruamel.yaml.scalarstring import FoldedScalarString, LiteralScalarString
 from yaml._yaml import CParser
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
@@ -653,7 +654,7 @@ def ruamel_documents(yaml: YAML, text: str, display: str, problems: Problems) ->
             warnings.simplefilter("ignore", ReusedAnchorWarning)
             loaded = list(yaml.load_all(text))
     except _NOT_YAML as exc:
-        problems.extend([_yaml_problem(exc, display)])
+        problems.extend([_yaml_problem(exc, display, text)])
         return None
     if _may_alias(text):  # what libyaml could not compose, ruamel may have read: its aliases checked as loaded
         for value in loaded:
@@ -674,11 +675,18 @@ def ruamel_document(yaml: YAML, text: str, display: str, problems: Problems) -> 
     return loaded[0] if loaded else None
 
 
-def _yaml_problem(exc: Exception, display: str) -> Problem:
+def _yaml_problem(exc: Exception, display: str, text: str = "") -> Problem:
     """What an exception of :data:`_NOT_YAML` that ruamel.yaml raised for the file ``display`` says to the user:
     the line and column it names, what is wrong and how to fix it."""
     if isinstance(exc, TypeError):
         return _complex_key_problem(Location(display))
+    if isinstance(exc, ReaderError) and isinstance(exc.position, int):  # a character YAML does not allow (NUL):
+        # at its line and column, not "position 776 of <unicode string>" (until 2026-11-28)
+        before = text[:exc.position]
+        line, column = before.count("\n") + 1, exc.position - (before.rfind("\n") + 1) + 1
+        code = exc.character if isinstance(exc.character, int) else ord(str(exc.character)[:1] or "\0")
+        return Problem(f"invalid YAML: the character U+{code:04X} is not allowed in YAML",
+                       Location(display, line, column), "remove it (a control character, often pasted by accident)")
     if isinstance(exc, KeyError):  # ruamel's constructor looked the text up in its tag's values: not there
         return Problem(f"invalid YAML: {exc.args[0]!r} is not a value its tag allows", Location(display),
                        "remove the tag (!!bool, !!int, ...) or write a value it allows")
