@@ -135,8 +135,8 @@ def render_start(
     """What ``render`` and ``plan`` start from: both trees loaded, ``environment`` checked to be on main, the state
     the previous render left in ``output`` (an unreadable one is a warning: everything is rendered again), and the
     commits of the two trees (``commits`` as given, else the checkouts' HEADs)."""
+    inside = output.resolve()
     for flag, tree in (("--main", main_dir), ("--env", env_dir)):
-        inside = output.resolve()
         if inside == tree.resolve() or tree.resolve() in inside.parents:
             # the next read of the tree would read the rendered manifests as its own documents (a bad-input hunt,
             # 2026-11-28: every later validate failed with dozens of unknown kinds)

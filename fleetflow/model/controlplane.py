@@ -18,7 +18,16 @@ from pydantic import Field, ValidationError
 
 from fleetflow.collector import kept
 from fleetflow.errors import GitError, Location, Problems, validation_problems
-from fleetflow.model.documents import ACCEPTED_APIS, FLEETFLOW_API, Document, GitFiles, ParseCache, Tree, read_tree
+from fleetflow.model.documents import (
+    ACCEPTED_APIS,
+    FLEETFLOW_API,
+    Document,
+    GitFiles,
+    ParseCache,
+    Tree,
+    read_tree,
+    value_kind,
+)
 from fleetflow.model.resources import (
     KIND_ORIGINS,
     LABEL_KEY_PATTERN,
@@ -155,17 +164,6 @@ def _string_map(doc: Document, meta: dict[str, Any], key: str, problems: Problem
     return result
 
 
-def _kind_of(value: object) -> str:
-    """What a YAML value is, in the words of a message: "a list", "a mapping", "a number", "a boolean"."""
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int | float):
-        return "a number"
-    if isinstance(value, dict):
-        return "a mapping"
-    return "a list" if isinstance(value, list) else "not text"
-
-
 def build_resource(doc: Document, origin: str, problems: Problems) -> Resource[Any] | None:
     """Validate one document's envelope and spec. Returns None (and records problems) when it is broken."""
     before = len(problems)
@@ -206,7 +204,7 @@ def build_resource(doc: Document, origin: str, problems: Problems) -> Resource[A
     name = doc.name
     given = doc.metadata.get("name")
     if given is not None and not isinstance(given, str):  # 123, [a, b]: "missing" until 2026-11-28
-        problems.add(f"metadata.name is {_kind_of(given)}, not text", doc.where("metadata", "name"),
+        problems.add(f"metadata.name is {value_kind(given)}, not text", doc.where("metadata", "name"),
                      "write the name as text (quote a number: name: \"123\")")
     elif not name:
         problems.add("metadata.name is missing", doc.where("metadata"), "give the resource a name")

@@ -526,9 +526,10 @@ def _complex_key(text: str, display: str) -> Problem | None:
     """The first key that is a list or a mapping (``? [a]: 1``, ``{a: 1}: 2``), by libyaml's marks, or the first
     alias that makes a document infinite or huge (:func:`_alias_trouble`), looking document by document as ruamel
     builds them; None when there is none before the first document libyaml cannot read (ruamel then says why)."""
+    may_alias = _may_alias(text)
     try:
         for root in _quick_nodes(text):
-            trouble = _alias_trouble(root, _node_children, display) if _may_alias(text) else None
+            trouble = _alias_trouble(root, _node_children, display) if may_alias else None
             if trouble is not None:
                 return trouble
             found: list[Position] = []
@@ -717,7 +718,7 @@ def _careful_parse(text: str, source: Source, problems: Problems) -> list[Docume
         if not isinstance(node, CommentedMap):
             line = getattr(getattr(node, "lc", None), "line", None)
             problems.add(
-                f"document {index + 1} is {_loaded_kind(node)}, not a mapping",
+                f"document {index + 1} is {value_kind(node)}, not a mapping",
                 Location(display, line + 1 if line is not None else None),
                 "each document must be a resource with apiVersion, kind, metadata and spec",
             )
@@ -728,10 +729,13 @@ def _careful_parse(text: str, source: Source, problems: Problems) -> list[Docume
     return documents
 
 
-def _loaded_kind(value: Any) -> str:
-    """What a loaded value is, in a message's words (was ruamel's class name: "a CommentedSeq")."""
+def value_kind(value: Any) -> str:
+    """What a loaded value is, in a message's words: "a list", "a mapping", "a boolean", "a number", "text" (a
+    document that is a list was "a CommentedSeq", ruamel's class name, until 2026-11-28)."""
     if isinstance(value, list):
         return "a list"
+    if isinstance(value, Mapping):
+        return "a mapping"
     if isinstance(value, bool):
         return "a boolean"
     if isinstance(value, int | float):
@@ -902,7 +906,7 @@ def yaml_paths(paths: Iterable[str], spec: pathspec.GitIgnoreSpec | None) -> lis
 
 def yaml_files(tree: Tree) -> Iterator[Path]:
     """Every YAML file of the tree, in a stable order, minus hidden folders and ignored paths (none when the
-    ``.fleetflowignore`` is not UTF-8 text: :func:`read_tree` reads none then, and says why)."""
+    ``.fleetflowignore`` does not read: :func:`read_tree` reads none then, and says why)."""
     readable, spec = _folder_ignore(tree.root, IGNORE_FILE, Problems())
     if readable:
         for rel in _yaml_relpaths(tree.root, spec):

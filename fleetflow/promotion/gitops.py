@@ -229,10 +229,10 @@ def in_the_way(tree: GitOpsTree, paths: Iterable[str], owned: Ownership) -> None
     folders = {p.rpartition("/")[0] for p in wanted} - {""}
     folders |= {f.rpartition("/")[0] for f in folders} - {""}
     listed = tree.listings(sorted({f.rpartition("/")[0] for f in folders | wanted}))
+    standing = {e.path: e for entries in listed.values() for e in entries or []}  # what stands there now, by path
     problems = Problems()
     for path in sorted(folders | wanted):
-        parent = path.rpartition("/")[0]
-        entry = next((e for e in listed.get(parent) or [] if e.path == path), None)
+        entry = standing.get(path)
         if entry is None or path in owned.delete:
             continue
         if path in folders and entry.kind != "tree":
