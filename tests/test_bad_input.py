@@ -531,10 +531,16 @@ def test_an_output_inside_the_control_plane_is_refused(tmp_path: Path, inside: s
 
 @pytest.mark.parametrize(("command", "option"), [("render", "--output"), ("plan", "--output"),
                                                  ("validate", "--main"), ("explain", "--env")])
-def test_an_empty_folder_option_is_a_usage_error(tmp_path: Path, command: str, option: str) -> None:
+def test_an_empty_folder_option_is_a_usage_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, command: str, option: str
+) -> None:
     """An empty path is the current folder to Python: ``--output ''`` rendered into it, ``--main ''`` read it (136
-    problems from the folder above the example), without a word until 2026-11-28."""
+    problems from the folder above the example), without a word until 2026-11-28. Run from a folder of its own:
+    the code before rendered into the current folder, and once into a checkout of this repository."""
     main_dir, env_dir = make_plane(tmp_path)
+    here = tmp_path / "here"
+    here.mkdir()
+    monkeypatch.chdir(here)
     args = {"--main": str(main_dir), "--env": str(env_dir)}
     if command in ("render", "plan"):
         args["--output"] = str(tmp_path / "out")
@@ -545,4 +551,4 @@ def test_an_empty_folder_option_is_a_usage_error(tmp_path: Path, command: str, o
     result = run_cli(command, *[x for kv in args.items() for x in kv], *extra)
     assert result.exit_code == 2, result.output
     assert f"Invalid value for '{option}': is empty: give a folder" in result.output
-    assert not (tmp_path / "out").exists()
+    assert not (tmp_path / "out").exists() and not any(here.iterdir())
