@@ -336,3 +336,48 @@ def test_a_schedule_over_a_version_2_state_converts_it_and_the_pr_says_so(tmp_pa
     with fleet.context() as ctx:
         later = schedule_environment(ctx, "dev")
     assert later.operation == "created" and "fleetflow's state" not in fleet.open_pr("dev").body  # once
+
+
+def test_a_schedule_says_which_files_it_kept_that_fleetflow_did_not_write(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A file a person put in a folder the PR writes to is kept, and the PR's description, the command's text and
+    its JSON (``foreign``, as ``render`` names them) list it, so the reviewer sees what the clusters will apply
+    besides the rendered manifests (until 2026-11-28 only ``render`` listed them). Folders the change does not write
+    to are not looked at (the schedule reads only what changed), and files outside cluster-type folders never."""
+    from tests.test_cli_contract import envelope, invoke
+
+    fleet = make_local_fleet(tmp_path)
+    add_foreign_files(fleet, "dev")
+    with fleet.context() as ctx:
+        promote_many(ctx, None, fleet.branch_sha(fleet.cp_url, "main"))
+    body = fleet.open_pr("dev").body
+    assert "Files kept that fleetflow did not write (1)" in body and "`cloud/_platform/extra.yaml`" in body
+    assert "README.md" not in body and "notes/keep.md" not in body
+    fleet.approve("dev")
+    person = tmp_path / "person"  # a person adds a runbook to an assignment's folder on the GitOps branch
+    git(tmp_path, "clone", "-q", "-b", "dev", fleet.gitops_url, str(person))
+    (person / "cloud" / "app-dev" / "RUNBOOK.md").write_text("call the platform team\n")
+    git(person, "add", "-A")
+    git(person, "commit", "-q", "-m", "a runbook")
+    git(person, "push", "-q", "origin", "dev")
+
+    fleet.push_env("dev", {"configs.yaml": DEV_FILES["configs.yaml"].replace("LOG_LEVEL: info", "LOG_LEVEL: debug")},
+                   "more logs")
+    monkeypatch.setenv("FLEETFLOW_FORGE", "local")
+    monkeypatch.setenv("FLEETFLOW_CONTROL_PLANE", fleet.cp_url)
+    monkeypatch.setenv("FLEETFLOW_CACHE_DIR", str(tmp_path / "cache-cli"))
+    code, stdout, _ = invoke("schedule", "--environment", "dev")
+    assert code == 0, stdout
+    assert "Kept 1 files not managed by fleetflow (not in its state.json):\n  cloud/app-dev/RUNBOOK.md" in stdout
+    body = fleet.open_pr("dev").body
+    assert "Files kept that fleetflow did not write (1)" in body and "`cloud/app-dev/RUNBOOK.md`" in body
+    assert "extra.yaml" not in body  # in a folder this change does not write to: not looked at
+    fleet.push_env("dev", {"configs.yaml": DEV_FILES["configs.yaml"].replace("LOG_LEVEL: info", "LOG_LEVEL: warn")},
+                   "fewer logs")
+    code, stdout, _ = invoke("schedule", "--environment", "dev", "--format", "json")
+    assert code == 0, stdout
+    assert envelope(stdout)["result"]["foreign"] == ["cloud/app-dev/RUNBOOK.md"]
+    committed = tree_files(BareRepo(Path(fleet.gitops_url)), fleet.branch_sha(fleet.gitops_url, "fleetflow/dev"))
+    assert {p: committed.get(p) for p in FOREIGN} == FOREIGN
+    assert committed["cloud/app-dev/RUNBOOK.md"] == b"call the platform team\n"

@@ -69,6 +69,12 @@ def test_stitched_shards_give_the_single_job_commit(tmp_path: Path) -> None:
     with fleet.context() as ctx:
         promote_many(ctx, None, fleet.branch_sha(fleet.cp_url, "main"))
     fleet.approve("dev")
+    person = tmp_path / "person"  # a person's file in a folder the change writes to: kept, and the PR says so
+    git(tmp_path, "clone", "-q", "-b", "dev", fleet.gitops_url, str(person))
+    (person / "line-b" / "app-dev" / "NOTES.md").write_text("gold tier\n")
+    git(person, "add", "-A")
+    git(person, "commit", "-q", "-m", "notes")
+    git(person, "push", "-q", "origin", "dev")
 
     # one change touching a few cluster types: a value for the gold tier, one type gone, one new
     types = [t for t in TYPES if t != "line-c"] + ["line-new"]
@@ -89,6 +95,8 @@ def test_stitched_shards_give_the_single_job_commit(tmp_path: Path) -> None:
     with runner(fleet, "stitch") as ctx:
         outcome = stitch_environment(ctx, "dev", tmp_path / "artifacts")
     assert outcome.gitops_commit == single.written.commit  # byte-identical: the same commit id
+    assert outcome.foreign == single.written.owned.foreign == ["line-b/app-dev/NOTES.md"]
+    assert "`line-b/app-dev/NOTES.md`" in fleet.open_pr("dev").body
     assert outcome.operation == "created"
     assert sorted(outcome.changes.changed) == sorted(single.changes.changed)
     assert outcome.changes.removed == single.changes.removed and outcome.changes.added == single.changes.added
@@ -99,6 +107,7 @@ def test_stitched_shards_give_the_single_job_commit(tmp_path: Path) -> None:
     assert "b/.fleetflow/state.json" in diff and f"```diff\n{diff}```" in fleet.open_pr("dev").body
     committed = tree_files(BareRepo(Path(fleet.gitops_url)), head)
     assert committed.pop("README.md") == b"GitOps\n"  # the GitOps repo's own file, kept
+    assert committed.pop("line-b/app-dev/NOTES.md") == b"gold tier\n"
     assert committed == fresh_render(fleet, "dev", tmp_path / "fresh")
 
 

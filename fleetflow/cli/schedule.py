@@ -11,6 +11,7 @@ from fleetflow.cli.common import FORMAT
 from fleetflow.cli.errors import FLEET_NO_STEP, FLEET_WRITTEN, handled
 from fleetflow.cli.fleet import fleet_options, make_context, plan_option, report_step
 from fleetflow.cli.github_actions import actions_step, github_actions_options, schedule_report, shard_report
+from fleetflow.cli.render import foreign_lines
 from fleetflow.errors import UsageError
 from fleetflow.promotion.schedule import schedule_environment
 from fleetflow.promotion.shards import ShardSpec, render_shard, stitch_environment
@@ -82,6 +83,8 @@ def schedule(environment: str, shard: str | None, artifact: Path | None, stitch:
             def text() -> None:
                 click.echo(f"{environment}: {outcome.operation}: {outcome.message}")
                 for line in changes_text(outcome.changes):
+                    click.echo(line)
+                for line in foreign_lines(outcome.foreign, "kept"):
                     click.echo(line)
 
             reply.done(outcome, text)

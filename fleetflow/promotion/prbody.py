@@ -9,7 +9,7 @@ pointer to the full plan.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from markupsafe import Markup
 
@@ -44,6 +44,8 @@ class PullRequestFacts:
     plan_url: str | None = None  # the workflow run whose artifact holds the full plan (fleetflow.promotion.fullplan)
     compare_url: str | None = None  # GitHub's compare view of the GitOps branch and the PR's head branch
     earlier_state_format: int | None = None  # the commit converts the state from it (incremental.earlier_format)
+    # files in the folders the commit writes to that fleetflow did not write: kept as they are
+    kept: list[str] = field(default_factory=list)
 
 
 def title(facts: PullRequestFacts) -> str:

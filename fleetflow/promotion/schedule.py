@@ -72,6 +72,8 @@ class ScheduleOutcome(Result):
     # what the render warned of (a selector that selects nothing, a state shard that does not read): the CLI's
     # warnings, as ``render`` and ``validate`` give them
     warnings: list[Problem] = Field(default_factory=list, exclude=True)
+    # files in the folders the commit wrote to that fleetflow did not write: kept (``render`` lists them too)
+    foreign: list[str] = Field(default_factory=list)
     said: bool = Field(default=False, exclude=True)  # the run's narration has its message (Context.say)
 
     @computed_field(alias="pullRequest")  # type: ignore[prop-decorator]
@@ -177,6 +179,7 @@ def publish(ctx: Context, environment: str, rendered: Rendered) -> ScheduleOutco
     else:
         diff = _first(rendered.diff(), BODY_LIMIT)
     outcome.gitops_commit = new_sha
+    outcome.foreign = written.owned.foreign
     facts = PullRequestFacts(
         environment=environment,
         main_commit=main_sha,
@@ -193,6 +196,7 @@ def publish(ctx: Context, environment: str, rendered: Rendered) -> ScheduleOutco
         compare_url=(compare_url(ctx.server_url, g_repo, g_branch, head)
                      if ctx.server_url and ctx.forge.name == "github" else None),
         earlier_state_format=earlier_format(previous),
+        kept=written.owned.foreign,
     )
     pr_title, pr_body = title(facts), body(facts)
     if open_pr is not None:

@@ -24,6 +24,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from pydantic import Field
+
 from fleetflow.errors import InputError, Problem, UsageError
 from fleetflow.forge.git import BareRepo, TreeEdit, retry_races
 from fleetflow.promotion.context import Context, Pinned, pinned_to_render, short
@@ -31,6 +33,7 @@ from fleetflow.promotion.gitops import GitOpsTree, clean_root, commit_edits, unr
 from fleetflow.promotion.schedule import Rendered, ScheduleOutcome, commit_message, publish
 from fleetflow.render.diff import file_diff, review_order
 from fleetflow.render.incremental import PART_DIR, SHARD_DIR, STATE_PATH, Assignments, Shard, shard_path
+from fleetflow.render.ownership import Ownership
 from fleetflow.render.pipeline import Changes, Meta, render_environment
 from fleetflow.results import Result
 
@@ -78,6 +81,8 @@ class ShardManifest(Result):
     states: dict[str, str | None]  # cluster type -> blob id of its state shard (None: the shard goes)
     changes: Changes
     bundle: str | None  # file name of the git bundle beside the manifest (None: nothing changed)
+    # files in the folders the shard wrote to that fleetflow did not write: kept (the PR lists them)
+    foreign: list[str] = Field(default_factory=list)
 
 
 def render_shard(ctx: Context, environment: str, spec: ShardSpec, folder: Path) -> ShardManifest:
@@ -107,7 +112,7 @@ def render_shard(ctx: Context, environment: str, spec: ShardSpec, folder: Path) 
         environment=environment, shard=str(spec), base_commit=base, main_commit=at.main_sha, env_commit=at.env_sha,
         rendered=len(result.rendered), folders=folders, states=states,
         changes=Changes(added=result.changes.added, removed=result.changes.removed, changed=result.changes.changed),
-        bundle=bundle,
+        bundle=bundle, foreign=written.owned.foreign,
     )
     (folder / MANIFEST.format(index=spec.index, count=spec.count)).write_text(
         json.dumps(manifest.model_dump(by_alias=True), indent=2, sort_keys=True) + "\n", encoding="utf-8")
@@ -261,7 +266,8 @@ def stitch_commit(ctx: Context, environment: str, folder: Path) -> Rendered | Sc
     if index != tree.state_bytes:
         edits.append(TreeEdit(tree.path(STATE_PATH), index))
     message, when = commit_message(ctx, at)
-    written = commit_edits(tree, edits, message, ctx.git.identity, when)
+    kept = sorted(path for manifest, _ in found for path in manifest.foreign)
+    written = commit_edits(tree, edits, message, ctx.git.identity, when, Ownership(foreign=kept))
     return Rendered(at, heads, previous, written, changes, result.state.clusters,
                     lambda: commit_diff(repo, base, written.commit, tree.root),
                     [*unreadable_state(tree), *result.warnings])
