@@ -12,7 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from fleetflow.cli import main as cli
-from fleetflow.errors import ForgeError
+from fleetflow.errors import ForgeError, InputError, Problem
 from fleetflow.promotion import context
 from fleetflow.promotion.pin import Pin
 from fleetflow.promotion.promote import promote
@@ -151,6 +151,74 @@ def test_a_mistake_on_an_environment_branch_stops_its_schedule_not_the_gate_of_w
     assert "(cannot read dev: dev/cluster-types.yaml:3:6: invalid YAML" in shown.gate.description  # and why
     again = run(fleet)
     assert did(again) == {} and [e.problems for e in again.environments if e.environment == "dev"] == [dev.problems]
+
+
+def test_a_mistake_pushed_to_main_stops_its_own_promotion_not_the_rollouts_on_their_way(
+    fleet: Fleet, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """dev rolled main@C out, then an engineer pushed a typo to main's Environments. Every fleet command read the
+    Environments at main's tip, so the typo stopped dev's gate, qa's promotion and gate, ``status``, ``metrics``
+    and ``doctor`` for commits already on their way (until 2026-11-28). They now go by the newest commit of main
+    whose Environments read, and warn with the tip's problem at its line; the tip's own promotion fails at that
+    line (dev says so on every run) until a fix is pushed, which is promoted as any commit is."""
+    sha = fleet.branch_sha(fleet.cp_url, "main")
+    envs_file = git(fleet.root, "--git-dir", fleet.cp_url, "show", "main:.environments/envs.yaml")
+    run(fleet)
+    fleet.approve("dev")
+    report(fleet, "dev")
+    bad = fleet.push_main({".environments/envs.yaml": f"{envs_file}\n  typo: [\n"}, "a typo")
+    warned: list[Problem] = []
+    with fleet.context() as ctx:
+        ctx.warn = warned.append
+        outcome = reconcile(ctx)
+    assert did(outcome) == {"dev": ["gate"], "qa": ["promote"]}
+    assert fleet.cp_status(sha, "dev") == "success" and fleet.pin("qa") == sha and fleet.pin("dev") == sha
+    [dev] = [e for e in outcome.environments if e.environment == "dev"]
+    assert dev.exit_code == 1 and "invalid YAML" in dev.problems[0].message
+    line = len(envs_file.splitlines()) + 2  # the YAML parser names the end of the text
+    assert [(p.location.file, p.location.line) for p in dev.problems if p.location] == [
+        ("main/.environments/envs.yaml", line)]
+    assert [(w.location.file, w.location.line) if w.location else None for w in warned] == [
+        ("main/.environments/envs.yaml", line), None]
+    assert warned[0].message.startswith(f"main's tip main@{bad[:12]} does not read: invalid YAML")
+    assert f"goes by the Environments of main@{sha[:12]}, the newest commit before main's tip" in warned[1].message
+
+    fleet.approve("qa")  # the next gate, through the command line: the warnings, and the rollout recorded
+    report(fleet, "qa")
+    cli_environment(fleet, monkeypatch)
+    args = ["--forge", fleet.forge.name, "--control-plane", fleet.cp_id]
+    gate = CliRunner().invoke(cli, ["check-rollout", "--environment", "qa", *args])
+    assert gate.exit_code == 0, gate.output
+    assert f"warning: main/.environments/envs.yaml:{line}:" in gate.stderr and fleet.cp_status(sha, "qa") == "success"
+    for command in (["status"], ["metrics"]):
+        shown = CliRunner().invoke(cli, [*command, *args, "--format", "json"])
+        assert shown.exit_code == 0, shown.output
+        assert json.loads(shown.stdout)["warnings"][0]["location"] == {
+            "file": "main/.environments/envs.yaml", "line": line, "column": 1}
+
+    fixed = fleet.push_main({".environments/envs.yaml": envs_file}, "the typo fixed")
+    warned.clear()
+    with fleet.context() as ctx:
+        ctx.warn = warned.append
+        outcome = reconcile(ctx)
+    assert warned == [] and fleet.pin("dev") == fixed and did(outcome)["dev"] == ["promote"]
+    assert all(not e.problems for e in outcome.environments)
+
+
+def test_with_no_readable_commit_near_main_s_tip_the_tip_s_problem_stops_the_run(
+    fleet: Fleet, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Only the last ``LOOK_BACK`` commits of main are read for Environments: past them, the run stops with the
+    tip's problem (exit 1), as it did before, and writes nothing."""
+    monkeypatch.setattr(context, "LOOK_BACK", 1)
+    envs_file = git(fleet.root, "--git-dir", fleet.cp_url, "show", "main:.environments/envs.yaml")
+    fleet.push_main({".environments/envs.yaml": f"{envs_file}\n  first: [\n"}, "a typo")
+    fleet.push_main({".environments/envs.yaml": f"{envs_file}\n  second: [\n"}, "another")
+    before = refs(fleet)
+    with fleet.context() as ctx, pytest.raises(InputError, match="invalid YAML") as raised:
+        reconcile(ctx)
+    assert raised.value.problems()[0].location.line == len(envs_file.splitlines()) + 2  # type: ignore[union-attr]
+    assert refs(fleet) == before
 
 
 def test_downstream_gets_a_commit_that_rolled_out_upstream_before_it_moved_on(fleet: Fleet) -> None:
@@ -347,8 +415,9 @@ def test_a_chain_with_no_order_is_refused_before_anything_is_written(
     """A main commit drops qa's Environment while prod-eu and prod-us still come after qa, or makes dev come after
     prod-eu: the chain has no order. ``reconcile`` crashed with a KeyError looking for qa's branch (found by a
     search editing the control plane at random and running the fleet commands), and ``promote`` pinned dev to the
-    commit before its render refused it. Every fleet command now refuses it first, at the line, and writes
-    nothing."""
+    commit before its render refused it. Its promotion is now refused first, at the line, with nothing written;
+    the commands about what is already on its way go by the commit before it and warn with the same problems
+    (``test_a_mistake_pushed_to_main_stops_its_own_promotion_not_the_rollouts_on_their_way``)."""
     cli_environment(fleet, monkeypatch)
     run(fleet)
     chain, expected = CHAIN_PROBLEMS[broken]
@@ -360,9 +429,19 @@ def test_a_chain_with_no_order_is_refused_before_anything_is_written(
                  ["check-rollout", "--environment", "dev"]):
         result = CliRunner().invoke(cli, [*args, *where], catch_exceptions=False)
         data = json.loads(result.stdout)
-        assert result.exit_code == 1 and data["result"] is None, result.output
-        messages = [(p["message"], p["location"]["file"]) for p in data["problems"] if p["location"]["line"]]
-        assert messages == [(m, "main/.environments/envs.yaml") for m in expected], (args, messages)
+        refused = [(p["message"], p["location"]["file"]) for p in data["problems"] if (p["location"] or {}).get("line")]
+        warned = [(w["message"], w["location"]["file"]) for w in data["warnings"] if (w["location"] or {}).get("line")]
+        if args[0] == "promote":  # the commit's own promotion: refused
+            assert result.exit_code == 1 and data["result"] is None, result.output
+            assert refused == [(m, "main/.environments/envs.yaml") for m in expected], (args, refused)
+        else:  # the others go by the commit before it, and say why
+            assert warned == [(f"main's tip main@{sha[:12]} does not read: {m}", "main/.environments/envs.yaml")
+                              for m in expected], (args, warned)
+            if args[0] == "reconcile":  # dev's promotion of it is refused, at the line
+                assert result.exit_code == 1, result.output
+                assert refused == [(f"dev: {m}", "main/.environments/envs.yaml") for m in expected], refused
+            else:
+                assert result.exit_code == 0 and not refused, result.output
         assert refs(fleet) == before, args
 
 

@@ -32,7 +32,7 @@ def check_rollout_command(environment: str, forge: str | None, control_plane: st
     """
     step = actions_step("check-rollout", github_actions, job_summary)
     with handled(fmt, FLEET_WRITTEN, step, FLEET_NO_STEP) as reply, \
-            make_context(forge, control_plane, config, fmt, on_step=reply.stepped) as ctx:
+            make_context(forge, control_plane, config, fmt, on_step=reply.stepped, warn=reply.warn) as ctx:
         outcome = check_rollout(ctx, environment)
         report_step(step, ctx, check_rollout_report(outcome))
 

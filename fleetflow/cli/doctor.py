@@ -29,7 +29,7 @@ def doctor_command(forge: str | None, control_plane: str | None, config: Path | 
     pin, the PR head branches) or its merge records, the shards workflow of sharded environments, and the
     GitHub Environments the jobs use (docs/setup.md lists each check with what it reads).
     """
-    with handled(fmt) as reply, make_context(forge, control_plane, config, fmt) as ctx:
+    with handled(fmt) as reply, make_context(forge, control_plane, config, fmt, warn=reply.warn) as ctx:
         found = diagnose(ctx)
 
         def text() -> None:

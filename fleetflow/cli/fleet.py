@@ -12,6 +12,7 @@ import click
 
 from fleetflow.cli.github_actions import ActionsStep, Report
 from fleetflow.cli.terminal import TERMINAL
+from fleetflow.errors import Problem
 from fleetflow.forge.factory import make_forge
 from fleetflow.forge.git import GitRepos
 from fleetflow.promotion.context import Context
@@ -69,12 +70,13 @@ def report_step(step: ActionsStep | None, ctx: Context, report: Report, plan_dir
 def make_context(
     forge: str | None, control_plane: str | None, config: Path | None, fmt: str, *, narrate: bool = True,
     plan_dir: Path | None = None, on_step: Callable[[], None] | None = None,
+    warn: Callable[[Problem], None] | None = None,
 ) -> Iterator[Context]:
     """The run's context. On a terminal a spinner shows the current step and the time spent while git or the forge
     is slow (an unreachable GitHub is retried for a while: the spinner says so); the narration (``ctx.say``) goes
     to stderr, plain, unless ``--format json``, ``narrate=False`` or ``--quiet``. ``on_step`` is called at every
     step said, printed or not (:meth:`fleetflow.cli.errors.Reply.stepped`), not at a step that only starts
-    (``Context.starting``)."""
+    (``Context.starting``). ``warn``: where the run's warnings go (the command's ``Reply.warn``)."""
     settings = load_settings(forge=forge, control_plane=control_plane, config=config)
     text = fmt != "json"
     where = f"{settings.forge} forge, control plane {settings.control_plane}"
@@ -100,5 +102,6 @@ def make_context(
             plan_dir=plan_dir,
             run_url=run_url(os.environ),
             server_url=os.environ.get("GITHUB_SERVER_URL") or None,
+            warn=warn or (lambda _problem: None),
         ) as ctx:
             yield ctx

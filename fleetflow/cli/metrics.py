@@ -51,7 +51,7 @@ def metrics(forge: str | None, control_plane: str | None, config: Path | None, s
     """Delivery metrics per environment and for the whole chain: lead time from a commit landing on main to
     its success there (median, p90), deployment frequency, change failure rate (gate failures and rollbacks
     over promotions), time to restore (failure to the next success). See docs/status-page.md."""
-    with handled(fmt) as reply, make_context(forge, control_plane, config, "json") as ctx:
+    with handled(fmt) as reply, make_context(forge, control_plane, config, "json", warn=reply.warn) as ctx:
         now = ctx.clock()
         start = parse_since(since, now)
         history = read_history(ctx, limit)

@@ -40,7 +40,7 @@ def promote(environment: str | None, commit: str, release: bool, forge: str | No
     """
     step = actions_step("promote", github_actions, job_summary)
     with handled(fmt, FLEET_WRITTEN, step, FLEET_NO_STEP) as reply, \
-            make_context(forge, control_plane, config, fmt, on_step=reply.stepped) as ctx:
+            make_context(forge, control_plane, config, fmt, on_step=reply.stepped, warn=reply.warn) as ctx:
         outcomes = promote_many(ctx, environment, commit, release=release)
         result = PromoteResult(promotions=outcomes)
         for warning in result.warnings():

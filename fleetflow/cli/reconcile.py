@@ -67,7 +67,8 @@ def reconcile_command(environment: str | None, verify_merges: bool | None, reche
     """
     step = actions_step("reconcile", github_actions, job_summary)
     with handled(fmt, FLEET_WRITTEN, step, FLEET_NO_STEP) as reply, \
-            make_context(forge, control_plane, config, fmt, plan_dir=plan_dir, on_step=reply.stepped) as ctx:
+            make_context(forge, control_plane, config, fmt, plan_dir=plan_dir, on_step=reply.stepped,
+                         warn=reply.warn) as ctx:
         if verify_merges is None:
             verify_merges = os.environ.get("GITHUB_EVENT_NAME") == "schedule"
         checks = rechecks or status_event_sha(os.environ)

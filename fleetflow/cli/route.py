@@ -44,8 +44,8 @@ def route_command(event_name: str, event_path: Path, environments: str | None, f
         if environments is not None:
             names = [n.strip() for n in environments.split(",") if n.strip()]
         else:
-            with make_context(forge, control_plane, config, "json") as ctx:
-                envs = ctx.environments(ctx.main_tip())
+            with make_context(forge, control_plane, config, "json", warn=reply.warn) as ctx:
+                envs = ctx.current_environments(ctx.main_tip())
                 names = sorted(envs)
                 branches = {ctx.env_branch(e): name for name, e in envs.items()}
         try:

@@ -59,7 +59,7 @@ def schedule(environment: str, shard: str | None, artifact: Path | None, stitch:
             raise UsageError("--shard K/N and --artifact DIR go together")
         spec = ShardSpec.parse(shard) if shard is not None else None
         with make_context(forge, control_plane, config, fmt, plan_dir=plan_dir,
-                          on_step=reply.stepped) as ctx:
+                          on_step=reply.stepped, warn=reply.warn) as ctx:
             if spec is not None:
                 assert artifact is not None
                 manifest = render_shard(ctx, environment, spec, artifact)

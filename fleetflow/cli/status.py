@@ -32,7 +32,7 @@ def status(forge: str | None, control_plane: str | None, config: Path | None, fm
             raise UsageError("--format html and --output DIR go together: the page is written to DIR/index.html")
     step = actions_step("status", github_actions, job_summary)
     with handled(fmt, step=step) as reply, make_context(
-        forge, control_plane, config, "json" if fmt == "json" else "text", narrate=False
+        forge, control_plane, config, "json" if fmt == "json" else "text", narrate=False, warn=reply.warn
     ) as ctx:
         if output is not None:
             reply.written = f"Nothing was written to {output}."

@@ -27,6 +27,7 @@ from fleetflow.render.incremental import RenderState
 from fleetflow.render.pipeline import checked_inputs
 
 MAIN = "main"
+LOOK_BACK = 20  # commits before main's tip read for Environments when the tip's do not read (current_environments)
 
 
 SCHEDULED = "scheduled"
@@ -140,10 +141,14 @@ class Context:
     plan_dir: Path | None = None  # where schedule writes each environment's full plan (None: it writes none)
     run_url: str | None = None  # the workflow run this runs in (the PR body links its artifacts)
     server_url: str | None = None  # GitHub's web address (the PR body links the compare view)
+    # a warning for the run's output (the command's ``Reply.warn``): what the run went on despite
+    warn: Callable[[Problem], None] = field(default=lambda _problem: None)
     _files: dict[tuple[str, str], CommitTree] = field(default_factory=dict)  # by (url, commit), listed once
     _environments: dict[str, dict[str, Resource[EnvironmentSpec]]] = field(default_factory=dict)
     _fetcher: RegistrationFetcher | None = None
     _pins: dict[tuple[str, str], Pin] = field(default_factory=dict)
+    _unreadable: dict[str, InputError] = field(default_factory=dict)  # main commits whose Environments do not read
+    _stand_ins: dict[str, str] = field(default_factory=dict)  # main's tip -> the commit whose Environments are used
 
     def starting(self, message: str) -> None:
         """Say that a step starts, which has written nothing yet (:attr:`say_started`)."""
@@ -183,9 +188,48 @@ class Context:
     def environments(self, main_sha: str) -> dict[str, Resource[EnvironmentSpec]]:
         """The Environment resources of ``main`` at ``main_sha`` (only those: cheap, no registrations).
         Read once per commit and run; callers must not change the mapping."""
+        if main_sha in self._unreadable:
+            raise self._unreadable[main_sha]
         if main_sha not in self._environments:
-            self._environments[main_sha] = self._read_environments(main_sha)
+            try:
+                self._environments[main_sha] = self._read_environments(main_sha)
+            except InputError as error:
+                self._unreadable[main_sha] = error
+                raise
         return self._environments[main_sha]
+
+    def current_environments(self, tip: str) -> dict[str, Resource[EnvironmentSpec]]:
+        """The Environments the fleet runs by now: those of main's tip ``tip``; when they do not read (a push to
+        main broke a file), those of the newest commit before it on main (first parents, at most
+        :data:`LOOK_BACK`) whose Environments read, with warnings (:attr:`warn`, once a run) naming the tip's
+        problems. A bad push then stops its own promotion (``promote`` and ``reconcile`` read the commit they
+        promote, and refuse it), not the gates, schedules and status of the commits already on their way: until
+        2026-11-28 it stopped ``status``, ``check-rollout``, ``reconcile``, ``metrics`` and ``doctor`` for every
+        environment. When none of those commits reads either: the tip's problems."""
+        try:
+            return self.environments(tip)
+        except InputError as broken:
+            for sha in self.git.log(self.cp_url, tip, limit=LOOK_BACK + 1, first_parent=True)[1:]:
+                try:
+                    envs = self.environments(sha)
+                except InputError:
+                    continue
+                if tip not in self._stand_ins:
+                    self._stand_ins[tip] = sha
+                    self._warn_stand_in(tip, sha, broken)
+                return envs
+            raise
+
+    def _warn_stand_in(self, tip: str, sha: str, broken: InputError) -> None:
+        for problem in broken.problems():
+            self.warn(Problem(f"main's tip main@{short(tip)} does not read: {problem.message}", problem.location,
+                              problem.hint))
+        self.warn(Problem(
+            f"this run goes by the Environments of main@{short(sha)}, the newest commit before main's tip whose "
+            f"Environments read: promoting main@{short(tip)} fails until main is fixed; the rollouts, gates and "
+            "schedules of the commits already promoted go on", None,
+            "push the fix to main: that commit is promoted as any other",
+        ))
 
     def _read_environments(self, main_sha: str) -> dict[str, Resource[EnvironmentSpec]]:
         """Also the chain's problems: every fleet command walks it (an ``after`` naming an environment main does
@@ -367,7 +411,7 @@ def pinned(ctx: Context, environment: str, *, required: bool, to_render: bool = 
 
     Without a branch or a pin: None, or (``required``) an InputError saying how to get one."""
     tip = ctx.main_tip()
-    envs = ctx.environments(tip)
+    envs = ctx.current_environments(tip)
     env = ctx.environment(envs, environment)
     branch = ctx.env_branch(env)
     if env_sha is None:

@@ -128,7 +128,7 @@ def diagnose(ctx: Context) -> Diagnosis:
     found = Diagnosis()
     cp = ctx.control_plane
     main_sha = ctx.main_tip()
-    envs = ctx.environments(main_sha)
+    envs = ctx.current_environments(main_sha)
     setups = [_env_setup(ctx, env) for _, env in sorted(envs.items())]
     # a ruleset read once per repository: an organization's applies to every branch the push-rules check looks at
     read_ruleset = functools.cache(ctx.forge.ruleset)

@@ -139,7 +139,7 @@ def environment_history(ctx: Context, name: str, env: Resource[EnvironmentSpec],
 
 def read_history(ctx: Context, limit: int = DEFAULT_LIMIT) -> History:
     """The last ``limit`` promotions of every environment of the chain on ``main``'s tip."""
-    envs = ctx.environments(ctx.main_tip())
+    envs = ctx.current_environments(ctx.main_tip())
     order = chain_order(envs)
     history = History(order, {n: list(envs[n].spec.after) for n in order}, {})
     cache: dict[str, list[CommitStatus]] = {}

@@ -363,7 +363,7 @@ def reconcile_environment(run: _Run, name: str, main_tip: str) -> EnvironmentRec
     done: set[StepName] = set()
     view: _View | None = None
     try:
-        envs = ctx.environments(main_tip)
+        envs = ctx.current_environments(main_tip)
         for _ in range(6):
             view = _observe(run, name, envs)
             result.found = run.found[name] = view.found
@@ -574,7 +574,7 @@ def reconcile(ctx: Context, environment: str | None = None, *, verify_merges: bo
     ``rechecks``: GitOps commits whose checks changed (the sha of a ``status`` event): a PR head among them that
     fleetflow merges once green is decided again from its checks."""
     main_tip = ctx.main_tip()
-    envs = ctx.environments(main_tip)
+    envs = ctx.current_environments(main_tip)
     if environment is not None:
         ctx.environment(envs, environment)
     run = _Run(ctx, verify_merges, rechecks)

@@ -51,7 +51,7 @@ class FleetStatus(Result):
 
 def fleet_status(ctx: Context, history: int = 3) -> list[EnvironmentStatus]:
     main_tip = ctx.main_tip()
-    envs = ctx.environments(main_tip)
+    envs = ctx.current_environments(main_tip)
     result: list[EnvironmentStatus] = []
     for name in chain_order(envs):
         env = envs[name]
