@@ -195,6 +195,28 @@ def test_doctor_reports_a_status_context_no_cluster_matches(fleet: Fleet) -> Non
     assert "qa" in sharing and all("'flux/qa-cluster-typo'" in f.problem for f in found)
 
 
+def test_doctor_reports_many_unknown_contexts_as_one_problem_per_branch(fleet: Fleet) -> None:
+    """150 contexts no Cluster matches (more than one page of GitHub's combined status, 100 a page: "Get the
+    combined status for a specific reference",
+    https://docs.github.com/en/rest/commits/statuses#get-the-combined-status-for-a-specific-reference) are one
+    problem per branch that counts them and names the first five, sorted, not 150 problems per branch."""
+    init_fleet(fleet)
+    tip = fleet.branch_sha(fleet.gitops_url, "qa")
+    for i in reversed(range(150)):
+        fleet.post_status(tip, f"flux/typo-{i:03d}", "success", "applied")
+    fleet.post_status(tip, "flux/qa-1", "success", "applied")  # a Cluster's own context: never counted
+    sharing = [e for e in ENVIRONMENTS if fleet.branch_sha(fleet.gitops_url, e) == tip]
+    with fleet.context() as ctx:
+        found = diagnose(ctx).findings
+    assert sorted((f.check, f.where) for f in found) == sorted(
+        ("contexts", f"{fleet.gitops_id}@{e} ({tip[:12]})") for e in sharing)
+    qa = next(f for f in found if f.where.startswith(f"{fleet.gitops_id}@qa "))
+    assert qa.problem.startswith("150 status contexts ('flux/typo-000', 'flux/typo-001', 'flux/typo-002', "
+                                 "'flux/typo-003', 'flux/typo-004' and 145 more) match no Cluster of qa")
+    assert "flux/qa-1" not in qa.problem and "'flux/typo-005'" not in qa.problem
+    assert qa.fix.startswith("set the Cluster's spec.statusContext to exactly this context")
+
+
 def test_doctor_reports_a_workflow_removed_from_an_environment_branch(fleet: Fleet) -> None:
     init_fleet(fleet)
     work = fleet.root / "rm"

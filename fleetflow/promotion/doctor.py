@@ -345,27 +345,42 @@ def _shards_callers(ctx: Context, sha: str) -> set[str]:
     return envs
 
 
+SHOWN_CONTEXTS = 5  # of the unknown contexts on one branch, named in its one problem
+
+
 def _check_contexts(ctx: Context, found: Diagnosis, env: EnvSetup, repo: str, branch: str, sha: str) -> None:
+    """One problem per branch, however many contexts match no Cluster: it names how many and the first few
+    (sorted). Until 2026-11-28 each context gave its own problem: 5,000 lines for 5,000 unknown contexts."""
     exact = {c.spec.status_context for c in env.clusters if c.spec.status_context}
     pattern = env.spec.rollout.context_pattern
     glob = pattern.replace("{cluster}", "*").replace("{clusterType}", "*") if pattern else None
-    for status in ctx.forge.statuses(repo, sha):
-        if status.context.startswith("fleetflow/") or status.context in exact:
-            continue
-        if glob is not None and fnmatch.fnmatchcase(status.context, glob):
-            continue
-        found.findings.append(
-            finding(
-                "contexts",
-                f"{repo}@{branch} ({short(sha)})",
-                f"status context {status.context!r} matches no Cluster of {env.name} (statusContext) nor "
-                f"rollout.contextPattern: the gate never counts it",
-                "set the Cluster's spec.statusContext to exactly this context (Flux: kind/name/<first segment of the "
-                "Provider UID>, lowercased, or commitStatusExpr on Flux 2.6+; Argo CD: status.label), or fix the "
-                "reporter (docs/reporting-status.md)",
-            )
+    unknown = sorted(
+        status.context for status in ctx.forge.statuses(repo, sha)
+        if not (status.context.startswith("fleetflow/") or status.context in exact
+                or (glob is not None and fnmatch.fnmatchcase(status.context, glob)))
+    )
+    if not unknown:
+        found.ok(f"{repo}@{branch}: status contexts")
+        return
+    if len(unknown) == 1:
+        what = f"status context {unknown[0]!r} matches"
+        them = "it"
+    else:
+        named = ", ".join(repr(c) for c in unknown[:SHOWN_CONTEXTS])
+        rest = len(unknown) - SHOWN_CONTEXTS
+        what = f"{len(unknown)} status contexts ({named}{f' and {rest} more' if rest > 0 else ''}) match"
+        them = "them"
+    found.findings.append(
+        finding(
+            "contexts",
+            f"{repo}@{branch} ({short(sha)})",
+            f"{what} no Cluster of {env.name} (statusContext) nor rollout.contextPattern: the gate never counts "
+            f"{them}",
+            "set the Cluster's spec.statusContext to exactly this context (Flux: kind/name/<first segment of the "
+            "Provider UID>, lowercased, or commitStatusExpr on Flux 2.6+; Argo CD: status.label), or fix the "
+            "reporter (docs/reporting-status.md)",
         )
-    found.ok(f"{repo}@{branch}: status contexts")
+    )
 
 
 def _check_auto_merge(ctx: Context, found: Diagnosis, repo: str, setups: list[EnvSetup]) -> None:
