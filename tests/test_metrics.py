@@ -13,14 +13,17 @@ them for promotions; percentiles by nearest rank.
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import pytest
 
-from fleetflow.cli.metrics import parse_since
+from fleetflow.cli.metrics import parse_since, render_metrics
 from fleetflow.delivery.metrics import compute, outages, p90, summarise
 from fleetflow.delivery.records import Promotion
 from fleetflow.errors import UsageError
+from tests.helpers import run_cli
 
 T0 = datetime(2026, 1, 5, tzinfo=UTC)
 CHAIN = {"dev": [], "qa": ["dev"], "prod": ["qa"]}
@@ -130,3 +133,52 @@ def test_since_further_back_than_dates_go_is_a_usage_error(since: str) -> None:
     """``--since 99999999999d`` stopped ``metrics`` with an OverflowError traceback (a bad-input hunt, 2026-11-28)."""
     with pytest.raises(UsageError, match=r"goes back further than dates go|is too long: give one under"):
         parse_since(since, datetime(2026, 11, 28, tzinfo=UTC))
+
+
+def test_a_success_dated_before_its_commit_landed_is_left_out_of_the_lead_time() -> None:
+    """c5 lands at +2d12h by the committer's clock, but dev's gate saw it succeed at +2d11h by the forge's: a clock
+    skew, not a delivery. Its lead time (-1h) is left out of dev's median and p90 and listed apart, in JSON and in
+    the text, instead of a negative duration; it is still a deployment."""
+    landed = {**LANDED, "c5": T0 + 2 * D + 12 * H}
+    skewed = Promotion(environment="dev", commit="c5", landed_at=landed["c5"], pinned_at=T0 + 2 * D + 10 * H,
+                       decided_at=T0 + 2 * D + 11 * H, outcome="success")
+    report = compute([*(p for p in HISTORY if p.environment == "dev"), skewed], {"dev": []}, NOW)
+    [dev] = report.environments
+    # dev as before (20 31 35 40 minutes: median 33m, p90 40m), one deployment more
+    assert (dev.lead_time.count, dev.lead_time.median, dev.lead_time.p90) == (4, 33 * 60, 40 * 60)
+    assert [(p.commit, p.seconds) for p in dev.lead_times_left_out] == [("c5", -3600.0)]
+    assert "c5" not in [p.commit for p in dev.lead_times] and dev.successes == 5
+    assert [(p.commit, p.seconds) for p in report.chain.lead_times_left_out] == [("c5", -3600.0)]
+    assert report.chain.lead_time.median == 33 * 60 and report.chain.successes == 5
+    data = report.model_dump(by_alias=True, mode="json")
+    assert data["environments"][0]["leadTimesLeftOut"] == [{"commit": "c5", "at": "2026-01-07T11:00:00Z",
+                                                            "seconds": -3600.0}]
+    text = render_metrics(report, "txt")
+    assert text.splitlines()[2].split()[:4] == ["dev", "5", "33m", "40m"] and " -" not in text
+    assert ("dev: 1 lead time left out: success dated up to 1h before the commit landed on main (the forge's clock "
+            "and the committer's disagree)") in text.splitlines()
+
+
+def test_metrics_command_leaves_out_lead_times_a_clock_skew_made_negative(tmp_path: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The demo story on a forge whose clock is a day behind git's (its commits dated 2001-01-02 09:00, its forge's
+    clock starting 2001-01-01 09:00): every success predates its commit's landing on main. ``fleetflow metrics``
+    printed "-23h 56m" lead times; now it shows none, and says how many it left out and why."""
+    from fleetflow.clock import Clock
+    from fleetflow.demo.story import Demo
+
+    stamp = f"{int(datetime(2001, 1, 2, 9, tzinfo=UTC).timestamp())} +0000"
+    monkeypatch.setenv("GIT_AUTHOR_DATE", stamp)
+    monkeypatch.setenv("GIT_COMMITTER_DATE", stamp)
+    Demo(tmp_path / "demo", lambda _text: None, clock=Clock(datetime(2001, 1, 1, 9, tzinfo=UTC))).run()
+    monkeypatch.setenv("FLEETFLOW_CACHE_DIR", str(tmp_path / "cache"))
+    cp = tmp_path / "demo" / "control-plane.git"
+    result = run_cli("metrics", "--forge", "local", "--control-plane", cp, "--format", "json")
+    assert result.exit_code == 0, result.output
+    metrics = json.loads(result.output)["result"]["metrics"]
+    dev = metrics["environments"][0]
+    assert dev["environment"] == "dev" and dev["leadTime"] == {"count": 0, "median": None, "p90": None}
+    assert len(dev["leadTimesLeftOut"]) == 2 and all(p["seconds"] < 0 for p in dev["leadTimesLeftOut"])
+    assert all(m["leadTimes"] == [] for m in [*metrics["environments"], metrics["chain"]])
+    text = run_cli("metrics", "--forge", "local", "--control-plane", cp).output
+    assert " -" not in text and "dev: 2 lead times left out: success dated up to 23h" in text

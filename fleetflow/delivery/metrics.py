@@ -10,6 +10,9 @@ Definitions (docs/status-page.md says the same for readers):
   is left out. Of the **chain**: a commit counts once
   it succeeded in every last environment (those no environment comes after), at the latest of those successes.
   Median and p90 (nearest rank: the smallest value with at least 90 % of the values at or below it).
+  A success dated before its commit landed (the forge's clock behind the committer's) measures no delivery: it
+  is left out of the median and p90 and listed apart (``lead_times_left_out``), not reported as a negative
+  duration.
 - **Deployment frequency**: successful promotions, rollbacks included (chain: commits through the whole chain,
   rollbacks not) per day of the window.
 - **Change failure rate**: promotions that failed (the gate said ``failure``) or were rollbacks, over the
@@ -44,7 +47,7 @@ class Summary(Record):
 class LeadTimePoint(Record):
     commit: str
     at: datetime  # when it succeeded
-    seconds: float
+    seconds: float  # negative in ``lead_times_left_out``: by that much the success predates the landing
 
 
 class DayCount(Record):
@@ -76,6 +79,7 @@ class EnvironmentMetrics(Record):
     time_to_restore: Summary = Summary()
     open_outage_since: datetime | None = None
     lead_times: list[LeadTimePoint] = Field(default_factory=list)
+    lead_times_left_out: list[LeadTimePoint] = Field(default_factory=list)  # success dated before the landing
     outages: list[Outage] = Field(default_factory=list)
 
 
@@ -145,13 +149,22 @@ def _rate(failed: int, decided: int) -> float | None:
     return round(failed / decided, 4) if decided else None
 
 
-def environment_metrics(name: str, promotions: Sequence[Promotion], days: float) -> EnvironmentMetrics:
-    landed = {p.commit: p.landed_at for p in promotions}
-    firsts = _first_successes(promotions)
+def lead_time_points(successes: Mapping[str, datetime], landed: Mapping[str, datetime]
+                     ) -> tuple[list[LeadTimePoint], list[LeadTimePoint]]:
+    """commit → success and commit → landing on main: the lead times (by success time), and apart those whose
+    success is dated before the landing. A commit is pinned only once it is on main, so such a point is a clock
+    skew (the forge's clock behind the committer's), not a delivery: until 2026-11-28 it went into the median and
+    p90 as a negative duration (the demo, whose forge clock starts on 2026-01-05: "-327d 7h")."""
     points = sorted(
-        (LeadTimePoint(commit=c, at=at, seconds=(at - landed[c]).total_seconds()) for c, at in firsts.items()),
+        (LeadTimePoint(commit=c, at=at, seconds=(at - landed[c]).total_seconds()) for c, at in successes.items()),
         key=lambda point: point.at,
     )
+    return [p for p in points if p.seconds >= 0], [p for p in points if p.seconds < 0]
+
+
+def environment_metrics(name: str, promotions: Sequence[Promotion], days: float) -> EnvironmentMetrics:
+    landed = {p.commit: p.landed_at for p in promotions}
+    points, skewed = lead_time_points(_first_successes(promotions), landed)
     decided = [p for p in promotions if p.outcome != "pending" or p.rollback]
     failed = [p for p in decided if p.failed]
     found = outages(promotions)
@@ -171,6 +184,7 @@ def environment_metrics(name: str, promotions: Sequence[Promotion], days: float)
         time_to_restore=summarise(restored),
         open_outage_since=open_since,
         lead_times=points,
+        lead_times_left_out=skewed,
         outages=found,
     )
 
@@ -192,11 +206,7 @@ def chain_metrics(chain: Mapping[str, Sequence[str]], per_env: Mapping[str, Sequ
     through = set(firsts[0]) if firsts else set()
     for f in firsts[1:]:
         through &= set(f)
-    points = sorted(
-        (LeadTimePoint(commit=c, at=max(f[c] for f in firsts), seconds=0.0) for c in through),
-        key=lambda point: point.at,
-    )
-    points = [pt.model_copy(update={"seconds": (pt.at - landed[pt.commit]).total_seconds()}) for pt in points]
+    points, skewed = lead_time_points({c: max(f[c] for f in firsts) for c in through}, landed)
     all_outages = sorted((o for r in results for o in r.outages), key=lambda o: o.started)
     restored = [o.seconds for o in all_outages if o.seconds is not None]
     decided, failed = sum(r.decided for r in results), sum(r.failed for r in results)
@@ -205,15 +215,16 @@ def chain_metrics(chain: Mapping[str, Sequence[str]], per_env: Mapping[str, Sequ
         promotions=sum(r.promotions for r in results),
         decided=decided,
         failed=failed,
-        successes=len(points),
+        successes=len(points) + len(skewed),
         gate_failures=sum(r.gate_failures for r in results),
         rollbacks=sum(r.rollbacks for r in results),
         lead_time=summarise([p.seconds for p in points]),
-        deployments_per_day=_per_day(len(points), days),
+        deployments_per_day=_per_day(len(points) + len(skewed), days),
         change_failure_rate=_rate(failed, decided),
         time_to_restore=summarise(restored),
         open_outage_since=next((o.started for o in all_outages if o.restored is None), None),
         lead_times=points,
+        lead_times_left_out=skewed,
         outages=all_outages,
     )
 
@@ -260,7 +271,7 @@ def human_duration(seconds: float | None) -> str:
     """``None`` → "–"; 45 → "45s"; 3660 → "1h 1m"; 2 days 3 hours → "2d 3h"."""
     if seconds is None:
         return "–"
-    if seconds < 0:  # a clock skew between the forge and git; shown, not hidden
+    if seconds < 0:
         return "-" + human_duration(-seconds)
     total = round(seconds)
     days, rest = divmod(total, 86400)
@@ -299,5 +310,16 @@ def rows(report: MetricsReport) -> list[dict[str, str]]:
             "failures": f"{m.failed}/{m.decided}",
             "restore": human_duration(m.time_to_restore.median),
             "open": f"since {m.open_outage_since:%Y-%m-%d %H:%M} UTC" if m.open_outage_since else "",
+            "left_out": left_out_text(m.lead_times_left_out),
         })
     return out
+
+
+def left_out_text(skewed: Sequence[LeadTimePoint]) -> str:
+    """Why the lead-time columns leave points out, or "" when they leave none."""
+    if not skewed:
+        return ""
+    times = "lead time" if len(skewed) == 1 else "lead times"
+    worst = human_duration(-min(p.seconds for p in skewed))
+    return (f"{len(skewed)} {times} left out: success dated up to {worst} before the commit landed on main "
+            "(the forge's clock and the committer's disagree)")
