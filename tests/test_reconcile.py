@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 from datetime import timedelta
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -20,7 +21,7 @@ from fleetflow.promotion.reconcile import ReconcileOutcome, environments_to_reco
 from fleetflow.promotion.schedule import ScheduleOutcome
 from fleetflow.promotion.status import fleet_status
 from tests.fleet import ENVIRONMENTS, Fleet, _environment, git
-from tests.test_promotion import fleet_config
+from tests.test_promotion import fleet_config, make_local_fleet
 
 
 def run(fleet: Fleet, environment: str | None = None) -> ReconcileOutcome:
@@ -493,3 +494,26 @@ def test_cli_reports_the_merge_outcome(fleet: Fleet, monkeypatch: pytest.MonkeyP
     merged = json.loads(CliRunner().invoke(cli, [*args, "--format", "json"]).output)["result"]["environments"][0]
     assert [s["step"] for s in merged["did"]][:1] == ["merge"] and merged["merge"]["state"] == "merged"
     assert fleet.open_pr("dev") is None and fleet.gitops_state("dev").main_commit == fleet.pin("dev")
+
+
+def test_recheck_takes_full_commit_shas_only(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``--recheck`` is matched against a PR head's whole sha (a status event's ``sha``, "Webhook events and
+    payloads", status: https://docs.github.com/en/webhooks/webhook-events-and-payloads#status), so ``zzz`` or a
+    prefix matched nothing and the option was ignored without a word. Now a usage error (exit 2) naming the values,
+    in text and JSON, before anything is read or written; a full sha in capitals is taken."""
+    fleet = make_local_fleet(tmp_path)
+    cli_environment(fleet, monkeypatch)
+    tip = fleet.branch_sha(fleet.gitops_url, "dev")
+    args = ["reconcile", "--forge", "local", "--control-plane", fleet.cp_id]
+    before = refs(fleet)
+    bad = CliRunner().invoke(cli, [*args, "--recheck", "zzz", "--recheck", tip[:12]])
+    assert bad.exit_code == 2, bad.output
+    assert (f"Invalid value for '--recheck': 'zzz', '{tip[:12]}' are not commit shas: give the full 40 hex digits "
+            "of the GitOps commit whose checks changed") in " ".join(bad.output.split())
+    data = CliRunner().invoke(cli, [*args, "--recheck", "zzz", "--format", "json"])
+    assert data.exit_code == 2 and json.loads(data.output)["problems"][0]["message"].startswith(
+        "Invalid value for '--recheck': 'zzz' is not a commit sha: give the full 40 hex digits")
+    assert refs(fleet) == before
+    good = CliRunner().invoke(cli, [*args, "--recheck", tip.upper()])
+    assert good.exit_code == 0, good.output
+

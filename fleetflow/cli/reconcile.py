@@ -17,6 +17,21 @@ from fleetflow.cli.github_actions import actions_step, github_actions_options, r
 from fleetflow.errors import ExitCode, Problem
 from fleetflow.promotion.reconcile import reconcile, reconcile_holding
 
+FULL_SHA = re.compile(r"[0-9a-fA-F]{40}")
+
+
+def commit_shas(_ctx: click.Context, param: click.Parameter, values: tuple[str, ...]) -> tuple[str, ...]:
+    """``--recheck``: full commit shas, lower-cased. A PR head is matched by its whole sha, so anything else (a
+    prefix, a branch name, a typo) matched nothing and the option was ignored without a word until 2026-11-28."""
+    bad = [value for value in values if not FULL_SHA.fullmatch(value)]
+    if bad:
+        named = ", ".join(repr(value) for value in bad)
+        raise click.BadParameter(
+            f"{named} {'is not a commit sha' if len(bad) == 1 else 'are not commit shas'}: give the full 40 hex "
+            "digits of the GitOps commit whose checks changed (a status event's sha; a prefix matches no PR head)",
+            param=param)
+    return tuple(value.lower() for value in values)
+
 
 @click.command("reconcile")
 @click.option("--environment", help="Reconcile this environment and its neighbours (the environments right before "
@@ -29,9 +44,10 @@ from fleetflow.promotion.reconcile import reconcile, reconcile_holding
               "was ever requested from (a run stopped before them; one more request when a reviewer is not "
               "waiting on it). Default: on for a scheduled run "
               "(GITHUB_EVENT_NAME=schedule, the cron tick), off otherwise (those runs wait at no API cost).")
-@click.option("--recheck", "rechecks", multiple=True, metavar="SHA",
-              help="A GitOps commit whose checks changed (repeatable): a PR head fleetflow merges itself once green "
-              "(the repository does not allow the forge's auto-merge) is decided again from its checks. Default: "
+@click.option("--recheck", "rechecks", multiple=True, metavar="SHA", callback=commit_shas,
+              help="A GitOps commit whose checks changed, its full 40-hex sha (repeatable): a PR head fleetflow "
+              "merges itself once green (the repository does not allow the forge's auto-merge) is decided again "
+              "from its checks. Default: "
               "the commit of a status event (GITHUB_EVENT_NAME=status, its sha in GITHUB_EVENT_PATH); other runs "
               "leave such a PR at no API cost.")
 @click.option("--hold-until", type=click.IntRange(min=0), metavar="UNIX_SECONDS",
