@@ -5,6 +5,7 @@ clusters (posting statuses) are played in Python; every promotion step is reconc
 from __future__ import annotations
 
 import json
+import time
 from collections import Counter
 from datetime import timedelta
 from pathlib import Path
@@ -517,3 +518,26 @@ def test_recheck_takes_full_commit_shas_only(tmp_path: Path, monkeypatch: pytest
     good = CliRunner().invoke(cli, [*args, "--recheck", tip.upper()])
     assert good.exit_code == 0, good.output
 
+
+def test_hold_until_further_ahead_than_a_job_runs_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+                                                              ) -> None:
+    """The hold runs inside the reconcile job, and a job on a GitHub-hosted runner is stopped after 6 hours of
+    execution ("Usage limits, billing, and administration", job execution time:
+    https://docs.github.com/en/actions/reference/usage-limits-billing-and-administration#usage-limits; self-hosted
+    runners: 5 days, "Usage limits for self-hosted runners"). ``--hold-until`` took a date decades away; now a
+    deadline more than 6 hours ahead is a usage error (exit 2) naming the value, and nothing is read or written."""
+    fleet = make_local_fleet(tmp_path)
+    cli_environment(fleet, monkeypatch)
+    args = ["reconcile", "--forge", "local", "--control-plane", fleet.cp_id]
+    before = refs(fleet)
+    for far, ahead in ((4102444800, "(2100-01-01 00:00 UTC) is "), (int(time.time()) + 6 * 3600 + 120, "is 6h")):
+        bad = CliRunner().invoke(cli, [*args, "--hold-until", str(far)])
+        assert bad.exit_code == 2, bad.output
+        said = " ".join(bad.output.split())
+        assert f"Invalid value for '--hold-until': {far} (" in said, said
+        assert " from now, further than a job runs (6 hours on a GitHub-hosted runner" in said
+        assert ahead in said and "give a time at most 6 hours ahead" in said
+    assert refs(fleet) == before
+    # a deadline already past: no hold, the run goes on
+    done = CliRunner().invoke(cli, [*args, "--hold-until", str(int(time.time()) - 1)])
+    assert done.exit_code == 0, done.output

@@ -5,7 +5,9 @@ from __future__ import annotations
 import json
 import os
 import re
+import time
 from collections.abc import Mapping
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import click
@@ -15,9 +17,11 @@ from fleetflow.cli.errors import FLEET_NO_STEP, FLEET_WRITTEN, handled
 from fleetflow.cli.fleet import fleet_options, make_context, plan_option, report_step
 from fleetflow.cli.github_actions import actions_step, github_actions_options, reconcile_report
 from fleetflow.errors import ExitCode, Problem
+from fleetflow.model.durations import format_duration
 from fleetflow.promotion.reconcile import reconcile, reconcile_holding
 
 FULL_SHA = re.compile(r"[0-9a-fA-F]{40}")
+LONGEST_HOLD = 6 * 3600  # a job's execution time limit on a GitHub-hosted runner (seconds)
 
 
 def commit_shas(_ctx: click.Context, param: click.Parameter, values: tuple[str, ...]) -> tuple[str, ...]:
@@ -31,6 +35,29 @@ def commit_shas(_ctx: click.Context, param: click.Parameter, values: tuple[str, 
             "digits of the GitOps commit whose checks changed (a status event's sha; a prefix matches no PR head)",
             param=param)
     return tuple(value.lower() for value in values)
+
+
+def hold_deadline(_ctx: click.Context, param: click.Parameter, value: int | None) -> int | None:
+    """``--hold-until``: at most :data:`LONGEST_HOLD` ahead. The hold runs inside the reconcile job and keeps the
+    repository's reconcile concurrency slot; a GitHub-hosted runner stops a job after 6 hours ("Usage limits,
+    billing, and administration", job execution time), so a later deadline is a mistake (a date decades away was
+    taken until 2026-11-28). Self-hosted runners allow 5 days, but every reconcile of the repository would wait
+    behind such a hold, so the bound is the same for them."""
+    if value is None:
+        return None
+    ahead = value - time.time()
+    if ahead > LONGEST_HOLD:
+        try:
+            when = f" ({datetime.fromtimestamp(value, UTC):%Y-%m-%d %H:%M} UTC)"
+        except (OverflowError, ValueError, OSError):  # past year 9999
+            when = ""
+        span = f"{ahead / 86400:,.0f} days" if ahead >= 2 * 86400 else format_duration(timedelta(seconds=int(ahead)))
+        raise click.BadParameter(
+            f"{value}{when} is {span} from now, further than a job runs (6 hours on a GitHub-hosted runner; and "
+            "every reconcile of the repository waits behind the hold): give a time at most 6 hours ahead, in "
+            "seconds since 1970, e.g. $(( $(date +%s) + 50 ))",
+            param=param)
+    return value
 
 
 @click.command("reconcile")
@@ -50,7 +77,7 @@ def commit_shas(_ctx: click.Context, param: click.Parameter, values: tuple[str, 
               "from its checks. Default: "
               "the commit of a status event (GITHUB_EVENT_NAME=status, its sha in GITHUB_EVENT_PATH); other runs "
               "leave such a PR at no API cost.")
-@click.option("--hold-until", type=click.IntRange(min=0), metavar="UNIX_SECONDS",
+@click.option("--hold-until", type=click.IntRange(min=0), metavar="UNIX_SECONDS", callback=hold_deadline,
               help="When a gate is left waiting for clusters that have not reported yet, keep running until this "
               "time (seconds since 1970, e.g. $(( $(date +%s) + 50 ))): the gitops workflow's hold of its concurrency "
               "slot, so that the reports' status events coalesce into one pending run. Every --hold-poll-seconds it "
@@ -58,7 +85,8 @@ def commit_shas(_ctx: click.Context, param: click.Parameter, values: tuple[str, 
               "as the counts say the gate may have changed (enough reports to be complete, or a failure), it "
               "reconciles again itself, and holds again if a gate still waits. A poll's requests are tried once, "
               "so the hold never outlasts this time: a 5xx is read again at the next poll, a rate limit (403/429) "
-              "ends the polling, not waited out. Default: no hold.")
+              "ends the polling, not waited out. At most 6 hours ahead (a GitHub-hosted runner's job limit). "
+              "Default: no hold.")
 @click.option("--hold-poll-seconds", type=click.IntRange(min=1), default=10, show_default=True,
               help="How often the hold reads the counts.")
 @fleet_options
