@@ -541,3 +541,37 @@ def test_hold_until_further_ahead_than_a_job_runs_is_refused(tmp_path: Path, mon
     # a deadline already past: no hold, the run goes on
     done = CliRunner().invoke(cli, [*args, "--hold-until", str(int(time.time()) - 1)])
     assert done.exit_code == 0, done.output
+
+
+def test_the_summary_says_a_pr_this_run_merged_is_merged(fleet: Fleet) -> None:
+    """What reconcile found is printed after its steps: a PR its merge step merged in the same run was still said
+    to be "PR #N open" (the PR as the step had it before merging). Both ways a run merges: dev's PR in the promote
+    step (no check required: merged at once), qa's in the merge step once the check its branch requires is green
+    (a status on the head: ``rechecks``). The merge uses GitHub's "Merge a pull request"
+    (https://docs.github.com/en/rest/pulls/pulls#merge-a-pull-request); a merged PR's ``state`` is ``closed``."""
+    if fleet.forge.name == "github":
+        fleet.stub.repo(fleet.gitops_id).rulesets["qa"] = ["ci/validate"]  # type: ignore[attr-defined]
+    else:
+        fleet.forge.protect_branch(fleet.gitops_id, "qa", ["ci/validate"])  # type: ignore[attr-defined]
+    auto = {n: "  pullRequest:\n    autoMerge: true\n" for n in ("dev", "qa")}
+    fleet.push_main({".environments/envs.yaml": "---\n".join(_environment(n, a, auto.get(n, ""))
+                                                             for n, a in ENVIRONMENTS.items())}, "dev, qa merge")
+
+    def merged(outcome: ReconcileOutcome, env: str) -> list[str]:
+        """The steps ``env`` took, once its merge step says it merged the PR and what it found says so too."""
+        [result] = [e for e in outcome.environments if e.environment == env]
+        assert result.merge is not None and result.merge.state == "merged", result
+        summary = result.found.summary()
+        assert f"; PR #{result.merge.number} merged; gate pending" in summary and " open" not in summary, summary
+        return [s.step for s in result.did]
+
+    assert merged(run(fleet), "dev") == ["promote", "gate"]
+    report(fleet, "dev")
+    second = run(fleet)
+    [qa] = [e for e in second.environments if e.environment == "qa"]
+    assert qa.merge is not None and qa.merge.state == "waiting", qa
+    head = fleet.branch_sha(fleet.gitops_url, "fleetflow/qa")
+    fleet.post_status(head, "ci/validate", "success", "ok")
+    with fleet.context() as ctx:
+        third = reconcile(ctx, rechecks=(head,))
+    assert merged(third, "qa") == ["merge", "gate"]

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Collection
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from pydantic import Field, PrivateAttr, computed_field
@@ -89,6 +89,9 @@ class Found(Result):
     pull_request: PullRequest | None = Field(default=None, exclude=True)
     # git's view: the newest pull request whose refs/pull/<N>/head is the head branch's tip (GitHub keeps that ref)
     pull_ref: int | None = Field(default=None, serialization_alias="pullRequestRef")
+    # a PR this run's merge step merged without reading it (a merge record: its number from git); the run's
+    # ``merge`` says so in JSON
+    merged_pull: int | None = Field(default=None, exclude=True)
     # fleetflow's merge record (merge_records: a tag on the head it was written for), when it was read
     merge_record: MergeRecord | None = None
     # the fleetflow/<env> record on the pin: none, pending, success, failure, error
@@ -114,7 +117,10 @@ class Found(Result):
         if self.gitops:
             parts.append(f"GitOps {self.gitops} carries main@{short(self.gitops_main)}")
         if self.pull_request is not None:
-            parts.append(f"PR #{self.pull_request.number} {self.pull_request.state}")
+            state = "merged" if self.pull_request.merged else self.pull_request.state
+            parts.append(f"PR #{self.pull_request.number} {state}")
+        elif self.merged_pull is not None:
+            parts.append(f"PR #{self.merged_pull} merged")
         elif self.pull_ref is not None:
             parts.append(f"PR #{self.pull_ref} proposes it (git)")
         parts.append(f"gate {self.gate}" + (f": {self.gate_description}" if self.gate_description else ""))
@@ -145,7 +151,7 @@ class EnvironmentReconcile(Result):
         if outcome is not None:
             self.merge = outcome
         if pull is not None:
-            self._pull = pull
+            self._pull = as_merged(pull, outcome)
 
     def wait(self, text: str) -> None:
         self.waiting = f"{self.waiting}; {text}" if self.waiting and text not in self.waiting else text
@@ -368,9 +374,11 @@ def reconcile_environment(run: _Run, name: str, main_tip: str) -> EnvironmentRec
             view = _observe(run, name, envs)
             result.found = run.found[name] = view.found
             known = result._pull
-            if view.found.pull_request is None and known is not None and known.state == "open" \
-                    and known.head_sha == view.head_sha:
-                view.found.pull_request = known  # what a step of this run wrote: not read again
+            if view.found.pull_request is None and known is not None and (
+                    known.merged or (known.state == "open" and known.head_sha == view.head_sha)):
+                view.found.pull_request = known  # what a step of this run wrote or merged: not read again
+            elif view.found.pull_request is None and result.merge is not None and result.merge.state == "merged":
+                view.found.merged_pull = result.merge.number
             step = _next_step(run, name, envs, main_tip, view, done, result)
             if step is None:
                 break
@@ -508,9 +516,20 @@ def _propose_and_merge(run: _Run, name: str, view: _View, done: set[StepName],
     return _merge_step(run, result, merge_if_due(ctx.forge, at.gitops_repo, pr, auto_merge=view.auto_merge))
 
 
+def as_merged(pull: PullRequest, outcome: MergeOutcome | None) -> PullRequest:
+    """``pull`` as the forge has it after ``outcome``: merged (GitHub: ``state`` closed, ``merged`` true) when the
+    merge step merged it. Until 2026-11-28 the PR kept the state it had before the merge, and the run's summary said
+    "PR #N open" right after merging it."""
+    if outcome is None or outcome.state != "merged" or pull.merged:
+        return pull
+    return replace(pull, state="closed", merged=True, merge_commit_sha=outcome.merge_commit or pull.merge_commit_sha)
+
+
 def _merge_step(run: _Run, result: EnvironmentReconcile, outcome: MergeOutcome) -> Step | None:
     """Keep the merge step's ``outcome``: a merge is this run's step (a write); anything else is what it waits for."""
     result.merge = outcome
+    if result._pull is not None:
+        result._pull = as_merged(result._pull, outcome)
     if outcome.state == "merged":
         run.wrote()
         return Step(step="merge", message=outcome.message)
