@@ -4,7 +4,8 @@ Errors (exit 1): the gate expecting zero clusters (DESIGN §5: "zero expected cl
 unless allowEmpty: true"), an empty tree, an --env tree of another environment. Warnings (exit 0 unless
 --strict): a selector or ConfigMap label no cluster type or target carries (with the closest label as "did you
 mean"), targets of environments main does not define (DESIGN §2: "Only targets whose environment equals the
-environment being scheduled take part"), an environment scheduling nothing.
+environment being scheduled take part"), an environment scheduling nothing, a ``Namespace`` Kubernetes would
+refuse (DESIGN §7).
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tests.helpers import ENV_FILES, make_plane, run_cli, tree_bytes
+from tests.helpers import ENV_FILES, MAIN_FILES, make_plane, run_cli, tree_bytes
 
 STAGING_TARGET = """
     apiVersion: fleetflow.dev/v1alpha1
@@ -149,3 +150,113 @@ def test_an_environment_that_schedules_nothing_warns(tmp_path: Path) -> None:
     code, _out, err = validate(main, env, "--environment", "dev", "--strict")
     assert code == 1
     assert "environment dev schedules no assignment" in err
+
+
+NOT_READING = """
+    apiVersion: fleetflow.dev/v1alpha1
+    kind: Template
+    metadata:
+      name: {name}
+    spec:
+      type: {type}
+      contentType: sh
+      manifests:
+        - |
+          echo {{{{ DeploymentTargetName }}}}
+"""
+
+
+def test_a_namespace_kubernetes_refuses_warns_once_at_the_workspace(tmp_path: Path) -> None:
+    """A workspace with a dot and capitals gives a ``Namespace`` no Kubernetes namespace may have: a namespace name
+    is an RFC 1123 DNS label, lowercase letters, digits and '-', at most 63 characters
+    (https://kubernetes.io/docs/concepts/overview/working-with-objects/names/#dns-label-names), so Flux and Argo CD
+    would refuse it on every cluster. One warning, at the workspace's line, though the target is scheduled to two
+    cluster types; --strict fails; render says the same and still renders."""
+    main_files = {"workloads/app.yaml": MAIN_FILES["workloads/app.yaml"].replace("workspace: team-a",
+                                                                                "workspace: Team.A")}
+    env_files = {"policies.yaml": ENV_FILES["policies.yaml"].replace("workspace: team-a", "workspace: Team.A")}
+    main, env = make_plane(tmp_path, main_files, env_files)
+    code, out, err = validate(main, env, "--environment", "dev")
+    assert code == 0, out + err
+    warned = [line for line in err.splitlines() if "not a valid Kubernetes namespace name" in line]
+    assert len(warned) == 1, err
+    assert "app.yaml:8:" in warned[0]  # spec.workspace
+    assert "workspace 'Team.A' makes Namespace 'dev-Team.A-app-dev'" in warned[0]
+    assert "template flux (cluster type cloud-eu) reads it" in warned[0] and "e.g. 'team-a'" in warned[0]
+    assert validate(main, env, "--environment", "dev", "--strict")[0] == 1
+    result = run_cli("render", "--main", main, "--env", env, "--environment", "dev", "--output", tmp_path / "out")
+    assert result.exit_code == 0, result.output
+    assert "workspace 'Team.A' makes Namespace" in result.stderr
+
+
+def test_a_namespace_longer_than_63_characters_warns_at_the_target(tmp_path: Path) -> None:
+    """``Namespace`` is <environment>-<workspace>-<workload>-<target>: names fleetflow takes (up to 253 characters
+    each) make one longer than the 63 characters of a DNS label, which is all a Kubernetes namespace name may be
+    (https://kubernetes.io/docs/concepts/overview/working-with-objects/names/#dns-label-names). The warning is at
+    the target's name and gives each part's length."""
+    long_name = "dev-" + "x" * 50
+    app = MAIN_FILES["workloads/app.yaml"].replace("- name: dev\n", f"- name: {long_name}\n")
+    main, env = make_plane(tmp_path, {"workloads/app.yaml": app})
+    code, out, err = validate(main, env, "--environment", "dev", "--format", "json")
+    assert code == 0, out + err
+    warned = [w for w in json.loads(out)["warnings"] if "Kubernetes namespace name" in w["message"]]
+    assert len(warned) == 1, warned
+    assert warned[0]["location"]["file"].endswith("app.yaml") and warned[0]["location"]["line"] == 10
+    assert f"Namespace 'dev-team-a-app-{long_name}' of target app-{long_name} is 69 characters" in warned[0][
+        "message"]
+    assert "workspace 6, workload 3, deployment target name 54" in warned[0]["message"]
+
+
+def test_a_bad_namespace_no_template_reads_is_not_warned(tmp_path: Path) -> None:
+    """A template may use ``Namespace`` for something other than a Kubernetes namespace, or not at all (the
+    ansible-pull reconciler of the example names files with it): a workload scheduled only to a cluster type
+    whose templates do not read it is not warned; one scheduled where a template reads it is."""
+    vm_type = """
+        ---
+        apiVersion: fleetflow.dev/v1alpha1
+        kind: ClusterType
+        metadata:
+          name: vm
+          labels:
+            kind: vm
+        spec:
+          reconciler: script
+          namespaceService: no-namespace
+          configType: no-config
+    """
+    vm_policy = """
+        apiVersion: fleetflow.dev/v1alpha1
+        kind: SchedulingPolicy
+        metadata:
+          name: vms
+        spec:
+          deploymentTargetSelector:
+            workspace: On.VM
+          clusterTypeSelector:
+            labelSelector:
+              matchLabels:
+                kind: vm
+    """
+    vm_app = MAIN_FILES["workloads/app.yaml"].replace("name: app", "name: vm-app").replace(
+        "workspace: team-a", "workspace: On.VM")
+    cloud_app = MAIN_FILES["workloads/app.yaml"].replace("name: app", "name: cloud-app").replace(
+        "workspace: team-a", "workspace: In.Cloud")
+    main_files = {
+        "templates/script.yaml": NOT_READING.format(name="script", type="reconciler"),
+        "templates/no-namespace.yaml": NOT_READING.format(name="no-namespace", type="namespace"),
+        "templates/no-config.yaml": NOT_READING.format(name="no-config", type="config"),
+        "workloads/vm-app.yaml": vm_app,
+        "workloads/cloud-app.yaml": cloud_app,
+    }
+    env_files = {
+        "cluster-types/types.yaml": ENV_FILES["cluster-types/types.yaml"] + vm_type,
+        "vm-policy.yaml": vm_policy,
+        "cloud-policy.yaml": ENV_FILES["policies.yaml"].replace("name: everything", "name: cloud").replace(
+            "workspace: team-a", "workspace: In.Cloud"),
+    }
+    main, env = make_plane(tmp_path, main_files, env_files)
+    code, out, err = validate(main, env, "--environment", "dev")
+    assert code == 0, out + err
+    assert "5 assignments scheduled" in out  # app and cloud-app on two cluster types each, vm-app on vm
+    assert "workspace 'In.Cloud' makes Namespace 'dev-In.Cloud-cloud-app-dev'" in err
+    assert "On.VM" not in err, err

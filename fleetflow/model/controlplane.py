@@ -90,6 +90,9 @@ class ControlPlane:
     templates: dict[str, Resource[TemplateSpec]] = field(default_factory=dict)
     workloads: dict[str, Resource[WorkloadSpec]] = field(default_factory=dict)
     workspaces: dict[str, str] = field(default_factory=dict)  # workload name -> workspace
+    # workload name -> where its workspace is written (the Workload's spec.workspace, or its registration's);
+    # absent for a workload in the default workspace
+    workspace_locations: dict[str, Location] = field(default_factory=dict)
     registrations: dict[str, Resource[WorkloadRegistrationSpec]] = field(default_factory=dict)
     config_schemas: dict[str, Resource[ConfigSchemaSpec]] = field(default_factory=dict)
     cluster_types: dict[str, Resource[ClusterTypeSpec]] = field(default_factory=dict)
@@ -297,6 +300,9 @@ def _build(
                 found += 1
                 _add(plane, res, problems)
                 plane.workspaces[res.name] = res.spec.workspace or reg.spec.workspace or DEFAULT_WORKSPACE
+                if res.spec.workspace or reg.spec.workspace:
+                    plane.workspace_locations[res.name] = (res if res.spec.workspace else reg).where(
+                        "spec", "workspace")
         if found == 0 and read_cleanly:
             problems.add(
                 f"WorkloadRegistration {name}: no Workload found in {reg.spec.workload.repo} "
@@ -307,7 +313,10 @@ def _build(
     if unfetched:
         raise GitError("\n".join(str(exc) for exc in unfetched))
     for name, wl in plane.workloads.items():
-        plane.workspaces.setdefault(name, wl.spec.workspace or DEFAULT_WORKSPACE)
+        if name not in plane.workspaces:
+            plane.workspaces[name] = wl.spec.workspace or DEFAULT_WORKSPACE
+            if wl.spec.workspace:
+                plane.workspace_locations[name] = wl.where("spec", "workspace")
     return plane
 
 

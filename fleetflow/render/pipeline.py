@@ -36,6 +36,7 @@ from fleetflow.render.incremental import (
     shard_path,
 )
 from fleetflow.render.inputs import config_sources, inline_schema, schema_sources
+from fleetflow.render.namespaces import check_namespaces, namespace_of
 from fleetflow.render.scheduling import Assignment, Schedule, Target, schedule
 from fleetflow.render.selection import selection_warnings
 from fleetflow.render.templates import CompiledTemplate, TemplateEngine, TemplateRenderError, TemplateSource
@@ -180,7 +181,7 @@ def variables_for(
 ) -> dict[str, Any]:
     return {
         "DeploymentTargetName": target.id,
-        "Namespace": f"{environment}-{target.workspace}-{target.id}",
+        "Namespace": namespace_of(environment, target),
         "Environment": environment,
         "Workspace": target.workspace,
         "Workload": target.workload,
@@ -229,7 +230,9 @@ def checked_inputs(plane: ControlPlane, environment: str, env_branch: str | None
                 f"give a workload a deployment target with environment: {environment}, and a SchedulingPolicy "
                 "on the environment branch that selects it and a cluster type",
             )
-    compiled, fingerprints = _compile_templates(plane, templates or TemplateEngine(), problems)
+    engine = templates or TemplateEngine()
+    compiled, fingerprints = _compile_templates(plane, engine, problems)
+    check_namespaces(plane, environment, sched, compiled, engine.environment, warnings)
     target_schemas = {tid: _target_schemas(t, named_schemas, problems) for tid, t in sched.targets.items()}
     problems.raise_if_any()
     return CheckedInputs(sources, named_schemas, sched, compiled, fingerprints, target_schemas, warnings)

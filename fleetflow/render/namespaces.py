@@ -1,0 +1,140 @@
+"""The render variable ``Namespace`` and the warning when it is not a name Kubernetes takes for a namespace.
+
+``Namespace`` is ``<environment>-<workspace>-<workload>-<target>``. Kubernetes takes a namespace name only as an
+RFC 1123 DNS label: at most 63 characters, lowercase letters, digits and '-', starting and ending with a letter
+or digit (kubernetes.io, "Object Names and IDs", DNS Label Names). fleetflow's names allow more ('.', '_', up to
+253 characters) and a workspace is any text, so a long or dotted name gives a ``Namespace`` that Flux and Argo CD
+refuse when they apply it, on every cluster the target is scheduled to.
+
+A warning, not an error (it fails the run only under ``--strict``): fleetflow cannot tell a template that puts
+``Namespace`` into a Kubernetes object from one that uses it otherwise (the ansible-pull reconciler of the example
+names files after it, where any of these names works). And only when a template rendered for the target reads
+``Namespace`` at all: a fleet whose templates name their namespaces themselves is not warned.
+
+Cheap at any size: one match per deployment target (not per assignment); the templates are read for
+``Namespace`` only when some target's is not a valid name.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+
+from jinja2 import Environment, meta
+
+from fleetflow.errors import Location, Problems
+from fleetflow.model.controlplane import ControlPlane
+from fleetflow.model.resources import TEMPLATE_ROLES
+from fleetflow.render.scheduling import Schedule, Target
+from fleetflow.render.templates import CompiledTemplate
+
+NAMESPACE_LIMIT = 63  # characters of a DNS label
+_DNS_LABEL = re.compile(r"[a-z0-9](?:[-a-z0-9]{0,61}[a-z0-9])?")
+_NOT_IN_A_LABEL = re.compile(r"[^a-z0-9-]")
+# the ClusterTypeSpec attributes of the templates rendered per assignment (a status reporter gets no Namespace)
+_ASSIGNMENT_ROLES = tuple(role.attribute for role in TEMPLATE_ROLES if role.output is not None)
+_SHOWN = 3  # Namespaces named in one problem besides the first
+_DOC = "https://kubernetes.io/docs/concepts/overview/working-with-objects/names/#dns-label-names"
+
+
+def namespace_of(environment: str, target: Target) -> str:
+    """The ``Namespace`` variable of ``target``'s assignments."""
+    return f"{environment}-{target.workspace}-{target.id}"
+
+
+def check_namespaces(
+    plane: ControlPlane,
+    environment: str,
+    sched: Schedule,
+    compiled: Mapping[str, CompiledTemplate],
+    jinja: Environment,
+    warnings: Problems,
+) -> None:
+    """Warn about every ``Namespace`` of ``environment`` that is not a valid namespace name and that a template
+    rendered for its target reads: one warning per cause, at the file and line of the name that causes it (the
+    environment's, the workspace's, the workload's or the target's name holding characters a namespace cannot
+    hold, each with the Namespaces it spoils), and one per target whose Namespace is too long, at the target."""
+    bad = {tid: ns for tid, t in sched.targets.items() if not _DNS_LABEL.fullmatch(ns := namespace_of(environment, t))}
+    if not bad:
+        return
+    readers = _readers(plane, sched, compiled, jinja, bad.keys())
+    by_cause: dict[tuple[str, str, Location], list[str]] = {}  # (what, its name, where) -> the targets it spoils
+    env_res = plane.environments.get(environment)
+    for tid in sorted(readers):
+        target, namespace = sched.targets[tid], bad[tid]
+        wl = plane.workloads[target.workload]
+        parts = (
+            ("environment", environment, env_res.where("metadata", "name") if env_res else target.location),
+            ("workspace", target.workspace, plane.workspace_locations.get(target.workload, target.location)),
+            ("workload", target.workload, wl.where("metadata", "name")),
+            ("deployment target name", target.name, target.location),
+        )
+        for what, name, location in parts:
+            if _NOT_IN_A_LABEL.search(name):
+                by_cause.setdefault((what, name, location), []).append(tid)
+        if len(namespace) > NAMESPACE_LIMIT:
+            lengths = ", ".join(f"{what} {len(name)}" for what, name, _ in parts)
+            warnings.add(
+                f"Namespace {namespace!r} of target {tid} is {len(namespace)} characters, more than the "
+                f"{NAMESPACE_LIMIT} a Kubernetes namespace name may have ({lengths}, and 3 '-'); "
+                f"{readers[tid]} reads it",
+                target.location,
+                f"shorten the workspace, workload or target name: Flux and Argo CD refuse the namespace on every "
+                f"cluster the target is scheduled to ({_DOC})",
+            )
+    for (what, name, location), tids in by_cause.items():
+        first = tids[0]
+        others = [bad[tid] for tid in tids[1:]]
+        more = f" (and {len(others)} more: {', '.join(others[:_SHOWN])}{', ...' if len(others) > _SHOWN else ''})"
+        wrong = sorted(set(_NOT_IN_A_LABEL.findall(name)))
+        warnings.add(
+            f"{what} {name!r} makes Namespace {bad[first]!r} not a valid Kubernetes namespace name"
+            + (more if others else "")
+            + f": it holds {', '.join(repr(c) for c in wrong)}; {readers[first]} reads it",
+            location,
+            f"a namespace name holds only lowercase letters, digits and '-' ({_DOC}): rename it "
+            f"(e.g. {_suggest(name)!r}); Flux and Argo CD refuse the namespace on every cluster the target is "
+            "scheduled to",
+        )
+
+
+def _readers(
+    plane: ControlPlane,
+    sched: Schedule,
+    compiled: Mapping[str, CompiledTemplate],
+    jinja: Environment,
+    wanted: Iterable[str],
+) -> dict[str, str]:
+    """Target id (of ``wanted``) -> the first template rendered for it that reads ``Namespace``
+    ("template T (cluster type C)"); targets no such template is rendered for are left out."""
+    reads: dict[str, bool] = {}
+
+    def reads_namespace(name: str) -> bool:
+        if name not in reads:
+            template = compiled.get(name)
+            reads[name] = template is not None and any(
+                "Namespace" in meta.find_undeclared_variables(jinja.parse(text))
+                for text in template.source.manifests
+            )
+        return reads[name]
+
+    left = set(wanted)
+    found: dict[str, str] = {}
+    seen: set[tuple[int, str]] = set()  # cluster types selected by the same policies share one tuple of targets
+    for ct_name, tids in sched.by_type.items():
+        if not left:
+            break
+        spec = plane.cluster_types[ct_name].spec
+        reader = next((t for t in (getattr(spec, a) for a in _ASSIGNMENT_ROLES) if t and reads_namespace(t)), None)
+        if reader is None or (id(tids), reader) in seen:
+            continue
+        seen.add((id(tids), reader))
+        for tid in left.intersection(tids):
+            found[tid] = f"template {reader} (cluster type {ct_name})"
+        left.difference_update(found)
+    return found
+
+
+def _suggest(name: str) -> str:
+    """``name`` as a namespace could hold it: lowercase, every other character a '-'."""
+    return _NOT_IN_A_LABEL.sub("-", name.lower()).strip("-") or "x"
