@@ -71,6 +71,19 @@ TPL = """
           name: {body}
 """
 
+JSON_CONFIG = """
+    apiVersion: fleetflow.dev/v1alpha1
+    kind: Template
+    metadata:
+      name: config
+    spec:
+      type: config
+      contentType: json
+      manifests:
+        - |
+          {"namespace": {{ Namespace }}}
+"""
+
 SCHEMA = """
     apiVersion: fleetflow.dev/v1alpha1
     kind: ConfigSchema
@@ -452,6 +465,11 @@ CASES: list[tuple[str, dict[str, str], dict[str, str], str, str]] = [
     ("tagged-value-not-allowed", {}, {"cm.yaml": deep(1).replace("k: []", "k: !!bool maybe")},
      "'maybe' is not a value its tag allows", "cm.yaml"),
     ("aliases-huge-careful-path", {}, {"lol.yaml": laughs(9, "#\ttab\n")}, "(more than 100,000 added)", "lol.yaml:1:1"),
+    # a JSON template rendering text that is not JSON (a value without toJson): written out, and refused by the
+    # GitOps agent on every cluster, until 2026-11-28; now the assignment fails at the manifest, once per template
+    ("json-template-renders-no-json", {"templates/config.yaml": JSON_CONFIG}, {},
+     "renders text that is not JSON (contentType: json): Expecting value at line 1 of what it renders (and the "
+     "same in 1 more assignment: edge-line1/app-dev)", "config.yaml:10:"),
 ]
 
 

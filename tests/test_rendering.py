@@ -93,7 +93,7 @@ def test_blank_lines_at_the_ends_are_trimmed_but_content_is_kept(engine: Templat
     assert out == "  indented: app\nlast: x  \n"
 
 
-@pytest.mark.parametrize("content_type", ["json", "sh", "env", "properties"])
+@pytest.mark.parametrize("content_type", ["sh", "env", "properties"])
 def test_other_content_types_join_with_a_newline(engine: TemplateEngine, content_type: str) -> None:
     out = render(engine, "A={{ Workload }}\n\n", "B={{ Environment }}", content_type=content_type)
     assert out == "A=app\nB=dev\n"
@@ -107,6 +107,19 @@ def test_json_content(engine: TemplateEngine) -> None:
     )
     assert out is not None
     assert json.loads(out) == {"namespace": "dev-team-a-app-dev", "config": variables()["ConfigData"]}
+
+
+def test_json_that_does_not_parse_fails_at_its_manifest(engine: TemplateEngine) -> None:
+    """The same for ``contentType: json``: a value written in without ``toJson`` is not JSON."""
+    compiled = engine.compile(source('{\n  "workload": {{ Workload }}\n}', content_type="json"))
+    with pytest.raises(TemplateRenderError) as caught:
+        compiled.render(variables(), SUBJECT)
+    problem = caught.value.problem
+    assert problem.location == Location("templates/tpl.yaml", 10)
+    assert problem.message == (
+        f"template 'tpl', manifest 1, rendering {SUBJECT}: renders text that is not JSON (contentType: json): "
+        "Expecting value at line 2 of what it renders"
+    )
 
 
 def test_shell_content(engine: TemplateEngine) -> None:
