@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tests.helpers import ENV_FILES, MAIN_FILES, make_plane, run_cli, tree_bytes
+from tests.helpers import ENV_FILES, MAIN_FILES, build_file_tree, make_plane, run_cli, tree_bytes
 
 STAGING_TARGET = """
     apiVersion: fleetflow.dev/v1alpha1
@@ -260,3 +260,36 @@ def test_a_bad_namespace_no_template_reads_is_not_warned(tmp_path: Path) -> None
     assert "5 assignments scheduled" in out  # app and cloud-app on two cluster types each, vm-app on vm
     assert "workspace 'In.Cloud' makes Namespace 'dev-In.Cloud-cloud-app-dev'" in err
     assert "On.VM" not in err, err
+
+
+def test_a_bad_workspace_from_a_registration_warns_at_the_registration(tmp_path: Path) -> None:
+    """A Workload read through a WorkloadRegistration takes the registration's workspace: the warning about the
+    Namespace it spoils (https://kubernetes.io/docs/concepts/overview/working-with-objects/names/#dns-label-names)
+    is at the registration's ``workspace`` line, where the fix is."""
+    import git
+
+    app_repo = tmp_path / "app-repo"
+    repo = git.Repo.init(app_repo, initial_branch="main")
+    build_file_tree(app_repo, {"workload.yaml": MAIN_FILES["workloads/app.yaml"].replace(
+        "          workspace: team-a\n", "")})
+    repo.git.add("-A")
+    repo.index.commit("workload")
+    registration = f"""
+        apiVersion: fleetflow.dev/v1alpha1
+        kind: WorkloadRegistration
+        metadata:
+          name: app
+        spec:
+          workload:
+            repo: {app_repo.as_uri()}
+            branch: main
+            path: .
+          workspace: Team.A
+    """
+    env_files = {"policies.yaml": ENV_FILES["policies.yaml"].replace("workspace: team-a", "workspace: Team.A")}
+    main, env = make_plane(tmp_path, {"registrations/app.yaml": registration}, env_files, drop=("workloads/app.yaml",))
+    code, out, err = validate(main, env, "--environment", "dev")
+    assert code == 0, out + err
+    warned = [line for line in err.splitlines() if "not a valid Kubernetes namespace name" in line]
+    assert len(warned) == 1, err
+    assert "registrations/app.yaml:10:" in warned[0] and "workspace 'Team.A'" in warned[0]
