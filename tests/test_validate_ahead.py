@@ -13,6 +13,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from tests.helpers import ENV_FILES, MAIN_FILES, build_file_tree, make_plane, run_cli, tree_bytes
 
 STAGING_TARGET = """
@@ -293,3 +295,28 @@ def test_a_bad_workspace_from_a_registration_warns_at_the_registration(tmp_path:
     warned = [line for line in err.splitlines() if "not a valid Kubernetes namespace name" in line]
     assert len(warned) == 1, err
     assert "registrations/app.yaml:10:" in warned[0] and "workspace 'Team.A'" in warned[0]
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "expected", "where"),
+    [
+        ("  name: app\n", "  name: my.app\n", "workload 'my.app' makes Namespace 'dev-team-a-my.app-dev'",
+         "app.yaml:4:"),
+        ("- name: dev\n", "- name: dev_1\n", "deployment target name 'dev_1' makes Namespace 'dev-team-a-app-dev_1'",
+         "app.yaml:10:"),
+    ],
+    ids=["workload-name", "target-name"],
+)
+def test_a_name_fleetflow_takes_but_a_namespace_cannot_hold_warns_at_that_name(
+    tmp_path: Path, old: str, new: str, expected: str, where: str
+) -> None:
+    """Workload and target names may hold '.' and '_' (they are folder names), a namespace name may not
+    (https://kubernetes.io/docs/concepts/overview/working-with-objects/names/#dns-label-names): the warning is
+    at the name that holds them, once."""
+    app = MAIN_FILES["workloads/app.yaml"].replace(old, new, 1)
+    main, env = make_plane(tmp_path, {"workloads/app.yaml": app})
+    code, out, err = validate(main, env, "--environment", "dev")
+    assert code == 0, out + err
+    warned = [line for line in err.splitlines() if "not a valid Kubernetes namespace name" in line]
+    assert len(warned) == 1, err
+    assert expected in warned[0] and where in warned[0], warned[0]
