@@ -570,3 +570,52 @@ def test_an_empty_folder_option_is_a_usage_error(
     assert result.exit_code == 2, result.output
     assert f"Invalid value for '{option}': is empty: give a folder" in result.output
     assert not (tmp_path / "out").exists() and not any(here.iterdir())
+
+
+ENDLESS_CONFIG = """
+    apiVersion: fleetflow.dev/v1alpha1
+    kind: Template
+    metadata:
+      name: config
+    spec:
+      type: config
+      contentType: yaml
+      manifests:
+        - |
+          kind: ConfigMap
+          {% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}
+"""
+
+
+def test_a_template_that_renders_for_too_long_fails_its_assignment(tmp_path: Path) -> None:
+    """Two nested ``range(100000)`` loops that render nothing: Jinja's sandbox bounds a range to 100,000 items
+    (``jinja2.sandbox.MAX_RANGE``, https://jinja.palletsprojects.com/en/stable/sandbox/) and fleetflow bounds the
+    output, not the time, so ``render`` ran for hours (10 billion steps) and so did every job that rendered, the
+    pull-request check too, until 2026-11-28. Now the template is stopped after ``RENDER_SECONDS`` (10 s), its
+    assignments fail at the manifest (once for the template), exit 1, nothing written. Run as the executable, in a
+    process of its own: the alarm needs the main thread, and the code before this would hang the suite."""
+    import os
+    import subprocess
+    import sys
+    import time
+
+    main_dir, env_dir = make_plane(tmp_path, {"templates/config.yaml": ENDLESS_CONFIG}, {})
+    out = tmp_path / "out"
+    started = time.monotonic()
+    try:
+        done = subprocess.run(
+            [str(Path(sys.executable).parent / "fleetflow"), "render", "--main", str(main_dir), "--env", str(env_dir),
+             "--environment", "dev", "--output", str(out)],
+            capture_output=True, text=True, timeout=90, env={**os.environ, "FLEETFLOW_CACHE_DIR": str(tmp_path / "c")},
+        )
+    except subprocess.TimeoutExpired:
+        pytest.fail("render still ran after 90 s: no time budget for a template")
+    took = time.monotonic() - started
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "template 'config', manifest 1, rendering" in done.stderr and "still rendering after 10 s" in done.stderr
+    assert "config.yaml:11:" in done.stderr, done.stderr  # the loop's line
+    assert "range() inside range()" in done.stderr
+    # the other assignment is not rendered again: 10 s once, not 10 s an assignment (days at 100,000)
+    assert ("template 'config', rendering assignment edge-line1/app-dev: not rendered, it ran past its 10 s time "
+            "budget rendering assignment cloud-eu/app-dev") in done.stderr, done.stderr
+    assert not out.exists() and took < 20

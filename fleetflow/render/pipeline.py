@@ -39,7 +39,13 @@ from fleetflow.render.inputs import config_sources, inline_schema, schema_source
 from fleetflow.render.namespaces import check_namespaces, namespace_of
 from fleetflow.render.scheduling import Assignment, Schedule, Target, schedule
 from fleetflow.render.selection import selection_warnings
-from fleetflow.render.templates import CompiledTemplate, TemplateEngine, TemplateRenderError, TemplateSource
+from fleetflow.render.templates import (
+    CompiledTemplate,
+    TemplateEngine,
+    TemplateRenderError,
+    TemplateSource,
+    under_time_budget,
+)
 from fleetflow.render.validation import ConfigValidator, SchemaSource
 from fleetflow.results import Result
 
@@ -238,6 +244,7 @@ def checked_inputs(plane: ControlPlane, environment: str, env_branch: str | None
     return CheckedInputs(sources, named_schemas, sched, compiled, fingerprints, target_schemas, warnings)
 
 
+@under_time_budget  # a template that renders for too long fails its assignment, instead of stopping the job
 def render_environment(
     plane: ControlPlane,
     environment: str,

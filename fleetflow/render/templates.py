@@ -12,12 +12,17 @@ line that failed (``manifest_locations`` give the first content line of each man
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import re
-from collections.abc import Mapping
+import signal
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ParamSpec, TypeVar
 
 from jinja2 import StrictUndefined, Template, TemplateSyntaxError, Undefined, UndefinedError
 from jinja2.exceptions import SecurityError
@@ -72,6 +77,62 @@ class _TooLarge(Exception):
 
     def __init__(self, size: int) -> None:
         super().__init__(f"more than {size} characters")
+
+
+RENDER_SECONDS = 10.0  # the longest one template may render for one assignment (a manifest renders in about 0.1 ms)
+_TICK = 1.0  # how often the budget is looked at (seconds)
+
+
+class _TooLong(Exception):
+    """A template rendering for longer than :data:`RENDER_SECONDS` (raised by :func:`time_budget`'s alarm)."""
+
+
+class _Watch:
+    since: float | None = None  # when the template rendering now started (time.monotonic), None between renders
+
+
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
+@contextmanager
+def time_budget() -> Iterator[None]:
+    """While it holds, a template that renders for more than :data:`RENDER_SECONDS` for one assignment is stopped
+    there (its assignment fails at the template, as a template error does). Jinja's sandbox bounds what a template
+    makes (``range`` to 100,000 items, the output by :data:`MAX_FILE_BYTES`), not how long it runs: two nested
+    ``range(100000)`` loops that render nothing ran for hours and stopped every job that rendered (the pull-request
+    check too) until 2026-11-28. An alarm looks every :data:`_TICK` seconds (``signal.setitimer``, one signal a
+    second, not a check per step). Python runs signal handlers in the main thread only, so elsewhere, or when
+    something else owns ``SIGALRM``, there is no budget."""
+    if (threading.current_thread() is not threading.main_thread() or not hasattr(signal, "setitimer")
+            or signal.getsignal(signal.SIGALRM) is not signal.SIG_DFL):
+        yield
+        return
+
+    def look(_signum: int, _frame: object) -> None:
+        since = _Watch.since
+        if since is not None and time.monotonic() - since > RENDER_SECONDS:
+            raise _TooLong()  # again at the next look, should something in the template swallow it
+
+    previous = signal.signal(signal.SIGALRM, look)
+    signal.setitimer(signal.ITIMER_REAL, _TICK, _TICK)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+        _Watch.since = None
+
+
+def under_time_budget(func: Callable[_P, _R]) -> Callable[_P, _R]:
+    """``func`` run under :func:`time_budget`."""
+
+    @functools.wraps(func)
+    def budgeted(*args: _P.args, **kwargs: _P.kwargs) -> _R:
+        with time_budget():
+            return func(*args, **kwargs)
+
+    return budgeted
 
 
 class TemplateRequiredError(Exception):
@@ -268,13 +329,15 @@ class TemplateEngine:
 class CompiledTemplate:
     """A template ready to render; cheap to render many times."""
 
-    __slots__ = ("_json", "_manifests", "_yaml", "source")
+    __slots__ = ("_json", "_manifests", "_stopped", "_yaml", "source")
 
     def __init__(self, source: TemplateSource, manifests: tuple[tuple[Template, str, Location], ...]) -> None:
         self.source = source
         self._manifests = manifests
         self._yaml = source.content_type.lower() in _YAML_TYPES
         self._json = source.content_type.lower() == "json"
+        # the assignment whose render the time budget stopped, and its problem: the template is not rendered again
+        self._stopped: tuple[str, Problem] | None = None
 
     def render(self, variables: Mapping[str, Any], subject: str) -> bytes | None:
         """Render every manifest and join the non-empty ones; None when all of them are empty.
@@ -283,8 +346,14 @@ class CompiledTemplate:
         YAML documents are then joined with ``---`` lines, other content types simply follow each other (a
         single ``\\n`` between manifests, no blank line). The result ends with exactly one newline.
         """
+        if self._stopped is not None:  # 10 s for every assignment would be days at 100,000: the run fails anyway
+            first, stopped = self._stopped
+            raise TemplateRenderError(Problem(
+                f"template {self.source.name!r}, rendering {subject}: not rendered, it ran past its "
+                f"{RENDER_SECONDS:g} s time budget rendering {first}", stopped.location, stopped.hint))
         docs: list[str] = []
         size = 0
+        _Watch.since = time.monotonic()  # the time budget (time_budget), when one holds
         for index, (template, filename, location) in enumerate(self._manifests):
             try:
                 chunks: list[str] = []
@@ -295,14 +364,17 @@ class CompiledTemplate:
                     chunks.append(chunk)
                 text = "".join(chunks)
             except Exception as exc:  # MemoryError too: one expression building more than memory holds
-                raise TemplateRenderError(
-                    self._problem(exc, index, filename, location, variables, subject)
-                ) from exc
+                _Watch.since = None
+                problem = self._problem(exc, index, filename, location, variables, subject)
+                if isinstance(exc, _TooLong):
+                    self._stopped = (subject, problem)
+                raise TemplateRenderError(problem) from exc
             doc = _trim_blank_lines(text)
             if doc is not None:
                 if self._json:
                     self._check_json(doc, index, location, subject)
                 docs.append(doc)
+        _Watch.since = None
         if not docs:
             return None
         if self._yaml:
@@ -342,6 +414,10 @@ class CompiledTemplate:
         if isinstance(exc, _TooLarge):
             detail = f"renders more than {MAX_FILE_BYTES // 1_000_000} MB (GitHub refuses a file over 100 MB)"
             hint = "a loop or a repeated value renders far more than a manifest holds: check the template's loops"
+        elif isinstance(exc, _TooLong):
+            detail = f"still rendering after {RENDER_SECONDS:g} s (one assignment's manifests render in about 1 ms)"
+            hint = ("a loop that runs far too long, such as range() inside range(): loop over the values you are "
+                    "given, and keep the loops small")
         elif isinstance(exc, MemoryError):
             detail = "ran out of memory building a value"
             hint = "a value too large for memory: check the template's loops, repeats and filters"
