@@ -40,6 +40,7 @@ from typing import Any, Protocol, cast
 
 import pathspec
 import yaml
+from pathspec.patterns.gitignore.spec import GitIgnoreSpecPattern
 from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.error import MarkedYAMLError, ReusedAnchorWarning, YAMLError
@@ -50,6 +51,7 @@ from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from fleetflow import __version__
 from fleetflow.errors import Location, Problem, Problems
+from fleetflow.linear_regex import Re2Error, compile_linear
 
 FLEETFLOW_API = "fleetflow.dev/v1alpha1"
 KALYPSO_API = "scheduler.kalypso.io/v1alpha1"
@@ -871,7 +873,25 @@ def _read_ignore(data: bytes | None, display: str, problems: Problems) -> tuple[
 
 
 def _spec_of(text: str) -> pathspec.GitIgnoreSpec:
-    return pathspec.GitIgnoreSpec.from_lines(text.splitlines())
+    """The patterns of a ``.fleetflowignore``, matched in time linear in the path (:mod:`fleetflow.linear_regex`):
+    pathspec turns each line into a regular expression and decides as git does, on RE2. Until 2026-11-28 they ran
+    on Python's ``re``, where ``*a*a*a*a*a*a*a*a*a*a*a*b`` took 80 seconds on a 42-character name (and more than
+    doubled with each further character).
+
+    pathspec's RE2 backend matches all lines in one pass of an RE2 set, twice as fast as ``re`` was; a set outgrows
+    RE2's memory budget at about 1,900 plain lines, and then each line is its own RE2 regular expression, under
+    pathspec's "simple" backend (the last pattern that matches wins, with git's rules for folders), several times
+    slower. :class:`~fleetflow.linear_regex.RegexError` (a ValueError) for a line RE2 does not compile."""
+    lines = [line for line in text.splitlines() if line]
+    try:
+        return pathspec.GitIgnoreSpec.from_lines(lines, backend="re2")
+    except Re2Error:
+        pass
+    patterns = [GitIgnoreSpecPattern(line) for line in lines]
+    for pattern in patterns:
+        if pattern.regex is not None:
+            pattern.regex = compile_linear(pattern.regex.pattern)
+    return pathspec.GitIgnoreSpec(patterns, backend="simple")
 
 
 def _walk_key(path: str) -> tuple[tuple[int, str], ...]:
