@@ -11,9 +11,18 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.helpers import make_plane
+from tests.test_bad_input import SCHEMA, deep
 
 ROOT = Path(__file__).resolve().parents[1]
+LONG = "a" * 60 + "b"  # the 24 of the note above take most of a second; 60 would take longer than anyone waits
+
+
+def configmap(value: str, key: str = "k") -> str:
+    """A ConfigMap (cm.yaml, the key at line 7) whose one key ``key`` holds ``value``."""
+    return deep(1).replace("k: []", f"{key}: {value}")
 
 
 def validate(tmp_path: Path, main: dict[str, str], env: dict[str, str]) -> tuple[int, str]:
@@ -42,3 +51,65 @@ def test_a_long_ignore_file_is_read(tmp_path: Path) -> None:
     lines = "".join(f"old-{i}.yaml\n" for i in range(3000))
     code, output = validate(tmp_path, {}, {".fleetflowignore": lines, "old-2999.yaml": "x: [\n"})
     assert code == 0, output[-2000:]
+
+
+SLOW = "^(a+)+$"
+
+CASES = [
+    ("pattern", f"{{type: object, properties: {{k: {{pattern: '{SLOW}'}}}}}}", configmap(LONG),
+     "does not match", "cm.yaml:7"),
+    ("patternProperties", f"{{type: object, patternProperties: {{'{SLOW}': {{}}, '^a': {{type: integer}}}}}}",
+     configmap("x", key=LONG), "is not of type 'integer'", "cm.yaml:7"),
+    # additionalProperties runs patternProperties' patterns too, in jsonschema and in fleetflow's own message
+    ("additionalProperties", f"{{type: object, patternProperties: {{'{SLOW}': {{}}}}, additionalProperties: false}}",
+     configmap("x", key=LONG), "key is not allowed by the schema", "cm.yaml:7"),
+    ("unevaluatedProperties", f"{{type: object, patternProperties: {{'{SLOW}': {{}}}}, "
+     "unevaluatedProperties: false}", configmap("x", key=LONG), f"'{LONG}' were unexpected", "s.yaml:6"),
+]
+
+
+@pytest.mark.parametrize(("schema", "cm", "message", "where"), [c[1:] for c in CASES], ids=[c[0] for c in CASES])
+def test_a_schema_pattern_cannot_hang_validation(
+    tmp_path: Path, schema: str, cm: str, message: str, where: str
+) -> None:
+    code, output = validate(tmp_path, {"schemas/s.yaml": SCHEMA.format(name="s", schema=schema)}, {"cm.yaml": cm})
+    assert code == 1, output[-2000:]
+    assert message in output and where in output, output
+
+
+REFUSED = [
+    # RE2 has no lookaround and no backreferences: the schema is refused where it is written, not skipped
+    ("lookahead", "{properties: {k: {pattern: '^(?!x)'}}}",
+     "the pattern '^(?!x)' at properties.k.pattern does not compile on RE2"),
+    ("backreference-in-patternProperties", r"{patternProperties: {'(a)\1': {}}}",
+     "does not compile on RE2, the linear-time engine fleetflow matches patterns with: invalid escape sequence: \\1"),
+    # Draft 4's metaschema does not mark patternProperties' names as patterns: refused when first used
+    ("draft-4-patternProperties", "{$schema: 'http://json-schema.org/draft-04/schema#', "
+     "patternProperties: {'(?<=a)b': {}}}", "the pattern '(?<=a)b' does not compile on RE2"),
+]
+
+
+@pytest.mark.parametrize(("schema", "message"), [c[1:] for c in REFUSED], ids=[c[0] for c in REFUSED])
+def test_a_pattern_re2_cannot_run_is_one_problem_at_the_schema(tmp_path: Path, schema: str, message: str) -> None:
+    main = {"schemas/s.yaml": SCHEMA.format(name="s", schema=schema)}
+    code, output = validate(tmp_path, main, {"cm.yaml": configmap("ab")})
+    assert code == 1, output[-2000:]
+    assert message in output and "s.yaml:6" in output, output
+    assert "fleetflow matches schema patterns in time linear in the text" in output
+    assert "Traceback" not in output
+
+
+def test_patterns_nested_deeper_than_python_compiles_are_no_traceback(tmp_path: Path) -> None:
+    """A schema pattern and a ``format: regex`` value nested 10,000 parentheses deep: Python's ``re`` raised a
+    RecursionError (until 2026-11-28 a traceback from the metaschema check); RE2 compiles the pattern, and the value
+    is reported as no regex. And ECMA-262's ``\\uXXXX`` escape, which RE2 does not know, is read."""
+    nested = "(" * 10_000 + "a" + ")" * 10_000
+    schema = (f"{{type: object, properties: {{k: {{pattern: '{nested}'}}, f: {{format: regex}}, "
+              r"e: {pattern: '^caf\u00e9$'}}}")  # ECMA-262's \u00e9 (RE2 writes it \x{00e9})
+    cm = configmap("b") + f"  f: '{'(' * 10_000}'\n  e: cafe\n"
+    code, output = validate(tmp_path, {"schemas/s.yaml": SCHEMA.format(name="s", schema=schema)}, {"cm.yaml": cm})
+    assert "Traceback" not in output, output[-3000:]
+    assert code == 1, output[-2000:]
+    assert "'b' does not match" in output, output[-2000:]
+    assert "value must be a valid regex" in output and "cm.yaml:8" in output, output[-2000:]
+    assert "'cafe' does not match" in output and "cm.yaml:9" in output, output[-2000:]

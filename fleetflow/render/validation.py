@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 import weakref
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -24,6 +23,7 @@ from jsonschema.validators import validator_for
 from fleetflow.errors import Location, Problem
 from fleetflow.render.canonical import canonical_json
 from fleetflow.render.composition import Composed
+from fleetflow.render.schema_regex import HINT, RegexError, linear, schema_formats, search, value_formats
 
 DEFAULT_DIALECT = "https://json-schema.org/draft/2020-12/schema"
 _MAX_MESSAGE = 300
@@ -82,10 +82,10 @@ def check_schema(source: SchemaSource) -> list[Problem]:
                 f"use a JSON Schema draft URI such as {DEFAULT_DIALECT}, or leave $schema out",
             )
         ]
-    meta = cls(cls.META_SCHEMA, format_checker=cls.FORMAT_CHECKER)
+    meta = linear(cls)(cls.META_SCHEMA, format_checker=schema_formats(cls))
     errors = sorted(meta.iter_errors(schema), key=lambda e: (_sort_path(e.absolute_path), e.message))
     return [
-        Problem(
+        _refused_pattern(source, e) if isinstance(e.cause, RegexError) else Problem(
             f"schema {source.name}: invalid JSON Schema at {format_path(list(e.absolute_path))}: "
             f"{_shorten(e.message)}",
             source.location,
@@ -93,6 +93,19 @@ def check_schema(source: SchemaSource) -> list[Problem]:
         )
         for e in errors
     ]
+
+
+def _refused_pattern(source: SchemaSource, error: ValidationError) -> Problem:
+    """A pattern of the schema (``error.instance``) that RE2 does not compile: no config is checked against the
+    schema until it is rewritten (skipping the keyword would pass values it means to refuse)."""
+    assert isinstance(error.cause, RegexError)
+    return Problem(
+        f"schema {source.name}: the pattern {_shorten(repr(error.instance))} at "
+        f"{format_path(list(error.absolute_path))} does not compile on RE2, the linear-time engine fleetflow matches "
+        f"patterns with: {error.cause.reason}",
+        source.location,
+        HINT,
+    )
 
 
 def _sort_path(path: Sequence[Any]) -> tuple[tuple[int, Any], ...]:
@@ -153,7 +166,7 @@ class ConfigValidator:
             validator = None
             if not problems:
                 cls, _ = _dialect(source.schema)
-                validator = cls(source.schema, format_checker=cls.FORMAT_CHECKER)
+                validator = linear(cls)(source.schema, format_checker=value_formats(cls))
             compiled = self._by_content[key] = _Compiled(source, key, problems, validator)
         self._by_id[id(source)] = (weakref.ref(source), compiled)
         return compiled
@@ -165,6 +178,10 @@ class ConfigValidator:
             assert compiled.validator is not None
             try:
                 found = tuple(_collect(compiled.validator, composed.values))
+            except RegexError as exc:  # a pattern check_schema's metaschema does not mark (Draft 4 patternProperties)
+                message = (f"the pattern {_shorten(repr(exc.pattern))} does not compile on RE2, the linear-time "
+                           f"engine fleetflow matches patterns with: {exc.reason}")
+                found = (_Violation((), message, HINT, missing=True),)
             except Exception as exc:  # e.g. an unresolvable $ref: the schema is at fault, not the config
                 message = f"the schema cannot be evaluated: {_shorten(str(exc))}"
                 hint = "fix the schema (a $ref must point inside the schema; nothing is fetched)"
@@ -219,9 +236,9 @@ def _unexpected_keys(error: ValidationError, path: Path) -> Iterator[_Violation]
     patterns = list(schema.get("patternProperties", {}))
     try:
         extras = [
-            key for key in instance if key not in allowed and not any(re.search(p, key) for p in patterns)
+            key for key in instance if key not in allowed and not any(search(p, key) for p in patterns)
         ]
-    except (re.error, TypeError):
+    except (RegexError, TypeError):
         extras = []
     if not extras:
         yield _Violation(path, _shorten(error.message), "remove the key or add it to the schema")
