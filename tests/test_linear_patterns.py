@@ -10,9 +10,15 @@ from __future__ import annotations
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from jsonschema import Draft4Validator, Draft7Validator, Draft201909Validator, Draft202012Validator
+from jsonschema.protocols import Validator
 
+from fleetflow.render.schema_regex import linear
 from tests.helpers import make_plane
 from tests.test_bad_input import SCHEMA, deep
 
@@ -113,3 +119,44 @@ def test_patterns_nested_deeper_than_python_compiles_are_no_traceback(tmp_path: 
     assert "'b' does not match" in output, output[-2000:]
     assert "value must be a valid regex" in output and "cm.yaml:8" in output, output[-2000:]
     assert "'cafe' does not match" in output and "cm.yaml:9" in output, output[-2000:]
+
+
+# --- the keywords fleetflow replaces decide as jsonschema's do (for patterns both engines read alike) -------------
+PARTS = [
+    {"patternProperties": {"^a": {"type": "integer"}}},
+    {"properties": {"b": {"type": "string"}}},
+    {"additionalProperties": {"type": "string"}},
+    {"additionalProperties": False},
+    {"unevaluatedProperties": False},
+    {"unevaluatedProperties": {"type": "integer"}},
+    {"allOf": [{"patternProperties": {"c$": {}}}]},
+    {"anyOf": [{"properties": {"x": {"const": 1}}, "required": ["x"]}, {"patternProperties": {"^y": {}}}]},
+    {"if": {"required": ["a1"]}, "then": {"properties": {"z": {}}}, "else": {"patternProperties": {"z": {}}}},
+    {"dependentSchemas": {"b": {"patternProperties": {"^d": {}}}}},
+    {"$ref": "#/$defs/p"},
+    {"propertyNames": {"pattern": "^[a-z0-9]+$"}},
+    {"properties": {"s": {"pattern": "^[0-9]+$"}}},
+]
+DIALECTS = [Draft202012Validator, Draft201909Validator, Draft7Validator, Draft4Validator]
+
+
+@given(
+    dialect=st.sampled_from(DIALECTS),
+    parts=st.lists(st.sampled_from(PARTS), min_size=1, max_size=4),
+    instance=st.dictionaries(st.sampled_from(["a1", "ab", "b", "c", "abc", "x", "y1", "z", "d2", "s", "B", "zz"]),
+                             st.sampled_from([1, "s", "12", True]), max_size=6),
+)
+@settings(max_examples=500, deadline=None)
+def test_the_linear_keywords_decide_as_jsonschema_does(
+    dialect: type[Validator], parts: list[dict[str, Any]], instance: dict[str, Any]
+) -> None:
+    """unevaluatedProperties' walk over the schema is jsonschema's copied with its ``re.search`` replaced (Draft
+    2019-09's and 2020-12's differ): the same errors, at the same places."""
+    schema: dict[str, Any] = {"$defs": {"p": {"patternProperties": {"b$": {"type": "string"}}}}}
+    for part in parts:
+        schema.update(part)
+
+    def errors(cls: type[Validator]) -> list[tuple[str, list[Any]]]:
+        return sorted((e.message, list(e.path)) for e in cls(schema).iter_errors(instance))
+
+    assert errors(linear(dialect)) == errors(dialect)
