@@ -122,6 +122,46 @@ def test_json_that_does_not_parse_fails_at_its_manifest(engine: TemplateEngine) 
     )
 
 
+def test_a_json_file_of_several_documents_or_a_nan_is_not_json(engine: TemplateEngine) -> None:
+    """Each manifest parsing is not enough: two manifests that each render a JSON object make a file of two
+    documents, which no JSON parser reads; and Python's ``json`` reads ``NaN`` (what ``toJson`` of a float NaN
+    writes), which JSON does not allow (RFC 8259, section 6: "Numeric values that cannot be represented in the
+    grammar below (such as Infinity and NaN) are not permitted"). Both passed the check until 2026-11-28."""
+    two = engine.compile(source('{"a": 1}', '{"b": 2}', content_type="json"))
+    with pytest.raises(TemplateRenderError) as caught:
+        two.render(variables(), SUBJECT)
+    assert caught.value.problem.message == (
+        f"template 'tpl', rendering {SUBJECT}: its 2 manifests render 2 JSON documents into one file, which is not "
+        "JSON (contentType: json)")
+    nan = engine.compile(source('{"ratio": {{ ConfigData.RATIO | toJson }}}', content_type="json"))
+    with pytest.raises(TemplateRenderError) as caught:
+        nan.render(variables(ConfigData={"RATIO": float("nan")}), SUBJECT)
+    assert caught.value.problem.message.endswith("renders text that is not JSON (contentType: json): NaN is not a "
+                                                 "JSON value")
+    assert caught.value.problem.location == Location("templates/tpl.yaml", 10)
+    one = engine.compile(source('{"a": 1}', "{% if false %}{}{% endif %}", content_type="json"))
+    assert one.render(variables(), SUBJECT) == b'{"a": 1}\n'  # a manifest that renders nothing adds nothing
+
+
+def test_the_time_budget_is_given_back_whatever_ends_a_render(engine: TemplateEngine) -> None:
+    """A render that fails after its manifests rendered (the JSON check) left the budget's clock running until
+    2026-11-28, and the alarm then raised in whatever ran 10 s later, outside any render (a bug hunt found it).
+    The clock stops however a render ends, and the budget gives ``SIGALRM`` and its timer back when it ends."""
+    import signal
+
+    from fleetflow.render import templates
+
+    broken = engine.compile(source('{"workload": {{ Workload }}}', content_type="json"))
+    with templates.time_budget():
+        assert signal.getsignal(signal.SIGALRM) is not signal.SIG_DFL and signal.getitimer(signal.ITIMER_REAL)[1] > 0
+        with pytest.raises(TemplateRenderError):
+            broken.render(variables(), SUBJECT)
+        assert templates._Watch.since is None
+        assert engine.compile(source("a: 1")).render(variables(), SUBJECT) == b"a: 1\n"
+        assert templates._Watch.since is None
+    assert signal.getsignal(signal.SIGALRM) is signal.SIG_DFL and signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)
+
+
 def test_shell_content(engine: TemplateEngine) -> None:
     template = (
         "#!/bin/sh\nset -eu\n"

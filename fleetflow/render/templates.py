@@ -118,10 +118,10 @@ def time_budget() -> Iterator[None]:
     signal.setitimer(signal.ITIMER_REAL, _TICK, _TICK)
     try:
         yield
-    finally:
+    finally:  # in this order: once ``since`` is None the alarm raises nothing, so the rest cannot be cut short
+        _Watch.since = None
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
-        _Watch.since = None
 
 
 def under_time_budget(func: Callable[_P, _R]) -> Callable[_P, _R]:
@@ -133,6 +133,16 @@ def under_time_budget(func: Callable[_P, _R]) -> Callable[_P, _R]:
             return func(*args, **kwargs)
 
     return budgeted
+
+
+class _NotJson(ValueError):
+    """``NaN``, ``Infinity`` or ``-Infinity`` in a rendered JSON manifest: Python's ``json`` reads them, JSON does
+    not (RFC 8259, section 6: "Numeric values that cannot be represented ... such as Infinity and NaN are not
+    permitted"), nor do the parsers GitOps agents use."""
+
+
+def _no_constant(name: str) -> Any:
+    raise _NotJson(f"{name} is not a JSON value")
 
 
 class TemplateRequiredError(Exception):
@@ -351,9 +361,21 @@ class CompiledTemplate:
             raise TemplateRenderError(Problem(
                 f"template {self.source.name!r}, rendering {subject}: not rendered, it ran past its "
                 f"{RENDER_SECONDS:g} s time budget rendering {first}", stopped.location, stopped.hint))
+        _Watch.since = time.monotonic()  # the time budget (time_budget), when one holds
+        try:
+            return self._render(variables, subject)
+        except _TooLong as exc:  # past the budget outside a manifest's own render (trimming it, the JSON check)
+            problem = Problem(
+                f"template {self.source.name!r}, rendering {subject}: still rendering after {RENDER_SECONDS:g} s",
+                self.source.location, "a manifest far too large: check the template's loops and repeats")
+            self._stopped = (subject, problem)
+            raise TemplateRenderError(problem) from exc
+        finally:  # whatever ends the render (until 2026-11-28 a failed JSON check left the clock running, and the
+            _Watch.since = None  # alarm raised in whatever ran 10 s later)
+
+    def _render(self, variables: Mapping[str, Any], subject: str) -> bytes | None:
         docs: list[str] = []
         size = 0
-        _Watch.since = time.monotonic()  # the time budget (time_budget), when one holds
         for index, (template, filename, location) in enumerate(self._manifests):
             try:
                 chunks: list[str] = []
@@ -364,7 +386,7 @@ class CompiledTemplate:
                     chunks.append(chunk)
                 text = "".join(chunks)
             except Exception as exc:  # MemoryError too: one expression building more than memory holds
-                _Watch.since = None
+                _Watch.since = None  # no alarm while the problem is worded
                 problem = self._problem(exc, index, filename, location, variables, subject)
                 if isinstance(exc, _TooLong):
                     self._stopped = (subject, problem)
@@ -374,11 +396,19 @@ class CompiledTemplate:
                 if self._json:
                     self._check_json(doc, index, location, subject)
                 docs.append(doc)
-        _Watch.since = None
         if not docs:
             return None
         if self._yaml:
             return "---\n".join(docs).encode("utf-8")
+        if self._json and len(docs) > 1:  # each is JSON, the file they make is not
+            raise TemplateRenderError(Problem(
+                f"template {self.source.name!r}, rendering {subject}: its {len(docs)} manifests render "
+                f"{len(docs)} JSON documents into one file, which is not JSON (contentType: "
+                f"{self.source.content_type})",
+                self.source.location,
+                "a GitOps agent refuses the file on every cluster: write one manifest, or make the others render "
+                "nothing for this assignment",
+            ))
         return "".join(docs).encode("utf-8")  # each ends with its newline: one "\n" between manifests
 
     def _check_json(self, doc: str, index: int, location: Location, subject: str) -> None:
@@ -388,12 +418,13 @@ class CompiledTemplate:
         checked so: libyaml's parser alone (events, nothing built) added 70 to 80% to a render's CPU time
         (10,000 assignments, 2026-11-28)."""
         try:
-            json.loads(doc)
-        except json.JSONDecodeError as exc:
+            json.loads(doc, parse_constant=_no_constant)
+        except (json.JSONDecodeError, _NotJson) as exc:
+            what = (f"{exc.msg} at line {exc.lineno} of what it renders" if isinstance(exc, json.JSONDecodeError)
+                    else str(exc))
             raise TemplateRenderError(Problem(
                 f"template {self.source.name!r}, manifest {index + 1}, rendering {subject}: renders text that is "
-                f"not JSON (contentType: {self.source.content_type}): {exc.msg} at line {exc.lineno} of what it "
-                "renders",
+                f"not JSON (contentType: {self.source.content_type}): {what}",
                 location,
                 "a GitOps agent refuses the file on every cluster: write values with toJson (a string, a number, "
                 "a map), or the whole document as {{ {...} | toJson }}",
