@@ -537,6 +537,8 @@ def test_hold_until_further_ahead_than_a_job_runs_is_refused(tmp_path: Path, mon
         assert f"Invalid value for '--hold-until': {far} (" in said, said
         assert " from now, further than a job runs (6 hours on a GitHub-hosted runner" in said
         assert ahead in said and "give a time at most 6 hours ahead" in said
+    absurd = CliRunner().invoke(cli, [*args, "--hold-until", str(10**400)])  # an OverflowError traceback, until a
+    assert absurd.exit_code == 2 and "is more than a billion days from now" in absurd.output, absurd.output  # hunt
     assert refs(fleet) == before
     # a deadline already past: no hold, the run goes on
     done = CliRunner().invoke(cli, [*args, "--hold-until", str(int(time.time()) - 1)])

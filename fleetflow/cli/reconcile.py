@@ -45,13 +45,14 @@ def hold_deadline(_ctx: click.Context, param: click.Parameter, value: int | None
     behind such a hold, so the bound is the same for them."""
     if value is None:
         return None
-    ahead = value - time.time()
+    ahead = value - int(time.time())  # whole seconds: a float of 10**400 is an OverflowError (a traceback)
     if ahead > LONGEST_HOLD:
         try:
             when = f" ({datetime.fromtimestamp(value, UTC):%Y-%m-%d %H:%M} UTC)"
         except (OverflowError, ValueError, OSError):  # past year 9999
             when = ""
-        span = f"{ahead / 86400:,.0f} days" if ahead >= 2 * 86400 else format_duration(timedelta(seconds=int(ahead)))
+        span = (f"{ahead // 86400:,} days" if ahead < 10**9 * 86400 else "more than a billion days"
+                ) if ahead >= 2 * 86400 else format_duration(timedelta(seconds=ahead))
         raise click.BadParameter(
             f"{value}{when} is {span} from now, further than a job runs (6 hours on a GitHub-hosted runner; and "
             "every reconcile of the repository waits behind the hold): give a time at most 6 hours ahead, in "
