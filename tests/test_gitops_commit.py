@@ -369,7 +369,7 @@ def test_a_schedule_says_which_files_it_kept_that_fleetflow_did_not_write(
     monkeypatch.setenv("FLEETFLOW_CACHE_DIR", str(tmp_path / "cache-cli"))
     code, stdout, _ = invoke("schedule", "--environment", "dev")
     assert code == 0, stdout
-    assert "Kept 1 files not managed by fleetflow (not in its state.json):\n  cloud/app-dev/RUNBOOK.md" in stdout
+    assert "Kept 1 file not managed by fleetflow (not in its state):\n  cloud/app-dev/RUNBOOK.md" in stdout
     body = fleet.open_pr("dev").body
     assert "Files kept that fleetflow did not write (1)" in body and "`cloud/app-dev/RUNBOOK.md`" in body
     assert "extra.yaml" not in body  # in a folder this change does not write to: not looked at

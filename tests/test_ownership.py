@@ -70,7 +70,7 @@ def test_first_render_into_an_existing_gitops_folder_keeps_hand_written_files(tm
     code, stdout, _ = render(main, env, out)
     assert code == 0
     assert hand.read_text() == "kind: Ingress\n"
-    assert "Kept 1 files not managed by fleetflow" in stdout and "cloud-eu/ingress/hand-written.yaml" in stdout
+    assert "Kept 1 file not managed by fleetflow" in stdout and "cloud-eu/ingress/hand-written.yaml" in stdout
     code, stdout, _ = render(main, env, out, "--full", "--format", "json")
     assert code == 0 and hand.is_file()
     assert json.loads(stdout)["result"]["foreign"] == ["cloud-eu/ingress/hand-written.yaml"]
@@ -90,7 +90,7 @@ def test_removed_assignment_loses_only_fleetflows_files(tmp_path: Path) -> None:
     assert plan.exit_code == 0, plan.output
     for name in ("reconciler.yaml", "namespace.yaml", "platform-config.yaml"):
         assert f"delete cloud-eu/app-dev/{name}" in plan.stdout
-    assert "cloud-eu/app-dev/NOTES.md" in plan.stdout and "render keeps 1 files" in plan.stdout.lower()
+    assert "cloud-eu/app-dev/NOTES.md" in plan.stdout and "render keeps 1 file not managed" in plan.stdout.lower()
     assert "NOTES.md" not in plan.stdout.split("---", 1)[-1]  # not in the diff: nothing happens to it
     code, stdout, _ = render(main2, env2, out)
     assert code == 0

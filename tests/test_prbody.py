@@ -58,5 +58,22 @@ def test_huge_lists_are_cut() -> None:
     assert "and 19950 more" in text
 
 
+def test_kept_files_stay_when_the_lists_are_cut() -> None:
+    """Names as long as names go (253 characters) make the lists too long for a body, which then leaves them out;
+    the files fleetflow kept and did not write are the one list a reviewer needs to see whatever the size: until
+    2026-11-28 it was left out with the others (a bug hunt read it in the template)."""
+    from dataclasses import replace
+
+    long = "x" * 240  # an assignment id is a cluster type's name and a target's: 500 characters here
+    many = facts()
+    many = replace(many, changes=Changes(added=[f"{long}/{long}-{i}" for i in range(300)],
+                                         changed=[f"{long}/{long}-c{i}" for i in range(300)],
+                                         removed=[f"{long}/{long}-r{i}" for i in range(300)]),
+                   kept=[f"ct/{long}-{i}/RUNBOOK.md" for i in range(3)])
+    text = body(many)
+    assert len(text) <= BODY_LIMIT and "_Lists cut to fit." in text
+    assert "Files kept that fleetflow did not write (3)" in text and f"ct/{long}-2/RUNBOOK.md" in text
+
+
 def test_other_prs_have_no_environment() -> None:
     assert environment_of("a normal PR") is None

@@ -156,7 +156,8 @@ def foreign_lines(paths: list[str], verb: str, limit: int = 20) -> list[str]:
     """The foreign files, as a short list for people (every one of them is in the JSON output)."""
     if not paths:
         return []
-    lines = [f"{verb[0].upper()}{verb[1:]} {len(paths)} files not managed by fleetflow (not in its state.json):"]
+    files = "file" if len(paths) == 1 else "files"
+    lines = [f"{verb[0].upper()}{verb[1:]} {len(paths)} {files} not managed by fleetflow (not in its state):"]
     lines += [f"  {path}" for path in paths[:limit]]
     if len(paths) > limit:
         lines.append(f"  … and {len(paths) - limit} more (--format json lists them all)")

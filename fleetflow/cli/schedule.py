@@ -71,6 +71,8 @@ def schedule(environment: str, shard: str | None, artifact: Path | None, stitch:
                                f"{len(manifest.folders)} cluster-type folders changed; saved in {artifact}")
                     for line in changes_text(manifest.changes):
                         click.echo(line)
+                    for line in foreign_lines(manifest.foreign, "kept"):
+                        click.echo(line)
 
                 reply.done(manifest, shard_text)
                 return
