@@ -451,6 +451,11 @@ CASES: list[tuple[str, dict[str, str], dict[str, str], str, str]] = [
     # a line of .fleetflowignore that is no pattern: pathspec's ValueError or re.error, a traceback until 2026-11-28
     ("ignore-line-not-a-pattern", {}, {".fleetflowignore": "ok/\n!\n"}, "not a pattern: '!'", ".fleetflowignore:2"),
     ("ignore-line-bad-range", {}, {".fleetflowignore": "[z-a]\n"}, "not a pattern: '[z-a]'", ".fleetflowignore:1"),
+    # a POSIX class, which git reads and pathspec does not: the reason in the user's words, not the regular
+    # expression pathspec made of the line ("missing ]: [[:alpha:]\]z(?:(?P<ps_d>/)|$)", a bug hunt, 2026-11-28)
+    ("ignore-line-posix-class", {}, {".fleetflowignore": "ok/\n[[:alpha:]]z\n"},
+     "not a pattern: '[[:alpha:]]z' (missing ]) (hint: fleetflow does not read POSIX classes such as [[:alpha:]] "
+     "(git does): write the characters out", ".fleetflowignore:2"),
     # where the output goes, checked where it is written: until 2026-11-28 validate and render took a path leaving
     # the GitOps repo, or a branch git would read as an option, and only schedule refused them, with no line
     ("gitops-path-leaves-the-repo", {}, {"gitops-repo.yaml": GITOPS.format(extra="  path: ../../x")},
@@ -476,6 +481,7 @@ CASES: list[tuple[str, dict[str, str], dict[str, str], str, str]] = [
 @pytest.mark.parametrize(
     ("main", "env", "message", "where"), [c[1:] for c in CASES], ids=[c[0] for c in CASES]
 )
+@pytest.mark.filterwarnings("error")  # a Python warning reaches the user's terminal as such: none is allowed
 def test_broken_input_is_reported_and_nothing_is_written(
     tmp_path: Path, main: dict[str, str], env: dict[str, str], message: str, where: str
 ) -> None:

@@ -51,7 +51,7 @@ from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from fleetflow import __version__
 from fleetflow.errors import Location, Problem, Problems
-from fleetflow.linear_regex import Re2Error, compile_linear
+from fleetflow.linear_regex import Re2Error, RegexError, compile_linear
 
 FLEETFLOW_API = "fleetflow.dev/v1alpha1"
 KALYPSO_API = "scheduler.kalypso.io/v1alpha1"
@@ -866,9 +866,15 @@ def _read_ignore(data: bytes | None, display: str, problems: Problems) -> tuple[
         try:
             _spec_of(line)
         except (ValueError, re.error) as exc:
-            problems.add(f"not a pattern: {line.strip()!r} ({exc})", Location(display, number),
-                         "fix or remove the line (gitignore's pattern format); it names the files fleetflow leaves "
-                         "out, so none of this tree is read until then")
+            # RE2's words name the regular expression pathspec made of the line ("missing ]: [[:alpha:]\]z(?:..."):
+            # the reason alone, the line as written (a bug hunt, 2026-11-28)
+            why = exc.reason.partition(": ")[0] if isinstance(exc, RegexError) else str(exc)
+            posix = "[:" in line and ":]" in line
+            problems.add(f"not a pattern: {line.strip()!r} ({why})", Location(display, number),
+                         ("fleetflow does not read POSIX classes such as [[:alpha:]] (git does): write the "
+                          "characters out, e.g. [a-zA-Z]; " if posix else "fix or remove the line (gitignore's "
+                          "pattern format); ") + "it names the files fleetflow leaves out, so none of this tree is "
+                         "read until then")
     return False, None
 
 
@@ -883,6 +889,14 @@ def _spec_of(text: str) -> pathspec.GitIgnoreSpec:
     pathspec's "simple" backend (the last pattern that matches wins, with git's rules for folders), several times
     slower. :class:`~fleetflow.linear_regex.RegexError` (a ValueError) for a line RE2 does not compile."""
     lines = [line for line in text.splitlines() if line]
+    with warnings.catch_warnings():
+        # pathspec compiles each line on Python's re too, which warns of "[[" ("Possible nested set"): a Python
+        # FutureWarning on the user's terminal; the line is refused in fleetflow's words (_read_ignore)
+        warnings.simplefilter("ignore", FutureWarning)
+        return _spec_of_lines(lines)
+
+
+def _spec_of_lines(lines: list[str]) -> pathspec.GitIgnoreSpec:
     try:
         return pathspec.GitIgnoreSpec.from_lines(lines, backend="re2")
     except Re2Error:
