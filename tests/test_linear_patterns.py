@@ -160,3 +160,24 @@ def test_the_linear_keywords_decide_as_jsonschema_does(
         return sorted((e.message, list(e.path)) for e in cls(schema).iter_errors(instance))
 
     assert errors(linear(dialect)) == errors(dialect)
+
+
+@pytest.mark.parametrize(("pattern", "text", "matches"), [
+    (r"^\S+$", "a\u00a0b", False),  # a no-break space is whitespace to ECMA-262 (and to Python's re); not to RE2
+    (r"^\s$", "\u3000", True),  # an ideographic space (Zs)
+    (r"^[\s-]+$", " -\u2028", True),  # inside a class too
+    (r"^[\S\s]+$", "any thing", True),  # the "any character" idiom
+    (r"^\\s$", "\\s", True),  # an escaped backslash, then an s: no whitespace class
+    (r"^\w+$", "caf\u00e9", False),  # ECMA-262's \w is ASCII (Python's re took é)
+    (r"^\p{L}+$", "caf\u00e9", True),  # what to write instead
+    (r"^\u00e9\d{3}$", "\u00e9123", True),
+])
+def test_schema_patterns_read_whitespace_as_ecma_262_does(pattern: str, text: str, matches: bool) -> None:
+    """JSON Schema's patterns are ECMA-262 regular expressions (JSON Schema 2020-12 Validation, 6.3.3 "pattern"),
+    whose ``\\s`` is WhiteSpace and LineTerminator: tab, vertical tab, form feed, space, U+00A0, U+FEFF, every Zs
+    space, LF, CR, U+2028, U+2029 (ECMA-262, "CharacterClassEscape"). RE2's ``\\s`` is ``[\\t\\n\\f\\r ]``
+    alone, so ``^\\S+$`` passed a value holding a no-break space when schema patterns moved to RE2 (a bug hunt,
+    2026-11-28): ``\\s`` and ``\\S`` are now written out for RE2."""
+    from fleetflow.render.schema_regex import search
+
+    assert search(pattern, text) is matches

@@ -34,12 +34,42 @@ HINT = (
     "write the pattern without them (a second keyword, e.g. not/pattern or allOf, can often say the rest)"
 )
 
-_ECMA_UNICODE = re.compile(r"\\(?:u([0-9A-Fa-f]{4})|.)", re.DOTALL)
+_HEX4 = re.compile(r"[0-9A-Fa-f]{4}")
+# ECMA-262's \s: WhiteSpace and LineTerminator (ECMA-262, "CharacterClassEscape" and "White Space": tab, vertical
+# tab, form feed, space, no-break space, the byte order mark, every Zs space, LF, CR, U+2028, U+2029). RE2's \s is
+# the ASCII [\t\n\f\r ] alone: "a\u00a0b" matched ^\S+$ there, and ECMA-262 (and Python's re before) do not.
+_ECMA_SPACE = r"\t\n\x{0b}\f\r \x{a0}\x{feff}\x{2028}\x{2029}\p{Zs}"
 
 
 def _to_re2(pattern: str) -> str:
-    """ECMA-262's ``\\uXXXX`` as RE2's ``\\x{XXXX}``; every other escape as written."""
-    return _ECMA_UNICODE.sub(lambda m: f"\\x{{{m[1]}}}" if m[1] else m[0], pattern)
+    """The pattern in RE2's syntax: ECMA-262's ``\\uXXXX`` as ``\\x{XXXX}``, ``\\s`` and ``\\S`` as ECMA-262's
+    whitespace (inside a class, ``\\S`` stays RE2's); every other character and escape as written."""
+    out: list[str] = []
+    in_class = False
+    i = 0
+    while i < len(pattern):
+        char = pattern[i]
+        if char == "\\" and i + 1 < len(pattern):
+            escaped = pattern[i + 1]
+            if escaped == "u" and _HEX4.fullmatch(pattern, i + 2, i + 6):
+                out.append(f"\\x{{{pattern[i + 2:i + 6]}}}")
+                i += 6
+                continue
+            if escaped == "s":
+                out.append(_ECMA_SPACE if in_class else f"[{_ECMA_SPACE}]")
+            elif escaped == "S" and not in_class:
+                out.append(f"[^{_ECMA_SPACE}]")
+            else:
+                out.append(pattern[i:i + 2])
+            i += 2
+            continue
+        if char == "[" and not in_class:
+            in_class = True
+        elif char == "]" and in_class:
+            in_class = False
+        out.append(char)
+        i += 1
+    return "".join(out)
 
 
 @functools.lru_cache(maxsize=4096)
