@@ -451,6 +451,11 @@ CASES: list[tuple[str, dict[str, str], dict[str, str], str, str]] = [
     # a line of .fleetflowignore that is no pattern: pathspec's ValueError or re.error, a traceback until 2026-11-28
     ("ignore-line-not-a-pattern", {}, {".fleetflowignore": "ok/\n!\n"}, "not a pattern: '!'", ".fleetflowignore:2"),
     ("ignore-line-bad-range", {}, {".fleetflowignore": "[z-a]\n"}, "not a pattern: '[z-a]'", ".fleetflowignore:1"),
+    # an escape of half a surrogate pair: ruamel.yaml read it into a string no UTF-8 can hold, and validate stopped
+    # with a UnicodeEncodeError traceback (a bug hunt, 2026-11-28); libyaml and go-yaml refuse the escape
+    ("surrogate-escape", {}, {"s.yaml": 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: s\n  labels: '
+                                        '{platform-config: "true"}\ndata:\n  URL: "https://x\\ud800"\n'},
+     "invalid YAML: the escape \\ud800 is half of a UTF-16 surrogate pair, not a character", "s.yaml:7:18"),
     # a POSIX class, which git reads and pathspec does not: the reason in the user's words, not the regular
     # expression pathspec made of the line ("missing ]: [[:alpha:]\]z(?:(?P<ps_d>/)|$)", a bug hunt, 2026-11-28)
     ("ignore-line-posix-class", {}, {".fleetflowignore": "ok/\n[[:alpha:]]z\n"},

@@ -665,7 +665,40 @@ def ruamel_documents(yaml: YAML, text: str, display: str, problems: Problems) ->
             if trouble is not None:
                 problems.extend([trouble])
                 return None
+    escape = _SURROGATE_ESCAPE.search(text)
+    if escape is not None and any(_holds_surrogate(value) for value in loaded):
+        line = text.count("\n", 0, escape.start()) + 1
+        column = escape.start() - (text.rfind("\n", 0, escape.start()) + 1) + 1
+        problems.add(f"invalid YAML: the escape {escape[0]} is half of a UTF-16 surrogate pair, not a character",
+                     Location(display, line, column),
+                     "write the character itself, or its code point as \\U followed by 8 hex digits (\\U0001F600); "
+                     "UTF-8 cannot hold a surrogate, and libyaml and go-yaml refuse the escape")
+        return None
     return loaded
+
+
+# a \u or \U escape of a UTF-16 surrogate (D800-DFFF): ruamel.yaml reads it into a lone surrogate, which no UTF-8
+# text can hold (every later write or hash of it was a UnicodeEncodeError traceback until 2026-11-28); libyaml and
+# go-yaml (what Kubernetes reads YAML with) refuse it as "found invalid Unicode character escape code"
+_SURROGATE_ESCAPE = re.compile(r"\\(?:u|U0000)[dD][89a-fA-F][0-9a-fA-F]{2}")
+
+
+def _holds_surrogate(value: Any) -> bool:
+    """Whether a loaded value holds a string (or a key) with a UTF-16 surrogate in it (a loop, not a recursion)."""
+    level: list[Any] = [value]
+    while level:
+        below: list[Any] = []
+        for item in level:
+            if isinstance(item, str):
+                if any("\ud800" <= char <= "\udfff" for char in item):
+                    return True
+            elif isinstance(item, Mapping):
+                below.extend(item.keys())
+                below.extend(item.values())
+            elif isinstance(item, list | tuple):
+                below.extend(item)
+        level = below
+    return False
 
 
 def ruamel_document(yaml: YAML, text: str, display: str, problems: Problems) -> Any:
