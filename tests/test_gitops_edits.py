@@ -146,3 +146,7 @@ def test_a_foreign_file_whose_name_is_not_utf8_is_kept(tmp_path: Path, monkeypat
                              "fleetflow/dev"], capture_output=True, check=True).stdout.split(b"\0")
     assert os.fsencode(folder.relative_to(work)) + b"/notes-caf\xe9.txt" in listed
     assert os.fsencode(folder.relative_to(work)) + b"/caf\xe9/notes.txt" in listed
+    # the PR lists what it kept, the name's byte shown as \xe9 (a UnicodeEncodeError stopped schedule when the PR
+    # first listed kept files, until it showed them so)
+    shown = f"{folder.relative_to(work).as_posix()}/notes-caf\\xe9.txt"
+    assert f"`{shown}`" in fleet.open_pr("dev").body

@@ -14,6 +14,7 @@ from fleetflow.errors import Problems, UsageError
 from fleetflow.model.controlplane import ControlPlane
 from fleetflow.render.incremental import RenderState
 from fleetflow.render.output import apply_result, read_state, survey
+from fleetflow.render.ownership import shown_path
 from fleetflow.render.pipeline import Meta, render_environment
 from fleetflow.render.summary import RenderSummary, changes_text, headline
 
@@ -158,7 +159,7 @@ def foreign_lines(paths: list[str], verb: str, limit: int = 20) -> list[str]:
         return []
     files = "file" if len(paths) == 1 else "files"
     lines = [f"{verb[0].upper()}{verb[1:]} {len(paths)} {files} not managed by fleetflow (not in its state):"]
-    lines += [f"  {path}" for path in paths[:limit]]
+    lines += [f"  {shown_path(path)}" for path in paths[:limit]]
     if len(paths) > limit:
         lines.append(f"  … and {len(paths) - limit} more (--format json lists them all)")
     return lines

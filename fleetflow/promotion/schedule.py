@@ -35,6 +35,7 @@ from fleetflow.promotion.merging import MergeOutcome
 from fleetflow.promotion.prbody import BODY_LIMIT, PullRequestFacts, body, title
 from fleetflow.render.diff import diff_chunks
 from fleetflow.render.incremental import ExpectedCluster, RenderState, earlier_format, is_state_file
+from fleetflow.render.ownership import shown_path
 from fleetflow.render.pipeline import Changes, Meta, render_environment
 from fleetflow.results import Result
 
@@ -179,7 +180,7 @@ def publish(ctx: Context, environment: str, rendered: Rendered) -> ScheduleOutco
     else:
         diff = _first(rendered.diff(), BODY_LIMIT)
     outcome.gitops_commit = new_sha
-    outcome.foreign = written.owned.foreign
+    outcome.foreign = [shown_path(p) for p in written.owned.foreign]
     facts = PullRequestFacts(
         environment=environment,
         main_commit=main_sha,
@@ -196,7 +197,7 @@ def publish(ctx: Context, environment: str, rendered: Rendered) -> ScheduleOutco
         compare_url=(compare_url(ctx.server_url, g_repo, g_branch, head)
                      if ctx.server_url and ctx.forge.name == "github" else None),
         earlier_state_format=earlier_format(previous),
-        kept=written.owned.foreign,
+        kept=[shown_path(p) for p in written.owned.foreign],
     )
     pr_title, pr_body = title(facts), body(facts)
     if open_pr is not None:

@@ -33,7 +33,7 @@ from fleetflow.promotion.gitops import GitOpsTree, clean_root, commit_edits, unr
 from fleetflow.promotion.schedule import Rendered, ScheduleOutcome, commit_message, publish
 from fleetflow.render.diff import file_diff, review_order
 from fleetflow.render.incremental import PART_DIR, SHARD_DIR, STATE_PATH, Assignments, Shard, shard_path
-from fleetflow.render.ownership import Ownership
+from fleetflow.render.ownership import Ownership, shown_path
 from fleetflow.render.pipeline import Changes, Meta, render_environment
 from fleetflow.results import Result
 
@@ -112,7 +112,7 @@ def render_shard(ctx: Context, environment: str, spec: ShardSpec, folder: Path) 
         environment=environment, shard=str(spec), base_commit=base, main_commit=at.main_sha, env_commit=at.env_sha,
         rendered=len(result.rendered), folders=folders, states=states,
         changes=Changes(added=result.changes.added, removed=result.changes.removed, changed=result.changes.changed),
-        bundle=bundle, foreign=written.owned.foreign,
+        bundle=bundle, foreign=[shown_path(p) for p in written.owned.foreign],
     )
     (folder / MANIFEST.format(index=spec.index, count=spec.count)).write_text(
         json.dumps(manifest.model_dump(by_alias=True), indent=2, sort_keys=True) + "\n", encoding="utf-8")
