@@ -158,6 +158,14 @@ class GitError(FleetflowError):
         super().__init__(message)
 
 
+def shown_path(path: str) -> str:
+    """A path as people read it: the bytes of a name that is not UTF-8 (Linux and git allow any; Python and
+    fleetflow's git reads give them as surrogate escapes, so that they can be written back as they were) as
+    ``\\xNN``. A message, a PR body, a JSON answer or a terminal holds UTF-8 only: listing a kept
+    ``notes-caf\\xe9.txt`` stopped ``schedule`` with a UnicodeEncodeError until 2026-11-28."""
+    return path.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+
+
 @dataclass
 class ForgeRequest:
     method: str

@@ -10,11 +10,10 @@ import click
 from fleetflow.cli.common import FORMAT, check_environment, folder, head_commit, load, trees
 from fleetflow.cli.errors import Reply, handled
 from fleetflow.cli.terminal import TERMINAL
-from fleetflow.errors import Problems, UsageError
+from fleetflow.errors import Problems, UsageError, shown_path
 from fleetflow.model.controlplane import ControlPlane
 from fleetflow.render.incremental import RenderState
 from fleetflow.render.output import apply_result, read_state, survey
-from fleetflow.render.ownership import shown_path
 from fleetflow.render.pipeline import Meta, render_environment
 from fleetflow.render.summary import RenderSummary, changes_text, headline
 

@@ -50,7 +50,7 @@ from yaml._yaml import CParser
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from fleetflow import __version__
-from fleetflow.errors import Location, Problem, Problems
+from fleetflow.errors import Location, Problem, Problems, shown_path
 from fleetflow.linear_regex import Re2Error, RegexError, compile_linear
 
 FLEETFLOW_API = "fleetflow.dev/v1alpha1"
@@ -1285,8 +1285,7 @@ def _name_reads(display: str, problems: Problems) -> bool:
     try:
         display.encode("utf-8")
     except UnicodeEncodeError:
-        shown = display.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
-        problems.add("file name is not UTF-8 text", Location(shown),
+        problems.add("file name is not UTF-8 text", Location(shown_path(display)),
                      "rename it with a UTF-8 name, or match it with a pattern in .fleetflowignore")
         return False
     return True

@@ -15,7 +15,7 @@ from typing import Literal
 
 from pydantic import Field, computed_field
 
-from fleetflow.errors import ForgeError, Problem, Problems
+from fleetflow.errors import ForgeError, Problem, Problems, shown_path
 from fleetflow.forge.base import PullRequest, reviewer_key
 from fleetflow.forge.git import PushRejected, retry_races
 from fleetflow.model.controlplane import Resource
@@ -35,7 +35,6 @@ from fleetflow.promotion.merging import MergeOutcome
 from fleetflow.promotion.prbody import BODY_LIMIT, PullRequestFacts, body, title
 from fleetflow.render.diff import diff_chunks
 from fleetflow.render.incremental import ExpectedCluster, RenderState, earlier_format, is_state_file
-from fleetflow.render.ownership import shown_path
 from fleetflow.render.pipeline import Changes, Meta, render_environment
 from fleetflow.results import Result
 
@@ -197,7 +196,7 @@ def publish(ctx: Context, environment: str, rendered: Rendered) -> ScheduleOutco
         compare_url=(compare_url(ctx.server_url, g_repo, g_branch, head)
                      if ctx.server_url and ctx.forge.name == "github" else None),
         earlier_state_format=earlier_format(previous),
-        kept=[shown_path(p) for p in written.owned.foreign],
+        kept=outcome.foreign,
     )
     pr_title, pr_body = title(facts), body(facts)
     if open_pr is not None:

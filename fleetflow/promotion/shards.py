@@ -26,14 +26,14 @@ from pathlib import Path
 
 from pydantic import Field
 
-from fleetflow.errors import InputError, Problem, UsageError
+from fleetflow.errors import InputError, Problem, UsageError, shown_path
 from fleetflow.forge.git import BareRepo, TreeEdit, retry_races
 from fleetflow.promotion.context import Context, Pinned, pinned_to_render, short
 from fleetflow.promotion.gitops import GitOpsTree, clean_root, commit_edits, unreadable_state, write_commit
 from fleetflow.promotion.schedule import Rendered, ScheduleOutcome, commit_message, publish
 from fleetflow.render.diff import file_diff, review_order
 from fleetflow.render.incremental import PART_DIR, SHARD_DIR, STATE_PATH, Assignments, Shard, shard_path
-from fleetflow.render.ownership import Ownership, shown_path
+from fleetflow.render.ownership import Ownership
 from fleetflow.render.pipeline import Changes, Meta, render_environment
 from fleetflow.results import Result
 

@@ -26,14 +26,6 @@ class Ownership:
     examined: list[str] = field(default_factory=list)  # every path looked at, sorted
 
 
-def shown_path(path: str) -> str:
-    """A path as people read it: the bytes of a name that is not UTF-8 (Linux and git allow any; fleetflow reads
-    them as surrogate escapes, to write them back as they were) as ``\\xNN``. A PR body, a JSON answer or a
-    terminal holds UTF-8 only: listing a kept ``notes-caf\\xe9.txt`` stopped ``schedule`` with a UnicodeEncodeError
-    until 2026-11-28."""
-    return path.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
-
-
 def cluster_type_of(path: str) -> str:
     """The cluster-type folder of an assignment id (``ct/target``) or of a path in the output tree."""
     return path.split("/", 1)[0]
