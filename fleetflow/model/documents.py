@@ -681,6 +681,7 @@ def ruamel_documents(yaml: YAML, text: str, display: str, problems: Problems) ->
 # text can hold (every later write or hash of it was a UnicodeEncodeError traceback until 2026-11-28); libyaml and
 # go-yaml (what Kubernetes reads YAML with) refuse it as "found invalid Unicode character escape code"
 _SURROGATE_ESCAPE = re.compile(r"\\(?:u|U0000)[dD][89a-fA-F][0-9a-fA-F]{2}")
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def _holds_surrogate(value: Any) -> bool:
@@ -690,13 +691,10 @@ def _holds_surrogate(value: Any) -> bool:
         below: list[Any] = []
         for item in level:
             if isinstance(item, str):
-                if any("\ud800" <= char <= "\udfff" for char in item):
+                if _SURROGATE.search(item):
                     return True
-            elif isinstance(item, Mapping):
-                below.extend(item.keys())
-                below.extend(item.values())
-            elif isinstance(item, list | tuple):
-                below.extend(item)
+            else:
+                below.extend(_loaded_children(item) or ())
         level = below
     return False
 

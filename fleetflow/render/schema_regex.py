@@ -26,7 +26,7 @@ from referencing.jsonschema import lookup_recursive_ref
 
 from fleetflow.linear_regex import RegexError, searcher
 
-__all__ = ["HINT", "RegexError", "linear", "schema_formats", "search", "value_formats"]
+__all__ = ["HINT", "RegexError", "additional_keys", "linear", "schema_formats", "search", "value_formats"]
 
 HINT = (
     "fleetflow matches schema patterns in time linear in the text (RE2), so that no pattern can hang a check; "
@@ -106,7 +106,8 @@ def _pattern_properties(
                 yield from validator.descend(value, subschema, path=key, schema_path=pattern)
 
 
-def _additional(instance: Mapping[str, Any], schema: Mapping[str, Any]) -> Iterator[str]:
+def additional_keys(instance: Mapping[str, Any], schema: Mapping[str, Any]) -> Iterator[str]:
+    """The keys of ``instance`` that ``schema``'s ``properties`` and ``patternProperties`` do not name."""
     properties = schema.get("properties", {})
     patterns = list(schema.get("patternProperties", {}))
     for key in instance:
@@ -123,7 +124,7 @@ def _additional_properties(
 ) -> Iterator[ValidationError]:
     if not validator.is_type(instance, "object"):
         return
-    extras = set(_additional(instance, schema))
+    extras = set(additional_keys(instance, schema))
     if validator.is_type(ap, "object"):
         for extra in extras:
             yield from validator.descend(instance[extra], ap, path=extra)

@@ -23,7 +23,7 @@ from jsonschema.validators import validator_for
 from fleetflow.errors import Location, Problem
 from fleetflow.render.canonical import canonical_json
 from fleetflow.render.composition import Composed
-from fleetflow.render.schema_regex import HINT, RegexError, linear, schema_formats, search, value_formats
+from fleetflow.render.schema_regex import HINT, RegexError, additional_keys, linear, schema_formats, value_formats
 
 DEFAULT_DIALECT = "https://json-schema.org/draft/2020-12/schema"
 _MAX_MESSAGE = 300
@@ -232,12 +232,8 @@ def _collect(validator: Validator, values: Any) -> Iterator[_Violation]:
 def _unexpected_keys(error: ValidationError, path: Path) -> Iterator[_Violation]:
     schema: Any = error.schema if isinstance(error.schema, Mapping) else {}
     instance: Any = error.instance
-    allowed = schema.get("properties", {})
-    patterns = list(schema.get("patternProperties", {}))
     try:
-        extras = [
-            key for key in instance if key not in allowed and not any(search(p, key) for p in patterns)
-        ]
+        extras = list(additional_keys(instance, schema))
     except (RegexError, TypeError):
         extras = []
     if not extras:
