@@ -36,7 +36,7 @@ given and returns only the state.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from enum import IntEnum
 
@@ -164,6 +164,12 @@ def shown_path(path: str) -> str:
     ``\\xNN``. A message, a PR body, a JSON answer or a terminal holds UTF-8 only: listing a kept
     ``notes-caf\\xe9.txt`` stopped ``schedule`` with a UnicodeEncodeError until 2026-11-28."""
     return path.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+
+
+def some_of(names: Sequence[str], shown: int) -> str:
+    """The first ``shown`` of ``names``, comma-separated, and ", ..." when there are more: what a problem that
+    stands for many names lists of them."""
+    return ", ".join(names[:shown]) + (", ..." if len(names) > shown else "")
 
 
 @dataclass

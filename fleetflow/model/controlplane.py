@@ -299,10 +299,11 @@ def _build(
             if res is not None:
                 found += 1
                 _add(plane, res, problems)
-                plane.workspaces[res.name] = res.spec.workspace or reg.spec.workspace or DEFAULT_WORKSPACE
-                if res.spec.workspace or reg.spec.workspace:
-                    plane.workspace_locations[res.name] = (res if res.spec.workspace else reg).where(
-                        "spec", "workspace")
+                # the Workload's own workspace, else its registration's, else the default
+                named = res if res.spec.workspace else reg if reg.spec.workspace else None
+                plane.workspaces[res.name] = (named.spec.workspace if named else None) or DEFAULT_WORKSPACE
+                if named is not None:
+                    plane.workspace_locations[res.name] = named.where("spec", "workspace")
         if found == 0 and read_cleanly:
             problems.add(
                 f"WorkloadRegistration {name}: no Workload found in {reg.spec.workload.repo} "

@@ -148,7 +148,7 @@ class Context:
     _fetcher: RegistrationFetcher | None = None
     _pins: dict[tuple[str, str], Pin] = field(default_factory=dict)
     _unreadable: dict[str, InputError] = field(default_factory=dict)  # main commits whose Environments do not read
-    _stand_ins: dict[str, str] = field(default_factory=dict)  # main's tip -> the commit whose Environments are used
+    _warned_tips: set[str] = field(default_factory=set)  # main's tips whose stand-in this run has warned of
 
     def starting(self, message: str) -> None:
         """Say that a step starts, which has written nothing yet (:attr:`say_started`)."""
@@ -214,8 +214,8 @@ class Context:
                     envs = self.environments(sha)
                 except InputError:
                     continue
-                if tip not in self._stand_ins:
-                    self._stand_ins[tip] = sha
+                if tip not in self._warned_tips:
+                    self._warned_tips.add(tip)
                     self._warn_stand_in(tip, sha, broken)
                 return envs
             raise

@@ -22,7 +22,7 @@ from collections.abc import Iterable, Mapping
 
 from jinja2 import Environment, meta
 
-from fleetflow.errors import Location, Problems
+from fleetflow.errors import Location, Problems, some_of
 from fleetflow.model.controlplane import ControlPlane
 from fleetflow.model.resources import TEMPLATE_ROLES
 from fleetflow.render.scheduling import Schedule, Target
@@ -85,7 +85,7 @@ def check_namespaces(
     for (what, name, location), tids in by_cause.items():
         first = tids[0]
         others = [bad[tid] for tid in tids[1:]]
-        more = f" (and {len(others)} more: {', '.join(others[:_SHOWN])}{', ...' if len(others) > _SHOWN else ''})"
+        more = f" (and {len(others)} more: {some_of(others, _SHOWN)})"
         wrong = sorted(set(_NOT_IN_A_LABEL.findall(name)))
         warnings.add(
             f"{what} {name!r} makes Namespace {bad[first]!r} not a valid Kubernetes namespace name"

@@ -16,7 +16,7 @@ from typing import Any
 from pydantic import Field
 
 from fleetflow import __version__
-from fleetflow.errors import InputError, Location, Problem, Problems
+from fleetflow.errors import InputError, Location, Problem, Problems, some_of
 from fleetflow.model.controlplane import ControlPlane
 from fleetflow.model.references import check_references, check_tree_belongs
 from fleetflow.model.resources import TEMPLATE_ROLES
@@ -437,7 +437,7 @@ def same_problem_once(failed: Mapping[str, list[Problem]]) -> list[Problem]:
         first, problem = members[0]
         others = [aid for aid, _ in members[1:] if aid != first]
         if others:
-            named = ", ".join(others[:SHOWN_ASSIGNMENTS]) + (", ..." if len(others) > SHOWN_ASSIGNMENTS else "")
+            named = some_of(others, SHOWN_ASSIGNMENTS)
             more = "assignment" if len(others) == 1 else "assignments"
             problem = Problem(f"{problem.message} (and the same in {len(others)} more {more}: {named})",
                               problem.location, problem.hint)
