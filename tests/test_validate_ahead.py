@@ -320,3 +320,67 @@ def test_a_name_fleetflow_takes_but_a_namespace_cannot_hold_warns_at_that_name(
     warned = [line for line in err.splitlines() if "not a valid Kubernetes namespace name" in line]
     assert len(warned) == 1, err
     assert expected in warned[0] and where in warned[0], warned[0]
+
+
+def _two_workspaces(tmp_path: Path, second_selects: str, first_only: str | None = None) -> tuple[Path, Path]:
+    """Workload team-api of workspace platform and workload api of workspace platform-team, each with a target
+    dev: both give the Namespace dev-platform-team-api-dev. The first is scheduled to both cluster types (or to
+    those of kind ``first_only``), the second to those ``second_selects`` (a matchLabels line)."""
+    team_api = MAIN_FILES["workloads/app.yaml"].replace("name: app", "name: team-api").replace(
+        "workspace: team-a", "workspace: platform")
+    api = MAIN_FILES["workloads/app.yaml"].replace("name: app", "name: api").replace(
+        "workspace: team-a", "workspace: platform-team")
+    first = ENV_FILES["policies.yaml"].replace("workspace: team-a", "workspace: platform")
+    if first_only is not None:
+        first = first.replace("key: region", "key: kind").replace("values: [eu]", f"values: [{first_only}]")
+    second = f"""
+        apiVersion: fleetflow.dev/v1alpha1
+        kind: SchedulingPolicy
+        metadata:
+          name: platform-team
+        spec:
+          deploymentTargetSelector:
+            workspace: platform-team
+          clusterTypeSelector:
+            labelSelector:
+              matchLabels:
+                {second_selects}
+    """
+    return make_plane(tmp_path, {"workloads/app.yaml": team_api, "workloads/api.yaml": api},
+                      {"policies.yaml": first, "second-policy.yaml": second})
+
+
+def test_two_targets_giving_one_namespace_on_one_cluster_type_warn_once(tmp_path: Path) -> None:
+    """``Namespace`` joins environment, workspace and target id with '-', which the names may hold too: workspace
+    platform + workload team-api and workspace platform-team + workload api both give dev-platform-team-api-dev.
+    Scheduled to one cluster type, their objects share one namespace on its clusters, and both reconcilers own the
+    Namespace object: Flux deletes what a Kustomization applied when the Kustomization is deleted with prune on
+    (https://fluxcd.io/flux/cmd/flux_delete_kustomization/), Argo CD flags a resource two Applications manage
+    (argoproj/argo-cd docs/user-guide/sync-options.md, "Fail the sync if a shared resource is found"). One
+    warning (two cluster types have both), at the target named last; --strict fails; render still renders."""
+    main, env = _two_workspaces(tmp_path, "kind: edge")
+    code, out, err = validate(main, env, "--environment", "dev", "--format", "json")
+    assert code == 0, out + err
+    shared = [w for w in json.loads(out)["warnings"] if "give one Namespace" in w["message"]]
+    assert len(shared) == 1, json.loads(out)["warnings"]
+    assert shared[0]["message"] == (
+        "targets api-dev (workspace 'platform-team') and team-api-dev (workspace 'platform') of environment dev "
+        "give one Namespace 'dev-platform-team-api-dev' and are both scheduled to cluster type edge-line1; "
+        "template flux (cluster type cloud-eu) reads it")
+    assert shared[0]["location"]["file"].endswith("workloads/app.yaml") and shared[0]["location"]["line"] == 10
+    assert "rename a workspace, workload or deployment target" in shared[0]["hint"]
+    assert validate(main, env, "--environment", "dev", "--strict")[0] == 1
+    result = run_cli("render", "--main", main, "--env", env, "--environment", "dev", "--output", tmp_path / "out")
+    assert result.exit_code == 0, result.output
+    assert "give one Namespace 'dev-platform-team-api-dev'" in result.stderr
+    assert (tmp_path / "out" / "edge-line1" / "api-dev").is_dir()
+
+
+def test_two_targets_giving_one_namespace_on_different_cluster_types_are_not_warned(tmp_path: Path) -> None:
+    """The same two Namespaces, but team-api-dev scheduled to the cloud cluster type only and api-dev to the
+    edge one only: no cluster holds both, nothing is warned."""
+    main, env = _two_workspaces(tmp_path, "kind: edge", first_only="cloud")
+    code, out, err = validate(main, env, "--environment", "dev")
+    assert code == 0, out + err
+    assert "2 assignments scheduled" in out, out
+    assert "give one Namespace" not in err, err

@@ -11,8 +11,16 @@ A warning, not an error (it fails the run only under ``--strict``): fleetflow ca
 names files after it, where any of these names works). And only when a template rendered for the target reads
 ``Namespace`` at all: a fleet whose templates name their namespaces themselves is not warned.
 
-Cheap at any size: one match per deployment target (not per assignment); the templates are read for
-``Namespace`` only when some target's is not a valid name.
+Two targets can also give one ``Namespace``: the name joins its parts with '-', which the parts may hold too
+(workspace ``platform`` with workload ``team-api``, and workspace ``platform-team`` with workload ``api``). Scheduled
+to one cluster type, both put their objects in one namespace on each of its clusters, and each reconciler takes the
+Namespace object as its own: Flux deletes what a Kustomization applied when the Kustomization goes (with
+``prune``, fluxcd.io "flux delete kustomization"), so unscheduling one target deletes the other's namespace, and
+Argo CD reports the object as shared by two Applications (argoproj/argo-cd ``docs/user-guide/sync-options.md``,
+"Fail the sync if a shared resource is found"). That is warned too, once per Namespace, at the target named last.
+
+Cheap at any size: one match and one dictionary entry per deployment target (not per assignment); the templates
+are read for ``Namespace``, and the schedule walked once, only when some target's is not a valid name or is shared.
 """
 
 from __future__ import annotations
@@ -53,14 +61,18 @@ def check_namespaces(
     """Warn about every ``Namespace`` of ``environment`` that is not a valid namespace name and that a template
     rendered for its target reads: one warning per cause, at the file and line of the name that causes it (the
     environment's, the workspace's, the workload's or the target's name holding characters a namespace cannot
-    hold, each with the Namespaces it spoils), and one per target whose Namespace is too long, at the target."""
-    bad = {tid: ns for tid, t in sched.targets.items() if not _DNS_LABEL.fullmatch(ns := namespace_of(environment, t))}
-    if not bad:
+    hold, each with the Namespaces it spoils), one per target whose Namespace is too long, at the target, and one
+    per Namespace that targets scheduled to one cluster type share, at the last of them."""
+    names = {tid: namespace_of(environment, t) for tid, t in sched.targets.items()}
+    bad = {tid: ns for tid, ns in names.items() if not _DNS_LABEL.fullmatch(ns)}
+    shared = _shared(names)
+    if not bad and not shared:
         return
-    readers = _readers(plane, sched, compiled, jinja, bad.keys())
+    readers = _readers(plane, sched, compiled, jinja, bad.keys() | {tid for tids in shared.values() for tid in tids})
+    _warn_shared(environment, sched, shared, readers, warnings)
     by_cause: dict[tuple[str, str, Location], list[str]] = {}  # (what, its name, where) -> the targets it spoils
     env_res = plane.environments.get(environment)
-    for tid in sorted(readers):
+    for tid in sorted(readers.keys() & bad.keys()):
         target, namespace = sched.targets[tid], bad[tid]
         wl = plane.workloads[target.workload]
         parts = (
@@ -95,6 +107,42 @@ def check_namespaces(
             f"a namespace name holds only lowercase letters, digits and '-' ({_DOC}): rename it "
             f"(e.g. {_suggest(name)!r}); Flux and Argo CD refuse the namespace on every cluster the target is "
             "scheduled to",
+        )
+
+
+def _shared(names: Mapping[str, str]) -> dict[str, list[str]]:
+    """Namespace -> the targets (more than one, in name order) that give it."""
+    by_name: dict[str, list[str]] = {}
+    for tid in sorted(names):
+        by_name.setdefault(names[tid], []).append(tid)
+    return {ns: tids for ns, tids in by_name.items() if len(tids) > 1}
+
+
+def _warn_shared(
+    environment: str,
+    sched: Schedule,
+    shared: Mapping[str, list[str]],
+    readers: Mapping[str, str],
+    warnings: Problems,
+) -> None:
+    """One warning per Namespace that two or more targets scheduled to one cluster type give, where a template
+    rendered for them reads it: at the last of them (its name is the one to change, or any other)."""
+    reading = {ns: {tid for tid in tids if tid in readers} for ns, tids in shared.items()}
+    together: dict[str, tuple[str, list[str]]] = {}  # Namespace -> (a cluster type, the targets it has of them)
+    for ct_name, scheduled in sched.by_type.items():
+        for ns, wanted in reading.items():
+            if ns not in together and len(wanted) > 1 and len(on_it := sorted(wanted.intersection(scheduled))) > 1:
+                together[ns] = (ct_name, on_it)
+    for ns, (ct_name, tids) in sorted(together.items()):
+        parts = [f"{tid} (workspace {sched.targets[tid].workspace!r})" for tid in tids]
+        last = sched.targets[tids[-1]]
+        warnings.add(
+            f"targets {', '.join(parts[:-1])} and {parts[-1]} of environment {environment} give one Namespace "
+            f"{ns!r} and are both scheduled to cluster type {ct_name}; {readers[tids[-1]]} reads it",
+            last.location,
+            "rename a workspace, workload or deployment target so their Namespaces differ: on every cluster both "
+            "are scheduled to their objects share one namespace, Flux deletes it with whichever Kustomization goes "
+            "first (prune) and Argo CD reports it as shared by two Applications",
         )
 
 
