@@ -18,7 +18,9 @@ from hypothesis import strategies as st
 from jsonschema import Draft4Validator, Draft7Validator, Draft201909Validator, Draft202012Validator
 from jsonschema.protocols import Validator
 
+from fleetflow.errors import Location
 from fleetflow.render.schema_regex import linear
+from fleetflow.render.validation import SchemaSource, check_schema
 from tests.helpers import make_plane
 from tests.test_bad_input import SCHEMA, deep
 
@@ -89,9 +91,9 @@ REFUSED = [
      "the pattern '^(?!x)' at properties.k.pattern does not compile on RE2"),
     ("backreference-in-patternProperties", r"{patternProperties: {'(a)\1': {}}}",
      "does not compile on RE2, the linear-time engine fleetflow matches patterns with: invalid escape sequence: \\1"),
-    # Draft 4's metaschema does not mark patternProperties' names as patterns: refused when first used
+    # Draft 4's metaschema does not mark patternProperties' names as patterns: fleetflow walks the schema for them
     ("draft-4-patternProperties", "{$schema: 'http://json-schema.org/draft-04/schema#', "
-     "patternProperties: {'(?<=a)b': {}}}", "the pattern '(?<=a)b' does not compile on RE2"),
+     "patternProperties: {'(?<=a)b': {}}}", "the pattern '(?<=a)b' at patternProperties does not compile on RE2"),
 ]
 
 
@@ -103,6 +105,44 @@ def test_a_pattern_re2_cannot_run_is_one_problem_at_the_schema(tmp_path: Path, s
     assert message in output and "s.yaml:6" in output, output
     assert "fleetflow matches schema patterns in time linear in the text" in output
     assert "Traceback" not in output
+
+
+def test_draft_3_and_4_pattern_names_re2_refuses_are_found_in_the_schema_itself() -> None:
+    """Draft 3's and 4's metaschemas give ``patternProperties``' names no ``format: regex`` (Draft 6's on do, through
+    ``propertyNames``: json-schema.org/draft-04/schema and draft-06/schema), so the metaschema check cannot refuse
+    them; until 2026-11-29 such a name was refused only when a config first reached it, and never when none did.
+    Every keyword that holds subschemas is walked, in both drafts (Draft 3's ``extends`` and ``type`` union too),
+    each refusal at its path; a ``patternProperties`` inside an ``enum`` value is data, not a schema."""
+    bad, backreference, good = "(?<=a)b", "(a)\\1", "^[a-z]+$"
+    draft4 = {
+        "$schema": "http://json-schema.org/draft-04/schema#",
+        "properties": {"db": {"patternProperties": {bad: {}, good: {}}}},
+        "items": [{}, {"patternProperties": {bad: {}}}],
+        "definitions": {"d": {"not": {"patternProperties": {backreference: {}}}}},
+        "anyOf": [{"patternProperties": {good: {}}}],
+        "enum": [{"patternProperties": {bad: 1}}],
+    }
+    draft3 = {
+        "$schema": "http://json-schema.org/draft-03/schema#",
+        "extends": {"patternProperties": {bad: {}}},
+        "type": ["string", {"patternProperties": {bad: {}}}],
+    }
+    where = Location(file="s.yaml", line=6)
+    found = {name: [p.message for p in check_schema(SchemaSource(name, schema, where))]
+             for name, schema in (("four", draft4), ("three", draft3))}
+    engine = "does not compile on RE2, the linear-time engine fleetflow matches patterns with:"
+    assert found["four"] == [
+        f"schema four: the pattern {backreference!r} at definitions.d.not.patternProperties {engine} invalid escape "
+        "sequence: \\1",
+        f"schema four: the pattern {bad!r} at items[1].patternProperties {engine} invalid perl operator: (?<=",
+        f"schema four: the pattern {bad!r} at properties.db.patternProperties {engine} invalid perl operator: (?<=",
+    ], found["four"]
+    assert found["three"] == [
+        f"schema three: the pattern {bad!r} at extends.patternProperties {engine} invalid perl operator: (?<=",
+        f"schema three: the pattern {bad!r} at type[1].patternProperties {engine} invalid perl operator: (?<=",
+    ], found["three"]
+    good_only = {"$schema": "http://json-schema.org/draft-04/schema#", "patternProperties": {good: {}}}
+    assert check_schema(SchemaSource("fine", good_only, where)) == []
 
 
 def test_patterns_nested_deeper_than_python_compiles_are_no_traceback(tmp_path: Path) -> None:

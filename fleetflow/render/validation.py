@@ -15,7 +15,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from jsonschema import Draft4Validator, Draft202012Validator
+from jsonschema import Draft3Validator, Draft4Validator, Draft202012Validator
 from jsonschema.exceptions import ValidationError, best_match
 from jsonschema.protocols import Validator
 from jsonschema.validators import validator_for
@@ -23,7 +23,15 @@ from jsonschema.validators import validator_for
 from fleetflow.errors import Location, Problem
 from fleetflow.render.canonical import canonical_json
 from fleetflow.render.composition import Composed
-from fleetflow.render.schema_regex import HINT, RegexError, additional_keys, linear, schema_formats, value_formats
+from fleetflow.render.schema_regex import (
+    HINT,
+    RegexError,
+    additional_keys,
+    linear,
+    schema_formats,
+    search,
+    value_formats,
+)
 
 DEFAULT_DIALECT = "https://json-schema.org/draft/2020-12/schema"
 _MAX_MESSAGE = 300
@@ -84,6 +92,8 @@ def check_schema(source: SchemaSource) -> list[Problem]:
         ]
     meta = linear(cls)(cls.META_SCHEMA, format_checker=schema_formats(cls))
     errors = sorted(meta.iter_errors(schema), key=lambda e: (_sort_path(e.absolute_path), e.message))
+    if not errors and cls in (Draft3Validator, Draft4Validator):
+        errors = sorted(_unmarked_pattern_names(schema), key=lambda e: _sort_path(e.absolute_path))
     return [
         _refused_pattern(source, e) if isinstance(e.cause, RegexError) else Problem(
             f"schema {source.name}: invalid JSON Schema at {format_path(list(e.absolute_path))}: "
@@ -93,6 +103,43 @@ def check_schema(source: SchemaSource) -> list[Problem]:
         )
         for e in errors
     ]
+
+
+_SCHEMA_MAPS = ("properties", "patternProperties", "definitions", "dependencies")  # name -> subschema
+_SCHEMA_OR_LISTS = ("items", "additionalItems", "additionalProperties", "not", "allOf", "anyOf", "oneOf",
+                    "extends", "type", "disallow")  # a subschema or a list of them (Draft 3's extends/type/disallow)
+
+
+def _unmarked_pattern_names(schema: Mapping[str, Any]) -> Iterator[ValidationError]:
+    """The names of ``patternProperties`` that RE2 does not compile, in a Draft 3 or 4 schema (already checked
+    against its metaschema): those metaschemas do not give the names ``format: regex`` (Draft 6's on do, through
+    ``propertyNames``; json-schema.org draft-04/schema and draft-06/schema), so without this walk such a pattern
+    was refused only when a config first reached it, or never. Walks the keywords that hold subschemas only (a
+    ``patternProperties`` inside an ``enum`` value is data), without recursion (a schema may nest deeply)."""
+    stack: list[tuple[Any, tuple[str | int, ...]]] = [(schema, ())]
+    while stack:
+        node, path = stack.pop()
+        if not isinstance(node, Mapping):
+            continue
+        names = node.get("patternProperties")
+        if isinstance(names, Mapping):
+            for name in names:
+                try:
+                    search(name, "")
+                except RegexError as exc:
+                    error = ValidationError(f"{name!r} is not a pattern RE2 compiles", instance=name, cause=exc)
+                    error.path.extend((*path, "patternProperties"))
+                    yield error
+        for keyword in _SCHEMA_MAPS:
+            children = node.get(keyword)
+            if isinstance(children, Mapping):
+                stack.extend((child, (*path, keyword, name)) for name, child in children.items())
+        for keyword in _SCHEMA_OR_LISTS:
+            child = node.get(keyword)
+            if isinstance(child, list):
+                stack.extend((each, (*path, keyword, i)) for i, each in enumerate(child))
+            else:
+                stack.append((child, (*path, keyword)))
 
 
 def _refused_pattern(source: SchemaSource, error: ValidationError) -> Problem:
@@ -178,7 +225,7 @@ class ConfigValidator:
             assert compiled.validator is not None
             try:
                 found = tuple(_collect(compiled.validator, composed.values))
-            except RegexError as exc:  # a pattern check_schema's metaschema does not mark (Draft 4 patternProperties)
+            except RegexError as exc:  # a pattern neither the metaschema nor _unmarked_pattern_names found
                 message = (f"the pattern {_shorten(repr(exc.pattern))} does not compile on RE2, the linear-time "
                            f"engine fleetflow matches patterns with: {exc.reason}")
                 found = (_Violation((), message, HINT, missing=True),)
