@@ -4,6 +4,7 @@ to the stand-in server through PyGithub."""
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 from datetime import timedelta
 from pathlib import Path
@@ -20,6 +21,7 @@ from fleetflow.promotion.reconcile import reconcile
 from fleetflow.promotion.schedule import schedule_environment
 from fleetflow.promotion.status import as_markdown, fleet_status
 from tests.fleet import ENVIRONMENTS, Fleet, _environment, environments_file, git, github_fleet, local_fleet, push_file
+from tests.helpers import run_cli
 
 FORGES = ["local", "github"]
 
@@ -419,14 +421,17 @@ BROKEN_PINS = {  # how an engineer's edit can leave base-repo.yaml unreadable: w
 
 
 @pytest.mark.parametrize("broken", list(BROKEN_PINS))
-def test_a_pin_file_that_does_not_read_is_named_and_nothing_is_written(tmp_path: Path, broken: str) -> None:
+def test_a_pin_file_that_does_not_read_is_named_and_nothing_is_written(
+    tmp_path: Path, broken: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """``base-repo.yaml`` is edited by hand too (a hold annotation, a comment). When an edit left it unreadable,
     every fleet command crashed with ruamel.yaml's exception (a traceback; ``status`` and ``reconcile`` for every
     environment, because of one). Now each command that acts on the environment refuses with the file, line and
     column, pushes nothing; ``status`` shows the environment with the reason and every other one as before;
     ``reconcile`` reports it for that environment; ``history`` still shows its earlier pins. A tab between a key
     and its value is such an edit: ruamel, which rewrites the file keeping its comments, refuses it
-    (tests/test_yaml_reading.py)."""
+    (tests/test_yaml_reading.py). ``fleetflow status`` exits 0 (it reported what it found) and also gives the
+    problem as a warning at its line (until 2026-11-29 only inside the gate's description)."""
     fleet = make_local_fleet(tmp_path)
     sha = first_commit(fleet)
     with fleet.context() as ctx:
@@ -464,6 +469,15 @@ def test_a_pin_file_that_does_not_read_is_named_and_nothing_is_written(tmp_path:
     assert reconciled["dev"].exit_code == 1 and reconciled["qa"].problems == []
     assert [p.commit for p in history.promotions["dev"]] == [sha]  # the pin before the edit
     assert heads() == before
+    monkeypatch.setenv("FLEETFLOW_CACHE_DIR", str(tmp_path / "cli-cache"))
+    shown = run_cli("status", "--forge", "local", "--control-plane", fleet.cp_id, "--format", "json")
+    assert shown.exit_code == 0, shown.output
+    [warning] = json.loads(shown.stdout)["warnings"]
+    assert warning["message"].startswith(f"dev: no pin fleetflow can read: {message}"), warning
+    assert (warning["location"]["file"], warning["location"]["line"]) == ("dev/base-repo.yaml", line)
+    assert warning["hint"] == problem.hint
+    text = run_cli("status", "--forge", "local", "--control-plane", fleet.cp_id)
+    assert text.exit_code == 0 and f"warning: dev/base-repo.yaml:{line}:" in text.stderr, text.output
 
 
 @pytest.mark.parametrize(("text", "where", "what"), [

@@ -41,7 +41,7 @@ def status(forge: str | None, control_plane: str | None, config: Path | None, fm
                 step.report(status_page_report(str(path.parent.resolve())), lambda: metrics_markdown(ctx))
             reply.done({"page": str(path)}, lambda: click.echo(f"wrote {path} (nothing else)"))
             return
-        entries = fleet_status(ctx)
+        entries = fleet_status(ctx, warn_pins=True)
 
         def text() -> None:
             if fmt == "markdown":

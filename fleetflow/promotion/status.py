@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import Field, computed_field
 
-from fleetflow.errors import FleetflowError, InputError
+from fleetflow.errors import FleetflowError, InputError, Problem
 from fleetflow.promotion.context import Context, chain_order, gitops_repo_at, head_branch, short, status_context
 from fleetflow.promotion.merge_records import MergeRecord, read_record, record_refs, seen_records
 from fleetflow.promotion.pin import PIN_FILE, past_pin
@@ -49,7 +49,10 @@ class FleetStatus(Result):
     environments: list[EnvironmentStatus]
 
 
-def fleet_status(ctx: Context, history: int = 3) -> list[EnvironmentStatus]:
+def fleet_status(ctx: Context, history: int = 3, *, warn_pins: bool = False) -> list[EnvironmentStatus]:
+    """Every environment's status line, in promotion order. With ``warn_pins`` (``fleetflow status``, whose
+    report this is), a pin that does not read is also a warning at its line, through ``ctx.warn``; the commands
+    that act on the environment already refuse with it, and the status under their job summary stays quiet."""
     main_tip = ctx.main_tip()
     envs = ctx.current_environments(main_tip)
     result: list[EnvironmentStatus] = []
@@ -62,6 +65,9 @@ def fleet_status(ctx: Context, history: int = 3) -> list[EnvironmentStatus]:
         except InputError as exc:  # a pin file that does not read: the environment still gets its status line
             result.append(EnvironmentStatus(name=name, after=list(env.spec.after), branch=branch, pinned=None,
                                             held=None, gate_description=f"no pin fleetflow can read: {exc}"))
+            for problem in exc.problems() if warn_pins else ():  # each also a warning at its line
+                ctx.warn(Problem(f"{name}: no pin fleetflow can read: {problem.message}", problem.location,
+                                 problem.hint))
             continue
         pinned = None if pin.commit is None or not pin.commit.strip("0") else pin.commit  # 000…: never promoted
         entry = EnvironmentStatus(name=name, after=list(env.spec.after), branch=branch, pinned=pinned,
@@ -73,6 +79,9 @@ def fleet_status(ctx: Context, history: int = 3) -> list[EnvironmentStatus]:
                 where = elsewhere[0].location
                 entry.gate_description = (f"no pin fleetflow can read: a BaseRepo is in {where}, outside "
                                           f"{PIN_FILE} at the root of {branch} (move it there)")
+                if warn_pins:
+                    ctx.warn(Problem(f"{name}: no pin fleetflow can read: a BaseRepo is outside {PIN_FILE}", where,
+                                     f"move it to {PIN_FILE} at the root of {branch}"))
         if env_sha is None or pinned is None:
             continue
         statuses = {s.context: s for s in ctx.forge.statuses(ctx.control_plane, pinned)}

@@ -186,7 +186,7 @@ STATES = ("success", "failure", "pending", "error", "none")
 def write_status_page(ctx: Context, output: Path, limit: int = DEFAULT_LIMIT) -> Path:
     """Write ``output/index.html`` (the folder is created; only that file is written). Returns its path."""
     now = ctx.clock()
-    entries = fleet_status(ctx)
+    entries = fleet_status(ctx, warn_pins=True)
     history = read_history(ctx, limit)
     report = compute(history.all(), history.after, now)
     html = render_report("status.html.j2", **page_context(ctx, entries, history, report, now))
