@@ -35,6 +35,7 @@ from fleetflow.forge.rulesets import (
     declined_pushes,
     declined_writes,
     fnmatch_pathname,
+    name_pattern_passes,
     ruleset_of,
     targets_ref,
     writes_text,
@@ -151,3 +152,17 @@ def test_the_pushes_a_branch_rule_declines() -> None:
     signed = [BranchRule("required_signatures", 9), BranchRule("update", 9), BranchRule("update", 9)]
     assert declined_pushes(signed, ("update",)) == {9: ["Require signed commits", "Restrict updates"]}  # once each
     assert declined_pushes([BranchRule("deletion", 1), BranchRule("merge_queue", 2)], head) == {}
+
+
+def test_a_name_pattern_regex_runs_on_re2_as_on_github() -> None:
+    """GitHub runs a ruleset's regex name patterns on RE2 (GitHub Docs, "Creating rulesets for a repository",
+    "Using regular expressions for commit metadata": "Rulesets support RE2 syntax"; negative lookahead is not
+    supported). fleetflow ran them on Python's ``re``, which does not know RE2's ``\\pL`` (every such pattern was
+    then "not judged" and passed) and backtracks (``^(a+)+$`` against a long name of a's took exponential time);
+    on RE2 both are judged as GitHub judges them, and a pattern RE2 refuses is still not judged here."""
+    letters_first = NamePattern("regex", r"^\pL+/")
+    assert name_pattern_passes(letters_first, "fleetflow/auto-merge/dev")
+    assert not name_pattern_passes(letters_first, "1fleetflow/auto-merge/dev")
+    nested = NamePattern("regex", "^(a+)+$")
+    assert not name_pattern_passes(nested, "a" * 40 + "b")  # Python's re: 2^40 steps
+    assert name_pattern_passes(NamePattern("regex", "^(?!fleetflow/)"), "fleetflow/x")  # RE2 refuses: not judged

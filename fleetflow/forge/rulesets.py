@@ -31,6 +31,8 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, Literal
 
+from fleetflow.linear_regex import RegexError, compile_linear
+
 Write = Literal["create", "move", "delete"]  # what fleetflow does to a ref: point it first, repoint it, remove it
 WRITES: tuple[Write, ...] = ("create", "move", "delete")
 _OPERATOR_TEXT = {"starts_with": "start with", "ends_with": "end with", "contains": "contain", "regex": "match"}
@@ -194,11 +196,11 @@ def name_pattern_passes(rule: NamePattern, name: str) -> bool:
         found = name.endswith(rule.pattern)
     elif rule.operator == "contains":
         found = rule.pattern in name
-    else:  # regex (RE2 on GitHub; the common subset reads the same in Python)
+    else:  # regex: RE2, as on GitHub (Docs, "Creating rulesets for a repository": "Rulesets support RE2 syntax")
         try:
-            found = re.search(rule.pattern, name) is not None
-        except re.error:
-            return True  # a pattern Python cannot read is not judged here
+            found = compile_linear(rule.pattern).search(name) is not None
+        except RegexError:
+            return True  # a pattern GitHub would not have taken is not judged here
     return found != rule.negate
 
 
