@@ -13,8 +13,10 @@ Two parsers, one meaning (YAML 1.2 core schema, as ruamel.yaml reads it; see doc
   timestamps with a time, non-string keys, duplicate keys, tags beyond the core ones, a document that is not a
   mapping, a syntax error, a tab or a byte-order mark inside the file) sends the file to
 * the **careful path**: ruamel.yaml's round-trip parser, which knows where every key is and words every error
-  with its line and column. Positions of a file read on the quick path come from the same careful parse, done
-  the first time something asks where a value is (an error message, explain), for that file only.
+  with its line and column. A key that is a boolean or a number becomes the text Kubernetes makes of it (``1.0``
+  is ``"1"``, :mod:`fleetflow.model.yaml_keys`), and duplicates are judged on that text. Positions of a file read
+  on the quick path come from the same careful parse, done the first time something asks where a value is (an
+  error message, explain), for that file only.
 
 Hidden folders are skipped except ``.environments/`` (where Kalypso keeps environments); ``.fleetflowignore``
 (gitignore syntax) at the root of the tree excludes more. Errors are collected, never raised one at a time.
@@ -52,12 +54,14 @@ from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 from fleetflow import __version__
 from fleetflow.errors import Location, Problem, Problems, shown_path
 from fleetflow.linear_regex import Re2Error, RegexError, compile_linear
+from fleetflow.model.yaml_keys import KeyProblem, KubernetesKeys
 
 FLEETFLOW_API = "fleetflow.dev/v1alpha1"
 KALYPSO_API = "scheduler.kalypso.io/v1alpha1"
 ACCEPTED_APIS = (FLEETFLOW_API, KALYPSO_API)
 IGNORE_FILE = ".fleetflowignore"
-CACHE_FORMAT = f"fleetflow {__version__} documents 4"  # 3: a tab is read the careful way; 4: MAX_DEPTH
+CACHE_FORMAT = f"fleetflow {__version__} documents 5"  # 3: a tab is read the careful way; 4: MAX_DEPTH; 5: keys
+# that are numbers or booleans are the text Kubernetes makes of them (yaml_keys.py), not Python's
 VISIBLE_HIDDEN_DIRS = frozenset({".environments"})
 YAML_SUFFIXES = (".yaml", ".yml")
 
@@ -491,7 +495,7 @@ def _positions(
 
 def to_plain(value: Any) -> Any:
     """ruamel's round-trip types → plain dict/list/str/int/float/bool/None (templates get plain data only)."""
-    if isinstance(value, Mapping):
+    if isinstance(value, Mapping):  # keys are text already (yaml_keys.KubernetesKeys made them so)
         return {str(k): to_plain(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
         return [to_plain(v) for v in value]
@@ -509,6 +513,7 @@ def to_plain(value: Any) -> Any:
 
 def _yaml() -> YAML:
     yaml = YAML(typ="rt")
+    yaml.Constructor = KubernetesKeys  # keys that are numbers or booleans: the text Kubernetes makes of them
     yaml.allow_duplicate_keys = False
     return yaml
 
@@ -714,6 +719,9 @@ def _yaml_problem(exc: Exception, display: str, text: str = "") -> Problem:
     the line and column it names, what is wrong and how to fix it."""
     if isinstance(exc, TypeError):
         return _complex_key_problem(Location(display))
+    if isinstance(exc, KeyProblem):  # a key Kubernetes would read otherwise (yaml_keys.py): at the key
+        return Problem(f"invalid YAML: {exc.message}", Location(display, exc.mark.line + 1, exc.mark.column + 1),
+                       exc.hint)
     if isinstance(exc, ReaderError) and isinstance(exc.position, int):  # a character YAML does not allow (NUL):
         # at its line and column, not "position 776 of <unicode string>" (until 2026-11-28)
         before = text[:exc.position]

@@ -1,0 +1,176 @@
+"""Mapping keys as Kubernetes reads them: a key that YAML resolves to a boolean or a number becomes text.
+
+JSON keys are text, so the tools that hand YAML to Kubernetes (kubectl, Flux, Argo CD: all through
+sigs.k8s.io/yaml) turn every other key into text first. What they write is ``convertToJSONableObject`` in
+``yaml.go`` of github.com/kubernetes-sigs/yaml (read at commit aadfabb, go.yaml.in/yaml/v2 v2.4.2 underneath):
+
+* a string stays itself; ``true``/``false`` become ``"true"``/``"false"``;
+* an ``int`` becomes ``strconv.Itoa``, an ``int64`` ``strconv.FormatInt(k, 10)``: the decimal digits;
+* a ``float64`` becomes ``strconv.FormatFloat(k, 'g', -1, 32)``, the shortest text that reads back as the same
+  *float32* (``1.0`` → ``"1"``, ``1e3`` → ``"1000"``, ``1e6`` → ``"1e+06"``, ``3.14159265358979`` →
+  ``"3.1415927"``), with ``"+Inf"``, ``"-Inf"`` and ``"NaN"`` written ``".inf"``, ``"-.inf"`` and ``".nan"``;
+* any other key (null, a ``uint64``, which go-yaml gives for an integer above 2^63-1) is refused: "unsupported
+  map key of type ...".
+
+fleetflow resolves scalars by YAML 1.2 (``yes`` stays text; see :mod:`fleetflow.model.documents`); this module
+only says which text a key it resolved to a boolean, an integer or a float becomes, and refuses a null key and an
+integer key outside int64 (Kubernetes refuses the ``uint64`` ones and would read larger ones as a float, another
+key). :class:`KubernetesKeys` does it while ruamel.yaml builds each mapping, so that a duplicate is judged on the
+text (``true`` and ``1.0`` are two keys, ``"true"`` and ``"1"``; ``1`` and ``1.0`` are one), at the repeated key.
+"""
+
+from __future__ import annotations
+
+import math
+import struct
+from fractions import Fraction
+from typing import Any
+
+from ruamel.yaml.constructor import RoundTripConstructor
+from ruamel.yaml.error import YAMLError
+from ruamel.yaml.nodes import ScalarNode
+
+_STR = "tag:yaml.org,2002:str"
+_BOOL = "tag:yaml.org,2002:bool"
+_INT = "tag:yaml.org,2002:int"
+_FLOAT = "tag:yaml.org,2002:float"
+_NULL = "tag:yaml.org,2002:null"
+_MERGE = "tag:yaml.org,2002:merge"
+_INT64 = range(-(2**63), 2**63)
+_GO_SPECIALS = {"+Inf": ".inf", "-Inf": "-.inf", "NaN": ".nan"}  # yaml.go's own spelling of these
+
+
+def float32(value: float) -> float:
+    """Go's ``float32(value)``: the nearest float32 (ties to even), ±Inf past its range."""
+    try:
+        return float(struct.unpack("<f", struct.pack("<f", value))[0])
+    except OverflowError:  # struct refuses what rounds past float32's largest value; Go makes it infinite
+        return math.copysign(math.inf, value)
+
+
+def _shortest_digits(value: float) -> tuple[str, int]:
+    """The fewest significant digits that read back as the float32 ``value`` (finite, above zero), the nearer of
+    two when two do (the even one when both are as near: 430737.625 is 430737.62), and where the decimal point
+    goes: ``value`` ≈ 0.DIGITS × 10**point. This is what Go's shortest formatting (``roundShortest`` in
+    strconv/ftoa.go) finds, worked out exactly with fractions: a decimal reads back as ``value`` when it lies
+    between the midpoints to the neighbouring float32 values (on them too when ``value``'s mantissa is even: ties
+    round to even)."""
+    bits = struct.unpack("<I", struct.pack("<f", value))[0]
+    biased, mantissa = bits >> 23, bits & 0x7FFFFF
+    if biased:
+        mantissa |= 1 << 23
+    exact = mantissa * Fraction(2) ** (max(biased, 1) - 150)
+    gap_up = Fraction(2) ** (max(biased, 1) - 151)
+    gap_down = gap_up / 2 if mantissa == 1 << 23 and biased > 1 else gap_up  # below a power of two: closer
+    low, high, inclusive = exact - gap_down, exact + gap_up, mantissa % 2 == 0
+    top = len(str(exact.numerator)) - len(str(exact.denominator))  # 10**top <= exact < 10**(top + 1)
+    if exact < Fraction(10) ** top:
+        top -= 1
+    for count in range(1, 10):  # nine significant digits tell every float32 apart
+        shift = top - count + 1
+        step = Fraction(10) ** shift
+        down = exact // step
+        for scaled in sorted((down, down + 1), key=lambda n: (abs(n * step - exact), n % 2)):  # a tie: even
+            candidate = scaled * step
+            if low < candidate < high or (inclusive and candidate in (low, high)):
+                text = str(scaled)
+                return text.rstrip("0"), len(text) + shift
+    raise AssertionError(f"no float32 has more than 9 significant digits: {value!r}")
+
+
+def go_float32_text(value: float) -> str:
+    """``strconv.FormatFloat(value, 'g', -1, 32)``: the value as a float32, in its shortest digits; an exponent
+    (``1e+06``, ``1e-05``) when the exponent is below -4 or at least 6 (Go's ``%g`` with its shortest precision
+    decides at 6), else plain digits."""
+    value = float32(value)
+    if math.isnan(value):
+        return "NaN"
+    if math.isinf(value):
+        return "+Inf" if value > 0 else "-Inf"
+    sign = "-" if math.copysign(1.0, value) < 0 else ""
+    if value == 0:
+        return sign + "0"
+    digits, point = _shortest_digits(abs(value))
+    exponent = point - 1
+    if exponent < -4 or exponent >= 6:
+        mantissa = digits[0] + ("." + digits[1:] if len(digits) > 1 else "")
+        return f"{sign}{mantissa}e{'-' if exponent < 0 else '+'}{abs(exponent):02d}"
+    if point <= 0:
+        return f"{sign}0.{'0' * -point}{digits}"
+    if len(digits) <= point:
+        return sign + digits + "0" * (point - len(digits))
+    return f"{sign}{digits[:point]}.{digits[point:]}"
+
+
+class KeyProblem(YAMLError):
+    """A key Kubernetes would not read as fleetflow does: what is wrong, where (a ruamel mark), how to fix it."""
+
+    def __init__(self, message: str, mark: Any, hint: str) -> None:
+        super().__init__(message)
+        self.message, self.mark, self.hint = message, mark, hint
+
+
+def kubernetes_key(tag: str, value: Any, node: Any) -> str:
+    """The text sigs.k8s.io/yaml makes of a key that fleetflow resolved (``tag``) to ``value``: a boolean, an
+    integer or a float. :class:`KeyProblem` for a null key and an integer outside int64 (``node`` says where)."""
+    if tag == _BOOL:
+        return "true" if value else "false"
+    if tag == _INT:
+        number = int(value)
+        if number not in _INT64:
+            raise KeyProblem(
+                f"the number {number} is too large for a key (Kubernetes reads integer keys up to 2^63-1)",
+                node.start_mark,
+                f'quote the key ("{number}": ...) to keep it as written: Kubernetes refuses a larger integer key '
+                "or reads it as a float, another key")
+        return str(number)
+    if tag == _FLOAT:
+        text = go_float32_text(float(value))
+        return _GO_SPECIALS.get(text, text)
+    raise KeyProblem(
+        "a key that is null (null, ~ or nothing before ':'): Kubernetes refuses it", node.start_mark,
+        'write the key as text, in quotes ("null": ...) if that is the name meant, or remove the entry')
+
+
+def _spelling(node: Any) -> str:
+    """How a key is written in the file (its text between its marks), shortened for a message."""
+    start, end = node.start_mark, node.end_mark
+    buffer = getattr(start, "buffer", None)
+    text = buffer[start.pointer:end.pointer] if isinstance(buffer, str) and end is not None else ""
+    text = " ".join(text.split()) or str(node.value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+class KubernetesKeys(RoundTripConstructor):
+    """ruamel.yaml's round-trip constructor, with every boolean, integer and float key made the text Kubernetes
+    makes of it (:func:`kubernetes_key`) before the mapping is built: its duplicate check, and every later step,
+    see the keys Kubernetes would see. A duplicate written two ways names both spellings."""
+
+    # ruamel's round-trip constructor takes the mapping to fill (its own override carries the same ignore)
+    def construct_mapping(self, node: Any, maptyp: Any, deep: bool = False) -> Any:  # type: ignore[override]
+        node.value = [(self._as_text(key), value) for key, value in node.value]
+        return super().construct_mapping(node, maptyp, deep)
+
+    def _as_text(self, key: Any) -> Any:
+        """A key node as a plain text node: a boolean, integer or float key as Kubernetes writes it, any other
+        scalar that is not plain text (a date, ``!!str 1``, a tag of the user's) as ``documents.to_plain`` wrote it
+        after loading (Python's ``str``), so that the duplicate check compares what later steps get."""
+        tag = key.tag if isinstance(key, ScalarNode) else _MERGE
+        if tag == _MERGE or (tag == _STR and not key.ctag.handle):
+            return key  # text already; a merge key ("<<"); a list or mapping (refused before ruamel reads it)
+        value = self.construct_object(key, deep=True)
+        text = kubernetes_key(tag, value, key) if tag in (_BOOL, _INT, _FLOAT, _NULL) else str(value)
+        return ScalarNode(_STR, text, key.start_mark, key.end_mark, comment=key.comment)
+
+    def check_mapping_key(self, node: Any, key_node: Any, mapping: Any, key: Any, value: Any) -> bool:
+        if key in mapping and not self.allow_duplicate_keys:
+            first = next((k for k, _ in node.value if k is not key_node and self.constructed_objects.get(k) == key),
+                         None)
+            if first is not None and _spelling(first) != _spelling(key_node):
+                raise KeyProblem(
+                    f'duplicate key: {_spelling(first)} (line {first.start_mark.line + 1}) and '
+                    f'{_spelling(key_node)} both become the key "{key}"',
+                    key_node.start_mark,
+                    "each key may appear once per mapping, and a key that is a number, true/false or a date is "
+                    'read as text (1.0 and 1 are both "1"): remove or rename the repeated one')
+        return bool(super().check_mapping_key(node, key_node, mapping, key, value))

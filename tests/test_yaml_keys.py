@@ -1,0 +1,229 @@
+"""Keys that YAML resolves to a boolean, an integer or a float become the text Kubernetes makes of them.
+
+The reference is ``convertToJSONableObject`` in ``yaml.go`` of github.com/kubernetes-sigs/yaml (sigs.k8s.io/yaml,
+which kubectl, Flux and Argo CD use to turn YAML into JSON): a bool key becomes "true"/"false", an int
+``strconv.Itoa``, a float64 ``strconv.FormatFloat(k, 'g', -1, 32)`` (the shortest text of the value as a float32)
+with "+Inf", "-Inf", "NaN" written ".inf", "-.inf", ".nan"; a null key (and a uint64 one) is refused. Its own tests
+(``yaml_test.go``: "float key" 1.2, "large integer key (scientific notation)" 1e+36, "string map: decode float key"
+444.444) are among the cases below. fleetflow keeps its YAML 1.2 resolution (``yes`` stays text): only how a key it
+resolved to a boolean or a number becomes text follows Kubernetes.
+
+Until this change the careful path wrote ``str(key)`` (``True``, ``1.0``, ``1000.0``, ``inf``) and judged
+duplicates on Python values (``true`` and ``1.0`` were one key, ``1`` and ``"1"`` two).
+"""
+
+from __future__ import annotations
+
+import struct
+from decimal import ROUND_FLOOR, Decimal
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from fleetflow.errors import Problem
+from tests.helpers import ENV_FILES, make_plane, parsed, run_cli
+
+
+def _body(text: str) -> dict[str, object]:
+    docs, problems = parsed(text)
+    assert problems == [], [str(p) for p in problems]
+    assert len(docs) == 1
+    return docs[0].body
+
+
+def _one_problem(text: str) -> Problem:
+    docs, problems = parsed(text)
+    assert docs == [] and len(problems) == 1, [str(p) for p in problems]
+    return problems[0]
+
+
+def test_boolean_and_integer_keys_become_kubernetes_text() -> None:
+    """bool: "true"/"false" (yaml.go writes them out); int: strconv.Itoa, the decimal digits of the value fleetflow
+    resolved (YAML 1.2: 0o17 is octal, 0777 decimal, underscores dropped). ``yes`` stays the text "yes". An
+    anchored boolean (ruamel's ScalarBoolean, an int) is a boolean too: it was "1"."""
+    body = _body(
+        "m:\n"
+        "  true: a\n  False: b\n  yes: c\n"
+        "  8080: e\n  0x10: f\n  0o17: g\n  0b101: h\n  1_000: i\n  -42: j\n  +7: k\n  0777: l\n"
+        "  9223372036854775807: n\n  -9223372036854775808: o\n  !!int \"12\": p\n"
+        "anchored:\n  &t TRUE: d\nagain:\n  *t : e\n"
+    )
+    assert body == {
+        "m": {
+            "true": "a", "false": "b", "yes": "c",
+            "8080": "e", "16": "f", "15": "g", "5": "h", "1000": "i", "-42": "j", "7": "k", "777": "l",
+            "9223372036854775807": "n", "-9223372036854775808": "o", "12": "p",
+        },
+        "anchored": {"true": "d"},
+        "again": {"true": "e"},
+    }
+
+
+@pytest.mark.parametrize(
+    ("key", "text"),
+    [
+        ("1.0", "1"),
+        ("1e3", "1000"),
+        ("1.5e3", "1500"),
+        ("-2.50", "-2.5"),
+        ("0.1", "0.1"),  # float32(0.1) is 0.100000001...: its shortest text is still 0.1
+        ("3.3", "3.3"),  # yaml_test.go "float key"
+        ("444.444", "444.444"),  # yaml_test.go "string map: decode float key"
+        ("1e+36", "1e+36"),  # yaml_test.go "large integer key (scientific notation)"
+        ("1e21", "1e+21"),
+        ("123456.0", "123456"),
+        ("1e6", "1e+06"),  # %g with the shortest precision takes the exponent form from 10^6 on
+        ("1234567.0", "1.234567e+06"),
+        ("0.0001", "0.0001"),
+        ("0.00001", "1e-05"),  # and below 10^-4
+        ("1.5e-7", "1.5e-07"),
+        ("3.14159265358979", "3.1415927"),  # bitSize 32: the float32's shortest digits, not the float64's
+        ("16777217.0", "1.6777216e+07"),  # 2^24 + 1 is no float32: the nearest one
+        ("378990.875", "378990.88"),  # two shortest texts as near: the even one
+        ("430737.625", "430737.62"),
+        ("1.4e-45", "1e-45"),  # float32's smallest subnormal
+        ("3.4028234e38", "3.4028235e+38"),  # float32's largest value
+        ("1e-50", "0"),  # below float32's range: zero
+        ("-0.0", "-0"),
+        ("1e39", ".inf"),  # above float32's range: +Inf, which yaml.go writes .inf
+        (".inf", ".inf"),
+        ("+.Inf", ".inf"),
+        ("-.inf", "-.inf"),
+        ("-1e39", "-.inf"),
+        (".nan", ".nan"),
+        (".NaN", ".nan"),
+        ("!!float 1", "1"),
+    ],
+)
+def test_float_keys_become_go_float32_text(key: str, text: str) -> None:
+    """float64: strconv.FormatFloat(k, 'g', -1, 32), then +Inf/-Inf/NaN as .inf/-.inf/.nan (yaml.go). Each key
+    stands beside a ``true`` key, the mix that was a false duplicate for 1.0."""
+    assert _body(f"m:\n  {key}: f\n  true: t\n") == {"m": {text: "f", "true": "t"}}
+
+
+def test_true_and_one_point_zero_are_two_keys() -> None:
+    """The reproduction of the defect: ruamel compared Python values (True == 1.0) and called them duplicates."""
+    assert _body("a:\n  true: x\n  1.0: y\n") == {"a": {"true": "x", "1": "y"}}
+
+
+@pytest.mark.parametrize(
+    ("text", "where", "spellings", "key"),
+    [
+        ("a:\n  1: x\n  1.0: y\n", "f.yaml:3:3", "1 (line 2) and 1.0", "1"),
+        ("a:\n  1.0: x\n  1: y\n", "f.yaml:3:3", "1.0 (line 2) and 1", "1"),
+        ("a:\n  1: x\n  \"1\": y\n", "f.yaml:3:3", '1 (line 2) and "1"', "1"),
+        ("a:\n  x: 0\n  true: x\n  'true': y\n", "f.yaml:4:3", "true (line 3) and 'true'", "true"),
+        ("a: {1e3: x, 1000: y}\n", "f.yaml:1:13", "1e3 (line 1) and 1000", "1000"),
+        ("a:\n  0x10: x\n  16: y\n", "f.yaml:3:3", "0x10 (line 2) and 16", "16"),
+        ("a:\n  .inf: x\n  1e39: y\n", "f.yaml:3:3", ".inf (line 2) and 1e39", ".inf"),
+        ("a:\n  1.00000001: x\n  1: y\n", "f.yaml:3:3", "1.00000001 (line 2) and 1", "1"),  # one float32
+        ("a:\n  !!str 1: x\n  1: y\n", "f.yaml:3:3", "!!str 1 (line 2) and 1", "1"),
+        ("a:\n  2024-01-01: x\n  \"2024-01-01\": y\n", "f.yaml:3:3", '2024-01-01 (line 2) and "2024-01-01"',
+         "2024-01-01"),
+    ],
+)
+def test_keys_that_become_the_same_text_are_duplicates(text: str, where: str, spellings: str, key: str) -> None:
+    """Duplicates are judged on the text every later step (and Kubernetes) gets, at the repeated key; the message
+    names both spellings (Kubernetes would keep one of the two values, in Go's map order: at random)."""
+    problem = _one_problem(text)
+    assert str(problem.location) == where
+    assert problem.message == f'invalid YAML: duplicate key: {spellings} both become the key "{key}"'
+    assert problem.hint is not None and "each key may appear once per mapping" in problem.hint
+
+
+def test_a_duplicate_written_the_same_way_keeps_its_message() -> None:
+    problem = _one_problem("a:\n  1.0: x\n  1.0: y\n")
+    assert str(problem.location) == "f.yaml:3:3"
+    assert problem.message == 'invalid YAML: found duplicate key "1" with value "y" (original value: "x")'
+
+
+@pytest.mark.parametrize(
+    ("text", "where"),
+    [
+        ("a:\n  null: x\n", "f.yaml:2:3"),
+        ("a:\n  b: 1\n  ~: x\n", "f.yaml:3:3"),
+        ("a:\n  Null: x\n", "f.yaml:2:3"),
+        ("a: {b: 1, : x}\n", "f.yaml:1:12"),  # an empty key: ruamel places it at its ':'
+        ("a:\n  - b: 1\n    NULL: x\n", "f.yaml:3:5"),
+    ],
+)
+def test_a_null_key_is_refused_at_its_place(text: str, where: str) -> None:
+    """yaml.go refuses a key it cannot turn into text ("unsupported map key of type: <nil>"): one problem."""
+    problem = _one_problem(text)
+    assert str(problem.location) == where
+    assert problem.message.startswith("invalid YAML: a key that is null")
+    assert problem.hint is not None and '"null"' in problem.hint
+
+
+@pytest.mark.parametrize("key", ["9223372036854775808", "18446744073709551615", "-9223372036854775809"])
+def test_an_integer_key_outside_int64_is_refused(key: str) -> None:
+    """go-yaml gives a uint64 above 2^63-1, which yaml.go refuses, and a float past 2^64 (a different key):
+    fleetflow refuses both, with the quoted key as the fix."""
+    problem = _one_problem(f"a:\n  b: 1\n  {key}: x\n")
+    assert str(problem.location) == "f.yaml:3:3"
+    assert key in problem.message and problem.hint is not None and f'"{key}"' in problem.hint
+
+
+def test_a_mapping_in_a_list_and_where_its_keys_stand() -> None:
+    docs, problems = parsed("items:\n  - name: a\n    true: x\n    1.0: y\n  - 8080: z\n")
+    assert problems == []
+    assert docs[0].body == {"items": [{"name": "a", "true": "x", "1": "y"}, {"8080": "z"}]}
+    assert str(docs[0].where("items", 0, "1")) == "f.yaml:4:10"
+    assert str(docs[0].where("items", 1, "8080")) == "f.yaml:5:11"
+
+
+def _significant_digits(text: str) -> int:
+    """How many significant digits Go's %g text holds ("1.2345679e+08": 8, "100000": 1, "0.0001": 1)."""
+    mantissa = text.split("e")[0].lstrip("-").replace(".", "").lstrip("0")
+    return len(mantissa) if "e" in text else len(mantissa.rstrip("0"))
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.integers(min_value=1, max_value=0x7F7FFFFF))
+def test_float_text_reads_back_as_the_same_float32_in_the_fewest_digits(bits: int) -> None:
+    """FormatFloat with precision -1: "the smallest number of digits necessary such that ParseFloat will return f
+    exactly" (strconv/ftoa.go, bitSize 32), over float32 bit patterns of the whole positive range, subnormals
+    included; of the two texts with that many digits around the value, the nearer."""
+    # imported here, so that the file's other tests run (and fail on their assertions) on the code before this
+    from fleetflow.model.yaml_keys import float32, go_float32_text
+
+    value = struct.unpack("<f", struct.pack("<I", bits))[0]
+    text = go_float32_text(value)
+    assert float32(float(text)) == value, text
+    exact = Decimal(value)
+
+    def around(digits: int) -> list[Decimal]:
+        step = Decimal(1).scaleb(exact.adjusted() - digits + 1)
+        down = (exact / step).to_integral_value(rounding=ROUND_FLOOR) * step
+        return [down, down + step]
+
+    digits = _significant_digits(text)
+    if digits > 1:
+        assert all(float32(float(c)) != value for c in around(digits - 1)), text
+    fits = [c for c in around(digits) if float32(float(c)) == value]
+    assert abs(Decimal(text) - exact) == min(abs(c - exact) for c in fits), text
+
+
+def test_a_configmap_key_reaches_the_rendered_output_as_kubernetes_reads_it(tmp_path: Path) -> None:
+    """End to end: a ConfigMap's ``data`` with keys that are numbers and a boolean, rendered through the config
+    template (``ConfigData | stringify | toYaml``): the keys are the text kubectl would send for the same YAML."""
+    configs = ENV_FILES["configs.yaml"].replace(
+        'REPLICAS: "1"\n', 'REPLICAS: "1"\n          8080: http\n          1.0: one\n          true: "yes"\n', 1)
+    main_dir, env_dir = make_plane(tmp_path, env={"configs.yaml": configs})
+    out = tmp_path / "out"
+    result = run_cli("render", "--main", main_dir, "--env", env_dir, "--environment", "dev", "--output", out)
+    assert result.exit_code == 0, result.output
+    rendered = (out / "cloud-eu" / "app-dev" / "platform-config.yaml").read_text()
+    assert '  "8080": http\n' in rendered and '  "1": one\n' in rendered and '  "true": "yes"\n' in rendered
+
+
+def test_a_null_key_in_a_configmap_stops_the_render_at_its_line(tmp_path: Path) -> None:
+    configs = ENV_FILES["configs.yaml"].replace('REPLICAS: "1"\n', 'REPLICAS: "1"\n          ~: nothing\n', 1)
+    main_dir, env_dir = make_plane(tmp_path, env={"configs.yaml": configs})
+    result = run_cli("render", "--main", main_dir, "--env", env_dir, "--environment", "dev",
+                     "--output", tmp_path / "out")
+    assert result.exit_code == 1
+    assert "configs.yaml:10:3: invalid YAML: a key that is null" in result.output, result.output
+    assert "Traceback" not in result.output
