@@ -23,7 +23,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fleetflow.errors import Problem
-from tests.helpers import ENV_FILES, make_plane, parsed, run_cli
+from fleetflow.model.documents import ParseCache, Tree
+from tests.helpers import ENV_FILES, build_file_tree, make_plane, parsed, run_cli, tree_read
 
 
 def _body(text: str) -> dict[str, object]:
@@ -172,6 +173,20 @@ def test_a_mapping_in_a_list_and_where_its_keys_stand() -> None:
     assert docs[0].body == {"items": [{"name": "a", "true": "x", "1": "y"}, {"8080": "z"}]}
     assert str(docs[0].where("items", 0, "1")) == "f.yaml:4:10"
     assert str(docs[0].where("items", 1, "8080")) == "f.yaml:5:11"
+
+
+def test_positions_of_a_cached_file_name_the_converted_keys(tmp_path: Path) -> None:
+    """A file read from the parse cache has its positions worked out when asked, by libyaml where it can: a key
+    that is a number would stand there under its spelling ("1.0"), so such a file's positions come from ruamel."""
+    root = build_file_tree(tmp_path / "t", {"cm.yaml": "kind: ConfigMap\ndata:\n  1.0: one\n  true: yes\n"})
+    cache = ParseCache(tmp_path / "cache")
+    first, problems = tree_read(Tree(root, "t"), cache)
+    assert problems == [] and first[0].body["data"] == {"1": "one", "true": "yes"}
+    again, _ = tree_read(Tree(root, "t"), cache)  # from the cache: positions on demand
+    assert again[0].body == first[0].body
+    assert str(again[0].where("data", "1")) == "t/cm.yaml:3:8"
+    assert {k: str(v) for k, v in again[0].key_locations("data").items()} == {
+        ("1",): "t/cm.yaml:3:3", ("true",): "t/cm.yaml:4:3"}
 
 
 def _significant_digits(text: str) -> int:

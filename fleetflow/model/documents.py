@@ -391,6 +391,8 @@ def _node_positions(
     values (ruamel places them at the next token), which send the file to ruamel."""
     if node.__class__ is MappingNode:
         for key_node, value_node in node.value:
+            if key_node.__class__ is not ScalarNode or key_node.tag != _STR:
+                raise _Careful("key")  # a number or boolean key is the text Kubernetes makes of it: ruamel's path
             path = (*prefix, key_node.value)
             mark = key_node.start_mark
             keys[path] = (mark.line + 1, mark.column + 1)
