@@ -148,16 +148,22 @@ class KubernetesKeys(RoundTripConstructor):
 
     # ruamel's round-trip constructor takes the mapping to fill (its own override carries the same ignore)
     def construct_mapping(self, node: Any, maptyp: Any, deep: bool = False) -> Any:  # type: ignore[override]
-        node.value = [(self._as_text(key), value) for key, value in node.value]
+        pairs = node.value
+        for index, (key, value) in enumerate(pairs):
+            text = self._as_text(key)
+            if text is not key:
+                pairs[index] = (text, value)
         return super().construct_mapping(node, maptyp, deep)
 
     def _as_text(self, key: Any) -> Any:
         """A key node as a plain text node: a boolean, integer or float key as Kubernetes writes it, any other
         scalar that is not plain text (a date, ``!!str 1``, a tag of the user's) as ``documents.to_plain`` wrote it
         after loading (Python's ``str``), so that the duplicate check compares what later steps get."""
-        tag = key.tag if isinstance(key, ScalarNode) else _MERGE
+        if key.__class__ is not ScalarNode:
+            return key  # a list or a mapping: refused before ruamel reads the file (documents._complex_key)
+        tag = key.ctag.trval
         if tag == _MERGE or (tag == _STR and not key.ctag.handle):
-            return key  # text already; a merge key ("<<"); a list or mapping (refused before ruamel reads it)
+            return key  # text already, or a merge key ("<<")
         value = self.construct_object(key, deep=True)
         text = kubernetes_key(tag, value, key) if tag in (_BOOL, _INT, _FLOAT, _NULL) else str(value)
         return ScalarNode(_STR, text, key.start_mark, key.end_mark, comment=key.comment)
