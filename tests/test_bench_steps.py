@@ -67,7 +67,9 @@ def test_the_profile_growth_lists_what_grows_from_the_small_run_to_the_large_one
     assert own[0][3].endswith(":_busy.<locals>.<genexpr>") or own[0][3].endswith(":<genexpr>")
     assert own[0][0] > 0 and own[0][2] > own[0][1]
     assert [row[0] for row in own] == sorted((row[0] for row in own), reverse=True)
-    assert with_callees[0][3].endswith((":_outer", ":_busy", "sum"))
+    # _outer, _busy, the generator and sum each hold the whole growth, less cProfile's own cost, which load moves:
+    # any of them may come first (CI once had "<built-in method builtins.sum>" on a loaded machine)
+    assert with_callees[0][3].endswith((":_outer", ":_busy", "builtins.sum>", "<genexpr>"))
     assert any(row[3].endswith(":_outer") for row in with_callees)
     everything = profile_growth(profiled(1_000, False), profiled(2_000, True), 1_000)["with callees"]
     only = [row for row in everything if row[3].endswith(":_only_in_the_large_run")]
