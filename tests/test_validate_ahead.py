@@ -384,3 +384,40 @@ def test_two_targets_giving_one_namespace_on_different_cluster_types_are_not_war
     assert code == 0, out + err
     assert "2 assignments scheduled" in out, out
     assert "give one Namespace" not in err, err
+
+
+@pytest.mark.parametrize(("length", "code"), [(235, 0), (236, 1)])
+def test_a_cluster_type_name_must_leave_room_for_its_state_file(tmp_path: Path, length: int, code: int) -> None:
+    """A cluster type's state shard is ``.fleetflow/state/<name>.json``, written through
+    ``.<name>.json.fleetflow-tmp``, and a file name holds 255 bytes (ext4's NAME_MAX; git refuses to check out a
+    longer one: "File name too long"). A name of 236-253 characters, which the general name rule allows, passed
+    validate, then stopped render half-way (errno 36, the manifests already written) and made schedule push a
+    branch no cluster could check out (a bad-input hunt, 2026-11-28). Now it is refused at its line, nothing
+    written; 235 characters render, state file and all."""
+    name = "c" * length
+    types = ENV_FILES["cluster-types/types.yaml"].replace("name: cloud-eu\n", f"name: {name}\n")
+    clusters = ENV_FILES["clusters.yaml"].replace("clusterType: cloud-eu", f"clusterType: {name}")
+    main, env = make_plane(tmp_path, env={"cluster-types/types.yaml": types, "clusters.yaml": clusters})
+    result, out = validate(main, env, "--environment", "dev"), tmp_path / "out"
+    assert result[0] == code, result
+    rendered = run_cli("render", "--main", main, "--env", env, "--environment", "dev", "--output", out)
+    assert rendered.exit_code == code, rendered.output
+    if code:
+        assert f"types.yaml:4:9: invalid name '{name}' (236 characters)" in result[2], result[2]
+        assert "at most 235 characters (a cluster type's name is also the file name of its state" in result[2]
+        assert tree_bytes(out) == {}
+    else:
+        assert f".fleetflow/state/{name}.json" in tree_bytes(out)
+
+
+def test_a_byte_order_mark_before_the_first_ignore_pattern_is_skipped_as_git_skips_it(tmp_path: Path) -> None:
+    """An editor that saves UTF-8 with a byte-order mark put it before the first pattern of ``.fleetflowignore``,
+    which then no longer matched (a bad-input hunt, 2026-11-28): the file it named was read, and refused as a kind
+    fleetflow does not know. git skips the mark in a ``.gitignore`` (``dir.c``, ``add_patterns_from_buffer``: "skip
+    utf8 bom"), and so does fleetflow now."""
+    secret = "apiVersion: v1\nkind: Secret\nmetadata:\n  name: s\n"
+    main, env = make_plane(tmp_path, env={"secret.yaml": secret})
+    (env / ".fleetflowignore").write_bytes(b"\xef\xbb\xbfsecret.yaml\n")
+    code, out, err = validate(main, env, "--environment", "dev")
+    assert code == 0, out + err
+    assert "Secret" not in err

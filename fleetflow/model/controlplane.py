@@ -29,6 +29,7 @@ from fleetflow.model.documents import (
     value_kind,
 )
 from fleetflow.model.resources import (
+    CLUSTER_TYPE_NAME_LIMIT,
     KIND_ORIGINS,
     LABEL_KEY_PATTERN,
     NAME_LIMIT,
@@ -211,12 +212,14 @@ def build_resource(doc: Document, origin: str, problems: Problems) -> Resource[A
                      "write the name as text (quote a number: name: \"123\")")
     elif not name:
         problems.add("metadata.name is missing", doc.where("metadata"), "give the resource a name")
-    elif not NAME_PATTERN.match(name) or len(name) > NAME_LIMIT:
+    elif not NAME_PATTERN.match(name) or len(name) > (limit := CLUSTER_TYPE_NAME_LIMIT if kind == "ClusterType"
+                                                       else NAME_LIMIT):
         problems.add(
-            f"invalid name {name!r}" + (f" ({len(name)} characters)" if len(name) > NAME_LIMIT else ""),
+            f"invalid name {name!r}" + (f" ({len(name)} characters)" if len(name) > limit else ""),
             doc.where("metadata", "name"),
             f"use lowercase letters, digits, '-' and '.', starting and ending with a letter or digit, at most "
-            f"{NAME_LIMIT} characters",
+            f"{limit} characters" + (" (a cluster type's name is also the file name of its state, <name>.json, "
+                                     "and a file name holds 255 bytes)" if kind == "ClusterType" else ""),
         )
     meta = doc.metadata  # once for both maps
     labels = _string_map(doc, meta, "labels", problems)

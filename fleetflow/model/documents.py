@@ -891,7 +891,7 @@ def _read_ignore(data: bytes | None, display: str, problems: Problems) -> tuple[
     if data is None:
         return True, None
     try:
-        text = data.decode("utf-8")
+        text = data.decode("utf-8-sig")  # a byte-order mark first is skipped, as git skips it in .gitignore
     except UnicodeDecodeError:
         problems.add("file is not UTF-8 text", Location(display),
                      "save it as UTF-8: it names the files fleetflow leaves out, so none of this tree is read until "
@@ -1228,7 +1228,7 @@ def _parse_file(display: str, data: bytes, source: Source, problems: Problems) -
     """The documents of one file's bytes, and whether it read cleanly: only then does the parse cache keep them
     (a file with problems is parsed again, so that its messages are always fresh). Problems go to ``problems``."""
     try:
-        text = data.decode("utf-8")
+        text = data.decode("utf-8-sig")  # a byte-order mark first is skipped, as git skips it in .gitignore
     except UnicodeDecodeError:
         problems.add("file is not UTF-8 text", Location(display), "save it as UTF-8")
         return [], False

@@ -36,6 +36,9 @@ def _branch(value: str | None) -> str | None:
 
 NAME_PATTERN = re.compile(r"^[a-z0-9]([a-z0-9._-]{0,251}[a-z0-9])?$")
 NAME_LIMIT = 253  # characters of a name (NAME_PATTERN's, Kubernetes' DNS subdomain names')
+CLUSTER_TYPE_NAME_LIMIT = 235  # a cluster type names its state shard, <name>.json, written through a temporary
+# .<name>.json.fleetflow-tmp: 20 characters more, and a file name holds 255 bytes (ext4, XFS, APFS; git
+# refuses to check out a longer one: "File name too long")
 LABEL_KEY_PATTERN = re.compile(
     r"^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$"
 )
