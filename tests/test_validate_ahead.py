@@ -421,3 +421,33 @@ def test_a_byte_order_mark_before_the_first_ignore_pattern_is_skipped_as_git_ski
     code, out, err = validate(main, env, "--environment", "dev")
     assert code == 0, out + err
     assert "Secret" not in err
+
+
+@pytest.mark.parametrize(("standing", "said"), [
+    ("folder", "a folder stands where fleetflow writes the file cloud-eu/app-dev/reconciler.yaml"),
+    ("file", "a file stands where fleetflow writes the folder cloud-eu/"),
+], ids=["folder-where-a-file-goes", "file-where-a-folder-goes"])
+def test_render_and_plan_refuse_what_stands_in_the_way_before_writing(
+    tmp_path: Path, standing: str, said: str
+) -> None:
+    """A folder where a rendered file goes, or a file where a cluster-type folder goes, in the output folder:
+    render wrote the other files, then stopped on the temporary file (errno 21 or 20, exit 2), left
+    ``.reconciler.yaml.fleetflow-tmp`` in the GitOps tree, said "the next render finishes the job" (it failed the
+    same way), and plan said nothing (a bad-input hunt, 2026-11-28). Now both refuse with the path (exit 1), the
+    schedule's rule on the GitOps branch, and render writes nothing."""
+    main, env = make_plane(tmp_path)
+    out = tmp_path / "out"
+    if standing == "folder":
+        (out / "cloud-eu" / "app-dev" / "reconciler.yaml").mkdir(parents=True)
+        (out / "cloud-eu" / "app-dev" / "reconciler.yaml" / "mine.txt").write_text("kept\n")
+    else:
+        out.mkdir()
+        (out / "cloud-eu").write_text("kept\n")
+    before = tree_bytes(out)
+    planned = run_cli("plan", "--main", main, "--env", env, "--environment", "dev", "--output", out)
+    assert planned.exit_code == 1 and said in planned.stderr, planned.output
+    rendered = run_cli("render", "--main", main, "--env", env, "--environment", "dev", "--output", out)
+    assert rendered.exit_code == 1 and said in rendered.stderr, rendered.output
+    assert "Nothing was written to" in rendered.stderr and "finishes the job" not in rendered.stderr
+    assert tree_bytes(out) == before
+    assert not list(out.rglob("*.fleetflow-tmp"))

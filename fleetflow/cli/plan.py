@@ -11,7 +11,7 @@ from fleetflow.cli.errors import handled
 from fleetflow.cli.render import foreign_lines, render_start
 from fleetflow.cli.terminal import TERMINAL
 from fleetflow.render.diff import plan_diff
-from fleetflow.render.output import FolderTree, survey
+from fleetflow.render.output import FolderTree, in_the_way, survey
 from fleetflow.render.pipeline import render_environment
 from fleetflow.render.summary import PlanSummary, changes_text, headline
 
@@ -54,6 +54,7 @@ def plan(
         for warning in result.warnings:
             reply.warn(warning)
         owned = survey(output, result, previous)
+        in_the_way(output, result, owned)
         text = plan_diff(FolderTree(output), result, owned, state=previous) if diff else ""
 
         def show() -> None:

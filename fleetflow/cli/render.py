@@ -13,7 +13,7 @@ from fleetflow.cli.terminal import TERMINAL
 from fleetflow.errors import Problems, UsageError, shown_path
 from fleetflow.model.controlplane import ControlPlane
 from fleetflow.render.incremental import RenderState
-from fleetflow.render.output import apply_result, read_state, survey
+from fleetflow.render.output import apply_result, in_the_way, read_state, survey
 from fleetflow.render.pipeline import Meta, render_environment
 from fleetflow.render.summary import RenderSummary, changes_text, headline
 
@@ -84,6 +84,7 @@ def render(
             progress=TERMINAL.progress(fmt),
         )
         owned = survey(output, result, previous, sweep=full or prune_foreign)
+        in_the_way(output, result, owned)  # before the closing line below: nothing is written when it refuses
         if prune_foreign and owned.foreign and not yes:
             _confirm_prune(output, owned.foreign)
         reply.written = (

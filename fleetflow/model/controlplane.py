@@ -50,6 +50,10 @@ from fleetflow.model.resources import (
 )
 
 PLATFORM_CONFIG_LABEL = "platform-config"
+
+
+def _name_limit(kind: str) -> int:
+    return CLUSTER_TYPE_NAME_LIMIT if kind == "ClusterType" else NAME_LIMIT
 PRIORITY_ANNOTATION = "fleetflow.dev/priority"
 DEFAULT_WORKSPACE = "default"
 
@@ -212,8 +216,8 @@ def build_resource(doc: Document, origin: str, problems: Problems) -> Resource[A
                      "write the name as text (quote a number: name: \"123\")")
     elif not name:
         problems.add("metadata.name is missing", doc.where("metadata"), "give the resource a name")
-    elif not NAME_PATTERN.match(name) or len(name) > (limit := CLUSTER_TYPE_NAME_LIMIT if kind == "ClusterType"
-                                                       else NAME_LIMIT):
+    elif not NAME_PATTERN.match(name) or len(name) > _name_limit(kind):
+        limit = _name_limit(kind)
         problems.add(
             f"invalid name {name!r}" + (f" ({len(name)} characters)" if len(name) > limit else ""),
             doc.where("metadata", "name"),

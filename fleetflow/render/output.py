@@ -77,8 +77,38 @@ def _write_if_changed(path: Path, data: bytes) -> bool:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.fleetflow-tmp")
     tmp.write_bytes(data)
-    os.replace(tmp, path)
+    try:
+        os.replace(tmp, path)
+    except OSError:
+        tmp.unlink(missing_ok=True)  # no stray temporary file left in the GitOps tree
+        raise
     return True
+
+
+def in_the_way(root: Path, result: RenderResult, owned: Ownership) -> None:
+    """InputError, before anything is written, when something fleetflow did not write stands where the render
+    writes: a file or a link where a cluster-type or assignment folder goes, a folder where a file goes. Writing
+    would fail half-way (errno 20/21, the other files already written) or replace what fleetflow must keep (the
+    GitOps branch's check, :func:`fleetflow.promotion.gitops.in_the_way`, is the same rule; a bad-input hunt found
+    ``render`` writing part of the output, then stopping, 2026-11-28). ``plan`` says the same."""
+    wanted = set(result.files) | set(result.reporters)
+    folders = {p.rpartition("/")[0] for p in wanted} - {""}
+    folders |= {f.rpartition("/")[0] for f in folders} - {""}
+    doomed = set(owned.delete)
+    problems = Problems()
+    for path in sorted(folders | wanted):
+        if path in doomed:
+            continue
+        where = root / path
+        if path in folders and (where.is_file() or (where.is_symlink() and not where.is_dir())):
+            problems.add(f"a file stands where fleetflow writes the folder {path}/", Location(str(where)),
+                         "fleetflow did not write it, and writing the folder would delete it: move or rename it, "
+                         "then run again; nothing was written")
+        elif path in wanted and where.is_dir() and not where.is_symlink():
+            problems.add(f"a folder stands where fleetflow writes the file {path}", Location(f"{where}/"),
+                         "fleetflow did not write it, and writing the file would delete the folder and all it "
+                         "holds: move or rename it, then run again; nothing was written")
+    problems.raise_if_any()
 
 
 def _files_under(root: Path, folder: Path) -> list[str]:
@@ -122,8 +152,9 @@ def apply_result(
     written last, so an interrupted run is finished by the next one.
     """
     report = WriteReport()
-    root.mkdir(parents=True, exist_ok=True)
     owned = owned if owned is not None else survey(root, result, previous, sweep=sweep or prune_foreign)
+    in_the_way(root, result, owned)
+    root.mkdir(parents=True, exist_ok=True)
     grouped: dict[str, dict[str, bytes]] = {}
     for path, data in result.files.items():
         aid, _, name = path.rpartition("/")
