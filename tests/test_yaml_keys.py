@@ -242,3 +242,31 @@ def test_a_null_key_in_a_configmap_stops_the_render_at_its_line(tmp_path: Path) 
     assert result.exit_code == 1
     assert "configs.yaml:10:3: invalid YAML: a key that is null" in result.output, result.output
     assert "Traceback" not in result.output
+
+
+def test_timestamps_binary_and_sets_reach_the_output_as_written_not_as_python_reprs(tmp_path: Path) -> None:
+    """A ConfigMap's values through the config template: a date-time stays the text it is written as (go-yaml v2
+    leaves a timestamp read into an ``interface{}`` a string, ``decode.go``: "for backward compatibility reasons we
+    set it as a string"; the quick path already kept a date so), also inside a value holding YAML (Kalypso's
+    parse), and so does one that is no date (``2024-02-30``, an error until now; go-yaml leaves it text);
+    ``!!binary`` is its decoded text; ``!!set`` the mapping of nulls YAML defines it as. They were
+    ``"2024-01-01T10:00:00+00:00"``, ``b'hello'`` and ``set(odict_keys(['a', 'b']))`` (a bad-input hunt,
+    2026-11-28)."""
+    configs = ENV_FILES["configs.yaml"].replace('REPLICAS: "1"\n', (
+        'REPLICAS: "1"\n'
+        "          WINDOW_START: 2024-01-01T10:00:00Z\n"
+        "          OFFSET: 2024-1-1t1:00:00.50-02:00\n"
+        "          DAY: 2024-01-01\n"
+        "          NO_DAY: 2024-02-30\n"
+        "          CERT: !!binary aGVsbG8=\n"
+        "          FLAGS: !!set {a, b}\n"
+        "          NESTED: '{when: 2024-01-01T10:00:00Z}'\n"), 1)
+    main_dir, env_dir = make_plane(tmp_path, env={"configs.yaml": configs})
+    out = tmp_path / "out"
+    result = run_cli("render", "--main", main_dir, "--env", env_dir, "--environment", "dev", "--output", out)
+    assert result.exit_code == 0, result.output
+    rendered = (out / "cloud-eu" / "app-dev" / "platform-config.yaml").read_text()
+    for line in ('  WINDOW_START: "2024-01-01T10:00:00Z"\n', '  OFFSET: "2024-1-1t1:00:00.50-02:00"\n',
+                 '  DAY: "2024-01-01"\n', '  NO_DAY: "2024-02-30"\n', "  CERT: hello\n", '  FLAGS: "{\\"a\\":null,\\"b\\":null}"\n',
+                 '  NESTED: "{\\"when\\":\\"2024-01-01T10:00:00Z\\"}"\n'):
+        assert line in rendered, rendered

@@ -116,7 +116,7 @@ def test_scalars_mean_what_yaml_1_2_says(text: str, expected: Any) -> None:
     [
         # merge keys, date-times, non-string keys, a %YAML directive, other tags: the careful path reads them
         ("a: &x {k: 1}\nb:\n  <<: *x\n  j: 2\n", {"a": {"k": 1}, "b": {"j": 2, "k": 1}}),
-        ("t: 2001-12-14 21:59:43.10 -5\n", {"t": "2001-12-14 21:59:43.100000-05:00"}),
+        ("t: 2001-12-14 21:59:43.10 -5\n", {"t": "2001-12-14 21:59:43.10 -5"}),  # as written (go-yaml v2 too)
         ("1: one\n", {"1": "one"}),
         ("%YAML 1.1\n---\nv: yes\n", {"v": True}),
         ("v: !custom {a: 1}\nw: !x 12\n", {"v": {"a": 1}, "w": "12"}),
@@ -235,7 +235,6 @@ def test_aliases_are_copies_as_before() -> None:
         ("a: 1\nb: [\n", "f.yaml:3:1", "invalid YAML"),
         ("a: 1\nb: 2\na: 3\n", "f.yaml:3:1", "duplicate key"),
         ("kind: A\n---\n- x\n", "f.yaml:3", "document 2 is a list, not a mapping"),
-        ("v: 2024-02-30\n", "f.yaml", "invalid YAML: day is out of range"),  # crashed before
         ("v: -_\n", "f.yaml", "invalid YAML"),  # ruamel's int constructor raised IndexError: crashed before
         # a key that is a mapping with a list in it: ruamel raised TypeError (unhashable), a crash, found by the
         # mutated files; a list or mapping key without one became its Python text ("('x',)") as a key

@@ -24,6 +24,7 @@ Hidden folders are skipped except ``.environments/`` (where Kalypso keeps enviro
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import datetime
 import hashlib
@@ -35,6 +36,7 @@ import stat
 import tempfile
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -60,8 +62,9 @@ FLEETFLOW_API = "fleetflow.dev/v1alpha1"
 KALYPSO_API = "scheduler.kalypso.io/v1alpha1"
 ACCEPTED_APIS = (FLEETFLOW_API, KALYPSO_API)
 IGNORE_FILE = ".fleetflowignore"
-CACHE_FORMAT = f"fleetflow {__version__} documents 5"  # 3: a tab is read the careful way; 4: MAX_DEPTH; 5: keys
-# that are numbers or booleans are the text Kubernetes makes of them (yaml_keys.py), not Python's
+CACHE_FORMAT = f"fleetflow {__version__} documents 6"  # 3: a tab is read the careful way; 4: MAX_DEPTH; 5: keys
+# that are numbers or booleans are the text Kubernetes makes of them (yaml_keys.py), not Python's; 6: timestamps stay
+# their text, !!binary is its decoded text, !!set a mapping of nulls
 VISIBLE_HIDDEN_DIRS = frozenset({".environments"})
 YAML_SUFFIXES = (".yaml", ".yml")
 
@@ -509,7 +512,14 @@ def to_plain(value: Any) -> Any:
         return float(value)
     if isinstance(value, str):
         return str(value)
-    # dates, timestamps and other YAML types: keep their text form
+    if isinstance(value, bytes):  # !!binary: the decoded text, as go-yaml v2 gives it (base64 again if not UTF-8)
+        try:
+            return value.decode("utf-8")
+        except UnicodeDecodeError:
+            return base64.b64encode(value).decode("ascii")
+    if isinstance(value, AbstractSet):  # !!set: the mapping of null values YAML defines it as, not a Python repr
+        return {str(k): None for k in value}
+    # other YAML types: their text form (timestamps are their text already, yaml_keys._timestamp_as_written)
     return str(value)
 
 

@@ -26,7 +26,7 @@ import struct
 from fractions import Fraction
 from typing import Any
 
-from ruamel.yaml.constructor import RoundTripConstructor
+from ruamel.yaml.constructor import RoundTripConstructor, SafeConstructor
 from ruamel.yaml.error import YAMLError
 from ruamel.yaml.nodes import ScalarNode
 
@@ -36,6 +36,7 @@ _INT = "tag:yaml.org,2002:int"
 _FLOAT = "tag:yaml.org,2002:float"
 _NULL = "tag:yaml.org,2002:null"
 _MERGE = "tag:yaml.org,2002:merge"
+_TIMESTAMP = "tag:yaml.org,2002:timestamp"
 _INT64 = range(-(2**63), 2**63)
 _GO_SPECIALS = {"+Inf": ".inf", "-Inf": "-.inf", "NaN": ".nan"}  # yaml.go's own spelling of these
 
@@ -180,3 +181,22 @@ class KubernetesKeys(RoundTripConstructor):
                     "each key may appear once per mapping, and a key that is a number, true/false or a date is "
                     'read as text (1.0 and 1 are both "1"): remove or rename the repeated one')
         return bool(super().check_mapping_key(node, key_node, mapping, key, value))
+
+
+def _timestamp_as_written(constructor: Any, node: Any, values: Any = None) -> str:
+    """A timestamp (``2024-01-01T10:00:00Z``) stays the text it is written as, as go-yaml v2 leaves one read into
+    an ``interface{}`` ("for backward compatibility reasons we set it as a string", ``decode.go``) and as the quick
+    path leaves a date: ruamel built a datetime, which ``to_plain`` wrote back as ``2024-01-01 10:00:00+00:00``
+    (a bad-input hunt, 2026-11-28)."""
+    return str(constructor.construct_scalar(node))
+
+
+KubernetesKeys.add_constructor(_TIMESTAMP, _timestamp_as_written)
+
+
+class TextTimestamps(SafeConstructor):
+    """ruamel.yaml's safe constructor with timestamps left as the text they are written as (see
+    :func:`_timestamp_as_written`): for YAML held in a ConfigMap value, which Kalypso (Go) reads the same way."""
+
+
+TextTimestamps.add_constructor(_TIMESTAMP, _timestamp_as_written)

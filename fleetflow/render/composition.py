@@ -30,6 +30,7 @@ from ruamel.yaml import YAML
 from fleetflow.errors import Location
 from fleetflow.model.controlplane import PLATFORM_CONFIG_LABEL
 from fleetflow.model.documents import unwalkable
+from fleetflow.model.yaml_keys import TextTimestamps
 from fleetflow.render.canonical import canonical_json
 
 CLUSTER_TYPE = "cluster-type"
@@ -423,6 +424,7 @@ class Composer:
 
     def __init__(self, sources: Sequence[ConfigSource]) -> None:
         yaml = YAML(typ="safe", pure=True)
+        yaml.Constructor = TextTimestamps  # a date-time in a value's YAML stays its text, as Kalypso (Go) keeps it
         ordered = sorted(sources, key=precedence_key)
         self._layers = tuple(
             _Layer(rank, source, _requirements(source.labels), yaml) for rank, source in enumerate(ordered)
