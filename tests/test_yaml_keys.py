@@ -267,6 +267,7 @@ def test_timestamps_binary_and_sets_reach_the_output_as_written_not_as_python_re
     assert result.exit_code == 0, result.output
     rendered = (out / "cloud-eu" / "app-dev" / "platform-config.yaml").read_text()
     for line in ('  WINDOW_START: "2024-01-01T10:00:00Z"\n', '  OFFSET: "2024-1-1t1:00:00.50-02:00"\n',
-                 '  DAY: "2024-01-01"\n', '  NO_DAY: "2024-02-30"\n', "  CERT: hello\n", '  FLAGS: "{\\"a\\":null,\\"b\\":null}"\n',
+                 '  DAY: "2024-01-01"\n', '  NO_DAY: "2024-02-30"\n', "  CERT: hello\n",
+                 '  FLAGS: "{\\"a\\":null,\\"b\\":null}"\n',
                  '  NESTED: "{\\"when\\":\\"2024-01-01T10:00:00Z\\"}"\n'):
         assert line in rendered, rendered
