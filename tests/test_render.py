@@ -8,7 +8,7 @@ from pathlib import Path
 
 from fleetflow.errors import Problems
 from fleetflow.render.output import read_state
-from tests.helpers import build_file_tree, make_plane, run_cli, tree_bytes
+from tests.helpers import ENV_FILES, build_file_tree, make_plane, run_cli, tree_bytes
 
 
 def render(main: Path, env: Path, out: Path, *extra: str) -> tuple[int, str]:
@@ -267,6 +267,32 @@ def test_explain_shows_provenance_and_overrides(tmp_path: Path) -> None:
     assert [v["key"] for v in data["values"]] == ["REPLICAS"]
     assert data["values"][0]["from"]["configMap"] == "env-wide"
     assert data["values"][0]["from"]["line"] == 9
+
+
+def test_explain_finds_and_tells_apart_keys_that_hold_dots(tmp_path: Path) -> None:
+    """ConfigMap keys such as ``spring.datasource.url`` hold dots: ``--key spring.datasource.url`` said the key was
+    not set (the key was split at its dots), and a top-level ``x.y`` and ``y`` under ``x`` were both shown as
+    ``x.y``, the top-level one hidden by ``--key x.y`` (a bad-input hunt, 2026-11-28). A key with a dot is shown in
+    quotes; ``--key`` finds a path written with dots or as shown."""
+    configs = ENV_FILES["configs.yaml"].replace('REPLICAS: "1"\n', (
+        'REPLICAS: "1"\n          spring.datasource.url: jdbc:postgresql://db/app\n'
+        '          x.y: top\n          x:\n            y: nested\n'), 1)
+    main, env = make_plane(tmp_path, env={"configs.yaml": configs})
+
+    def explain(*key: str) -> str:
+        result = run_cli("explain", "--main", main, "--env", env, "--environment", "dev", "--assignment",
+                         "cloud-eu/app-dev", *key)
+        assert result.exit_code == 0, result.output
+        return result.stdout
+
+    whole = explain()
+    assert """"spring.datasource.url" = 'jdbc:postgresql://db/app'""" in whole
+    assert """"x.y" = 'top'""" in whole and "x.y = 'nested'" in whole
+    assert """"spring.datasource.url" = 'jdbc""" in explain("--key", "spring.datasource.url")
+    both = explain("--key", "x.y")
+    assert """"x.y" = 'top'""" in both and "x.y = 'nested'" in both
+    only_top = explain("--key", '"x.y"')
+    assert """"x.y" = 'top'""" in only_top and "'nested'" not in only_top
 
 
 def test_explain_unknown_assignment(tmp_path: Path) -> None:

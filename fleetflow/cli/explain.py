@@ -11,7 +11,7 @@ from fleetflow.cli.common import FORMAT, check_environment, load, trees
 from fleetflow.cli.errors import handled
 from fleetflow.errors import InputError, Problem
 from fleetflow.render.composition import Provenance
-from fleetflow.render.explain import Explanation, explain_assignment
+from fleetflow.render.explain import Explanation, explain_assignment, key_text
 
 
 def _show(value: object) -> str:
@@ -63,7 +63,7 @@ def _text(explanation: Explanation, entries: list[Provenance], assignment: str, 
         f"  ConfigMaps applied, lowest precedence first: {', '.join(explanation.composed.sources) or 'none'}"
     )
     for entry in entries:
-        click.echo(f"{'.'.join(entry.path)} = {_show(entry.winner.value)}")
+        click.echo(f"{key_text(entry.path)} = {_show(entry.winner.value)}")
         click.echo(f"    from {entry.winner.source} at {entry.winner.location}")
         for lost in entry.overridden:
             click.echo(f"    overrides {_show(lost.value)} from {lost.source} at {lost.location}")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,8 +27,10 @@ class Explanation:
         items = sorted(self.composed.provenance.values(), key=lambda p: p.path)
         if key is None:
             return items
-        wanted = tuple(key.split("."))
-        return [p for p in items if p.path[: len(wanted)] == wanted]
+        # a key may hold dots itself (spring.datasource.url): the key asked for is a path written with dots, or
+        # the same as shown (key_text: such a key in quotes), at any depth from the top
+        return [p for p in items
+                if any(key in (".".join(p.path[:n]), key_text(p.path[:n])) for n in range(1, len(p.path) + 1))]
 
     def result(self, key: str | None = None) -> ExplainResult:
         """The explanation as ``fleetflow explain --format json`` prints it (only ``key`` and below, if given)."""
@@ -37,7 +40,7 @@ class Explanation:
             sources=list(self.composed.sources),
             values=[
                 ExplainedValue(
-                    key=".".join(p.path),
+                    key=key_text(p.path),
                     value=p.winner.value,
                     source=ValueSource(config_map=p.winner.source, **dict(p.winner.location)),
                     overrode=[
@@ -48,6 +51,13 @@ class Explanation:
                 for p in self.entries(key)
             ],
         )
+
+
+def key_text(path: tuple[str, ...]) -> str:
+    """A config key's path as shown: its keys joined with '.', a key that holds a '.' or a '"' in quotes (the
+    top-level key ``x.y`` is ``"x.y"``, the key ``y`` under ``x`` is ``x.y``: a bad-input hunt found the two shown
+    alike, and ``--key spring.datasource.url`` not finding a key of that name, 2026-11-28)."""
+    return ".".join(json.dumps(k, ensure_ascii=False) if "." in k or '"' in k else k for k in path)
 
 
 class ValueSource(Result):
