@@ -451,3 +451,23 @@ def test_render_and_plan_refuse_what_stands_in_the_way_before_writing(
     assert "Nothing was written to" in rendered.stderr and "finishes the job" not in rendered.stderr
     assert tree_bytes(out) == before
     assert not list(out.rglob("*.fleetflow-tmp"))
+
+
+def test_strict_says_why_it_fails_and_not_ok(tmp_path: Path) -> None:
+    """``validate --strict`` failing on a warning printed "ok: dev: ..." and exited 1, and its JSON had ``ok:
+    false`` with no problem at all: the reason was only among the warnings (a bad-input hunt, 2026-11-28). Now one
+    problem says the warnings fail the check, and the text does not say "ok"; without --strict nothing changes."""
+    configs = ENV_FILES["configs.yaml"].replace('platform-config: "true"\n            kind: edge',
+                                                'platform-config: "true"\n            kidn: edge')
+    main, env = make_plane(tmp_path, env={"configs.yaml": configs})
+    code, out, err = validate(main, env, "--environment", "dev", "--strict")
+    assert code == 1, out + err
+    assert "ok:" not in out and "checked, with warnings: dev:" in out, out
+    assert "1 warning and --strict: each warning fails the check" in err, err
+    code, out, _ = validate(main, env, "--environment", "dev", "--strict", "--format", "json")
+    data = json.loads(out)
+    assert (code, data["ok"], data["exitCode"]) == (1, False, 1)
+    assert [p["message"] for p in data["problems"]] == ["1 warning and --strict: each warning fails the check"]
+    assert len(data["warnings"]) == 1
+    code, out, err = validate(main, env, "--environment", "dev")
+    assert code == 0 and out.startswith("ok: dev:"), out + err

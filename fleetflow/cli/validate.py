@@ -139,18 +139,23 @@ def _reply(reply: Reply, found: Findings, strict: bool, into: str | None, step: 
         step.report(validate_report(summary, reply.warnings, strict_fail))
 
     def text() -> None:
+        said = "checked, with warnings" if strict_fail else "ok"  # not "ok" on a run that fails
         for env in found.checked:
             trees = f" ({env.main_tree} + {env.env_tree})" if into else ""
-            click.echo(f"ok: {env.name}: {env.assignments} assignments scheduled, composed, validated and "
+            click.echo(f"{said}: {env.name}: {env.assignments} assignments scheduled, composed, validated and "
                        f"rendered{trees}")
         if not found.checked:
             click.echo("nothing to check: no environment could be paired with the change (see the warnings)")
-        if strict_fail:
-            click.echo(f"{len(reply.warnings)} warnings and --strict: failing.", err=True)
 
+    # under --strict the warnings are why it fails: one problem says so (JSON's problems were empty, and the text
+    # said "ok:" above an exit 1, until 2026-11-28)
+    count = len(set(found.warnings))
+    failing = [Problem(f"{count} warning{'s' if count != 1 else ''} and --strict: each warning fails the check",
+                       None, "fix what the warnings say, or run without --strict")] if strict_fail else []
     reply.done(
         summary,
         text,
+        problems=failing,
         exit_code=ExitCode.REFUSED if strict_fail else None,
     )
 
