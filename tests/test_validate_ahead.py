@@ -471,3 +471,38 @@ def test_strict_says_why_it_fails_and_not_ok(tmp_path: Path) -> None:
     assert len(data["warnings"]) == 1
     code, out, err = validate(main, env, "--environment", "dev")
     assert code == 0 and out.startswith("ok: dev:"), out + err
+
+
+@pytest.mark.parametrize(("path", "said"), [
+    ("nope", "path 'nope' not found in"),
+    ("../..", "workload path '../..' leaves the repository"),
+], ids=["missing", "outside"])
+def test_a_registration_path_problem_is_at_its_line(tmp_path: Path, path: str, said: str) -> None:
+    """A WorkloadRegistration whose ``path`` names nothing in the branch, or leaves the repository, was reported
+    with no file and line (a bad-input hunt, 2026-11-28), where a fetch failure of the same registration had
+    them: it is at the registration's ``path`` line now, with a hint."""
+    import git
+
+    app_repo = tmp_path / "app-repo"
+    repo = git.Repo.init(app_repo, initial_branch="main")
+    build_file_tree(app_repo, {"wl/workload.yaml": MAIN_FILES["workloads/app.yaml"]})
+    repo.git.add("-A")
+    repo.index.commit("workload")
+    registration = f"""
+        apiVersion: fleetflow.dev/v1alpha1
+        kind: WorkloadRegistration
+        metadata:
+          name: app
+        spec:
+          workload:
+            repo: {app_repo.as_uri()}
+            branch: main
+            path: {path}
+          workspace: team-a
+    """
+    main, env = make_plane(tmp_path, {"registrations/app.yaml": registration}, drop=("workloads/app.yaml",))
+    code, out, _ = validate(main, env, "--environment", "dev", "--format", "json")
+    assert code == 1, out
+    [problem] = [p for p in json.loads(out)["problems"] if said in p["message"]]
+    assert problem["location"]["file"].endswith("registrations/app.yaml"), problem
+    assert problem["location"]["line"] == 9 and problem["hint"], problem

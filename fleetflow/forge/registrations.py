@@ -13,7 +13,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
-from fleetflow.errors import GitError, Problem, Problems
+from fleetflow.errors import GitError, Location, Problem, Problems
 from fleetflow.forge.git import BareRepo, split_credentials
 from fleetflow.model.controlplane import Resource
 from fleetflow.model.documents import YAML_SUFFIXES, Document, parse_documents
@@ -67,7 +67,8 @@ class RegistrationFetcher:
         key = (src.repo, commit, src.path)
         if key not in self._parsed:
             found = Problems()
-            self._parsed[key] = _Read(self._read(repo, commit, src.repo, src.path, found), found.items)
+            at = reg.where("spec", "workload", "path")  # a path problem is at the registration's path line
+            self._parsed[key] = _Read(self._read(repo, commit, src.repo, src.path, found, at), found.items)
         read = self._parsed[key]
         problems.extend(read.problems)
         return read.documents
@@ -85,10 +86,12 @@ class RegistrationFetcher:
         return repo, commit
 
     @staticmethod
-    def _read(repo: BareRepo, commit: str, url: str, path: str, problems: Problems) -> list[Document]:
+    def _read(
+        repo: BareRepo, commit: str, url: str, path: str, problems: Problems, at: Location | None = None
+    ) -> list[Document]:
         clean = PurePosixPath(path.strip("/") or ".")
         if ".." in clean.parts:
-            problems.add(f"workload path {path!r} leaves the repository", None, "use a path inside the repo")
+            problems.add(f"workload path {path!r} leaves the repository", at, "use a path inside the repo")
             return []
         where = [] if str(clean) == "." else [str(clean)]
         entries = [e for e in repo.ls_tree(commit, where, recursive=True, trees=False) if e.kind == "blob"]
@@ -96,7 +99,8 @@ class RegistrationFetcher:
             inside = f"{where[0]}/"
             entries = [e for e in entries if e.path == where[0] or e.path.startswith(inside)]
             if not entries and not repo.ls_tree(commit, where):
-                problems.add(f"path {path!r} not found in {url} at {commit[:12]}")
+                problems.add(f"path {path!r} not found in {url} at {commit[:12]}", at,
+                             "name a folder or file of that branch (spec.workload.path; '.' is the whole repo)")
                 return []
         documents: list[Document] = []
         wanted = sorted((e for e in entries if e.path.endswith(YAML_SUFFIXES)), key=lambda e: e.path)
