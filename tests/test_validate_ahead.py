@@ -506,3 +506,20 @@ def test_a_registration_path_problem_is_at_its_line(tmp_path: Path, path: str, s
     [problem] = [p for p in json.loads(out)["problems"] if said in p["message"]]
     assert problem["location"]["file"].endswith("registrations/app.yaml"), problem
     assert problem["location"]["line"] == 9 and problem["hint"], problem
+
+
+def test_a_policy_for_a_workspace_no_target_is_in_warns_with_did_you_mean(tmp_path: Path) -> None:
+    """``deploymentTargetSelector.workspace: team-aa`` (a typo) selected nothing, and nothing said so, even under
+    --strict, where the same typo in ``matchLabels`` was warned (a bad-input hunt, 2026-11-28). Now a warning at
+    the workspace's line, with the closest workspace of the environment's targets."""
+    typo = ENV_FILES["policies.yaml"].replace("name: everything", "name: typo").replace(
+        "workspace: team-a", "workspace: team-aa")
+    main, env = make_plane(tmp_path, env={"typo-policy.yaml": typo})
+    code, out, _ = validate(main, env, "--environment", "dev", "--format", "json")
+    assert code == 0, out
+    [warning] = [w for w in json.loads(out)["warnings"] if "SchedulingPolicy typo" in w["message"]]
+    assert warning["message"] == ("SchedulingPolicy typo selects no deployment targets of dev: no target is in "
+                                  "workspace 'team-aa'")
+    assert warning["location"]["file"].endswith("typo-policy.yaml") and warning["location"]["line"] == 7
+    assert warning["hint"] == "did you mean workspace: 'team-a'? known: team-a"
+    assert validate(main, env, "--environment", "dev", "--strict")[0] == 1

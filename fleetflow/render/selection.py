@@ -88,8 +88,19 @@ def selection_warnings(plane: ControlPlane, environment: str, sched: Schedule) -
     warnings: list[Problem] = []
     target_index = _index(t.labels for t in sched.targets.values())
     type_index = _index(ct.labels for ct in plane.cluster_types.values())
+    workspaces = {t.workspace for t in sched.targets.values()}
     for name, policy in sorted(plane.policies.items()):
         spec = policy.spec
+        wanted = spec.deployment_target_selector.workspace
+        if wanted is not None and workspaces and wanted not in workspaces:  # a typo selected nothing, unwarned
+            close = _closest(wanted, workspaces)  # until 2026-11-28 (a bad-input hunt)
+            warnings.append(Problem(
+                f"SchedulingPolicy {name} selects no deployment targets of {environment}: no target is in "
+                f"workspace {wanted!r}",
+                policy.where("spec", "deploymentTargetSelector", "workspace"),
+                (f"did you mean workspace: {close!r}? " if close else "")
+                + f"known: {', '.join(sorted(workspaces))}",
+            ))
         sides = (
             ("deploymentTargetSelector", spec.deployment_target_selector.label_selector, target_index,
              f"deployment targets of {environment}"),
