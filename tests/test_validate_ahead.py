@@ -264,19 +264,17 @@ def test_a_bad_namespace_no_template_reads_is_not_warned(tmp_path: Path) -> None
     assert "On.VM" not in err, err
 
 
-def test_a_bad_workspace_from_a_registration_warns_at_the_registration(tmp_path: Path) -> None:
-    """A Workload read through a WorkloadRegistration takes the registration's workspace: the warning about the
-    Namespace it spoils (https://kubernetes.io/docs/concepts/overview/working-with-objects/names/#dns-label-names)
-    is at the registration's ``workspace`` line, where the fix is."""
+def _registration(tmp_path: Path, files: dict[str, str], path: str, workspace: str) -> str:
+    """A git repo ``app-repo`` holding ``files`` (one commit on main) and the text of a WorkloadRegistration ``app``
+    of it (``path`` at line 9, ``workspace`` at line 10)."""
     import git
 
     app_repo = tmp_path / "app-repo"
     repo = git.Repo.init(app_repo, initial_branch="main")
-    build_file_tree(app_repo, {"workload.yaml": MAIN_FILES["workloads/app.yaml"].replace(
-        "          workspace: team-a\n", "")})
+    build_file_tree(app_repo, files)
     repo.git.add("-A")
     repo.index.commit("workload")
-    registration = f"""
+    return f"""
         apiVersion: fleetflow.dev/v1alpha1
         kind: WorkloadRegistration
         metadata:
@@ -285,9 +283,17 @@ def test_a_bad_workspace_from_a_registration_warns_at_the_registration(tmp_path:
           workload:
             repo: {app_repo.as_uri()}
             branch: main
-            path: .
-          workspace: Team.A
+            path: {path}
+          workspace: {workspace}
     """
+
+
+def test_a_bad_workspace_from_a_registration_warns_at_the_registration(tmp_path: Path) -> None:
+    """A Workload read through a WorkloadRegistration takes the registration's workspace: the warning about the
+    Namespace it spoils (https://kubernetes.io/docs/concepts/overview/working-with-objects/names/#dns-label-names)
+    is at the registration's ``workspace`` line, where the fix is."""
+    registration = _registration(tmp_path, {"workload.yaml": MAIN_FILES["workloads/app.yaml"].replace(
+        "          workspace: team-a\n", "")}, ".", "Team.A")
     env_files = {"policies.yaml": ENV_FILES["policies.yaml"].replace("workspace: team-a", "workspace: Team.A")}
     main, env = make_plane(tmp_path, {"registrations/app.yaml": registration}, env_files, drop=("workloads/app.yaml",))
     code, out, err = validate(main, env, "--environment", "dev")
@@ -481,25 +487,7 @@ def test_a_registration_path_problem_is_at_its_line(tmp_path: Path, path: str, s
     """A WorkloadRegistration whose ``path`` names nothing in the branch, or leaves the repository, was reported
     with no file and line (a bad-input hunt, 2026-11-28), where a fetch failure of the same registration had
     them: it is at the registration's ``path`` line now, with a hint."""
-    import git
-
-    app_repo = tmp_path / "app-repo"
-    repo = git.Repo.init(app_repo, initial_branch="main")
-    build_file_tree(app_repo, {"wl/workload.yaml": MAIN_FILES["workloads/app.yaml"]})
-    repo.git.add("-A")
-    repo.index.commit("workload")
-    registration = f"""
-        apiVersion: fleetflow.dev/v1alpha1
-        kind: WorkloadRegistration
-        metadata:
-          name: app
-        spec:
-          workload:
-            repo: {app_repo.as_uri()}
-            branch: main
-            path: {path}
-          workspace: team-a
-    """
+    registration = _registration(tmp_path, {"wl/workload.yaml": MAIN_FILES["workloads/app.yaml"]}, path, "team-a")
     main, env = make_plane(tmp_path, {"registrations/app.yaml": registration}, drop=("workloads/app.yaml",))
     code, out, _ = validate(main, env, "--environment", "dev", "--format", "json")
     assert code == 1, out
