@@ -1238,7 +1238,7 @@ def _parse_file(display: str, data: bytes, source: Source, problems: Problems) -
     """The documents of one file's bytes, and whether it read cleanly: only then does the parse cache keep them
     (a file with problems is parsed again, so that its messages are always fresh). Problems go to ``problems``."""
     try:
-        text = data.decode("utf-8-sig")  # a byte-order mark first is skipped, as git skips it in .gitignore
+        text = data.decode("utf-8")
     except UnicodeDecodeError:
         problems.add("file is not UTF-8 text", Location(display), "save it as UTF-8")
         return [], False
