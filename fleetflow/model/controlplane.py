@@ -50,10 +50,6 @@ from fleetflow.model.resources import (
 )
 
 PLATFORM_CONFIG_LABEL = "platform-config"
-
-
-def _name_limit(kind: str) -> int:
-    return CLUSTER_TYPE_NAME_LIMIT if kind == "ClusterType" else NAME_LIMIT
 PRIORITY_ANNOTATION = "fleetflow.dev/priority"
 DEFAULT_WORKSPACE = "default"
 
@@ -210,14 +206,14 @@ def build_resource(doc: Document, origin: str, problems: Problems) -> Resource[A
             f"{kind} does not belong on {_ORIGIN_TEXT[origin]}", doc.where("kind"), f"move it to {where_ok}"
         )
     name = doc.name
+    limit = CLUSTER_TYPE_NAME_LIMIT if kind == "ClusterType" else NAME_LIMIT
     given = doc.metadata.get("name")
     if given is not None and not isinstance(given, str):  # 123, [a, b]: "missing" until 2026-11-28
         problems.add(f"metadata.name is {value_kind(given)}, not text", doc.where("metadata", "name"),
                      "write the name as text (quote a number: name: \"123\")")
     elif not name:
         problems.add("metadata.name is missing", doc.where("metadata"), "give the resource a name")
-    elif not NAME_PATTERN.match(name) or len(name) > _name_limit(kind):
-        limit = _name_limit(kind)
+    elif not NAME_PATTERN.match(name) or len(name) > limit:
         problems.add(
             f"invalid name {name!r}" + (f" ({len(name)} characters)" if len(name) > limit else ""),
             doc.where("metadata", "name"),

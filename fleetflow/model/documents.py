@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import base64
 import contextlib
-import datetime
 import hashlib
 import json
 import math
@@ -320,10 +319,9 @@ def _scalar(node: ScalarNode) -> Any:
             return None
     elif tag == _MERGE:
         return text  # "<<" as a value is a string; as a key, _plain_of leaves it to the careful path
-    elif tag == _TIMESTAMP:
-        date = _DATE.fullmatch(text)
-        if date:  # a date stays its text (as before); a date-time goes the careful way
-            return str(datetime.date(int(date[1]), int(date[2]), int(date[3])))
+    elif tag == _TIMESTAMP and _DATE.fullmatch(text):
+        return text  # a date stays its text, as on the careful path (yaml_keys._timestamp_as_written); a date-time
+        # goes the careful way
     raise _Careful(tag)
 
 

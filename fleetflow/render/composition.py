@@ -15,7 +15,6 @@ assignments:
 
 from __future__ import annotations
 
-import datetime
 import hashlib
 import json
 import re
@@ -165,9 +164,7 @@ def _plain(value: Any) -> Any:
         return {_plain_key(k): _plain(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
         return [_plain(v) for v in value]
-    if isinstance(value, datetime.date):  # YAML timestamps: keep them text, as Kalypso (Go) does
-        return value.isoformat()
-    return str(value)
+    return str(value)  # timestamps are their text already (the Composer's loader: yaml_keys.TextTimestamps)
 
 
 _COLLECTION_START = frozenset("[{-!?&*|>#%")
