@@ -20,11 +20,18 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import PurePosixPath
 
-from fleetflow.errors import InputError, Location, Problem, Problems, UsageError
+from fleetflow.errors import InputError, Location, Problem, UsageError
 from fleetflow.forge.git import SYMLINK_MODE, BareRepo, TreeEdit, TreeEntry
 from fleetflow.render.diff import git_blob_id
 from fleetflow.render.incremental import PART_DIR, SHARD_DIR, STATE_PATH, NewerState, RenderState
-from fleetflow.render.ownership import Ownership, examined_folders, ownership, status_folders
+from fleetflow.render.ownership import (
+    FOLDER,
+    Ownership,
+    examined_folders,
+    ownership,
+    refuse_in_the_way,
+    status_folders,
+)
 from fleetflow.render.pipeline import RenderResult
 
 
@@ -220,34 +227,17 @@ def write_commit(tree: GitOpsTree, result: RenderResult, previous: RenderState |
 
 
 def in_the_way(tree: GitOpsTree, paths: Iterable[str], owned: Ownership) -> None:
-    """InputError when a file or link fleetflow did not write stands where a folder of ``paths`` goes (a cluster
-    type's or an assignment's), or a folder where one of ``paths`` goes: writing there would replace it and all it
-    holds (git keeps one entry per name), and fleetflow never deletes what it did not write (until 2026-11-28 a
-    file named like a cluster type was deleted by the next schedule; a bad-input hunt found it). Reads the
-    listings of the folders above (the output root, and the cluster-type folders the survey listed already)."""
-    wanted = set(paths)
-    folders = {p.rpartition("/")[0] for p in wanted} - {""}
-    folders |= {f.rpartition("/")[0] for f in folders} - {""}
-    listed = tree.listings(sorted({f.rpartition("/")[0] for f in folders | wanted}))
-    standing = {e.path: e for entries in listed.values() for e in entries or []}  # what stands there now, by path
-    problems = Problems()
-    for path in sorted(folders | wanted):
-        entry = standing.get(path)
-        if entry is None or path in owned.delete:
-            continue
-        if path in folders and entry.kind != "tree":
-            what = ("a symbolic link" if entry.mode == SYMLINK_MODE else "a submodule" if entry.kind == "commit"
-                    else "a file")
-            problems.add(f"{what} stands where fleetflow writes the folder {path}/ (on the GitOps branch)",
-                         Location(tree.path(path)),
-                         "fleetflow did not write it, and writing the folder would delete it: move or rename it, "
-                         "then run again; nothing was written")
-        elif path in wanted and entry.kind == "tree":
-            problems.add(f"a folder stands where fleetflow writes the file {path} (on the GitOps branch)",
-                         Location(tree.path(path) + "/"),
-                         "fleetflow did not write it, and writing the file would delete the folder and all it "
-                         "holds: move or rename it, then run again; nothing was written")
-    problems.raise_if_any()
+    """:func:`fleetflow.render.ownership.refuse_in_the_way` on the GitOps branch (git keeps one entry per name: until
+    2026-11-28 a file named like a cluster type was deleted by the next schedule; a bad-input hunt found it). Reads
+    the listings of the folders above (the output root, and the cluster-type folders the survey listed already)."""
+
+    def standing(asked: list[str]) -> dict[str, str]:
+        listed = tree.listings(sorted({p.rpartition("/")[0] for p in asked}))
+        return {e.path: FOLDER if e.kind == "tree" else "a symbolic link" if e.mode == SYMLINK_MODE
+                else "a submodule" if e.kind == "commit" else "a file"
+                for entries in listed.values() for e in entries or []}
+
+    refuse_in_the_way(paths, standing, owned, tree.path, "(on the GitOps branch)")
 
 
 def commit_edits(tree: GitOpsTree, edits: Iterable[TreeEdit], message: str, identity: tuple[str, str], when: int,

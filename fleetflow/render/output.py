@@ -17,7 +17,7 @@ from pathlib import Path
 
 from fleetflow.errors import InputError, Location, Problems, UsageError
 from fleetflow.render.incremental import PART_DIR, SHARD_DIR, STATE_PATH, NewerState, RenderState
-from fleetflow.render.ownership import Ownership, examined_folders, ownership
+from fleetflow.render.ownership import FOLDER, Ownership, examined_folders, ownership, refuse_in_the_way
 from fleetflow.render.pipeline import RenderResult
 
 
@@ -86,29 +86,25 @@ def _write_if_changed(path: Path, data: bytes) -> bool:
 
 
 def in_the_way(root: Path, result: RenderResult, owned: Ownership) -> None:
-    """InputError, before anything is written, when something fleetflow did not write stands where the render
-    writes: a file or a link where a cluster-type or assignment folder goes, a folder where a file goes. Writing
-    would fail half-way (errno 20/21, the other files already written) or replace what fleetflow must keep (the
-    GitOps branch's check, :func:`fleetflow.promotion.gitops.in_the_way`, is the same rule; a bad-input hunt found
-    ``render`` writing part of the output, then stopping, 2026-11-28). ``plan`` says the same."""
-    wanted = set(result.files) | set(result.reporters)
-    folders = {p.rpartition("/")[0] for p in wanted} - {""}
-    folders |= {f.rpartition("/")[0] for f in folders} - {""}
-    doomed = set(owned.delete)
-    problems = Problems()
-    for path in sorted(folders | wanted):
-        if path in doomed:
-            continue
-        where = root / path
-        if path in folders and (where.is_file() or (where.is_symlink() and not where.is_dir())):
-            problems.add(f"a file stands where fleetflow writes the folder {path}/", Location(str(where)),
-                         "fleetflow did not write it, and writing the folder would delete it: move or rename it, "
-                         "then run again; nothing was written")
-        elif path in wanted and where.is_dir() and not where.is_symlink():
-            problems.add(f"a folder stands where fleetflow writes the file {path}", Location(f"{where}/"),
-                         "fleetflow did not write it, and writing the file would delete the folder and all it "
-                         "holds: move or rename it, then run again; nothing was written")
-    problems.raise_if_any()
+    """:func:`fleetflow.render.ownership.refuse_in_the_way` in the output folder, before anything is written:
+    writing would fail half-way (errno 20/21, the other files already written; a bad-input hunt found ``render``
+    doing so, 2026-11-28). A symbolic link to a folder is left to ``apply_result``, which refuses to write through
+    it; ``plan`` says the same as ``render``."""
+
+    def standing(asked: list[str]) -> dict[str, str]:
+        found: dict[str, str] = {}
+        for path in asked:
+            where = root / path
+            if where.is_symlink():
+                if not where.is_dir():
+                    found[path] = "a file"
+            elif where.is_dir():
+                found[path] = FOLDER
+            elif where.is_file():
+                found[path] = "a file"
+        return found
+
+    refuse_in_the_way([*result.files, *result.reporters], standing, owned, lambda path: str(root / path))
 
 
 def _files_under(root: Path, folder: Path) -> list[str]:
@@ -149,11 +145,13 @@ def apply_result(
     """Make ``root`` hold the render. Writes the files of rendered assignments and status reporters, deletes only
     the files fleetflow wrote that the render no longer produces (``render.ownership``), keeps every other file
     and lists those in cluster-type folders as foreign (deleted too with ``prune_foreign``). The state file is
-    written last, so an interrupted run is finished by the next one.
+    written last, so an interrupted run is finished by the next one. Without ``owned`` it surveys the folder and
+    refuses what is in the way (:func:`in_the_way`) first; a caller that gives ``owned`` has done both.
     """
     report = WriteReport()
-    owned = owned if owned is not None else survey(root, result, previous, sweep=sweep or prune_foreign)
-    in_the_way(root, result, owned)
+    if owned is None:  # a caller that gives the survey has checked what is in the way with it (cli/render.py)
+        owned = survey(root, result, previous, sweep=sweep or prune_foreign)
+        in_the_way(root, result, owned)
     root.mkdir(parents=True, exist_ok=True)
     grouped: dict[str, dict[str, bytes]] = {}
     for path, data in result.files.items():

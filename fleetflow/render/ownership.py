@@ -12,9 +12,10 @@ Pure: the caller says which paths the tree holds (a directory walk for ``render`
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 
+from fleetflow.errors import Location, Problems
 from fleetflow.render.incremental import STATE_PATH, RenderState, removed_assignments
 from fleetflow.render.pipeline import STATUS_DIR
 
@@ -108,3 +109,44 @@ def ownership(
         else:
             result.foreign.append(path)
     return result
+
+
+FOLDER = "a folder"  # what stands at a path, as ``refuse_in_the_way``'s ``standing`` says it
+
+
+def refuse_in_the_way(
+    paths: Iterable[str],
+    standing: Callable[[list[str]], Mapping[str, str]],
+    owned: Ownership,
+    shown: Callable[[str], str],
+    on: str = "",
+) -> None:
+    """InputError when something fleetflow did not write stands where a render writes: not a folder (a file, a
+    link, a submodule) where a folder of ``paths`` goes (a cluster type's or an assignment's), or a folder where
+    one of ``paths`` goes. Writing there would replace it and all it holds, and fleetflow never deletes what it did
+    not write. One rule for both sides: ``standing`` answers, for the paths asked (every path and the folders
+    above), what stands at each (``FOLDER``, "a file", "a symbolic link", ...; absent: nothing), from a git tree
+    for ``schedule`` or the disk for ``render`` and ``plan``; ``shown`` is a path as the message names it, ``on``
+    says where ("(on the GitOps branch)")."""
+    wanted = set(paths)
+    folders = {p.rpartition("/")[0] for p in wanted} - {""}
+    folders |= {f.rpartition("/")[0] for f in folders} - {""}
+    asked = sorted(folders | wanted)
+    found = standing(asked)
+    doomed = set(owned.delete)
+    problems = Problems()
+    after = f" {on}" if on else ""
+    for path in asked:
+        what = found.get(path)
+        if what is None or path in doomed:
+            continue
+        if path in folders and what != FOLDER:
+            problems.add(f"{what} stands where fleetflow writes the folder {path}/{after}", Location(shown(path)),
+                         "fleetflow did not write it, and writing the folder would delete it: move or rename it, "
+                         "then run again; nothing was written")
+        elif path in wanted and what == FOLDER:
+            problems.add(f"a folder stands where fleetflow writes the file {path}{after}",
+                         Location(shown(path) + "/"),
+                         "fleetflow did not write it, and writing the file would delete the folder and all it "
+                         "holds: move or rename it, then run again; nothing was written")
+    problems.raise_if_any()
