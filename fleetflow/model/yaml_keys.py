@@ -17,6 +17,9 @@ only says which text a key it resolved to a boolean, an integer or a float becom
 integer key outside int64 (Kubernetes refuses the ``uint64`` ones and would read larger ones as a float, another
 key). :class:`KubernetesKeys` does it while ruamel.yaml builds each mapping, so that a duplicate is judged on the
 text (``true`` and ``1.0`` are two keys, ``"true"`` and ``"1"``; ``1`` and ``1.0`` are one), at the repeated key.
+
+The same constructor, and :class:`TextTimestamps` for YAML held in a ConfigMap value, leave a timestamp the text it
+is written as, as go-yaml does (:func:`_timestamp_as_written`).
 """
 
 from __future__ import annotations
