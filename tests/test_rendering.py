@@ -89,8 +89,8 @@ def test_empty_renders_are_dropped(engine: TemplateEngine) -> None:
 
 
 def test_blank_lines_at_the_ends_are_trimmed_but_content_is_kept(engine: TemplateEngine) -> None:
-    out = render(engine, "\n\n{% if true %}\n  indented: {{ Workload }}\nlast: x  \n{% endif %}\n\n")
-    assert out == "  indented: app\nlast: x  \n"
+    out = render(engine, "\n\n{% if true %}\n  indented: {{ Workload }}\n  last: x  \n{% endif %}\n\n")
+    assert out == "  indented: app\n  last: x  \n"
 
 
 @pytest.mark.parametrize("content_type", ["sh", "env", "properties"])
@@ -120,6 +120,39 @@ def test_json_that_does_not_parse_fails_at_its_manifest(engine: TemplateEngine) 
         f"template 'tpl', manifest 1, rendering {SUBJECT}: renders text that is not JSON (contentType: json): "
         "Expecting value at line 2 of what it renders"
     )
+
+
+def test_yaml_that_does_not_parse_fails_at_its_manifest(engine: TemplateEngine) -> None:
+    """``contentType: yaml``: a value written into a flow sequence or a plain scalar can break the file's structure,
+    and Flux's kustomize-controller and Argo CD then refuse it on every cluster. Both read YAML with go-yaml
+    (kubernetes' fork: vendor/sigs.k8s.io/yaml/goyaml.v3/README.md in kubernetes/kubernetes, "based on a pure Go
+    port of the well-known libyaml C library"), so libyaml's parser is the check. Until 2026-11-29 such a file
+    was written and pushed: the mistake showed when the agent applied it. The message names libyaml's lines of the
+    rendered text, not the text (it holds each assignment's values: the same mistake in every assignment is one
+    problem)."""
+    compiled = engine.compile(source("kind: ConfigMap", "metadata:\n  labels: [{{ Workload }}\n  name: x",
+                                     first_line=20))
+    with pytest.raises(TemplateRenderError) as caught:
+        compiled.render(variables(), SUBJECT)
+    problem = caught.value.problem
+    assert problem.location == Location("templates/tpl.yaml", 25)  # the second manifest's first line
+    assert problem.message == (
+        f"template 'tpl', manifest 2, rendering {SUBJECT}: renders text that is not YAML (contentType: yaml): "
+        "did not find expected ',' or ']' at line 3 of what it renders (while parsing a flow sequence at line 2)")
+    assert problem.hint is not None and "toJson" in problem.hint
+    colon = engine.compile(source("data:\n  greeting: {{ ConfigData.NAME }}", content_type="yml"))
+    with pytest.raises(TemplateRenderError) as caught:
+        colon.render(variables(ConfigData={"NAME": "hello: world"}), SUBJECT)
+    assert caught.value.problem.message.endswith(
+        "not YAML (contentType: yml): mapping values are not allowed in this context at line 2 of what it renders")
+    # quoted, the same value is YAML; several documents, anchors and block scalars are YAML too
+    quoted = engine.compile(source("data:\n  greeting: {{ ConfigData.NAME | toJson }}",
+                                   "a: &x 1\nb: *x\nc: |\n  text\n---\n- item"))
+    assert quoted.render(variables(ConfigData={"NAME": "hello: world"}), SUBJECT) == (
+        b'data:\n  greeting: "hello: world"\n---\na: &x 1\nb: *x\nc: |\n  text\n---\n- item\n')
+    # other content types are not YAML's business
+    shell = engine.compile(source("echo [{{ Workload }}", content_type="sh"))
+    assert shell.render(variables(), SUBJECT) == b"echo [app\n"
 
 
 def test_a_json_file_of_several_documents_or_a_nan_is_not_json(engine: TemplateEngine) -> None:
@@ -295,7 +328,7 @@ def test_stringify(engine: TemplateEngine) -> None:
 
 def test_quote(engine: TemplateEngine) -> None:
     assert (
-        render(engine, "{{ 'say \"hi\"' | quote }} {{ 3 | quote }} {{ true | quote }}")
+        render(engine, "{{ 'say \"hi\"' | quote }} {{ 3 | quote }} {{ true | quote }}", content_type="sh")
         == '"say \\"hi\\"" "3" "true"\n'
     )
 

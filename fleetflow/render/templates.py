@@ -24,10 +24,12 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, ParamSpec, TypeVar
 
+import yaml
 from jinja2 import StrictUndefined, Template, TemplateSyntaxError, Undefined, UndefinedError
 from jinja2.exceptions import SecurityError
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 from ruamel.yaml import YAML
+from yaml._yaml import CParser
 
 from fleetflow.errors import InputError, Location, Problem
 from fleetflow.render.canonical import canonical_json
@@ -395,6 +397,8 @@ class CompiledTemplate:
             if doc is not None:
                 if self._json:
                     self._check_json(doc, index, location, subject)
+                elif self._yaml:
+                    self._check_yaml(doc, index, location, subject)
                 docs.append(doc)
         if not docs:
             return None
@@ -428,6 +432,23 @@ class CompiledTemplate:
                 location,
                 "a GitOps agent refuses the file on every cluster: write values with toJson (a string, a number, "
                 "a map), or the whole document as {{ {...} | toJson }}",
+            )) from None
+
+    def _check_yaml(self, doc: str, index: int, location: Location, subject: str) -> None:
+        """Raise :class:`TemplateRenderError` when ``doc`` (one manifest as rendered, ``contentType: yaml``) is not
+        YAML: Flux's kustomize-controller and Argo CD read it with go-yaml, a port of libyaml, and refuse the file on
+        every cluster. libyaml's own parser checks it: ``CParser.raw_parse`` walks the events in C without making a
+        Python object of each (PyYAML's ``_yaml.pyx``), about 8 µs a manifest, where making the events
+        (``yaml.parse``) cost 70-80% of a render's CPU time. Syntax only: what the document holds is the agent's."""
+        try:
+            CParser(doc).raw_parse()
+        except yaml.MarkedYAMLError as exc:
+            raise TemplateRenderError(Problem(
+                f"template {self.source.name!r}, manifest {index + 1}, rendering {subject}: renders text that is "
+                f"not YAML (contentType: {self.source.content_type}): {_yaml_mistake(exc)}",
+                location,
+                "a GitOps agent refuses the file on every cluster: write values with toJson (a JSON string is "
+                "YAML too) or quote, and nested blocks with nindent",
             )) from None
 
     def _problem(
@@ -473,6 +494,18 @@ def _manifest_location(template: TemplateSource, index: int) -> Location:
     if index < len(template.manifest_locations):
         return template.manifest_locations[index]
     return template.location
+
+
+def _yaml_mistake(exc: yaml.MarkedYAMLError) -> str:
+    """libyaml's words for a YAML mistake and the lines of the rendered text it names (its marks are 0-based). The
+    text itself is left out: it holds each assignment's values, and the same mistake in every assignment it renders
+    is one problem (``same_problem_once``)."""
+    what = exc.problem or exc.context or "not YAML"
+    if exc.problem_mark is not None:
+        what += f" at line {exc.problem_mark.line + 1} of what it renders"
+    if exc.problem and exc.context and exc.context_mark is not None:
+        what += f" ({exc.context} at line {exc.context_mark.line + 1})"
+    return what
 
 
 def _line_in(location: Location, lineno: int | None) -> Location:
