@@ -480,6 +480,11 @@ CASES: list[tuple[str, dict[str, str], dict[str, str], str, str]] = [
     ("json-template-renders-no-json", {"templates/config.yaml": JSON_CONFIG}, {},
      "renders text that is not JSON (contentType: json): Expecting value at line 1 of what it renders (and the "
      "same in 1 more assignment: edge-line1/app-dev)", "config.yaml:10:"),
+    # the same for YAML: a value written into a flow sequence; refused by the agent on every cluster until 2026-11-29
+    ("yaml-template-renders-no-yaml", {"templates/flux.yaml": TPL.format(body="[{{ DeploymentTargetName }}")}, {},
+     "renders text that is not YAML (contentType: yaml): did not find expected ',' or ']' at line 3 of what it "
+     "renders (while parsing a flow sequence at line 2) (and the same in 1 more assignment: edge-line1/app-dev)",
+     "flux.yaml:9: "),
 ]
 
 
