@@ -537,12 +537,14 @@ def test_json_format_lists_problems(tmp_path: Path) -> None:
     assert data["problems"][0]["location"]["line"] == 4
 
 
-def test_missing_directory_is_an_input_error(tmp_path: Path) -> None:
+def test_missing_directory_is_a_usage_error(tmp_path: Path) -> None:
+    """Exit 2 since 2026-11-29 (it was 1, while a file given for the folder was 2): the command line names nothing,
+    the control plane is not at fault. Every path option alike: tests/test_cli_contract.py."""
     result = run_cli(
         "validate", "--main", tmp_path / "nope", "--env", tmp_path / "nope2", "--environment", "dev"
     )
-    assert result.exit_code == 1
-    assert "directory not found" in result.output
+    assert result.exit_code == 2
+    assert f"usage error: --main {tmp_path / 'nope'} does not exist (hint: check the path" in result.output
 
 
 def test_usage_error_exits_2(tmp_path: Path) -> None:
@@ -584,7 +586,7 @@ def test_an_empty_folder_option_is_a_usage_error(
         extra += ["--assignment", "cloud-eu/app-dev"]
     result = run_cli(command, *[x for kv in args.items() for x in kv], *extra)
     assert result.exit_code == 2, result.output
-    assert f"Invalid value for '{option}': is empty: give a folder" in result.output
+    assert f"usage error: {option} is empty (hint: give a folder ('.' for the current one))" in result.output
     assert not (tmp_path / "out").exists() and not any(here.iterdir())
 
 

@@ -9,6 +9,9 @@ payloads for ``route``, YAML documents for the loaders), gives a clear problem a
 from __future__ import annotations
 
 import json
+import os
+import shutil
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -78,18 +81,20 @@ def test_render_plan_validate_explain_print_the_envelope(tmp_path: Path) -> None
 def test_a_path_the_system_refuses_is_a_usage_error_not_a_traceback(tmp_path: Path, fmt: str) -> None:
     """An ``--output`` below a file (or in ``/proc``, or read-only) raised the OSError as a traceback, exit 1 (a
     bad-input hunt, 2026-11-28; ``--plan-dir``, ``--artifact``, ``status --output`` and the cache folder alike):
-    now one problem at the path with the system's words and a hint, exit 2, the envelope with ``--format json``."""
+    now one problem at the path with the system's words and a hint, exit 2, the envelope with ``--format json``.
+    (A path below a file is refused before any work since 2026-11-29: see the path option tests below; a folder
+    in ``/proc`` cannot be made, even by root: proc(5).)"""
     main_dir, env_dir = make_plane(tmp_path)
-    (tmp_path / "a-file").write_text("not a folder\n")
+    out = Path("/proc") / f"fleetflow-{os.getpid()}" / "out"
     code, stdout, stderr = invoke("render", "--main", main_dir, "--env", env_dir, "--environment", "dev",
-                                  "--output", tmp_path / "a-file" / "out", "--format", fmt)
+                                  "--output", out, "--format", fmt)
     assert code == ExitCode.USAGE and "Traceback" not in stdout + stderr
     if fmt == "json":
         [problem] = envelope(stdout)["problems"]
-        assert problem["message"] == "Not a directory (errno 20)", problem
-        assert problem["location"]["file"] == str(tmp_path / "a-file" / "out") and "check the path" in problem["hint"]
+        assert problem["message"] == "No such file or directory (errno 2)", problem
+        assert problem["location"]["file"] == str(out.parent) and "check the path" in problem["hint"]
     else:
-        assert stderr.startswith(f"usage error: {tmp_path / 'a-file' / 'out'}: Not a directory (errno 20) (hint: ")
+        assert stderr.startswith(f"usage error: {out.parent}: No such file or directory (errno 2) (hint: ")
 
 
 def local_fleet(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, str]:
@@ -501,6 +506,162 @@ def test_unknown_environment_is_a_usage_error_in_every_command(tmp_path: Path,
         code, stdout, _ = invoke(*args, "--format", "json")
         assert code == 2, (args, stdout)
         assert envelope(stdout)["problems"][0]["message"].startswith("unknown environment 'staging'")
+
+
+# Every path option of every command: (command line with {} where the path goes, the option, folder or file, must it
+# exist). The commands stop at the path, before any other work: no forge, no git.
+PATH_OPTIONS = [
+    (["validate", "--main", "{}", "--env", "{env}"], "--main", "folder", True),
+    (["validate", "--main", "{main}", "--env", "{}"], "--env", "folder", True),
+    (["validate", "--into", "main", "--repo", "{}"], "--repo", "folder", True),
+    (["explain", "--main", "{}", "--env", "{env}", "--environment", "dev", "--assignment", "a/b"], "--main", "folder",
+     True),
+    (["render", "--main", "{main}", "--env", "{env}", "--environment", "dev", "--output", "{}"], "--output", "folder",
+     False),
+    (["plan", "--main", "{main}", "--env", "{env}", "--environment", "dev", "--output", "{}"], "--output", "folder",
+     False),
+    (["schedule", "--environment", "dev", "--stitch", "{}"], "--stitch", "folder", True),
+    (["schedule", "--environment", "dev", "--shard", "1/2", "--artifact", "{}"], "--artifact", "folder", False),
+    (["schedule", "--environment", "dev", "--plan-dir", "{}"], "--plan-dir", "folder", False),
+    (["route", "--event-name", "push", "--event-path", "{}", "--environments", "dev"], "--event-path", "file", True),
+    (["demo", "--examples", "{}"], "--examples", "folder", True),
+    (["demo", "--dir", "{}"], "--dir", "folder", False),
+    (["status", "--format", "{fmt}", "--config", "{}"], "--config", "file", True),
+    (["status", "--format", "{fmt}", "--output", "{}"], "--output", "folder", False),  # html alone writes
+]
+
+
+def path_run(line: list[str], path: Path | str, trees: tuple[Path, Path], fmt: str) -> tuple[int, str, str]:
+    main_dir, env_dir = trees
+    args = [a.format(path, main=main_dir, env=env_dir, fmt=fmt) for a in line]
+    if "--format" not in args:
+        args += ["--format", fmt]
+    return invoke(*args)
+
+
+def said_about_a_path(code: int, stdout: str, stderr: str, fmt: str, message: str) -> str:
+    """The one problem a bad path gives, in either format (exit 2, nothing else said): its hint."""
+    assert code == ExitCode.USAGE, (stdout, stderr)
+    if fmt == "json":
+        [problem] = envelope(stdout)["problems"]
+        assert problem["message"] == message and problem["location"] is None, problem
+        assert stderr == ""
+        return str(problem["hint"])
+    assert stdout == "" and stderr.startswith(f"usage error: {message} (hint: ") and stderr.count("\n") == 1, stderr
+    return stderr[len(f"usage error: {message} (hint: "):-2]
+
+
+@pytest.mark.parametrize("fmt", ["text", "json"])
+@pytest.mark.parametrize(("line", "flag", "kind", "exists"), PATH_OPTIONS, ids=lambda v: v if isinstance(v, str)
+                         else None)
+def test_every_path_option_says_a_bad_path_the_same_way(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                        line: list[str], flag: str, kind: str, exists: bool,
+                                                        fmt: str) -> None:
+    """A path that does not exist, a file given for a folder (or the reverse), a path below a file: until
+    2026-11-29 the same mistake gave click's ``Error: Invalid value for '--main': Directory '/x' is a file.``
+    (exit 2), ``error: directory not found: /x`` (exit 1), ``forge/git error: cannot run git rev-parse`` (exit 3,
+    ``validate --repo``), ``no shard manifest`` (exit 1, ``--stitch``) or a write's OSError, depending on the
+    option. A path on the command line that names nothing usable is a usage error (2: the command line is what is
+    wrong, not the control plane's content), said in fleetflow's own style, in both formats, by every option."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("FLEETFLOW_FORGE", "local")
+    monkeypatch.setenv("FLEETFLOW_CONTROL_PLANE", str(tmp_path / "no-control-plane"))
+    trees = make_plane(tmp_path)
+    a_file, a_folder = tmp_path / "a-file", tmp_path / "a-folder"
+    a_file.write_text("{}\n")
+    a_folder.mkdir()
+    before = tree_bytes(tmp_path)
+    if exists:
+        missing = tmp_path / "missing"
+        hint = said_about_a_path(*path_run(line, missing, trees, fmt), fmt, f"{flag} {missing} does not exist")
+        assert hint == f"check the path; relative paths start from the current folder, {tmp_path}"
+    wrong, other = (a_file, "a file, not a folder") if kind == "folder" else (a_folder, "a folder, not a file")
+    hint = said_about_a_path(*path_run(line, wrong, trees, fmt), fmt, f"{flag} {wrong} is {other}")
+    assert hint.startswith(f"{flag} takes a {kind}; see `") and hint.endswith(f" {line[0]} --help`")
+    below = a_file / "deeper"
+    hint = said_about_a_path(*path_run(line, below, trees, fmt), fmt,
+                             f"{flag} {below} is below {a_file}, which is a file, not a folder")
+    assert hint == "give a path whose folders are folders"
+    code, stdout, stderr = path_run(line, "", trees, fmt)
+    assert said_about_a_path(code, stdout, stderr, fmt, f"{flag} is empty").startswith(f"give a {kind}")
+    assert tree_bytes(tmp_path) == before
+
+
+def test_a_path_from_an_environment_variable_says_so(tmp_path: Path) -> None:
+    """``--plan-dir`` may come from ``$FLEETFLOW_PLAN_DIR``: the message names the variable, since the command
+    line does not show the path."""
+    (tmp_path / "a-file").write_text("")
+    result = CliRunner().invoke(main, ["schedule", "--environment", "dev"], catch_exceptions=False,
+                                env={"FLEETFLOW_PLAN_DIR": str(tmp_path / "a-file")})
+    assert result.exit_code == 2
+    assert result.stderr.startswith(f"usage error: --plan-dir ($FLEETFLOW_PLAN_DIR) {tmp_path / 'a-file'} is a file")
+
+
+NOBODY = 65534
+
+
+def unprivileged(args: list[str]) -> tuple[int, str, str]:
+    """``invoke`` as an unprivileged user: in a forked child that gave up root (the modules it needs are imported
+    already, the parent ran the same command first), so that permissions bite when the tests run as root."""
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: answer through the pipe, never return into pytest
+        status = 1
+        try:
+            os.close(read)
+            os.setgroups([])
+            os.setgid(NOBODY)
+            os.setuid(NOBODY)
+            os.write(write, json.dumps(invoke(*args)).encode())
+            status = 0
+        finally:
+            os._exit(status)
+    os.close(write)
+    with os.fdopen(read, "rb") as pipe:
+        data = pipe.read()
+    _, status = os.waitpid(pid, 0)
+    assert status == 0 and data, "the unprivileged child failed"
+    code, stdout, stderr = json.loads(data)
+    return int(code), str(stdout), str(stderr)
+
+
+@pytest.mark.parametrize("fmt", ["text", "json"])
+@pytest.mark.parametrize("flag", ["--main", "--event-path"])
+def test_a_path_that_cannot_be_read_is_a_usage_error(monkeypatch: pytest.MonkeyPatch, flag: str, fmt: str) -> None:
+    """A folder (``chmod 000``) or file this user may not read: ``--main`` said ``no fleetflow resource under`` it
+    (exit 1: an empty tree), as if it were empty. Now the same usage error as a missing path, in both formats.
+
+    Root reads whatever the permissions say (Linux: CAP_DAC_READ_SEARCH, capabilities(7)), so for root the
+    command must not refuse it (the check asks the system, it does not guess from the mode bits), and the refusal
+    is checked again as ``nobody`` in a forked child. The folders live in a folder of their own, open to every
+    user (pytest's tmp_path is not)."""
+    root = Path(tempfile.mkdtemp(prefix="fleetflow-unreadable-"))
+    try:
+        root.chmod(0o755)
+        _, env_dir = make_plane(root)
+        locked = root / ("locked" if flag == "--main" else "locked.json")
+        if flag == "--main":
+            locked.mkdir()
+            args = ["validate", "--main", str(locked), "--env", str(env_dir), "--format", fmt]
+        else:
+            locked.write_text("{}\n")
+            args = ["route", "--event-name", "push", "--event-path", str(locked), "--environments", "dev",
+                    "--format", fmt]
+        for path in root.rglob("*"):
+            path.chmod(0o755 if path.is_dir() else 0o644)
+        locked.chmod(0)
+        monkeypatch.setenv("FLEETFLOW_PARSE_CACHE", "0")
+        code, stdout, stderr = invoke(*args)
+        message = f"{flag} {locked} cannot be read (permission denied)"
+        if os.geteuid() == 0:  # root may read it: the command goes on to what is (not) in it
+            assert code != ExitCode.USAGE and message not in stdout + stderr, (stdout, stderr)
+            code, stdout, stderr = unprivileged(args)
+        hint = said_about_a_path(code, stdout, stderr, fmt, message)
+        assert hint == f"run as a user who may read it, or change its permissions (ls -ld {locked})"
+    finally:
+        for path in [root, *root.rglob("*")]:
+            path.chmod(0o755)
+        shutil.rmtree(root)
 
 
 def test_exit_code_table_is_written_once() -> None:

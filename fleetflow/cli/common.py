@@ -10,6 +10,7 @@ from typing import Any, TypeVar
 import click
 import platformdirs
 
+from fleetflow.cli.paths import CommandPath
 from fleetflow.cli.terminal import TERMINAL
 from fleetflow.errors import unknown_environment
 from fleetflow.forge.git import work_tree_branch, work_tree_head
@@ -27,30 +28,20 @@ FORMAT = click.option(
     show_default=True,
     help="text for people, json for scripts and actions.",
 )
-def folder(_ctx: click.Context, param: click.Parameter, value: str | None) -> Path | None:
-    """A folder option as a Path; an empty one is a usage error (``Path("")`` is the current folder: ``--output ''``
-    rendered into it, ``--main ''`` read it, without a word until 2026-11-28)."""
-    if value is None:
-        return None
-    if not value.strip():
-        raise click.BadParameter("is empty: give a folder ('.' for the current one)", param=param)
-    return Path(value)
-
+FOLDER = CommandPath()  # must exist, be a folder, be readable: fleetflow.cli.paths
 
 MAIN = click.option(
     "--main",
     "main_dir",
     required=True,
-    type=click.Path(file_okay=False),
-    callback=folder,
+    type=FOLDER,
     help="Checkout of the control-plane main branch (environments, templates, workloads).",
 )
 ENV = click.option(
     "--env",
     "env_dir",
     required=True,
-    type=click.Path(file_okay=False),
-    callback=folder,
+    type=FOLDER,
     help="Checkout of the environment branch (cluster types, clusters, configs, policies, GitOps repo).",
 )
 

@@ -11,13 +11,14 @@ import click
 
 from fleetflow.cli.common import FORMAT
 from fleetflow.cli.errors import handled
+from fleetflow.cli.paths import CommandPath
 from fleetflow.errors import UsageError
 
 
 @click.command()
-@click.option("--dir", "directory", type=click.Path(file_okay=False, path_type=Path),
+@click.option("--dir", "directory", type=CommandPath(exists=False),
               help="Where to build the repos (default: a new temporary folder, kept so you can look around).")
-@click.option("--examples", type=click.Path(file_okay=False, exists=True, path_type=Path),
+@click.option("--examples", type=CommandPath(),
               help="Control plane to use: main/ and envs/<environment>/ (default: the example shipped with fleetflow, "
               "examples/control-plane in the source).")
 @FORMAT

@@ -25,6 +25,7 @@ from typing import Any, NoReturn
 import click
 
 from fleetflow.cli.github_actions import ActionsStep, reporting
+from fleetflow.cli.paths import PathProblem
 from fleetflow.cli.terminal import TERMINAL
 from fleetflow.errors import ExitCode, FleetflowError, ForgeError, Location, Problem, UsageError
 from fleetflow.results import to_data
@@ -196,10 +197,11 @@ class FleetflowGroup(click.Group):
     def _usage_json(error: click.ClickException, wants_json: bool) -> None:
         if not wants_json:
             return
-        message = error.format_message()
-        if isinstance(error, click.UsageError) and error.ctx is not None:
-            hint: str | None = f"see `{error.ctx.command_path} --help`"
+        if isinstance(error, PathProblem):  # a path option: its own message and hint, as in the text
+            problem = error.problem
+        elif isinstance(error, click.UsageError) and error.ctx is not None:
+            problem = Problem(error.format_message(), None, f"see `{error.ctx.command_path} --help`")
         else:
-            hint = None
-        print_envelope(envelope(error.exit_code, None, [Problem(message, None, hint)]))
+            problem = Problem(error.format_message())
+        print_envelope(envelope(error.exit_code, None, [problem]))
         raise click.exceptions.Exit(error.exit_code)

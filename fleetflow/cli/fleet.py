@@ -11,6 +11,7 @@ from typing import Any, TypeVar
 import click
 
 from fleetflow.cli.github_actions import ActionsStep, Report
+from fleetflow.cli.paths import CommandPath
 from fleetflow.cli.terminal import TERMINAL
 from fleetflow.errors import Problem
 from fleetflow.forge.factory import make_forge
@@ -25,7 +26,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 def fleet_options(func: F) -> F:
     func = click.option(
-        "--config", type=click.Path(dir_okay=False, path_type=Path),
+        "--config", type=CommandPath("file"),
         help="Config file (default: $FLEETFLOW_CONFIG, or .fleetflow.yaml here).",
     )(func)
     func = click.option(
@@ -42,7 +43,7 @@ def fleet_options(func: F) -> F:
 def plan_option(func: F) -> F:
     """``--plan-dir``: the commands that schedule write each environment's full plan there."""
     return click.option(
-        "--plan-dir", type=click.Path(file_okay=False, path_type=Path), envvar="FLEETFLOW_PLAN_DIR",
+        "--plan-dir", type=CommandPath(exists=False), envvar="FLEETFLOW_PLAN_DIR",
         help="Write each scheduled environment's full plan (summary + the whole diff, which a PR body cuts at "
         "64 KB) to DIR/<environment>.diff (default: $FLEETFLOW_PLAN_DIR; none).",
     )(func)

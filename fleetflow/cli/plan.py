@@ -6,8 +6,9 @@ from pathlib import Path
 
 import click
 
-from fleetflow.cli.common import FORMAT, folder, trees
+from fleetflow.cli.common import FORMAT, trees
 from fleetflow.cli.errors import handled
+from fleetflow.cli.paths import CommandPath
 from fleetflow.cli.render import foreign_lines, render_start
 from fleetflow.cli.terminal import TERMINAL
 from fleetflow.render.diff import plan_diff
@@ -22,8 +23,7 @@ from fleetflow.render.summary import PlanSummary, changes_text, headline
 @click.option(
     "--output",
     required=True,
-    type=click.Path(file_okay=False),
-    callback=folder,
+    type=CommandPath(exists=False),
     help="The current output root to compare against (may be empty or missing).",
 )
 @click.option("--main-commit", help="main commit to record (default: HEAD of --main if a git repo).")

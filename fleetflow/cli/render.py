@@ -7,8 +7,9 @@ from pathlib import Path
 
 import click
 
-from fleetflow.cli.common import FORMAT, check_environment, folder, head_commit, load, trees
+from fleetflow.cli.common import FORMAT, check_environment, head_commit, load, trees
 from fleetflow.cli.errors import Reply, handled
+from fleetflow.cli.paths import CommandPath
 from fleetflow.cli.terminal import TERMINAL
 from fleetflow.errors import Problems, UsageError, shown_path
 from fleetflow.model.controlplane import ControlPlane
@@ -25,8 +26,7 @@ from fleetflow.render.summary import RenderSummary, changes_text, headline
     "--output",
     "output",
     required=True,
-    type=click.Path(file_okay=False),
-    callback=folder,
+    type=CommandPath(exists=False),
     help="The environment's output root (the GitOpsRepo path in a checkout of the GitOps branch).",
 )
 @click.option(

@@ -11,6 +11,7 @@ from fleetflow.cli.common import FORMAT
 from fleetflow.cli.errors import handled
 from fleetflow.cli.fleet import fleet_options, make_context
 from fleetflow.cli.github_actions import actions_step, github_actions_options, route_report
+from fleetflow.cli.paths import CommandPath
 from fleetflow.errors import InputError, Location, Problem
 from fleetflow.promotion.events import route
 
@@ -23,7 +24,7 @@ def one_line(text: str) -> str:
 
 @click.command("route")
 @click.option("--event-name", required=True, help="The event ($GITHUB_EVENT_NAME): push, status, pull_request, ...")
-@click.option("--event-path", required=True, type=click.Path(dir_okay=False, exists=True, path_type=Path),
+@click.option("--event-path", required=True, type=CommandPath("file"),
               help="The event payload file ($GITHUB_EVENT_PATH).")
 @click.option("--environments", help="Comma-separated environment names (default: read from the control plane's "
               "main branch).")

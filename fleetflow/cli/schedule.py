@@ -11,6 +11,7 @@ from fleetflow.cli.common import FORMAT
 from fleetflow.cli.errors import FLEET_NO_STEP, FLEET_WRITTEN, handled
 from fleetflow.cli.fleet import fleet_options, make_context, plan_option, report_step
 from fleetflow.cli.github_actions import actions_step, github_actions_options, schedule_report, shard_report
+from fleetflow.cli.paths import CommandPath
 from fleetflow.cli.render import foreign_lines
 from fleetflow.errors import UsageError
 from fleetflow.promotion.schedule import schedule_environment
@@ -22,9 +23,9 @@ from fleetflow.render.summary import changes_text
 @click.option("--environment", required=True, help="Environment to schedule.")
 @click.option("--shard", "shard", metavar="K/N",
               help="Render only the cluster types of shard K of N and save them in --artifact (no push, no PR).")
-@click.option("--artifact", type=click.Path(file_okay=False, path_type=Path),
+@click.option("--artifact", type=CommandPath(exists=False),
               help="Folder a --shard job writes its manifest and git bundle into.")
-@click.option("--stitch", type=click.Path(file_okay=False, path_type=Path),
+@click.option("--stitch", type=CommandPath(),
               help="Folder holding every shard's artifact: commit them as one and update the PR.")
 @fleet_options
 @plan_option

@@ -10,6 +10,7 @@ from fleetflow.cli.errors import handled
 from fleetflow.cli.fleet import fleet_options, make_context
 from fleetflow.cli.github_actions import actions_step, github_actions_options, status_page_report
 from fleetflow.cli.metrics import metrics_markdown
+from fleetflow.cli.paths import CommandPath
 from fleetflow.errors import UsageError
 from fleetflow.promotion.status import FleetStatus, as_markdown, as_text, fleet_status
 from fleetflow.promotion.statuspage import write_status_page
@@ -20,7 +21,7 @@ from fleetflow.promotion.statuspage import write_status_page
 @click.option("--format", "fmt", type=click.Choice(["text", "json", "markdown", "html"]), default="text",
               show_default=True, help="markdown: tables and a Mermaid diagram of the chain, for job summaries. "
               "html: a self-contained status page written to --output DIR/index.html.")
-@click.option("--output", type=click.Path(file_okay=False, path_type=Path),
+@click.option("--output", type=CommandPath(exists=False),
               help="With --format html: the folder to write index.html into (created).")
 @github_actions_options
 def status(forge: str | None, control_plane: str | None, config: Path | None, fmt: str,

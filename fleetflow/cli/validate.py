@@ -7,9 +7,10 @@ from pathlib import Path
 
 import click
 
-from fleetflow.cli.common import FORMAT, check_environment, folder, head_branch_name, load, parse_cache
+from fleetflow.cli.common import FORMAT, check_environment, head_branch_name, load, parse_cache
 from fleetflow.cli.errors import Reply, handled
 from fleetflow.cli.github_actions import ActionsStep, actions_step, github_actions_options, validate_report
+from fleetflow.cli.paths import CommandPath
 from fleetflow.cli.terminal import TERMINAL
 from fleetflow.errors import ExitCode, InputError, Problem, Problems, UsageError, problem_order
 from fleetflow.model.controlplane import ControlPlane
@@ -20,7 +21,7 @@ from fleetflow.promotion.proposed_change import plan_change
 from fleetflow.render.pipeline import Meta, RenderResult, render_environment
 from fleetflow.render.summary import ValidatedEnvironment, ValidateSummary
 
-TREE = click.Path(file_okay=False)
+TREE = CommandPath()
 
 
 @dataclass
@@ -33,15 +34,15 @@ class Findings:
 
 
 @click.command()
-@click.option("--main", "main_dir", type=TREE, callback=folder, help="Checkout of the control-plane main branch.")
-@click.option("--env", "env_dir", type=TREE, callback=folder, help="Checkout of the environment branch.")
+@click.option("--main", "main_dir", type=TREE, help="Checkout of the control-plane main branch.")
+@click.option("--env", "env_dir", type=TREE, help="Checkout of the environment branch.")
 @click.option(
     "--into", "into", metavar="BRANCH",
     help="Check the change in --repo as it would land on BRANCH (a pull request's base): main, against every "
     "environment's branch; an environment branch, against the main commit it pins. Instead of --main/--env.",
 )
 @click.option(
-    "--repo", "repo_dir", type=TREE, default=".", show_default=True, callback=folder,
+    "--repo", "repo_dir", type=TREE, default=".", show_default=True,
     help="With --into: the checkout holding the change (every branch fetched, e.g. fetch-depth: 0).",
 )
 @click.option(
