@@ -11,9 +11,11 @@ refuse (DESIGN §7).
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
 from tests.helpers import ENV_FILES, MAIN_FILES, build_file_tree, make_plane, run_cli, tree_bytes
 
@@ -414,6 +416,90 @@ def test_a_cluster_type_name_must_leave_room_for_its_state_file(tmp_path: Path, 
         assert tree_bytes(out) == {}
     else:
         assert f".fleetflow/state/{name}.json" in tree_bytes(out)
+
+
+def _named_environment(tmp_path: Path, name: str) -> tuple[Path, Path]:
+    """The helpers' plane with its environment dev renamed ``name`` (its Environment, qa's ``after``, the target's
+    environment and the GitOpsRepo)."""
+    envs = MAIN_FILES[".environments/dev.yaml"].replace("name: dev\n", f"name: {name}\n")
+    app = MAIN_FILES["workloads/app.yaml"].replace("environment: dev\n", f"environment: {name}\n")
+    gitops = ENV_FILES["gitops-repo.yaml"].replace("name: dev\n", f"name: {name}\n")
+    return make_plane(tmp_path, {".environments/dev.yaml": envs.replace("after: [dev]", f"after: [{name}]"),
+                                 "workloads/app.yaml": app}, {"gitops-repo.yaml": gitops})
+
+
+@pytest.mark.parametrize(("length", "code"), [(218, 0), (219, 1), (253, 1)])
+def test_an_environment_name_must_leave_room_for_the_names_made_from_it(tmp_path: Path, length: int,
+                                                                        code: int) -> None:
+    """An environment's name goes into git refs, a file name, a status context and artifact names (see
+    ``test_every_name_made_from_the_longest_environment_name_is_valid``). Any name up to 253 characters passed
+    validate (``ok``, with Namespace warnings only), then failed later: at 242-250 characters ``schedule --plan-dir``
+    stopped with ``usage error: .../.<name>.diff.partial: File name too long (errno 36)``, blaming the path; from
+    251 git could not create the branch fleetflow/<name> (``cannot lock ref``: the ref's file and its ``.lock``);
+    from 219 GitHub refuses the merge record's tag (``GH005: Sorry, refs longer than 255 bytes are not allowed``).
+    Now a name longer than 218 characters is refused at its line, by validate, render and every other reader."""
+    name = "e" * length
+    main, env = _named_environment(tmp_path, name)
+    code_, out, err = validate(main, env)
+    assert code_ == code, out + err
+    if code:
+        assert f"dev.yaml:4:9: invalid name '{name}' ({length} characters)" in err, err
+        assert "at most 218 characters (an environment's name is part of the git refs fleetflow writes, such as " \
+               "refs/tags/fleetflow/merge-when-green/<name>, and GitHub refuses a ref longer than 255 bytes)" in err
+        assert err.count("error:") == 1, err  # the name, once: not its references as well
+    else:
+        assert f"ok: {name}: 2 assignments" in out, out
+
+
+def test_every_name_made_from_the_longest_environment_name_is_valid(tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """The longest name validate accepts, through every name fleetflow derives from it, each against its limit:
+
+    * git refs: GitHub refuses a ref longer than 255 bytes ("GH005: Sorry, refs longer than 255 bytes are not
+      allowed", desktop/desktop#819, dependabot/dependabot-core#5761); the merge record's tag
+      ``refs/tags/fleetflow/merge-when-green/<name>`` is the longest, exactly 255. git itself keeps a ref as a file
+      and locks it with ``<ref>.lock`` beside it: a component of at most 250 bytes (pushed here to a real repo;
+      251 gives ``cannot lock ref``);
+    * the status context ``fleetflow/<name>``: GitHub's Statuses API takes at most 255 characters (422 beyond,
+      runatlantis/atlantis#2506 and #6541);
+    * ``<name>.diff`` in ``--plan-dir``, written through ``.<name>.diff.partial``: a file name holds 255 bytes
+      (ext4, XFS, APFS: errno 36 beyond), written here by ``schedule --plan-dir``, end to end on the local forge;
+    * the workflows' artifacts ``fleetflow-shard-<name>-K-of-N`` (N up to 255) and ``fleetflow-plan-<name>``:
+      actions/upload-artifact takes 1 to 256 characters ("name invalid length for artifact name: must be between
+      1 and 256 characters", graalvm/mandrel#731).
+
+    Not limited by it: the ``Namespace`` render variable (a DNS label, 63 characters) is warned about where a
+    template reads it (fleetflow/render/namespaces.py), since many templates never do."""
+    from fleetflow.cli import main as cli
+    from fleetflow.model.resources import ENVIRONMENT_NAME_LIMIT
+    from fleetflow.promotion.context import head_branch, status_context
+    from fleetflow.promotion.merge_records import KINDS, record_ref
+    from tests import fleet as fleet_module
+
+    name = "e" * ENVIRONMENT_NAME_LIMIT
+    refs = [record_ref(name, kind) for kind in KINDS] + [f"refs/heads/{head_branch(name)}", f"refs/heads/{name}"]
+    assert max(len(ref.encode()) for ref in refs) == 255
+    assert len(status_context(name)) <= 255
+    workflow = (Path(__file__).parent.parent / ".github" / "workflows" / "fleetflow-schedule-shards.yml").read_text()
+    artifacts = re.findall(r"name: (fleetflow-(?:shard|plan)-\$\{\{ inputs\.environment \}\}\S*)", workflow)
+    assert len(artifacts) == 2, artifacts
+    for artifact in artifacts:
+        given = artifact.replace("${{ inputs.environment }}", name).replace("${{ matrix.shard }}", "255")
+        assert len(given.replace("${{ inputs.shards }}", "255")) <= 256, artifact
+
+    monkeypatch.setattr(fleet_module, "ENVIRONMENTS", {name: []})
+    fleet = fleet_module.local_fleet(tmp_path)  # the environment branch <name> on a real git repo
+    env = {"FLEETFLOW_CACHE_DIR": str(tmp_path / "cli-cache"), "FLEETFLOW_PLAN_DIR": str(tmp_path / "plans")}
+    forge = ["--forge", "local", "--control-plane", fleet.cp_url]
+    sha = fleet.branch_sha(fleet.cp_url, "main")
+    for args in (["promote", "--environment", name, "--commit", sha], ["schedule", "--environment", name]):
+        result = CliRunner().invoke(cli, [*args, *forge], env=env, catch_exceptions=False)
+        assert result.exit_code == 0, result.output
+    assert (tmp_path / "plans" / f"{name}.diff").is_file()
+    assert fleet.branch_sha(fleet.gitops_url, head_branch(name))
+    tip = fleet.branch_sha(fleet.gitops_url, name)
+    for ref in refs:  # every ref, by git's own rules (the .lock beside each file)
+        fleet_module.git(tmp_path, "--git-dir", fleet.gitops_url, "update-ref", ref, tip)
 
 
 def test_a_byte_order_mark_before_the_first_ignore_pattern_is_skipped_as_git_skips_it(tmp_path: Path) -> None:

@@ -39,6 +39,14 @@ NAME_LIMIT = 253  # characters of a name (NAME_PATTERN's, Kubernetes' DNS subdom
 CLUSTER_TYPE_NAME_LIMIT = 235  # a cluster type names its state shard, <name>.json, written through a temporary
 # .<name>.json.fleetflow-tmp: 20 characters more, and a file name holds 255 bytes (ext4, XFS, APFS; git
 # refuses to check out a longer one: "File name too long")
+ENVIRONMENT_NAME_LIMIT = 218  # an environment's name is part of the names fleetflow derives from it; the longest is
+# the merge record's tag refs/tags/fleetflow/merge-when-green/<name> (fleetflow.promotion.merge_records), and GitHub
+# refuses a ref longer than 255 bytes ("GH005: Sorry, refs longer than 255 bytes are not allowed"): 255 - 37. The
+# others then fit as well: refs/heads/fleetflow/<name> (the PR's head branch, 234), refs/heads/<name> (the default
+# environment branch, 244), git's own .lock file beside a ref's file (250), the status context fleetflow/<name>
+# (GitHub: 255 characters, 245), <name>.diff in --plan-dir, written through .<name>.diff.partial (a file name's
+# 255 bytes, 241), the workflows' artifact fleetflow-shard-<name>-K-of-N (upload-artifact: 256 characters, 229).
+# Names are ASCII (NAME_PATTERN): characters are bytes. Sources and the check of each: tests/test_validate_ahead.py
 LABEL_KEY_PATTERN = re.compile(
     r"^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$"
 )
