@@ -271,3 +271,26 @@ def test_timestamps_binary_and_sets_reach_the_output_as_written_not_as_python_re
                  '  FLAGS: "{\\"a\\":null,\\"b\\":null}"\n',
                  '  NESTED: "{\\"when\\":\\"2024-01-01T10:00:00Z\\"}"\n'):
         assert line in rendered, rendered
+
+
+# --- !!binary keys ---------------------------------------------------------------------------------------------
+
+
+def test_a_binary_key_is_its_decoded_text() -> None:
+    """go-yaml v2 decodes a ``!!binary`` scalar to a Go string of its bytes (``decoder.scalar`` in decode.go,
+    yaml/go-yaml v2.4.2), which sigs.k8s.io/yaml keeps as the key: the text, as a ``!!binary`` value already was.
+    It was the key "b'hello'"; beside a key ``hello`` it is a duplicate."""
+    assert _body("data:\n  ? !!binary aGVsbG8=\n  : x\n") == {"data": {"hello": "x"}}
+    problem = _one_problem("data:\n  hello: y\n  ? !!binary aGVsbG8=\n  : x\n")
+    assert str(problem.location) == "f.yaml:3:5"
+    assert problem.message == ('invalid YAML: duplicate key: hello (line 2) and !!binary aGVsbG8= both become the '
+                               'key "hello"')
+
+
+def test_a_binary_key_that_is_not_utf8_is_refused() -> None:
+    """Bytes that are no UTF-8 text: encoding/json (json.Marshal, the last step of sigs.k8s.io/yaml) writes U+FFFD
+    for each invalid byte, another key and a lossy one; fleetflow refuses it at the key (it was "b'\\\\xff'")."""
+    problem = _one_problem("data:\n  ok: 1\n  ? !!binary /w==\n  : x\n")
+    assert str(problem.location) == "f.yaml:3:5"
+    assert problem.message.startswith("invalid YAML: a !!binary key whose bytes are not UTF-8 text")
+    assert problem.hint is not None and "binaryData" in problem.hint

@@ -61,9 +61,9 @@ FLEETFLOW_API = "fleetflow.dev/v1alpha1"
 KALYPSO_API = "scheduler.kalypso.io/v1alpha1"
 ACCEPTED_APIS = (FLEETFLOW_API, KALYPSO_API)
 IGNORE_FILE = ".fleetflowignore"
-CACHE_FORMAT = f"fleetflow {__version__} documents 6"  # 3: a tab is read the careful way; 4: MAX_DEPTH; 5: keys
+CACHE_FORMAT = f"fleetflow {__version__} documents 7"  # 3: a tab is read the careful way; 4: MAX_DEPTH; 5: keys
 # that are numbers or booleans are the text Kubernetes makes of them (yaml_keys.py), not Python's; 6: timestamps stay
-# their text, !!binary is its decoded text, !!set a mapping of nulls
+# their text, !!binary is its decoded text, !!set a mapping of nulls; 7: a !!binary key is its decoded text too
 VISIBLE_HIDDEN_DIRS = frozenset({".environments"})
 YAML_SUFFIXES = (".yaml", ".yml")
 

@@ -12,6 +12,10 @@ sigs.k8s.io/yaml) turn every other key into text first. What they write is ``con
 * any other key (null, a ``uint64``, which go-yaml gives for an integer above 2^63-1) is refused: "unsupported
   map key of type ...".
 
+A ``!!binary`` key is a string to it: go-yaml v2 decodes the base64 into a Go string of the bytes (``decoder.scalar``
+in ``decode.go``), which ``json.Marshal`` writes with U+FFFD for each byte that is not UTF-8; fleetflow makes it the
+decoded text, and refuses one that is not UTF-8 text (a lossy key).
+
 fleetflow resolves scalars by YAML 1.2 (``yes`` stays text; see :mod:`fleetflow.model.documents`); this module
 only says which text a key it resolved to a boolean, an integer or a float becomes, and refuses a null key and an
 integer key outside int64 (Kubernetes refuses the ``uint64`` ones and would read larger ones as a float, another
@@ -114,9 +118,11 @@ class KeyProblem(YAMLError):
         self.message, self.mark, self.hint = message, mark, hint
 
 
-def kubernetes_key(tag: str, value: Any, node: Any) -> str:
-    """The text sigs.k8s.io/yaml makes of a key that fleetflow resolved (``tag``) to ``value``: a boolean, an
-    integer or a float. :class:`KeyProblem` for a null key and an integer outside int64 (``node`` says where)."""
+def kubernetes_key(tag: str | None, value: Any, node: Any) -> str:
+    """The text sigs.k8s.io/yaml makes of a scalar key that fleetflow resolved (``tag``) to ``value``: a boolean,
+    an integer, a float as above; ``!!binary`` its decoded bytes as text (go-yaml v2's ``decoder.scalar`` makes
+    them a Go string); any other scalar its text. :class:`KeyProblem` for a null key, an integer outside int64 and
+    a ``!!binary`` key that is not UTF-8 text (``node`` says where)."""
     if tag == _BOOL:
         return "true" if value else "false"
     if tag == _INT:
@@ -131,9 +137,19 @@ def kubernetes_key(tag: str, value: Any, node: Any) -> str:
     if tag == _FLOAT:
         text = go_float32_text(float(value))
         return _GO_SPECIALS.get(text, text)
-    raise KeyProblem(
-        "a key that is null (null, ~ or nothing before ':'): Kubernetes refuses it", node.start_mark,
-        'write the key as text, in quotes ("null": ...) if that is the name meant, or remove the entry')
+    if tag == _NULL:
+        raise KeyProblem(
+            "a key that is null (null, ~ or nothing before ':'): Kubernetes refuses it", node.start_mark,
+            'write the key as text, in quotes ("null": ...) if that is the name meant, or remove the entry')
+    if isinstance(value, bytes):
+        try:
+            return value.decode("utf-8")
+        except UnicodeDecodeError:
+            raise KeyProblem(
+                "a !!binary key whose bytes are not UTF-8 text: Kubernetes makes it a key with U+FFFD in place of "
+                "each byte that is not (encoding/json), another key", node.start_mark,
+                "write the key as text; keep binary data in a value (a ConfigMap's binaryData)") from None
+    return str(value)
 
 
 def _spelling(node: Any) -> str:
@@ -161,15 +177,14 @@ class KubernetesKeys(RoundTripConstructor):
 
     def _as_text(self, key: Any) -> Any:
         """A key node as a plain text node: a boolean, integer or float key as Kubernetes writes it, any other
-        scalar that is not plain text (a date, ``!!str 1``, a tag of the user's) as ``documents.to_plain`` wrote it
-        after loading (Python's ``str``), so that the duplicate check compares what later steps get."""
+        scalar that is not plain text (a date, ``!!str 1``, ``!!binary``, a tag of the user's) by
+        :func:`kubernetes_key` too, so that the duplicate check compares what later steps get."""
         if key.__class__ is not ScalarNode:
             return key  # a list or a mapping: refused before ruamel reads the file (documents._complex_key)
         tag = key.ctag.trval
         if tag == _MERGE or (tag == _STR and not key.ctag.handle):
             return key  # text already, or a merge key ("<<")
-        value = self.construct_object(key, deep=True)
-        text = kubernetes_key(tag, value, key) if tag in (_BOOL, _INT, _FLOAT, _NULL) else str(value)
+        text = kubernetes_key(tag, self.construct_object(key, deep=True), key)
         return ScalarNode(_STR, text, key.start_mark, key.end_mark, comment=key.comment)
 
     def check_mapping_key(self, node: Any, key_node: Any, mapping: Any, key: Any, value: Any) -> bool:
