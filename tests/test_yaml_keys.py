@@ -22,8 +22,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fleetflow.errors import Problem
+from fleetflow.errors import InputError, Location, Problem
 from fleetflow.model.documents import ParseCache, Tree
+from fleetflow.render.composition import Composer, ConfigSource, Subject
 from tests.helpers import ENV_FILES, build_file_tree, make_plane, parsed, run_cli, tree_read
 
 
@@ -271,6 +272,75 @@ def test_timestamps_binary_and_sets_reach_the_output_as_written_not_as_python_re
                  '  FLAGS: "{\\"a\\":null,\\"b\\":null}"\n',
                  '  NESTED: "{\\"when\\":\\"2024-01-01T10:00:00Z\\"}"\n'):
         assert line in rendered, rendered
+
+
+# --- YAML held in a value: a ConfigMap string that holds a map, and fromYaml ----------------------------------
+
+
+_SUBJECT = Subject("dev", "edge", {}, "shop-web", {}, "shop")
+
+
+def _composed_value(text: str) -> object:
+    """The value of ``FLAGS`` (a ConfigMap string holding ``text``) as composition gives it to templates."""
+    data = Composer([ConfigSource("flags", Location("configs.yaml", 1), {}, 0, {"FLAGS": text},
+                                  {("FLAGS",): Location("configs.yaml", 9)})]).compose(_SUBJECT).values
+    return data["FLAGS"]
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [
+        ("1.0: a\n0x10: b\n1e6: c\n.inf: d\n", {"1": "a", "16": "b", "1e+06": "c", ".inf": "d"}),
+        ("newCheckout: true\ntrue: false\n1.0: true\n", {"newCheckout": True, "true": False, "1": True}),
+        ("{False: x, -0.0: y, 2024-01-01: z}", {"false": "x", "-0": "y", "2024-01-01": "z"}),
+        ("base: &b {1.0: x}\nmerged:\n  <<: *b\n  2.50: y\n", {"base": {"1": "x"}, "merged": {"1": "x", "2.5": "y"}}),
+        ("? !!binary aGVsbG8=\n: x\ncert: !!binary aGVsbG8=\n", {"hello": "x", "cert": "hello"}),
+        ("- {1.0: a}\n- {true: b}\n", [{"1": "a"}, {"true": "b"}]),
+    ],
+)
+def test_a_configmap_string_holding_yaml_has_the_keys_a_document_has(text: str, value: object) -> None:
+    """A ConfigMap value written as a string that holds a map (the example's FEATURE_FLAGS) is parsed and merged as
+    one; its keys follow the documents' rule (sigs.k8s.io/yaml ``convertToJSONableObject``), merged ones too. They
+    were Python's text (``1.0``, ``inf``, ``False``, ``b'hello'``), and ``true:`` beside ``1.0:`` was a duplicate
+    (Python's ``True == 1.0``), which left the whole value a string: the example's schema then refused
+    FEATURE_FLAGS as "not of type 'object'" (a review finding, 2026-11-29)."""
+    assert _composed_value(text) == value
+
+
+@pytest.mark.parametrize(
+    ("text", "what", "where"),
+    [
+        ("a: 1\n~: x\n", "a key that is null", "(line 2, column 1 of the value)"),
+        ("a:\n  null: x\n", "a key that is null", "(line 2, column 3 of the value)"),
+        ("9223372036854775808: x\n", "the number 9223372036854775808 is too large for a key",
+         "(line 1, column 1 of the value)"),
+        ("? !!binary /w==\n: x\n", "a !!binary key whose bytes are not UTF-8 text", "(line 1, column 3 of the value)"),
+        ("? [a, b]\n: x\n", "a key that is a list or a mapping", "(line 1, column 3 of the value)"),
+    ],
+)
+def test_a_configmap_string_holding_a_key_kubernetes_refuses_stops_at_the_configmap(
+        text: str, what: str, where: str) -> None:
+    """What a document may not hold as a key, a ConfigMap string holding YAML may not either: one problem at the
+    data key, naming the ConfigMap, the key and the line of the value (it was the key "None", "('a', 'b')", or the
+    number as text)."""
+    with pytest.raises(InputError) as caught:
+        _composed_value(text)
+    [problem] = caught.value.problems()
+    assert str(problem.location) == "configs.yaml:9"
+    assert problem.message.startswith(f"ConfigMap flags, data key FLAGS (a string holding YAML): {what}")
+    assert problem.message.endswith(where) and problem.hint
+
+
+def test_a_null_key_in_a_configmap_string_stops_the_render_at_the_configmap(tmp_path: Path) -> None:
+    configs = ENV_FILES["configs.yaml"].replace(
+        'REPLICAS: "1"\n', 'REPLICAS: "1"\n          FLAGS: |\n            on: true\n            ~: false\n', 1)
+    main_dir, env_dir = make_plane(tmp_path, env={"configs.yaml": configs})
+    out = tmp_path / "out"
+    result = run_cli("render", "--main", main_dir, "--env", env_dir, "--environment", "dev", "--output", out)
+    assert result.exit_code == 1, result.output
+    assert ("configs.yaml:10:3: ConfigMap env-wide, data key FLAGS (a string holding YAML): a key that is null "
+            "(null, ~ or nothing before ':'): Kubernetes refuses it (line 2, column 1 of the value)") in result.output
+    assert "Traceback" not in result.output and not out.exists()
 
 
 # --- !!binary keys ---------------------------------------------------------------------------------------------

@@ -22,17 +22,20 @@ integer key outside int64 (Kubernetes refuses the ``uint64`` ones and would read
 key). :class:`KubernetesKeys` does it while ruamel.yaml builds each mapping, so that a duplicate is judged on the
 text (``true`` and ``1.0`` are two keys, ``"true"`` and ``"1"``; ``1`` and ``1.0`` are one), at the repeated key.
 
-The same constructor, and :class:`TextTimestamps` for YAML held in a ConfigMap value, leave a timestamp the text it
-is written as, as go-yaml does (:func:`_timestamp_as_written`).
+YAML held in a value (a ConfigMap string that holds a map or a list, the text given to ``fromYaml``) is read with
+:class:`ValueKeys` (:func:`value_yaml`): the same keys, by the same :func:`kubernetes_key`. Both constructors leave
+a timestamp the text it is written as, as go-yaml does (:func:`_timestamp_as_written`).
 """
 
 from __future__ import annotations
 
 import math
 import struct
+from collections.abc import Callable
 from fractions import Fraction
 from typing import Any
 
+from ruamel.yaml import YAML
 from ruamel.yaml.constructor import RoundTripConstructor, SafeConstructor
 from ruamel.yaml.error import YAMLError
 from ruamel.yaml.nodes import ScalarNode
@@ -118,11 +121,16 @@ class KeyProblem(YAMLError):
         self.message, self.mark, self.hint = message, mark, hint
 
 
+class DuplicateKey(KeyProblem):
+    """Two keys of one mapping that are written two ways and become one text (``1`` and ``1.0``)."""
+
+
 def kubernetes_key(tag: str | None, value: Any, node: Any) -> str:
     """The text sigs.k8s.io/yaml makes of a scalar key that fleetflow resolved (``tag``) to ``value``: a boolean,
     an integer, a float as above; ``!!binary`` its decoded bytes as text (go-yaml v2's ``decoder.scalar`` makes
     them a Go string); any other scalar its text. :class:`KeyProblem` for a null key, an integer outside int64 and
-    a ``!!binary`` key that is not UTF-8 text (``node`` says where)."""
+    a ``!!binary`` key that is not UTF-8 text (``node`` says where). The one function that says what a key becomes,
+    for documents (:class:`KubernetesKeys`) and for YAML held in a value (:class:`ValueKeys`, ``fromYaml``)."""
     if tag == _BOOL:
         return "true" if value else "false"
     if tag == _INT:
@@ -161,26 +169,32 @@ def _spelling(node: Any) -> str:
     return text if len(text) <= 40 else text[:37] + "..."
 
 
-class KubernetesKeys(RoundTripConstructor):
-    """ruamel.yaml's round-trip constructor, with every boolean, integer and float key made the text Kubernetes
-    makes of it (:func:`kubernetes_key`) before the mapping is built: its duplicate check, and every later step,
-    see the keys Kubernetes would see. A duplicate written two ways names both spellings."""
+class _TextKeys:
+    """What :class:`KubernetesKeys` and :class:`ValueKeys` share: every key node made a plain text node (by
+    :func:`kubernetes_key`) before the mapping is built, and a duplicate written two ways named with both
+    spellings."""
 
-    # ruamel's round-trip constructor takes the mapping to fill (its own override carries the same ignore)
-    def construct_mapping(self, node: Any, maptyp: Any, deep: bool = False) -> Any:  # type: ignore[override]
-        pairs = node.value
+    # what the ruamel constructor this is mixed into has (annotations only: its own are the ones used)
+    constructed_objects: dict[Any, Any]
+    allow_duplicate_keys: bool | None
+    construct_object: Callable[..., Any]
+
+    def _text_keys(self, pairs: list[Any]) -> None:
         for index, (key, value) in enumerate(pairs):
             text = self._as_text(key)
             if text is not key:
                 pairs[index] = (text, value)
-        return super().construct_mapping(node, maptyp, deep)
 
     def _as_text(self, key: Any) -> Any:
         """A key node as a plain text node: a boolean, integer or float key as Kubernetes writes it, any other
         scalar that is not plain text (a date, ``!!str 1``, ``!!binary``, a tag of the user's) by
-        :func:`kubernetes_key` too, so that the duplicate check compares what later steps get."""
-        if key.__class__ is not ScalarNode:
-            return key  # a list or a mapping: refused before ruamel reads the file (documents._complex_key)
+        :func:`kubernetes_key` too, so that the duplicate check compares what later steps get. A key that is a
+        list or a mapping is refused (in a document :func:`documents._complex_key` found it first)."""
+        if not isinstance(key, ScalarNode):
+            raise KeyProblem(
+                "a key that is a list or a mapping", key.start_mark,
+                "write each key as plain text: '?' before a key, or a key in [ ] or { }, makes it a list or a "
+                "mapping")
         tag = key.ctag.trval
         if tag == _MERGE or (tag == _STR and not key.ctag.handle):
             return key  # text already, or a merge key ("<<")
@@ -192,13 +206,38 @@ class KubernetesKeys(RoundTripConstructor):
             first = next((k for k, _ in node.value if k is not key_node and self.constructed_objects.get(k) == key),
                          None)
             if first is not None and _spelling(first) != _spelling(key_node):
-                raise KeyProblem(
+                raise DuplicateKey(
                     f'duplicate key: {_spelling(first)} (line {first.start_mark.line + 1}) and '
                     f'{_spelling(key_node)} both become the key "{key}"',
                     key_node.start_mark,
                     "each key may appear once per mapping, and a key that is a number, true/false or a date is "
                     'read as text (1.0 and 1 are both "1"): remove or rename the repeated one')
-        return bool(super().check_mapping_key(node, key_node, mapping, key, value))
+        return bool(super().check_mapping_key(node, key_node, mapping, key, value))  # type: ignore[misc]
+
+
+class KubernetesKeys(_TextKeys, RoundTripConstructor):
+    """ruamel.yaml's round-trip constructor, with every boolean, integer and float key made the text Kubernetes
+    makes of it (:func:`kubernetes_key`) before the mapping is built: its duplicate check, and every later step,
+    see the keys Kubernetes would see. A duplicate written two ways names both spellings."""
+
+    # ruamel's round-trip constructor takes the mapping to fill (its own override carries the same ignore)
+    def construct_mapping(self, node: Any, maptyp: Any, deep: bool = False) -> Any:  # type: ignore[override]
+        self._text_keys(node.value)
+        return super().construct_mapping(node, maptyp, deep)
+
+
+class ValueKeys(_TextKeys, SafeConstructor):
+    """ruamel.yaml's safe constructor with the keys of :class:`KubernetesKeys` and timestamps left as the text they
+    are written as (:func:`_timestamp_as_written`): for YAML held in a value (a ConfigMap's, which Kalypso (Go)
+    reads the same way, and the text a template hands to ``fromYaml``). Keys merged in by ``<<`` are made text
+    too."""
+
+    def construct_mapping(self, node: Any, deep: bool = False) -> Any:
+        self.flatten_mapping(node)  # the merged pairs are in node.value (and node.merge) from here on
+        self._text_keys(node.value)
+        if getattr(node, "merge", None):
+            self._text_keys(node.merge)
+        return super().construct_mapping(node, deep)
 
 
 def _timestamp_as_written(constructor: Any, node: Any, values: Any = None) -> str:
@@ -210,11 +249,12 @@ def _timestamp_as_written(constructor: Any, node: Any, values: Any = None) -> st
 
 
 KubernetesKeys.add_constructor(_TIMESTAMP, _timestamp_as_written)
+ValueKeys.add_constructor(_TIMESTAMP, _timestamp_as_written)
 
 
-class TextTimestamps(SafeConstructor):
-    """ruamel.yaml's safe constructor with timestamps left as the text they are written as (see
-    :func:`_timestamp_as_written`): for YAML held in a ConfigMap value, which Kalypso (Go) reads the same way."""
-
-
-TextTimestamps.add_constructor(_TIMESTAMP, _timestamp_as_written)
+def value_yaml() -> YAML:
+    """The reader of YAML held in a value: a ConfigMap value that holds a map or a list, ``fromYaml``'s text. The
+    keys and timestamps of the documents (:class:`ValueKeys`)."""
+    yaml = YAML(typ="safe", pure=True)
+    yaml.Constructor = ValueKeys
+    return yaml

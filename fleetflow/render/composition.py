@@ -16,7 +16,6 @@ assignments:
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -26,10 +25,10 @@ from typing import Any, Generic, TypeVar
 
 from ruamel.yaml import YAML
 
-from fleetflow.errors import Location
+from fleetflow.errors import InputError, Location, Problem
 from fleetflow.model.controlplane import PLATFORM_CONFIG_LABEL
-from fleetflow.model.documents import unwalkable
-from fleetflow.model.yaml_keys import TextTimestamps
+from fleetflow.model.documents import to_plain, unwalkable
+from fleetflow.model.yaml_keys import DuplicateKey, KeyProblem, value_yaml
 from fleetflow.render.canonical import canonical_json
 
 CLUSTER_TYPE = "cluster-type"
@@ -137,34 +136,7 @@ def applies(labels: Mapping[str, str], subject: Subject) -> bool:
     return True
 
 
-# --- plain data ------------------------------------------------------------------------------------------
-
-
-def _plain_key(key: Any) -> str:
-    if isinstance(key, str):
-        return str(key)
-    if key is None or isinstance(key, bool):
-        return json.dumps(key)
-    return str(key)
-
-
-def _plain(value: Any) -> Any:
-    """Turn loaded YAML (ruamel types included) into plain JSON-like data."""
-    if isinstance(value, str):
-        return str(value)
-    if isinstance(value, bool) or value is None:
-        return value
-    if type(value).__name__ == "ScalarBoolean":  # ruamel round-trip boolean (an int subclass)
-        return bool(value)
-    if isinstance(value, int):
-        return int(value)
-    if isinstance(value, float):
-        return float(value)
-    if isinstance(value, Mapping):
-        return {_plain_key(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_plain(v) for v in value]
-    return str(value)  # timestamps are their text already (the Composer's loader: yaml_keys.TextTimestamps)
+# --- YAML held in a value ---------------------------------------------------------------------------------
 
 
 _COLLECTION_START = frozenset("[{-!?&*|>#%")
@@ -191,17 +163,35 @@ def _may_be_collection(text: str) -> bool:
 
 
 def _parse_value(yaml: YAML, text: str) -> Any:
-    """A string holding a YAML map or list becomes that map or list; anything else stays the string."""
+    """A string holding a YAML map or list becomes that map or list, its keys and values as a document's are
+    (``yaml`` is :func:`~fleetflow.model.yaml_keys.value_yaml`: ``1.0:`` is the key ``"1"``, ``true:``
+    ``"true"``); anything else stays the string. A key Kubernetes refuses (null, an integer outside int64, a list,
+    bytes that are not text) is :class:`KeyProblem`: that text is YAML, read otherwise by every tool. A duplicate
+    key leaves the text as it is, as any text the parser refuses."""
     if not _may_be_collection(text):
         return text
     try:
         parsed = yaml.load(text)
+    except DuplicateKey:
+        return text
+    except KeyProblem:
+        raise
     except Exception:  # user text, any parser error: then it is a plain string value (errors.py, rule 4)
         return text
     if isinstance(parsed, Mapping | list):
         # aliases that would build it out endless or huge, or nesting deeper than a document may: the text it is
-        return text if unwalkable(parsed, text) else _plain(parsed)
+        return text if unwalkable(parsed, text) else to_plain(parsed)
     return text
+
+
+def _key_refused(source: ConfigSource, key: str, problem: KeyProblem) -> InputError:
+    """A ConfigMap value whose YAML holds a key Kubernetes refuses, as the error that stops the render: at the data
+    key, naming the line of the value it stands on."""
+    mark = problem.mark
+    at = f" (line {mark.line + 1}, column {mark.column + 1} of the value)" if mark is not None else ""
+    return InputError(Problem(
+        f"ConfigMap {source.name}, data key {key} (a string holding YAML): {problem.message}{at}",
+        source.key_locations.get((key,), source.location), problem.hint))
 
 
 def _merge(base: dict[str, Any], overlay: Mapping[str, Any]) -> dict[str, Any]:
@@ -262,7 +252,13 @@ class _Layer:
         """The source's data; strings that hold YAML are parsed (documents are plain data already)."""
         if self._data is None:
             yaml = self._yaml
-            self._data = {k: _parse_value(yaml, v) if isinstance(v, str) else v for k, v in self.source.data.items()}
+            data: dict[str, Any] = {}
+            for key, value in self.source.data.items():
+                try:
+                    data[key] = _parse_value(yaml, value) if isinstance(value, str) else value
+                except KeyProblem as problem:
+                    raise _key_refused(self.source, key, problem) from None
+            self._data = data
         return self._data
 
     @property
@@ -420,8 +416,7 @@ class Composer:
     """Composes config for many subjects from one environment's ConfigMaps."""
 
     def __init__(self, sources: Sequence[ConfigSource]) -> None:
-        yaml = YAML(typ="safe", pure=True)
-        yaml.Constructor = TextTimestamps  # a date-time in a value's YAML stays its text, as Kalypso (Go) keeps it
+        yaml = value_yaml()  # keys as in a document; a date-time stays its text, as Kalypso (Go) keeps it
         ordered = sorted(sources, key=precedence_key)
         self._layers = tuple(
             _Layer(rank, source, _requirements(source.labels), yaml) for rank, source in enumerate(ordered)
