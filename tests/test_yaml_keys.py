@@ -25,6 +25,7 @@ from hypothesis import strategies as st
 from fleetflow.errors import InputError, Location, Problem
 from fleetflow.model.documents import ParseCache, Tree
 from fleetflow.render.composition import Composer, ConfigSource, Subject
+from fleetflow.render.templates import TemplateEngine, TemplateRenderError, TemplateSource
 from tests.helpers import ENV_FILES, build_file_tree, make_plane, parsed, run_cli, tree_read
 
 
@@ -341,6 +342,46 @@ def test_a_null_key_in_a_configmap_string_stops_the_render_at_the_configmap(tmp_
     assert ("configs.yaml:10:3: ConfigMap env-wide, data key FLAGS (a string holding YAML): a key that is null "
             "(null, ~ or nothing before ':'): Kubernetes refuses it (line 2, column 1 of the value)") in result.output
     assert "Traceback" not in result.output and not out.exists()
+
+
+def _from_yaml(text: str) -> str:
+    """``fromYaml`` of ``text`` in a template, the result as JSON."""
+    engine = TemplateEngine()
+    source = TemplateSource("tpl", "config", "json", ("{{ Manifests.text | fromYaml | toJson }}",),
+                            Location("tpl.yaml", 1), (Location("tpl.yaml", 10),))
+    rendered = engine.compile(source).render({"Manifests": {"text": text}}, "assignment a/b")
+    assert rendered is not None
+    return rendered.decode()
+
+
+def test_from_yaml_gives_the_keys_a_document_has() -> None:
+    """Helm's ``fromYaml`` is ``yaml.Unmarshal`` of sigs.k8s.io/yaml into a ``map[string]any`` (helm/helm
+    ``pkg/engine/funcs.go``, ``fromYAML``, read at commit e9b85e4): keys as ``convertToJSONableObject`` makes them,
+    the rule of the documents. ``true:`` beside ``1.0:`` was a duplicate (DuplicateKeyError), ``0x10:`` the number
+    16, ``!!binary`` bytes, a date-time a Python datetime."""
+    assert _from_yaml("true: a\n1.0: b\n0x10: c\n? !!binary aGVsbG8=\n: d\nat: 2024-01-01T10:00:00Z\n") == (
+        '{"1":"b","16":"c","at":"2024-01-01T10:00:00Z","hello":"d","true":"a"}\n')
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("a: 1\n~: x\n", "fromYaml: in its text, a key that is null (null, ~ or nothing before ':'): Kubernetes "
+                         "refuses it (line 2, column 1 of its text)"),
+        ("1: a\n1.0: b\n", 'fromYaml: in its text, duplicate key: 1 (line 1) and 1.0 both become the key "1" '
+                           "(line 2, column 1 of its text)"),
+        ("a: [b\n", "fromYaml: its text is not YAML: expected ',' or ']', but got '<stream end>' (line 2, column 1 "
+                    "of its text)"),
+    ],
+)
+def test_from_yaml_refuses_what_a_document_may_not_hold_in_plain_words(text: str, message: str) -> None:
+    """A template problem at the template line, worded for the user: it was "DuplicateKeyError: while constructing
+    a mapping in "<unicode string>" ..." or a key "None"."""
+    with pytest.raises(TemplateRenderError) as caught:
+        _from_yaml(text)
+    problem = caught.value.problem
+    assert problem.message == f"template 'tpl', manifest 1, rendering assignment a/b: {message}"
+    assert str(problem.location) == "tpl.yaml:10" and problem.hint
 
 
 # --- !!binary keys ---------------------------------------------------------------------------------------------

@@ -28,10 +28,12 @@ import yaml
 from jinja2 import StrictUndefined, Template, TemplateSyntaxError, Undefined, UndefinedError
 from jinja2.exceptions import SecurityError
 from jinja2.sandbox import ImmutableSandboxedEnvironment
-from ruamel.yaml import YAML
+from ruamel.yaml.error import MarkedYAMLError
 from yaml._yaml import CParser
 
 from fleetflow.errors import InputError, Location, Problem
+from fleetflow.model.documents import to_plain, unwalkable
+from fleetflow.model.yaml_keys import KeyProblem, value_yaml
 from fleetflow.render.canonical import canonical_json
 from fleetflow.render.yamlemit import to_yaml
 
@@ -172,12 +174,43 @@ def to_json_filter(value: Any, indent: int | None = None) -> str:
     return json.dumps(_defined(value), sort_keys=True, indent=indent, ensure_ascii=False)
 
 
-_yaml_loader = YAML(typ="safe", pure=True)
+_yaml_loader = value_yaml()
+
+
+class _FromYamlError(ValueError):
+    """The text given to ``fromYaml`` does not read as YAML, or holds a key Kubernetes refuses: what and where in
+    the text, and how to fix it."""
+
+    def __init__(self, message: str, hint: str) -> None:
+        super().__init__(message)
+        self.hint = hint
+
+
+def _in_text(mark: Any) -> str:
+    return f" (line {mark.line + 1}, column {mark.column + 1} of its text)" if mark is not None else ""
 
 
 def from_yaml_filter(text: str) -> Any:
-    """``fromYaml``: parse a YAML string (safe loader)."""
-    return _yaml_loader.load(str(_defined(text)))
+    """``fromYaml``: parse a YAML string into plain data, read as a document is: a key that YAML resolves to a
+    boolean or a number is the text sigs.k8s.io/yaml makes of it (``1.0:`` is ``"1"``), as Helm's ``fromYaml``
+    gives it (``yaml.Unmarshal`` of sigs.k8s.io/yaml, ``pkg/engine/funcs.go``); a null key, an integer key outside
+    int64 or a list as a key is an error, as it is in a document; a date-time stays its text, ``!!binary`` is its
+    decoded text. Aliases that would build the value out endless or huge, or nesting deeper than a document may,
+    are an error too (until 2026-11-29 keys were Python's: ``True``, ``1.0``, a key ``1.0`` and a key ``true`` one
+    duplicate)."""
+    text = str(_defined(text))
+    try:
+        loaded = _yaml_loader.load(text)
+    except KeyProblem as exc:
+        raise _FromYamlError(f"fromYaml: in its text, {exc.message}{_in_text(exc.mark)}", exc.hint) from None
+    except MarkedYAMLError as exc:
+        what = (exc.problem or exc.context or "not YAML").strip()
+        raise _FromYamlError(f"fromYaml: its text is not YAML: {what}{_in_text(exc.problem_mark or exc.context_mark)}",
+                             "fix the YAML of the text given to fromYaml") from None
+    if unwalkable(loaded, text):
+        raise _FromYamlError("fromYaml: its text builds out endless or huge (aliases), or nests too deep",
+                             "give fromYaml YAML without aliases of aliases, nested less deep")
+    return to_plain(loaded)
 
 
 def from_json_filter(text: str) -> Any:
@@ -485,6 +518,8 @@ class CompiledTemplate:
             hint = "write the shared text into this manifest (a macro defined in it can repeat it)"
         elif isinstance(exc, TemplateRequiredError):
             detail = f"required value missing: {exc}"
+        elif isinstance(exc, _FromYamlError):
+            detail, hint = str(exc), exc.hint
         else:
             detail = f"{type(exc).__name__}: {exc}"
         return Problem(f"{where}: {detail}", _line_in(location, lineno), hint)
