@@ -317,6 +317,7 @@ def test_a_configmap_string_holding_yaml_has_the_keys_a_document_has(text: str, 
          "(line 1, column 1 of the value)"),
         ("? !!binary /w==\n: x\n", "a !!binary key whose bytes are not UTF-8 text", "(line 1, column 3 of the value)"),
         ("? [a, b]\n: x\n", "a key that is a list or a mapping", "(line 1, column 3 of the value)"),
+        ("a: &k ~\nb:\n  *k : x\n", "a key that is null", "(line 3, column 3 of the value)"),  # at the alias
     ],
 )
 def test_a_configmap_string_holding_a_key_kubernetes_refuses_stops_at_the_configmap(
@@ -384,7 +385,40 @@ def test_from_yaml_refuses_what_a_document_may_not_hold_in_plain_words(text: str
     assert str(problem.location) == "tpl.yaml:10" and problem.hint
 
 
-# --- !!binary keys ---------------------------------------------------------------------------------------------
+# --- keys written as aliases, !!binary keys ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "where", "message"),
+    [
+        ("x: &k A\ndata:\n  A: 1\n  B: 2\n  *k : 3\n", "f.yaml:5:3",
+         'duplicate key: A (line 3) and *k (the alias of &k on line 1) both become the key "A"'),
+        ("x: &k 1.0\ndata:\n  *k : 1\n  B: 2\n  1: 3\n", "f.yaml:5:3",
+         'duplicate key: *k (line 3, the alias of &k on line 1) and 1 both become the key "1"'),
+        ("x: &k A\ndata: {A: 1, *k : 3}\n", "f.yaml:2:14",
+         'duplicate key: A (line 2) and *k (the alias of &k on line 1) both become the key "A"'),
+        ("x: &k A\ndata:\n  *k : 1\n  B: 2\n  *k : 3\n", "f.yaml:5:3",
+         'found duplicate key "A" with value "3" (original value: "1")'),
+        ("x: &k ~\ndata:\n  B: 2\n  *k : 3\n", "f.yaml:4:3",
+         "a key that is null (null, ~ or nothing before ':'): Kubernetes refuses it"),
+    ],
+)
+def test_a_key_written_as_an_alias_is_placed_where_the_alias_is(text: str, where: str, message: str) -> None:
+    """ruamel's composer gives an alias the anchored node itself, so a duplicate (or null) key written as ``*k``
+    was reported at the anchor (``f.yaml:1:4``), lines away from the mapping that holds it (a review finding,
+    2026-11-29). The message names the anchor when the key is an alias."""
+    problem = _one_problem(text)
+    assert str(problem.location) == where
+    assert problem.message == f"invalid YAML: {message}"
+
+
+def test_a_key_written_as_an_alias_stands_where_the_alias_is() -> None:
+    """Its position (messages, ``explain``) is the alias's, on the quick path's documents too."""
+    docs, problems = parsed("kind: ConfigMap\nx: &k A\ndata:\n  B: 2\n  *k : 3\n")
+    assert problems == [] and docs[0].body["data"] == {"B": 2, "A": 3}
+    assert str(docs[0].where("data", "A")) == "f.yaml:5:8"
+    assert {k: str(v) for k, v in docs[0].key_locations("data").items()} == {
+        ("B",): "f.yaml:4:3", ("A",): "f.yaml:5:3"}
 
 
 def test_a_binary_key_is_its_decoded_text() -> None:

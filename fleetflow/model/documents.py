@@ -55,7 +55,7 @@ from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 from fleetflow import __version__
 from fleetflow.errors import Location, Problem, Problems, shown_path
 from fleetflow.linear_regex import Re2Error, RegexError, compile_linear
-from fleetflow.model.yaml_keys import KeyProblem, KubernetesKeys
+from fleetflow.model.yaml_keys import AliasKeys, KeyProblem, KubernetesKeys
 
 FLEETFLOW_API = "fleetflow.dev/v1alpha1"
 KALYPSO_API = "scheduler.kalypso.io/v1alpha1"
@@ -422,8 +422,16 @@ def _scalar_position(node: ScalarNode, path: PathKey, values: dict[PathKey, Posi
         blocks.add(path)
 
 
+# what may be a key written as an alias: "*name :" (block or flow), "? *name"; text in quotes may match too (then
+# ruamel places the keys, as libyaml would)
+_ALIAS_KEY = re.compile(r"\*[^\s,\[\]{}]+[ \t]*:(?:[ \t\r\n]|$)|\?[ \t]+\*", re.MULTILINE)
+
+
 def _quick_positions(text: str) -> list[Positions | None]:
     _quick_may_read(text)
+    if _may_alias(text) and _ALIAS_KEY.search(text):
+        raise _Careful("a key written as an alias")  # libyaml places it at its anchor, ruamel (AliasKeys) where the
+        # alias is written
     found: list[Positions | None] = []
     for node in _quick_nodes(text):
         values: dict[PathKey, Position] = {}
@@ -524,6 +532,7 @@ def to_plain(value: Any) -> Any:
 def _yaml() -> YAML:
     yaml = YAML(typ="rt")
     yaml.Constructor = KubernetesKeys  # keys that are numbers or booleans: the text Kubernetes makes of them
+    yaml.Composer = AliasKeys  # a key written as an alias stands where the alias is, not at its anchor
     yaml.allow_duplicate_keys = False
     return yaml
 

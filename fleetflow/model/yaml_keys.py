@@ -36,9 +36,11 @@ from fractions import Fraction
 from typing import Any
 
 from ruamel.yaml import YAML
+from ruamel.yaml.composer import Composer
 from ruamel.yaml.constructor import RoundTripConstructor, SafeConstructor
 from ruamel.yaml.error import YAMLError
-from ruamel.yaml.nodes import ScalarNode
+from ruamel.yaml.events import AliasEvent
+from ruamel.yaml.nodes import MappingNode, ScalarNode
 
 _STR = "tag:yaml.org,2002:str"
 _BOOL = "tag:yaml.org,2002:bool"
@@ -169,6 +171,43 @@ def _spelling(node: Any) -> str:
     return text if len(text) <= 40 else text[:37] + "..."
 
 
+def _named(node: Any, line: bool) -> str:
+    """A key as a message names it: its spelling, its line if ``line``, and for a key written as an alias
+    (``*name``) the anchor it repeats and that anchor's line."""
+    notes = [f"line {node.start_mark.line + 1}"] if line else []
+    if isinstance(node, AliasKey):
+        notes.append(f"the alias of &{node.anchor} on line {node.anchored.start_mark.line + 1}")
+    return _spelling(node) + (f" ({', '.join(notes)})" if notes else "")
+
+
+class AliasKey(ScalarNode):
+    """A key written as an alias of a scalar (``*name : value``): the anchored node's tag and value, at the place
+    the alias is written (``anchored`` is the node it repeats). ruamel's composer hands back the anchored node
+    itself, so a problem with the key (a duplicate, a null) was placed at the anchor, lines away."""
+
+    __slots__ = ("anchored",)
+
+    def __init__(self, tag: Any, value: str, anchored: ScalarNode, start_mark: Any, end_mark: Any,
+                 anchor: str) -> None:
+        super().__init__(tag, value, start_mark, end_mark, style=anchored.style, anchor=anchor)
+        self.anchored = anchored
+
+
+class AliasKeys(Composer):
+    """ruamel.yaml's composer, with a key that is an alias of a scalar composed as an :class:`AliasKey`: where it
+    is written. Any other alias stays the anchored node itself (a value's position is the anchor's, on both read
+    paths)."""
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        if index is None and isinstance(parent, MappingNode) and self.parser.check_event(AliasEvent):
+            event = self.parser.peek_event()
+            node = super().compose_node(parent, index)
+            if isinstance(node, ScalarNode):
+                return AliasKey(node.ctag, node.value, node, event.start_mark, event.end_mark, event.anchor)
+            return node
+        return super().compose_node(parent, index)
+
+
 class _TextKeys:
     """What :class:`KubernetesKeys` and :class:`ValueKeys` share: every key node made a plain text node (by
     :func:`kubernetes_key`) before the mapping is built, and a duplicate written two ways named with both
@@ -199,6 +238,8 @@ class _TextKeys:
         if tag == _MERGE or (tag == _STR and not key.ctag.handle):
             return key  # text already, or a merge key ("<<")
         text = kubernetes_key(tag, self.construct_object(key, deep=True), key)
+        if isinstance(key, AliasKey):
+            return AliasKey(_STR, text, key.anchored, key.start_mark, key.end_mark, key.anchor)
         return ScalarNode(_STR, text, key.start_mark, key.end_mark, comment=key.comment)
 
     def check_mapping_key(self, node: Any, key_node: Any, mapping: Any, key: Any, value: Any) -> bool:
@@ -207,8 +248,8 @@ class _TextKeys:
                          None)
             if first is not None and _spelling(first) != _spelling(key_node):
                 raise DuplicateKey(
-                    f'duplicate key: {_spelling(first)} (line {first.start_mark.line + 1}) and '
-                    f'{_spelling(key_node)} both become the key "{key}"',
+                    f'duplicate key: {_named(first, line=True)} and {_named(key_node, line=False)} both become '
+                    f'the key "{key}"',
                     key_node.start_mark,
                     "each key may appear once per mapping, and a key that is a number, true/false or a date is "
                     'read as text (1.0 and 1 are both "1"): remove or rename the repeated one')
@@ -254,7 +295,8 @@ ValueKeys.add_constructor(_TIMESTAMP, _timestamp_as_written)
 
 def value_yaml() -> YAML:
     """The reader of YAML held in a value: a ConfigMap value that holds a map or a list, ``fromYaml``'s text. The
-    keys and timestamps of the documents (:class:`ValueKeys`)."""
+    keys and timestamps of the documents (:class:`ValueKeys`), aliases used as keys where they are written."""
     yaml = YAML(typ="safe", pure=True)
     yaml.Constructor = ValueKeys
+    yaml.Composer = AliasKeys
     return yaml
