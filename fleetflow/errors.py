@@ -36,7 +36,7 @@ given and returns only the state.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import IntEnum
 
@@ -235,18 +235,21 @@ def validation_problems(
     path: tuple[str | int, ...] = (),
     unknown_hint: str = "check the spelling (keys are camelCase)",
     empty: str = "",
+    missing_hints: Mapping[str, str] | None = None,
 ) -> list[Problem]:
     """One problem per pydantic error, the one way a model's refusal becomes problems: the field path (``path``
     plus pydantic's), what is wrong (with the value given when it is a short scalar: ``got 'Like'``), where it is
-    (``where(*field path)``), and how to fix it."""
+    (``where(*field path)``), and how to fix it. ``missing_hints``: how to write a required field that is missing
+    (or written empty), by its pydantic path (``deploymentTargetSelector.labelSelector``)."""
     problems: list[Problem] = []
     for item in error.errors():
         loc: tuple[str | int, ...] = (*path, *item["loc"])
         field_path = ".".join(str(p) for p in loc) or empty
         kind = item["type"]
         hint: str | None = None
-        if kind == "missing":
-            message, hint = "required field is missing", f"add {field_path}"
+        if kind == "missing":  # not written, or (a model's own "missing") written with no value
+            message = "required field is missing" if item.get("input") is not None else "required field is empty"
+            hint = (missing_hints or {}).get(".".join(str(p) for p in item["loc"])) or f"add {field_path}"
         elif kind == "extra_forbidden":
             message, hint = "unknown field", unknown_hint
         else:

@@ -116,6 +116,8 @@ def env_files(env: str, gitops: str, control_plane: str) -> dict[str, str]:
             spec:
               deploymentTargetSelector:
                 labelSelector: {matchLabels: {purpose: app}}
+              clusterTypeSelector:
+                labelSelector: {}
         """,
         "configs.yaml": f"""
             apiVersion: v1

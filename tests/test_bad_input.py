@@ -249,7 +249,7 @@ CASES: list[tuple[str, dict[str, str], dict[str, str], str, str]] = [
             "policies.yaml": "apiVersion: fleetflow.dev/v1alpha1\nkind: SchedulingPolicy\n"
             "metadata:\n  name: p\nspec:\n  clusterTypeSelector:\n    labelSelector:\n"
             "      matchExpressions:\n        - key: region\n          operator: Equals\n"
-            "          values: [eu]\n"
+            "          values: [eu]\n  deploymentTargetSelector:\n    labelSelector: {}\n"
         },
         "operator",
         "policies.yaml:10",
@@ -262,6 +262,7 @@ CASES: list[tuple[str, dict[str, str], dict[str, str], str, str]] = [
             "kind: SchedulingPolicy\nmetadata:\n  name: p\nspec:\n"
             "  clusterTypeSelector:\n    labelSelector:\n      matchExpressions:\n"
             "        - key: region\n          operator: In\n"
+            "  deploymentTargetSelector:\n    labelSelector: {}\n"
         },
         "needs a non-empty 'values'",
         "policies.yaml:9",

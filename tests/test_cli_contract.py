@@ -142,7 +142,7 @@ def test_the_commands_that_schedule_give_the_warnings_render_gives(
     git(tmp_path, "clone", "-q", "-b", "dev", str(tmp_path / "control-plane.git"), str(work))
     policy = ("apiVersion: fleetflow.dev/v1alpha1\nkind: SchedulingPolicy\nmetadata:\n  name: nothing\nspec:\n"
               "  deploymentTargetSelector:\n    labelSelector:\n      matchLabels:\n        purpose: nothing-has-it\n"
-              "  clusterTypeSelector: {}\n")
+              "  clusterTypeSelector:\n    labelSelector: {}\n")
     args = [a.format(sha=sha) for a in command]
     lead = "" if command[0] == "schedule" else "dev: "
     for fmt, edit in (("json", ""), ("text", "# a second commit: the environment branch moved\n")):
@@ -840,6 +840,8 @@ def test_an_enum_typo_names_the_value_given(tmp_path: Path) -> None:
             - key: purpose
               operator: Like
               values: [test]
+      clusterTypeSelector:
+        labelSelector: {}
     """
     main_dir, env_dir = make_plane(tmp_path, env={"typo.yaml": policy})
     code = run_cli("validate", "--main", main_dir, "--env", env_dir, "--environment", "dev")

@@ -135,7 +135,8 @@ def test_schedule_keeps_foreign_files_on_the_gitops_branch(tmp_path: Path) -> No
     # the app-dev target leaves dev: its assignment goes
     fleet.push_env("dev", {"policy.yaml": "apiVersion: fleetflow.dev/v1alpha1\nkind: SchedulingPolicy\nmetadata:\n"
                                           "  name: app\nspec:\n  deploymentTargetSelector:\n"
-                                          "    labelSelector: {matchLabels: {purpose: other}}\n"})
+                                          "    labelSelector: {matchLabels: {purpose: other}}\n"
+                                          "  clusterTypeSelector:\n    labelSelector: {}\n"})
     with fleet.context() as ctx:
         outcome = schedule_environment(ctx, "dev")
     assert outcome.operation in ("created", "updated"), outcome.message

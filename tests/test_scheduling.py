@@ -1,11 +1,14 @@
 from __future__ import annotations
 
+import json
 from pathlib import Path
+
+import pytest
 
 from fleetflow.errors import Problems
 from fleetflow.model.controlplane import load_control_plane
 from fleetflow.render.scheduling import Assignment, effective_labels, schedule
-from tests.helpers import make_plane
+from tests.helpers import make_plane, run_cli
 
 POLICY = """
     apiVersion: fleetflow.dev/v1alpha1
@@ -109,3 +112,57 @@ def test_the_schedule_is_kept_per_cluster_type_one_tuple_per_kind(tmp_path: Path
     apart = schedule(load_control_plane(main_dir, env_dir), "dev", Problems())
     assert apart.by_type["cloud-eu"] == apart.by_type["edge-line1"] == ("app-dev",)
     assert apart.by_type["cloud-eu"] is not apart.by_type["edge-line1"]
+
+
+# --- a selector left out is an error; "every" is written ``labelSelector: {}`` ----------------------------------
+
+_HEAD = "apiVersion: fleetflow.dev/v1alpha1\nkind: SchedulingPolicy\nmetadata:\n  name: everything\n"
+_EVERY_TYPE = "  clusterTypeSelector:\n    labelSelector: {}\n"
+_EVERY_TARGET = "  deploymentTargetSelector:\n    labelSelector: {}\n"
+
+
+@pytest.mark.parametrize(("spec", "expected"), [
+    ("spec: {}\n", [("spec.clusterTypeSelector: required field is missing", 5,
+                     "for every cluster type, write clusterTypeSelector: {labelSelector: {}}"),
+                    ("spec.deploymentTargetSelector: required field is missing", 5,
+                     "for every target of the environment, write deploymentTargetSelector: {labelSelector: {}}")]),
+    ("spec:\n" + _EVERY_TARGET, [("spec.clusterTypeSelector: required field is missing", 5,
+                                  "clusterTypeSelector: {labelSelector: {}}")]),
+    ("spec:\n" + _EVERY_TYPE + "  deploymentTargetSelector:\n    workspace: team-a\n",
+     [("spec.deploymentTargetSelector.labelSelector: required field is missing", 8,
+       "or labelSelector: {} for every target (of its workspace, when workspace is set)")]),
+    ("spec:\n  deploymentTargetSelector:\n    labelSelector:\n" + _EVERY_TYPE,
+     [("spec.deploymentTargetSelector.labelSelector: required field is empty", None,
+       "or labelSelector: {} for every target")]),
+    ("spec:\n" + _EVERY_TARGET + "  clusterTypeSelector: {}\n",
+     [("spec.clusterTypeSelector.labelSelector: required field is missing", 8,
+       "or labelSelector: {} for every cluster type")]),
+], ids=["spec-empty", "no-cluster-type-selector", "workspace-only", "null-label-selector", "empty-cluster-selector"])
+def test_a_policy_must_write_both_selectors(
+    tmp_path: Path, spec: str, expected: list[tuple[str, int | None, str]]
+) -> None:
+    """``spec: {}`` scheduled every deployment target of the environment onto every cluster type, silently: a
+    selector left out selected everything. Kalypso's SchedulingPolicy CRD requires both selectors and the
+    ``labelSelector`` of each (github.com/microsoft/kalypso-scheduler config/crd/bases/
+    scheduler.kalypso.io_schedulingpolicies.yaml; api/v1alpha1/schedulingpolicy_types.go has no ``omitempty`` on
+    them), and Kubernetes reads a null label selector as matching no objects, an empty one (``{}``) as matching
+    all (k8s.io/apimachinery pkg/apis/meta/v1/types.go ``LabelSelector``; helpers.go ``LabelSelectorAsSelector``:
+    nil -> ``labels.Nothing()``, no requirements -> ``labels.Everything()``). So a selector left out (or written
+    with no value) is an error, one per selector, naming its field and saying how to write "every"."""
+    main_dir, env_dir = make_plane(tmp_path, env={"policies.yaml": _HEAD + spec})
+    result = run_cli("validate", "--main", main_dir, "--env", env_dir, "--environment", "dev", "--format", "json")
+    assert result.exit_code == 1, result.output
+    problems = json.loads(result.output)["problems"]
+    found = sorted((p["message"], p["location"]["line"], p["hint"]) for p in problems)
+    assert len(found) == len(expected), found
+    for (message, line, hint), (want, want_line, want_hint) in zip(found, expected, strict=True):
+        assert message == f"SchedulingPolicy everything: {want}"
+        assert want_line is None or line == want_line, found
+        assert want_hint in hint
+
+
+def test_an_empty_label_selector_selects_every_target_and_cluster_type(tmp_path: Path) -> None:
+    """``labelSelector: {}`` on both sides, written: every target of the environment on every cluster type (the
+    empty selector of Kubernetes, which matches all objects)."""
+    env = {"policies.yaml": _HEAD + "spec:\n" + _EVERY_TARGET + _EVERY_TYPE}
+    assert plan(tmp_path, env) == [Assignment("cloud-eu", "app-dev"), Assignment("edge-line1", "app-dev")]

@@ -236,6 +236,7 @@ def test_a_bad_namespace_no_template_reads_is_not_warned(tmp_path: Path) -> None
         spec:
           deploymentTargetSelector:
             workspace: On.VM
+            labelSelector: {}
           clusterTypeSelector:
             labelSelector:
               matchLabels:
@@ -349,6 +350,7 @@ def _two_workspaces(tmp_path: Path, second_selects: str, first_only: str | None 
         spec:
           deploymentTargetSelector:
             workspace: platform-team
+            labelSelector: {{}}
           clusterTypeSelector:
             labelSelector:
               matchLabels:

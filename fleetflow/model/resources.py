@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import re
 from datetime import timedelta
-from typing import Any, Literal, NamedTuple
+from typing import Any, ClassVar, Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from pydantic.alias_generators import to_camel
+from pydantic_core import PydanticCustomError
 
 from fleetflow.model.durations import parse_duration
 
@@ -55,6 +56,10 @@ LABEL_KEY_PATTERN = re.compile(
 class Spec(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True, alias_generator=to_camel, frozen=True)
 
+    missing_hints: ClassVar[dict[str, str]] = {}
+    """How to write a required field that is missing or empty, by its path below ``spec`` (camelCase, dotted);
+    a field not listed gets "add <field>"."""
+
 
 class Open(Spec):
     """A spec part that accepts extra keys (kept as given)."""
@@ -84,13 +89,26 @@ class LabelSelector(Spec):
     match_expressions: list[LabelSelectorRequirement] = Field(default_factory=list)
 
 
+def _written(value: object) -> object:
+    """A selector written with no value (``labelSelector:``) is as absent as one not written: Kubernetes' null
+    label selector, which matches no objects (k8s.io/apimachinery pkg/apis/meta/v1/types.go, ``LabelSelector``),
+    and a required field that Kalypso's CRD refuses. ``{}`` is the selector that matches everything."""
+    if value is None:
+        raise PydanticCustomError("missing", "required field is empty")
+    return value
+
+
 class DeploymentTargetSelector(Spec):
     workspace: str | None = None
-    label_selector: LabelSelector = Field(default_factory=LabelSelector)
+    label_selector: LabelSelector  # required, as in Kalypso: `{}` selects every target, absence is an error
+
+    _label_selector_written = field_validator("label_selector", mode="before")(_written)
 
 
 class ClusterTypeSelector(Spec):
-    label_selector: LabelSelector = Field(default_factory=LabelSelector)
+    label_selector: LabelSelector  # required, as in Kalypso
+
+    _label_selector_written = field_validator("label_selector", mode="before")(_written)
 
 
 # --- main ----------------------------------------------------------------------------------------------------
@@ -259,8 +277,28 @@ class ClusterSpec(Spec):
 
 
 class SchedulingPolicySpec(Spec):
-    deployment_target_selector: DeploymentTargetSelector = Field(default_factory=DeploymentTargetSelector)
-    cluster_type_selector: ClusterTypeSelector = Field(default_factory=ClusterTypeSelector)
+    """Both selectors, and the ``labelSelector`` of each, are required, as in Kalypso's SchedulingPolicy CRD
+    (kalypso-scheduler config/crd/bases/scheduler.kalypso.io_schedulingpolicies.yaml: ``required:
+    [clusterTypeSelector, deploymentTargetSelector]``, and ``[labelSelector]`` in each). A policy that leaves one
+    out selected every target or cluster type until 2026-11-29; "every" is now written: ``labelSelector: {}``."""
+
+    deployment_target_selector: DeploymentTargetSelector
+    cluster_type_selector: ClusterTypeSelector
+
+    _selectors_written = field_validator("deployment_target_selector", "cluster_type_selector", mode="before")(
+        _written)
+
+    missing_hints: ClassVar[dict[str, str]] = {
+        "deploymentTargetSelector": "say which deployment targets it schedules (deploymentTargetSelector: "
+        "{labelSelector: {matchLabels: {workload: <name>}}}); for every target of the environment, write "
+        "deploymentTargetSelector: {labelSelector: {}}",
+        "clusterTypeSelector": "say which cluster types it schedules onto (clusterTypeSelector: {labelSelector: "
+        "{matchLabels: {<label>: <value>}}}); for every cluster type, write clusterTypeSelector: {labelSelector: {}}",
+        "deploymentTargetSelector.labelSelector": "write labelSelector: {matchLabels: {<label>: <value>}} to choose "
+        "targets, or labelSelector: {} for every target (of its workspace, when workspace is set)",
+        "clusterTypeSelector.labelSelector": "write labelSelector: {matchLabels: {<label>: <value>}} to choose "
+        "cluster types, or labelSelector: {} for every cluster type",
+    }
 
 
 class GitOpsRepoSpec(Spec):
