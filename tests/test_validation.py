@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from fleetflow.errors import InputError, Location
+from fleetflow.errors import InputError, Location, Problem
+from fleetflow.model.controlplane import load_control_plane
 from fleetflow.render.composition import Composed, Composer, ConfigSource, Subject
+from fleetflow.render.pipeline import assignment_schemas, checked_inputs, same_problem_once
 from fleetflow.render.validation import ConfigValidator, SchemaSource, check_schema, format_path
+from tests.helpers import MAIN_FILES, make_plane, run_cli
 
 SUBJECT = Subject("dev", "edge", {}, "shop-web", {"workload": "shop"}, "shop")
 SCHEMA_AT = Location("schemas/app.yaml", 4)
@@ -212,3 +217,62 @@ def test_format_is_checked() -> None:
     problems = ConfigValidator().validate("a", composed({"ip": "300.1.1.1"}), [ipv4])
     assert len(problems) == 1
     assert problems[0].hint == "value must be a valid ipv4"
+
+
+NEEDS_SITE = """
+    apiVersion: fleetflow.dev/v1alpha1
+    kind: ConfigSchema
+    metadata:
+      name: needs-site
+      labels:
+        tier: web
+    spec:
+      schema:
+        type: object
+        required: [SITE_ID]
+"""
+
+
+@pytest.mark.parametrize(("named_by", "labelled"), [("workload", True), ("target", True), ("both", True),
+                                                    ("both", False)])
+def test_a_schema_its_labels_apply_and_its_workload_names_is_checked_once(
+    tmp_path: Path, named_by: str, labelled: bool
+) -> None:
+    """ConfigSchema needs-site applies to app's targets by its label (``tier: web``, a label of the workload) and
+    is also named in ``configSchemas`` (of the workload, of the target, or of both). It was checked once per route:
+    the same missing key reported twice per assignment, and the "(and the same in N more assignments: ...)" of the
+    one message counted and listed an assignment twice. Now each ConfigSchema is checked once per assignment;
+    the message names the ConfigSchema's own schema (both routes lead to it), and each assignment once. Named by
+    both the workload and its target (its labels applying nowhere: ``tier: db``), it is checked once too."""
+    app = MAIN_FILES["workloads/app.yaml"]
+    schema_file = NEEDS_SITE if labelled else NEEDS_SITE.replace("tier: web", "tier: db")
+    if named_by in ("workload", "both"):
+        app = app.replace("workspace: team-a\n", "workspace: team-a\n          configSchemas: [needs-site]\n")
+    if named_by in ("target", "both"):
+        app = app.replace("purpose: test\n", "purpose: test\n              configSchemas: [needs-site]\n")
+    assert app.count("configSchemas") == (2 if named_by == "both" else 1)
+    main_dir, env_dir = make_plane(tmp_path, {"workloads/app.yaml": app, "schemas/needs-site.yaml": schema_file})
+    checked = checked_inputs(load_control_plane(main_dir, env_dir), "dev")
+    named = list(checked.schemas.values())
+    target = checked.schedule.targets["app-dev"]
+    subject = Subject("dev", "cloud-eu", {"region": "eu", "kind": "cloud"}, target.id, target.labels, target.workload)
+    schemas = assignment_schemas(subject, [s for s in named if not s.labels], [s for s in named if s.labels],
+                                 checked.target_schemas[target.id])
+    assert [s.name for s in schemas] == ["needs-site"]
+    result = run_cli("validate", "--main", main_dir, "--env", env_dir, "--environment", "dev", "--format", "json")
+    assert result.exit_code == 1, result.output
+    [problem] = json.loads(result.output)["problems"]
+    assert problem["message"] == ("cloud-eu/app-dev: SITE_ID: required key is missing [schema needs-site] (and the "
+                                  "same in 1 more assignment: edge-line1/app-dev)")
+    assert problem["location"]["file"].endswith("schemas/needs-site.yaml") and problem["location"]["line"] == 8
+
+
+def test_the_same_problem_twice_in_one_assignment_names_it_once() -> None:
+    """However an assignment comes to report one problem twice, the "(and the same in N more ...)" line counts
+    and lists each assignment once (it listed ``b`` twice, and counted 2, before)."""
+    def twice(aid: str) -> list[Problem]:
+        return [Problem(f"{aid}: SITE_ID: required key is missing [schema s]", SCHEMA_AT)] * 2
+
+    [problem] = same_problem_once({"ct/a": twice("ct/a"), "ct/b": twice("ct/b")})
+    assert problem.message == ("ct/a: SITE_ID: required key is missing [schema s] (and the same in 1 more "
+                               "assignment: ct/b)")

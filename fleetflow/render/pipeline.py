@@ -145,11 +145,14 @@ def _compile_templates(
 
 
 def _target_schemas(target: Target, named: dict[str, SchemaSource], problems: Problems) -> list[SchemaSource]:
+    """The schemas a target's workload and the target itself name in ``configSchemas``, each ConfigSchema once
+    (the workload and its target may both name it)."""
     result: list[SchemaSource] = []
     for index, (ref, where, owner) in enumerate(target.schema_refs):
         if isinstance(ref, str):
             if ref in named:
-                result.append(named[ref])
+                if all(named[ref] is not s for s in result):
+                    result.append(named[ref])
             else:
                 problems.add(
                     f"{owner}: configSchemas names unknown ConfigSchema {ref!r}",
@@ -161,6 +164,20 @@ def _target_schemas(target: Target, named: dict[str, SchemaSource], problems: Pr
             if source is not None:
                 result.append(source)
     return result
+
+
+def assignment_schemas(
+    subject: Subject, universal: list[SchemaSource], selective: list[SchemaSource], own: list[SchemaSource]
+) -> list[SchemaSource]:
+    """The schemas an assignment's config is checked against (DESIGN §3): every ConfigSchema without labels, every
+    one whose labels apply to ``subject``, and ``own``, what its workload and target name in ``configSchemas``.
+    A ConfigSchema reached by its labels and also named is checked once, as the one its labels apply (its problems
+    name the ConfigSchema either way): until 2026-11-29 it was checked once per route, and each missing key was
+    reported twice for the assignment."""
+    schemas = universal + [s for s in selective if applies(s.labels, subject)]
+    if own:
+        schemas += [s for s in own if all(s is not t for t in schemas)]
+    return schemas
 
 
 _SORTED = json.JSONEncoder(sort_keys=True).encode  # json.dumps(value, sort_keys=True), its encoder made once
@@ -346,7 +363,7 @@ def render_environment(
                 continue
             subject = Subject(environment, ct.name, ct.labels, target.id, target.labels, target.workload)
             composed = composer.compose(subject)
-            schemas = universal + [s for s in selective if applies(s.labels, subject)] + target_schemas[target.id]
+            schemas = assignment_schemas(subject, universal, selective, target_schemas[target.id])
             errors = validator.validate(aid, composed, schemas)
             if errors:
                 failed[aid] = errors
@@ -435,7 +452,7 @@ def same_problem_once(failed: Mapping[str, list[Problem]]) -> list[Problem]:
     found: list[Problem] = []
     for members in groups.values():
         first, problem = members[0]
-        others = [aid for aid, _ in members[1:] if aid != first]
+        others = list(dict.fromkeys(aid for aid, _ in members[1:] if aid != first))  # each assignment once
         if others:
             named = some_of(others, SHOWN_ASSIGNMENTS)
             more = "assignment" if len(others) == 1 else "assignments"
