@@ -284,19 +284,6 @@ def test_empty_values_point_where_ruamel_points() -> None:
     assert doc.where("spec", "clusterType") == careful.where("spec", "clusterType")
 
 
-def test_an_empty_value_stands_at_its_key() -> None:
-    """ruamel places an empty value (``clusterType:`` and nothing) at the next token: the next key's line, or past
-    the end of the file, so "spec.deploymentTargetSelector: required field is empty" named the line of
-    clusterTypeSelector. It stands at its key now; an empty value on its key's line (``x: null``) where it is."""
-    text = "kind: A\nspec:\n  deploymentTargetSelector:\n  clusterTypeSelector:\n  x: null\nlast:\n"
-    (doc,), problems = parsed(text, "f.yaml")
-    assert problems == []
-    assert str(doc.where("spec", "deploymentTargetSelector")) == "f.yaml:3:3"
-    assert str(doc.where("spec", "clusterTypeSelector")) == "f.yaml:4:3"
-    assert str(doc.where("spec", "x")) == "f.yaml:5:6"
-    assert str(doc.where("last")) == "f.yaml:6:1"
-
-
 PLAIN = st.text(alphabet="0123456789._-+eEoxbO:tTrufalsFnNy~ ", min_size=1, max_size=8)
 
 

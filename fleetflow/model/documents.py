@@ -486,8 +486,6 @@ def _positions(
                 _positions(child, path, values, keys, blocks)
             else:
                 vline, vcol = node.lc.value(key)
-                if child is None and vline != kline:  # an empty value: ruamel places it at the next token,
-                    vline, vcol = kline, kcol  # a line (or a document) later; it is written at its key
                 values[path] = (vline + 1, vcol + 1)
                 if isinstance(child, LiteralScalarString | FoldedScalarString):
                     blocks.add(path)
