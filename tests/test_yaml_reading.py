@@ -276,12 +276,42 @@ def test_positions_are_worked_out_only_when_asked_for() -> None:
     assert str(doc.key_locations("spec")[("items",)]) == "f.yaml:3:3"
 
 
-def test_empty_values_point_where_ruamel_points() -> None:
-    """libyaml and ruamel place an empty value differently; ruamel's place (what the messages always said) wins."""
-    text = "kind: A\nspec:\n  clusterType:\n  other: x\n"
+@pytest.mark.parametrize(
+    ("text", "path", "where"),
+    [
+        ("kind: A\nspec:\n  clusterType:\n  other: x\n", ("spec", "clusterType"), "f.yaml:3:15"),
+        ("kind: A\nspec:\n  clusterType :\n  other: x\n", ("spec", "clusterType"), "f.yaml:3:16"),
+        # at the end of the file: ruamel named the line after the last one
+        ("kind: A\nspec:\n  clusterType:\n", ("spec", "clusterType"), "f.yaml:3:15"),
+        ("kind: A\nspec:\n  clusterType:\n\n# later\n\nother: x\n", ("spec", "clusterType"), "f.yaml:3:15"),
+        ("kind: A\nspec:\n  items:\n  - name:\n    env: dev\n", ("spec", "items", 0, "name"), "f.yaml:4:10"),
+    ],
+)
+def test_an_empty_value_stands_just_after_its_key(text: str, path: tuple[str | int, ...], where: str) -> None:
+    """An empty value (``clusterType:`` and nothing after it) is placed just after its key's ':', on the key's
+    line, by both paths: where a value of the wrong type is placed, and where the value would be written.
+    ruamel placed it at the next token, and the quick path sent such files to ruamel: a message about line 3 named
+    line 4 (the next key), or at the end of a file a line that is not there (a bad-input hunt, 2026-11-28)."""
     (doc,), _ = parsed(text, "f.yaml")
     (careful,), _ = _careful(text)
-    assert doc.where("spec", "clusterType") == careful.where("spec", "clusterType")
+    assert str(doc.where(*path)) == where
+    assert str(careful.where(*path)) == where
+
+
+def test_empty_values_placed_right_before_stay_there() -> None:
+    """The empty values ruamel placed just after their ':' or '-' already (after a comment, at the end of a file
+    without a last line break, a list item, in a flow mapping): the same place as above, on both paths (a guard
+    written with the test above; these passed before it)."""
+    for text, path, where in [
+        ("kind: A\nspec:\n  clusterType:   # to do\n  other: x\n", ("spec", "clusterType"), "f.yaml:3:15"),
+        ("kind: A\nspec:\n  clusterType:", ("spec", "clusterType"), "f.yaml:3:15"),
+        ("kind: A\nspec:\n  items:\n  - a\n  -\n  - b\n", ("spec", "items", 1), "f.yaml:5:4"),
+        ("kind: A\nspec:\n  items:\n  - a\n  -\n", ("spec", "items", 1), "f.yaml:5:4"),
+        ("kind: A\nspec: {clusterType: , other: x}\n", ("spec", "clusterType"), "f.yaml:2:20"),
+    ]:
+        (doc,), _ = parsed(text, "f.yaml")
+        (careful,), _ = _careful(text)
+        assert str(doc.where(*path)) == where == str(careful.where(*path)), text
 
 
 PLAIN = st.text(alphabet="0123456789._-+eEoxbO:tTrufalsFnNy~ ", min_size=1, max_size=8)

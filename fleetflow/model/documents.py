@@ -46,7 +46,8 @@ import yaml
 from pathspec.patterns.gitignore.spec import GitIgnoreSpecPattern
 from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
-from ruamel.yaml.error import MarkedYAMLError, ReusedAnchorWarning, YAMLError
+from ruamel.yaml.error import MarkedYAMLError, ReusedAnchorWarning, StringMark, YAMLError
+from ruamel.yaml.nodes import ScalarNode as RuamelScalar
 from ruamel.yaml.reader import ReaderError
 from ruamel.yaml.scalarstring import FoldedScalarString, LiteralScalarString
 from yaml._yaml import CParser
@@ -386,10 +387,16 @@ def _quick_parse(text: str, source: Source) -> list[Document]:
 
 
 def _node_positions(
-    node: Node, prefix: PathKey, values: dict[PathKey, Position], keys: dict[PathKey, Position], blocks: set[PathKey]
+    node: Node,
+    prefix: PathKey,
+    values: dict[PathKey, Position],
+    keys: dict[PathKey, Position],
+    blocks: set[PathKey],
+    text: str,
 ) -> None:
-    """What :func:`_ruamel_positions` finds, from libyaml's nodes: the same lines and columns, except for empty
-    values (ruamel places them at the next token), which send the file to ruamel."""
+    """What :func:`_ruamel_positions` finds, from libyaml's nodes: the same lines and columns. An empty value stands
+    just after its key's ':' (or its item's '-') on both paths; one libyaml places elsewhere (in a flow mapping, at
+    the next token) sends the file to ruamel."""
     if node.__class__ is MappingNode:
         for key_node, value_node in node.value:
             if key_node.__class__ is not ScalarNode or key_node.tag != _STR:
@@ -398,24 +405,32 @@ def _node_positions(
             mark = key_node.start_mark
             keys[path] = (mark.line + 1, mark.column + 1)
             if value_node.__class__ is ScalarNode:
+                if _empty(value_node) and _after_colon(text, key_node.end_mark.index) != value_node.start_mark.index:
+                    raise _Careful("empty value")
                 _scalar_position(value_node, path, values, blocks)
             else:
                 values[path] = keys[path]
-                _node_positions(value_node, path, values, keys, blocks)
+                _node_positions(value_node, path, values, keys, blocks, text)
     elif node.__class__ is SequenceNode:
         for index, item in enumerate(node.value):
             path = (*prefix, index)
             if item.__class__ is ScalarNode:
+                at = item.start_mark.index
+                if _empty(item) and text[at - 1:at] != "-":
+                    raise _Careful("empty item")
                 _scalar_position(item, path, values, blocks)
             else:
                 mark = item.start_mark
                 values[path] = (mark.line + 1, mark.column + 1)
-                _node_positions(item, path, values, keys, blocks)
+                _node_positions(item, path, values, keys, blocks, text)
+
+
+def _empty(node: ScalarNode) -> bool:
+    """Whether a scalar is written as nothing at all (plain style is "" in libyaml's nodes)."""
+    return node.value == "" and not node.style
 
 
 def _scalar_position(node: ScalarNode, path: PathKey, values: dict[PathKey, Position], blocks: set[PathKey]) -> None:
-    if node.value == "" and not node.style:  # plain style is "" in libyaml's nodes
-        raise _Careful("empty value")
     mark = node.start_mark
     values[path] = (mark.line + 1, mark.column + 1)
     if node.style in ("|", ">"):
@@ -437,7 +452,7 @@ def _quick_positions(text: str) -> list[Positions | None]:
         values: dict[PathKey, Position] = {}
         keys: dict[PathKey, Position] = {}
         blocks: set[PathKey] = set()
-        _node_positions(node, (), values, keys, blocks)
+        _node_positions(node, (), values, keys, blocks, text)
         found.append(Positions(values, keys, frozenset(blocks)))
     return found
 
@@ -529,9 +544,39 @@ def to_plain(value: Any) -> Any:
     return str(value)
 
 
+def _after_colon(text: str, at: int) -> int | None:
+    """Where the empty value of a key that ends at index ``at`` of ``text`` stands: just after the ':' that follows
+    the key on its line (spaces or tabs between); None when no ':' follows it there (an explicit ``? key``)."""
+    line_end = text.find("\n", at)
+    rest = text[at:line_end if line_end != -1 else len(text)]
+    colon = len(rest) - len(rest.lstrip(" \t"))
+    return at + colon + 1 if rest[colon:colon + 1] == ":" else None
+
+
+class _PlacedEmpties(KubernetesKeys):
+    """:class:`KubernetesKeys`, with an empty value (``repo:`` and nothing after it) placed just after its key's
+    ':', where libyaml places it and where the value would be written. ruamel places it at the next token: a message
+    about ``repo:`` on line 8 named line 9, and at the end of a file the line after the last (a bad-input hunt,
+    2026-11-28). :func:`_node_positions` takes the same place on the quick path."""
+
+    def construct_mapping(self, node: Any, maptyp: Any, deep: bool = False) -> Any:  # type: ignore[override]
+        for key, value in node.value:
+            if (value.__class__ is RuamelScalar and value.value == "" and value.style is None
+                    and value.anchor is None and not value.ctag.handle):
+                mark = key.end_mark
+                buffer = getattr(mark, "buffer", None)
+                after = _after_colon(buffer, mark.pointer) if isinstance(buffer, str) else None
+                if after is not None:
+                    moved = after - mark.pointer
+                    value.start_mark = value.end_mark = StringMark(
+                        mark.name, mark.index + moved, mark.line, mark.column + moved, buffer, after)
+        return super().construct_mapping(node, maptyp, deep)
+
+
 def _yaml() -> YAML:
     yaml = YAML(typ="rt")
-    yaml.Constructor = KubernetesKeys  # keys that are numbers or booleans: the text Kubernetes makes of them
+    yaml.Constructor = _PlacedEmpties  # keys that are numbers or booleans: the text Kubernetes makes of them
+    # (yaml_keys.KubernetesKeys); an empty value just after its key's ':'
     yaml.Composer = AliasKeys  # a key written as an alias stands where the alias is, not at its anchor
     yaml.allow_duplicate_keys = False
     return yaml
