@@ -39,8 +39,11 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import IntEnum
+from typing import Any, cast
 
-from pydantic import ConfigDict, ValidationError
+from pydantic import ConfigDict, GetCoreSchemaHandler, ValidationError
+from pydantic_core import CoreSchema
+from pydantic_core.core_schema import UnionSchema
 
 from fleetflow.results import Result
 
@@ -227,6 +230,34 @@ class Problems:
             raise InputError(self.items)
 
 
+ONE_OF = "one_of"
+"""The error type of a union field's one refusal (:class:`OneOf`); its context holds ``expected`` (what the field
+may be, in a message's words) and ``hint`` (how to write it)."""
+
+
+class OneOf:
+    """What a union field may be, for its refusal: one problem saying so (``validation_problems``), not one per
+    member of the union in pydantic's words ("spec.schema.dict[str,any]: Input should be a valid dictionary" and
+    "spec.schema.str: Input should be a valid string" for one ``schema: true``, until 2026-11-28). Every union
+    field of the specs and of the config file carries one (tests/test_documents_and_state.py holds that). A refusal
+    inside a member is not shown: for a union of whole types. Written
+    ``Annotated[str | dict[str, Any], OneOf(expected, hint)]``."""
+
+    def __init__(self, expected: str, hint: str) -> None:
+        self.expected = expected
+        self.hint = hint
+
+    def __get_pydantic_core_schema__(self, source: Any, handler: GetCoreSchemaHandler) -> CoreSchema:
+        schema = handler(source)
+        if schema["type"] != "union":
+            raise TypeError(f"OneOf is for a union, not {source!r}")
+        union = cast(UnionSchema, schema)
+        union["custom_error_type"] = ONE_OF
+        union["custom_error_message"] = f"must be {self.expected}"
+        union["custom_error_context"] = {"expected": self.expected, "hint": self.hint}
+        return union
+
+
 def validation_problems(
     error: ValidationError,
     where: Callable[..., Location],
@@ -239,27 +270,48 @@ def validation_problems(
 ) -> list[Problem]:
     """One problem per pydantic error, the one way a model's refusal becomes problems: the field path (``path``
     plus pydantic's), what is wrong (with the value given when it is a short scalar: ``got 'Like'``), where it is
-    (``where(*field path)``), and how to fix it. ``missing_hints``: how to write a required field that is missing
-    (or written empty), by its pydantic path (``deploymentTargetSelector.labelSelector``)."""
+    (``where(*field path)``), and how to fix it; a union field's refusal (:class:`OneOf`) in one problem.
+    ``missing_hints``: how to write a required field that is missing (or written empty), by its pydantic path
+    (``deploymentTargetSelector.labelSelector``)."""
     problems: list[Problem] = []
     for item in error.errors():
         loc: tuple[str | int, ...] = (*path, *item["loc"])
         field_path = ".".join(str(p) for p in loc) or empty
         kind = item["type"]
+        given = item.get("input")
+        ctx = item.get("ctx") or {}
         hint: str | None = None
         if kind == "missing":  # not written, or (a model's own "missing") written with no value
-            message = "required field is missing" if item.get("input") is not None else "required field is empty"
+            what = ": required field is missing" if given is not None else ": required field is empty"
             hint = (missing_hints or {}).get(".".join(str(p) for p in item["loc"])) or f"add {field_path}"
         elif kind == "extra_forbidden":
-            message, hint = "unknown field", unknown_hint
+            what, hint = ": unknown field", unknown_hint
+        elif kind == ONE_OF:
+            what, hint = f" is {value_kind(given)}, not {ctx['expected']}", str(ctx["hint"])
         else:
-            message = item["msg"].removeprefix("Value error, ")
+            what = ": " + item["msg"].removeprefix("Value error, ")
             if kind != "value_error":  # our own value errors already name the value
-                message += _got(item.get("input"))
+                what += _got(given)
             if kind in ("literal_error", "enum"):
                 hint = "use one of the values listed"
-        problems.append(Problem(f"{prefix}{field_path}: {message}", where(*loc), hint))
+        problems.append(Problem(f"{prefix}{field_path}{what}", where(*loc), hint))
     return problems
+
+
+def value_kind(value: object) -> str:
+    """What a loaded value is, in a message's words: "a list", "a mapping", "a boolean", "a number", "text" (a
+    document that is a list was "a CommentedSeq", ruamel's class name, until 2026-11-28)."""
+    if value is None:
+        return "empty"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, Mapping):
+        return "a mapping"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    return "text" if isinstance(value, str) else f"a {type(value).__name__}"
 
 
 def _got(value: object) -> str:

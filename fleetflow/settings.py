@@ -25,13 +25,13 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError
 from pydantic.alias_generators import to_camel
 from ruamel.yaml import YAML
 
-from fleetflow.errors import Location, Problem, Problems, UsageError, validation_problems
+from fleetflow.errors import Location, OneOf, Problem, Problems, UsageError, validation_problems
 from fleetflow.model.documents import parse_documents, ruamel_document
 
 DEFAULT_CONFIG = ".fleetflow.yaml"
@@ -48,7 +48,10 @@ class _ConfigPart(BaseModel):
 
 class GitHubConfig(_ConfigPart):
     api_url: str | None = None
-    app_id: str | int | None = None
+    # a number (or its text), not true: a boolean was an int to pydantic, and appId: true became App ID 1
+    app_id: Annotated[str | StrictInt, OneOf(
+        "a GitHub App ID (a whole number such as 123456)", "copy the App ID from the GitHub App's settings page",
+    )] | None = None
     private_key_file: str | None = None
 
 

@@ -469,6 +469,12 @@ CASES: list[tuple[str, dict[str, str], dict[str, str], str, str]] = [
     ("gitops-branch-an-option", {}, {"gitops-repo.yaml": GITOPS.format(extra="").replace(
         "branch: dev", "branch: --upload-pack=x")}, "'--upload-pack=x' is not a branch name fleetflow uses",
      "gitops-repo.yaml:6"),
+    # a union field given what none of its types takes: two messages in pydantic's words, one per type, until
+    # 2026-11-28 ("spec.schema.dict[str,any]: Input should be a valid dictionary, got True" and "spec.schema.str")
+    ("config-schema-true", {"schemas/s.yaml": "apiVersion: fleetflow.dev/v1alpha1\nkind: ConfigSchema\nmetadata:\n"
+                                              "  name: s\nspec:\n  schema: true\n"}, {},
+     "ConfigSchema s: spec.schema is a boolean, not a JSON Schema (a mapping, or its JSON or YAML text) (hint: ",
+     "s.yaml:6:11:"),
     # a control character: "position 776 of <unicode string>" and no line until 2026-11-28
     ("control-character", {}, {"cm.yaml": deep(1).replace("k: []", "k: a\x00b")},
      "the character U+0000 is not allowed in YAML", "cm.yaml:7:7"),

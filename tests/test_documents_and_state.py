@@ -1,11 +1,19 @@
 from __future__ import annotations
 
+import types
+import typing
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
-from fleetflow.errors import Problems
+from pydantic import BaseModel, ValidationError
+
+from fleetflow.errors import Location, Problems
 from fleetflow.model.controlplane import build_resource
 from fleetflow.model.documents import Tree
+from fleetflow.model.resources import SPEC_MODELS
 from fleetflow.render.diff import unified_diff
+from fleetflow.settings import ConfigFile
 from tests.helpers import build_file_tree, parsed, tree_read
 
 TEXT = """\
@@ -93,3 +101,66 @@ def test_metadata_labels_and_annotations_are_strings_whatever_yaml_made_of_them(
     (problem,) = problems.items
     assert "invalid label key 'bad key'" in problem.message
     assert problem.location is not None and problem.location.line == 7
+
+
+def _types(annotation: Any) -> Iterator[Any]:
+    """``annotation`` and the members of the unions in it (``X | None``)."""
+    yield annotation
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
+        for member in typing.get_args(annotation):
+            yield from _types(member)
+
+
+def _models() -> list[type[BaseModel]]:
+    """Every model a user's YAML is validated with: the specs of every kind and the config file, nested ones too."""
+    found: list[type[BaseModel]] = []
+    todo: list[Any] = [*SPEC_MODELS.values(), ConfigFile]
+    while todo:
+        model = todo.pop()
+        if isinstance(model, type) and issubclass(model, BaseModel) and model not in found:
+            found.append(model)
+            for info in model.model_fields.values():
+                todo.extend(_types(info.annotation))
+                todo.extend(arg for inner in _types(info.annotation) for arg in typing.get_args(inner))
+    return sorted(found, key=lambda m: m.__name__)
+
+
+def test_a_value_of_no_type_the_field_takes_is_one_problem() -> None:
+    """A union field (``schema: dict | str``, ``configSchemas`` items, the config file's ``appId``) refuses a value
+    with one error, in words (``OneOf``), not one per member of the union named by pydantic's tags
+    ("spec.schema.dict[str,any]: ..." and "spec.schema.str: ...", until 2026-11-28): every field of every model,
+    given a value no type takes, and a list of one."""
+    models = _models()
+    assert len(models) >= 20
+    for model in models:
+        for name, info in model.model_fields.items():
+            alias = info.alias or name
+            for given in (object(), [object()]):
+                try:
+                    model.model_validate({alias: given})
+                except ValidationError as exc:
+                    mine = [error["loc"] for error in exc.errors() if error["loc"][:1] == (alias,)]
+                    assert len(mine) <= 1, (model.__name__, alias, mine)
+
+
+def test_a_config_schema_that_is_true_is_one_problem_in_words() -> None:
+    (doc,), _ = parsed("apiVersion: fleetflow.dev/v1alpha1\nkind: ConfigSchema\nmetadata:\n  name: edge-site\n"
+                       "spec:\n  schema: true\n")
+    problems = Problems()
+    assert build_resource(doc, "main", problems) is None
+    (problem,) = problems
+    assert problem.message == ("ConfigSchema edge-site: spec.schema is a boolean, not a JSON Schema (a mapping, or "
+                               "its JSON or YAML text)")
+    assert problem.location == Location("f.yaml", 6, 11)
+    assert problem.hint is not None and "write {}" in problem.hint
+
+
+def test_a_configschemas_item_of_no_kind_taken_is_one_problem_in_words() -> None:
+    (doc,), _ = parsed("apiVersion: fleetflow.dev/v1alpha1\nkind: Workload\nmetadata:\n  name: app\nspec:\n"
+                       "  configSchemas:\n  - 5\n  - edge-site\n")
+    problems = Problems()
+    assert build_resource(doc, "main", problems) is None
+    (problem,) = problems
+    assert problem.message == ("Workload app: spec.configSchemas.0 is a number, not the name of a ConfigSchema or an "
+                               "inline JSON Schema (a mapping)")
+    assert problem.location == Location("f.yaml", 7, 5)

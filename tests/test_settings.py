@@ -46,7 +46,11 @@ def test_app_key_from_file(tmp_path: Path) -> None:
      ("controlPlane: x\ntoken: y\n", r"c.yaml:2:\d+: token: unknown field \(hint: known keys: forge, controlPlane"),
      ("forge: gitlab\ncontrolPlane: x\n", r"c.yaml:1:\d+: forge: Input should be 'github' or 'local', got 'gitlab'"),
      ("github:\n  apiUrl: x\n  appid: 1\n", r"c.yaml:3:\d+: github.appid: unknown field"),
-     ("github: [1]\n", r"github: Input should be a valid dictionary")],
+     ("github: [1]\n", r"github: Input should be a valid dictionary"),
+     # appId: true was App ID 1 (pydantic took the boolean as an int); [1] two messages, one per type, until
+     # 2026-11-28
+     ("github:\n  appId: true\n", r"c.yaml:2:10: github.appId is a boolean, not a GitHub App ID \(a whole number"),
+     ("github:\n  appId: [1]\n", r"c.yaml:2:3: github.appId is a list, not a GitHub App ID \(a whole number")],
 )
 def test_bad_config_is_a_usage_error(tmp_path: Path, text: str, message: str) -> None:
     config = tmp_path / "c.yaml"

@@ -17,7 +17,7 @@ from typing import Any, Generic, TypeVar
 from pydantic import Field, ValidationError
 
 from fleetflow.collector import kept
-from fleetflow.errors import GitError, Location, Problems, validation_problems
+from fleetflow.errors import GitError, Location, Problems, validation_problems, value_kind
 from fleetflow.model.documents import (
     ACCEPTED_APIS,
     FLEETFLOW_API,
@@ -26,7 +26,6 @@ from fleetflow.model.documents import (
     ParseCache,
     Tree,
     read_tree,
-    value_kind,
 )
 from fleetflow.model.resources import (
     CLUSTER_TYPE_NAME_LIMIT,

@@ -54,7 +54,7 @@ from yaml._yaml import CParser
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from fleetflow import __version__
-from fleetflow.errors import Location, Problem, Problems, shown_path
+from fleetflow.errors import Location, Problem, Problems, shown_path, value_kind
 from fleetflow.linear_regex import Re2Error, RegexError, compile_linear
 from fleetflow.model.yaml_keys import AliasKeys, KeyProblem, KubernetesKeys
 
@@ -832,20 +832,6 @@ def _careful_parse(text: str, source: Source, problems: Problems) -> list[Docume
         documents.append(Document(to_plain(node), start, source, index))
     source.known([_ruamel_positions(node) for node in loaded])
     return documents
-
-
-def value_kind(value: Any) -> str:
-    """What a loaded value is, in a message's words: "a list", "a mapping", "a boolean", "a number", "text" (a
-    document that is a list was "a CommentedSeq", ruamel's class name, until 2026-11-28)."""
-    if isinstance(value, list):
-        return "a list"
-    if isinstance(value, Mapping):
-        return "a mapping"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int | float):
-        return "a number"
-    return "text" if isinstance(value, str) else f"a {type(value).__name__}"
 
 
 def parse_documents(text: str, display: str, problems: Problems, source: Source | None = None) -> list[Document]:

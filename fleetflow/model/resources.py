@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import re
 from datetime import timedelta
-from typing import Any, ClassVar, Literal, NamedTuple
+from typing import Annotated, Any, ClassVar, Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from pydantic.alias_generators import to_camel
 from pydantic_core import PydanticCustomError
 
+from fleetflow.errors import OneOf
 from fleetflow.model.durations import parse_duration
 
 BRANCH_NAME = re.compile(r"^(?!-)(?!.*\.\.)[A-Za-z0-9._/-]+$")
@@ -207,7 +208,9 @@ class ManifestsRef(Open):
     path: str | None = None
 
 
-SchemaRef = str | dict[str, Any]
+SchemaRef = Annotated[str | dict[str, Any], OneOf(
+    "the name of a ConfigSchema or an inline JSON Schema (a mapping)",
+    "write a ConfigSchema's name (- edge-site) or a schema's keys (- {type: object, required: [SITE_ID]})")]
 
 
 class DeploymentTarget(Spec):
@@ -236,7 +239,10 @@ class WorkloadRegistrationSpec(Spec):
 
 
 class ConfigSchemaSpec(Spec):
-    schema_: dict[str, Any] | str = Field(alias="schema")
+    schema_: Annotated[dict[str, Any] | str, OneOf(
+        "a JSON Schema (a mapping, or its JSON or YAML text)",
+        "write the schema's keys indented below 'schema:' (type: object, properties: ...), or its text in a block "
+        "after 'schema: |'; for a schema that takes anything (true), write {}")] = Field(alias="schema")
 
 
 # --- environment branch --------------------------------------------------------------------------------------
