@@ -258,6 +258,28 @@ class OneOf:
         return union
 
 
+# How to fill a field left empty, by the type error pydantic gives for it ({key}: the key, or '-' for a list item)
+_WHOLE = "write a whole number after {key}"
+_NUMBER = "write a number after {key}"
+_BOOL = "write true or false after {key}"
+_MAPPING = "write its keys on the lines below {key}, indented more"
+_LIST = "write its items on the lines below {key}, each after '- '"
+_FILL = {
+    "string_type": "write text after {key}",
+    "int_type": _WHOLE,
+    "int_parsing": _WHOLE,
+    "float_type": _NUMBER,
+    "float_parsing": _NUMBER,
+    "bool_type": _BOOL,
+    "bool_parsing": _BOOL,
+    "dict_type": _MAPPING,
+    "model_type": _MAPPING,
+    "model_attributes_type": _MAPPING,
+    "list_type": _LIST,
+    "tuple_type": _LIST,
+}
+
+
 def validation_problems(
     error: ValidationError,
     where: Callable[..., Location],
@@ -270,8 +292,10 @@ def validation_problems(
 ) -> list[Problem]:
     """One problem per pydantic error, the one way a model's refusal becomes problems: the field path (``path``
     plus pydantic's), what is wrong (with the value given when it is a short scalar: ``got 'Like'``), where it is
-    (``where(*field path)``), and how to fix it; a union field's refusal (:class:`OneOf`) in one problem.
-    ``missing_hints``: how to write a required field that is missing (or written empty), by its pydantic path
+    (``where(*field path)``), and how to fix it; a union field's refusal (:class:`OneOf`) in one problem. A value
+    left empty (``repo:`` and nothing after it, or ``null``) is said to be empty, with what to write there, not in
+    pydantic's words ("Input should be a valid string, got None", until 2026-11-28). ``missing_hints``: how to
+    write a required field that is missing (or written empty), by its pydantic path
     (``deploymentTargetSelector.labelSelector``)."""
     problems: list[Problem] = []
     for item in error.errors():
@@ -282,10 +306,12 @@ def validation_problems(
         ctx = item.get("ctx") or {}
         hint: str | None = None
         if kind == "missing":  # not written, or (a model's own "missing") written with no value
-            what = ": required field is missing" if given is not None else ": required field is empty"
+            what = ": required field is missing" if given is not None else " is empty"
             hint = (missing_hints or {}).get(".".join(str(p) for p in item["loc"])) or f"add {field_path}"
         elif kind == "extra_forbidden":
             what, hint = ": unknown field", unknown_hint
+        elif given is None and loc and (fill := _fill(kind, ctx, item["msg"], loc[-1])) is not None:
+            what, hint = " is empty", fill
         elif kind == ONE_OF:
             what, hint = f" is {value_kind(given)}, not {ctx['expected']}", str(ctx["hint"])
         else:
@@ -296,6 +322,20 @@ def validation_problems(
                 hint = "use one of the values listed"
         problems.append(Problem(f"{prefix}{field_path}{what}", where(*loc), hint))
     return problems
+
+
+def _fill(kind: str, ctx: Mapping[str, Any], message: str, last: str | int) -> str | None:
+    """How to fill a field (``last``: its key, or its index in a list) that refused to be empty with the error
+    ``kind``; None when not known."""
+    key = f"'{last}:'" if isinstance(last, str) else "'-'"
+    if kind == ONE_OF:
+        return f"write {ctx['expected']} after {key}"
+    if kind in ("literal_error", "enum"):
+        return f"write one of {ctx['expected']} after {key}"
+    if kind == "value_error":  # our own validator's words say what the field takes
+        return message.removeprefix("Value error, ")
+    found = _FILL.get(kind)
+    return found.format(key=key) if found is not None else None
 
 
 def value_kind(value: object) -> str:

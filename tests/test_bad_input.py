@@ -469,6 +469,11 @@ CASES: list[tuple[str, dict[str, str], dict[str, str], str, str]] = [
     ("gitops-branch-an-option", {}, {"gitops-repo.yaml": GITOPS.format(extra="").replace(
         "branch: dev", "branch: --upload-pack=x")}, "'--upload-pack=x' is not a branch name fleetflow uses",
      "gitops-repo.yaml:6"),
+    # a key with nothing after it: "spec.repo: Input should be a valid string, got None" at the line below (here
+    # a line past the file's end) until 2026-11-28; now in words, just after the key's ':'
+    ("gitops-repo-empty", {}, {"gitops-repo.yaml": GITOPS.format(extra="").replace(
+        "repo: https://example.invalid/gitops", "repo:")}, "GitOpsRepo dev: spec.repo is empty (hint: write text "
+     "after 'repo:')", "gitops-repo.yaml:8:8:"),
     # a union field given what none of its types takes: two messages in pydantic's words, one per type, until
     # 2026-11-28 ("spec.schema.dict[str,any]: Input should be a valid dictionary, got True" and "spec.schema.str")
     ("config-schema-true", {"schemas/s.yaml": "apiVersion: fleetflow.dev/v1alpha1\nkind: ConfigSchema\nmetadata:\n"

@@ -6,12 +6,13 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import pytest
 from pydantic import BaseModel, ValidationError
 
 from fleetflow.errors import Location, Problems
 from fleetflow.model.controlplane import build_resource
 from fleetflow.model.documents import Tree
-from fleetflow.model.resources import SPEC_MODELS
+from fleetflow.model.resources import KIND_ORIGINS, SPEC_MODELS
 from fleetflow.render.diff import unified_diff
 from fleetflow.settings import ConfigFile
 from tests.helpers import build_file_tree, parsed, tree_read
@@ -103,12 +104,76 @@ def test_metadata_labels_and_annotations_are_strings_whatever_yaml_made_of_them(
     assert problem.location is not None and problem.location.line == 7
 
 
+def _fields(model: type[BaseModel], prefix: tuple[str | int, ...] = ()) -> Iterator[tuple[str | int, ...]]:
+    """The path of every field of ``model`` as written in YAML, its nested models' fields and the first item of
+    each list too."""
+    for name, info in model.model_fields.items():
+        path = (*prefix, info.alias or name)
+        yield path
+        for inner in _types(info.annotation):
+            if typing.get_origin(inner) is list:
+                yield (*path, 0)
+                item = typing.get_args(inner)[0]
+                if isinstance(item, type) and issubclass(item, BaseModel):
+                    yield from _fields(item, (*path, 0))
+            elif isinstance(inner, type) and issubclass(inner, BaseModel):
+                yield from _fields(inner, path)
+
+
 def _types(annotation: Any) -> Iterator[Any]:
     """``annotation`` and the members of the unions in it (``X | None``)."""
     yield annotation
     if typing.get_origin(annotation) in (typing.Union, types.UnionType):
         for member in typing.get_args(annotation):
             yield from _types(member)
+
+
+def _empty_at(path: tuple[str | int, ...]) -> tuple[str, int, int]:
+    """The lines under ``spec:`` that leave ``path`` empty, and the line (among them) and column just after its
+    ':' (or its item's '-')."""
+    lines: list[str] = []
+    indent, item = "  ", False
+    for part in path:
+        if isinstance(part, int):
+            item = True
+        elif item:
+            lines.append(f"{indent}- {part}:")
+            indent, item = indent + "    ", False
+        else:
+            lines.append(f"{indent}{part}:")
+            indent += "  "
+    if item:
+        lines.append(f"{indent}-")
+    return "\n".join(lines), len(lines), len(lines[-1]) + 1
+
+
+@pytest.mark.parametrize("kind", sorted(SPEC_MODELS))
+def test_an_empty_field_is_said_to_be_empty_at_its_own_line(kind: str) -> None:
+    """Every field of every kind (and each list's first item) left empty: reported as "<field> is empty" with
+    what to write there, at the field's own line just after its ':' (or the item's '-'), not at the next line in
+    pydantic's words ("spec.repo: Input should be a valid string, got None" at the line below ``repo:``, until
+    2026-11-28). A field that may be left empty gives no problem."""
+    said = 0
+    for path in _fields(SPEC_MODELS[kind]):
+        body, line, column = _empty_at(path)
+        head = f"apiVersion: fleetflow.dev/v1alpha1\nkind: {kind}\nmetadata:\n  name: x\nspec:\n"
+        (doc,), found = parsed(head + body + "\n")
+        problems = Problems()
+        build_resource(doc, sorted(KIND_ORIGINS[kind])[0], problems)
+        field = "spec." + ".".join(str(p) for p in path)
+        for problem in [*found, *problems]:
+            assert not any(word in problem.message for word in ("Input should", "None", "dict[", "valid string")), \
+                (field, problem)
+        mine = [p for p in problems if p.message.startswith(f"{kind} x: {field} ")
+                or p.message.startswith(f"{kind} x: {field}:")]
+        if not mine:
+            continue
+        (problem,) = mine
+        assert problem.message == f"{kind} x: {field} is empty", body
+        assert problem.location == Location("f.yaml", 5 + line, column), body
+        assert problem.hint, body
+        said += 1
+    assert said >= 1
 
 
 def _models() -> list[type[BaseModel]]:

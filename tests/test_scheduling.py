@@ -132,7 +132,7 @@ _EVERY_TARGET = "  deploymentTargetSelector:\n    labelSelector: {}\n"
      [("spec.deploymentTargetSelector.labelSelector: required field is missing", 8,
        "or labelSelector: {} for every target (of its workspace, when workspace is set)")]),
     ("spec:\n  deploymentTargetSelector:\n    labelSelector:\n" + _EVERY_TYPE,
-     [("spec.deploymentTargetSelector.labelSelector: required field is empty", None,
+     [("spec.deploymentTargetSelector.labelSelector is empty", 7,
        "or labelSelector: {} for every target")]),
     ("spec:\n" + _EVERY_TARGET + "  clusterTypeSelector: {}\n",
      [("spec.clusterTypeSelector.labelSelector: required field is missing", 8,

@@ -50,7 +50,10 @@ def test_app_key_from_file(tmp_path: Path) -> None:
      # appId: true was App ID 1 (pydantic took the boolean as an int); [1] two messages, one per type, until
      # 2026-11-28
      ("github:\n  appId: true\n", r"c.yaml:2:10: github.appId is a boolean, not a GitHub App ID \(a whole number"),
-     ("github:\n  appId: [1]\n", r"c.yaml:2:3: github.appId is a list, not a GitHub App ID \(a whole number")],
+     ("github:\n  appId: [1]\n", r"c.yaml:2:3: github.appId is a list, not a GitHub App ID \(a whole number"),
+     # an empty key: in words, at its own line (line 2, "Input should be a valid dictionary, got None", until
+     # 2026-11-28)
+     ("github:\n", r"c.yaml:1:8: github is empty \(hint: write its keys on the lines below 'github:', indented more")],
 )
 def test_bad_config_is_a_usage_error(tmp_path: Path, text: str, message: str) -> None:
     config = tmp_path / "c.yaml"

@@ -129,7 +129,8 @@ class RolloutPolicy(Spec):
         if isinstance(value, timedelta):
             return value
         if isinstance(value, bool) or not isinstance(value, str | int):
-            raise ValueError(f"a duration is a number of seconds or a text like 90s, 15m, 1h30m, got {value!r}")
+            got = f", got {value!r}" if value is not None else ""  # empty: validation_problems says so
+            raise ValueError(f"a duration is a number of seconds or a text like 90s, 15m, 1h30m{got}")
         return parse_duration(value)
 
 
