@@ -577,6 +577,44 @@ def test_an_output_inside_the_control_plane_is_refused(tmp_path: Path, inside: s
     assert tree_bytes(tmp_path) == before
 
 
+PRIORITY_CM = ("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\n  labels:\n    platform-config: 'true'\n"
+               "  annotations:\n    fleetflow.dev/priority: \"{value}\"\ndata: {{}}\n")
+
+
+NOT_AN_ATOI_INTEGER = "must be an integer (digits 0-9, optionally after '-' or '+'), not {value!r} (hint: write e.g."
+
+
+@pytest.mark.parametrize(("value", "message"), [
+    (" 10", NOT_AN_ATOI_INTEGER),
+    ("10 ", NOT_AN_ATOI_INTEGER),
+    ("1_0", NOT_AN_ATOI_INTEGER),
+    ("\u0661\u0660", NOT_AN_ATOI_INTEGER),  # Arabic-Indic digits: int() reads them as 10
+    ("\uff11\uff10", NOT_AN_ATOI_INTEGER),  # fullwidth digits
+    ("9223372036854775808", "{value} is out of range (hint: give an integer from -9223372036854775808 to "
+                            "9223372036854775807)"),
+])
+def test_a_priority_go_would_not_read_is_refused_at_its_line(tmp_path: Path, value: str, message: str) -> None:
+    """The priority annotation is an integer (docs/design.md, "Precedence") written as Go's ``strconv.Atoi`` reads
+    one: an optional '+' or '-', then the digits 0-9, within a 64-bit int ("Atoi is equivalent to ParseInt(s, 10,
+    0)", src/strconv/atoi.go of golang/go; no "_" in base 10, no space). Python's ``int()`` also took spaces around
+    it, "_" between digits and any Unicode digits, and any size, until 2026-11-28: a Go tool would read another
+    priority, or none."""
+    main_dir, env_dir = make_plane(tmp_path, {}, {"cm.yaml": PRIORITY_CM.format(value=value)})
+    result = run_cli("validate", "--main", main_dir, "--env", env_dir, "--environment", "dev")
+    assert result.exit_code == 1, result.output
+    said = message.format(value=value)
+    assert f"cm.yaml:8:29: ConfigMap c: annotation fleetflow.dev/priority {said}" in result.output, result.output
+
+
+@pytest.mark.parametrize("value", ["+10", "010", "-5", "-9223372036854775808"])
+def test_a_priority_go_reads_is_taken(tmp_path: Path, value: str) -> None:
+    """What ``strconv.Atoi`` reads, fleetflow takes: a '+' sign and leading zeros too (a guard: these passed before
+    the check above was made strict)."""
+    main_dir, env_dir = make_plane(tmp_path, {}, {"cm.yaml": PRIORITY_CM.format(value=value)})
+    result = run_cli("validate", "--main", main_dir, "--env", env_dir, "--environment", "dev")
+    assert result.exit_code == 0, result.output
+
+
 @pytest.mark.parametrize(("command", "option"), [("render", "--output"), ("plan", "--output"),
                                                  ("validate", "--main"), ("explain", "--env")])
 def test_an_empty_folder_option_is_a_usage_error(

@@ -7,6 +7,7 @@ is left out, so that every problem of a run is reported at once.
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from ruamel.yaml import YAML
@@ -22,14 +23,17 @@ def config_sources(plane: ControlPlane, problems: Problems) -> list[ConfigSource
     sources: list[ConfigSource] = []
     for name, cm in sorted(plane.config_maps.items()):
         raw = cm.annotations.get(PRIORITY_ANNOTATION, "0")
-        try:
-            priority = int(raw)
-        except ValueError:
-            problems.add(
-                f"ConfigMap {name}: annotation {PRIORITY_ANNOTATION} must be an integer, not {raw!r}",
-                cm.where("metadata", "annotations", PRIORITY_ANNOTATION),
-                'write e.g. fleetflow.dev/priority: "10"',
-            )
+        priority = _priority(raw)
+        if priority is None:
+            where = cm.where("metadata", "annotations", PRIORITY_ANNOTATION)
+            if _PRIORITY.fullmatch(raw):
+                problems.add(f"ConfigMap {name}: annotation {PRIORITY_ANNOTATION} {raw} is out of range", where,
+                             f"give an integer from {_INT64.start} to {_INT64.stop - 1}")
+            else:
+                problems.add(
+                    f"ConfigMap {name}: annotation {PRIORITY_ANNOTATION} must be an integer (digits 0-9, optionally "
+                    f"after '-' or '+'), not {raw!r}",
+                    where, 'write e.g. fleetflow.dev/priority: "10", with no spaces, "_" or other characters')
             continue
         data = cm.spec.data
         if not isinstance(data, dict):
@@ -46,6 +50,22 @@ def config_sources(plane: ControlPlane, problems: Problems) -> list[ConfigSource
             )
         )
     return sources
+
+
+# The priority annotation's integer, as Go's strconv.Atoi reads one (src/strconv/atoi.go in golang/go, commit
+# 00a5bb14: "Atoi is equivalent to ParseInt(s, 10, 0)"; an optional '+' or '-', then the digits 0-9, leading
+# zeros allowed, no "_" in base 10, no space, within a 64-bit int), so that a tool in Go reads the same priority.
+# Python's int() took " 10", "1_0" and "١٠" (Arabic-Indic digits) until 2026-11-28.
+_PRIORITY = re.compile(r"[+-]?[0-9]+")
+_INT64 = range(-(2**63), 2**63)
+
+
+def _priority(raw: str) -> int | None:
+    """The priority ``raw`` (an annotation's text) gives, or None when Atoi would refuse it."""
+    if not _PRIORITY.fullmatch(raw):
+        return None
+    value = int(raw)
+    return value if value in _INT64 else None
 
 
 def parse_schema_text(text: str) -> Any:
