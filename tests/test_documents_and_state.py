@@ -208,24 +208,24 @@ def test_a_value_of_no_type_the_field_takes_is_one_problem() -> None:
                     assert len(mine) <= 1, (model.__name__, alias, mine)
 
 
-def test_a_config_schema_that_is_true_is_one_problem_in_words() -> None:
-    (doc,), _ = parsed("apiVersion: fleetflow.dev/v1alpha1\nkind: ConfigSchema\nmetadata:\n  name: edge-site\n"
-                       "spec:\n  schema: true\n")
+@pytest.mark.parametrize(("text", "message", "where", "hint"), [
+    ("apiVersion: fleetflow.dev/v1alpha1\nkind: ConfigSchema\nmetadata:\n  name: edge-site\nspec:\n  schema: true\n",
+     "ConfigSchema edge-site: spec.schema is a boolean, not a JSON Schema (a mapping, or its JSON or YAML text)",
+     Location("f.yaml", 6, 11), "write {}"),
+    ("apiVersion: fleetflow.dev/v1alpha1\nkind: Workload\nmetadata:\n  name: app\nspec:\n"
+     "  configSchemas:\n  - 5\n  - edge-site\n",
+     "Workload app: spec.configSchemas.0 is a number, not the name of a ConfigSchema or an inline JSON Schema (a "
+     "mapping)", Location("f.yaml", 7, 5), "ConfigSchema"),
+], ids=["config-schema-true", "config-schemas-item-a-number"])
+def test_a_value_of_a_one_of_field_it_cannot_take_is_one_problem_in_words(
+    text: str, message: str, where: Location, hint: str
+) -> None:
+    """``spec.schema: true`` gave two messages in pydantic's names (``spec.schema.dict[str,any]: Input should be a
+    valid dictionary``, ``spec.schema.str: ...``); a ``configSchemas`` item the same. One problem, in words."""
+    (doc,), _ = parsed(text)
     problems = Problems()
     assert build_resource(doc, "main", problems) is None
     (problem,) = problems
-    assert problem.message == ("ConfigSchema edge-site: spec.schema is a boolean, not a JSON Schema (a mapping, or "
-                               "its JSON or YAML text)")
-    assert problem.location == Location("f.yaml", 6, 11)
-    assert problem.hint is not None and "write {}" in problem.hint
-
-
-def test_a_configschemas_item_of_no_kind_taken_is_one_problem_in_words() -> None:
-    (doc,), _ = parsed("apiVersion: fleetflow.dev/v1alpha1\nkind: Workload\nmetadata:\n  name: app\nspec:\n"
-                       "  configSchemas:\n  - 5\n  - edge-site\n")
-    problems = Problems()
-    assert build_resource(doc, "main", problems) is None
-    (problem,) = problems
-    assert problem.message == ("Workload app: spec.configSchemas.0 is a number, not the name of a ConfigSchema or an "
-                               "inline JSON Schema (a mapping)")
-    assert problem.location == Location("f.yaml", 7, 5)
+    assert problem.message == message
+    assert problem.location == where
+    assert problem.hint is not None and hint in problem.hint
