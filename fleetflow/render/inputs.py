@@ -23,17 +23,17 @@ def config_sources(plane: ControlPlane, problems: Problems) -> list[ConfigSource
     sources: list[ConfigSource] = []
     for name, cm in sorted(plane.config_maps.items()):
         raw = cm.annotations.get(PRIORITY_ANNOTATION, "0")
-        priority = _priority(raw)
-        if priority is None:
-            where = cm.where("metadata", "annotations", PRIORITY_ANNOTATION)
-            if _PRIORITY.fullmatch(raw):
-                problems.add(f"ConfigMap {name}: annotation {PRIORITY_ANNOTATION} {raw} is out of range", where,
-                             f"give an integer from {_INT64.start} to {_INT64.stop - 1}")
-            else:
-                problems.add(
-                    f"ConfigMap {name}: annotation {PRIORITY_ANNOTATION} must be an integer (digits 0-9, optionally "
-                    f"after '-' or '+'), not {raw!r}",
-                    where, 'write e.g. fleetflow.dev/priority: "10", with no spaces, "_" or other characters')
+        if not _PRIORITY.fullmatch(raw):
+            problems.add(
+                f"ConfigMap {name}: annotation {PRIORITY_ANNOTATION} must be an integer (digits 0-9, optionally "
+                f"after '-' or '+'), not {raw!r}", cm.where("metadata", "annotations", PRIORITY_ANNOTATION),
+                'write e.g. fleetflow.dev/priority: "10", with no spaces, "_" or other characters')
+            continue
+        priority = int(raw)
+        if priority not in _INT64:
+            problems.add(f"ConfigMap {name}: annotation {PRIORITY_ANNOTATION} {raw} is out of range",
+                         cm.where("metadata", "annotations", PRIORITY_ANNOTATION),
+                         f"give an integer from {_INT64.start} to {_INT64.stop - 1}")
             continue
         data = cm.spec.data
         if not isinstance(data, dict):
@@ -58,14 +58,6 @@ def config_sources(plane: ControlPlane, problems: Problems) -> list[ConfigSource
 # Python's int() took " 10", "1_0" and "١٠" (Arabic-Indic digits) until 2026-11-28.
 _PRIORITY = re.compile(r"[+-]?[0-9]+")
 _INT64 = range(-(2**63), 2**63)
-
-
-def _priority(raw: str) -> int | None:
-    """The priority ``raw`` (an annotation's text) gives, or None when Atoi would refuse it."""
-    if not _PRIORITY.fullmatch(raw):
-        return None
-    value = int(raw)
-    return value if value in _INT64 else None
 
 
 def parse_schema_text(text: str) -> Any:
