@@ -592,6 +592,8 @@ NOT_AN_ATOI_INTEGER = "must be an integer (digits 0-9, optionally after '-' or '
     ("\uff11\uff10", NOT_AN_ATOI_INTEGER),  # fullwidth digits
     ("9223372036854775808", "{value} is out of range (hint: give an integer from -9223372036854775808 to "
                             "9223372036854775807)"),
+    # past Python's 4,300 digits for int(): a ValueError and a traceback until 2026-11-29
+    ("9" * 5000, "{value} is out of range"),
 ])
 def test_a_priority_go_would_not_read_is_refused_at_its_line(tmp_path: Path, value: str, message: str) -> None:
     """The priority annotation is an integer (docs/design.md, "Precedence") written as Go's ``strconv.Atoi`` reads
@@ -606,7 +608,7 @@ def test_a_priority_go_would_not_read_is_refused_at_its_line(tmp_path: Path, val
     assert f"cm.yaml:8:29: ConfigMap c: annotation fleetflow.dev/priority {said}" in result.output, result.output
 
 
-@pytest.mark.parametrize("value", ["+10", "010", "-5", "-9223372036854775808"])
+@pytest.mark.parametrize("value", ["+10", "010", "-5", "-9223372036854775808", "-" + "0" * 5000 + "7"])
 def test_a_priority_go_reads_is_taken(tmp_path: Path, value: str) -> None:
     """What ``strconv.Atoi`` reads, fleetflow takes: a '+' sign and leading zeros too (a guard: these passed before
     the check above was made strict)."""

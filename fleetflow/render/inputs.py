@@ -29,8 +29,9 @@ def config_sources(plane: ControlPlane, problems: Problems) -> list[ConfigSource
                 f"after '-' or '+'), not {raw!r}", cm.where("metadata", "annotations", PRIORITY_ANNOTATION),
                 'write e.g. fleetflow.dev/priority: "10", with no spaces, "_" or other characters')
             continue
-        priority = int(raw)
-        if priority not in _INT64:
+        digits = raw.lstrip("+-").lstrip("0")  # past 19 digits it is out of int64; int() refuses 4,300 digits
+        priority = int(digits or "0") * (-1 if raw.startswith("-") else 1) if len(digits) <= 19 else None
+        if priority is None or priority not in _INT64:
             problems.add(f"ConfigMap {name}: annotation {PRIORITY_ANNOTATION} {raw} is out of range",
                          cm.where("metadata", "annotations", PRIORITY_ANNOTATION),
                          f"give an integer from {_INT64.start} to {_INT64.stop - 1}")
