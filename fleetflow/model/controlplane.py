@@ -125,12 +125,11 @@ _TABLES = {
 }
 
 # the kinds whose names go into file names or git refs: a shorter limit than NAME_LIMIT, and why (said in the hint)
-NAME_LIMITS = {"ClusterType": CLUSTER_TYPE_NAME_LIMIT, "Environment": ENVIRONMENT_NAME_LIMIT}
-NAME_LIMIT_WHY = {
-    "ClusterType": " (a cluster type's name is also the file name of its state, <name>.json, and a file name holds "
-                   "255 bytes)",
-    "Environment": " (an environment's name is part of the git refs fleetflow writes, such as "
-                   "refs/tags/fleetflow/merge-when-green/<name>, and GitHub refuses a ref longer than 255 bytes)",
+NAME_LIMITS = {
+    "ClusterType": (CLUSTER_TYPE_NAME_LIMIT, " (a cluster type's name is also the file name of its state, <name>.json, "
+                    "and a file name holds 255 bytes)"),
+    "Environment": (ENVIRONMENT_NAME_LIMIT, " (an environment's name is part of the git refs fleetflow writes, such "
+                    "as refs/tags/fleetflow/merge-when-green/<name>, and GitHub refuses a ref longer than 255 bytes)"),
 }
 _ORIGIN_TEXT = {"main": "the main branch", "env": "an environment branch", "app": "a workload repo"}
 
@@ -214,7 +213,7 @@ def build_resource(doc: Document, origin: str, problems: Problems) -> Resource[A
             f"{kind} does not belong on {_ORIGIN_TEXT[origin]}", doc.where("kind"), f"move it to {where_ok}"
         )
     name = doc.name
-    limit = NAME_LIMITS.get(kind, NAME_LIMIT)
+    limit, why = NAME_LIMITS.get(kind, (NAME_LIMIT, ""))
     given = doc.metadata.get("name")
     if given is not None and not isinstance(given, str):  # 123, [a, b]: "missing" until 2026-11-28
         problems.add(f"metadata.name is {value_kind(given)}, not text", doc.where("metadata", "name"),
@@ -226,7 +225,7 @@ def build_resource(doc: Document, origin: str, problems: Problems) -> Resource[A
             f"invalid name {name!r}" + (f" ({len(name)} characters)" if len(name) > limit else ""),
             doc.where("metadata", "name"),
             f"use lowercase letters, digits, '-' and '.', starting and ending with a letter or digit, at most "
-            f"{limit} characters" + NAME_LIMIT_WHY.get(kind, ""),
+            f"{limit} characters{why}",
         )
     meta = doc.metadata  # once for both maps
     labels = _string_map(doc, meta, "labels", problems)
