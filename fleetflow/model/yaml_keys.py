@@ -293,6 +293,12 @@ KubernetesKeys.add_constructor(_TIMESTAMP, _timestamp_as_written)
 ValueKeys.add_constructor(_TIMESTAMP, _timestamp_as_written)
 
 
+def where_in(mark: Any, of: str) -> str:
+    """`` (line L, column C of <of>)``: where a mark (0-based) stands in YAML held in a value, for a message that
+    names the value itself (a ConfigMap's data key, ``fromYaml``); "" without a mark."""
+    return f" (line {mark.line + 1}, column {mark.column + 1} of {of})" if mark is not None else ""
+
+
 def value_yaml() -> YAML:
     """The reader of YAML held in a value: a ConfigMap value that holds a map or a list, ``fromYaml``'s text. The
     keys and timestamps of the documents (:class:`ValueKeys`), aliases used as keys where they are written."""

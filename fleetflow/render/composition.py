@@ -28,7 +28,7 @@ from ruamel.yaml import YAML
 from fleetflow.errors import InputError, Location, Problem
 from fleetflow.model.controlplane import PLATFORM_CONFIG_LABEL
 from fleetflow.model.documents import to_plain, unwalkable
-from fleetflow.model.yaml_keys import DuplicateKey, KeyProblem, value_yaml
+from fleetflow.model.yaml_keys import DuplicateKey, KeyProblem, value_yaml, where_in
 from fleetflow.render.canonical import canonical_json
 
 CLUSTER_TYPE = "cluster-type"
@@ -187,10 +187,9 @@ def _parse_value(yaml: YAML, text: str) -> Any:
 def _key_refused(source: ConfigSource, key: str, problem: KeyProblem) -> InputError:
     """A ConfigMap value whose YAML holds a key Kubernetes refuses, as the error that stops the render: at the data
     key, naming the line of the value it stands on."""
-    mark = problem.mark
-    at = f" (line {mark.line + 1}, column {mark.column + 1} of the value)" if mark is not None else ""
     return InputError(Problem(
-        f"ConfigMap {source.name}, data key {key} (a string holding YAML): {problem.message}{at}",
+        f"ConfigMap {source.name}, data key {key} (a string holding YAML): {problem.message}"
+        f"{where_in(problem.mark, 'the value')}",
         source.key_locations.get((key,), source.location), problem.hint))
 
 

@@ -33,7 +33,7 @@ from yaml._yaml import CParser
 
 from fleetflow.errors import InputError, Location, Problem
 from fleetflow.model.documents import to_plain, unwalkable
-from fleetflow.model.yaml_keys import KeyProblem, value_yaml
+from fleetflow.model.yaml_keys import KeyProblem, value_yaml, where_in
 from fleetflow.render.canonical import canonical_json
 from fleetflow.render.yamlemit import to_yaml
 
@@ -186,10 +186,6 @@ class _FromYamlError(ValueError):
         self.hint = hint
 
 
-def _in_text(mark: Any) -> str:
-    return f" (line {mark.line + 1}, column {mark.column + 1} of its text)" if mark is not None else ""
-
-
 def from_yaml_filter(text: str) -> Any:
     """``fromYaml``: parse a YAML string into plain data, read as a document is: a key that YAML resolves to a
     boolean or a number is the text sigs.k8s.io/yaml makes of it (``1.0:`` is ``"1"``), as Helm's ``fromYaml``
@@ -202,10 +198,12 @@ def from_yaml_filter(text: str) -> Any:
     try:
         loaded = _yaml_loader.load(text)
     except KeyProblem as exc:
-        raise _FromYamlError(f"fromYaml: in its text, {exc.message}{_in_text(exc.mark)}", exc.hint) from None
+        raise _FromYamlError(f"fromYaml: in its text, {exc.message}{where_in(exc.mark, 'its text')}",
+                             exc.hint) from None
     except MarkedYAMLError as exc:
         what = (exc.problem or exc.context or "not YAML").strip()
-        raise _FromYamlError(f"fromYaml: its text is not YAML: {what}{_in_text(exc.problem_mark or exc.context_mark)}",
+        where = where_in(exc.problem_mark or exc.context_mark, "its text")
+        raise _FromYamlError(f"fromYaml: its text is not YAML: {what}{where}",
                              "fix the YAML of the text given to fromYaml") from None
     if unwalkable(loaded, text):
         raise _FromYamlError("fromYaml: its text builds out endless or huge (aliases), or nests too deep",
