@@ -33,6 +33,7 @@ from ruamel.yaml import YAML
 
 from fleetflow.errors import Location, OneOf, Problem, Problems, UsageError, validation_problems
 from fleetflow.model.documents import parse_documents, ruamel_document
+from fleetflow.pathcheck import path_problem
 
 DEFAULT_CONFIG = ".fleetflow.yaml"
 ForgeName = Literal["github", "local"]
@@ -82,16 +83,21 @@ class Settings(BaseModel):
         return f"forge {self.forge}, control plane {self.control_plane or '(not set)'}"
 
 
-def read_config(path: Path | None, explicit: bool) -> tuple[ConfigFile, Callable[..., Location]]:
+def read_config(
+    path: Path | None, explicit: bool, given_by: str = "--config"
+) -> tuple[ConfigFile, Callable[..., Location]]:
     """The config file as a model (an empty one when there is none), and where each of its keys is written.
-    Every problem is a UsageError (exit 2) with file:line."""
+    Every problem is a UsageError (exit 2) with file:line. ``given_by``: how an ``explicit`` path was named
+    (``--config``, ``$FLEETFLOW_CONFIG``), for the message when it names nothing readable."""
     display = str(path)
     if path is None or not path.is_file():
         if explicit and path is not None:
-            raise UsageError(f"config file not found: {path}")
+            raise UsageError(_unusable(path, given_by))
         return ConfigFile(), lambda *_: Location(display)
     try:
         text = path.read_bytes().decode("utf-8")
+    except OSError:  # unreadable: a traceback until 2026-11-29
+        raise UsageError(_unusable(path, given_by)) from None
     except UnicodeDecodeError as exc:  # a traceback until 2026-11-28
         raise UsageError(Problem(f"file is not UTF-8 text (byte {exc.start + 1} is not)", Location(display),
                                  "save it as UTF-8")) from None
@@ -113,6 +119,18 @@ def read_config(path: Path | None, explicit: bool) -> tuple[ConfigFile, Callable
         )) from None
 
 
+def _unusable(path: Path, given_by: str) -> Problem:
+    """The config file an option or ``$FLEETFLOW_CONFIG`` names, missing or unreadable: what and how to fix it.
+    Until 2026-11-29 ``$FLEETFLOW_CONFIG`` naming a missing file said only "config file not found", and a folder
+    was "not found" too."""
+    said, hint = path_problem(path, "file") or ("cannot be read", "check the path and the file system it is on")
+    if hint is None:  # the wrong kind
+        hint = f"{given_by} names fleetflow's config file (YAML), such as .fleetflow.yaml"
+    if given_by.startswith("$"):
+        hint += f"; or unset {given_by[1:]} to read {DEFAULT_CONFIG} in the current folder when there is one"
+    return Problem(f"{given_by} {path} {said}", None, hint)
+
+
 def load_settings(
     *,
     forge: str | None = None,
@@ -124,7 +142,7 @@ def load_settings(
     env = os.environ if environ is None else environ
     explicit = config is not None or "FLEETFLOW_CONFIG" in env
     path = config or (Path(env["FLEETFLOW_CONFIG"]) if "FLEETFLOW_CONFIG" in env else Path(DEFAULT_CONFIG))
-    file, where = read_config(path, explicit)
+    file, where = read_config(path, explicit, "--config" if config is not None else "$FLEETFLOW_CONFIG")
     github = file.github
     private_key = env.get("FLEETFLOW_APP_PRIVATE_KEY")
     if not private_key and github.private_key_file:

@@ -664,6 +664,33 @@ def test_a_path_that_cannot_be_read_is_a_usage_error(monkeypatch: pytest.MonkeyP
         shutil.rmtree(root)
 
 
+@pytest.mark.parametrize("fmt", ["text", "json"])
+def test_a_config_file_fleetflow_config_names_that_cannot_be_read_is_a_usage_error(
+        monkeypatch: pytest.MonkeyPatch, fmt: str) -> None:
+    """``$FLEETFLOW_CONFIG`` naming a file this user may not read stopped every command that reads settings with a
+    traceback (PermissionError, until 2026-11-29). Now the same usage error as a path option that cannot be read,
+    with the way back to the default file; checked as ``nobody`` when the tests run as root (root reads it)."""
+    root = Path(tempfile.mkdtemp(prefix="fleetflow-unreadable-config-"))
+    try:
+        root.chmod(0o755)
+        config = root / "fleetflow.yaml"
+        config.write_text("forge: local\n")
+        config.chmod(0)
+        monkeypatch.setenv("FLEETFLOW_CONFIG", str(config))
+        args = ["status", "--format", fmt]
+        message = f"$FLEETFLOW_CONFIG {config} cannot be read (permission denied)"
+        code, stdout, stderr = invoke(*args)
+        if os.geteuid() == 0:  # root may read it: the command goes on to what is (not) in it
+            assert message not in stdout + stderr, (stdout, stderr)
+            code, stdout, stderr = unprivileged(args)
+        hint = said_about_a_path(code, stdout, stderr, fmt, message)
+        assert hint == (f"run as a user who may read it, or change its permissions (ls -ld {config}); or unset "
+                        "FLEETFLOW_CONFIG to read .fleetflow.yaml in the current folder when there is one")
+    finally:
+        config.chmod(0o644)
+        shutil.rmtree(root)
+
+
 def test_exit_code_table_is_written_once() -> None:
     """The table in ExitCode is the one the help and the design document show."""
     assert EXIT_CODES_HELP == "0 done, 1 the input (or the gate) says no, 2 usage error, 3 forge or git failure"

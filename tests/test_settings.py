@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import io
+import re
 from pathlib import Path
 
 import pytest
@@ -71,8 +72,30 @@ def test_a_config_file_that_is_not_utf8_is_a_usage_error(tmp_path: Path) -> None
 
 
 def test_missing_explicit_config(tmp_path: Path) -> None:
-    with pytest.raises(UsageError, match="config file not found"):
+    with pytest.raises(UsageError, match=r"--config .*none.yaml does not exist \(hint: check the path"):
         load_settings(config=tmp_path / "none.yaml", environ={})
+
+
+@pytest.mark.parametrize(("name", "said", "hint"), [
+    ("none.yaml", "does not exist", "check the path; relative paths start from the current folder"),
+    ("folder", "is a folder, not a file", "$FLEETFLOW_CONFIG names fleetflow's config file (YAML)"),
+    ("file.yaml/c.yaml", "is below .*file.yaml, which is a file, not a folder", "give a path whose folders are"),
+])
+def test_fleetflow_config_naming_nothing_readable_says_where_it_came_from_and_how_to_fix_it(
+        tmp_path: Path, name: str, said: str, hint: str) -> None:
+    """``$FLEETFLOW_CONFIG`` naming a missing file said only "config file not found", with no hint and not which
+    variable named it; a folder was "not found" too (until 2026-11-29). The same check as every path option
+    (fleetflow.pathcheck), and the way back to the default file."""
+    (tmp_path / "folder").mkdir()
+    (tmp_path / "file.yaml").write_text("forge: local\n")
+    with pytest.raises(UsageError) as caught:
+        load_settings(environ={"FLEETFLOW_CONFIG": str(tmp_path / name)})
+    (problem,) = caught.value.problems()
+    assert re.fullmatch(rf"\$FLEETFLOW_CONFIG {re.escape(str(tmp_path))}/{name.split('/')[0]}.* {said}",
+                        problem.message), problem.message
+    assert problem.hint is not None and problem.hint.startswith(hint), problem.hint
+    assert problem.hint.endswith("or unset FLEETFLOW_CONFIG to read .fleetflow.yaml in the current folder when "
+                                 "there is one")
 
 
 def test_no_control_plane(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
