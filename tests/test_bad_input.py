@@ -467,8 +467,23 @@ CASES: list[tuple[str, dict[str, str], dict[str, str], str, str]] = [
     ("gitops-path-leaves-the-repo", {}, {"gitops-repo.yaml": GITOPS.format(extra="  path: ../../x")},
      "'../../x' leaves the GitOps repo", "gitops-repo.yaml:7"),
     ("gitops-branch-an-option", {}, {"gitops-repo.yaml": GITOPS.format(extra="").replace(
-        "branch: dev", "branch: --upload-pack=x")}, "'--upload-pack=x' is not a branch name fleetflow uses",
+        "branch: dev", "branch: --upload-pack=x")},
+     "'--upload-pack=x' is not a usable branch name: it starts with '-' (git would read it as an option)",
      "gitops-repo.yaml:6"),
+    # a branch git or GitHub refuses to write: validate said ok, and schedule's push failed (git: "is not a valid
+    # branch name"; GitHub: "GH005: Sorry, refs longer than 255 bytes are not allowed"), until 2026-11-29
+    ("gitops-branch-empty-part", {}, {"gitops-repo.yaml": GITOPS.format(extra="").replace(
+        "branch: dev", "branch: team//dev")}, "'team//dev' is not a usable branch name: it has an empty part",
+     "gitops-repo.yaml:6"),
+    ("gitops-branch-too-long", {}, {"gitops-repo.yaml": GITOPS.format(extra="").replace(
+        "branch: dev", "branch: " + "d" * 245)}, "branch name of 245 characters: GitHub takes at most 244",
+     "gitops-repo.yaml:6"),
+    # a workload's manifests branch was not checked at all: git's fetch refused it when a schedule ran
+    ("manifests-branch-part-starts-with-dot", {"workloads/app.yaml": WL.format(name="app", target="dev").replace(
+        "path: ./x", "path: ./x\n            branch: release/.next")}, {},
+     "Workload app: spec.deploymentTargets.0.manifests.branch: 'release/.next' is not a usable branch name: it has "
+     "a part starting with '.' ('.next')",
+     "app.yaml:14:17"),
     # a key with nothing after it: "spec.repo: Input should be a valid string, got None" at the line below (here
     # a line past the file's end) until 2026-11-28; now in words, just after the key's ':'
     ("gitops-repo-empty", {}, {"gitops-repo.yaml": GITOPS.format(extra="").replace(

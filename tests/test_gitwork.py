@@ -9,6 +9,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from fleetflow.errors import GitError
 from fleetflow.forge.git import (
@@ -23,6 +25,7 @@ from fleetflow.forge.git import (
     run_git,
     split_credentials,
 )
+from fleetflow.model.resources import BRANCH_NAME_LIMIT, unsafe_branch
 from tests.githttp import GitHttp
 
 
@@ -45,6 +48,32 @@ def test_mirror_is_keyed_without_credentials(tmp_path: Path) -> None:
 def test_unsafe_branch_names_are_refused(name: str) -> None:
     with pytest.raises(GitError, match="unsafe branch name"):
         check_ref(name)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet="ab.-_/", max_size=12) | st.sampled_from(
+    ["HEAD", "x/HEAD", "a.lock", "a.lock/b", "b/a.lock", ".x", "x/.y", "x.", "x/y.", "a//b", "/a", "a/", "@", "-x"]))
+def test_the_branch_rule_is_gits(name: str) -> None:
+    """What fleetflow takes as a branch is what ``git check-ref-format --branch`` takes, over names made of the
+    characters that make git's rules bite (git's Documentation/git-check-ref-format.txt: no part starting with
+    '.' or ending with '.lock', no '..', no empty part, not ending with '.'; ``HEAD`` is refused). '@' is
+    outside fleetflow's plain characters, so git's taking it is the one known difference (never fleetflow taking
+    what git refuses)."""
+    git_takes = subprocess.run(["git", "check-ref-format", "--branch", name], capture_output=True).returncode == 0
+    if name == "@":
+        assert git_takes and unsafe_branch(name) is not None
+    else:
+        assert (unsafe_branch(name) is None) == git_takes, (name, unsafe_branch(name))
+
+
+def test_a_branch_github_would_refuse_for_its_length_is_refused() -> None:
+    """GitHub refuses a ref longer than 255 bytes ("GH005: Sorry, refs longer than 255 bytes are not allowed", the
+    push's error: desktop/desktop#819, dependabot/dependabot-core#5761): refs/heads/<name>. git itself takes it."""
+    assert unsafe_branch("a" * BRANCH_NAME_LIMIT) is None
+    assert len(f"refs/heads/{'a' * BRANCH_NAME_LIMIT}") == 255
+    assert unsafe_branch("a" * (BRANCH_NAME_LIMIT + 1)) == (
+        "branch name of 245 characters: GitHub takes at most 244 (refs/heads/<name> is at most 255 bytes)")
+    assert subprocess.run(["git", "check-ref-format", "--branch", "a" * 300], capture_output=True).returncode == 0
 
 
 def test_errors_never_show_the_token(tmp_path: Path) -> None:

@@ -170,8 +170,9 @@ def has_merge_tree() -> bool:
 def check_ref(name: str) -> str:
     """A branch name that is safe on a command line (no leading '-', no '..', plain characters: the rule the
     resources' branch fields are checked by, :func:`fleetflow.model.resources.unsafe_branch`)."""
-    if unsafe_branch(name) is not None:
-        raise GitError(f"unsafe branch name {name!r}: use letters, digits, '.', '_', '-' and '/'")
+    reason = unsafe_branch(name)
+    if reason is not None:
+        raise GitError(f"unsafe branch name: {reason}")
     return name
 
 

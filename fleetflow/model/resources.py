@@ -22,11 +22,37 @@ BRANCH_NAME = re.compile(r"^(?!-)(?!.*\.\.)[A-Za-z0-9._/-]+$")
 (the forge's git commands check it too: :func:`fleetflow.forge.git.check_ref`)."""
 
 
+BRANCH_NAME_LIMIT = 244  # GitHub refuses a ref longer than 255 bytes ("GH005"), and a branch is refs/heads/<name>
+
+
 def unsafe_branch(name: str) -> str | None:
-    """Why ``name`` is not a branch name fleetflow uses, or None."""
-    if not BRANCH_NAME.match(name) or name.endswith(("/", ".lock")):
-        return (f"{name!r} is not a branch name fleetflow uses: letters, digits, '.', '_', '-' and '/', not starting "
-                "with '-', without '..', not ending with '/' or '.lock'")
+    """Why ``name`` is not a branch name fleetflow uses, or None: plain characters (:data:`BRANCH_NAME`), git's
+    rules for a ref's parts (``git check-ref-format``: no part empty or starting with '.' or ending with '.lock',
+    not ending with '.'; ``HEAD`` is refused by ``git branch``) and GitHub's length. Until 2026-11-29 ``a//b``,
+    ``.x``, ``x.`` and a 300-character name passed ``validate`` and failed when git or GitHub wrote the ref."""
+    parts = name.split("/")
+    odd = sorted({c for c in name if not re.fullmatch(r"[A-Za-z0-9._/-]", c)})
+    dotted = next((p for p in parts if p.startswith(".")), None)
+    locked = next((p for p in parts if p.endswith(".lock")), None)
+    why = (
+        "is empty" if not name
+        else "starts with '-' (git would read it as an option)" if name.startswith("-")
+        else f"has {', '.join(repr(c) for c in odd)}" if odd
+        else "has '..'" if ".." in name
+        else "has an empty part (a '/' at its start or end, or '//')" if "" in parts
+        else f"has a part starting with '.' ({dotted!r})" if dotted is not None
+        else f"has a part ending with '.lock' ({locked!r})" if locked is not None
+        else "ends with '.'" if name.endswith(".")
+        else "is HEAD, which git keeps for itself" if name == "HEAD"
+        else None
+    )
+    if why is not None:
+        return (f"{name!r} is not a usable branch name: it {why} (a branch name here: letters, digits, '.', '_', "
+                "'-' and '/'; no part empty, starting with '.' or ending with '.lock')")
+    if len(name) > BRANCH_NAME_LIMIT:
+        return (f"branch name of {len(name)} characters: GitHub takes at most {BRANCH_NAME_LIMIT} (refs/heads/<name> "
+                "is at most 255 bytes)")
+    assert BRANCH_NAME.match(name)  # the reasons above are the pattern's, each said
     return None
 
 
@@ -208,6 +234,8 @@ class ManifestsRef(Open):
     branch: str | None = None
     path: str | None = None
 
+    _branch_name = field_validator("branch")(_branch)
+
 
 SchemaRef = Annotated[str | dict[str, Any], OneOf(
     "the name of a ConfigSchema or an inline JSON Schema (a mapping)",
@@ -232,6 +260,8 @@ class WorkloadSource(Spec):
     repo: str
     branch: str = "main"
     path: str = "."
+
+    _branch_name = field_validator("branch")(_branch)
 
 
 class WorkloadRegistrationSpec(Spec):
@@ -332,6 +362,8 @@ class BaseRepoSpec(Spec):
     branch: str = "main"
     path: str = "."
     commit: str = ""
+
+    _branch_name = field_validator("branch")(_branch)
 
 
 SPEC_MODELS: dict[str, type[Spec]] = {
