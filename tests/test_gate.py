@@ -85,6 +85,37 @@ def test_context_pattern_for_clusters_without_status_context() -> None:
         evaluate(RolloutPolicy(), [ExpectedCluster("c", "ct", None)], {}, T0, T0)
 
 
+def test_two_clusters_expecting_one_context_are_a_configuration_error_not_a_timeout() -> None:
+    """GitHub keeps one status per context that counts: the combined status is "success if the latest status for
+    all contexts is success" (docs.github.com/en/rest/commits/statuses, "Get the combined status for a specific
+    reference"), so two Clusters expecting one context can never both be seen. Until 2026-11-29 the gate waited
+    for two reports where one could come, and every rollout ended "timed out ...; missing: 1 more" (after 4h in
+    the example's prod). Now the gate refuses to decide, as for a cluster with no context, and validate says so
+    up front (tests/test_bad_input.py)."""
+    copied = [ExpectedCluster("a", "ct", "flux/a"), ExpectedCluster("b", "ct", "flux/a")]
+    statuses = {"flux/a": st("flux/a", "success", 1)}
+    with pytest.raises(InputError) as refused:
+        evaluate(RolloutPolicy(), copied, statuses, T0, T0 + timedelta(hours=5))
+    (problem,) = refused.value.problems()
+    assert problem.message == ("Cluster b expects the status context 'flux/a' (its statusContext), as Cluster a "
+                               "does: the gate counts a context once, so it would wait for a report that cannot "
+                               "come and time out")
+    assert problem.hint is not None and problem.hint.startswith("give each Cluster the context its own agent posts")
+    # a pattern without {cluster} over a cluster type of several clusters: one problem per cluster past the first
+    policy = RolloutPolicy.model_validate({"contextPattern": "flux/{clusterType}"})
+    three = [ExpectedCluster(n, "ct", None) for n in "xyz"]
+    with pytest.raises(InputError) as refused:
+        evaluate(policy, three, {"flux/ct": st("flux/ct", "success", 1)}, T0, T0 + timedelta(hours=5))
+    assert [p.message.split(" (")[0] for p in refused.value.problems()] == [
+        "Cluster y expects the status context 'flux/ct'", "Cluster z expects the status context 'flux/ct'"]
+    assert all("{cluster} in rollout.contextPattern" in (p.hint or "") for p in refused.value.problems())
+    # each cluster its own context: decided as before
+    policy = RolloutPolicy.model_validate({"contextPattern": "flux/{clusterType}/{cluster}"})
+    found = {f"flux/ct/{n}": st(f"flux/ct/{n}", "success", 1) for n in "xyz"}
+    decided = evaluate(policy, three, found, T0, T0 + timedelta(hours=5))
+    assert isinstance(decided, GateDecision) and decided.description == "rolled out: 3/3 clusters"
+
+
 @pytest.mark.parametrize(("text", "seconds"), [("90", 90), ("90s", 90), ("2m", 120), ("1h30m", 5400), (45, 45)])
 def test_durations(text: str | int, seconds: int) -> None:
     assert parse_duration(text).total_seconds() == seconds

@@ -46,6 +46,32 @@ def test_gate_expecting_zero_clusters_is_an_error_with_the_environment_location(
     assert "dev.yaml:" in err and "allowEmpty" in err
 
 
+def test_a_cluster_copied_with_another_clusters_context_is_an_error_at_its_status_context(tmp_path: Path) -> None:
+    """Two Clusters expecting one status context: every rollout of the environment timed out (the gate counts a
+    context once; tests/test_gate.py has the source), and validate said ok (until 2026-11-29). Now an error at the
+    second Cluster's statusContext, naming the first; and the same clusters given their own contexts pass."""
+    copied = ENV_FILES["clusters.yaml"] + """
+        ---
+        apiVersion: fleetflow.dev/v1alpha1
+        kind: Cluster
+        metadata:
+          name: cloud-eu-2
+        spec:
+          clusterType: cloud-eu
+          statusContext: flux/cloud-eu-1
+    """
+    main, env = make_plane(tmp_path / "copied", env={"clusters.yaml": copied})
+    code, out, err = validate(main, env, "--environment", "dev")
+    assert code == 1, out + err
+    assert re.search(r"clusters.yaml:16:18: Environment dev: Cluster cloud-eu-2 expects the status context "
+                     r"'flux/cloud-eu-1' \(its statusContext\), as Cluster cloud-eu-1 does: ", err), err
+    main, env = make_plane(tmp_path / "own", env={"clusters.yaml": copied.replace(
+        "statusContext: flux/cloud-eu-1\n    \n", "statusContext: flux/cloud-eu-2\n    \n")})
+    assert (tmp_path / "own" / "env" / "clusters.yaml").read_text().count("flux/cloud-eu-2") == 1
+    code, out, err = validate(main, env, "--environment", "dev")
+    assert code == 0, out + err
+
+
 def test_allow_empty_or_min_clusters_makes_zero_clusters_fine(tmp_path: Path) -> None:
     for rollout in ("{allowEmpty: true}", "{minClusters: 2, contextPattern: 'flux/*'}"):
         main_files = {".environments/dev.yaml": f"""

@@ -185,7 +185,8 @@ def _gate_problems(plane: ControlPlane, environment: str, result: RenderResult) 
         where = env.where("spec", "rollout")
         for cluster in result.state.clusters:
             if problem.message.startswith(f"Cluster {cluster.name} ") and cluster.name in plane.clusters:
-                where = plane.clusters[cluster.name].location
+                resource = plane.clusters[cluster.name]
+                where = resource.where("spec", "statusContext") if cluster.status_context else resource.location
         message = f"Environment {environment}: {problem.message}"
         found.append(Problem(message, where, problem.hint))
     return found

@@ -71,6 +71,7 @@ def reporters(policy: RolloutPolicy, clusters: Sequence[ExpectedCluster], proble
     """The contexts to wait for, from the inventory. Clusters with neither a statusContext nor a contextPattern
     to derive one from are configuration problems."""
     found: list[Reporter] = []
+    first: dict[str, ExpectedCluster] = {}  # context -> the first cluster expecting it
     for cluster in clusters:
         if cluster.status_context:
             found.append(Reporter(cluster.name, cluster.status_context))
@@ -86,7 +87,32 @@ def reporters(policy: RolloutPolicy, clusters: Sequence[ExpectedCluster], proble
                 "set spec.statusContext on the Cluster, or rollout.contextPattern (e.g. flux/{cluster}) "
                 "on the Environment",
             )
+            continue
+        context = found[-1].context
+        before = first.setdefault(context, cluster)
+        if before is not cluster:  # one report would stand for both: the gate could never count them all
+            _shared_context(policy, before, cluster, context, problems)
     return found
+
+
+def _shared_context(policy: RolloutPolicy, before: ExpectedCluster, cluster: ExpectedCluster, context: str,
+                    problems: Problems) -> None:
+    """Two clusters expecting one status context. The gate counts a context once (a forge keeps the newest status
+    of each context on a commit), so it waited for two reports where one can come, and every rollout timed out
+    ("missing: 1 more") until 2026-11-29: a Cluster copied without its statusContext changed, or a contextPattern
+    without ``{cluster}`` over a cluster type of several clusters."""
+    own = cluster.status_context and before.status_context
+    how = "its statusContext" if cluster.status_context else f"rollout.contextPattern {policy.context_pattern!r}"
+    problems.add(
+        f"Cluster {cluster.name} expects the status context {context!r} ({how}), as Cluster {before.name} does: "
+        "the gate counts a context once, so it would wait for a report that cannot come and time out",
+        None,
+        "give each Cluster the context its own agent posts (Flux: kind/name/<first segment of its Provider's UID>, "
+        "or its commitStatusExpr; Argo CD: the notification's status.label), or remove a Cluster listed twice"
+        if own else
+        "give each cluster its own context: statusContext on the Cluster, or {cluster} in rollout.contextPattern "
+        "(e.g. flux/{cluster})",
+    )
 
 
 def configuration_problems(policy: RolloutPolicy, clusters: Sequence[ExpectedCluster]) -> list[Problem]:
