@@ -93,12 +93,22 @@ class Source:
     content may be a function that reads it: a file of a git tree that the parse cache held was not read, and is
     read only if a message needs a position in it (:func:`read_tree` on :class:`GitFiles`)."""
 
-    __slots__ = ("_content", "_positions", "display")
+    __slots__ = ("_content", "_lines", "_positions", "display")
 
     def __init__(self, display: str, content: str | bytes | Callable[[], bytes]) -> None:
         self.display = display
         self._content = content
         self._positions: list[Positions | None] | None = None
+        self._lines: list[str] | None = None
+
+    def line(self, number: int) -> str:
+        """The text of line ``number`` (1-based) of the file, "" past its end; read when first asked for (a message
+        that quotes what a value is written as)."""
+        if self._lines is None:
+            content = self._content() if callable(self._content) else self._content
+            text = content.decode("utf-8", "replace") if isinstance(content, bytes) else content
+            self._lines = text.split("\n")
+        return self._lines[number - 1] if 0 < number <= len(self._lines) else ""
 
     def positions(self, index: int, start: Location) -> Positions:
         """Positions of the ``index``-th document of the file (counting empty ones), which starts at ``start``."""
@@ -154,6 +164,28 @@ class Document:
             if found is not None:
                 return Location(self.location.file, found[0], found[1])
         return self.location
+
+    def written(self, *path: str | int) -> str | None:
+        """The plain scalar at ``path`` as its file writes it (``1.10``, ``0777``, ``True``), when YAML read it as a
+        number or a boolean; None otherwise. A hint that says how to quote such a value quotes what was written:
+        ``branch: 1.10`` is the number 1.1, and ``branch: "1.1"`` would be another branch."""
+        value: Any = self.body
+        for part in path:
+            try:
+                value = value[part]
+            except (KeyError, IndexError, TypeError):  # not there (pydantic's path of a model it built, not the file)
+                return None
+        found = self.positions.values.get(path)
+        if found is None or self.source is None or not isinstance(value, bool | int | float):
+            return None
+        match = _PLAIN_TOKEN.match(self.source.line(found[0]), found[1] - 1)
+        if match is None:
+            return None
+        token = match.group()
+        read = _plain_scalar(token)
+        same = type(read) is type(value) and (
+            read == value or (isinstance(read, float) and math.isnan(read) and math.isnan(value)))
+        return token if same else None
 
     def is_block_scalar(self, *path: str | int) -> bool:
         """True when the value at ``path`` is written as a ``|`` or ``>`` block (its text starts a line later)."""
@@ -324,6 +356,18 @@ def _scalar(node: ScalarNode) -> Any:
         return text  # a date stays its text, as on the careful path (yaml_keys._timestamp_as_written); a date-time
         # goes the careful way
     raise _Careful(tag)
+
+
+_PLAIN_TOKEN = re.compile(r"[-+.0-9A-Za-z_]+")  # every plain number or boolean (0x1F, -1.5e+3, .inf, True)
+
+
+def _plain_scalar(text: str) -> Any:
+    """What YAML 1.2 reads the plain scalar ``text`` as (a timestamp with a time: None, as never a number)."""
+    tag = _Resolver12().resolve(ScalarNode, text, (True, False))
+    try:
+        return _scalar(ScalarNode(tag, text))
+    except _Careful:
+        return None
 
 
 def _plain_of(node: Node) -> Any:
