@@ -36,6 +36,8 @@ given and returns only the state.
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import IntEnum
@@ -231,8 +233,9 @@ class Problems:
 
 
 ONE_OF = "one_of"
-"""The error type of a union field's one refusal (:class:`OneOf`); its context holds ``expected`` (what the field
-may be, in a message's words) and ``hint`` (how to write it)."""
+"""The error type of a union field's one refusal (:class:`OneOf`), and of a validator's refusal of a value of a kind
+the field does not take (a duration, ``RolloutPolicy``); its context holds ``expected`` (what the field may be, in a
+message's words) and ``hint`` (how to write it)."""
 
 
 class OneOf:
@@ -289,14 +292,16 @@ def validation_problems(
     unknown_hint: str = "check the spelling (keys are camelCase)",
     empty: str = "",
     missing_hints: Mapping[str, str] | None = None,
+    written: Callable[..., str | None] | None = None,
 ) -> list[Problem]:
     """One problem per pydantic error, the one way a model's refusal becomes problems: the field path (``path``
-    plus pydantic's), what is wrong (with the value given when it is a short scalar: ``got 'Like'``), where it is
-    (``where(*field path)``), and how to fix it; a union field's refusal (:class:`OneOf`) in one problem. A value
-    left empty (``repo:`` and nothing after it, or ``null``) is said to be empty, with what to write there, not in
-    pydantic's words ("Input should be a valid string, got None", until 2026-11-28). ``missing_hints``: how to
-    write a required field that is missing (or written empty), by its pydantic path
-    (``deploymentTargetSelector.labelSelector``)."""
+    plus pydantic's), what is wrong, where it is (``where(*field path)``), and how to fix it; a union field's
+    refusal (:class:`OneOf`) in one problem. A value left empty (``repo:`` and nothing after it, or ``null``) is
+    said to be empty, with what to write there, not in pydantic's words ("Input should be a valid string, got
+    None", until 2026-11-28); so is a value of the wrong kind (:func:`_wrong_kind`: "spec.repo is a number, not
+    text", "Input should be a valid string, got 5" until 2026-11-29). ``missing_hints``: how to write a required
+    field that is missing (or written empty), by its pydantic path (``deploymentTargetSelector.labelSelector``).
+    ``written(*field path)``: a number or boolean as the file writes it (``1.10``), for a hint that quotes it."""
     problems: list[Problem] = []
     for item in error.errors():
         loc: tuple[str | int, ...] = (*path, *item["loc"])
@@ -314,6 +319,8 @@ def validation_problems(
             what, hint = " is empty", fill
         elif kind == ONE_OF:
             what, hint = f" is {value_kind(given)}, not {ctx['expected']}", str(ctx["hint"])
+        elif loc and (wrong := _wrong_kind(kind, given, ctx, loc[-1], written(*loc) if written else None)):
+            what, hint = wrong
         else:
             what = ": " + item["msg"].removeprefix("Value error, ")
             if kind != "value_error":  # our own value errors already name the value
@@ -336,6 +343,116 @@ def _fill(kind: str, ctx: Mapping[str, Any], message: str, last: str | int) -> s
         return message.removeprefix("Value error, ")
     found = _FILL.get(kind)
     return found.format(key=key) if found is not None else None
+
+
+_WORDS = {  # what a field of a type takes, in a message's words, by the type error pydantic gives
+    "string_type": "text",
+    "int_type": "a whole number",
+    "int_parsing": "a whole number",
+    "int_from_float": "a whole number",
+    "float_type": "a number",
+    "float_parsing": "a number",
+    "bool_type": "true or false",
+    "bool_parsing": "true or false",
+    "dict_type": "a mapping",
+    "model_type": "a mapping",
+    "model_attributes_type": "a mapping",
+    "list_type": "a list",
+    "tuple_type": "a list",
+}
+_BOUNDS = {  # a number out of its range: (its bound in the error's context, how the value stands to the bound,
+    # what to write instead)
+    "greater_than_equal": ("ge", "less than", "{bound} or more"),
+    "greater_than": ("gt", "not more than", "more than {bound}"),
+    "less_than_equal": ("le", "more than", "{bound} or less"),
+    "less_than": ("lt", "not less than", "less than {bound}"),
+}
+
+
+def _wrong_kind(
+    kind: str, given: object, ctx: Mapping[str, Any], last: str | int, written: str | None
+) -> tuple[str, str] | None:
+    """A value of the wrong kind (or out of what its type allows) in fleetflow's words: what it is and what the field
+    takes (" is a number, not text"), and how to write it, for the field ``last`` (its key, or its index in a
+    list); None for an error this does not word. ``written``: the number or boolean as the file writes it."""
+    key = f"'{last}:'" if isinstance(last, str) else "the item"
+    at = f"after {key}" if isinstance(last, str) else "as the item"
+    line = f"{yaml_text(last)}: " if isinstance(last, str) else ""  # how the hint's YAML starts its line
+    expected = _WORDS.get(kind)
+    if kind in ("literal_error", "enum"):
+        allowed = re.findall(r"'((?:[^'\\]|\\.)*)'", str(ctx.get("expected", "")))
+        what = f" is {_shown(given)}, not {ctx['expected']}"
+        close = [v for v in allowed if isinstance(given, str) and v.lower() == given.strip().lower()]
+        if close:
+            return what, f"write {line}{yaml_text(close[0])}; the values are case-sensitive"
+        return what, f"write one of {ctx['expected']} {at}"
+    if kind in _BOUNDS and isinstance(given, int | float) and not isinstance(given, bool):
+        name, relation, instead = _BOUNDS[kind]
+        bound = ctx.get(name)
+        return f" is {given!r}, {relation} {bound}", f"write {instead.format(bound=bound)} {at}"
+    if kind in ("too_short", "too_long") and isinstance(given, list | tuple):
+        least, most = ctx.get("min_length"), ctx.get("max_length")
+        items = "one item" if (least or most) == 1 else f"{least or most} items"
+        if kind == "too_long":
+            return f" has {len(given)} items, more than {most}", f"keep at most {items} below {key}"
+        what = " is an empty list" if not given else f" has {len(given)} items, fewer than {least}"
+        return what, f"write at least {items} below {key}, each after '- '"
+    if expected is None:
+        return None
+    if kind == "int_from_float":
+        return f" is {written or repr(given)}, not {expected}", f"write a whole number {at}"
+    what = f" is {value_kind(given)}, not {expected}"
+    if expected == "text":
+        if isinstance(given, bool | int | float):
+            as_written = written or (str(given).lower() if isinstance(given, bool) else repr(given))
+            return what, f"quote it if it is meant as text: {line}{json.dumps(as_written)}"
+        return what, f"write the text {at}; quote text that starts with '[' or '{{'"
+    if expected == "true or false":
+        return what, f"write {line}true or {line}false" if line else "write true or false"
+    if expected == "a list":
+        flow = _flow_items(given) if isinstance(given, str) and isinstance(last, str) else None
+        if flow is not None:
+            return what, f"write a list: {line}[{flow}]"
+        return what, _FILL["list_type"].format(key=key if isinstance(last, str) else "'-'")
+    if expected == "a mapping":
+        fill = _FILL["dict_type"].format(key=key if isinstance(last, str) else "'-'")
+        return what, fill + (", without '- '" if isinstance(given, list) else "")
+    return what, f"write {expected} {at}"
+
+
+def _flow_items(text: str) -> str | None:
+    """The items of a list written in flow style (``dev, qa`` for the text ``dev, qa``): each plain when YAML reads
+    it back as that text, quoted otherwise; None for a text too long to show."""
+    if len(text) > 60 or "\n" in text:
+        return None
+    parts = [part.strip() for part in text.split(",")]
+    if len(parts) > 1 and all(_PLAIN_TEXT.fullmatch(part) for part in parts):
+        return ", ".join(yaml_text(part) for part in parts)
+    return yaml_text(text)
+
+
+_PLAIN_TEXT = re.compile(r"[A-Za-z_][A-Za-z0-9_./-]*")
+_YAML_WORDS = frozenset({"true", "false", "yes", "no", "on", "off", "y", "n", "null"})  # booleans and null in
+# YAML 1.1 or 1.2, in any case (a hint is right for every reader): https://yaml.org/type/bool.html (1.1: y, yes, on,
+# ... too), https://yaml.org/spec/1.2.2/ (core schema: true, false, null)
+
+
+def yaml_text(text: str) -> str:
+    """``text`` written so that YAML reads it back as that text, in a block or in a flow (``[...]``, ``{...}``):
+    plain when it is a word of letters, digits, '.', '_', '/' and '-' that starts with a letter or '_' and is no
+    word a YAML reads as a boolean or null; double-quoted otherwise (JSON's quoting: YAML 1.2 takes JSON as "an
+    official subset", https://yaml.org/spec/1.2.2/, and fleetflow's own reader reads the hint back in the tests)."""
+    if _PLAIN_TEXT.fullmatch(text) and text.lower() not in _YAML_WORDS:
+        return text
+    return json.dumps(text, ensure_ascii=False)
+
+
+def _shown(value: object) -> str:
+    """A value in a message: a text quoted (cut at 80 characters), anything else by its kind."""
+    if isinstance(value, str):
+        text = repr(value)
+        return text if len(text) <= 80 else f"{text[:77]}..."
+    return value_kind(value)
 
 
 def value_kind(value: object) -> str:

@@ -107,6 +107,7 @@ def read_config(
         raise UsageError(problems.items)
     documents = parse_documents(text, display, Problems())  # read for positions only: the YAML loaded above
     where = documents[0].where if documents else (lambda *_: Location(display))
+    written = documents[0].written if documents else None
     if data is None:
         return ConfigFile(), where
     if not isinstance(data, dict):
@@ -116,6 +117,7 @@ def read_config(
     except ValidationError as exc:
         raise UsageError(validation_problems(
             exc, where, unknown_hint=f"known keys: {KNOWN_KEYS}; tokens come from $GITHUB_TOKEN, never from a file",
+            written=written,
         )) from None
 
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import make_plane, run_cli, tree_bytes
+from tests.helpers import MAIN_FILES, make_plane, run_cli, tree_bytes
 
 CT_HEAD = """
     apiVersion: fleetflow.dev/v1alpha1
@@ -489,6 +489,22 @@ CASES: list[tuple[str, dict[str, str], dict[str, str], str, str]] = [
     ("gitops-repo-empty", {}, {"gitops-repo.yaml": GITOPS.format(extra="").replace(
         "repo: https://example.invalid/gitops", "repo:")}, "GitOpsRepo dev: spec.repo is empty (hint: write text "
      "after 'repo:')", "gitops-repo.yaml:8:8:"),
+    # a value of the wrong kind: pydantic's words until 2026-11-29 ("spec.repo: Input should be a valid string, got
+    # 5", "spec.after: Input should be a valid list, got 'dev'"); now what it is, what the field takes, and how to
+    # write it, quoting a number as the file writes it (1.10 is the number 1.1: "1.1" would be another branch)
+    ("gitops-repo-a-number", {}, {"gitops-repo.yaml": GITOPS.format(extra="").replace(
+        "repo: https://example.invalid/gitops", "repo: 5")}, "GitOpsRepo dev: spec.repo is a number, not text (hint: "
+     'quote it if it is meant as text: repo: "5")', "gitops-repo.yaml:8:9:"),
+    ("gitops-branch-a-version", {}, {"gitops-repo.yaml": GITOPS.format(extra="").replace(
+        "branch: dev", "branch: 1.10")}, "GitOpsRepo dev: spec.branch is a number, not text (hint: quote it if it is "
+     'meant as text: branch: "1.10")', "gitops-repo.yaml:6:11:"),
+    ("environment-after-text", {".environments/dev.yaml": MAIN_FILES[".environments/dev.yaml"].replace(
+        "after: [dev]", "after: dev")}, {}, "Environment qa: spec.after is text, not a list (hint: write a list: "
+     "after: [dev])", "dev.yaml:12:10:"),
+    ("environment-rollout-a-list", {".environments/dev.yaml": MAIN_FILES[".environments/dev.yaml"].replace(
+        "after: [dev]", "after: [dev]\n          rollout:\n          - soakTime: 15m")}, {},
+     "Environment qa: spec.rollout is a list, not a mapping (hint: write its keys on the lines below 'rollout:', "
+     "indented more, without '- ')", "dev.yaml:13:3:"),
     # a union field given what none of its types takes: two messages in pydantic's words, one per type, until
     # 2026-11-28 ("spec.schema.dict[str,any]: Input should be a valid dictionary, got True" and "spec.schema.str")
     ("config-schema-true", {"schemas/s.yaml": "apiVersion: fleetflow.dev/v1alpha1\nkind: ConfigSchema\nmetadata:\n"

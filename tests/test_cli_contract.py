@@ -873,4 +873,5 @@ def test_an_enum_typo_names_the_value_given(tmp_path: Path) -> None:
     main_dir, env_dir = make_plane(tmp_path, env={"typo.yaml": policy})
     code = run_cli("validate", "--main", main_dir, "--env", env_dir, "--environment", "dev")
     assert code.exit_code == 1
-    assert "got 'Like'" in code.output and "'DoesNotExist'" in code.output
+    assert ("matchExpressions.0.operator is 'Like', not 'In', 'NotIn', 'Exists' or 'DoesNotExist' (hint: write one "
+            "of 'In', 'NotIn', 'Exists' or 'DoesNotExist' after 'operator:')") in code.output

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from pydantic import BaseModel, ValidationError
 
-from fleetflow.errors import Location, Problems
+from fleetflow.errors import Location, Problem, Problems
 from fleetflow.model.controlplane import build_resource
 from fleetflow.model.documents import Tree
 from fleetflow.model.resources import KIND_ORIGINS, SPEC_MODELS
@@ -229,3 +229,123 @@ def test_a_value_of_a_one_of_field_it_cannot_take_is_one_problem_in_words(
     assert problem.message == message
     assert problem.location == where
     assert problem.hint is not None and hint in problem.hint
+
+
+PYDANTIC_WORDS = ("Input should", "valid string", "valid list", "valid dictionary", "valid integer", "valid boolean",
+                  "instance of", "got ", "List should")
+WRONG_KINDS = {"a number": "5", "a boolean": "true", "text": "word", "a list": "[x]", "a mapping": "{a: b}"}
+
+
+def _written_at(path: tuple[str | int, ...], value: str) -> tuple[str, int]:
+    """The lines under ``spec:`` that give ``path`` the YAML ``value``, and the line (among them) it is on."""
+    body, line, _ = _empty_at(path)
+    return f"{body} {value}", line
+
+
+def _said_in_words(problems: list[Problem], field: str, shown: str, line: int) -> Problem | None:
+    """The one problem of ``field``, checked to be in fleetflow's words (what the value is, what the field takes, a
+    hint) at the value's ``line``; None when the field took the value, or refused it inside (a mapping's keys)."""
+    for problem in problems:
+        assert not any(word in problem.message for word in PYDANTIC_WORDS), problem
+    mine = [p for p in problems if p.message.split(": ", 1)[-1].startswith((f"{field} ", f"{field}:"))]
+    if not mine:
+        return None
+    assert len(mine) == 1, mine
+    (problem,) = mine
+    said = problem.message.split(": ", 1)[-1]
+    if not said.startswith(f"{field} is "):
+        return None  # our own validator's words ("invalid duration 'word': use e.g. 90s, 15m, 1h30m")
+    assert said.startswith((f"{field} is {shown}, not ", f"{field} is 'word', not ")), problem
+    assert problem.hint, problem
+    assert problem.location is not None and problem.location.line == line, problem
+    return problem
+
+
+@pytest.mark.parametrize("kind", sorted(SPEC_MODELS))
+def test_a_value_of_the_wrong_kind_is_said_in_words_with_how_to_write_it(kind: str) -> None:
+    """Every field of every kind (and each list's first item) given a number, a boolean, text, a list and a mapping:
+    a kind its type does not take is one problem, "<field> is a number, not text" with how to write it, at the
+    value's line; not pydantic's words ("spec.repo: Input should be a valid string, got 5", "spec.after: Input
+    should be a valid list, got 'dev'", until 2026-11-29). A hint that quotes a value as text is YAML that reads
+    back as that text."""
+    said = 0
+    for path in _fields(SPEC_MODELS[kind]):
+        for shown, value in WRONG_KINDS.items():
+            body, line = _written_at(path, value)
+            (doc,), found = parsed(f"apiVersion: fleetflow.dev/v1alpha1\nkind: {kind}\nmetadata:\n  name: x\nspec:\n"
+                                   f"{body}\n")
+            assert found == []
+            problems = Problems()
+            build_resource(doc, sorted(KIND_ORIGINS[kind])[0], problems)
+            field = "spec." + ".".join(str(p) for p in path)
+            problem = _said_in_words(problems.items, field, shown, 5 + line)
+            if problem is None:
+                continue
+            said += 1
+            if problem.hint is not None and "meant as text: " in problem.hint:
+                quoted = problem.hint.split("meant as text: ", 1)[1]
+                key = path[-1]
+                (again,), _ = parsed(quoted if isinstance(key, str) else f"k:\n- {quoted}")
+                assert again.body == ({key: value} if isinstance(key, str) else {"k": [value]}), problem
+    assert said >= 3
+
+
+def test_a_value_of_the_wrong_kind_in_the_config_file_is_said_in_words(tmp_path: Path) -> None:
+    """The config file's fields, each given a value of every kind, read from a real file: the same words and
+    positions as a resource's (``forge: Input should be 'github' or 'local'``, ``github: Input should be a valid
+    dictionary``, until 2026-11-29), a usage error."""
+    from fleetflow.errors import UsageError
+    from fleetflow.settings import read_config
+
+    config = tmp_path / "c.yaml"
+    said = 0
+    for path in _fields(ConfigFile):
+        for shown, value in WRONG_KINDS.items():
+            body, line = _written_at(path, value)
+            config.write_text(body.replace("\n  ", "\n")[2:] + "\n")
+            try:
+                read_config(config, explicit=True)
+            except UsageError as exc:
+                problem = _said_in_words(exc.problems(), ".".join(str(p) for p in path), shown, line)
+                said += problem is not None
+    assert said >= 10
+
+
+@pytest.mark.parametrize(("spec", "message", "where", "hint"), [
+    # a number written as text would be: the hint quotes it as written (1.10 is the number 1.1, 0x1F is 31)
+    ("kind: Environment\nspec:\n  branch: 0x1F\n", "spec.branch is a number, not text", (6, 11),
+     'quote it if it is meant as text: branch: "0x1F"'),
+    ("kind: Environment\nspec:\n  after: [5]\n", "spec.after.0 is a number, not text", (6, 11),
+     'quote it if it is meant as text: "5"'),
+    ("kind: Environment\nspec:\n  after: dev, qa\n", "spec.after is text, not a list", (6, 10),
+     "write a list: after: [dev, qa]"),
+    ("kind: Environment\nspec:\n  pullRequest:\n    reviewers: '@me'\n", "spec.pullRequest.reviewers is text, not a "
+     "list", (7, 16), 'write a list: reviewers: ["@me"]'),
+    ("kind: Environment\nspec:\n  pullRequest:\n    autoMerge: yes please\n", "spec.pullRequest.autoMerge is text, "
+     "not true or false", (7, 16), "write autoMerge: true or autoMerge: false"),
+    ("kind: Environment\nspec:\n  rollout:\n    minClusters: 1.50\n", "spec.rollout.minClusters is 1.50, not a "
+     "whole number", (7, 18), "write a whole number after 'minClusters:'"),
+    ("kind: Environment\nspec:\n  rollout:\n    minClusters: -1\n", "spec.rollout.minClusters is -1, less than 0",
+     (7, 18), "write 0 or more after 'minClusters:'"),
+    ("kind: Environment\nspec:\n  rollout:\n    soakTime: [15m]\n", "spec.rollout.soakTime is a list, not a "
+     "duration (whole seconds, or a text like 90s, 15m, 1h30m)", (7, 5), "write soakTime: 90 or soakTime: 15m"),
+    ("kind: Environment\nspec:\n  concurrency: Queue\n", "spec.concurrency is 'Queue', not 'supersede' or 'queue'",
+     (6, 16), "write concurrency: queue; the values are case-sensitive"),
+    ("kind: Template\nspec:\n  type: config\n  manifests: []\n", "spec.manifests is an empty list", (7, 3),
+     "write at least one item below 'manifests:', each after '- '"),
+    ("kind: Workload\nspec:\n  deploymentTargets:\n  - name: t\n    environment: dev\n    labels: {\"true\": 5}\n",
+     "spec.deploymentTargets.0.labels.true is a number, not text", (9, 22),
+     'quote it if it is meant as text: "true": "5"'),
+], ids=["number-as-written", "list-item", "list-from-commas", "list-item-quoted", "boolean", "whole-number",
+        "bound", "duration", "literal-case", "empty-list", "key-quoted"])
+def test_a_value_of_the_wrong_kind_names_what_to_write(
+    spec: str, message: str, where: tuple[int, int], hint: str
+) -> None:
+    """What a field takes, and a hint that is YAML for the key as written: one problem each."""
+    (doc,), _ = parsed(f"apiVersion: fleetflow.dev/v1alpha1\nmetadata:\n  name: x\n{spec}")
+    problems = Problems()
+    build_resource(doc, "main", problems)
+    (problem,) = problems
+    assert problem.message == f"{doc.kind} x: {message}"
+    assert problem.location == Location("f.yaml", *where)
+    assert problem.hint == hint

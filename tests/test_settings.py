@@ -45,9 +45,20 @@ def test_app_key_from_file(tmp_path: Path) -> None:
     ("text", "message"),
     [("forge: [\n", "invalid YAML"), ("- a\n", "must be a mapping"),
      ("controlPlane: x\ntoken: y\n", r"c.yaml:2:\d+: token: unknown field \(hint: known keys: forge, controlPlane"),
-     ("forge: gitlab\ncontrolPlane: x\n", r"c.yaml:1:\d+: forge: Input should be 'github' or 'local', got 'gitlab'"),
+     # a value of the wrong kind, in words with how to write it ("forge: Input should be 'github' or 'local', got
+     # 'gitlab'", "github: Input should be a valid dictionary", "cacheDir: Input should be a valid string, got 5",
+     # until 2026-11-29)
+     ("forge: gitlab\ncontrolPlane: x\n", r"c.yaml:1:8: forge is 'gitlab', not 'github' or 'local' \(hint: write one "
+      r"of 'github' or 'local' after 'forge:'\)"),
+     ("forge: GitHub\n", r"c.yaml:1:8: forge is 'GitHub', not 'github' or 'local' \(hint: write forge: github; the "
+      r"values are case-sensitive\)"),
+     ("cacheDir: 0777\n", r"c.yaml:1:11: cacheDir is a number, not text \(hint: quote it if it is meant as text: "
+      r"cacheDir: \"0777\"\)"),
+     ("github:\n  apiUrl: [a]\n", r"c.yaml:2:3: github.apiUrl is a list, not text \(hint: write the text after "
+      r"'apiUrl:'; quote text that starts with '\[' or '\{'\)"),
      ("github:\n  apiUrl: x\n  appid: 1\n", r"c.yaml:3:\d+: github.appid: unknown field"),
-     ("github: [1]\n", r"github: Input should be a valid dictionary"),
+     ("github: [1]\n", r"c.yaml:1:1: github is a list, not a mapping \(hint: write its keys on the lines below "
+      r"'github:', indented more, without '- '\)"),
      # appId: true was App ID 1 (pydantic took the boolean as an int); [1] two messages, one per type, until
      # 2026-11-28
      ("github:\n  appId: true\n", r"c.yaml:2:10: github.appId is a boolean, not a GitHub App ID \(a whole number"),

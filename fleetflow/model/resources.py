@@ -10,11 +10,11 @@ import re
 from datetime import timedelta
 from typing import Annotated, Any, ClassVar, Literal, NamedTuple
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 from pydantic.alias_generators import to_camel
 from pydantic_core import PydanticCustomError
 
-from fleetflow.errors import OneOf
+from fleetflow.errors import ONE_OF, OneOf
 from fleetflow.model.durations import parse_duration
 
 BRANCH_NAME = re.compile(r"^(?!-)(?!.*\.\.)[A-Za-z0-9._/-]+$")
@@ -150,13 +150,17 @@ class RolloutPolicy(Spec):
 
     @field_validator("soak_time", "timeout", mode="before")
     @classmethod
-    def _duration(cls, value: object) -> timedelta:
-        """Parsed once, here: ``90``, ``"90s"``, ``"15m"``, ``"1h30m"``."""
+    def _duration(cls, value: object, info: ValidationInfo) -> timedelta:
+        """Parsed once, here: ``90``, ``"90s"``, ``"15m"``, ``"1h30m"``. A value of another kind is refused as a
+        one-of field is (``validation_problems`` words it: "is a list, not a duration ..."; "a duration is ...,
+        got ['x']", a Python list, until 2026-11-29)."""
         if isinstance(value, timedelta):
             return value
         if isinstance(value, bool) or not isinstance(value, str | int):
-            got = f", got {value!r}" if value is not None else ""  # empty: validation_problems says so
-            raise ValueError(f"a duration is a number of seconds or a text like 90s, 15m, 1h30m{got}")
+            key = to_camel(info.field_name or "")
+            raise PydanticCustomError(ONE_OF, "must be {expected}", {
+                "expected": "a duration (whole seconds, or a text like 90s, 15m, 1h30m)",
+                "hint": f"write {key}: 90 or {key}: 15m"})
         return parse_duration(value)
 
 
