@@ -352,6 +352,7 @@ _WORDS = {  # what a field of a type takes, in a message's words, by the type er
     "int_from_float": "a whole number",
     "float_type": "a number",
     "float_parsing": "a number",
+    "finite_number": "a finite number",
     "bool_type": "true or false",
     "bool_parsing": "true or false",
     "dict_type": "a mapping",
@@ -401,6 +402,8 @@ def _wrong_kind(
         return None
     if kind == "int_from_float":
         return f" is {written or repr(given)}, not {expected}", f"write a whole number {at}"
+    if kind == "finite_number":  # .inf, .nan, or a float too large for one (1e400)
+        return f" is {written or repr(given)}, not {expected}", f"write a number {at}"
     what = f" is {value_kind(given)}, not {expected}"
     if expected == "text":
         if isinstance(given, bool | int | float):
@@ -423,7 +426,7 @@ def _wrong_kind(
 def _flow_items(text: str) -> str | None:
     """The items of a list written in flow style (``dev, qa`` for the text ``dev, qa``): each plain when YAML reads
     it back as that text, quoted otherwise; None for a text too long to show."""
-    if len(text) > 60 or "\n" in text:
+    if not text.strip() or len(text) > 60 or "\n" in text:
         return None
     parts = [part.strip() for part in text.split(",")]
     if len(parts) > 1 and all(_PLAIN_TEXT.fullmatch(part) for part in parts):

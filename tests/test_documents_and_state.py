@@ -327,6 +327,10 @@ def test_a_value_of_the_wrong_kind_in_the_config_file_is_said_in_words(tmp_path:
      "whole number", (7, 18), "write a whole number after 'minClusters:'"),
     ("kind: Environment\nspec:\n  rollout:\n    minClusters: -1\n", "spec.rollout.minClusters is -1, less than 0",
      (7, 18), "write 0 or more after 'minClusters:'"),
+    ("kind: Environment\nspec:\n  rollout:\n    minClusters: .inf\n", "spec.rollout.minClusters is .inf, not a finite "
+     "number", (7, 18), "write a number after 'minClusters:'"),
+    ("kind: Environment\nspec:\n  after: ''\n", "spec.after is text, not a list", (6, 10),
+     "write its items on the lines below 'after:', each after '- '"),
     ("kind: Environment\nspec:\n  rollout:\n    soakTime: [15m]\n", "spec.rollout.soakTime is a list, not a "
      "duration (whole seconds, or a text like 90s, 15m, 1h30m)", (7, 5), "write soakTime: 90 or soakTime: 15m"),
     ("kind: Environment\nspec:\n  concurrency: Queue\n", "spec.concurrency is 'Queue', not 'supersede' or 'queue'",
@@ -337,7 +341,7 @@ def test_a_value_of_the_wrong_kind_in_the_config_file_is_said_in_words(tmp_path:
      "spec.deploymentTargets.0.labels.true is a number, not text", (9, 22),
      'quote it if it is meant as text: "true": "5"'),
 ], ids=["number-as-written", "list-item", "list-from-commas", "list-item-quoted", "boolean", "whole-number",
-        "bound", "duration", "literal-case", "empty-list", "key-quoted"])
+        "bound", "infinite", "list-from-empty-text", "duration", "literal-case", "empty-list", "key-quoted"])
 def test_a_value_of_the_wrong_kind_names_what_to_write(
     spec: str, message: str, where: tuple[int, int], hint: str
 ) -> None:
