@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import MAIN_FILES, make_plane, run_cli, tree_bytes
+from tests.helpers import ENV_FILES, MAIN_FILES, make_plane, run_cli, tree_bytes
 
 CT_HEAD = """
     apiVersion: fleetflow.dev/v1alpha1
@@ -606,6 +606,28 @@ def test_an_output_inside_the_control_plane_is_refused(tmp_path: Path, inside: s
     assert result.exit_code == 2, result.output
     assert f"is inside --{inside.split('/')[0]} " in result.output and "give a folder outside it" in result.output
     assert tree_bytes(tmp_path) == before
+
+
+@pytest.mark.parametrize("command", ["render", "plan"])
+def test_an_output_holding_another_environments_render_is_refused(tmp_path: Path, command: str) -> None:
+    """``--output`` holding dev's render, given to a render of qa: qa's render took dev's state as its own and
+    deleted dev's files as no longer rendered (until 2026-11-29). Now a usage error naming both, nothing written;
+    the same output rendered for dev again is fine."""
+    main_dir, env_dir = make_plane(tmp_path / "dev")
+    out = tmp_path / "out"
+    assert run_cli("render", "--main", main_dir, "--env", env_dir, "--environment", "dev", "--output", out,
+                   ).exit_code == 0
+    qa_gitops = ENV_FILES["gitops-repo.yaml"].replace("name: dev", "name: qa").replace("branch: dev", "branch: qa")
+    qa_main, qa_env = make_plane(tmp_path / "qa", env={"gitops-repo.yaml": qa_gitops})
+    before = tree_bytes(out)
+    result = run_cli(command, "--main", qa_main, "--env", qa_env, "--environment", "qa", "--output", out)
+    assert result.exit_code == 2, result.output
+    assert result.output.startswith(
+        f"usage error: --output {out} holds environment dev's render (its state names dev), not qa's: rendering qa "
+        "there would replace dev's files (hint: give each environment its own --output folder"), result.output
+    assert tree_bytes(out) == before
+    assert run_cli(command, "--main", main_dir, "--env", env_dir, "--environment", "dev", "--output", out,
+                   ).exit_code == 0
 
 
 PRIORITY_CM = ("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\n  labels:\n    platform-config: 'true'\n"

@@ -19,6 +19,7 @@ from fleetflow.promotion.pin import read_pin, write_pin
 from fleetflow.promotion.promote import promote, promote_many
 from fleetflow.promotion.reconcile import reconcile
 from fleetflow.promotion.schedule import schedule_environment
+from fleetflow.promotion.shards import ShardSpec, render_shard
 from fleetflow.promotion.status import as_markdown, fleet_status
 from tests.fleet import ENVIRONMENTS, Fleet, _environment, environments_file, git, github_fleet, local_fleet, push_file
 from tests.helpers import run_cli
@@ -670,3 +671,36 @@ def test_an_abbreviated_sha_naming_two_objects_is_said_ambiguous(tmp_path: Path)
         with pytest.raises(UsageError, match=f"--commit {prefix} names more than one object"):
             promote(ctx, "dev", prefix)
 
+
+
+def test_an_environment_rendering_into_another_environments_gitops_branch_is_refused(tmp_path: Path) -> None:
+    """qa's environment branch made from dev's, its GitOpsRepo renamed and its ``branch: dev`` left: qa's schedule
+    took dev's state on the GitOps branch as its own, so its PR deleted dev's files and wrote qa's in their place,
+    and qa's gate, pinned to the commit dev rolled out, read dev's clusters' reports as qa's rollout and promoted
+    onwards (until 2026-11-29). Now each refuses at the GitOpsRepo's branch (a shard job of a sharded schedule
+    too), and nothing is written."""
+    fleet, sha, _ = _promoted_dev(tmp_path)
+    assert fleet.pin("qa") == sha
+    qa_env = fleet.branch_sha(fleet.cp_url, "qa")
+    text = git(fleet.root, "--git-dir", fleet.cp_url, "show", f"{qa_env}:gitops-repo.yaml")
+    assert text.count("branch: qa") == 1
+    fleet.push_env("qa", {"gitops-repo.yaml": text.replace("branch: qa", "branch: dev")}, "qa: copied from dev")
+    before = [*_gitops_heads(fleet, "dev"), *_gitops_heads(fleet, "qa")]
+    open_prs = [fleet.open_pr(env) for env in ("dev", "qa")]
+    shard = tmp_path / "shard-1"
+    for run in (lambda ctx: schedule_environment(ctx, "qa"), lambda ctx: check_rollout(ctx, "qa"),
+                lambda ctx: render_shard(ctx, "qa", ShardSpec(1, 1), shard)):
+        with fleet.context() as ctx, pytest.raises(InputError) as refused:
+            run(ctx)
+        [problem] = refused.value.problems()
+        assert problem.message == (
+            f"environment qa: GitOpsRepo qa renders into branch dev of {fleet.gitops_id}, its root, which holds "
+            "environment dev's output (its state names dev): two environments would write the same files, each "
+            "replacing the other's"), problem.message
+        assert problem.location is not None and problem.location.file.endswith("gitops-repo.yaml")
+        assert problem.location.line == 7, problem.location
+        assert (problem.hint or "").startswith("give qa a GitOps branch or folder of its own")
+    assert [*_gitops_heads(fleet, "dev"), *_gitops_heads(fleet, "qa")] == before
+    assert [fleet.open_pr(env) for env in ("dev", "qa")] == open_prs
+    assert fleet.cp_status(sha, "qa") != "success" and fleet.pin("prod-eu") == ""
+    assert not shard.exists()

@@ -11,7 +11,7 @@ from fleetflow.cli.common import FORMAT, check_environment, head_commit, load, t
 from fleetflow.cli.errors import Reply, handled
 from fleetflow.cli.paths import CommandPath
 from fleetflow.cli.terminal import TERMINAL
-from fleetflow.errors import Problems, UsageError, shown_path
+from fleetflow.errors import Problem, Problems, UsageError, shown_path
 from fleetflow.model.controlplane import ControlPlane
 from fleetflow.render.incremental import RenderState
 from fleetflow.render.output import apply_result, in_the_way, read_state, survey
@@ -147,6 +147,16 @@ def render_start(
     check_environment(plane, environment)
     unreadable = Problems()
     previous = read_state(output, unreadable)
+    if previous is not None and previous.environment and previous.environment != environment:
+        # another environment's render: its files would be deleted as "no longer rendered" (until 2026-11-29)
+        other = previous.environment
+        raise UsageError(Problem(
+            f"--output {output} holds environment {other}'s render (its state names {other}), not {environment}'s: "
+            f"rendering {environment} there would replace {other}'s files",
+            None,
+            f"give each environment its own --output folder (a checkout of its own GitOps branch or folder), or "
+            f"pass --environment {other}",
+        ))
     for warning in unreadable:
         reply.warn(warning)
     main_commit, env_commit = commits

@@ -18,7 +18,7 @@ from typing import Any
 from pydantic import Field, PrivateAttr, computed_field
 
 from fleetflow.forge.base import CommitStatus
-from fleetflow.promotion.context import Context, pinned, short, status_context
+from fleetflow.promotion.context import Context, pinned, refuse_foreign_state, short, status_context
 from fleetflow.promotion.gate import GateDecision
 from fleetflow.promotion.promote import PromoteOutcome, promote
 from fleetflow.promotion.reports import ReportWatch, read_and_decide
@@ -78,6 +78,7 @@ def check_rollout(ctx: Context, environment: str, *, fan_out: bool = True) -> Ro
     if tip is not None:
         for sha in ctx.git.log(g_url, tip, limit=50, first_parent=True):
             state = ctx.render_state(g_url, sha, g_path)
+            refuse_foreign_state(at, state)  # another environment's rollout is not this one's
             if state is None or state.main_commit != main_sha:
                 break
             run.append(sha)

@@ -397,6 +397,26 @@ def missing_gitops_branch(environment: str, gitops: Resource[GitOpsRepoSpec]) ->
     )])
 
 
+def refuse_foreign_state(at: Pinned, state: RenderState | None) -> None:
+    """InputError when the GitOps branch and folder ``at`` renders into hold another environment's output (its
+    state names that environment): two GitOpsRepos naming one branch and folder (an environment branch copied,
+    its GitOpsRepo renamed and its ``branch`` left). Until 2026-11-29 a schedule took that state as its own, so
+    its PR deleted the other environment's files and wrote its own in their place (with ``autoMerge``, the other
+    environment's clusters then ran this one's config), and the gate of one read the other's rollout as its own."""
+    if state is None or not state.environment or state.environment == at.name:
+        return
+    other = state.environment
+    folder = "its root" if at.gitops_path in ("", ".") else f"folder {at.gitops_path}"
+    raise InputError([Problem(
+        f"environment {at.name}: GitOpsRepo {at.gitops.name} renders into branch {at.gitops_branch} of "
+        f"{at.gitops_repo}, {folder}, which holds environment {other}'s output (its state names {other}): two "
+        "environments would write the same files, each replacing the other's",
+        at.gitops.where("spec", "branch"),
+        f"give {at.name} a GitOps branch or folder of its own (spec.branch or spec.path of GitOpsRepo "
+        f"{at.gitops.name}, on the {at.branch} branch); nothing was written",
+    )])
+
+
 def gitops_url(ctx: Context, gitops: Resource[GitOpsRepoSpec]) -> str:
     """The GitOps repo's URL for git, mirrored without blobs (read in parts)."""
     return ctx.git.blobless(ctx.forge.git_url(gitops.spec.repo))

@@ -27,6 +27,7 @@ from fleetflow.promotion.context import (
     doctor_names_the_rule,
     head_branch,
     pinned_to_render,
+    refuse_foreign_state,
     short,
 )
 from fleetflow.promotion.fullplan import compare_url, plan_header, plan_path, write_plan
@@ -127,6 +128,7 @@ def render_commit(ctx: Context, environment: str, env_sha: str | None = None) ->
                  f"into {at.gitops_repo} (branch {at.gitops_branch})")
     tree = GitOpsTree(ctx.git.mirror(at.gitops_url), heads[at.gitops_branch], clean_root(at.gitops_path))
     previous = tree.read_state()
+    refuse_foreign_state(at, previous)
     result = render_environment(at.plane, environment, previous=previous, meta=Meta(at.main_sha, at.env_sha))
     message, when = commit_message(ctx, at)
     written = write_commit(tree, result, previous, message, ctx.git.identity, when)

@@ -28,7 +28,7 @@ from pydantic import Field
 
 from fleetflow.errors import InputError, Problem, UsageError, shown_path
 from fleetflow.forge.git import BareRepo, TreeEdit, retry_races
-from fleetflow.promotion.context import Context, Pinned, pinned_to_render, short
+from fleetflow.promotion.context import Context, Pinned, pinned_to_render, refuse_foreign_state, short
 from fleetflow.promotion.gitops import GitOpsTree, clean_root, commit_edits, unreadable_state, write_commit
 from fleetflow.promotion.schedule import Rendered, ScheduleOutcome, commit_message, publish
 from fleetflow.render.diff import file_diff, review_order
@@ -92,6 +92,7 @@ def render_shard(ctx: Context, environment: str, spec: ShardSpec, folder: Path) 
     repo = ctx.git.mirror(at.gitops_url)
     tree = GitOpsTree(repo, base, clean_root(at.gitops_path))
     previous = tree.read_state()
+    refuse_foreign_state(at, previous)
     ctx.starting(f"{environment}: rendering shard {spec} (main@{short(at.main_sha)} + {at.branch}@{short(at.env_sha)})")
     result = render_environment(at.plane, environment, previous=previous, meta=Meta(at.main_sha, at.env_sha),
                                 only=spec.owns)
@@ -231,6 +232,7 @@ def stitch_commit(ctx: Context, environment: str, folder: Path) -> Rendered | Sc
             repo.git("bundle", "unbundle", str(where / manifest.bundle))
     tree = GitOpsTree(repo, base, clean_root(at.gitops_path))
     previous = tree.read_state()
+    refuse_foreign_state(at, previous)
     ctx.starting(f"{environment}: stitching {len(found)} shards of main@{short(at.main_sha)} + "
                  f"{at.branch}@{short(at.env_sha)} into {at.gitops_repo} (branch {at.gitops_branch})")
     # renders nothing: the index's commits, clusters, fingerprints and config keys come from the control plane
