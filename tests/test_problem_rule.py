@@ -26,7 +26,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "fleetflow"
 
 # (file, enclosing function): where user code runs, so any error it raises becomes a problem (errors.py, rule 4)
 BROAD_EXCEPT_ALLOWED = {
-    ("fleetflow/render/templates.py", "_render"),  # a template's expressions (CompiledTemplate.render's body)
+    ("fleetflow/render/templates.py", "_text"),  # a template's expressions (one manifest of CompiledTemplate's)
     ("fleetflow/render/validation.py", "_violations"),  # a user's JSON schema (an unresolvable $ref...)
     ("fleetflow/render/composition.py", "_parse_value"),  # YAML inside a config value
 }

@@ -239,6 +239,60 @@ def test_a_template_that_fails_for_every_assignment_is_one_problem(tmp_path: Pat
     assert problem["message"].endswith(", ...)")
 
 
+def test_a_rendered_text_that_is_not_yaml_is_shown_by_explain_rendered(tmp_path: Path) -> None:
+    """The YAML check names "line 10 of what it renders", a text fleetflow never writes (the assignment fails):
+    until 2026-11-29 nothing showed it. Its hint now names the command that does, for the first assignment named
+    (the same mistake in 9 assignments is still one problem), and ``explain --rendered`` shows every manifest of
+    the assignment's templates, that text too, its lines numbered as the message counts them; a manifest that
+    fails to render shows its problem, and the others are shown all the same."""
+    example = Path(__file__).resolve().parent.parent / "examples" / "control-plane"
+    shutil.copytree(example, tmp_path / "cp")
+    template = tmp_path / "cp" / "main" / "templates" / "kubernetes-namespace.yaml"
+    template.write_text(template.read_text().replace(
+        "          fleetflow.dev/workload: {{ Workload }}\n",
+        "          fleetflow.dev/workload: {{ Workload }}\n        finalizers: [{{ Workload }}\n", 1))
+    main, env = tmp_path / "cp" / "main", tmp_path / "cp" / "envs" / "dev"
+    result = run_cli("validate", "--main", main, "--env", env, "--format", "json")
+    assert result.exit_code == 1
+    [problem] = json.loads(result.output)["problems"]
+    assert problem["message"].startswith(
+        "template 'kubernetes-namespace', manifest 1, rendering assignment aks-westeurope/observability-dev: renders "
+        "text that is not YAML (contentType: yaml): did not find expected ',' or ']' at line 10 of what it renders "
+        "(while parsing a flow sequence at line 9) (and the same in 8 more assignments: "), problem["message"]
+    assert problem["hint"].endswith(
+        "; see what it renders: fleetflow explain --main DIR --env DIR --environment dev --assignment "
+        "aks-westeurope/observability-dev --rendered"), problem["hint"]
+
+    explain = ("explain", "--main", main, "--env", env, "--environment", "dev", "--assignment",
+               "aks-westeurope/observability-dev", "--rendered")
+    result = run_cli(*explain)
+    assert result.exit_code == 0, result.output
+    text = result.output
+    namespace = text.index("== aks-westeurope/observability-dev/namespace.yaml: template 'kubernetes-namespace' "
+                           "(namespaceService), manifest 1, at ")
+    assert text.index("/reconciler.yaml: template 'flux-reconciler' (reconciler), manifest 2") < namespace
+    assert " 9 |   finalizers: [observability\n10 |     fleetflow.dev/deployment-target: observability-dev\n" in text
+    assert "   error: " in text[namespace:] and "at line 10 of what it renders" in text[namespace:]
+    assert "/platform-config.yaml: template 'configmap-config' (configType), manifest 1" in text
+    assert "LOG_LEVEL: debug" in text
+    shown = json.loads(run_cli(*explain, "--format", "json").output)["result"]
+    assert [(m["file"].rsplit("/", 1)[1], m["manifest"]) for m in shown["manifests"]] == [
+        ("reconciler.yaml", 1), ("reconciler.yaml", 2), ("namespace.yaml", 1), ("platform-config.yaml", 1)]
+    broken = shown["manifests"][2]
+    assert broken["text"].splitlines()[8] == "  finalizers: [observability"
+    assert broken["problem"]["location"]["line"] == 16 and "line 10 of what it renders" in broken["problem"]["message"]
+    assert shown["manifests"][0]["problem"] is None and shown["problems"] == []
+
+    # a manifest that fails to render: its problem, and the rest shown
+    template.write_text(template.read_text().replace("[{{ Workload }}", "[{{ Workload.nope }}"))
+    result = run_cli(*explain)
+    assert result.exit_code == 0, result.output
+    assert "   does not render: " in result.output and "has no attribute 'nope'" in result.output
+    assert "LOG_LEVEL: debug" in result.output and "kind: Kustomization" in result.output
+    result = run_cli(*explain, "--key", "LOG_LEVEL")
+    assert result.exit_code == 2 and "--key and --rendered do not go together" in result.output
+
+
 def test_explain_shows_provenance_and_overrides(tmp_path: Path) -> None:
     main, env = make_plane(tmp_path)
     result = run_cli(

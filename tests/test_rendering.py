@@ -155,6 +155,31 @@ def test_yaml_that_does_not_parse_fails_at_its_manifest(engine: TemplateEngine) 
     assert shell.render(variables(), SUBJECT) == b"echo [app\n"
 
 
+def test_each_manifest_renders_on_its_own_for_explain(engine: TemplateEngine) -> None:
+    """``render_each`` (``fleetflow explain --rendered``): every manifest with its text or its problem; one that
+    fails does not hide the others, a text that fails its YAML check is kept with its problem (the user looks for
+    its "line N of what it renders"), and the text is what the check counted lines in (blank lines at both ends
+    dropped)."""
+    compiled = engine.compile(source("\n\nkind: A\nname: {{ Workload }}\n\n", "labels: [{{ Workload }}\nx: 1",
+                                     "{{ nope }}", "{% if false %}x{% endif %}", "kind: B"))
+    rendered = compiled.render_each(variables(), SUBJECT)
+    shown = rendered.manifests
+    assert rendered.file_problem is None
+    assert [(m.index, m.location.line, m.text) for m in shown] == [
+        (0, 10, "kind: A\nname: app\n"), (1, 15, "labels: [app\nx: 1\n"), (2, 20, None), (3, 25, None),
+        (4, 30, "kind: B\n")]
+    assert [m.problem is None for m in shown] == [True, False, False, True, True]
+    assert shown[1].problem is not None and shown[1].problem.message.endswith(
+        "did not find expected ',' or ']' at line 2 of what it renders (while parsing a flow sequence at line 1)")
+    assert shown[2].problem is not None and "undefined variable: 'nope' is undefined" in shown[2].problem.message
+    two_json = engine.compile(source('{"a": 1}', '{"b": {{ Workload }}}', content_type="json"))
+    rendered = two_json.render_each(variables(), SUBJECT)
+    assert [m.text for m in rendered.manifests] == ['{"a": 1}\n', '{"b": app}\n']
+    assert rendered.manifests[1].problem is not None and "not JSON" in rendered.manifests[1].problem.message
+    whole = rendered.file_problem
+    assert whole is not None and "its 2 manifests render 2 JSON documents into one file" in whole.message
+
+
 def test_a_json_file_of_several_documents_or_a_nan_is_not_json(engine: TemplateEngine) -> None:
     """Each manifest parsing is not enough: two manifests that each render a JSON object make a file of two
     documents, which no JSON parser reads; and Python's ``json`` reads ``NaN`` (what ``toJson`` of a float NaN

@@ -1,4 +1,5 @@
-"""``fleetflow explain``: where each composed config value of one assignment came from."""
+"""``fleetflow explain``: where each composed config value of one assignment came from; with ``--rendered``, what
+its templates render, manifest by manifest."""
 
 from __future__ import annotations
 
@@ -9,9 +10,10 @@ import click
 
 from fleetflow.cli.common import FORMAT, check_environment, load, trees
 from fleetflow.cli.errors import handled
-from fleetflow.errors import InputError, Problem
+from fleetflow.errors import InputError, Problem, UsageError
 from fleetflow.render.composition import Provenance
-from fleetflow.render.explain import Explanation, explain_assignment, key_text
+from fleetflow.render.explain import Explanation, RenderedResult, explain_assignment, key_text, render_explained
+from fleetflow.render.templates import under_time_budget
 
 
 def _show(value: object) -> str:
@@ -28,20 +30,44 @@ def _show(value: object) -> str:
     help="The assignment, as its output folder: cluster type / <workload>-<target>.",
 )
 @click.option("--key", help="Only this key (dotted path, e.g. db.host) and what is below it.")
+@click.option(
+    "--rendered",
+    is_flag=True,
+    help="Show what the assignment's templates render instead: each manifest with numbered lines, even text that "
+    "is not YAML or JSON (the lines an error's 'line N of what it renders' counts).",
+)
 @FORMAT
 def explain(
-    main_dir: Path, env_dir: Path, environment: str, assignment: str, key: str | None, fmt: str
+    main_dir: Path, env_dir: Path, environment: str, assignment: str, key: str | None, rendered: bool, fmt: str
 ) -> None:
     """Show every composed config value of ASSIGNMENT: its value, the ConfigMap, file and line it came from,
     and the lower-precedence values it overrode (highest first).
 
     Precedence, lowest first: annotation fleetflow.dev/priority, then the number of matching labels,
     then the ConfigMap name. Works on invalid assignments too: it is how you find out why.
+
+    With --rendered: every manifest of the assignment's templates (reconciler, namespaceService, configType), in
+    order, each headed by its template, its manifest number and the file render writes it to (inside --output),
+    its lines numbered as they are in what it renders. A manifest that renders text that is not YAML or JSON is
+    shown with its problem below it; one that fails to render shows its problem instead. Nothing is written, and
+    the exit code is 0 when it could show them (validate and render say whether the assignment renders).
+    Example, for "... not YAML (contentType: yaml): ... at line 9 of what it renders":
+
+    \b
+      fleetflow explain --main main --env envs/dev --environment dev \\
+          --assignment aks-westeurope/observability-dev --rendered
     """
     with handled(fmt) as reply:
+        if rendered and key is not None:
+            raise UsageError("--key and --rendered do not go together: --key picks config values, --rendered "
+                             "shows the rendered manifests instead of the values")
         plane = load(main_dir, env_dir, fmt)
         check_environment(plane, environment)
         explanation = explain_assignment(plane, environment, assignment)
+        if rendered:
+            shown = under_time_budget(render_explained)(plane, explanation)
+            reply.done(shown, lambda: _rendered_text(shown))
+            return
         entries = explanation.entries(key)
         if key is not None and not entries:
             raise InputError(
@@ -67,3 +93,22 @@ def _text(explanation: Explanation, entries: list[Provenance], assignment: str, 
         click.echo(f"    from {entry.winner.source} at {entry.winner.location}")
         for lost in entry.overridden:
             click.echo(f"    overrides {_show(lost.value)} from {lost.source} at {lost.location}")
+
+
+def _rendered_text(shown: RenderedResult) -> None:
+    click.echo(f"{shown.assignment} (environment {shown.environment}): what its templates render")
+    for m in shown.manifests:
+        click.echo("")
+        click.echo(f"== {m.file}: template {m.template!r} ({m.role}), manifest {m.manifest}, at {m.location}")
+        if m.text is not None:
+            lines = m.text.splitlines()
+            width = len(str(len(lines)))
+            for number, line in enumerate(lines, 1):
+                click.echo(f"{number:>{width}} | {line}".rstrip())
+        elif m.problem is None:
+            click.echo("   (renders nothing: not in the file)")
+        if m.problem is not None:
+            click.echo(f"   {'error' if m.text is not None else 'does not render'}: {m.problem}")
+    for problem in shown.problems:
+        click.echo("")
+        click.echo(f"error: {problem}")

@@ -1,4 +1,5 @@
-"""``explain``: where every composed value of one assignment came from, and what it overrode."""
+"""``explain``: where every composed value of one assignment came from, and what it overrode; and, with
+``--rendered``, what its templates render, manifest by manifest, problems and all."""
 
 from __future__ import annotations
 
@@ -8,11 +9,14 @@ from typing import Any
 
 from pydantic import Field
 
-from fleetflow.errors import Problems
+from fleetflow.errors import InputError, Location, Problem, Problems
 from fleetflow.model.controlplane import ControlPlane
+from fleetflow.model.resources import TEMPLATE_ROLES
 from fleetflow.render.composition import Composed, Composer, Provenance, Subject
 from fleetflow.render.inputs import config_sources
-from fleetflow.render.scheduling import Assignment, schedule
+from fleetflow.render.pipeline import template_source, variables_for
+from fleetflow.render.scheduling import Assignment, Target, schedule
+from fleetflow.render.templates import TemplateEngine, time_budget
 from fleetflow.results import Result
 
 
@@ -22,6 +26,7 @@ class Explanation:
     subject: Subject
     policies: list[str]
     composed: Composed
+    target: Target
 
     def entries(self, key: str | None = None) -> list[Provenance]:
         items = sorted(self.composed.provenance.values(), key=lambda p: p.path)
@@ -115,4 +120,65 @@ def explain_assignment(plane: ControlPlane, environment: str, assignment_id: str
     target = sched.targets[target_id]
     subject = Subject(environment, ct.name, ct.labels, target.id, target.labels, target.workload)
     composed = Composer(sources).compose(subject)
-    return Explanation(assignment_id, subject, sorted(sched.policies[assignment]), composed)
+    return Explanation(assignment_id, subject, sorted(sched.policies[assignment]), composed, target)
+
+
+class RenderedManifestResult(Result):
+    """One manifest as it renders for the assignment: its text (None: it renders nothing, or fails to render) and
+    what fails the assignment at it (None: nothing)."""
+
+    template: str
+    role: str  # the ClusterType field that names the template: reconciler, namespaceService, configType
+    manifest: int  # 1-based, as problems count them
+    file: str  # where render writes it, inside --output (several manifests of a template share one file)
+    location: Location  # the manifest's first line in its template file
+    text: str | None
+    problem: Problem | None
+
+
+class RenderedResult(Result):
+    """``fleetflow explain --rendered``'s result: every manifest of the assignment's templates, in the order of
+    the files and of the manifests in each; ``problems``: those of a whole file (several JSON documents in one)
+    and of templates that do not compile."""
+
+    assignment: str
+    environment: str
+    manifests: list[RenderedManifestResult]
+    problems: list[Problem]
+
+
+def render_explained(plane: ControlPlane, explanation: Explanation) -> RenderedResult:
+    """What each manifest of the assignment's templates renders, with the composed values as they are (valid or
+    not: it is how a problem is found), each manifest on its own: one that fails does not hide the others, and a
+    text that fails its YAML or JSON check is shown (its problem counts lines in it). Nothing is written."""
+    subject, target = explanation.subject, explanation.target
+    ct = plane.cluster_types[subject.cluster_type]
+    variables = variables_for(subject.environment, ct.name, ct.labels, target, explanation.composed)
+    engine = TemplateEngine()
+    shown: list[RenderedManifestResult] = []
+    problems: list[Problem] = []
+    with time_budget():
+        for role in TEMPLATE_ROLES:
+            name = getattr(ct.spec, role.attribute)
+            if role.output is None:  # the status reporter: rendered per cluster type, not per assignment
+                continue
+            if name not in plane.templates:
+                problems.append(Problem(f"ClusterType {ct.name}: {role.field} names unknown template {name!r}",
+                                        ct.where("spec", role.field), "define a Template of that name on main"))
+                continue
+            try:
+                compiled = engine.compile(template_source(plane, name))
+            except InputError as exc:  # a template that does not compile renders nothing for any assignment
+                problems.extend(exc.problems())
+                continue
+            file = f"{explanation.assignment}/{role.output}.{compiled.source.content_type}"
+            rendered = compiled.render_each(variables, f"assignment {explanation.assignment}")
+            shown.extend(
+                RenderedManifestResult(template=name, role=role.field, manifest=m.index + 1, file=file,
+                                       location=m.location, text=m.text, problem=m.problem)
+                for m in rendered.manifests
+            )
+            if rendered.file_problem is not None:
+                problems.append(rendered.file_problem)
+    return RenderedResult(assignment=explanation.assignment, environment=subject.environment, manifests=shown,
+                          problems=problems)

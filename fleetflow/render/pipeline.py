@@ -372,7 +372,7 @@ def render_environment(
             try:
                 produced = _render_assignment(Assignment(ct_name, tid), roles, compiled, variables)
             except TemplateRenderError as exc:
-                failed[aid] = exc.problems()
+                failed[aid] = [see_rendered(exc, environment, aid)]
                 continue
             content = hashlib.sha256()
             for path in sorted(produced):
@@ -438,16 +438,29 @@ def render_environment(
 SHOWN_ASSIGNMENTS = 5  # of those with the same problem, named besides the first
 
 
+def see_rendered(exc: TemplateRenderError, environment: str, aid: str) -> Problem:
+    """``exc``'s problem; when it is in the text the template rendered (a line of what it renders, text that is
+    never written), its hint ends with the command that shows that text. It names the assignment, as the message
+    does: :func:`same_problem_once` still makes one problem of the same mistake in many assignments."""
+    problem = exc.problem
+    if not exc.in_text:
+        return problem
+    see = (f"see what it renders: fleetflow explain --main DIR --env DIR --environment {environment} "
+           f"--assignment {aid} --rendered")
+    return Problem(problem.message, problem.location, f"{problem.hint}; {see}" if problem.hint else see)
+
+
 def same_problem_once(failed: Mapping[str, list[Problem]]) -> list[Problem]:
     """The problems of the assignments that failed, each once: problems that differ only by the assignment they
     name (a template that fails the same way for every assignment it renders, a value every assignment of a
     ConfigMap composes) are one problem naming the first assignment, how many more and a few of them. Until
     2026-11-28 each assignment gave its own line: 11 identical errors for one bad template in the example, 100,000
-    for one at 100k assignments (a bad-input hunt)."""
+    for one at 100k assignments (a bad-input hunt). A hint may name the assignment too (:func:`see_rendered`)."""
     groups: dict[tuple[str, Location | None, str | None], list[tuple[str, Problem]]] = {}
     for aid in sorted(failed):
         for problem in failed[aid]:
-            key = (problem.message.replace(aid, "\0"), problem.location, problem.hint)
+            hint = problem.hint.replace(aid, "\0") if problem.hint else problem.hint
+            key = (problem.message.replace(aid, "\0"), problem.location, hint)
             groups.setdefault(key, []).append((aid, problem))
     found: list[Problem] = []
     for members in groups.values():

@@ -69,11 +69,37 @@ class TemplateSource:
 
 
 class TemplateRenderError(InputError):
-    """A template failed to render for one assignment. Carries exactly one problem."""
+    """A template failed to render for one assignment. Carries exactly one problem. ``in_text``: the problem is in
+    the text the template rendered (its YAML or JSON, at a line of what it renders), which ``fleetflow explain
+    --rendered`` shows, rather than in the template's own lines."""
 
-    def __init__(self, problem: Problem) -> None:
+    def __init__(self, problem: Problem, in_text: bool = False) -> None:
         super().__init__([problem])
         self.problem = problem
+        self.in_text = in_text
+
+
+@dataclass(frozen=True)
+class RenderedManifest:
+    """One manifest of a template as it renders for one assignment (``fleetflow explain --rendered``).
+
+    ``text``: what it adds to the file, blank lines at both ends dropped (the text whose lines a YAML or JSON
+    problem counts), None when it renders nothing (it adds nothing) or fails to render. ``problem``: what fails the
+    assignment at this manifest, if anything; with a text, the text fails its YAML or JSON check."""
+
+    index: int  # 0-based
+    location: Location  # the manifest's first line in its template file
+    text: str | None
+    problem: Problem | None
+
+
+@dataclass(frozen=True)
+class RenderedManifests:
+    """Every manifest of a template as it renders for one assignment (:meth:`CompiledTemplate.render_each`), and
+    ``file_problem``: what fails the file they make together (several JSON documents in one), None if nothing."""
+
+    manifests: list[RenderedManifest]
+    file_problem: Problem | None
 
 
 class _TooLarge(Exception):
@@ -406,45 +432,85 @@ class CompiledTemplate:
         finally:  # whatever ends the render (until 2026-11-28 a failed JSON check left the clock running, and the
             _Watch.since = None  # alarm raised in whatever ran 10 s later)
 
+    def render_each(self, variables: Mapping[str, Any], subject: str) -> RenderedManifests:
+        """Every manifest as it renders, each on its own, with the problem that fails it, if any: what
+        ``fleetflow explain --rendered`` shows. A manifest that fails does not stop the others, and a text that
+        fails its YAML or JSON check is kept (that text is what its problem's line counts in)."""
+        shown: list[RenderedManifest] = []
+        docs = 0
+        for index, (_, _, location) in enumerate(self._manifests):
+            _Watch.since = time.monotonic()  # the time budget, when one holds: each manifest its own
+            text: str | None = None
+            try:
+                text = _trim_blank_lines(self._text(index, variables, subject, 0)[0])
+                if text is not None:
+                    docs += 1
+                    self._check(text, index, location, subject)
+                problem = None
+            except TemplateRenderError as exc:
+                problem = exc.problem
+            except _TooLong:  # past the budget outside the manifest's own render (trimming it, its check)
+                text, problem = None, Problem(
+                    f"template {self.source.name!r}, manifest {index + 1}, rendering {subject}: still rendering "
+                    f"after {RENDER_SECONDS:g} s", location)
+            finally:
+                _Watch.since = None
+            shown.append(RenderedManifest(index, location, text, problem))
+        return RenderedManifests(shown, self._several_json(docs, subject) if self._json and docs > 1 else None)
+
     def _render(self, variables: Mapping[str, Any], subject: str) -> bytes | None:
         docs: list[str] = []
         size = 0
-        for index, (template, filename, location) in enumerate(self._manifests):
-            try:
-                chunks: list[str] = []
-                for chunk in template.generate(variables):  # counted as made: the budget stops a runaway loop
-                    size += len(chunk)
-                    if size > MAX_FILE_BYTES:
-                        raise _TooLarge(size)
-                    chunks.append(chunk)
-                text = "".join(chunks)
-            except Exception as exc:  # MemoryError too: one expression building more than memory holds
-                _Watch.since = None  # no alarm while the problem is worded
-                problem = self._problem(exc, index, filename, location, variables, subject)
-                if isinstance(exc, _TooLong):
-                    self._stopped = (subject, problem)
-                raise TemplateRenderError(problem) from exc
+        for index in range(len(self._manifests)):
+            text, size = self._text(index, variables, subject, size)
             doc = _trim_blank_lines(text)
             if doc is not None:
                 if self._json:
-                    self._check_json(doc, index, location, subject)
+                    self._check_json(doc, index, self._manifests[index][2], subject)
                 elif self._yaml:
-                    self._check_yaml(doc, index, location, subject)
+                    self._check_yaml(doc, index, self._manifests[index][2], subject)
                 docs.append(doc)
         if not docs:
             return None
         if self._yaml:
             return "---\n".join(docs).encode("utf-8")
         if self._json and len(docs) > 1:  # each is JSON, the file they make is not
-            raise TemplateRenderError(Problem(
-                f"template {self.source.name!r}, rendering {subject}: its {len(docs)} manifests render "
-                f"{len(docs)} JSON documents into one file, which is not JSON (contentType: "
-                f"{self.source.content_type})",
-                self.source.location,
-                "a GitOps agent refuses the file on every cluster: write one manifest, or make the others render "
-                "nothing for this assignment",
-            ))
+            raise TemplateRenderError(self._several_json(len(docs), subject))
         return "".join(docs).encode("utf-8")  # each ends with its newline: one "\n" between manifests
+
+    def _text(self, index: int, variables: Mapping[str, Any], subject: str, size: int) -> tuple[str, int]:
+        """Manifest ``index`` rendered, and ``size`` (the characters the template rendered before it) plus its
+        own; :class:`TemplateRenderError` when it fails to render."""
+        template, filename, location = self._manifests[index]
+        try:
+            chunks: list[str] = []
+            for chunk in template.generate(variables):  # counted as made: the budget stops a runaway loop
+                size += len(chunk)
+                if size > MAX_FILE_BYTES:
+                    raise _TooLarge(size)
+                chunks.append(chunk)
+            return "".join(chunks), size
+        except Exception as exc:  # MemoryError too: one expression building more than memory holds
+            _Watch.since = None  # no alarm while the problem is worded
+            problem = self._problem(exc, index, filename, location, variables, subject)
+            if isinstance(exc, _TooLong):
+                self._stopped = (subject, problem)
+            raise TemplateRenderError(problem) from exc
+
+    def _check(self, doc: str, index: int, location: Location, subject: str) -> None:
+        if self._json:
+            self._check_json(doc, index, location, subject)
+        elif self._yaml:
+            self._check_yaml(doc, index, location, subject)
+
+    def _several_json(self, count: int, subject: str) -> Problem:
+        return Problem(
+            f"template {self.source.name!r}, rendering {subject}: its {count} manifests render {count} JSON "
+            f"documents into one file, which is not JSON (contentType: {self.source.content_type})",
+            self.source.location,
+            "a GitOps agent refuses the file on every cluster: write one manifest, or make the others render "
+            "nothing for this assignment",
+        )
 
     def _check_json(self, doc: str, index: int, location: Location, subject: str) -> None:
         """Raise :class:`TemplateRenderError` when ``doc`` (one manifest as rendered, ``contentType: json``) is not
@@ -463,7 +529,7 @@ class CompiledTemplate:
                 location,
                 "a GitOps agent refuses the file on every cluster: write values with toJson (a string, a number, "
                 "a map), or the whole document as {{ {...} | toJson }}",
-            )) from None
+            ), in_text=True) from None
 
     def _check_yaml(self, doc: str, index: int, location: Location, subject: str) -> None:
         """Raise :class:`TemplateRenderError` when ``doc`` (one manifest as rendered, ``contentType: yaml``) is not
@@ -471,16 +537,16 @@ class CompiledTemplate:
         every cluster. libyaml's own parser checks it: ``CParser.raw_parse`` walks the events in C without making a
         Python object of each (PyYAML's ``_yaml.pyx``), about 10 µs a manifest, where making the events
         (``yaml.parse``) cost 70-80% of a render's CPU time. Syntax only: what the document holds is the agent's."""
+        hint = ("a GitOps agent refuses the file on every cluster: write values with toJson (a JSON string is YAML "
+                "too) or quote, and nested blocks with nindent")
         try:
             CParser(doc).raw_parse()
+            return
         except yaml.MarkedYAMLError as exc:
-            raise TemplateRenderError(Problem(
-                f"template {self.source.name!r}, manifest {index + 1}, rendering {subject}: renders text that is "
-                f"not YAML (contentType: {self.source.content_type}): {_yaml_mistake(exc)}",
-                location,
-                "a GitOps agent refuses the file on every cluster: write values with toJson (a JSON string is "
-                "YAML too) or quote, and nested blocks with nindent",
-            )) from None
+            mistake = _yaml_mistake(exc)
+        raise TemplateRenderError(Problem(
+            f"template {self.source.name!r}, manifest {index + 1}, rendering {subject}: renders text that is not "
+            f"YAML (contentType: {self.source.content_type}): {mistake}", location, hint), in_text=True)
 
     def _problem(
         self,
