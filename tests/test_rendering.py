@@ -155,6 +155,54 @@ def test_yaml_that_does_not_parse_fails_at_its_manifest(engine: TemplateEngine) 
     assert shell.render(variables(), SUBJECT) == b"echo [app\n"
 
 
+def test_an_alias_without_its_anchor_is_not_yaml_the_agents_read(engine: TemplateEngine) -> None:
+    """libyaml's parser (``CParser.raw_parse``, the syntax check) leaves aliases to whoever builds the nodes, so a
+    value that starts with ``*`` rendered unquoted (a password ``*hunter2``) passed the check and was pushed. go-yaml
+    builds the nodes as it reads and refuses it: "unknown anchor '%s' referenced" (go-yaml v3.0.1 ``decode.go``,
+    ``parser.alias``; v2 ``decode.go`` the same, anchors kept per document in ``parser.document``), and an alias
+    inside the node its anchor names is "anchor '%s' value contains itself" (``decoder.alias``, v2 and v3). Flux
+    reads each document of a file with its own go-yaml v3 decoder (kustomize kyaml ``kio/byteio_reader.go``,
+    ``ByteReader.Read``: ``splitDocuments``, then ``yaml.NewDecoder`` per document), Argo CD each document with
+    ``sigs.k8s.io/yaml.Unmarshal`` (gitops-engine ``pkg/utils/kube/kube.go``, ``SplitYAML``): an anchor holds in
+    its own document only. The value is not named (it is the assignment's: the same mistake everywhere is one
+    problem)."""
+    password = engine.compile(source("kind: Secret\nstringData:\n  password: {{ ConfigData.PASSWORD }}",
+                                     first_line=20))
+    with pytest.raises(TemplateRenderError) as caught:
+        password.render(variables(ConfigData={"PASSWORD": "*hunter2"}), SUBJECT)
+    problem = caught.value.problem
+    assert problem.location == Location("templates/tpl.yaml", 20)
+    assert problem.message == (
+        f"template 'tpl', manifest 1, rendering {SUBJECT}: renders text that is not YAML (contentType: yaml): found "
+        "an alias to an undefined anchor at line 3 of what it renders")
+    assert problem.hint is not None and "an alias needs its anchor (&name) before it" in problem.hint
+    assert "hunter2" not in problem.message + problem.hint
+    assert caught.value.in_text
+    # quoted, it is a string
+    quoted = engine.compile(source("password: {{ ConfigData.PASSWORD | toJson }}"))
+    assert quoted.render(variables(ConfigData={"PASSWORD": "*hunter2"}), SUBJECT) == b'password: "*hunter2"\n'
+
+    def mistake(text: str) -> str | None:
+        try:
+            engine.compile(source(text, first_line=20)).render(variables(), SUBJECT)
+        except TemplateRenderError as exc:
+            return exc.problem.message.split("(contentType: yaml): ")[1]
+        return None
+
+    assert mistake("a: &x 1\nb: *x\nc: [*x, {d: *x}]") is None  # defined before: fine, in flow too
+    assert mistake("a: &x 1\n---\nb: *x") == "found an alias to an undefined anchor at line 3 of what it renders"
+    assert mistake("b: *x\na: &x 1") == "found an alias to an undefined anchor at line 1 of what it renders"
+    assert mistake("a: &x\n  - 1\n  - *x") == "found an alias to the node it is in at line 3 of what it renders"
+    assert mistake("a: &x [1]\nb: &x {c: *x}") == "found an alias to the node it is in at line 2 of what it renders"
+    assert mistake('a: &x [1]\nb: "*x"\nc: *x') is None  # a * in quotes is no alias
+    # wherever libyaml reads an alias: after a flow indicator, a JSON-like key's ':', a tab, a '- ', a '? '
+    for text in ('{"a":*x}', "[a,*x]", "{a: 1,*x: 2}", "a:\t*x", "- *x", "? *x\n: 1", "a: [b, *x-y_1]"):
+        assert mistake(text) == "found an alias to an undefined anchor at line 1 of what it renders", text
+    assert mistake('a: "*.example.com"\nb: "*/5 * * * *"\nc: x*y\nd: |\n  *not-an-alias') is None
+    # a text with a * is still told by its syntax: the first mistake in it, as go-yaml reads it
+    assert mistake("a: b: c\nd: *x") == "mapping values are not allowed in this context at line 1 of what it renders"
+
+
 def test_each_manifest_renders_on_its_own_for_explain(engine: TemplateEngine) -> None:
     """``render_each`` (``fleetflow explain --rendered``): every manifest with its text or its problem; one that
     fails does not hide the others, a text that fails its YAML check is kept with its problem (the user looks for

@@ -54,6 +54,11 @@ larger than 100 MiB", docs.github.com, "About large files on GitHub"; we count t
 would render gigabytes stops here instead of filling memory: the output is counted as it is made."""
 _GO_SYNTAX = re.compile(r"\{\{-?\s*(?:\.|/\*|(?:if|range|with|end)\b)")
 _GO_HINT = "templates are Jinja2, not Go templates: write {{ Namespace }}, not {{ .Namespace }}"
+# Where an alias may stand: libyaml's scanner reads a token at the start of the text, after white space, after a
+# flow indicator ([ { ,) or after the ':' of a JSON-like key in flow ({"a":*x}), and an alias is '*' and at least
+# one anchor character (yaml_parser_scan_anchor: ASCII letters, digits, '_' and '-'). A '*' anywhere else (in
+# quotes: "*.example.com", "*/5 * * * *") is text, or a mistake the syntax check finds.
+_MAYBE_ALIAS = re.compile(r"(?:^|[\s\[{,:\ufeff])\*[0-9A-Za-z_-]")
 
 
 @dataclass(frozen=True)
@@ -536,12 +541,19 @@ class CompiledTemplate:
         YAML: Flux's kustomize-controller and Argo CD read it with go-yaml, a port of libyaml, and refuse the file on
         every cluster. libyaml's own parser checks it: ``CParser.raw_parse`` walks the events in C without making a
         Python object of each (PyYAML's ``_yaml.pyx``), about 10 µs a manifest, where making the events
-        (``yaml.parse``) cost 70-80% of a render's CPU time. Syntax only: what the document holds is the agent's."""
+        (``yaml.parse``) cost 70-80% of a render's CPU time. Syntax, and the aliases of a text that holds a ``*``
+        (:func:`_alias_mistake`); what the document holds is the agent's."""
         hint = ("a GitOps agent refuses the file on every cluster: write values with toJson (a JSON string is YAML "
                 "too) or quote, and nested blocks with nindent")
         try:
-            CParser(doc).raw_parse()
-            return
+            if "*" not in doc or not _MAYBE_ALIAS.search(doc):  # no alias: the syntax is all there is to check
+                CParser(doc).raw_parse()
+                return
+            mistake = _alias_mistake(doc)
+            if mistake is None:
+                return
+            hint += ("; a plain value that starts with '*' is an alias, and an alias needs its anchor (&name) "
+                     "before it, outside it, in the same document")
         except yaml.MarkedYAMLError as exc:
             mistake = _yaml_mistake(exc)
         raise TemplateRenderError(Problem(
@@ -605,6 +617,44 @@ def _yaml_mistake(exc: yaml.MarkedYAMLError) -> str:
     if exc.problem and exc.context and exc.context_mark is not None:
         what += f" ({exc.context} at line {exc.context_mark.line + 1})"
     return what
+
+
+def _alias_mistake(doc: str) -> str | None:
+    """What is wrong with the aliases in ``doc``, None when nothing is (raises :class:`yaml.MarkedYAMLError` when
+    ``doc`` is not YAML at all). libyaml's parser leaves aliases to the one who builds the nodes, and go-yaml
+    builds them as it reads: an alias to an anchor not defined before it in its document is "unknown anchor '%s'
+    referenced", and one inside the node its anchor names is "anchor '%s' value contains itself" when the document
+    is decoded (go-yaml v3.0.1 ``decode.go``, ``parser.alias`` and ``decoder.alias``; v2 the same, its anchors kept
+    per document). Flux (kustomize's kyaml: ``kio.ByteReader.Read`` gives each document of a file its own go-yaml
+    v3 decoder) and Argo CD (gitops-engine ``kube.SplitYAML``: each document to ``sigs.k8s.io/yaml.Unmarshal``,
+    go-yaml v2) read anchors per document too. The events are made as Python objects, several times the cost of
+    :meth:`CParser.raw_parse`: only text with a ``*`` where an alias may stand (:data:`_MAYBE_ALIAS`) comes
+    here."""
+    parser = CParser(doc)
+    defined: dict[str, int] = {}  # anchor -> the number of its newest definition in this document
+    open_: list[int | None] = []  # the collections being read, each its anchor's definition number (None: none)
+    count = 0
+    while True:
+        event = parser.get_event()
+        if isinstance(event, yaml.AliasEvent):  # a NodeEvent too: first
+            number = defined.get(event.anchor or "")
+            if number is None or number in open_:
+                line = f" at line {event.start_mark.line + 1}" if event.start_mark is not None else ""
+                return (f"found an alias to {'an undefined anchor' if number is None else 'the node it is in'}{line} "
+                        "of what it renders")
+        elif isinstance(event, yaml.NodeEvent):  # a scalar, or the start of a sequence or a mapping
+            number = None
+            if event.anchor is not None:
+                count += 1
+                number = defined[event.anchor] = count
+            if isinstance(event, yaml.CollectionStartEvent):
+                open_.append(number)
+        elif isinstance(event, yaml.CollectionEndEvent):
+            open_.pop()
+        elif isinstance(event, yaml.DocumentStartEvent):
+            defined.clear()
+        elif event is None or isinstance(event, yaml.StreamEndEvent):
+            return None
 
 
 def _line_in(location: Location, lineno: int | None) -> Location:
