@@ -639,9 +639,8 @@ def _alias_mistake(doc: str) -> str | None:
         if isinstance(event, yaml.AliasEvent):  # a NodeEvent too: first
             number = defined.get(event.anchor or "")
             if number is None or number in open_:
-                line = f" at line {event.start_mark.line + 1}" if event.start_mark is not None else ""
-                return (f"found an alias to {'an undefined anchor' if number is None else 'the node it is in'}{line} "
-                        "of what it renders")
+                where = "" if event.start_mark is None else f" at line {event.start_mark.line + 1} of what it renders"
+                return f"found an alias to {'an undefined anchor' if number is None else 'the node it is in'}{where}"
         elif isinstance(event, yaml.NodeEvent):  # a scalar, or the start of a sequence or a mapping
             number = None
             if event.anchor is not None:
