@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shlex
 import shutil
 from pathlib import Path
 
@@ -259,12 +260,19 @@ def test_a_rendered_text_that_is_not_yaml_is_shown_by_explain_rendered(tmp_path:
         "template 'kubernetes-namespace', manifest 1, rendering assignment aks-westeurope/observability-dev: renders "
         "text that is not YAML (contentType: yaml): did not find expected ',' or ']' at line 10 of what it renders "
         "(while parsing a flow sequence at line 9) (and the same in 8 more assignments: "), problem["message"]
+    # the command names the folders given (a command to paste: the placeholders "--main DIR --env DIR" until the
+    # lead's review, 2026-11-29); render's and plan's hints name them too
     assert problem["hint"].endswith(
-        "; see what it renders: fleetflow explain --main DIR --env DIR --environment dev --assignment "
+        f"; see what it renders: fleetflow explain --main {main} --env {env} --environment dev --assignment "
         "aks-westeurope/observability-dev --rendered"), problem["hint"]
+    for command in ("render", "plan"):
+        refused = run_cli(command, "--main", main, "--env", env, "--environment", "dev", "--output", tmp_path / "out",
+                          "--format", "json")
+        assert refused.exit_code == 1 and json.loads(refused.output)["problems"][0]["hint"] == problem["hint"]
 
-    explain = ("explain", "--main", main, "--env", env, "--environment", "dev", "--assignment",
-               "aks-westeurope/observability-dev", "--rendered")
+    explain = tuple(shlex.split(problem["hint"].split("see what it renders: fleetflow ")[1]))
+    assert explain == ("explain", "--main", str(main), "--env", str(env), "--environment", "dev", "--assignment",
+                       "aks-westeurope/observability-dev", "--rendered")
     result = run_cli(*explain)
     assert result.exit_code == 0, result.output
     text = result.output

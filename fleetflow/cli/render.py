@@ -11,11 +11,11 @@ from fleetflow.cli.common import FORMAT, check_environment, head_commit, load, t
 from fleetflow.cli.errors import Reply, handled
 from fleetflow.cli.paths import CommandPath
 from fleetflow.cli.terminal import TERMINAL
-from fleetflow.errors import Problem, Problems, UsageError, shown_path
+from fleetflow.errors import InputError, Problem, Problems, UsageError, shown_path
 from fleetflow.model.controlplane import ControlPlane
 from fleetflow.render.incremental import RenderState
 from fleetflow.render.output import apply_result, in_the_way, read_state, survey
-from fleetflow.render.pipeline import Meta, render_environment
+from fleetflow.render.pipeline import Meta, render_environment, trees_named
 from fleetflow.render.summary import RenderSummary, changes_text, headline
 
 
@@ -79,10 +79,13 @@ def render(
     with handled(fmt, f"Nothing was written to {output}.") as reply:
         plane, previous, meta = render_start(main_dir, env_dir, environment, output, (main_commit, env_commit), fmt,
                                              reply)
-        result = render_environment(
-            plane, environment, previous=previous, meta=meta, keep_last_good=keep_last_good, reuse=not full,
-            progress=TERMINAL.progress(fmt),
-        )
+        try:
+            result = render_environment(
+                plane, environment, previous=previous, meta=meta, keep_last_good=keep_last_good, reuse=not full,
+                progress=TERMINAL.progress(fmt),
+            )
+        except InputError as exc:  # a hint's command names the folders given
+            raise InputError(trees_named(exc.problems(), str(main_dir), str(env_dir))) from None
         owned = survey(output, result, previous, sweep=full or prune_foreign)
         in_the_way(output, result, owned)  # before the closing line below: nothing is written when it refuses
         if prune_foreign and owned.foreign and not yes:

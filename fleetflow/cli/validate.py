@@ -18,7 +18,7 @@ from fleetflow.model.references import check_trees_not_empty
 from fleetflow.promotion.context import environment_branch
 from fleetflow.promotion.gate import configuration_problems
 from fleetflow.promotion.proposed_change import plan_change
-from fleetflow.render.pipeline import Meta, RenderResult, render_environment
+from fleetflow.render.pipeline import Meta, RenderResult, render_environment, trees_named
 from fleetflow.render.summary import ValidatedEnvironment, ValidateSummary
 
 TREE = CommandPath()
@@ -97,6 +97,7 @@ def _check_trees(main_dir: Path, env_dir: Path, environment: str | None, fmt: st
         check_environment(plane, environment)
     for name in _environments(plane, environment, branch):
         _check_environment(plane, name, branch, fmt, found, (str(main_dir), str(env_dir)))
+    found.problems.items = trees_named(found.problems, str(main_dir), str(env_dir))
     return found
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import shlex
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -445,9 +446,21 @@ def see_rendered(exc: TemplateRenderError, environment: str, aid: str) -> Proble
     problem = exc.problem
     if not exc.in_text:
         return problem
-    see = (f"see what it renders: fleetflow explain --main DIR --env DIR --environment {environment} "
+    see = (f"see what it renders: fleetflow explain {TREES_PLACEHOLDER} --environment {environment} "
            f"--assignment {aid} --rendered")
     return Problem(problem.message, problem.location, f"{problem.hint}; {see}" if problem.hint else see)
+
+
+TREES_PLACEHOLDER = "--main DIR --env DIR"  # in a hint's command, for the trees the render core does not know
+
+
+def trees_named(problems: Iterable[Problem], main_dir: str, env_dir: str) -> list[Problem]:
+    """``problems`` with the trees a command was given written into their hints' commands, in place of
+    :data:`TREES_PLACEHOLDER`: a command the user can paste (``validate``, ``render`` and ``plan`` on two
+    folders; ``validate --into`` keeps the placeholder, its trees are branches)."""
+    trees = f"--main {shlex.quote(main_dir)} --env {shlex.quote(env_dir)}"
+    return [Problem(p.message, p.location, p.hint.replace(TREES_PLACEHOLDER, trees))
+            if p.hint and TREES_PLACEHOLDER in p.hint else p for p in problems]
 
 
 def same_problem_once(failed: Mapping[str, list[Problem]]) -> list[Problem]:
