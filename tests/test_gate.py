@@ -10,7 +10,13 @@ from fleetflow.model.controlplane import Resource, build_resource
 from fleetflow.model.durations import format_duration, parse_duration
 from fleetflow.model.resources import EnvironmentSpec, RolloutPolicy
 from fleetflow.promotion.context import chain_order
-from fleetflow.promotion.gate import GateDecision, evaluate
+from fleetflow.promotion.gate import (
+    GateDecision,
+    configuration_problems,
+    configuration_warnings,
+    evaluate,
+    flux_context_warnings,
+)
 from fleetflow.promotion.pin import Pin, past_pin, read_pin, write_pin
 from fleetflow.render.incremental import ExpectedCluster
 from tests.helpers import parsed
@@ -114,6 +120,88 @@ def test_two_clusters_expecting_one_context_are_a_configuration_error_not_a_time
     found = {f"flux/ct/{n}": st(f"flux/ct/{n}", "success", 1) for n in "xyz"}
     decided = evaluate(policy, three, found, T0, T0 + timedelta(hours=5))
     assert isinstance(decided, GateDecision) and decided.description == "rolled out: 3/3 clusters"
+
+def test_a_min_clusters_the_gate_can_never_reach_is_refused_not_a_timeout() -> None:
+    """``evaluate`` succeeds once ``len(succeeded) >= required and required > 0``, and with an inventory watches only
+    the inventory's contexts. Until 2026-11-29 ``minClusters: 0`` without ``allowEmpty`` and a ``minClusters`` above
+    the inventory's count were accepted, and every rollout timed out: "timed out after 30m: 2/2 clusters; missing:
+    -2 more" with both clusters green. Now the gate refuses to decide, as for a cluster with no context, and
+    validate says so up front (tests/test_validate_ahead.py)."""
+    green = {s.context: s for s in [st("flux/a", "success", 1), st("flux/b", "success", 2)]}
+    for policy, message in [({"minClusters": 0}, "rollout.minClusters is 0 without allowEmpty: "),
+                            ({"minClusters": 3}, "rollout.minClusters is 3, but the gate expects 2 clusters ")]:
+        with pytest.raises(InputError) as refused:
+            evaluate(RolloutPolicy.model_validate(policy), CLUSTERS, green, T0, T0 + timedelta(hours=1))
+        (problem,) = refused.value.problems()
+        assert problem.message.startswith(message), problem
+        assert configuration_problems(RolloutPolicy.model_validate(policy), CLUSTERS) == [problem]
+    # without an inventory, minClusters: 0 is the same gate that never passes
+    no_inventory = RolloutPolicy.model_validate({"minClusters": 0, "contextPattern": "flux/*"})
+    with pytest.raises(InputError, match="minClusters is 0 without allowEmpty"):
+        evaluate(no_inventory, [], green, T0, T0 + timedelta(hours=1))
+    # what can be reached decides as before: a quorum of the inventory, or all of it
+    for policy in ({"minClusters": 1}, {"minClusters": 2}, {}):
+        decided = evaluate(RolloutPolicy.model_validate(policy), CLUSTERS, green, T0, T0 + timedelta(minutes=10))
+        assert isinstance(decided, GateDecision) and decided.state == "success", (policy, decided)
+        assert configuration_problems(RolloutPolicy.model_validate(policy), CLUSTERS) == []
+    assert configuration_warnings(RolloutPolicy.model_validate({"minClusters": 1}), CLUSTERS) == []
+
+
+def test_a_gate_that_passes_without_a_report_or_counts_any_context_is_a_warning() -> None:
+    """Decidable, but probably not meant: ``minClusters: 0`` with ``allowEmpty`` passes at once over an inventory
+    of two (no report read), and ``minClusters`` with no ``contextPattern`` watches ``*``: a CI check run on the
+    GitOps commit is counted as a cluster."""
+    skip = RolloutPolicy.model_validate({"minClusters": 0, "allowEmpty": True})
+    decided = evaluate(skip, CLUSTERS, {}, T0, T0)
+    assert isinstance(decided, GateDecision) and decided.state == "success"
+    (warning,) = configuration_warnings(skip, CLUSTERS)
+    assert warning.message.startswith("rollout.minClusters is 0 with allowEmpty: the gate passes as soon as a "
+                                      "rollout is merged, without waiting for any of the 2 expected clusters")
+    assert configuration_warnings(skip, []) == []  # nothing expected: what allowEmpty is for
+    count_any = RolloutPolicy.model_validate({"minClusters": 2})
+    ci = {s.context: s for s in [st("flux/x", "success"), st("ci/lint", "success")]}
+    decided = evaluate(count_any, [], ci, T0, T0 + timedelta(minutes=1))
+    assert isinstance(decided, GateDecision) and decided.state == "success"  # one cluster and CI: "2/2 clusters"
+    (warning,) = configuration_warnings(count_any, [])
+    assert "counts every status context on the GitOps commits (no rollout.contextPattern)" in warning.message
+    assert configuration_warnings(RolloutPolicy.model_validate({"minClusters": 2, "contextPattern": "flux/*"}),
+                                  []) == []
+
+
+FLUX_CLUSTERS = """\
+apiVersion: fleetflow.dev/v1alpha1
+kind: Cluster
+metadata: {name: copied-from-kubectl}
+spec: {clusterType: ct, statusContext: Kustomization/flux-system/E3173055}
+---
+apiVersion: fleetflow.dev/v1alpha1
+kind: Cluster
+metadata: {name: as-flux-posts-it}
+spec: {clusterType: ct, statusContext: kustomization/flux-system/e3173055}
+---
+apiVersion: fleetflow.dev/v1alpha1
+kind: Cluster
+metadata: {name: own-expression}
+spec: {clusterType: ct, statusContext: Flux/Hamburg-Line1}
+"""
+
+
+def test_a_status_context_in_flux_default_form_with_capitals_is_a_warning_at_its_line() -> None:
+    """Flux's github provider posts, without commitStatusExpr, ``strings.ToLower(kind/name/<first segment of the
+    Provider UID>)`` (fluxcd/notification-controller internal/server/provider_commit_status.go,
+    generateDefaultCommitStatus; docs/spec/v1beta3/providers.md: "e.g. kustomization/gitops-system/0c9c2e41"), and
+    the gate compares contexts as written: the kind written as Kubernetes spells it never matches. A warning (a
+    commitStatusExpr may post anything); a context of another form is left alone."""
+    docs, problems = parsed(FLUX_CLUSTERS, "clusters.yaml")
+    assert problems == []
+    clusters = [build_resource(d, "env", Problems()) for d in docs]
+    (warning,) = flux_context_warnings([c for c in clusters if c is not None])
+    assert warning.message.startswith("Cluster copied-from-kubectl: statusContext 'Kustomization/flux-system/"
+                                      "E3173055' has the form of Flux's default context")
+    assert "'kustomization/flux-system/e3173055'" in warning.message
+    assert str(warning.location) == "clusters.yaml:4:40"  # the value
+    assert (warning.hint or "").startswith("write statusContext: kustomization/flux-system/e3173055, as Flux")
+
 
 
 @pytest.mark.parametrize(("text", "seconds"), [("90", 90), ("90s", 90), ("2m", 120), ("1h30m", 5400), (45, 45)])

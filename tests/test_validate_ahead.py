@@ -87,6 +87,69 @@ def test_allow_empty_or_min_clusters_makes_zero_clusters_fine(tmp_path: Path) ->
         assert code == 0, out + err
 
 
+
+def _dev_rollout(rollout: str, dev_spec: str = "") -> dict[str, str]:
+    """main's Environments file with dev's ``rollout`` (and more of dev's spec) as given, qa after dev."""
+    return {".environments/dev.yaml": f"""
+        apiVersion: fleetflow.dev/v1alpha1
+        kind: Environment
+        metadata:
+          name: dev
+        spec:
+          rollout:
+            {rollout}
+          {dev_spec}
+        ---
+        apiVersion: fleetflow.dev/v1alpha1
+        kind: Environment
+        metadata:
+          name: qa
+        spec:
+          after: [dev]
+    """}
+
+
+def test_a_min_clusters_the_gate_can_never_reach_is_an_error_at_its_line(tmp_path: Path) -> None:
+    """The gate never passes with ``minClusters: 0`` and no ``allowEmpty``, nor with more than the inventory's
+    expected clusters (tests/test_gate.py shows why); validate said ok and every rollout timed out (until
+    2026-11-29). Now an error at the minClusters line; a reachable count passes."""
+    for count, message in [("0", "rollout.minClusters is 0 without allowEmpty: the gate never takes zero successful "
+                                 "reports for a rollout, so every rollout would wait and time out"),
+                           ("2", "rollout.minClusters is 2, but the gate expects 1 cluster (the Clusters of the "
+                                 "cluster types this environment schedules): with an inventory only their contexts "
+                                 "count, so the gate could never succeed and every rollout would time out")]:
+        main, env = make_plane(tmp_path / count, _dev_rollout(f"minClusters: {count}"))
+        code, out, err = validate(main, env, "--environment", "dev")
+        assert code == 1, out + err
+        assert f".environments/dev.yaml:7:18: Environment dev: {message} (hint: " in err, err
+    main, env = make_plane(tmp_path / "one", _dev_rollout("minClusters: 1"))
+    code, out, err = validate(main, env, "--environment", "dev", "--strict")
+    assert code == 0, out + err
+
+
+def test_min_clusters_zero_with_allow_empty_over_an_inventory_is_a_warning(tmp_path: Path) -> None:
+    """``minClusters: 0`` + ``allowEmpty: true`` is a gate that passes as soon as the PR is merged: it may be meant
+    (an environment nobody waits for), so a warning at the line, and exit 0 without --strict."""
+    main, env = make_plane(tmp_path, _dev_rollout("{minClusters: 0, allowEmpty: true}"))
+    code, out, err = validate(main, env, "--environment", "dev")
+    assert code == 0, out + err
+    assert re.search(r"warning: \S+/\.environments/dev\.yaml:7:\d+: Environment dev: rollout\.minClusters is 0 "
+                     r"with allowEmpty: the gate passes as soon as a rollout is merged, without waiting for any of "
+                     r"the 1 expected cluster \(hint: ", err), err
+
+
+def test_a_flux_default_context_with_capitals_is_a_warning_at_the_clusters_status_context(tmp_path: Path) -> None:
+    """Flux posts its default context lowercased (tests/test_gate.py cites the source): the kind as Kubernetes
+    spells it is a context that never comes."""
+    clusters = ENV_FILES["clusters.yaml"].replace("statusContext: flux/cloud-eu-1",
+                                                  "statusContext: Kustomization/flux-system/e3173055")
+    main, env = make_plane(tmp_path, env={"clusters.yaml": clusters})
+    code, out, err = validate(main, env, "--environment", "dev")
+    assert code == 0, out + err
+    assert re.search(r"warning: \S+/clusters\.yaml:7:18: Cluster cloud-eu-1: statusContext 'Kustomization/flux-"
+                     r"system/e3173055' has the form of Flux's default context", err), err
+
+
 def test_misspelt_policy_label_key_warns_with_did_you_mean(tmp_path: Path) -> None:
     policies = ENV_FILES["policies.yaml"].replace("purpose: test", "purpsoe: test").replace("everything", "typo")
     main, env = make_plane(tmp_path, env={"typo-policy.yaml": policies})

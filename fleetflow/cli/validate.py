@@ -16,7 +16,7 @@ from fleetflow.errors import ExitCode, InputError, Problem, Problems, UsageError
 from fleetflow.model.controlplane import ControlPlane
 from fleetflow.model.references import check_trees_not_empty
 from fleetflow.promotion.context import environment_branch
-from fleetflow.promotion.gate import configuration_problems
+from fleetflow.promotion.gate import configuration_problems, configuration_warnings, flux_context_warnings
 from fleetflow.promotion.proposed_change import plan_change
 from fleetflow.render.pipeline import Meta, RenderResult, render_environment, trees_named
 from fleetflow.render.summary import ValidatedEnvironment, ValidateSummary
@@ -60,7 +60,8 @@ def validate(main_dir: Path | None, env_dir: Path | None, into: str | None, repo
     Errors (exit 1): anything render or the gate would refuse later, an empty tree, an --env tree that
     belongs to another environment. Warnings (exit 0 unless --strict): selectors or ConfigMaps that select
     nothing (with the closest existing label), targets of environments main does not define, an environment
-    that schedules nothing.
+    that schedules nothing, a rollout gate that passes without a report or counts any context, a Cluster
+    statusContext in Flux's default form with capitals (Flux posts it lowercased).
 
     \b
     Two ways to name what to check:
@@ -128,6 +129,7 @@ def _check_environment(plane: ControlPlane, name: str, branch: str | None, fmt: 
     ))
     found.warnings.extend(result.warnings)
     found.problems.extend(_gate_problems(plane, name, result))
+    found.warnings.extend(_gate_warnings(plane, name, result))
 
 
 def _reply(reply: Reply, found: Findings, strict: bool, into: str | None, step: ActionsStep | None) -> None:
@@ -183,7 +185,7 @@ def _gate_problems(plane: ControlPlane, environment: str, result: RenderResult) 
         return []
     found: list[Problem] = []
     for problem in configuration_problems(env.spec.rollout, result.state.clusters):
-        where = env.where("spec", "rollout")
+        where = env.where("spec", "rollout", *_rollout_key(problem.message))
         for cluster in result.state.clusters:
             if problem.message.startswith(f"Cluster {cluster.name} ") and cluster.name in plane.clusters:
                 resource = plane.clusters[cluster.name]
@@ -191,3 +193,26 @@ def _gate_problems(plane: ControlPlane, environment: str, result: RenderResult) 
         message = f"Environment {environment}: {problem.message}"
         found.append(Problem(message, where, problem.hint))
     return found
+
+
+def _rollout_key(message: str) -> tuple[str, ...]:
+    """The key of ``rollout`` a gate message is about ("rollout.minClusters is 0 ..."), to point at its line."""
+    if message.startswith("rollout."):
+        return (message.removeprefix("rollout.").split(" ", 1)[0],)
+    return ()
+
+
+def _gate_warnings(plane: ControlPlane, environment: str, result: RenderResult) -> list[Problem]:
+    """What the gate would decide, probably not as meant: its policy's (``configuration_warnings``), and a
+    statusContext in Flux's default form that Flux posts in other letters (``flux_context_warnings``)."""
+    env = plane.environments.get(environment)
+    if env is None:
+        return []
+    found = [
+        Problem(f"Environment {environment}: {w.message}", env.where("spec", "rollout", *_rollout_key(w.message)),
+                w.hint)
+        for w in configuration_warnings(env.spec.rollout, result.state.clusters)
+    ]
+    found.extend(flux_context_warnings(plane.clusters.values()))
+    return found
+

@@ -22,15 +22,17 @@ they suffice, so that a gate waiting for 30,000 clusters costs a few requests, n
 from __future__ import annotations
 
 import fnmatch
-from collections.abc import Mapping, Sequence
+import re
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Literal
 
 from fleetflow.errors import InputError, Problem, Problems
 from fleetflow.forge.base import STATUS_DESCRIPTION_LIMIT, CombinedState, CommitStatus, newer_report
+from fleetflow.model.controlplane import Resource
 from fleetflow.model.durations import format_duration
-from fleetflow.model.resources import RolloutPolicy
+from fleetflow.model.resources import ClusterSpec, RolloutPolicy
 from fleetflow.render.incremental import ExpectedCluster
 
 GateState = Literal["pending", "success", "failure"]
@@ -92,6 +94,8 @@ def reporters(policy: RolloutPolicy, clusters: Sequence[ExpectedCluster], proble
         before = first.setdefault(context, cluster)
         if before is not cluster:  # one report would stand for both: the gate could never count them all
             _shared_context(policy, before, cluster, context, problems)
+    if len(found) == len(clusters):  # every cluster has its context: the count can be checked against them
+        _count_problems(policy, len(found), problems)
     return found
 
 
@@ -115,6 +119,32 @@ def _shared_context(policy: RolloutPolicy, before: ExpectedCluster, cluster: Exp
     )
 
 
+def _count_problems(policy: RolloutPolicy, expected: int, problems: Problems) -> None:
+    """A ``minClusters`` the gate can never reach. It succeeds once at least ``minClusters`` watched contexts
+    succeeded, and more than zero are required (``evaluate``); with an inventory only the inventory's contexts are
+    watched. Until 2026-11-29 both were accepted and every rollout timed out: ``minClusters: 0`` without
+    ``allowEmpty`` ended "timed out after 30m: 2/2 clusters; missing: -2 more", and ``minClusters`` above the
+    inventory's count "missing: 1 more"."""
+    wanted = policy.min_clusters
+    if wanted == 0 and not policy.allow_empty:
+        problems.add(
+            "rollout.minClusters is 0 without allowEmpty: the gate never takes zero successful reports for a "
+            "rollout, so every rollout would wait and time out",
+            None,
+            "remove minClusters to wait for every expected cluster, set it to 1 or more, or add allowEmpty: true "
+            "to let the gate pass without any report",
+        )
+    elif wanted is not None and expected and wanted > expected:
+        problems.add(
+            f"rollout.minClusters is {wanted}, but the gate expects {expected} cluster{'s' if expected != 1 else ''} "
+            "(the Clusters of the cluster types this environment schedules): with an inventory only their contexts "
+            "count, so the gate could never succeed and every rollout would time out",
+            None,
+            f"lower minClusters to {expected} or less, remove it to wait for every expected cluster, or add the "
+            "missing Clusters to the environment branch",
+        )
+
+
 def configuration_problems(policy: RolloutPolicy, clusters: Sequence[ExpectedCluster]) -> list[Problem]:
     """What makes the gate unable to decide, known before any rollout: clusters it cannot tell the context of,
     and an empty expected set (no ``Cluster`` runs an assigned cluster type) without ``minClusters`` or
@@ -126,6 +156,63 @@ def configuration_problems(policy: RolloutPolicy, clusters: Sequence[ExpectedClu
     if not expected and policy.min_clusters is None and not policy.allow_empty:
         return [_ZERO_CLUSTERS]
     return []
+
+
+def configuration_warnings(policy: RolloutPolicy, clusters: Sequence[ExpectedCluster]) -> list[Problem]:
+    """What lets the gate decide, but probably not as meant: ``minClusters: 0`` with ``allowEmpty`` over an
+    inventory (``evaluate`` passes at once, "no clusters required", without reading a report), and ``minClusters``
+    without an inventory nor a ``contextPattern`` (every context on the GitOps commits counts, ``*``: a CI check
+    run or another tool's status is counted as a cluster, and its failure fails the gate)."""
+    found = Problems()
+    if policy.min_clusters == 0 and policy.allow_empty and clusters:
+        count = len(clusters)
+        found.add(
+            f"rollout.minClusters is 0 with allowEmpty: the gate passes as soon as a rollout is merged, without "
+            f"waiting for any of the {count} expected cluster{'s' if count != 1 else ''}",
+            None,
+            "remove minClusters to wait for every expected cluster (allowEmpty then only lets an environment with "
+            "none pass), or set it to how many must succeed",
+        )
+    if policy.min_clusters and not clusters and policy.context_pattern in (None, "*"):
+        how = "rollout.contextPattern is '*'" if policy.context_pattern else "no rollout.contextPattern"
+        found.add(
+            f"rollout.minClusters counts every status context on the GitOps commits ({how}): a CI check or another "
+            "tool's status counts as a cluster, and its failure fails the gate",
+            None,
+            "set rollout.contextPattern to the contexts the clusters post (e.g. flux/*), or list the Clusters "
+            "with their statusContext on the environment branch",
+        )
+    return list(found)
+
+
+# the kinds a Flux Alert takes as event sources (notification-controller api/v1/reference_types.go, CrossNamespace
+# ObjectReference's Enum): the first part of the context Flux's github provider posts by default
+FLUX_EVENT_KINDS = ("Bucket", "GitRepository", "Kustomization", "HelmRelease", "HelmChart", "HelmRepository",
+                    "ImageRepository", "ImagePolicy", "ImageUpdateAutomation", "OCIRepository", "ArtifactGenerator",
+                    "ExternalArtifact")
+_FLUX_DEFAULT_CONTEXT = re.compile(rf"(?i:{'|'.join(FLUX_EVENT_KINDS)})/[^/]+/[0-9A-Fa-f]{{8}}")
+
+
+def flux_context_warnings(clusters: Iterable[Resource[ClusterSpec]]) -> list[Problem]:
+    """A ``statusContext`` in Flux's default form with capitals: notification-controller builds its default context
+    ``<kind>/<name>/<first segment of the Provider's UID>`` and lowercases the whole of it
+    (internal/server/provider_commit_status.go, ``generateDefaultCommitStatus``: ``strings.ToLower(id)``; its docs:
+    "e.g. kustomization/gitops-system/0c9c2e41"), and the gate compares contexts as written, so
+    ``Kustomization/flux-system/e3173055`` (the kind as Kubernetes spells it) never comes and every rollout times
+    out. A warning, not an error: a ``commitStatusExpr`` (Flux 2.6+) posts whatever its expression gives."""
+    found = Problems()
+    for cluster in clusters:
+        context = cluster.spec.status_context
+        if context and context != context.lower() and _FLUX_DEFAULT_CONTEXT.fullmatch(context):
+            found.add(
+                f"Cluster {cluster.name}: statusContext {context!r} has the form of Flux's default context "
+                "(kind/name/<first segment of the Provider's UID>), which Flux posts lowercased: "
+                f"{context.lower()!r}; the gate would wait for {context!r} and time out",
+                cluster.where("spec", "statusContext"),
+                f"write statusContext: {context.lower()}, as Flux posts it; keep the capitals only if the "
+                "Provider's commitStatusExpr posts them",
+            )
+    return list(found)
 
 
 _ZERO_CLUSTERS = Problem(
