@@ -409,11 +409,27 @@ def test_cli_text_and_json(fleet: Fleet, monkeypatch: pytest.MonkeyPatch) -> Non
     assert bad.exit_code == 2 and "unknown environment 'nope'" in bad.output
 
 
+def _chain(after: dict[str, list[str]], branches: dict[str, str] | None = None) -> str:
+    """The Environments file of ``after``, with ``spec.branch`` set for the environments in ``branches``."""
+    return "---\n".join(_environment(n, a, f"  branch: {(branches or {})[n]}\n" if n in (branches or {}) else "")
+                        for n, a in after.items())
+
+
 CHAIN_PROBLEMS = {
-    "unknown": ({n: a for n, a in ENVIRONMENTS.items() if n != "qa"},
+    "unknown": (_chain({n: a for n, a in ENVIRONMENTS.items() if n != "qa"}),
                 [f"Environment {n}: after names unknown environment 'qa'" for n in ("prod-eu", "prod-us")]),
-    "cycle": ({**ENVIRONMENTS, "dev": ["prod-eu"]},
+    "cycle": (_chain({**ENVIRONMENTS, "dev": ["prod-eu"]}),
               ["Environment chain has a cycle: dev -> qa -> prod-eu -> dev (each comes after the one before it)"]),
+    # qa's Environment copied from dev's with its branch: qa's promotion was refused only after dev's gate passed,
+    # for "GitOpsRepo dev renders into branch dev ..." (until 2026-11-29); main as a branch, for each resource of main
+    "shared branch": (_chain(ENVIRONMENTS, {"qa": "dev"}),
+                      ["Environment qa: branch 'dev' is also Environment dev's branch: each environment's pin "
+                       "(base-repo.yaml) and configuration live on its own branch, so promoting one would re-pin the "
+                       "other, and qa would be rendered from dev's clusters"]),
+    "main branch": (_chain(ENVIRONMENTS, {"prod-us": "main"}),
+                    ["Environment prod-us: branch 'main' is the control plane's main branch: promote pins the "
+                     "environment on its branch (base-repo.yaml) and renders it from the ClusterTypes, Clusters and "
+                     "ConfigMaps there, which main does not hold"]),
 }
 
 
@@ -425,13 +441,13 @@ def test_a_chain_with_no_order_is_refused_before_anything_is_written(
     prod-eu: the chain has no order. ``reconcile`` crashed with a KeyError looking for qa's branch (found by a
     search editing the control plane at random and running the fleet commands), and ``promote`` pinned dev to the
     commit before its render refused it. Its promotion is now refused first, at the line, with nothing written;
+    so is one that gives two Environments one branch, or main as an Environment's branch (CHAIN_PROBLEMS);
     the commands about what is already on its way go by the commit before it and warn with the same problems
     (``test_a_mistake_pushed_to_main_stops_its_own_promotion_not_the_rollouts_on_their_way``)."""
     cli_environment(fleet, monkeypatch)
     run(fleet)
     chain, expected = CHAIN_PROBLEMS[broken]
-    sha = fleet.push_main({".environments/envs.yaml": "---\n".join(_environment(n, a) for n, a in chain.items())},
-                          f"the chain: {broken}")
+    sha = fleet.push_main({".environments/envs.yaml": chain}, f"the chain: {broken}")
     before = refs(fleet)
     where = ["--forge", fleet.forge.name, "--control-plane", fleet.cp_id, "--format", "json"]
     for args in (["reconcile"], ["promote", "--commit", sha], ["status"], ["schedule", "--environment", "dev"],

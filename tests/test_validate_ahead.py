@@ -150,6 +150,18 @@ def test_a_flux_default_context_with_capitals_is_a_warning_at_the_clusters_statu
                      r"system/e3173055' has the form of Flux's default context", err), err
 
 
+def test_two_environments_on_one_branch_are_an_error_at_the_second_ones_branch(tmp_path: Path) -> None:
+    """An Environment copied from another with its ``branch``: both pins on one branch (tests/test_reconcile.py
+    has what the fleet commands did); validate of either checkout said ok (until 2026-11-29)."""
+    main_files = {".environments/dev.yaml": MAIN_FILES[".environments/dev.yaml"].replace(
+        "after: [dev]\n", "after: [dev]\n          branch: dev\n")}
+    main, env = make_plane(tmp_path, main_files)
+    code, out, err = validate(main, env, "--environment", "dev")
+    assert code == 1, out + err
+    assert re.search(r"\.environments/dev\.yaml:13:11: Environment qa: branch 'dev' is also Environment dev's "
+                     r"branch: .* \(hint: give qa a branch of its own \(spec\.branch; without it, the environment's "
+                     r"name, 'qa'\)\)", err), err
+
 def test_misspelt_policy_label_key_warns_with_did_you_mean(tmp_path: Path) -> None:
     policies = ENV_FILES["policies.yaml"].replace("purpose: test", "purpsoe: test").replace("everything", "typo")
     main, env = make_plane(tmp_path, env={"typo-policy.yaml": policies})

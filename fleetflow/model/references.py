@@ -64,10 +64,12 @@ def check_single(kind: str, found: Sequence[Resource[Any]], problems: Problems) 
         problems.add(f"more than one {kind} on the environment branch", res.location, f"keep a single {kind}")
 
 
-def check_environment_chain(envs: Mapping[str, Resource[EnvironmentSpec]], problems: Problems) -> list[str]:
-    """The chain's problems (an ``after`` naming an environment main does not define, a cycle) and its order.
-    Every fleet command walks the chain before it renders anything (fleetflow.promotion.context), so they are
-    checked there as well as with the plane."""
+def check_environment_chain(envs: Mapping[str, Resource[EnvironmentSpec]], problems: Problems, *,
+                            main_branch: str = "main") -> list[str]:
+    """The chain's problems (an ``after`` naming an environment main does not define, a cycle, branches that are
+    not each environment's own) and its order. Every fleet command walks the chain before it renders anything
+    (fleetflow.promotion.context), so they are checked there as well as with the plane."""
+    check_environment_branches(envs, problems, main_branch)
     for name, env in sorted(envs.items()):
         for i, upstream in enumerate(env.spec.after):
             if upstream not in envs:
@@ -77,6 +79,49 @@ def check_environment_chain(envs: Mapping[str, Resource[EnvironmentSpec]], probl
                     "known environments: " + ", ".join(sorted(envs)),
                 )
     return environment_order(envs, problems)  # reports a cycle
+
+
+def check_environment_branches(envs: Mapping[str, Resource[EnvironmentSpec]], problems: Problems,
+                               main_branch: str = "main") -> None:
+    """Each Environment's control-plane branch must be its own, and not ``main``: promote writes the environment's
+    pin (base-repo.yaml) on it and renders the environment from it. Until 2026-11-29 both were accepted: two
+    Environments on one branch re-pinned each other, and the second's promotion (after the first's gate passed)
+    was refused for "GitOpsRepo dev renders into branch dev ..., which holds environment dev's output", with a
+    hint to change the other environment's GitOpsRepo; ``branch: main`` refused each promotion with a
+    "does not belong on an environment branch" for every Environment, Template and Workload of main."""
+    owner: dict[str, str] = {}
+    written = {name: _branch_written(env) for name, env in envs.items()}
+    # an environment on the branch of its own name claims it first: the problem is at the other one's branch
+    for name in sorted(written, key=lambda n: (written[n][0] != n, n)):
+        branch, where = written[name]
+        if branch == main_branch:
+            problems.add(
+                f"Environment {name}: branch {branch!r} is the control plane's main branch: promote pins the "
+                f"environment on its branch (base-repo.yaml) and renders it from the ClusterTypes, Clusters and "
+                f"ConfigMaps there, which main does not hold",
+                where,
+                f"give {name} a branch of its own (spec.branch; without it, the environment's name, {name!r})",
+            )
+            continue
+        first = owner.setdefault(branch, name)
+        if first != name:
+            problems.add(
+                f"Environment {name}: branch {branch!r} is also Environment {first}'s branch: each environment's "
+                "pin (base-repo.yaml) and configuration live on its own branch, so promoting one would re-pin the "
+                f"other, and {name} would be rendered from {first}'s clusters",
+                where,
+                f"give {name} a branch of its own (spec.branch; without it, the environment's name, {name!r})",
+            )
+
+
+def _branch_written(env: Resource[EnvironmentSpec]) -> tuple[str, Location]:
+    """An Environment's branch and where it is written (its name when no branch is)."""
+    spec = env.spec
+    if spec.branch:
+        return spec.branch, env.where("spec", "branch")
+    if spec.control_plane and spec.control_plane.branch:
+        return spec.control_plane.branch, env.where("spec", "controlPlane", "branch")
+    return env.name, env.where("metadata", "name")
 
 
 def environment_order(envs: Mapping[str, Resource[EnvironmentSpec]], problems: Problems) -> list[str]:

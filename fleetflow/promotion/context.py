@@ -237,7 +237,7 @@ class Context:
         envs = read_environments(self.files(self.cp_url, main_sha, self.main_branch),
                                  ParseCache(self.git.cache_dir / "parsed"), where=f"main@{short(main_sha)}")
         problems = Problems()
-        check_environment_chain(envs, problems)
+        check_environment_chain(envs, problems, main_branch=self.main_branch)
         problems.raise_if_any()
         return envs
 
