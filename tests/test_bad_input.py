@@ -528,6 +528,14 @@ CASES: list[tuple[str, dict[str, str], dict[str, str], str, str]] = [
      "renders text that is not YAML (contentType: yaml): did not find expected ',' or ']' at line 3 of what it "
      "renders (while parsing a flow sequence at line 2) (and the same in 1 more assignment: edge-line1/app-dev)",
      "flux.yaml:9: "),
+    # a contentType in capitals: platform-config.YAML was written, and Flux and Argo CD, which read only lowercase
+    # .yaml/.yml (and .json) files, passed over it without a word, until 2026-11-29 (fluxcd/pkg
+    # kustomize/kustomize_generator.go scanManifests; argo-cd reposerver/repository/repository.go manifestFile)
+    ("content-type-in-capitals", {"templates/config.yaml": MAIN_FILES["templates/config.yaml"].replace(
+        "type: config\n", "type: config\n          contentType: YAML\n")}, {},
+     "Template config: spec.contentType: YAML names files that Flux and Argo CD pass over without a word (Flux "
+     "reads the files ending in .yaml or .yml, Argo CD those ending in .yaml, .yml or .json, in lowercase only); "
+     "write contentType: yaml", "config.yaml:7:16:"),
 ]
 
 

@@ -220,6 +220,14 @@ class EnvironmentSpec(Spec):
     _branch_name = field_validator("branch")(_branch)
 
 
+# The extensions whose files GitOps agents read as manifests, each only in lowercase: Flux's kustomize-controller
+# generates its kustomization from the files whose extension is ".yaml" or ".yml" (fluxcd/pkg
+# kustomize/kustomize_generator.go, scanManifests: filepath.Ext(path) != ".yaml" && != ".yml" is skipped), and
+# Argo CD's directory source reads the files matching `^.*\.(yaml|yml|json|jsonnet)$` (argo-cd
+# reposerver/repository/repository.go, manifestFile); both comparisons are case-sensitive.
+_AGENT_EXTENSIONS = frozenset({"yaml", "yml", "json"})
+
+
 class TemplateSpec(Spec):
     type: Literal["reconciler", "namespace", "config", "status"]
     content_type: str = "yaml"
@@ -230,6 +238,11 @@ class TemplateSpec(Spec):
     def _extension(cls, value: str) -> str:
         if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9.+-]{0,15}", value):
             raise ValueError("contentType must be a file extension such as yaml, json, sh, env, properties")
+        if value != value.lower() and value.lower() in _AGENT_EXTENSIONS:
+            raise ValueError(
+                f"{value} names files that Flux and Argo CD pass over without a word (Flux reads the files ending in "
+                ".yaml or .yml, Argo CD those ending in .yaml, .yml or .json, in lowercase only); write contentType: "
+                f"{value.lower()}")
         return value
 
 
