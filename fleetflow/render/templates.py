@@ -34,6 +34,7 @@ from yaml._yaml import CParser
 from fleetflow.errors import InputError, Location, Problem
 from fleetflow.model.documents import to_plain, unwalkable
 from fleetflow.model.yaml_keys import KeyProblem, value_yaml, where_in
+from fleetflow.render import configmap_data
 from fleetflow.render.canonical import canonical_json
 from fleetflow.render.yamlemit import to_yaml
 
@@ -524,7 +525,7 @@ class CompiledTemplate:
         checked so: libyaml's parser alone (events, nothing built) added 70 to 80% to a render's CPU time
         (10,000 assignments, 2026-11-28)."""
         try:
-            json.loads(doc, parse_constant=_no_constant)
+            obj = json.loads(doc, parse_constant=_no_constant)
         except (json.JSONDecodeError, _NotJson) as exc:
             what = (f"{exc.msg} at line {exc.lineno} of what it renders" if isinstance(exc, json.JSONDecodeError)
                     else str(exc))
@@ -535,6 +536,23 @@ class CompiledTemplate:
                 "a GitOps agent refuses the file on every cluster: write values with toJson (a string, a number, "
                 "a map), or the whole document as {{ {...} | toJson }}",
             ), in_text=True) from None
+        if type(obj) is dict and obj.get("kind") == "ConfigMap":
+            said = configmap_data.json_mistake(obj)
+            if said is not None:
+                self._refuse_config_map(said, index, location, subject)
+
+    def _refuse_config_map(self, said: str, index: int, location: Location, subject: str) -> None:
+        """Raise :class:`TemplateRenderError`: the manifest renders a ``v1`` ConfigMap whose data Kubernetes refuses
+        (:mod:`fleetflow.render.configmap_data`), ``said`` saying how."""
+        raise TemplateRenderError(Problem(
+            f"template {self.source.name!r}, manifest {index + 1}, rendering {subject}: renders a ConfigMap whose "
+            f"data Kubernetes refuses (contentType: {self.source.content_type}): {said}",
+            location,
+            "the API server refuses the ConfigMap on every cluster: its data is text, under keys of letters, "
+            "digits, '-', '_' and '.'; give ConfigData through stringify ({{ ConfigData | stringify | toYaml | "
+            "nindent(2) }}), quote a number or boolean the template writes, and rename a key in the ConfigMap "
+            "that sets it",
+        ), in_text=True)
 
     def _check_yaml(self, doc: str, index: int, location: Location, subject: str) -> None:
         """Raise :class:`TemplateRenderError` when ``doc`` (one manifest as rendered, ``contentType: yaml``) is not
@@ -548,14 +566,20 @@ class CompiledTemplate:
         try:
             if "*" not in doc or not _MAYBE_ALIAS.search(doc):  # no alias: the syntax is all there is to check
                 CParser(doc).raw_parse()
-                return
-            mistake = _alias_mistake(doc)
-            if mistake is None:
-                return
-            hint += ("; a plain value that starts with '*' is an alias, and an alias needs its anchor (&name) "
-                     "before it, outside it, in the same document")
+                mistake = None
+            else:
+                mistake = _alias_mistake(doc)
+                if mistake is not None:
+                    hint += ("; a plain value that starts with '*' is an alias, and an alias needs its anchor "
+                             "(&name) before it, outside it, in the same document")
         except yaml.MarkedYAMLError as exc:
             mistake = _yaml_mistake(exc)
+        if mistake is None:
+            if "ConfigMap" in doc:  # the data of a v1 ConfigMap: text under keys a ConfigMap may have
+                said = configmap_data.yaml_mistake(doc)
+                if said is not None:
+                    self._refuse_config_map(said, index, location, subject)
+            return
         raise TemplateRenderError(Problem(
             f"template {self.source.name!r}, manifest {index + 1}, rendering {subject}: renders text that is not "
             f"YAML (contentType: {self.source.content_type}): {mistake}", location, hint), in_text=True)
