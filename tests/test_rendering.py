@@ -563,7 +563,10 @@ def test_converted_kalypso_templates_render(engine: TemplateEngine) -> None:
         "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: platform-config\n  namespace: {{ .Namespace }}\n"
         "data:\n{{ toYaml .ConfigData | indent 2 }}\n"
     )
-    out = render(engine, reconciler, config)
+    # Kalypso's config values are ConfigMap data, text: toYaml of them is a ConfigMap Kubernetes takes (a number or
+    # a map there is refused, tests/test_configmap_data.py)
+    config_data = {"REPLICAS": "3", "NAME": "app", "DB_HOST": "db"}
+    out = render(engine, reconciler, config, ConfigData=config_data)
     assert out is not None
     docs = list(_SAFE.load_all(out))
     assert docs[0]["metadata"]["name"] == "app-dev"
@@ -572,4 +575,4 @@ def test_converted_kalypso_templates_render(engine: TemplateEngine) -> None:
         "ref": {"branch": "main"},
         "region": "eu",
     }
-    assert docs[1]["data"] == variables()["ConfigData"]
+    assert docs[1]["data"] == config_data
