@@ -88,25 +88,12 @@ def test_allow_empty_or_min_clusters_makes_zero_clusters_fine(tmp_path: Path) ->
 
 
 
-def _dev_rollout(rollout: str, dev_spec: str = "") -> dict[str, str]:
-    """main's Environments file with dev's ``rollout`` (and more of dev's spec) as given, qa after dev."""
-    return {".environments/dev.yaml": f"""
-        apiVersion: fleetflow.dev/v1alpha1
-        kind: Environment
-        metadata:
-          name: dev
-        spec:
-          rollout:
-            {rollout}
-          {dev_spec}
-        ---
-        apiVersion: fleetflow.dev/v1alpha1
-        kind: Environment
-        metadata:
-          name: qa
-        spec:
-          after: [dev]
-    """}
+def _dev_rollout(rollout: str) -> dict[str, str]:
+    """main's Environments file (tests/helpers.py) with dev's ``rollout`` as given."""
+    environments = MAIN_FILES[".environments/dev.yaml"]
+    assert environments.count("spec: {}") == 1
+    dev_spec = f"spec:\n          rollout:\n            {rollout}"
+    return {".environments/dev.yaml": environments.replace("spec: {}", dev_spec)}
 
 
 def test_a_min_clusters_the_gate_can_never_reach_is_an_error_at_its_line(tmp_path: Path) -> None:
