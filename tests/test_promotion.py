@@ -704,3 +704,24 @@ def test_an_environment_rendering_into_another_environments_gitops_branch_is_ref
     assert [fleet.open_pr(env) for env in ("dev", "qa")] == open_prs
     assert fleet.cp_status(sha, "qa") != "success" and fleet.pin("prod-eu") == ""
     assert not shard.exists()
+
+
+def test_the_output_of_an_environment_main_no_longer_defines_is_taken_over(tmp_path: Path) -> None:
+    """An environment renamed on main (its GitOps branch kept) leaves a state naming the old name: that output is
+    no other live environment's, so the new name's schedule takes it over, as every schedule did before the check
+    above (tests/test_promotion.py, the test before this one); a state naming a live environment is refused."""
+    fleet, _, _ = _promoted_dev(tmp_path)
+    (tmp_path / "g").mkdir()
+    gitops = Path(fleet.gitops_url)
+    state = git(fleet.root, "--git-dir", fleet.gitops_url, "show", "dev:.fleetflow/state.json")
+    assert state.count('"environment": "dev"') == 1
+    push_file(tmp_path / "g", gitops, "dev", ".fleetflow/state.json",
+              lambda text: text.replace('"environment": "dev"', '"environment": "qa"'))
+    with fleet.context() as ctx, pytest.raises(InputError, match="which holds environment qa's output"):
+        schedule_environment(ctx, "dev")
+    push_file(tmp_path / "g", gitops, "dev", ".fleetflow/state.json",
+              lambda text: text.replace('"environment": "qa"', '"environment": "staging"'))
+    with fleet.context() as ctx:
+        outcome = schedule_environment(ctx, "dev")
+    # taken over: the files on the branch are what dev renders, so there is nothing to propose
+    assert outcome.operation == "none" and outcome.message.startswith("nothing to change"), outcome

@@ -78,7 +78,8 @@ def check_rollout(ctx: Context, environment: str, *, fan_out: bool = True) -> Ro
     if tip is not None:
         for sha in ctx.git.log(g_url, tip, limit=50, first_parent=True):
             state = ctx.render_state(g_url, sha, g_path)
-            refuse_foreign_state(at, state)  # another environment's rollout is not this one's
+            if not run:  # the tip: another environment's rollout is not this one's
+                refuse_foreign_state(at, state)
             if state is None or state.main_commit != main_sha:
                 break
             run.append(sha)

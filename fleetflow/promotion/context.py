@@ -402,8 +402,11 @@ def refuse_foreign_state(at: Pinned, state: RenderState | None) -> None:
     state names that environment): two GitOpsRepos naming one branch and folder (an environment branch copied,
     its GitOpsRepo renamed and its ``branch`` left). Until 2026-11-29 a schedule took that state as its own, so
     its PR deleted the other environment's files and wrote its own in their place (with ``autoMerge``, the other
-    environment's clusters then ran this one's config), and the gate of one read the other's rollout as its own."""
-    if state is None or not state.environment or state.environment == at.name:
+    environment's clusters then ran this one's config), and the gate of one read the other's rollout as its own.
+
+    Only an environment main still defines is another's: the output of one main no longer defines (renamed, or
+    removed) is taken over, as before, its assignments replaced by this environment's."""
+    if state is None or not state.environment or state.environment == at.name or state.environment not in at.envs:
         return
     other = state.environment
     folder = "its root" if at.gitops_path in ("", ".") else f"folder {at.gitops_path}"
