@@ -636,6 +636,12 @@ def test_an_output_holding_another_environments_render_is_refused(tmp_path: Path
     assert tree_bytes(out) == before
     assert run_cli(command, "--main", main_dir, "--env", env_dir, "--environment", "dev", "--output", out,
                    ).exit_code == 0
+    # the render of an environment main no longer defines (renamed): taken over
+    state = out / ".fleetflow" / "state.json"
+    assert state.read_text().count('"environment": "dev"') == 1
+    state.write_text(state.read_text().replace('"environment": "dev"', '"environment": "staging"'))
+    result = run_cli(command, "--main", qa_main, "--env", qa_env, "--environment", "qa", "--output", out)
+    assert result.exit_code == 0, result.output
 
 
 PRIORITY_CM = ("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\n  labels:\n    platform-config: 'true'\n"

@@ -150,8 +150,10 @@ def render_start(
     check_environment(plane, environment)
     unreadable = Problems()
     previous = read_state(output, unreadable)
-    if previous is not None and previous.environment and previous.environment != environment:
-        # another environment's render: its files would be deleted as "no longer rendered" (until 2026-11-29)
+    if (previous is not None and previous.environment and previous.environment != environment
+            and previous.environment in plane.environments):
+        # another environment's render: its files would be deleted as "no longer rendered" (until 2026-11-29);
+        # that of an environment main no longer defines (renamed) is taken over
         other = previous.environment
         raise UsageError(Problem(
             f"--output {output} holds environment {other}'s render (its state names {other}), not {environment}'s: "
