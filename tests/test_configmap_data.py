@@ -40,15 +40,20 @@ def config_map(data: str) -> str:
     (config_map("  ..data: x\n  db/host: 1\n"), "data key '..data' is not a key a ConfigMap may have: it is '.' or "
                                                 "'..' or starts with '..' (and 1 more: 'db/host'); data key 'db/host' "
                                                 "holds the number 1, not text"),
-    (config_map("  " + "k" * 254 + ": x\n"), f"data key {'k' * 254!r} is not a key a ConfigMap may have: it longer "
-                                              "than 253 characters"),
+    (config_map("  " + "k" * 254 + ": x\n"), f"data key {'k' * 254!r} is not a key a ConfigMap may have: it is "
+                                              "longer than 253 characters"),
     (HEAD + "data: {A: 1}\n", "data key 'A' holds the number 1, not text"),
     (HEAD + "data: [a]\n", "data is a list, not a mapping of keys to text"),
     ("kind: Namespace\n---\n" + config_map("  A: 1\n"), "data key 'A' holds the number 1, not text"),
     ('{"apiVersion": "v1", "kind": "ConfigMap", "data": {"A": false}}',
      "data key 'A' holds the boolean false, not text"),
+    # an explicit tag decides, whatever the text and quotes (go-yaml v3 decode.go: a scalar is a string when its
+    # tag is !!str, or when it has no tag and is quoted; otherwise resolve(tag, value)): "4" tagged !!int is 4
+    (config_map("  A: !!int \"4\"\n  B: !!bool 'true'\n"),
+     "data key 'A' holds the number 4, not text (and 1 more: 'B')"),
     # taken by the API server, or by one of the agents: not refused
     (config_map("  A: yes\n  B: on\n  C:\n  D: null\n  E: ~\n"), None),  # YAML 1.1 booleans, nulls
+    (config_map("  A: !!str 3\n  B: !!str true\n"), None),  # a number or boolean's text, tagged as text
     (HEAD + "data:\n", None),
     (HEAD.replace("v1", "example.com/v1") + "data:\n  A: 1\n", None),  # another group's kind
     ("apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nspec:\n  postBuild:\n    substituteFrom:\n"

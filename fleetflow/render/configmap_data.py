@@ -83,7 +83,7 @@ def yaml_mistake(doc: str) -> str | None:
         return None
     for node in nodes:
         if isinstance(node, yaml.MappingNode):
-            found = _node_mistake(node)
+            found = _node_mistake(node, doc)
             if found is not None:
                 return found
     return None
@@ -104,7 +104,7 @@ def json_mistake(obj: Any) -> str | None:
                  if value is not None and not isinstance(value, str)])
 
 
-def _node_mistake(node: yaml.MappingNode) -> str | None:
+def _node_mistake(node: yaml.MappingNode, doc: str) -> str | None:
     fields = {key.value: value for key, value in node.value if isinstance(key, yaml.ScalarNode)}
     if not (_is_text(fields.get("kind"), "ConfigMap") and _is_text(fields.get("apiVersion"), "v1")):
         return None
@@ -113,14 +113,14 @@ def _node_mistake(node: yaml.MappingNode) -> str | None:
                         and data.value in ("", "~", "null", "Null", "NULL")):
         return None
     if not isinstance(data, yaml.MappingNode):
-        return f"data is {_node_kind(data) or 'text'}, not a mapping of keys to text"
+        return f"data is {_node_kind(data, doc) or 'text'}, not a mapping of keys to text"
     bad_keys: list[str] = []
     bad_values: list[tuple[str, str]] = []
     for key, value in data.value:
         text = key.value if isinstance(key, yaml.ScalarNode) else "?"
         if not isinstance(key, yaml.ScalarNode) or _key_problem(text):
             bad_keys.append(text)
-        what = _node_kind(value)
+        what = _node_kind(value, doc)
         if what is not None:
             bad_values.append((text, what))
     return _say(bad_keys, bad_values)
@@ -130,13 +130,22 @@ def _is_text(node: Any, text: str) -> bool:
     return isinstance(node, yaml.ScalarNode) and node.value == text
 
 
-def _node_kind(node: Any) -> str | None:
-    """What ``node`` is when YAML 1.2's core schema reads it as no text and no null ("a map", "the number 3");
-    None when it is text or null."""
+_TAGGED = {"tag:yaml.org,2002:int": "the number", "tag:yaml.org,2002:float": "the number",
+           "tag:yaml.org,2002:bool": "the boolean"}  # an explicit tag that makes a scalar no text, whatever its style
+
+
+def _node_kind(node: Any, doc: str) -> str | None:
+    """What ``node`` (of ``doc``) is when YAML 1.2's core schema reads it as no text and no null ("a map", "the
+    number 3"); None when it is text or null. A scalar with an explicit tag is what its tag says, whatever its text
+    and quotes: ``!!str 3`` is text, ``!!int "4"`` a number (go-yaml resolves both by the tag, as libyaml's
+    composer gives it)."""
     if isinstance(node, yaml.MappingNode):
         return "a map"
     if isinstance(node, yaml.SequenceNode):
         return "a list"
+    if doc.startswith("!", node.start_mark.index):  # an explicit tag: the scalar's first character is it
+        named = _TAGGED.get(node.tag)
+        return None if named is None else f"{named} {node.value}"
     if node.style or not _CORE_NOT_TEXT.fullmatch(node.value):  # plain: "" from the C composer, None from Python
         return None
     return f"the boolean {node.value}" if node.value.lower() in ("true", "false") else f"the number {node.value}"
@@ -157,7 +166,7 @@ def _kind_of(value: Any) -> str:
 def _key_problem(key: str) -> str | None:
     """Why ``key`` is not a key a ConfigMap may have (apimachinery ``IsConfigMapKey``), None if it is one."""
     if len(key.encode()) > _MAX_KEY:
-        return f"longer than {_MAX_KEY} characters"
+        return f"is longer than {_MAX_KEY} characters"
     if not _KEY_CHARACTERS.fullmatch(key):
         return "holds characters other than letters, digits, '-', '_' and '.'"
     if key in (".", "..") or key.startswith(".."):
