@@ -41,7 +41,7 @@ import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import IntEnum
-from typing import Any, cast
+from typing import Any, NamedTuple, cast
 
 from pydantic import ConfigDict, GetCoreSchemaHandler, ValidationError
 from pydantic_core import CoreSchema
@@ -261,18 +261,26 @@ class OneOf:
         return union
 
 
-# How to fill a field left empty, by the type error pydantic gives for it ({key}: the key, or '-' for a list item)
-_WHOLE = "write a whole number after {key}"
-_NUMBER = "write a number after {key}"
-_BOOL = "write true or false after {key}"
-_MAPPING = "write its keys on the lines below {key}, indented more"
-_LIST = "write its items on the lines below {key}, each after '- '"
-_FILL = {
-    "string_type": "write text after {key}",
+class _Kind(NamedTuple):
+    """What a field takes, by the type error pydantic gives for a value it refuses."""
+
+    words: str  # what the field takes, in a message's words ("is a number, not text")
+    fill: str | None  # how to fill it when left empty ({key}: the key, or '-' for a list item); None: not said
+
+
+_WHOLE = _Kind("a whole number", "write a whole number after {key}")
+_NUMBER = _Kind("a number", "write a number after {key}")
+_BOOL = _Kind("true or false", "write true or false after {key}")
+_MAPPING = _Kind("a mapping", "write its keys on the lines below {key}, indented more")
+_LIST = _Kind("a list", "write its items on the lines below {key}, each after '- '")
+_KINDS = {
+    "string_type": _Kind("text", "write text after {key}"),
     "int_type": _WHOLE,
     "int_parsing": _WHOLE,
+    "int_from_float": _Kind(_WHOLE.words, None),  # a value was given: never one left empty
     "float_type": _NUMBER,
     "float_parsing": _NUMBER,
+    "finite_number": _Kind("a finite number", None),
     "bool_type": _BOOL,
     "bool_parsing": _BOOL,
     "dict_type": _MAPPING,
@@ -341,26 +349,10 @@ def _fill(kind: str, ctx: Mapping[str, Any], message: str, last: str | int) -> s
         return f"write one of {ctx['expected']} after {key}"
     if kind == "value_error":  # our own validator's words say what the field takes
         return message.removeprefix("Value error, ")
-    found = _FILL.get(kind)
-    return found.format(key=key) if found is not None else None
+    found = _KINDS.get(kind)
+    return found.fill.format(key=key) if found is not None and found.fill is not None else None
 
 
-_WORDS = {  # what a field of a type takes, in a message's words, by the type error pydantic gives
-    "string_type": "text",
-    "int_type": "a whole number",
-    "int_parsing": "a whole number",
-    "int_from_float": "a whole number",
-    "float_type": "a number",
-    "float_parsing": "a number",
-    "finite_number": "a finite number",
-    "bool_type": "true or false",
-    "bool_parsing": "true or false",
-    "dict_type": "a mapping",
-    "model_type": "a mapping",
-    "model_attributes_type": "a mapping",
-    "list_type": "a list",
-    "tuple_type": "a list",
-}
 _BOUNDS = {  # a number out of its range: (its bound in the error's context, how the value stands to the bound,
     # what to write instead)
     "greater_than_equal": ("ge", "less than", "{bound} or more"),
@@ -379,7 +371,7 @@ def _wrong_kind(
     key = f"'{last}:'" if isinstance(last, str) else "the item"
     at = f"after {key}" if isinstance(last, str) else "as the item"
     line = f"{yaml_text(last)}: " if isinstance(last, str) else ""  # how the hint's YAML starts its line
-    expected = _WORDS.get(kind)
+    expected = _KINDS[kind].words if kind in _KINDS else None
     if kind in ("literal_error", "enum"):
         allowed = re.findall(r"'((?:[^'\\]|\\.)*)'", str(ctx.get("expected", "")))
         what = f" is {_shown(given)}, not {ctx['expected']}"
@@ -416,9 +408,9 @@ def _wrong_kind(
         flow = _flow_items(given) if isinstance(given, str) and isinstance(last, str) else None
         if flow is not None:
             return what, f"write a list: {line}[{flow}]"
-        return what, _FILL["list_type"].format(key=key if isinstance(last, str) else "'-'")
+        return what, str(_fill("list_type", ctx, "", last))
     if expected == "a mapping":
-        fill = _FILL["dict_type"].format(key=key if isinstance(last, str) else "'-'")
+        fill = str(_fill("dict_type", ctx, "", last))
         return what, fill + (", without '- '" if isinstance(given, list) else "")
     return what, f"write {expected} {at}"
 
