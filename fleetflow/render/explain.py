@@ -14,7 +14,7 @@ from fleetflow.model.controlplane import ControlPlane
 from fleetflow.model.resources import TEMPLATE_ROLES
 from fleetflow.render.composition import Composed, Composer, Provenance, Subject
 from fleetflow.render.inputs import config_sources
-from fleetflow.render.pipeline import template_source, variables_for
+from fleetflow.render.pipeline import output_file, template_source, variables_for
 from fleetflow.render.scheduling import Assignment, Target, schedule
 from fleetflow.render.templates import TemplateEngine, time_budget
 from fleetflow.results import Result
@@ -171,7 +171,7 @@ def render_explained(plane: ControlPlane, explanation: Explanation) -> RenderedR
             except InputError as exc:  # a template that does not compile renders nothing for any assignment
                 problems.extend(exc.problems())
                 continue
-            file = f"{explanation.assignment}/{role.output}.{compiled.source.content_type}"
+            file = output_file(explanation.assignment, role.output, compiled)
             rendered = compiled.render_each(variables, f"assignment {explanation.assignment}")
             shown.extend(
                 RenderedManifestResult(template=name, role=role.field, manifest=m.index + 1, file=file,

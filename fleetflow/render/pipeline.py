@@ -545,8 +545,14 @@ def _render_assignment(
         template = compiled[template_name]
         data = template.render(variables, subject)
         if data is not None:
-            produced[f"{assignment.id}/{role}.{template.source.content_type}"] = data
+            produced[output_file(assignment.id, role, template)] = data
     return produced
+
+
+def output_file(assignment_id: str, output: str, template: CompiledTemplate) -> str:
+    """The file an assignment's template writes, inside the environment's output: ``<cluster type>/<target>/
+    <output>.<contentType>`` (``output``: the role's file name, reconciler, namespace or platform-config)."""
+    return f"{assignment_id}/{output}.{template.source.content_type}"
 
 
 STATUS_DIR = "_status"  # inside a cluster-type folder; assignment folders never start with "_"

@@ -471,10 +471,7 @@ class CompiledTemplate:
             text, size = self._text(index, variables, subject, size)
             doc = _trim_blank_lines(text)
             if doc is not None:
-                if self._json:
-                    self._check_json(doc, index, self._manifests[index][2], subject)
-                elif self._yaml:
-                    self._check_yaml(doc, index, self._manifests[index][2], subject)
+                self._check(doc, index, self._manifests[index][2], subject)
                 docs.append(doc)
         if not docs:
             return None
@@ -504,6 +501,7 @@ class CompiledTemplate:
             raise TemplateRenderError(problem) from exc
 
     def _check(self, doc: str, index: int, location: Location, subject: str) -> None:
+        """Manifest ``index``'s text, as rendered, checked as its content type is (YAML or JSON; others not)."""
         if self._json:
             self._check_json(doc, index, location, subject)
         elif self._yaml:
@@ -536,10 +534,9 @@ class CompiledTemplate:
                 "a GitOps agent refuses the file on every cluster: write values with toJson (a string, a number, "
                 "a map), or the whole document as {{ {...} | toJson }}",
             ), in_text=True) from None
-        if type(obj) is dict and obj.get("kind") == "ConfigMap":
-            said = configmap_data.json_mistake(obj)
-            if said is not None:
-                self._refuse_config_map(said, index, location, subject)
+        said = configmap_data.json_mistake(obj)  # the data of a v1 ConfigMap: text under keys it may have
+        if said is not None:
+            self._refuse_config_map(said, index, location, subject)
 
     def _refuse_config_map(self, said: str, index: int, location: Location, subject: str) -> None:
         """Raise :class:`TemplateRenderError`: the manifest renders a ``v1`` ConfigMap whose data Kubernetes refuses
@@ -575,10 +572,9 @@ class CompiledTemplate:
         except yaml.MarkedYAMLError as exc:
             mistake = _yaml_mistake(exc)
         if mistake is None:
-            if "ConfigMap" in doc:  # the data of a v1 ConfigMap: text under keys a ConfigMap may have
-                said = configmap_data.yaml_mistake(doc)
-                if said is not None:
-                    self._refuse_config_map(said, index, location, subject)
+            said = configmap_data.yaml_mistake(doc)  # the data of a v1 ConfigMap: text under keys it may have
+            if said is not None:
+                self._refuse_config_map(said, index, location, subject)
             return
         raise TemplateRenderError(Problem(
             f"template {self.source.name!r}, manifest {index + 1}, rendering {subject}: renders text that is not "
