@@ -105,7 +105,7 @@ class Source:
         """The text of line ``number`` (1-based) of the file, "" past its end; read when first asked for (a message
         that quotes what a value is written as)."""
         if self._lines is None:
-            content = self._content() if callable(self._content) else self._content
+            content = self._read()
             text = content.decode("utf-8", "replace") if isinstance(content, bytes) else content
             self._lines = text.split("\n")
         return self._lines[number - 1] if 0 < number <= len(self._lines) else ""
@@ -113,10 +113,15 @@ class Source:
     def positions(self, index: int, start: Location) -> Positions:
         """Positions of the ``index``-th document of the file (counting empty ones), which starts at ``start``."""
         if self._positions is None:
-            content = self._content
-            self._positions = _careful_positions(content() if callable(content) else content)
+            self._positions = _careful_positions(self._read())
         found = self._positions[index] if index < len(self._positions) else None
         return found if found is not None else _NO_POSITIONS
+
+    def _read(self) -> str | bytes:
+        """The file's content, read once: a message may need both its positions and a line of it."""
+        if callable(self._content):
+            self._content = self._content()
+        return self._content
 
     def known(self, positions: list[Positions | None]) -> None:
         self._positions = positions
