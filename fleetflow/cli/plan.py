@@ -9,12 +9,11 @@ import click
 from fleetflow.cli.common import FORMAT, trees
 from fleetflow.cli.errors import handled
 from fleetflow.cli.paths import CommandPath
-from fleetflow.cli.render import foreign_lines, render_start
+from fleetflow.cli.render import foreign_lines, render_start, trees_in_hints
 from fleetflow.cli.terminal import TERMINAL
-from fleetflow.errors import InputError
 from fleetflow.render.diff import plan_diff
 from fleetflow.render.output import FolderTree, in_the_way, survey
-from fleetflow.render.pipeline import render_environment, trees_named
+from fleetflow.render.pipeline import render_environment
 from fleetflow.render.summary import PlanSummary, changes_text, headline
 
 
@@ -51,11 +50,9 @@ def plan(
     with handled(fmt) as reply:
         plane, previous, meta = render_start(main_dir, env_dir, environment, output, (main_commit, env_commit), fmt,
                                              reply)
-        try:
+        with trees_in_hints(main_dir, env_dir):
             result = render_environment(plane, environment, previous=previous, meta=meta,
                                         progress=TERMINAL.progress(fmt))
-        except InputError as exc:  # a hint's command names the folders given
-            raise InputError(trees_named(exc.problems(), str(main_dir), str(env_dir))) from None
         for warning in result.warnings:
             reply.warn(warning)
         owned = survey(output, result, previous)

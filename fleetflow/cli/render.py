@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import click
@@ -79,13 +81,11 @@ def render(
     with handled(fmt, f"Nothing was written to {output}.") as reply:
         plane, previous, meta = render_start(main_dir, env_dir, environment, output, (main_commit, env_commit), fmt,
                                              reply)
-        try:
+        with trees_in_hints(main_dir, env_dir):
             result = render_environment(
                 plane, environment, previous=previous, meta=meta, keep_last_good=keep_last_good, reuse=not full,
                 progress=TERMINAL.progress(fmt),
             )
-        except InputError as exc:  # a hint's command names the folders given
-            raise InputError(trees_named(exc.problems(), str(main_dir), str(env_dir))) from None
         owned = survey(output, result, previous, sweep=full or prune_foreign)
         in_the_way(output, result, owned)  # before the closing line below: nothing is written when it refuses
         if prune_foreign and owned.foreign and not yes:
@@ -166,6 +166,16 @@ def render_start(
         reply.warn(warning)
     main_commit, env_commit = commits
     return plane, previous, Meta(main_commit or head_commit(main_dir), env_commit or head_commit(env_dir))
+
+
+@contextmanager
+def trees_in_hints(main_dir: Path, env_dir: Path) -> Iterator[None]:
+    """A render's problems with the folders given written into their hints' commands (:func:`trees_named`), for
+    ``render`` and ``plan``: a command the user can paste."""
+    try:
+        yield
+    except InputError as exc:
+        raise InputError(trees_named(exc.problems(), str(main_dir), str(env_dir))) from None
 
 
 def foreign_lines(paths: list[str], verb: str, limit: int = 20) -> list[str]:
