@@ -14,8 +14,7 @@ from fleetflow.cli.paths import CommandPath
 from fleetflow.cli.terminal import TERMINAL
 from fleetflow.errors import ExitCode, InputError, Problem, Problems, UsageError, problem_order
 from fleetflow.model.controlplane import ControlPlane
-from fleetflow.model.references import check_trees_not_empty
-from fleetflow.promotion.context import environment_branch
+from fleetflow.model.references import check_trees_not_empty, environment_branch
 from fleetflow.promotion.gate import configuration_problems, configuration_warnings, flux_context_warnings
 from fleetflow.promotion.proposed_change import plan_change
 from fleetflow.render.pipeline import Meta, RenderResult, render_environment, trees_named

@@ -90,10 +90,11 @@ def check_environment_branches(envs: Mapping[str, Resource[EnvironmentSpec]], pr
     hint to change the other environment's GitOpsRepo; ``branch: main`` refused each promotion with a
     "does not belong on an environment branch" for every Environment, Template and Workload of main."""
     owner: dict[str, str] = {}
-    written = {name: _branch_written(env) for name, env in envs.items()}
+    written = {name: branch_key(env) for name, env in envs.items()}
     # an environment on the branch of its own name claims it first: the problem is at the other one's branch
     for name in sorted(written, key=lambda n: (written[n][0] != n, n)):
-        branch, where = written[name]
+        branch, key = written[name]
+        where = envs[name].where(*key)
         if branch == main_branch:
             problems.add(
                 f"Environment {name}: branch {branch!r} is the control plane's main branch: promote pins the "
@@ -114,14 +115,20 @@ def check_environment_branches(envs: Mapping[str, Resource[EnvironmentSpec]], pr
             )
 
 
-def _branch_written(env: Resource[EnvironmentSpec]) -> tuple[str, Location]:
-    """An Environment's branch and where it is written (its name when no branch is)."""
+def branch_key(env: Resource[EnvironmentSpec]) -> tuple[str, tuple[str, ...]]:
+    """The control-plane branch that holds an Environment's configuration (and its pin), and the key it is written
+    at: ``spec.branch``, else Kalypso's ``spec.controlPlane.branch``, else the environment's name."""
     spec = env.spec
     if spec.branch:
-        return spec.branch, env.where("spec", "branch")
+        return spec.branch, ("spec", "branch")
     if spec.control_plane and spec.control_plane.branch:
-        return spec.control_plane.branch, env.where("spec", "controlPlane", "branch")
-    return env.name, env.where("metadata", "name")
+        return spec.control_plane.branch, ("spec", "controlPlane", "branch")
+    return env.name, ("metadata", "name")
+
+
+def environment_branch(env: Resource[EnvironmentSpec]) -> str:
+    """The control-plane branch that holds an environment's configuration (and its pin)."""
+    return branch_key(env)[0]
 
 
 def environment_order(envs: Mapping[str, Resource[EnvironmentSpec]], problems: Problems) -> list[str]:
@@ -188,9 +195,9 @@ def check_tree_belongs(
     envs = plane.environments
     if environment not in envs:
         return
-    mine = {environment, _branch(envs[environment])}
+    mine = {environment, environment_branch(envs[environment])}
     evidence: list[tuple[str, str, Location | None]] = []  # (environment it names, what, where)
-    branch_owner = {_branch(env): name for name, env in envs.items()}
+    branch_owner = {environment_branch(env): name for name, env in envs.items()}
     gitops = plane.gitops_repo()
     if gitops is not None:
         evidence.append((gitops.name, f"GitOpsRepo {gitops.name!r}", gitops.where("metadata", "name")))
@@ -208,14 +215,9 @@ def check_tree_belongs(
                 f"this environment tree belongs to environment {named!r} ({what}), not {environment!r}",
                 where,
                 f"pass --environment {named}, or --env a checkout of branch "
-                f"{_branch(envs[environment])!r}",
+                f"{environment_branch(envs[environment])!r}",
             )
             return
-
-
-def _branch(env: Resource[EnvironmentSpec]) -> str:
-    spec = env.spec
-    return spec.branch or (spec.control_plane.branch if spec.control_plane else None) or env.name
 
 
 def check_trees_not_empty(plane: ControlPlane, main_label: str, env_label: str, problems: Problems) -> None:

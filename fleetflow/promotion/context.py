@@ -19,7 +19,12 @@ from fleetflow.forge.git import BareRepo, GitRepos, PushRejected
 from fleetflow.forge.registrations import RegistrationFetcher
 from fleetflow.model.controlplane import ControlPlane, Resource, build_resource, load_control_plane
 from fleetflow.model.documents import Document, GitFiles, ParseCache, Tree, read_tree
-from fleetflow.model.references import check_environment_chain, check_single, environment_order
+from fleetflow.model.references import (
+    check_environment_chain,
+    check_single,
+    environment_branch,
+    environment_order,
+)
 from fleetflow.model.resources import EnvironmentSpec, GitOpsRepoSpec
 from fleetflow.promotion.gitops import GitOpsTree, clean_root
 from fleetflow.promotion.pin import PIN_FILE, Pin, read_pin
@@ -66,12 +71,6 @@ def doctor_names_the_rule(what: str, check: str) -> Iterator[None]:
             raise
         raise GitError(f"{error}\nGitHub's rulesets declined {what}: `fleetflow doctor` names the ruleset and its fix "
                        f"(check {check})", command=error.command, reason=error.reason) from error
-
-
-def environment_branch(env: Resource[EnvironmentSpec]) -> str:
-    """The control-plane branch that holds an environment's configuration (and its pin)."""
-    spec = env.spec
-    return spec.branch or (spec.control_plane.branch if spec.control_plane else None) or env.name
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,8 @@ from pathlib import Path
 from fleetflow.errors import GitError, Problem, UsageError, unknown_environment
 from fleetflow.forge.git import BareRepo, run_git
 from fleetflow.model.documents import ParseCache, Tree
-from fleetflow.promotion.context import MAIN, CommitTree, environment_branch, read_environments, short
+from fleetflow.model.references import environment_branch
+from fleetflow.promotion.context import MAIN, CommitTree, read_environments, short
 from fleetflow.promotion.pin import PIN_FILE, read_pin
 
 
