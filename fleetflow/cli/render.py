@@ -150,11 +150,8 @@ def render_start(
     check_environment(plane, environment)
     unreadable = Problems()
     previous = read_state(output, unreadable)
-    if (previous is not None and previous.environment and previous.environment != environment
-            and previous.environment in plane.environments):
-        # another environment's render: its files would be deleted as "no longer rendered" (until 2026-11-29);
-        # that of an environment main no longer defines (renamed) is taken over
-        other = previous.environment
+    other = previous.other_environment(environment, plane.environments) if previous is not None else None
+    if other is not None:  # its files would be deleted as "no longer rendered" (until 2026-11-29)
         raise UsageError(Problem(
             f"--output {output} holds environment {other}'s render (its state names {other}), not {environment}'s: "
             f"rendering {environment} there would replace {other}'s files",

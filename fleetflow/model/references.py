@@ -94,13 +94,12 @@ def check_environment_branches(envs: Mapping[str, Resource[EnvironmentSpec]], pr
     # an environment on the branch of its own name claims it first: the problem is at the other one's branch
     for name in sorted(written, key=lambda n: (written[n][0] != n, n)):
         branch, key = written[name]
-        where = envs[name].where(*key)
         if branch == main_branch:
             problems.add(
                 f"Environment {name}: branch {branch!r} is the control plane's main branch: promote pins the "
                 f"environment on its branch (base-repo.yaml) and renders it from the ClusterTypes, Clusters and "
                 f"ConfigMaps there, which main does not hold",
-                where,
+                envs[name].where(*key),
                 f"give {name} a branch of its own (spec.branch; without it, the environment's name, {name!r})",
             )
             continue
@@ -110,7 +109,7 @@ def check_environment_branches(envs: Mapping[str, Resource[EnvironmentSpec]], pr
                 f"Environment {name}: branch {branch!r} is also Environment {first}'s branch: each environment's "
                 "pin (base-repo.yaml) and configuration live on its own branch, so promoting one would re-pin the "
                 f"other, and {name} would be rendered from {first}'s clusters",
-                where,
+                envs[name].where(*key),
                 f"give {name} a branch of its own (spec.branch; without it, the environment's name, {name!r})",
             )
 

@@ -405,9 +405,9 @@ def refuse_foreign_state(at: Pinned, state: RenderState | None) -> None:
 
     Only an environment main still defines is another's: the output of one main no longer defines (renamed, or
     removed) is taken over, as before, its assignments replaced by this environment's."""
-    if state is None or not state.environment or state.environment == at.name or state.environment not in at.envs:
+    other = state.other_environment(at.name, at.envs) if state is not None else None
+    if other is None:
         return
-    other = state.environment
     folder = "its root" if at.gitops_path in ("", ".") else f"folder {at.gitops_path}"
     raise InputError([Problem(
         f"environment {at.name}: GitOpsRepo {at.gitops.name} renders into branch {at.gitops_branch} of "

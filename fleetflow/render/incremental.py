@@ -36,7 +36,7 @@ from __future__ import annotations
 import hashlib
 import json
 import posixpath
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Container, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -368,6 +368,14 @@ class RenderState:
     def __post_init__(self) -> None:
         if not isinstance(self.assignments, Assignments):
             self.assignments = Assignments.of(self.assignments)
+
+    def other_environment(self, environment: str, defined: Container[str]) -> str | None:
+        """The environment this state is the output of, when it is not ``environment`` and main still ``defined``
+        it: rendering ``environment`` over it would replace that environment's files. None otherwise: its own, an
+        older state naming none, or the output of an environment main no longer defines (renamed or removed),
+        which is taken over as before."""
+        other = self.environment
+        return other if other and other != environment and other in defined else None
 
     def to_bytes(self) -> bytes:
         """The index (``state.json``): the head, and the digest of each of its parts (:meth:`part_files`); the
