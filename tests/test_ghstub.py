@@ -17,17 +17,21 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 from github import Auth, Github, GithubException, GithubIntegration, GithubRetry, RateLimitExceededException
 
 try:  # the suite imports its helpers as ``tests.*`` (python -m pytest, or a pythonpath setting)
+    from tests.ghstub.errors import ACTIONS_BOT
     from tests.ghstub.fixtures import github_stub
     from tests.ghstub.gitbackend import git_env
     from tests.ghstub.openapi import subset
     from tests.ghstub.operations import OPERATIONS, WEBHOOK_EVENTS
+    from tests.ghstub.pushrefusals import protected, refuse_pushes, workflows
     from tests.ghstub.server import GitHubStub
     from tests.ghstub.state import Ruleset
 except ModuleNotFoundError:  # plain ``pytest``: only tests/ (the conftest's folder) is on sys.path
+    from ghstub.errors import ACTIONS_BOT  # type: ignore[no-redef,unused-ignore]
     from ghstub.fixtures import github_stub  # type: ignore[no-redef,unused-ignore]
     from ghstub.gitbackend import git_env  # type: ignore[no-redef,unused-ignore]
     from ghstub.openapi import subset  # type: ignore[no-redef,unused-ignore]
     from ghstub.operations import OPERATIONS, WEBHOOK_EVENTS  # type: ignore[no-redef,unused-ignore]
+    from ghstub.pushrefusals import protected, refuse_pushes, workflows  # type: ignore[no-redef,unused-ignore]
     from ghstub.server import GitHubStub  # type: ignore[no-redef,unused-ignore]
     from ghstub.state import Ruleset  # type: ignore[no-redef,unused-ignore]
 
@@ -398,6 +402,47 @@ def test_fault_secondary_rate_limit_waits_retry_after(stub: GitHubStub) -> None:
         list(client(stub, retry=0).get_repo("acme/gitops").get_pulls())
     assert limited.value.status == 403 and (limited.value.headers or {})["retry-after"] == "1"
     assert limited.value.data["message"].startswith("You have exceeded a secondary rate limit")
+
+
+def test_a_workflow_token_may_not_open_a_pull_request_while_the_actions_setting_is_off(stub: GitHubStub) -> None:
+    """"Allow GitHub Actions to create and approve pull requests" is off in a new repository (GitHub Docs, "Managing
+    GitHub Actions settings for a repository"); a workflow's GITHUB_TOKEN (github-actions[bot]) then gets 403 "GitHub
+    Actions is not permitted to create or approve pull requests." (peter-evans/create-pull-request#3979), a body
+    the fixture checks against the operation's documented 403. Another account is not concerned; the setting on,
+    the workflow's token opens it."""
+    remote = client(stub).get_repo("acme/gitops")
+    stub.store.login = ACTIONS_BOT
+    with pytest.raises(GithubException) as refused:
+        remote.create_pull(base="main", head="fleetflow/dev", title="t", body="b")
+    assert refused.value.status == 403
+    assert refused.value.data["message"] == "GitHub Actions is not permitted to create or approve pull requests."
+    assert stub.repo("acme/gitops").list_pulls() == []
+    stub.repo("acme/gitops").actions_can_create_pulls = True
+    assert remote.create_pull(base="main", head="fleetflow/dev", title="t", body="b").user.login == ACTIONS_BOT
+
+
+def test_a_repository_can_refuse_pushes_in_githubs_words(stub: GitHubStub, tmp_path: Path) -> None:
+    """``refuse_pushes`` (git's ``proc-receive`` hook, githooks(5)) declines as GitHub does: its words as
+    ``remote:`` lines and GitHub's reason on ``[remote rejected]`` (a ``pre-receive`` hook can only say "pre-receive
+    hook declined"). Nothing moves."""
+    repo = stub.repo("acme/gitops")
+    work = tmp_path / "work"
+    git("clone", "--quiet", str(repo.path), str(work))
+    git("-c", "user.name=t", "-c", "user.email=t@x.invalid", "commit", "--quiet", "--allow-empty", "-m", "x",
+        cwd=work)
+    before = repo.branch_sha("main")
+    for refusal, reason in ((protected("refs/heads/main"), "protected branch hook declined"),
+                            (workflows(".github/workflows/ci.yml"), "refusing to allow a GitHub App to create or "
+                             "update workflow `.github/workflows/ci.yml` without `workflows` permission")):
+        refuse_pushes(repo.path, refusal)
+        pushed = subprocess.run(["git", "push", "--porcelain", "origin", "HEAD:refs/heads/main"], cwd=work,
+                                env=git_env(), capture_output=True, text=True, check=False)
+        assert pushed.returncode == 1
+        assert f"!\tHEAD:refs/heads/main\t[remote rejected] ({reason})" in pushed.stdout
+        said = [line.removeprefix("remote:").strip() for line in pushed.stderr.splitlines()
+                if line.startswith("remote:")]
+        assert [line for line in said if line] == [line for line in refusal.said.splitlines() if line]
+        assert repo.branch_sha("main") == before
 
 
 def test_fault_primary_rate_limit(stub: GitHubStub) -> None:

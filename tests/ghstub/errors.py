@@ -5,6 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 DOCS = "https://docs.github.com/rest"
+# The login of a workflow's GITHUB_TOKEN ("Automatic token authentication": what it writes is attributed to
+# github-actions[bot]); a stub made with ``login=ACTIONS_BOT`` stands for a workflow's token.
+ACTIONS_BOT = "github-actions[bot]"
 
 
 class ApiError(Exception):
@@ -57,3 +60,12 @@ def pr_already_exists(owner: str, head: str) -> ApiError:
         },
         documentation_url="https://docs.github.com/rest/pulls/pulls#create-a-pull-request",
     )
+
+
+def actions_may_not_create_pulls() -> ApiError:
+    """GitHub's 403 to a workflow's GITHUB_TOKEN that opens a pull request while the setting "Allow GitHub Actions to
+    create and approve pull requests" is off, as clients relay it (peter-evans/create-pull-request#3979: "Error:
+    GitHub Actions is not permitted to create or approve pull requests. -
+    https://docs.github.com/rest/pulls/pulls#create-a-pull-request"; googleapis/release-please-action#767)."""
+    return ApiError(403, "GitHub Actions is not permitted to create or approve pull requests.",
+                    documentation_url="https://docs.github.com/rest/pulls/pulls#create-a-pull-request")

@@ -16,7 +16,15 @@ from pathlib import Path
 from typing import Any
 
 from .apps import AppRegistry
-from .errors import ApiError, not_found, pr_already_exists, unprocessable, validation_failed
+from .errors import (
+    ACTIONS_BOT,
+    ApiError,
+    actions_may_not_create_pulls,
+    not_found,
+    pr_already_exists,
+    unprocessable,
+    validation_failed,
+)
 from .gitbackend import BareRepo, MergeConflict
 
 STATUS_STATES = ("error", "failure", "pending", "success")
@@ -218,6 +226,12 @@ class Repo:
     dispatches: list[Dispatch] = field(default_factory=list)
     delete_branch_on_merge: bool = False
     allow_auto_merge: bool = False  # the repository setting "Allow auto-merge"
+    # The setting "Allow GitHub Actions to create and approve pull requests" (Settings → Actions → General → Workflow
+    # permissions; the REST API's ``can_approve_pull_request_reviews``), off in every new repository (GitHub Docs,
+    # "Managing GitHub Actions settings for a repository", "Preventing GitHub Actions from creating or approving pull
+    # requests"; github.blog changelog 2022-05-03). While off, a workflow's GITHUB_TOKEN (actor
+    # :data:`ACTIONS_BOT`) cannot open a pull request: :meth:`create_pull` answers GitHub's 403.
+    actions_can_create_pulls: bool = False
     # Branch protection: branch -> required status check contexts; rulesets likewise (``required_status_checks``
     # rules of active rulesets that target the branch). ``bypass``: merges ignore both (an App on the bypass list).
     protection: dict[str, list[str]] = field(default_factory=dict)
@@ -327,6 +341,8 @@ class Repo:
         user: str | None = None,
     ) -> PullRequest:
         with self.store.lock:
+            if (user or self.store.login) == ACTIONS_BOT and not self.actions_can_create_pulls:
+                raise actions_may_not_create_pulls()
             owner, _, branch = head.rpartition(":")
             if owner and owner.lower() != self.owner.lower():
                 raise validation_failed({"resource": "PullRequest", "field": "head", "code": "invalid"})
