@@ -17,6 +17,7 @@ from fleetflow.errors import ForgeError, UsageError
 from fleetflow.forge.base import Forge
 from fleetflow.forge.github import GitHubForge, _check_status
 from fleetflow.settings import Settings
+from tests.ghstub.errors import ACTIONS_BOT
 from tests.ghstub.fixtures import github_stub  # noqa: F401
 from tests.ghstub.server import GitHubStub
 
@@ -409,7 +410,7 @@ def test_rate_limit_reset_beyond_max_wait_is_a_forge_error(stub: GitHubStub) -> 
     impatient = GitHubForge(token="stub-token", api_url=stub.url, **{**FAST, "max_rate_limit_wait": 0.5})
     stub.inject("GET", r"/pulls$", "rate_limit")
     started = time.monotonic()
-    with pytest.raises(ForgeError, match="would exceed max_rate_limit_wait"):
+    with pytest.raises(ForgeError, match=r"would exceed max_rate_limit_wait.*hourly request quota, not a permission"):
         impatient.open_pull(REPO, HEAD, "main")
     assert time.monotonic() - started < 0.5
     impatient.close()
@@ -455,6 +456,73 @@ def test_validation_errors_carry_githubs_message(stub: GitHubStub, forge: GitHub
     with pytest.raises(ForgeError, match="Validation Failed: No commits between fleetflow/dev and main") as failed:
         forge.create_pull(REPO, "main", "fleetflow/dev", "t", "b")  # main is behind: nothing to propose
     assert failed.value.request is not None and failed.value.request.status == 422
+
+
+def test_a_pull_request_github_cannot_open_says_which_branch_is_wrong(stub: GitHubStub, forge: GitHubForge) -> None:
+    """GitHub's 422 to "Create a pull request" (https://docs.github.com/rest/pulls/pulls#create-a-pull-request,
+    "Validation failed"): a base that does not exist is ``{"resource": "PullRequest", "field": "base", "code":
+    "invalid"}`` (quoted in dailymotion-oss/octopilot#134, iterative/cml#619), a base that holds every commit of
+    the head is "No commits between <base> and <head>". Each error names the branch and what to do; the PR is not
+    made."""
+    with pytest.raises(ForgeError) as missing:
+        forge.create_pull(REPO, HEAD, "release", "t", "b")
+    assert str(missing.value).startswith("GitHub: cannot create a pull request: Validation Failed: PullRequest base "
+                                         "invalid (hint: the base branch release does not exist in acme/gitops: "
+                                         "create it, or name an existing branch) [POST ")
+    with pytest.raises(ForgeError) as nothing:
+        forge.create_pull(REPO, "main", HEAD, "t", "b")
+    assert ("No commits between fleetflow/dev and main (hint: fleetflow/dev already holds every commit of main, so "
+            "there is nothing to propose") in str(nothing.value)
+    assert stub.repo(REPO).list_pulls() == []
+
+
+def test_a_workflow_token_the_actions_setting_refuses_names_the_setting(stub: GitHubStub,
+                                                                        forge: GitHubForge) -> None:
+    """A workflow's GITHUB_TOKEN (github-actions[bot]) may not open a pull request while "Allow GitHub Actions to
+    create and approve pull requests" is off, as in every new repository: 403 "GitHub Actions is not permitted to
+    create or approve pull requests." (GitHub Docs, "Managing GitHub Actions settings for a repository",
+    https://docs.github.com/en/repositories/managing-your-repositorys-settings-and-features/enabling-features-for-
+    your-repository/managing-github-actions-settings-for-a-repository, "Preventing GitHub Actions from creating or
+    approving pull requests"; the words as relayed in peter-evans/create-pull-request#3979 and #1175, the org-level
+    case in microsoft/AL-Go#159). The first-run failure: the fix is the setting, not a permission, and the error
+    says so (it used to list four permissions the token already had)."""
+    stub.store.login = ACTIONS_BOT
+    with pytest.raises(ForgeError) as refused:
+        forge.create_pull(REPO, HEAD, "main", "t", "b")
+    message = str(refused.value)
+    assert message.startswith("GitHub: cannot create a pull request: GitHub Actions is not permitted to create or "
+                              "approve pull requests. (hint: this is a setting, not a missing permission: turn on "
+                              '"Allow GitHub Actions to create and approve pull requests" in the repository\'s '
+                              "Settings → Actions → General → Workflow permissions")
+    assert "pull-requests: write" not in message
+    assert refused.value.request is not None and refused.value.request.status == 403
+    stub.repo(REPO).actions_can_create_pulls = True  # the setting turned on: the same call opens the PR
+    assert forge.create_pull(REPO, HEAD, "main", "t", "b").number == 1
+
+
+def test_a_rate_limit_is_not_called_a_missing_permission(stub: GitHubStub, forge: GitHubForge) -> None:
+    """GitHub answers a rate limit with 403 too ("Rate limits for the REST API",
+    https://docs.github.com/rest/using-the-rest-api/rate-limits-for-the-rest-api: the primary limit with
+    ``x-ratelimit-remaining: 0``, the secondary one with "You have exceeded a secondary rate limit" and maybe
+    ``retry-after``); a 403 that is a permission says "Resource not accessible by integration". Only the last gets
+    the permissions hint; a rate limit says to wait, also where the request had a hint of its own (the App's
+    installation lookup)."""
+    stub.inject("GET", r"/pulls$", "secondary_rate_limit", times=10, retry_after=0)
+    with pytest.raises(ForgeError) as limited:
+        forge.open_pull(REPO, HEAD, "main")
+    assert "not a permission: wait" in str(limited.value) and "contents: write" not in str(limited.value)
+    stub.clear_faults()
+    with forge.tried_once():
+        stub.inject("GET", r"/pulls$", "rate_limit", reset_after=3600)
+        with pytest.raises(ForgeError) as once:
+            forge.open_pull(REPO, HEAD, "main")
+    assert "not a permission" in str(once.value) and "contents: write" not in str(once.value)
+    stub.clear_faults()
+    stub.inject("GET", r"/pulls$", "forbidden")
+    with pytest.raises(ForgeError) as forbidden:
+        forge.open_pull(REPO, HEAD, "main")
+    assert "Resource not accessible by integration (hint: the token (or the GitHub App installation) needs " \
+           "contents: write" in str(forbidden.value)
 
 
 def test_unknown_repository_and_pull(stub: GitHubStub, forge: GitHubForge) -> None:
@@ -640,3 +708,4 @@ def test_the_cli_closes_the_forge_it_made_also_when_the_command_fails(
     [forge] = made
     assert stub.count() > before  # it did talk to the forge: a client was made
     assert forge._clients == {} and forge._repos == {}  # and closed
+

@@ -44,7 +44,14 @@ from fleetflow.forge.base import (
     reviewer_key,
     team_key,
 )
-from fleetflow.forge.githubauth import PERMISSIONS_HINT, Credential, Credentials
+from fleetflow.forge.githubauth import (
+    PERMISSIONS_HINT,
+    RATE_LIMIT_HINT,
+    Credential,
+    Credentials,
+    forbidden_hint,
+    rate_limit_hint,
+)
 from fleetflow.forge.rulesets import BranchRule, Ruleset, ruleset_of
 from fleetflow.settings import Settings
 
@@ -339,9 +346,13 @@ class GitHubForge:
         remote = self._remote(repo)
         for attempt in range(2):
             try:
-                with self._request("create a pull request", "POST", f"/repos/{repo}/pulls", reraise=_exists):
+                with self._request("create a pull request", "POST", f"/repos/{repo}/pulls",
+                                   reraise=lambda e: e.status == 422):
                     return _pull(remote.create_pull(base=base, head=head, title=title, body=body))
-            except GithubException:  # 422 already exists
+            except GithubException as exc:
+                if not _exists(exc):
+                    raise _forge_error("create a pull request", "POST", f"{self.api_url}/repos/{repo}/pulls", exc,
+                                       _unopenable(exc, repo, head, base)) from None
                 existing = self.open_pull(repo, head, base)
                 if existing is not None:
                     return existing
@@ -627,6 +638,23 @@ def _exists(exc: GithubException) -> bool:
     return exc.status == 422 and "already exists" in _github_message(exc).lower()
 
 
+def _unopenable(exc: GithubException, repo: str, head: str, base: str) -> str | None:
+    """The hint for GitHub's 422 to "Create a pull request" that is not "already exists": "No commits between
+    <base> and <head>" (the base holds the head already), or the ``field`` ``base``/``head`` ``invalid`` (no such
+    branch; octopilot#134, iterative/cml#619 quote GitHub's ``{"resource":"PullRequest","field":"base",
+    "code":"invalid"}``)."""
+    errors = exc.data.get("errors") if isinstance(exc.data, dict) else None
+    fields = {e.get("field") for e in errors or [] if isinstance(e, dict) and e.get("code") == "invalid"}
+    if "no commits between" in _github_message(exc).lower():
+        return (f"{base} already holds every commit of {head}, so there is nothing to propose (a person or another "
+                "run merged it meanwhile): run the command again, it reads both branches afresh")
+    if "base" in fields:
+        return f"the base branch {base} does not exist in {repo}: create it, or name an existing branch"
+    if "head" in fields:
+        return f"the head branch {head} does not exist in {repo} (deleted while fleetflow worked?): run again"
+    return None
+
+
 def _github_message(exc: GithubException) -> str:
     data = exc.data
     if not isinstance(data, dict):
@@ -641,6 +669,13 @@ def _github_message(exc: GithubException) -> str:
     return ": ".join(p for p in parts if p)
 
 
+def _rate_limited(exc: GithubException) -> bool:
+    """GitHub's answer is a rate limit whatever its words ("Rate limits for the REST API": the primary limit sets
+    ``x-ratelimit-remaining: 0``, the secondary one may send ``retry-after``)."""
+    headers = {k.lower(): v for k, v in (exc.headers or {}).items()}
+    return headers.get("x-ratelimit-remaining") == "0" or "retry-after" in headers
+
+
 def _forge_error(operation: str, method: str, url: str, exc: Exception, hint: str | None = None, *,
                  retried: bool = True) -> ForgeError:
     """One line: what fleetflow tried, what GitHub said, a hint; the request (method, url, status) attached.
@@ -649,16 +684,20 @@ def _forge_error(operation: str, method: str, url: str, exc: Exception, hint: st
     if isinstance(exc, RateLimitExceededExceedsMaxWait):
         status = exc.status
         detail = f"rate limited: waiting {exc.wait or 0:.0f} s for the reset would exceed max_rate_limit_wait"
+        hint = rate_limit_hint("api rate limit exceeded")
     elif isinstance(exc, RateLimitExceededException):
         status = exc.status
         detail = f"rate limit still exceeded after waiting and retrying: {_github_message(exc)}"
+        hint = rate_limit_hint(_github_message(exc))
     elif isinstance(exc, GithubException):
         status = exc.status
         detail = _github_message(exc) or "no message"
         if status == 401:
             hint = f"the token is invalid or expired (a GitHub App: check its id and private key); {PERMISSIONS_HINT}"
+        elif status in (403, 429) and _rate_limited(exc):
+            hint = rate_limit_hint(detail)
         elif status == 403:
-            hint = PERMISSIONS_HINT
+            hint = forbidden_hint(detail)
         elif status == 404 and hint is None:
             hint = "it does not exist, or the credentials cannot see it"
     elif isinstance(exc, requests.exceptions.RetryError):
@@ -667,6 +706,7 @@ def _forge_error(operation: str, method: str, url: str, exc: Exception, hint: st
         if status in (403, 429):
             detail = ("rate limit still exceeded after waiting and retrying" if retried
                       else "rate limited (tried once, without waiting for the reset)")
+            hint = RATE_LIMIT_HINT
         elif retried:
             detail = f"GitHub kept failing{f' with {status}' if status else ''}, gave up after retrying"
         else:

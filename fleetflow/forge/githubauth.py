@@ -21,6 +21,47 @@ PERMISSIONS_HINT = (
     "the token (or the GitHub App installation) needs contents: write, pull-requests: write, statuses: write "
     "and checks: read on the repository"
 )
+# GitHub's 403 to a workflow's GITHUB_TOKEN opening a pull request while the repository's (or its organization's)
+# setting "Allow GitHub Actions to create and approve pull requests" is off, as it is in every new repository
+# (GitHub Docs, "Managing GitHub Actions settings for a repository": "Preventing GitHub Actions from creating or
+# approving pull requests"; peter-evans/create-pull-request#3979). No permission fixes it: the setting does.
+ACTIONS_MAY_NOT_CREATE_PULLS = "GitHub Actions is not permitted to create or approve pull requests"
+ACTIONS_SETTING_HINT = (
+    "this is a setting, not a missing permission: turn on \"Allow GitHub Actions to create and approve pull "
+    "requests\" in the repository's Settings → Actions → General → Workflow permissions (greyed out there: its "
+    "organization's Settings → Actions → General has it off), or give fleetflow a GitHub App's credentials instead "
+    "of the workflow's GITHUB_TOKEN"
+)
+# A rate limit answers 403 (or 429) too ("Rate limits for the REST API": "exceeding your primary rate limit" gives
+# x-ratelimit-remaining 0, "exceeding a secondary rate limit" a retry-after header and its own message).
+PRIMARY_RATE_LIMIT_HINT = (
+    "this is GitHub's hourly request quota, not a permission: it resets at the hour shown by x-ratelimit-reset; run "
+    "again then (a GitHub App's installation has its own, larger quota)"
+)
+SECONDARY_RATE_LIMIT_HINT = (
+    "this is GitHub's secondary rate limit (too many requests in a short time), not a permission: wait a few "
+    "minutes and run again; run fewer fleetflow jobs at once with one token, and keep FLEETFLOW_GITHUB_THROTTLE at "
+    "its default (0.25,1) or slower"
+)
+
+RATE_LIMIT_HINT = (
+    "this is one of GitHub's rate limits, not a permission: wait (a few minutes for the secondary limit, until "
+    "the hour's reset for the primary one) and run again"
+)
+
+
+def forbidden_hint(message: str) -> str:
+    """What fixes GitHub's 403 that says ``message`` (not a rate limit: those have their own hints)."""
+    if ACTIONS_MAY_NOT_CREATE_PULLS.lower() in message.lower():
+        return ACTIONS_SETTING_HINT
+    return PERMISSIONS_HINT
+
+
+def rate_limit_hint(message: str) -> str:
+    """The hint for a rate limit GitHub described with ``message`` (its primary limit's starts "API rate limit
+    exceeded"; anything else is the secondary limit, which PyGithub also recognises by its words)."""
+    primary = message.lower().startswith("api rate limit exceeded")
+    return PRIMARY_RATE_LIMIT_HINT if primary else SECONDARY_RATE_LIMIT_HINT
 
 
 @dataclass(frozen=True)
