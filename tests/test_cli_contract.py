@@ -188,7 +188,7 @@ def test_a_fleet_command_stopped_by_an_error_says_where_it_stopped(
     lines = stderr.splitlines()
     assert exit_code == 3 and stdout == ""
     assert lines[0].startswith("dev: rendering main@") and lines[1].startswith("dev: pinned to main@")
-    assert lines[2].endswith("failed: [remote rejected] (pre-receive hook declined); the remote said:")
+    assert lines[2].endswith("failed, no ref moved: [remote rejected] (pre-receive hook declined); the remote said:")
     assert lines[3:] == ["    the GitOps repo is frozen for the release", FLEET_WRITTEN]
     assert git(tmp_path, "--git-dir", str(gitops), "for-each-ref") == heads  # no head branch, no PR ref
     exit_code, stdout, _ = invoke("status", "--format", "json")

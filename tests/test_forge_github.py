@@ -13,13 +13,16 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
-from fleetflow.errors import ForgeError, UsageError
+from fleetflow.errors import ForgeError, GitError, UsageError
 from fleetflow.forge.base import Forge
+from fleetflow.forge.git import GitRepos, PushRejected
 from fleetflow.forge.github import GitHubForge, _check_status
 from fleetflow.settings import Settings
 from tests.ghstub.errors import ACTIONS_BOT
 from tests.ghstub.fixtures import github_stub  # noqa: F401
+from tests.ghstub.pushrefusals import Refusal, large_file, protected, refuse_pushes, workflows
 from tests.ghstub.server import GitHubStub
+from tests.githttp import GitHttp
 
 REPO = "acme/gitops"
 HEAD = "fleetflow/dev"
@@ -709,3 +712,96 @@ def test_the_cli_closes_the_forge_it_made_also_when_the_command_fails(
     assert stub.count() > before  # it did talk to the forge: a client was made
     assert forge._clients == {} and forge._repos == {}  # and closed
 
+
+# -- pushes GitHub declines ---------------------------------------------------------------------------------------
+
+
+NEW = "fleetflow/staging"  # a branch the stand-in's repository does not have yet
+
+
+def _push_head(stub: GitHubStub, url: str | None = None) -> tuple[GitRepos, str, str, str]:
+    """A commit on top of main, ready to push as the new branch :data:`NEW` to ``url`` (default: the stub's repo);
+    returns (the mirrors, the URL, main's sha, the commit)."""
+    url = url or str(stub.repo(REPO).path)
+    repos = GitRepos(stub.root / "cache")
+    main = repos.fetch_branch(url, "main")
+    assert main is not None
+    new = repos.commit_files(url, main, {"dev/app.yaml": b"replicas: 2\n"}, "render dev", 1_700_000_000)
+    assert new is not None
+    return repos, url, main, new
+
+
+PROTECTED = ("GH006", protected(f"refs/heads/{NEW}"),
+             "hint: branch protection declined it (GitHub's GH006, its rule quoted above): fleetflow writes branch "
+             "fleetflow/staging itself, so leave it out of the protection rule's branch name pattern, or let "
+             "fleetflow's GitHub App (or the token's user) bypass the rule (the repository's Settings → Branches)")
+WORKFLOWS = ("workflows", workflows(".github/workflows/fleetflow.yml"),
+             "hint: changing a file under .github/workflows/ needs the Workflows permission, which a workflow's "
+             "GITHUB_TOKEN cannot have: give fleetflow a GitHub App with Workflows: read and write (accepted on its "
+             "installation), or a token with the workflow scope")
+LARGE = ("GH001", large_file("dev/big.yaml", 120.5),
+         "hint: GitHub refuses files over 100 MiB (GH001, the file named above): make that file smaller (render its "
+         "manifests into several files) or keep it out of the repository")
+
+
+@pytest.mark.parametrize(("refusal", "hint"), [(r, h) for _, r, h in (PROTECTED, WORKFLOWS, LARGE)],
+                         ids=[name for name, _, _ in (PROTECTED, WORKFLOWS, LARGE)])
+def test_a_push_github_declines_names_the_branch_and_the_fix(stub: GitHubStub, refusal: Refusal, hint: str) -> None:
+    """GitHub's words for a declined push (tests/ghstub/pushrefusals.py, a ``proc-receive`` hook that declines as
+    GitHub does: the reason on git's ``[remote rejected]`` line and its ``remote:`` lines): branch protection,
+    "GH006: Protected branch update failed" (SalamLang/Salam#430, foundry-rs/block-explorers#110); a GitHub App's
+    token (a workflow's GITHUB_TOKEN is one) changing ``.github/workflows/`` without the ``workflows`` permission
+    (repo-sync/github-sync#23, peter-evans/create-pull-request#1713: only a token with the workflow scope, or an App
+    with Workflows write, may); a file over 100 MB, "GH001: Large files detected" (GitHub Docs, "About large files
+    on GitHub", https://docs.github.com/en/repositories/working-with-files/managing-large-files/about-large-files-on
+    -github: pushes with files over 100 MiB are blocked). The error names the branch, says no ref moved (the push is
+    all or nothing) and ends with the fix; before, it quoted GitHub and stopped there."""
+    refuse_pushes(stub.repo(REPO).path, refusal)
+    repos, url, main, new = _push_head(stub)
+    with pytest.raises(GitError) as declined:
+        repos.push(url, new, NEW, None)
+    assert not isinstance(declined.value, PushRejected)  # not a race: the same push would be declined again
+    lines = str(declined.value).splitlines()
+    assert lines[0] == (f"git push of branch {NEW} to {url} failed, no ref moved: [remote rejected] "
+                        f"({refusal.reason})" + ("; the remote said:" if refusal.said else ""))
+    assert lines[1:-1] == [f"    {line}" for line in refusal.said.splitlines() if line]
+    assert lines[-1] == hint
+    assert stub.repo(REPO).branch_sha(NEW) is None and stub.repo(REPO).branch_sha("main") == main
+
+
+def test_a_push_a_ruleset_declines_names_the_ruleset_fix(stub: GitHubStub) -> None:
+    """A ruleset declines with "GH013: Repository rule violations found for <ref>." and the rule (the stand-in's
+    pre-receive hook, in the words public logs quote: guardian/gha-scala-library-release-workflow#126,
+    henne49/dbus-opendtu#235). The error ends with where the ruleset's bypass list and target are."""
+    stub.repo(REPO).decline_ref_writes({f"refs/heads/{NEW}": ["create"]})
+    repos, url, _, new = _push_head(stub)
+    with pytest.raises(GitError) as declined:
+        repos.push(url, new, NEW, None)
+    lines = str(declined.value).splitlines()
+    assert lines[0].startswith(f"git push of branch {NEW} to {url} failed, no ref moved: [remote rejected]")
+    assert f"    error: GH013: Repository rule violations found for refs/heads/{NEW}." in lines
+    assert lines[-1] == ("hint: a ruleset declined it (GitHub's GH013, its rule quoted above): leave branch "
+                         "fleetflow/staging out of the ruleset's target, or add fleetflow's GitHub App to its bypass "
+                         "list (the repository's or organization's Settings → Rules → Rulesets)")
+    assert stub.repo(REPO).branch_sha(NEW) is None
+
+
+def test_a_push_the_token_may_not_make_asks_for_contents_write(stub: GitHubStub) -> None:
+    """A token without ``contents: write`` gets HTTP 403 before any hook runs, its body "Permission to
+    <owner>/<repo>.git denied to github-actions[bot]." (vu1nt0tal/yarb#17, simonecorsi/mawesome#739; GitHub Docs,
+    "Controlling permissions for GITHUB_TOKEN": ``contents: write`` lets a workflow push). The stand-in is git's
+    http-backend answering that 403 (tests/githttp.py)."""
+    path = stub.repo(REPO).path
+    with GitHttp(path.parent) as server:
+        repos, url, _, new = _push_head(stub, server.url(path.name))
+        server.denied["git-receive-pack"] = "Permission to acme/gitops.git denied to github-actions[bot].\n"
+        with pytest.raises(GitError) as refused:
+            repos.push(url, new, NEW, None)
+    lines = str(refused.value).splitlines()
+    assert lines[0].startswith(f"git push of branch {NEW} to {server.url(path.name, credentials=False)} failed, "
+                               "no ref moved: fatal: unable to access")
+    assert lines[1:] == ["    Permission to acme/gitops.git denied to github-actions[bot].",
+                         "hint: the credentials may not push to this repository: they need contents: write (a "
+                         "workflow's GITHUB_TOKEN: `permissions: contents: write` on the job; a GitHub App: Contents: "
+                         "read and write, accepted on its installation)"]
+    assert server.token not in str(refused.value) and stub.repo(REPO).branch_sha(NEW) is None

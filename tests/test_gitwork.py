@@ -192,7 +192,8 @@ def test_a_declined_push_says_what_the_remote_said(tmp_path: Path) -> None:
     with pytest.raises(GitError) as info:
         repos.push(url, new, "main", first)
     assert not isinstance(info.value, PushRejected)  # not a race: retrying would not help
-    assert str(info.value) == (f"git push to {url} failed: [remote rejected] (pre-receive hook declined); "
+    assert str(info.value) == (f"git push of branch main to {url} failed, no ref moved: [remote rejected] "
+                               "(pre-receive hook declined); "
                                "the remote said:\n    error: pushes to main are frozen until the release"
                                "\n    see https://***@wiki.example/freeze")
     assert BareRepo(Path(url)).resolve("main") == first
@@ -220,8 +221,9 @@ def test_a_push_or_fetch_github_refuses_says_what_github_said(tmp_path: Path) ->
         with pytest.raises(GitError) as fetched:
             GitRepos(tmp_path / "other-cache").fetch_branch(http, "main")
     clean = server.url(Path(url).name, credentials=False)
-    assert str(pushed.value) == (f"git push to {clean} failed: fatal: unable to access '{clean}/': The requested "
-                                 f"URL returned error: 403; the remote said:\n    {said}")
+    assert str(pushed.value).startswith(f"git push of branch main to {clean} failed, no ref moved: fatal: unable to "
+                                        f"access '{clean}/': The requested URL returned error: 403; the remote "
+                                        f"said:\n    {said}\nhint: the credentials may not push")
     assert str(fetched.value).endswith("The requested URL returned error: 403; the remote said:\n"
                                        "    Repository access blocked for this token.")
     assert server.token not in str(pushed.value) + str(fetched.value)

@@ -104,6 +104,52 @@ def remote_told(stderr: bytes | str) -> str:
     return "; the remote said:" + "".join(f"\n    {line}" for line in said) if said else ""
 
 
+def ref_labels(refs: Iterable[str]) -> str:
+    """Full ref names as a message names them: ``branch main``, ``tag v1``, ``refs/notes/x``."""
+    labels = []
+    for ref in refs:
+        if ref.startswith("refs/heads/"):
+            labels.append(f"branch {ref.removeprefix('refs/heads/')}")
+        elif ref.startswith("refs/tags/"):
+            labels.append(f"tag {ref.removeprefix('refs/tags/')}")
+        else:
+            labels.append(ref)
+    return ", ".join(labels)
+
+
+# How GitHub declines a push, and what fixes it: (words GitHub prints, the fix). The words as GitHub's pushes print
+# them (cited in tests/ghstub/pushrefusals.py and tests/test_forge_github.py): branch protection "GH006: Protected
+# branch update failed", a ruleset "GH013: Repository rule violations found", a file over 100 MiB "GH001: Large
+# files detected" (GitHub Docs, "About large files on GitHub"), a GitHub App's token (a workflow's GITHUB_TOKEN is
+# one) changing .github/workflows/ without the workflows permission, and a token that may not push at all (an HTTP
+# 403 whose body says "Permission to <owner>/<repo>.git denied to <account>").
+_PUSH_REFUSALS: tuple[tuple[str, str], ...] = (
+    ("GH006", "branch protection declined it (GitHub's GH006, its rule quoted above): fleetflow writes {what} "
+              "itself, so leave it out of the protection rule's branch name pattern, or let fleetflow's GitHub App "
+              "(or the token's user) bypass the rule (the repository's Settings → Branches)"),
+    ("GH013", "a ruleset declined it (GitHub's GH013, its rule quoted above): leave {what} out of the ruleset's "
+              "target, or add fleetflow's GitHub App to its bypass list (the repository's or organization's "
+              "Settings → Rules → Rulesets)"),
+    ("without `workflows` permission", "changing a file under .github/workflows/ needs the Workflows permission, "
+              "which a workflow's GITHUB_TOKEN cannot have: give fleetflow a GitHub App with Workflows: read and "
+              "write (accepted on its installation), or a token with the workflow scope"),
+    ("GH001", "GitHub refuses files over 100 MiB (GH001, the file named above): make that file smaller (render "
+              "its manifests into several files) or keep it out of the repository"),
+    ("Permission to ", "the credentials may not push to this repository: they need contents: write (a workflow's "
+              "GITHUB_TOKEN: `permissions: contents: write` on the job; a GitHub App: Contents: read and write, "
+              "accepted on its installation)"),
+)
+
+
+def push_refusal_fix(what: str, said: str) -> str | None:
+    """The fix for a push GitHub declined, from its words (``said``: git's reasons and the remote's lines) and the
+    refs pushed (``what``, :func:`ref_labels`); None when the words are not GitHub's."""
+    for words, fix in _PUSH_REFUSALS:
+        if words in said:
+            return fix.format(what=what)
+    return None
+
+
 def remote_failure(command: str, url: str, stderr: bytes, *, locks_race: bool = False) -> GitError:
     """The error of a failed ``git <command>`` against ``url``: git's reason and what the remote said, naming the
     URL without credentials. ``locks_race``: a ref lock held by another run is a :class:`PushRejected` (a race,
@@ -345,9 +391,12 @@ class BareRepo:
                                command="push", reason=reasons[0])
         final = [r for r in reasons if not any(k in r for k in _RACES)]
         reason = final[0] if final else git_reason(proc.stderr)
-        # why a hook, a rule or a refused token declined it: git's reason alone does not say
-        raise GitError(f"git push to {clean} failed: {reason}{remote_told(proc.stderr)}", command="push",
-                       reason=reason)
+        # why a hook, a rule or a refused token declined it: git's reason alone does not say; one push is all or
+        # nothing (one ref, or --atomic), so no ref moved
+        what = ref_labels(updates)
+        fix = push_refusal_fix(what, "\n".join([*reasons, *remote_said(proc.stderr), reason]))
+        raise GitError(f"git push of {what} to {clean} failed, no ref moved: {reason}{remote_told(proc.stderr)}"
+                       + (f"\nhint: {fix}" if fix else ""), command="push", reason=reason)
 
     # -- reading -------------------------------------------------------------------------------------------
 
