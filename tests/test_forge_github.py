@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from click.testing import CliRunner
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
@@ -20,7 +21,7 @@ from fleetflow.forge.github import GitHubForge, _check_status
 from fleetflow.settings import Settings
 from tests.ghstub.errors import ACTIONS_BOT
 from tests.ghstub.fixtures import github_stub  # noqa: F401
-from tests.ghstub.pushrefusals import Refusal, large_file, protected, refuse_pushes, workflows
+from tests.ghstub.pushrefusals import Refusal, accept_pushes, large_file, protected, refuse_pushes, workflows
 from tests.ghstub.server import GitHubStub
 from tests.githttp import GitHttp
 
@@ -805,3 +806,47 @@ def test_a_push_the_token_may_not_make_asks_for_contents_write(stub: GitHubStub)
                          "workflow's GITHUB_TOKEN: `permissions: contents: write` on the job; a GitHub App: Contents: "
                          "read and write, accepted on its installation)"]
     assert server.token not in str(refused.value) and stub.repo(REPO).branch_sha(NEW) is None
+
+
+# -- a first run, as the CLI says it ----------------------------------------------------------------------------
+
+
+def test_a_first_promotion_github_refuses_says_the_fix_and_what_was_written(
+    github_stub: GitHubStub,  # noqa: F811
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A first ``fleetflow promote`` with a workflow's GITHUB_TOKEN (github-actions[bot]) in a new GitOps repository:
+    branch protection on ``fleetflow/*`` declines the head's push (GH006), then, that rule fixed, GitHub refuses the
+    pull request because "Allow GitHub Actions to create and approve pull requests" is off (GitHub Docs, "Managing
+    GitHub Actions settings for a repository"). Each run exits 3 and says what it wrote (the steps above the error),
+    what GitHub said and the fix; the setting turned on, the same command opens the PR."""
+    from fleetflow.cli import main as cli
+    from fleetflow.cli.errors import FLEET_WRITTEN
+    from tests.fleet import git
+    from tests.test_fleet_edits import fresh_fleet
+
+    github_stub.store.login = ACTIONS_BOT
+    cp = fresh_fleet(tmp_path, monkeypatch, 0, github_stub)
+    sha = git(tmp_path, "--git-dir", str(cp), "rev-parse", "main")
+    gitops = github_stub.repo("team0/gitops")
+    refuse_pushes(gitops.path, protected("refs/heads/fleetflow/dev"))
+    protected_run = CliRunner().invoke(cli, ["promote", "--commit", sha])
+    lines = protected_run.stderr.splitlines()
+    assert protected_run.exit_code == 3 and lines[-1] == FLEET_WRITTEN, protected_run.stderr
+    assert lines[1] == f"dev: pinned to main@{sha[:12]} on branch dev"
+    assert lines[2] == (f"forge/git error: git push of branch fleetflow/dev to {gitops.clone_url} failed, no ref "
+                        "moved: [remote rejected] (protected branch hook declined); the remote said:")
+    assert lines[-2].startswith("hint: branch protection declined it (GitHub's GH006")
+    assert gitops.branch_sha("fleetflow/dev") is None
+    accept_pushes(gitops.path)  # the rule fixed
+    refused = CliRunner().invoke(cli, ["promote", "--commit", sha])
+    lines = refused.stderr.splitlines()
+    assert refused.exit_code == 3 and lines[-1] == FLEET_WRITTEN, refused.stderr
+    assert lines[-3].startswith("dev: pushed fleetflow/dev@")
+    assert lines[-2].startswith("forge/git error: GitHub: cannot create a pull request: GitHub Actions is not "
+                                "permitted to create or approve pull requests. (hint: this is a setting, not a "
+                                "missing permission")
+    assert gitops.list_pulls() == []
+    gitops.actions_can_create_pulls = True
+    opened = CliRunner().invoke(cli, ["promote", "--commit", sha])
+    assert opened.exit_code == 0 and opened.stderr.splitlines()[-1] == f"dev: PR #1 opened: main@{sha[:12]} to dev"

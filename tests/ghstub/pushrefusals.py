@@ -92,3 +92,9 @@ def refuse_pushes(git_dir: Path, refusal: Refusal) -> None:
     repo.git("config", "--unset-all", "receive.procReceiveRefs", check=False)
     for refs in ("refs/heads", "refs/tags"):
         repo.git("config", "--add", "receive.procReceiveRefs", refs)
+
+
+def accept_pushes(git_dir: Path) -> None:
+    """Undo :func:`refuse_pushes` (the rule that declined them fixed)."""
+    (git_dir / "hooks" / "proc-receive").unlink(missing_ok=True)
+    BareRepo(git_dir).git("config", "--unset-all", "receive.procReceiveRefs", check=False)
