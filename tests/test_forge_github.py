@@ -529,6 +529,24 @@ def test_a_rate_limit_is_not_called_a_missing_permission(stub: GitHubStub, forge
            "contents: write" in str(forbidden.value)
 
 
+def test_a_missing_permission_is_named_as_github_names_it(stub: GitHubStub, forge: GitHubForge) -> None:
+    """GitHub answers a GitHub App or a fine-grained token with ``X-Accepted-GitHub-Permissions``, the permission
+    sets the endpoint takes (github.blog changelog 2023-08-10; GitHub Docs, "Permissions required for GitHub Apps",
+    https://docs.github.com/rest/overview/permissions-required-for-github-apps: "Create a pull request" is under
+    "Pull requests", write). The hint names that one first, then what fleetflow needs in all."""
+    stub.inject("POST", r"/pulls$", "forbidden", accepted_permissions="pull_requests=write")
+    with pytest.raises(ForgeError) as forbidden:
+        forge.create_pull(REPO, HEAD, "main", "t", "b")
+    assert ("Resource not accessible by integration (hint: this request needs pull-requests: write (GitHub's "
+            "X-Accepted-GitHub-Permissions); the token (or the GitHub App installation) needs contents: write, "
+            "pull-requests: write, statuses: write and checks: read on the repository)") in str(forbidden.value)
+    # several sets: the changelog's own example value ("List project collaborators")
+    stub.inject("GET", r"/pulls$", "forbidden", accepted_permissions="repository_projects=write; "
+                                                                     "organization_projects=admin")
+    with pytest.raises(ForgeError, match=r"needs repository-projects: write or organization-projects: admin \(GitHub"):
+        forge.open_pull(REPO, HEAD, "main")
+
+
 def test_unknown_repository_and_pull(stub: GitHubStub, forge: GitHubForge) -> None:
     with pytest.raises(ForgeError, match=r"cannot read the repository.*Not Found.*cannot see it") as failed:
         forge.git_url("acme/nope")

@@ -697,7 +697,8 @@ def _forge_error(operation: str, method: str, url: str, exc: Exception, hint: st
         elif status in (403, 429) and _rate_limited(exc):
             hint = rate_limit_hint(detail)
         elif status == 403:
-            hint = forbidden_hint(detail)
+            headers = {k.lower(): v for k, v in (exc.headers or {}).items()}
+            hint = forbidden_hint(detail, headers.get("x-accepted-github-permissions"))
         elif status == 404 and hint is None:
             hint = "it does not exist, or the credentials cannot see it"
     elif isinstance(exc, requests.exceptions.RetryError):

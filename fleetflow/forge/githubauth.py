@@ -50,11 +50,25 @@ RATE_LIMIT_HINT = (
 )
 
 
-def forbidden_hint(message: str) -> str:
-    """What fixes GitHub's 403 that says ``message`` (not a rate limit: those have their own hints)."""
+def forbidden_hint(message: str, accepted: str | None = None) -> str:
+    """What fixes GitHub's 403 that says ``message`` (not a rate limit: those have their own hints). ``accepted``:
+    the answer's ``X-Accepted-GitHub-Permissions``, which GitHub sends a GitHub App or a fine-grained token: the
+    permission sets the endpoint takes, ``;`` between sets, ``,`` within one (``pull_requests=write``; GitHub Docs,
+    "Permissions required for GitHub Apps"; github.blog changelog 2023-08-10)."""
     if ACTIONS_MAY_NOT_CREATE_PULLS.lower() in message.lower():
         return ACTIONS_SETTING_HINT
+    sets = [" and ".join(_permission(p) for p in group.split(",") if p.strip())
+            for group in (accepted or "").split(";")]
+    sets = [s for s in sets if s]
+    if sets:
+        return f"this request needs {' or '.join(sets)} (GitHub's X-Accepted-GitHub-Permissions); {PERMISSIONS_HINT}"
     return PERMISSIONS_HINT
+
+
+def _permission(given: str) -> str:
+    """``pull_requests=write`` as the hints write permissions: ``pull-requests: write``."""
+    name, _, access = given.strip().partition("=")
+    return f"{name.replace('_', '-')}: {access}" if access else name.replace("_", "-")
 
 
 def rate_limit_hint(message: str) -> str:

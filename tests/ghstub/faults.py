@@ -55,6 +55,10 @@ class Fault:
     retry_after: int = 1
     reset_after: int = 1
     hits: int = 0
+    # GitHub's answer to a GitHub App or fine-grained token names the permissions the endpoint accepts, sets separated
+    # by "; " (github.blog changelog 2023-08-10, "X-Accepted-GitHub-Permissions header for fine-grained permission
+    # actors"; GitHub Docs, "Permissions required for GitHub Apps")
+    accepted_permissions: str | None = None
     pattern: re.Pattern[str] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -91,7 +95,9 @@ class Fault:
                          "X-RateLimit-Used": "5000"},
             )
         if self.kind == "forbidden":
-            return ApiError(self.status or 403, FORBIDDEN_MESSAGE, documentation_url="https://docs.github.com/rest")
+            accepted = {"X-Accepted-GitHub-Permissions": self.accepted_permissions} if self.accepted_permissions else {}
+            return ApiError(self.status or 403, FORBIDDEN_MESSAGE, documentation_url="https://docs.github.com/rest",
+                            headers=accepted)
         if self.kind == "pr_already_exists":
             return pr_already_exists(owner or "owner", head or "head")
         raise AssertionError(f"{self.kind} does not replace the response")

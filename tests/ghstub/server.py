@@ -309,12 +309,15 @@ class GitHubStub:
         status: int | None = None,
         retry_after: int = 1,
         reset_after: int = 1,
+        accepted_permissions: str | None = None,
     ) -> Fault:
         """Make the next ``times`` requests matching ``method`` (``*``: any) and ``path_regex`` (searched in
         the path, without the query) fail with ``kind``. ``status`` overrides the code (e.g. 429, 503);
         ``retry_after`` is a secondary rate limit's ``Retry-After``, ``reset_after`` how far ahead a primary one's
-        ``x-ratelimit-reset`` lies, in seconds."""
-        return self.faults.add(Fault(method, path_regex, kind, times, status, retry_after, reset_after))
+        ``x-ratelimit-reset`` lies, in seconds; ``accepted_permissions``: a ``forbidden`` answer's
+        ``X-Accepted-GitHub-Permissions`` (e.g. ``pull_requests=write``)."""
+        return self.faults.add(Fault(method, path_regex, kind, times, status, retry_after, reset_after,
+                                     accepted_permissions=accepted_permissions))
 
     def clear_faults(self) -> None:
         self.faults.clear()
