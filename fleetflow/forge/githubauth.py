@@ -35,8 +35,8 @@ ACTIONS_SETTING_HINT = (
 # A rate limit answers 403 (or 429) too ("Rate limits for the REST API": "exceeding your primary rate limit" gives
 # x-ratelimit-remaining 0, "exceeding a secondary rate limit" a retry-after header and its own message).
 PRIMARY_RATE_LIMIT_HINT = (
-    "this is GitHub's hourly request quota, not a permission: it resets at the hour shown by x-ratelimit-reset; run "
-    "again then (a GitHub App's installation has its own, larger quota)"
+    "this is GitHub's hourly request quota, not a permission: it refills within the hour (the answer's "
+    "x-ratelimit-reset header gives the time); run again then (a GitHub App's installation has its own, larger quota)"
 )
 SECONDARY_RATE_LIMIT_HINT = (
     "this is GitHub's secondary rate limit (too many requests in a short time), not a permission: wait a few "
