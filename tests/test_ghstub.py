@@ -144,6 +144,9 @@ def test_every_operation_answers_in_githubs_shapes(stub: GitHubStub, app_keys: t
     environments = {e.name: e for e in repo.get_environments()}  # PyGithub's "List environments"
     assert sorted(environments) == ["dev", "prod"] and environments["dev"].protection_rules == []
     assert sorted(r.type for r in environments["prod"].protection_rules) == ["required_reviewers", "wait_timer"]
+    # "Get default workflow permissions for a repository": the Actions settings block, as a new repository has it
+    _, workflow = gh.requester.requestJsonAndCheck("GET", "/repos/acme/gitops/actions/permissions/workflow")
+    assert (workflow["default_workflow_permissions"], workflow["can_approve_pull_request_reviews"]) == ("read", False)
     ref = repo.create_git_ref("refs/heads/scratch", main.commit.sha)
     assert [r.ref for r in repo.get_git_matching_refs("heads/scratch")] == ["refs/heads/scratch"]
     dev_sha = repo.get_git_ref("heads/fleetflow/dev").object.sha

@@ -106,6 +106,25 @@ def list_environments(request: Request) -> Response:
                     wrap="environments")
 
 
+@route("GET", "/repos/{owner}/{repo}/actions/permissions/workflow")
+def get_workflow_permissions(request: Request) -> Response:
+    """"Get default workflow permissions for a repository" (``actions-get-default-workflow-permissions``): the
+    repository's "Workflow permissions" and "Allow GitHub Actions to create and approve pull requests"
+    (``can_approve_pull_request_reviews``). GitHub asks for Administration: read (a GitHub App's installation token,
+    a fine-grained token; the ``repo`` scope for a classic one): an installation token of the stand-in's apps
+    without it gets the 403 GitHub gives, "Resource not accessible by integration", with the permission it wanted
+    in ``X-Accepted-GitHub-Permissions`` (https://docs.github.com/en/rest/actions/permissions)."""
+    repo = request.repo
+    minted = request.credential.installation_token if request.credential is not None else None
+    if minted is not None and minted.permissions.get("administration") not in ("read", "write"):
+        raise ApiError(403, "Resource not accessible by integration",
+                       documentation_url="https://docs.github.com/rest/actions/permissions"
+                                         "#get-default-workflow-permissions-for-a-repository",
+                       headers={"X-Accepted-GitHub-Permissions": "administration=read"})
+    return Response(200, {"default_workflow_permissions": repo.default_workflow_permissions,
+                          "can_approve_pull_request_reviews": repo.actions_can_create_pulls})
+
+
 @route("GET", "/repos/{owner}/{repo}/git/ref/{ref}")
 def get_ref(request: Request) -> Response:
     repo, refname = request.repo, "refs/" + request.params["ref"]

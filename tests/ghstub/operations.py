@@ -14,6 +14,7 @@ OPERATIONS: tuple[tuple[str, str], ...] = (
     ("GET", "/repos/{owner}/{repo}/rulesets"),
     ("GET", "/repos/{owner}/{repo}/rulesets/{ruleset_id}"),
     ("GET", "/repos/{owner}/{repo}/environments"),
+    ("GET", "/repos/{owner}/{repo}/actions/permissions/workflow"),
     ("GET", "/repos/{owner}/{repo}/git/ref/{ref}"),
     ("GET", "/repos/{owner}/{repo}/git/matching-refs/{ref}"),
     ("POST", "/repos/{owner}/{repo}/git/refs"),

@@ -232,6 +232,9 @@ class Repo:
     # requests"; github.blog changelog 2022-05-03). While off, a workflow's GITHUB_TOKEN (actor
     # :data:`ACTIONS_BOT`) cannot open a pull request: :meth:`create_pull` answers GitHub's 403.
     actions_can_create_pulls: bool = False
+    # The other half of that settings block, "Workflow permissions" (the REST API's ``default_workflow_permissions``):
+    # what a workflow's GITHUB_TOKEN may do where the workflow sets no ``permissions:``; "read" in new repositories.
+    default_workflow_permissions: str = "read"
     # Branch protection: branch -> required status check contexts; rulesets likewise (``required_status_checks``
     # rules of active rulesets that target the branch). ``bypass``: merges ignore both (an App on the bypass list).
     protection: dict[str, list[str]] = field(default_factory=dict)
