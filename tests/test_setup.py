@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -690,3 +691,168 @@ def test_doctor_checks_a_sharded_environment_has_the_shards_workflow(fleet: Flee
     assert findings(fleet) == [("sharded-schedule", f"{cp}@dev")]
     fleet.push_env("dev", {caller: SHARDS_CALLER.replace("ENV", "${{ vars.SHARDED_ENV }}")}, "on dev too")
     assert findings(fleet) == []
+
+
+# -- GitHub only: may a workflow's GITHUB_TOKEN open the GitOps PRs? --------------------------------------------
+
+WORKFLOW_TOKEN = "ghs_" + "A1b2C3d4" * 4 + "e5F6"  # the shape of a workflow's GITHUB_TOKEN: an installation token
+ACTIONS_PULLS = "\"Allow GitHub Actions to create and approve pull requests\""
+
+
+def test_doctor_says_when_github_refuses_the_prs_of_a_workflow_token(tmp_path: Path,
+                                                                     request: pytest.FixtureRequest) -> None:
+    """"Get default workflow permissions for a repository" (``GET /repos/{owner}/{repo}/actions/permissions/
+    workflow``: ``default_workflow_permissions``, ``can_approve_pull_request_reviews``;
+    https://docs.github.com/en/rest/actions/permissions, described in ``@octokit/openapi`` 23.0.2 as
+    ``actions/get-github-actions-default-workflow-permissions-repository``) on the GitOps repository. While "Allow
+    GitHub Actions to create and approve pull requests" is off (GitHub's default, GitHub Docs "Managing GitHub Actions
+    settings for a repository"), GitHub refuses a pull request opened with a workflow's GITHUB_TOKEN, an installation
+    token (``ghs_``: github.blog changelog 2021-03-31, "Authentication token format updates are generally
+    available"). doctor finds it with such a token; with a person's token (``ghp_``) or one of no known format it
+    reports the setting as fine, saying what it does to a workflow's token; the setting on, it is fine for all."""
+    from fleetflow.forge.github import GitHubForge
+
+    fleet = make_github_fleet(tmp_path, request)
+    stub: GitHubStub = fleet.stub  # type: ignore[attr-defined]
+    init_fleet(fleet)
+    gitops = stub.repo(fleet.gitops_id)
+    assert gitops.actions_can_create_pulls is False  # as in every new repository
+
+    def diagnosis(token: str) -> Any:
+        forge = GitHubForge(token=token, api_url=stub.url, **FAST)  # type: ignore[arg-type]
+        with Context(forge=forge, git=GitRepos(tmp_path / "git-doctor"), control_plane=fleet.cp_id) as ctx:
+            found = diagnose(ctx)
+        forge.close()
+        return found
+
+    found = diagnosis(WORKFLOW_TOKEN)
+    assert [(f.check, f.where) for f in found.findings] == [("actions-pulls", fleet.gitops_id)]
+    [problem] = found.findings
+    assert problem.problem == (
+        f"{ACTIONS_PULLS} is off (default workflow permissions: read) and fleetflow runs with an installation token "
+        "(ghs_), as a workflow's GITHUB_TOKEN is: GitHub refuses every pull request fleetflow opens with it (403 "
+        "\"GitHub Actions is not permitted to create or approve pull requests\"), so no promotion reaches this "
+        "repository")
+    assert problem.fix.startswith("Settings → Actions → General → Workflow permissions → Allow GitHub Actions to "
+                                  "create and approve pull requests (greyed out there: the organization's")
+    assert problem.fix.endswith("or give fleetflow a GitHub App's credentials (FLEETFLOW_APP_ID and "
+                                "FLEETFLOW_APP_PRIVATE_KEY; docs/setup.md, step 1) instead of the token")
+
+    for token, whose in (("ghp_" + "x" * 36, "a person's token"), ("test-token", "a token of no known kind")):
+        found = diagnosis(token)
+        assert found.findings == [], token
+        assert (f"{fleet.gitops_id}: {ACTIONS_PULLS} is off (default workflow permissions: read): GitHub refuses a "
+                "pull request opened with a workflow's GITHUB_TOKEN, not with the token this doctor ran with "
+                f"({whose}); run fleetflow as its GitHub App or with a token secret, never with GITHUB_TOKEN, or "
+                "turn the setting on") in found.checked
+
+    gitops.actions_can_create_pulls = True
+    gitops.default_workflow_permissions = "write"
+    found = diagnosis(WORKFLOW_TOKEN)
+    assert found.findings == []
+    assert (f"{fleet.gitops_id}: GitHub Actions may create pull requests (default workflow permissions: write)"
+            in found.checked)
+    assert stub.count(method="GET", path="/actions/permissions/workflow$") == 4  # the GitOps repository only
+
+
+def test_doctor_cannot_read_the_actions_setting_without_administration(tmp_path: Path,
+                                                                       request: pytest.FixtureRequest) -> None:
+    """The endpoint needs Administration: read (a GitHub App or fine-grained token; https://docs.github.com/en/rest/
+    actions/permissions), which a workflow's GITHUB_TOKEN has no ``permissions:`` key for: GitHub answers 403
+    "Resource not accessible by integration" (with ``X-Accepted-GitHub-Permissions: administration=read``) or 404.
+    doctor then says it could not check the setting and why, and the diagnosis stays healthy."""
+    from fleetflow.forge.github import GitHubForge
+
+    fleet = make_github_fleet(tmp_path, request)
+    stub: GitHubStub = fleet.stub  # type: ignore[attr-defined]
+    init_fleet(fleet)
+    forge = GitHubForge(token=WORKFLOW_TOKEN, api_url=stub.url, **FAST)  # type: ignore[arg-type]
+    for status in (403, 404):
+        if status == 403:
+            stub.inject("GET", "/actions/permissions/workflow$", "forbidden",
+                        accepted_permissions="administration=read")
+        else:
+            stub.inject("GET", "/actions/permissions/workflow$", "status_5xx", status=404)
+        with Context(forge=forge, git=GitRepos(tmp_path / "git-doctor"), control_plane=fleet.cp_id) as ctx:
+            found = diagnose(ctx)
+        assert found.healthy and found.findings == [], status
+        [line] = [s for s in found.skipped if ACTIONS_PULLS in s]
+        assert line.startswith(f"{fleet.gitops_id}: {ACTIONS_PULLS} could not be read (GitHub answered {status}); ")
+        assert line.endswith("\"Get default workflow permissions for a repository\" needs Administration: read (a "
+                             "GitHub App or fine-grained token; the repo scope and admin access for a classic one), "
+                             "which a workflow's GITHUB_TOKEN cannot be given: see Settings → Actions → General → "
+                             "Workflow permissions, or run doctor with such a token")
+    forge.close()
+
+
+def test_doctor_does_not_read_the_actions_setting_as_the_app(tmp_path: Path, request: pytest.FixtureRequest) -> None:
+    """A GitHub App's installation tokens are not a workflow's GITHUB_TOKEN: the setting does not apply and doctor
+    reads nothing (the App needs no Administration permission, docs/setup.md). The stand-in answers an installation
+    token without Administration: read as GitHub does (403, ``X-Accepted-GitHub-Permissions: administration=read``),
+    which the forge turns into a hint naming that permission."""
+    from fleetflow.forge.github import GitHubForge
+
+    fleet = make_github_fleet(tmp_path, request)
+    stub: GitHubStub = fleet.stub  # type: ignore[attr-defined]
+    init_fleet(fleet)
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    public = key.public_key().public_bytes(serialization.Encoding.PEM,
+                                           serialization.PublicFormat.SubjectPublicKeyInfo).decode()
+    stub.register_app(4242, public, installed_on=["contoso"], slug="fleetflow",
+                      permissions={"contents": "write", "pull_requests": "write", "statuses": "write",
+                                   "checks": "read", "metadata": "read"})
+    forge = GitHubForge(app_id="4242", app_private_key=_pem(key), api_url=stub.url, **FAST)  # type: ignore[arg-type]
+    with Context(forge=forge, git=GitRepos(tmp_path / "app-git"), control_plane=fleet.cp_id) as ctx:
+        found = diagnose(ctx)
+    assert found.findings == []
+    assert (f"{fleet.gitops_id}: fleetflow opens pull requests as its GitHub App: {ACTIONS_PULLS} applies only to a "
+            "workflow's GITHUB_TOKEN") in found.checked
+    assert stub.count(path="/actions/permissions/workflow$") == 0
+    with pytest.raises(ForgeError) as refused:
+        forge.workflow_permissions(fleet.gitops_id)
+    assert "403" in str(refused.value) and "this request needs administration: read" in str(refused.value)
+    forge.close()
+
+
+def test_doctor_has_no_actions_setting_to_read_on_the_local_forge(tmp_path: Path) -> None:
+    fleet = make_local_fleet(tmp_path)
+    init_fleet(fleet)
+    with fleet.context() as ctx:
+        found = diagnose(ctx)
+    assert found.findings == []
+    assert f"{fleet.gitops_id}: GitHub Actions workflow permissions (the local forge has none)" in found.skipped
+
+
+def test_doctor_cli_names_the_actions_setting_before_the_first_promotion_is_refused(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, github_stub: GitHubStub) -> None:  # noqa: F811
+    """The run of f2152a5's end-to-end test, asked first: ``fleetflow doctor`` with a workflow's GITHUB_TOKEN
+    (github-actions[bot], an installation token) names the setting and its fix (exit 1) before ``fleetflow
+    promote`` is refused with GitHub's 403; the setting on, doctor no longer names it and the same promote opens
+    the PR."""
+    from tests.fleet import git as run_git
+    from tests.ghstub.errors import ACTIONS_BOT
+    from tests.test_fleet_edits import fresh_fleet
+
+    github_stub.store.login = ACTIONS_BOT
+    cp = fresh_fleet(tmp_path, monkeypatch, 0, github_stub)
+    monkeypatch.setenv("GITHUB_TOKEN", WORKFLOW_TOKEN)
+    sha = run_git(tmp_path, "--git-dir", str(cp), "rev-parse", "main")
+    gitops = github_stub.repo("team0/gitops")
+    doctor = CliRunner().invoke(cli, ["doctor"])
+    assert doctor.exit_code == 1
+    [problem] = [line for line in doctor.stderr.splitlines() if "[actions-pulls]" in line]
+    assert problem.startswith(
+        f"error: [actions-pulls] team0/gitops: {ACTIONS_PULLS} is off (default workflow permissions: read) and "
+        "fleetflow runs with an installation token (ghs_), as a workflow's GITHUB_TOKEN is: GitHub refuses every pull "
+        "request fleetflow opens with it (403 \"GitHub Actions is not permitted to create or approve pull requests\"), "
+        "so no promotion reaches this repository (hint: Settings → Actions → General → Workflow permissions → Allow "
+        "GitHub Actions to create and approve pull requests"), problem
+    refused = CliRunner().invoke(cli, ["promote", "--commit", sha])
+    assert refused.exit_code == 3 and "GitHub Actions is not permitted to create" in refused.stderr
+    gitops.actions_can_create_pulls = True
+    doctor = CliRunner().invoke(cli, ["doctor"])
+    assert "[actions-pulls]" not in doctor.stderr
+    assert "ok       team0/gitops: GitHub Actions may create pull requests (default workflow permissions: read)" in (
+        doctor.output)
+    opened = CliRunner().invoke(cli, ["promote", "--commit", sha])
+    assert opened.exit_code == 0, opened.stderr

@@ -1,5 +1,6 @@
 """``fleetflow doctor``: check a live setup (workflows where GitHub reads them, App permissions, auto-merge,
-default branches, status contexts, branch and tag rules, ...) and print each problem with its fix."""
+default branches, status contexts, branch and tag rules, the Actions setting for PRs, ...) and print each problem
+with its fix."""
 
 from __future__ import annotations
 
@@ -26,8 +27,9 @@ def doctor_command(forge: str | None, control_plane: str | None, config: Path | 
     App's permissions, autoMerge vs the repository's auto-merge setting, statuses on the GitOps branch tips
     whose contexts match no Cluster of the inventory, the checks the GitOps branches require, merge records of
     environments a GitOps repository no longer serves, rulesets that would decline fleetflow's own pushes (the
-    pin, the PR head branches) or its merge records, the shards workflow of sharded environments, and the
-    GitHub Environments the jobs use (docs/setup.md lists each check with what it reads).
+    pin, the PR head branches) or its merge records, the shards workflow of sharded environments, the
+    GitHub Environments the jobs use, and whether GitHub lets a workflow's GITHUB_TOKEN open the GitOps PRs when
+    fleetflow runs with one (docs/setup.md lists each check with what it reads).
     """
     with handled(fmt) as reply, make_context(forge, control_plane, config, fmt, warn=reply.warn) as ctx:
         found = diagnose(ctx)

@@ -165,6 +165,23 @@ class DeploymentEnvironment:
     wait_timer: int = 0  # minutes
 
 
+@dataclass(frozen=True)
+class WorkflowPermissions:
+    """A repository's Settings → Actions → General → Workflow permissions (GitHub's "Get default workflow
+    permissions for a repository"): what a workflow's GITHUB_TOKEN gets where the workflow declares no
+    ``permissions:`` (``default``: ``read`` or ``write``), and whether that token may create and approve pull
+    requests (``can_approve_pull_request_reviews``; off in new repositories)."""
+
+    default: str
+    actions_can_create_pulls: bool
+
+
+# Whom the forge's requests act as: a GitHub App (its installation tokens, minted by fleetflow), an installation token
+# given as a token (``ghs_``: a workflow's GITHUB_TOKEN is one), a person's token (``ghp_``, ``github_pat_``,
+# ``gho_``, ``ghu_``), a token of no known format, or nobody (the local forge).
+CredentialKind = Literal["app", "installation-token", "personal-token", "token", "none"]
+
+
 class Forge(Protocol):
     """What fleetflow asks of a forge. Implementations: ``GitHubForge``, ``LocalForge``."""
 
@@ -270,6 +287,15 @@ class Forge(Protocol):
     def deployment_environments(self, repo: str) -> dict[str, DeploymentEnvironment] | None:
         """The repository's GitHub Environments by name (``GET /repos/{owner}/{repo}/environments``); None when
         the forge has none (the local forge)."""
+        ...
+
+    def credential_kind(self) -> CredentialKind:
+        """What the forge's requests act as (:data:`CredentialKind`); no request."""
+        ...
+
+    def workflow_permissions(self, repo: str) -> WorkflowPermissions | None:
+        """The repository's GitHub Actions workflow permissions (``GET /repos/{owner}/{repo}/actions/permissions/
+        workflow``, which needs Administration: read); None when the forge runs no workflows (the local forge)."""
         ...
 
     def branch_rules(self, repo: str, branch: str) -> list[BranchRule] | None:

@@ -32,11 +32,13 @@ from urllib3 import Retry
 from fleetflow.errors import ForgeError, ForgeRequest
 from fleetflow.forge.base import (
     CommitStatus,
+    CredentialKind,
     DeploymentEnvironment,
     MergeRules,
     PullRequest,
     ReportPage,
     StatusState,
+    WorkflowPermissions,
     check_dispatch,
     check_status,
     full_sha,
@@ -516,6 +518,20 @@ class GitHubForge:
         remote = self._remote(repo)
         with self._request("read the repository", "GET", f"/repos/{repo}"):
             return bool(remote.allow_auto_merge)
+
+    def credential_kind(self) -> CredentialKind:
+        """An App (its installation tokens), else what the token's prefix says it is (:func:`token_kind`)."""
+        return self._credentials.credential_kind
+
+    def workflow_permissions(self, repo: str) -> WorkflowPermissions | None:
+        """"Get default workflow permissions for a repository" (``GET /repos/{owner}/{repo}/actions/permissions/
+        workflow``; Administration: read for a GitHub App or a fine-grained token, the ``repo`` scope for a classic
+        one: https://docs.github.com/en/rest/actions/permissions): ``default_workflow_permissions`` and
+        ``can_approve_pull_request_reviews``."""
+        data = self._requester_json(repo, "GET", f"/repos/{repo}/actions/permissions/workflow",
+                                    "read the GitHub Actions workflow permissions") or {}
+        return WorkflowPermissions(str(data.get("default_workflow_permissions", "")),
+                                   data.get("can_approve_pull_request_reviews") is True)
 
     def deployment_environments(self, repo: str) -> dict[str, DeploymentEnvironment] | None:
         """"List environments" (``GET /repos/{owner}/{repo}/environments``, anyone with read access): each

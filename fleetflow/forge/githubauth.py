@@ -15,6 +15,7 @@ from github import Auth, GithubIntegration
 from github.Installation import Installation
 
 from fleetflow.errors import UsageError
+from fleetflow.forge.base import CredentialKind
 
 # What fleetflow does with a token, as fine-grained permissions (also a GitHub App's permissions).
 PERMISSIONS_HINT = (
@@ -78,6 +79,22 @@ def rate_limit_hint(message: str) -> str:
     return PRIMARY_RATE_LIMIT_HINT if primary else SECONDARY_RATE_LIMIT_HINT
 
 
+# GitHub's token prefixes (github.blog changelog 2021-03-31, "Authentication token format updates are generally
+# available": ghp_ personal access tokens, gho_ OAuth access tokens, ghu_ GitHub App user-to-server tokens, ghs_ GitHub
+# App server-to-server tokens; fine-grained personal access tokens start github_pat_). A workflow's GITHUB_TOKEN is
+# a GitHub App installation access token (GitHub Docs, "Automatic token authentication"), so ghs_.
+_PERSONAL_PREFIXES = ("ghp_", "github_pat_", "gho_", "ghu_")
+
+
+def token_kind(token: str) -> CredentialKind:
+    """``installation-token`` for a ``ghs_`` token (a workflow's GITHUB_TOKEN, or a GitHub App installation token
+    handed over as a token), ``personal-token`` for a person's, ``token`` for one of no known format (GitHub
+    Enterprise Server before 3.2, a stand-in)."""
+    if token.startswith("ghs_"):
+        return "installation-token"
+    return "personal-token" if token.startswith(_PERSONAL_PREFIXES) else "token"
+
+
 @dataclass(frozen=True)
 class Credential:
     """The ``Auth`` for one account's repositories; ``key`` names the client that can share it."""
@@ -115,6 +132,10 @@ class Credentials:
     @property
     def kind(self) -> str:
         return "app" if self._app is not None else "token"
+
+    @property
+    def credential_kind(self) -> CredentialKind:
+        return "app" if self._app is not None else token_kind(self._token or "")
 
     @property
     def app_auth(self) -> Auth.AppAuth | None:

@@ -41,11 +41,13 @@ from fleetflow.errors import ForgeError, ForgeRequest
 from fleetflow.forge.base import (
     STATUS_STATES,
     CommitStatus,
+    CredentialKind,
     DeploymentEnvironment,
     MergeRules,
     PullRequest,
     ReportPage,
     StatusState,
+    WorkflowPermissions,
     check_dispatch,
     check_status,
     combined_state,
@@ -458,6 +460,14 @@ class LocalForge:
 
     def deployment_environments(self, repo: str) -> dict[str, DeploymentEnvironment] | None:
         """The local forge runs no workflow, so it has no GitHub Environments."""
+        return None
+
+    def credential_kind(self) -> CredentialKind:
+        """The local forge needs no credentials."""
+        return "none"
+
+    def workflow_permissions(self, repo: str) -> WorkflowPermissions | None:
+        """The local forge runs no workflow."""
         return None
 
     def auto_merge_allowed(self, repo: str) -> bool | None:

@@ -33,6 +33,13 @@ Checks (each reads, none writes):
   repository rulesets" with ``targets=tag``, then "Get a repository ruleset" for each active one): one that declines
   creating, moving or deleting that environment's merge records (:mod:`fleetflow.forge.rulesets`), unless the
   credentials in use may bypass it (then fine, with the reminder that fleetflow's App must bypass it too);
+* **actions-pulls**: each GitOps repository's "Allow GitHub Actions to create and approve pull requests" (GitHub's
+  "Get default workflow permissions for a repository", ``can_approve_pull_request_reviews``), off in every new
+  repository: while off GitHub refuses a pull request opened with a workflow's GITHUB_TOKEN (403 "GitHub Actions is
+  not permitted to create or approve pull requests"). A problem when fleetflow runs with such a token (an
+  installation token, ``ghs_``), not when it runs as its GitHub App (no request then) or with a person's token
+  (reported as fine, with what the setting means for a workflow's token); "could not check" when the credentials
+  may not read it (it needs Administration: read, which a workflow's GITHUB_TOKEN cannot be given);
 * **sharded-schedule**: an Environment with ``shardedSchedule: true`` is rendered only by the reusable workflow
   ``fleetflow-schedule-shards.yml`` (promote and reconcile leave it to it): a workflow that calls it for that
   environment must be on the control plane's ``main`` (dispatches and the cron tick) and on the environment's
@@ -89,7 +96,7 @@ R = TypeVar("R")
 
 class Finding(Result):
     check: str  # workflows | default-branch | app | autoMerge | contexts | branch-rules | merge-records |
-    # push-rules | tag-rules | sharded-schedule | environments
+    # push-rules | tag-rules | sharded-schedule | environments | actions-pulls
     where: str
     problem: str
     fix: str
@@ -256,6 +263,7 @@ def diagnose(ctx: Context) -> Diagnosis:
             _check_status_page_environment(ctx, found, repo, url, default, tip)
         served = [e for e in setups if e.gitops is not None and e.gitops.repo == repo]
         _check_auto_merge(ctx, found, repo, served)
+        _check_actions_pulls(ctx, found, repo)
         _check_merge_records(ctx, found, repo, url, served)
         _check_tag_rules(ctx, found, repo, served)
     _check_approval_environments(ctx, found, cp, main_sha, setups)
@@ -543,6 +551,70 @@ def _either(names: list[str]) -> str:
 def repo_hint(repo: str, url: str) -> str:
     """What to push to, for a fix: the URL without credentials (local paths as they are)."""
     return split_credentials(url)[0] if "://" in url else repo
+
+
+ACTIONS_PULLS_SETTING = "Allow GitHub Actions to create and approve pull requests"
+ACTIONS_PULLS_PAGE = (  # GitHub Docs, "Managing GitHub Actions settings for a repository"
+    "https://docs.github.com/en/repositories/managing-your-repositorys-settings-and-features/enabling-features-for-"
+    "your-repository/managing-github-actions-settings-for-a-repository"
+    "#preventing-github-actions-from-creating-or-approving-pull-requests"
+)
+
+
+def _check_actions_pulls(ctx: Context, found: Diagnosis, repo: str) -> None:
+    """The GitOps repository's "Allow GitHub Actions to create and approve pull requests" against the credentials
+    fleetflow runs with (:meth:`Forge.credential_kind`, from the settings: FLEETFLOW_APP_ID or GITHUB_TOKEN).
+
+    Only a workflow's GITHUB_TOKEN is refused by it, so: a GitHub App is fine without reading it (reading needs
+    Administration: read, which docs/setup.md does not ask the App for); an installation token (``ghs_``, what a
+    workflow's GITHUB_TOKEN is) with the setting off is a problem; a person's token (or one of no known format) is
+    fine, and the line says what the setting does to a workflow's token.
+
+    ``default_workflow_permissions`` (read or write) is reported, never a problem: it applies only to jobs that
+    declare no ``permissions:`` (github.blog changelog 2021-04-20, "GitHub Actions: Control permissions for
+    GITHUB_TOKEN": "Any permission that is absent from the list will be set to none"), and fleetflow's callers
+    (:func:`fleetflow.promotion.bootstrap.control_plane_workflow`, :func:`~fleetflow.promotion.bootstrap.
+    gitops_workflow`, examples/workflows/) and its reusable workflows declare ``permissions:`` at the top and on
+    every job; they never open a PR with GITHUB_TOKEN at all (an App's installation token or the ``token`` secret).
+    """
+    kind = ctx.forge.credential_kind()
+    if kind == "app":
+        found.ok(f"{repo}: fleetflow opens pull requests as its GitHub App: \"{ACTIONS_PULLS_SETTING}\" applies only "
+                 "to a workflow's GITHUB_TOKEN")
+        return
+    try:
+        got = ctx.forge.workflow_permissions(repo)
+    except ForgeError as exc:  # 403 or 404: the credentials may not read it (the whole error for anything else)
+        status = exc.request.status if exc.request is not None else None
+        why = f"GitHub answered {status}" if status in (403, 404) else str(exc).splitlines()[0]
+        found.skipped.append(
+            f"{repo}: \"{ACTIONS_PULLS_SETTING}\" could not be read ({why}); \"Get default "
+            "workflow permissions for a repository\" needs Administration: read (a GitHub App or fine-grained token; "
+            "the repo scope and admin access for a classic one), which a workflow's GITHUB_TOKEN cannot be given: see "
+            "Settings → Actions → General → Workflow permissions, or run doctor with such a token")
+        return
+    if got is None:
+        found.skipped.append(f"{repo}: GitHub Actions workflow permissions (the {ctx.forge.name} forge has none)")
+        return
+    settings = f"default workflow permissions: {got.default or 'unknown'}"
+    if got.actions_can_create_pulls:
+        found.ok(f"{repo}: GitHub Actions may create pull requests ({settings})")
+        return
+    if kind != "installation-token":
+        whose = "a person's token" if kind == "personal-token" else "a token of no known kind"
+        found.ok(f"{repo}: \"{ACTIONS_PULLS_SETTING}\" is off ({settings}): GitHub refuses a pull request opened "
+                 f"with a workflow's GITHUB_TOKEN, not with the token this doctor ran with ({whose}); run fleetflow "
+                 "as its GitHub App or with a token secret, never with GITHUB_TOKEN, or turn the setting on")
+        return
+    found.findings.append(finding(
+        "actions-pulls", repo,
+        f"\"{ACTIONS_PULLS_SETTING}\" is off ({settings}) and fleetflow runs with an installation token (ghs_), "
+        "as a workflow's GITHUB_TOKEN is: GitHub refuses every pull request fleetflow opens with it (403 \"GitHub "
+        "Actions is not permitted to create or approve pull requests\"), so no promotion reaches this repository",
+        f"Settings → Actions → General → Workflow permissions → {ACTIONS_PULLS_SETTING} (greyed out there: the "
+        f"organization's Settings → Actions → General has it off; {ACTIONS_PULLS_PAGE}), or give fleetflow a GitHub "
+        "App's credentials (FLEETFLOW_APP_ID and FLEETFLOW_APP_PRIVATE_KEY; docs/setup.md, step 1) instead of the "
+        "token"))
 
 
 def _check_app(ctx: Context, found: Diagnosis, repo: str) -> None:
