@@ -235,7 +235,8 @@ def test_a_template_that_fails_for_every_assignment_is_one_problem(tmp_path: Pat
     assert problem["location"]["file"].endswith("kubernetes-namespace.yaml") and problem["location"]["line"] == 19
     assert problem["message"].startswith(
         "template 'kubernetes-namespace', manifest 1, rendering assignment aks-westeurope/observability-dev: missing "
-        "key: 'str object' has no attribute 'nope' (and the same in 8 more assignments: aks-westeurope/orders-api-dev, "
+        "key: Namespace is a string, it has no key 'nope' (and the same in 8 more assignments: "
+        "aks-westeurope/orders-api-dev, "
         "edge-hamburg-line1/inventory-sync-dev,"), problem["message"]
     assert problem["message"].endswith(", ...)")
 
@@ -295,7 +296,7 @@ def test_a_rendered_text_that_is_not_yaml_is_shown_by_explain_rendered(tmp_path:
     template.write_text(template.read_text().replace("[{{ Workload }}", "[{{ Workload.nope }}"))
     result = run_cli(*explain)
     assert result.exit_code == 0, result.output
-    assert "   does not render: " in result.output and "has no attribute 'nope'" in result.output
+    assert "   does not render: " in result.output and "Workload is a string, it has no key 'nope'" in result.output
     assert "LOG_LEVEL: debug" in result.output and "kind: Kustomization" in result.output
     result = run_cli(*explain, "--key", "LOG_LEVEL")
     assert result.exit_code == 2 and "--key and --rendered do not go together" in result.output

@@ -452,7 +452,7 @@ def test_undefined_variable_names_the_variable_and_the_line(engine: TemplateEngi
 
 
 def test_missing_key_is_an_error_not_an_empty_string(engine: TemplateEngine) -> None:
-    with pytest.raises(TemplateRenderError, match="has no attribute 'nope'"):
+    with pytest.raises(TemplateRenderError, match="missing key: Manifests has no key 'nope'"):
         render(engine, "repo: {{ Manifests.nope }}")
     with pytest.raises(TemplateRenderError, match="is undefined"):
         render(engine, "{{ toYaml(Missing) }}")

@@ -468,11 +468,13 @@ def same_problem_once(failed: Mapping[str, list[Problem]]) -> list[Problem]:
     name (a template that fails the same way for every assignment it renders, a value every assignment of a
     ConfigMap composes) are one problem naming the first assignment, how many more and a few of them. Until
     2026-11-28 each assignment gave its own line: 11 identical errors for one bad template in the example, 100,000
-    for one at 100k assignments (a bad-input hunt). A hint may name the assignment too (:func:`see_rendered`)."""
+    for one at 100k assignments (a bad-input hunt). A hint may name the assignment too (:func:`see_rendered`), and
+    what a hint says after "for assignment X, " is about that assignment's values (the keys a map has where a
+    template looked up one it lacks), not the mistake: the problem shows the first assignment's."""
     groups: dict[tuple[str, Location | None, str | None], list[tuple[str, Problem]]] = {}
     for aid in sorted(failed):
         for problem in failed[aid]:
-            hint = problem.hint.replace(aid, "\0") if problem.hint else problem.hint
+            hint = problem.hint.replace(aid, "\0").partition("for assignment \0, ")[0] if problem.hint else problem.hint
             key = (problem.message.replace(aid, "\0"), problem.location, hint)
             groups.setdefault(key, []).append((aid, problem))
     found: list[Problem] = []

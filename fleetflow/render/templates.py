@@ -12,6 +12,7 @@ line that failed (``manifest_locations`` give the first content line of each man
 
 from __future__ import annotations
 
+import difflib
 import functools
 import hashlib
 import json
@@ -22,12 +23,13 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, ParamSpec, TypeVar
+from typing import Any, NoReturn, ParamSpec, TypeVar
 
 import yaml
 from jinja2 import StrictUndefined, Template, TemplateSyntaxError, Undefined, UndefinedError
 from jinja2.exceptions import SecurityError
 from jinja2.sandbox import ImmutableSandboxedEnvironment
+from jinja2.utils import internalcode, missing
 from ruamel.yaml.error import MarkedYAMLError
 from yaml._yaml import CParser
 
@@ -363,12 +365,190 @@ class _Sandbox(ImmutableSandboxedEnvironment):
         return left * right
 
 
+class _MissingError(UndefinedError):
+    """A name or a key a template looked up that is not there, with what it was looked up in (``obj``: Jinja's
+    ``missing`` for a variable) and the name or key: enough to say which value lacked which key, and what it has
+    instead (:func:`_undefined_detail`)."""
+
+    def __init__(self, message: str, obj: Any, name: Any) -> None:
+        super().__init__(message)
+        self.obj = obj
+        self.name = name
+
+
+class _Undefined(StrictUndefined):
+    """Jinja's :class:`StrictUndefined` whose error keeps what was looked up and where (:class:`_MissingError`).
+    Only a failed lookup makes one, and only using it costs more than Jinja's own: a render that finds every name
+    pays nothing."""
+
+    __slots__ = ()
+
+    @internalcode
+    def _fail_with_undefined_error(self, *args: Any, **kwargs: Any) -> NoReturn:
+        if self._undefined_exception is not UndefinedError:  # the sandbox's SecurityError for an unsafe attribute
+            raise self._undefined_exception(self._undefined_message)
+        raise _MissingError(self._undefined_message, self._undefined_obj, self._undefined_name)
+
+
+# StrictUndefined's operators are Undefined's function itself (class attributes bound when Jinja's class was made),
+# not a look-up of the method by name: each is pointed at the override
+for _name, _value in list(vars(Undefined).items()) + list(vars(StrictUndefined).items()):
+    if _value is Undefined._fail_with_undefined_error and _name != "_fail_with_undefined_error":
+        setattr(_Undefined, _name, _Undefined._fail_with_undefined_error)
+
+
+_SHOWN_KEYS = 20  # of a map's keys, named in a missing key's hint
+_HELM = {
+    "Values": "Helm's .Values is ConfigData here: {{ ConfigData.replicas }}",
+    "Release": "Helm's .Release.Namespace is Namespace here: {{ Namespace }}",
+    "Chart": "there is no Chart: a template renders one workload's deployment target, its name is Workload",
+}
+
+
+def _undefined_detail(
+    exc: UndefinedError, variables: Mapping[str, Any], subject: str, line: str | None
+) -> tuple[str, str]:
+    """The message (after the template and the assignment) and the hint for a name or a key that is not there. The
+    message names the value that lacks the key as the template's ``line`` writes it, or by its path in the variables
+    when it is found there (the same for every assignment, so that one mistake stays one problem), and the hint the
+    nearest name or key there is
+    (:mod:`difflib`), then the keys that value has ``for`` the assignment (``same_problem_once`` keeps those of
+    the first assignment it names). Only on the error path: a render that finds every name never comes here."""
+    if not isinstance(exc, _MissingError):
+        what = "missing key" if "has no attribute" in str(exc.message) else "undefined variable"
+        return f"{what}: {exc.message}", "variables: " + ", ".join(sorted(variables))
+    name, obj = exc.name, exc.obj
+    if obj is missing:  # a variable
+        names = sorted(variables)
+        hint = f"variables: {', '.join(names)}"
+        if isinstance(name, str) and name in _HELM:
+            hint = f"{_HELM[name]}; {hint}"
+        elif isinstance(name, str):
+            near = _nearest(name, [*names, *FILTERS])
+            if near is not None:
+                hint = f"did you mean {near!r}? {hint}"
+        return f"undefined variable: {exc.message}", hint
+    path = _written(line, name, obj, variables) or _path_of(obj, variables)
+    kind = _kind_of(obj)
+    if isinstance(obj, Mapping):
+        keys = sorted(str(k) for k in obj)
+        shown = ", ".join(keys[:_SHOWN_KEYS]) + (f", ... ({len(keys)} in all)" if len(keys) > _SHOWN_KEYS else "")
+        has = f"for {subject}, {path or 'that map'} " + (f"has: {shown}" if keys else "is empty")
+        near = _nearest(str(name), keys)
+        hint = f"did you mean {near!r}? {has}" if near is not None else (
+            f"{has}; a key that some assignments do not set needs | default(...)")
+        return f"missing key: {path or 'a map'} has no key {name!r}", hint
+    if obj is None:
+        hint = "a value written with nothing after its ':' is null: give it its map, or test it with {% if %} first"
+    elif isinstance(obj, list | tuple):
+        hint = "loop over a list ({% for item in ... %}) or take one of its items ([0]); a list has no keys"
+    else:
+        hint = "only a map has keys: read the value itself, or give the map the key belongs to"
+    return f"missing key: {path or 'the value'} is {kind}, it has no key {name!r}", hint
+
+
+def _nearest(name: str, candidates: list[str]) -> str | None:
+    """The candidate ``name`` is most likely a typo of: the same but for case, else the closest by
+    :func:`difflib.get_close_matches` (cutoff 0.6, its default)."""
+    folded = name.casefold()
+    for candidate in candidates:
+        if candidate.casefold() == folded:
+            return candidate
+    near = difflib.get_close_matches(name, candidates, n=1)
+    return near[0] if near else None
+
+
+def _kind_of(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list | tuple):
+        return "a list"
+    if isinstance(value, Mapping):
+        return "a map"
+    return f"a {type(value).__name__}"
+
+
+_STEP = r"""(?:\.[A-Za-z_]\w*|\[\s*(?:"[^"\\]*"|'[^'\\]*'|-?\d+)\s*\])"""
+_CHAIN = re.compile(rf"(?<![\w.\]\)'\"])([A-Za-z_]\w*)((?:\s*{_STEP})+)")
+_STEPS = re.compile(_STEP)
+
+
+def _written(line: str | None, name: Any, obj: Any, variables: Mapping[str, Any]) -> str | None:
+    """The value that lacks key ``name`` as ``line`` (the template line that failed) writes it: the expression
+    before the look-up of ``name`` that reads ``obj`` from the variables (``ConfigData.db`` of ``{{
+    ConfigData.db.host }}``), or, when only one expression there looks ``name`` up, that one as written (``item`` of
+    ``{{ item.host }}`` in a loop). None when the line does not tell."""
+    if line is None:
+        return None
+    found: list[str] = []
+    for match in _CHAIN.finditer(line):
+        head, steps = match.group(1), _STEPS.findall(match.group(2))
+        value: Any = variables.get(head, missing)
+        for at, step in enumerate(steps):
+            written = head + "".join(re.sub(r"\s+", "", s) for s in steps[:at])
+            if _step_key(step) == name:
+                if value is obj:
+                    return written
+                if head not in variables:  # a loop's or a set's name: its value is not known here
+                    found.append(written)
+            try:
+                value = value[_step_key(step)]
+            except (LookupError, TypeError):
+                value = missing
+    return found[0] if len(found) == 1 else None
+
+
+def _step_key(step: str) -> Any:
+    if step.startswith("."):
+        return step[1:]
+    inner = step[1:-1].strip()
+    return inner[1:-1] if inner[:1] in "\"'" else int(inner)
+
+
+_PATH_BUDGET = 10_000  # values looked at to find where a value sits in the variables
+
+
+def _path_of(obj: Any, variables: Mapping[str, Any]) -> str | None:
+    """Where ``obj`` sits in the variables, as a template writes it (``ConfigData.db``, ``Labels["app.kubernetes.io
+    /name"]``, ``ConfigData.ports[0]``); None when it is not found (a value the template made) within
+    :data:`_PATH_BUDGET` values. A variable is found by identity at the top; deeper, only a map or a list is
+    looked for (the same text or number may stand in many places)."""
+    for name, value in variables.items():
+        if value is obj:
+            return str(name)
+    if not isinstance(obj, Mapping | list):
+        return None
+    queue: list[tuple[str, Any]] = [(str(n), v) for n, v in variables.items()]
+    seen = 0
+    while queue and seen < _PATH_BUDGET:
+        nxt: list[tuple[str, Any]] = []
+        for path, value in queue:
+            seen += 1
+            items: Any = value.items() if isinstance(value, Mapping) else (
+                enumerate(value) if isinstance(value, list) else ())
+            for key, child in items:
+                step = (f".{key}" if isinstance(key, str) and key.isidentifier() else
+                        f"[{key}]" if isinstance(key, int) else f"[{json.dumps(str(key), ensure_ascii=False)}]")
+                if child is obj:
+                    return path + step
+                if isinstance(child, Mapping | list):
+                    nxt.append((path + step, child))
+        queue = nxt
+    return None
+
+
 class TemplateEngine:
     """Compiles :class:`TemplateSource` objects; holds the one sandboxed environment."""
 
     def __init__(self) -> None:
         env = _Sandbox(
-            undefined=StrictUndefined,
+            undefined=_Undefined,
             autoescape=False,
             keep_trailing_newline=True,
             auto_reload=False,
@@ -606,9 +786,9 @@ class CompiledTemplate:
             detail = f"blocked by the template sandbox: {exc}"
             hint = "templates may only read the variables they are given, not Python internals"
         elif isinstance(exc, UndefinedError):
-            missing = "missing key" if "has no attribute" in str(exc.message) else "undefined variable"
-            detail = f"{missing}: {exc.message}"
-            hint = "variables: " + ", ".join(sorted(variables))
+            lines = self.source.manifests[index].splitlines()
+            line = lines[lineno - 1] if lineno is not None and 0 < lineno <= len(lines) else None
+            detail, hint = _undefined_detail(exc, variables, subject, line)
         elif isinstance(exc, TypeError) and "no loader" in str(exc):  # {% include %}, {% extends %}, {% import %}
             detail = "include, extends and import are not available: a template reads no other file"
             hint = "write the shared text into this manifest (a macro defined in it can repeat it)"
