@@ -280,7 +280,10 @@ def test_a_rendered_text_that_is_not_yaml_is_shown_by_explain_rendered(tmp_path:
     namespace = text.index("== aks-westeurope/observability-dev/namespace.yaml: template 'kubernetes-namespace' "
                            "(namespaceService), manifest 1, at ")
     assert text.index("/reconciler.yaml: template 'flux-reconciler' (reconciler), manifest 2") < namespace
-    assert " 9 |   finalizers: [observability\n10 |     fleetflow.dev/deployment-target: observability-dev\n" in text
+    # the line the problem names is marked '>' (until 2026-11-29 nothing pointed at it among the numbered lines)
+    assert ("   9 |   finalizers: [observability\n> 10 |     fleetflow.dev/deployment-target: observability-dev\n"
+            "  11 |     pod-security.kubernetes.io/enforce: restricted\n") in text
+    assert text.count("\n> ") == 1
     assert "   error: " in text[namespace:] and "at line 10 of what it renders" in text[namespace:]
     assert "/platform-config.yaml: template 'configmap-config' (configType), manifest 1" in text
     assert "LOG_LEVEL: debug" in text
@@ -290,6 +293,7 @@ def test_a_rendered_text_that_is_not_yaml_is_shown_by_explain_rendered(tmp_path:
     broken = shown["manifests"][2]
     assert broken["text"].splitlines()[8] == "  finalizers: [observability"
     assert broken["problem"]["location"]["line"] == 16 and "line 10 of what it renders" in broken["problem"]["message"]
+    assert broken["problemLine"] == 10 and shown["manifests"][0]["problemLine"] is None
     assert shown["manifests"][0]["problem"] is None and shown["problems"] == []
 
     # a manifest that fails to render: its problem, and the rest shown
@@ -297,6 +301,7 @@ def test_a_rendered_text_that_is_not_yaml_is_shown_by_explain_rendered(tmp_path:
     result = run_cli(*explain)
     assert result.exit_code == 0, result.output
     assert "   does not render: " in result.output and "Workload is a string, it has no key 'nope'" in result.output
+    assert "\n> " not in result.output  # a problem in the template's own lines names no line of a text
     assert "LOG_LEVEL: debug" in result.output and "kind: Kustomization" in result.output
     result = run_cli(*explain, "--key", "LOG_LEVEL")
     assert result.exit_code == 2 and "--key and --rendered do not go together" in result.output

@@ -49,7 +49,8 @@ def explain(
     With --rendered: every manifest of the assignment's templates (reconciler, namespaceService, configType), in
     order, each headed by its template, its manifest number and the file render writes it to (inside --output),
     its lines numbered as they are in what it renders. A manifest that renders text that is not YAML or JSON is
-    shown with its problem below it; one that fails to render shows its problem instead. Nothing is written, and
+    shown with its problem below it, the line the problem names marked '>'; one that fails to render shows its
+    problem instead. Nothing is written, and
     the exit code is 0 when it could show them (validate and render say whether the assignment renders).
     Example, for "... not YAML (contentType: yaml): ... at line 9 of what it renders":
 
@@ -103,8 +104,9 @@ def _rendered_text(shown: RenderedResult) -> None:
         if m.text is not None:
             lines = m.text.splitlines()
             width = len(str(len(lines)))
-            for number, line in enumerate(lines, 1):
-                click.echo(f"{number:>{width}} | {line}".rstrip())
+            for number, line in enumerate(lines, 1):  # '>': the line the problem names
+                mark = ">" if number == m.problem_line else " "
+                click.echo(f"{mark} {number:>{width}} | {line}".rstrip())
         elif m.problem is None:
             click.echo("   (renders nothing: not in the file)")
         if m.problem is not None:

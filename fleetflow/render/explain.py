@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -134,6 +135,23 @@ class RenderedManifestResult(Result):
     location: Location  # the manifest's first line in its template file
     text: str | None
     problem: Problem | None
+    problem_line: int | None = None  # the line of ``text`` the problem names ("at line N of what it renders")
+
+
+_TEXT_LINE = re.compile(r"at line (\d+) of what it renders")
+
+
+def problem_line(text: str | None, problem: Problem | None) -> int | None:
+    """The line of ``text`` (1-based) that ``problem`` names as "at line N of what it renders", the words every
+    check of a rendered text uses (the YAML and JSON checks, the aliases); None when it names none, or names a
+    line the text does not have."""
+    if text is None or problem is None:
+        return None
+    found = _TEXT_LINE.search(problem.message)
+    if found is None:
+        return None
+    line = int(found.group(1))
+    return line if 1 <= line <= len(text.splitlines()) else None
 
 
 class RenderedResult(Result):
@@ -175,7 +193,8 @@ def render_explained(plane: ControlPlane, explanation: Explanation) -> RenderedR
             rendered = compiled.render_each(variables, f"assignment {explanation.assignment}")
             shown.extend(
                 RenderedManifestResult(template=name, role=role.field, manifest=m.index + 1, file=file,
-                                       location=m.location, text=m.text, problem=m.problem)
+                                       location=m.location, text=m.text, problem=m.problem,
+                                       problem_line=problem_line(m.text, m.problem))
                 for m in rendered.manifests
             )
             if rendered.file_problem is not None:
