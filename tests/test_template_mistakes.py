@@ -9,8 +9,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
-from fleetflow.errors import Location, Problem
+from fleetflow.errors import InputError, Location, Problem
 from fleetflow.render.pipeline import same_problem_once
 from fleetflow.render.templates import TemplateEngine, TemplateRenderError, TemplateSource
 from tests.helpers import run_cli
@@ -133,7 +134,7 @@ def test_what_a_missing_key_does_not_touch(engine: TemplateEngine) -> None:
     """The look-ups that may miss still do (``default``, ``is defined``), and the sandbox's refusal stays its own."""
     out = engine.compile(source(
         "{{ ConfigData.timeout | default(30) }} {{ ConfigData.db.user is defined }}")).render(variables(), SUBJECT)
-    assert out == b"30 False\n"
+    assert out == b"30 false\n"
     assert said(failure(engine, "{{ ConfigData.__class__ }}")).startswith("blocked by the template sandbox: ")
 
 
@@ -169,3 +170,71 @@ def test_a_typo_in_the_example_is_one_problem_with_the_nearest_key(tmp_path: Pat
     assert problem["hint"].startswith(
         "did you mean 'LOG_LEVEL'? for assignment aks-westeurope/observability-dev, ConfigData has: "), problem["hint"]
     assert problem["location"]["line"] == 23
+
+
+# -- what {{ }} writes -----------------------------------------------------------------------------------
+
+
+def test_null_renders_as_nothing_not_as_the_text_none(engine: TemplateEngine) -> None:
+    """``image:`` with nothing after it in a ConfigMap is null; ``image: {{ ConfigData.image }}`` rendered
+    ``image: None`` until 2026-11-29, the text "None" to go-yaml (go-yaml v3 ``resolve.go``, ``resolveMapList``:
+    null is "", "~", "null", "Null" or "NULL"; v2 the same), so a wrong value reached every cluster with no error.
+    Now null writes nothing (YAML reads ``image:`` as null again), as Helm writes a nil value and ``stringify``
+    does."""
+    out = engine.compile(source("image: {{ ConfigData.image }}\nname: app-{{ ConfigData.image }}x")).render(
+        variables(image=None), SUBJECT)
+    assert out == b"image: \nname: app-x\n"
+
+
+def test_default_takes_a_null_as_a_value_not_given(engine: TemplateEngine) -> None:
+    """Helm's ``default`` (sprig) replaces an empty value, nil included; Jinja's only an undefined one, so
+    ``{{ ConfigData.image | default("nginx") }}`` rendered ``None`` for ``image:`` with nothing after it. Now null
+    is a value not given, to ``default`` and ``d``; false, 0 and "" stay values unless ``boolean`` is true."""
+    render = engine.compile(source(
+        "{{ ConfigData.image | default('nginx') }} {{ ConfigData.nope | d('x') }} {{ ConfigData.off | default(1) }} "
+        "{{ ConfigData.off | default(1, true) }}")).render
+    assert render(variables(image=None, off=0), SUBJECT) == b"nginx x 0 1\n"
+    assert render(variables(image="app:1", off=False), SUBJECT) == b"app:1 x false 1\n"
+
+
+def test_booleans_maps_and_lists_render_as_helm_and_json_write_them(engine: TemplateEngine) -> None:
+    """Python wrote ``True`` and ``{'a': 'b'}``: go-yaml reads ``True`` as a boolean (v3 ``resolve.go``: "true",
+    "True", "TRUE"), but an env file or a script got ``DEBUG=True`` where Kalypso's Go template wrote ``true``, and
+    a Python repr is not YAML (``'a\\nb'`` is the four characters to YAML). Now true/false, and a map or a list as
+    compact JSON, which YAML reads as the same map or list."""
+    render = engine.compile(source("DEBUG={{ ConfigData.debug }} {{ ConfigData.db }} {{ ConfigData.ports }}",
+                                   content_type="env")).render
+    assert render(variables(debug=True), SUBJECT) == (
+        b'DEBUG=true {"host":"db","port":5432} [{"name":"http"}]\n')
+    text = engine.compile(source("labels: {{ Labels }}\nlines: {{ ConfigData.lines }}\n")).render(
+        variables(lines=["a\nb", "it's"]), SUBJECT)
+    assert text is not None
+    assert yaml.safe_load(text) == {"labels": {"region": "eu", "workload": "app"}, "lines": ["a\nb", "it's"]}
+
+
+# -- Python's errors in a loop, Go's habits --------------------------------------------------------------
+
+
+def test_a_loop_over_a_map_without_items_says_how_to_loop(engine: TemplateEngine) -> None:
+    """``{% for key, value in Labels %}`` unpacks each key's letters ("too many values to unpack (expected 2)"):
+    the message said nothing about the loop until 2026-11-29."""
+    problem = failure(engine, "{% for k, v in Labels %}\n{{ k }}={{ v }}\n{% endfor %}")
+    assert said(problem) == "ValueError: too many values to unpack (expected 2)"
+    assert (problem.hint or "").startswith(
+        "a loop over a map gives its keys: loop over its keys and values with {% for key, value in "
+        "ConfigData.items() %}")
+    problem = failure(engine, "{% for k, v in Labels.items %}{{ k }}{% endfor %}")
+    assert problem.hint == "call the method: ConfigData.items(), not ConfigData.items"
+
+
+def test_go_template_habits_are_named(engine: TemplateEngine) -> None:
+    """``{{ quote .Values.x }}`` parses in Jinja (``quote.Values``, a look-up in the function) and ``{{ include
+    "x" . }}`` does not: both now say that templates are Jinja2, not Go templates."""
+    problem = failure(engine, "{{ quote .ConfigData.x }}")
+    assert said(problem) == "missing key: quote is a function, it has no key 'ConfigData'"
+    assert (problem.hint or "").startswith("templates are Jinja2, not Go templates: give a function its value with "
+                                           "a pipe, {{ ConfigData.x | quote }}")
+    for text in ('{{ include "labels" . }}', "{{ toYaml .Values.x | nindent 4 }}"):
+        with pytest.raises(InputError) as caught:
+            engine.compile(source(text))
+        assert (caught.value.problems()[0].hint or "").startswith("templates are Jinja2, not Go templates"), text

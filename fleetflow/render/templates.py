@@ -55,7 +55,7 @@ MAX_FILE_BYTES = 100 * 1000 * 1000
 """The largest file a template may render: GitHub refuses a push with a file over 100 MB ("GitHub blocks files
 larger than 100 MiB", docs.github.com, "About large files on GitHub"; we count the stricter 100 MB). A loop that
 would render gigabytes stops here instead of filling memory: the output is counted as it is made."""
-_GO_SYNTAX = re.compile(r"\{\{-?\s*(?:\.|/\*|(?:if|range|with|end)\b)")
+_GO_SYNTAX = re.compile(r"\{\{-?\s*(?:\.|/\*|(?:if|range|with|end|include|template|define)\b|[^}]*\s\$?\.[A-Za-z])")
 _GO_HINT = "templates are Jinja2, not Go templates: write {{ Namespace }}, not {{ .Namespace }}"
 # Where an alias may stand: libyaml's scanner reads a token at the start of the text, after white space, after a
 # flow indicator ([ { ,) or after the ':' of a JSON-like key in flow ({"a":*x}), and an alias is '*' and at least
@@ -321,6 +321,33 @@ def required_filter(value: Any, message: str = "a required value is missing") ->
     return value
 
 
+def default_filter(value: Any, default_value: Any = "", boolean: bool = False) -> Any:
+    """``default``: Jinja's, except that null is a value not given, as it is to Helm's and Go's ``default``: ``db:``
+    with nothing after it in a ConfigMap takes the default (with Jinja's own it rendered ``None``). ``boolean``:
+    every empty or false value too, as Jinja's."""
+    if value is None or isinstance(value, Undefined) or (boolean and not value):
+        return default_value
+    return value
+
+
+def finalize(value: Any) -> Any:
+    """What ``{{ ... }}`` writes for a value: a string as it is; null as nothing, true and false as ``true`` and
+    ``false`` (as Helm and Kalypso's Go templates write them, and ``stringify``); a map or a list as compact JSON
+    (``toJson``), which YAML reads as the same map or list. Python's own words (``None``, ``True``, ``{'a': 'b'}``)
+    were written until 2026-11-29: ``image: None`` is the text "None" to go-yaml (v3 ``resolve.go``: null is
+    ``~``, ``null``, ``Null``, ``NULL`` or nothing), and a quote or a backslash in a Python repr is not YAML's.
+    Jinja calls it for every ``{{ }}``: a string costs one type check."""
+    if type(value) is str:
+        return value
+    if value is None:
+        return ""
+    if value is True or value is False:
+        return "true" if value else "false"
+    if isinstance(value, Mapping | list | tuple):
+        return to_json_filter(value)
+    return value
+
+
 FILTERS: dict[str, Any] = {
     "toYaml": to_yaml_filter,
     "toJson": to_json_filter,
@@ -438,6 +465,10 @@ def _undefined_detail(
         hint = f"did you mean {near!r}? {has}" if near is not None else (
             f"{has}; a key that some assignments do not set needs | default(...)")
         return f"missing key: {path or 'a map'} has no key {name!r}", hint
+    if callable(obj) and not isinstance(obj, Mapping | list | tuple | str):  # {{ quote .Values.x }}: Go's way
+        return (f"missing key: {path or 'a function'} is a function, it has no key {name!r}",
+                "templates are Jinja2, not Go templates: give a function its value with a pipe, {{ ConfigData.x | "
+                "quote }}, or in parentheses, quote(ConfigData.x), not as {{ quote .x }}")
     if obj is None:
         hint = "a value written with nothing after its ':' is null: give it its map, or test it with {% if %} first"
     elif isinstance(obj, list | tuple):
@@ -552,8 +583,10 @@ class TemplateEngine:
             autoescape=False,
             keep_trailing_newline=True,
             auto_reload=False,
+            finalize=finalize,
         )
         env.filters.update(FILTERS)
+        env.filters["default"] = env.filters["d"] = default_filter  # a filter only: a global default() is not Jinja's
         env.globals.update(FILTERS)
         self.environment = env
 
@@ -798,7 +831,21 @@ class CompiledTemplate:
             detail, hint = str(exc), exc.hint
         else:
             detail = f"{type(exc).__name__}: {exc}"
+            hint = _python_hint(exc)
         return Problem(f"{where}: {detail}", _line_in(location, lineno), hint)
+
+
+def _python_hint(exc: Exception) -> str | None:
+    """What to fix for the Python errors a template's loops make: ``{% for key, value in ConfigData %}`` (a map
+    gives its keys, and a key's letters do not unpack into two names) and ``ConfigData.items`` without its
+    parentheses (a method is not a list)."""
+    said = str(exc)
+    if isinstance(exc, ValueError) and ("values to unpack" in said or "not enough values" in said):
+        return ("a loop over a map gives its keys: loop over its keys and values with {% for key, value in "
+                "ConfigData.items() %}; a loop over a list of pairs needs as many names as each item has")
+    if isinstance(exc, TypeError) and "'builtin_function_or_method' object is not iterable" in said:
+        return "call the method: ConfigData.items(), not ConfigData.items"
+    return None
 
 
 def _manifest_location(template: TemplateSource, index: int) -> Location:
