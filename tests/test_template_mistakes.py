@@ -238,3 +238,31 @@ def test_go_template_habits_are_named(engine: TemplateEngine) -> None:
         with pytest.raises(InputError) as caught:
             engine.compile(source(text))
         assert (caught.value.problems()[0].hint or "").startswith("templates are Jinja2, not Go templates"), text
+
+
+def test_a_map_from_toyaml_after_spaces_without_nindent_is_an_error(engine: TemplateEngine) -> None:
+    """``data:\\n  {{ ConfigData.db | toYaml }}`` rendered ``data:\\n  host: db\\nport: 5432``: YAML, so no check
+    refused it, but ``port`` is read one level up, out of ``data`` (a wrong ConfigMap on every cluster, and the
+    API server ignores or refuses the stray key). A map or a list that ``toYaml`` writes on several lines after
+    spaces at the start of a line is now an error at that line; one line, a text, or ``nindent`` are fine."""
+    problem = failure(engine, "kind: ConfigMap\ndata:\n  {{ ConfigData.db | toYaml }}\n")
+    assert said(problem) == (
+        "toYaml writes a map or a list on several lines after 2 spaces on its line: only its first line follows "
+        "them, the others start at the beginning of theirs, and YAML reads what they hold one level up (a wrong "
+        "file, not an error, to a GitOps agent)")
+    assert problem.hint == ("indent every line after the first: {{ ... | toYaml | indent(2, first=False) }}, or "
+                            "write it after its key: key:{{ ... | toYaml | nindent(2) }}")
+    assert problem.location == Location("templates/tpl.yaml", 12)
+    assert said(failure(engine, "spec:\n    {{ toYaml(ConfigData.ports + ConfigData.ports) }}")).startswith(
+        "toYaml writes a map or a list on several lines after 4 spaces")
+
+    def render(text: str, **config: Any) -> bytes | None:
+        return engine.compile(source(text)).render(variables(**config), SUBJECT)
+
+    assert render("data:\n  {{ ConfigData.one | toYaml }}", one={"a": 1}) == b"data:\n  a: 1\n"
+    assert render("data:{{ ConfigData.db | toYaml | nindent(2) }}") == b"data:\n  host: db\n  port: 5432\n"
+    assert render("data:\n  {{ ConfigData.db | toYaml | indent(2, first=False) }}") == (
+        b"data:\n  host: db\n  port: 5432\n")
+    assert render("{{ ConfigData.db | toYaml }}") == b"host: db\nport: 5432\n"  # at the start of its line
+    env = engine.compile(source("  {{ ConfigData.db | toYaml }}", content_type="env"))
+    assert env.render(variables(), SUBJECT) == b"  host: db\nport: 5432\n"  # not YAML: not its business

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Any, NoReturn, ParamSpec, TypeVar
 
 import yaml
-from jinja2 import StrictUndefined, Template, TemplateSyntaxError, Undefined, UndefinedError
+from jinja2 import StrictUndefined, Template, TemplateSyntaxError, Undefined, UndefinedError, nodes
 from jinja2.exceptions import SecurityError
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 from jinja2.utils import internalcode, missing
@@ -201,6 +201,49 @@ def to_yaml_filter(value: Any) -> str:
     return to_yaml(_defined(value))[:-1]
 
 
+class _IndentedYamlError(ValueError):
+    """A map or a list written with ``toYaml`` on a line indented before it, without ``indent``/``nindent``."""
+
+    def __init__(self, width: int) -> None:
+        super().__init__(f"toYaml writes a map or a list on several lines after {width} spaces on its line")
+        self.width = width
+
+
+def to_yaml_indented_filter(value: Any, width: int) -> str:
+    """``toYaml`` where the template writes it after ``width`` spaces on its line (``  {{ X | toYaml }}``; the
+    engine puts it there when it compiles the template, :func:`_mark_indented_to_yaml`). Only its first line
+    follows those spaces, the others start at the beginning of theirs: a map's second key is read one level up
+    (``data:\n  a: 1\nb: 2`` is YAML, ``b`` no longer under ``data``), and the file is wrong with no error. A map
+    or a list that writes more than one line is an error there; a value of one line, or a text (a block scalar
+    whose lines YAML reads by their own indentation), is written as ``toYaml`` writes it."""
+    text = to_yaml_filter(value)
+    if "\n" in text and isinstance(value, Mapping | list | tuple):
+        raise _IndentedYamlError(width)
+    return text
+
+
+def _mark_indented_to_yaml(template: nodes.Template) -> None:
+    """Every ``toYaml`` written right after spaces at the start of a line (``  {{ X | toYaml }}``, its last step,
+    not piped on) made :func:`to_yaml_indented_filter`, told how many spaces: it is checked when it renders, the
+    rest of the template pays nothing. A ``toYaml`` after a tag (``{% if %}``) is left as it is: the text before it
+    on its line is not known here."""
+    for output in template.find_all(nodes.Output):
+        before: nodes.Node | None = None
+        for node in output.nodes:
+            if isinstance(before, nodes.TemplateData):
+                line = before.data.rsplit("\n", 1)[-1]
+                width = len(line)
+                if width and not line.strip(" "):
+                    if isinstance(node, nodes.Filter) and node.name == "toYaml" and not node.args:
+                        node.name = "_toYamlIndented"
+                        node.args = [nodes.Const(width)]
+                    elif (isinstance(node, nodes.Call) and isinstance(node.node, nodes.Name)
+                          and node.node.name == "toYaml" and len(node.args) == 1):
+                        node.node = nodes.Name("_toYamlIndented", "load")
+                        node.args = [*node.args, nodes.Const(width)]
+            before = node
+
+
 def to_json_filter(value: Any, indent: int | None = None) -> str:
     """``toJson``: sorted keys; compact unless ``indent`` is given."""
     if indent is None:
@@ -360,6 +403,7 @@ FILTERS: dict[str, Any] = {
     "quote": quote_filter,
     "required": required_filter,
 }
+_ENGINE_ONLY = {"_toYamlIndented": to_yaml_indented_filter}  # put in by the engine (_mark_indented_to_yaml)
 
 
 # -- environment ---------------------------------------------------------------------------------------
@@ -588,6 +632,8 @@ class TemplateEngine:
         env.filters.update(FILTERS)
         env.filters["default"] = env.filters["d"] = default_filter  # a filter only: a global default() is not Jinja's
         env.globals.update(FILTERS)
+        env.filters.update(_ENGINE_ONLY)
+        env.globals.update(_ENGINE_ONLY)
         self.environment = env
 
     def compile(self, template: TemplateSource) -> CompiledTemplate:
@@ -600,7 +646,10 @@ class TemplateEngine:
             location = _manifest_location(template, index)
             filename = f"<fleetflow-template {template.name}#{index}>"
             try:
-                code = env.compile(text, name=template.name, filename=filename)
+                parsed = env.parse(text, name=template.name, filename=filename)
+                if template.content_type.lower() in _YAML_TYPES:
+                    _mark_indented_to_yaml(parsed)
+                code = env.compile(parsed, name=template.name, filename=filename)
             except TemplateSyntaxError as exc:
                 hint = _GO_HINT if _GO_SYNTAX.search(text) else None
                 message = (
@@ -829,6 +878,11 @@ class CompiledTemplate:
             detail = f"required value missing: {exc}"
         elif isinstance(exc, _FromYamlError):
             detail, hint = str(exc), exc.hint
+        elif isinstance(exc, _IndentedYamlError):
+            detail = (f"{exc}: only its first line follows them, the others start at the beginning of theirs, and "
+                      "YAML reads what they hold one level up (a wrong file, not an error, to a GitOps agent)")
+            hint = (f"indent every line after the first: {{{{ ... | toYaml | indent({exc.width}, first=False) }}}}, "
+                    f"or write it after its key: key:{{{{ ... | toYaml | nindent({exc.width}) }}}}")
         else:
             detail = f"{type(exc).__name__}: {exc}"
             hint = _python_hint(exc)
