@@ -83,6 +83,12 @@ def test_a_key_no_name_is_near_tells_how_to_give_a_default(engine: TemplateEngin
     assert said(problem) == "missing key: ConfigData has no key 'timeout'"
     assert problem.hint == (f"for {SUBJECT}, ConfigData has: db, ports, replicas; a key that some assignments do "
                             "not set needs | default(...)")
+    # a default at the end of a chain covers its last key only: the map before it needs its own
+    problem = failure(engine, "{{ ConfigData.owner.team | default('platform') }}")
+    assert said(problem) == "missing key: ConfigData has no key 'owner'"
+    assert (problem.hint or "").endswith(
+        "; a default covers only the key right before it: a map that some assignments do not set needs its own, "
+        "(ConfigData.owner | default({})).KEY | default(...)")
     many = {f"KEY_{n:02}": n for n in range(30)}
     hint = failure(engine, "{{ ConfigData.other }}", **many).hint or ""
     assert hint.endswith(", KEY_19, ... (33 in all); a key that some assignments do not set needs | default(...)")

@@ -506,8 +506,14 @@ def _undefined_detail(
         shown = ", ".join(keys[:_SHOWN_KEYS]) + (f", ... ({len(keys)} in all)" if len(keys) > _SHOWN_KEYS else "")
         has = f"for {subject}, {path or 'that map'} " + (f"has: {shown}" if keys else "is empty")
         near = _nearest(str(name), keys)
-        hint = f"did you mean {near!r}? {has}" if near is not None else (
-            f"{has}; a key that some assignments do not set needs | default(...)")
+        looked = f"{path}.{name}" if path and isinstance(name, str) and name.isidentifier() else None
+        if looked is not None and line is not None and "default" in line and re.search(
+                rf"{re.escape(looked)}\s*(?:\.|\[)", line):  # ConfigData.db.host | default(..): db is missing
+            tail = (f"a default covers only the key right before it: a map that some assignments do not set needs "
+                    f"its own, ({looked} | default({{}})).KEY | default(...)")
+        else:
+            tail = "a key that some assignments do not set needs | default(...)"
+        hint = f"did you mean {near!r}? {has}" if near is not None else f"{has}; {tail}"
         return f"missing key: {path or 'a map'} has no key {name!r}", hint
     if callable(obj) and not isinstance(obj, Mapping | list | tuple | str):  # {{ quote .Values.x }}: Go's way
         return (f"missing key: {path or 'a function'} is a function, it has no key {name!r}",
