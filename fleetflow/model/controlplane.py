@@ -31,7 +31,8 @@ from fleetflow.model.resources import (
     CLUSTER_TYPE_NAME_LIMIT,
     ENVIRONMENT_NAME_LIMIT,
     KIND_ORIGINS,
-    LABEL_KEY_PATTERN,
+    LABEL_KEY_HINT,
+    LABEL_VALUE_HINT,
     NAME_LIMIT,
     NAME_PATTERN,
     SPEC_MODELS,
@@ -47,6 +48,8 @@ from fleetflow.model.resources import (
     TemplateSpec,
     WorkloadRegistrationSpec,
     WorkloadSpec,
+    label_key_problem,
+    label_value_problem,
 )
 
 PLATFORM_CONFIG_LABEL = "platform-config"
@@ -138,11 +141,44 @@ def _format_loc(loc: tuple[int | str, ...]) -> str:
     return ".".join(str(p) for p in loc) if loc else "spec"
 
 
-_LABEL_KEYS_SEEN: set[str] = set()  # label keys that matched LABEL_KEY_PATTERN (a fleet has few, used many times)
+_LABELS_SEEN: set[str] = set()  # label keys and values found valid (a fleet has few, used many times)
+
+
+def label_problems(key: object, value: str) -> list[tuple[str, str]]:
+    """(what is wrong, hint) for a label key and a value Kubernetes would refuse (apimachinery IsLabelKey and
+    IsLabelValue, as ValidateLabels and ValidateLabelSelector apply them): none for a valid label."""
+    found: list[tuple[str, str]] = []
+    seen = _LABELS_SEEN
+    if key not in seen:
+        why = label_key_problem(key)
+        if why is not None:
+            found.append((f"invalid label key {key!r}: it {why}", LABEL_KEY_HINT))
+        elif len(seen) < 100_000:
+            seen.add(key)  # type: ignore[arg-type]  # a valid key is text
+    if value not in seen:
+        why = label_value_problem(value)
+        if why is not None:
+            found.append((f"invalid value {value!r} of label {key}: it {why}", LABEL_VALUE_HINT))
+        elif len(seen) < 100_000:
+            seen.add(value)
+    return found
+
+
+def _label_text(doc: Document, key: str, k: str, v: object) -> str:
+    """A label or annotation value that YAML read as a number or boolean, as the file writes it: ``1.10`` is the
+    label ``1.10`` (YAML's number 1.1 made it ``1.1`` until 2026-11-29, and a selector asking for ``"1.10"`` was
+    told "did you mean '1.1'?"), ``0x1F`` is ``0x1F``; null is the empty value."""
+    if v is None:
+        return ""
+    written = doc.written("metadata", key, k)
+    if written is not None:
+        return written
+    return "true" if v is True else "false" if v is False else str(v)
 
 
 def _string_map(doc: Document, meta: dict[str, Any], key: str, problems: Problems) -> dict[str, str]:
-    """``metadata.<key>`` of ``doc`` (its ``meta``) as strings; a problem for each part that cannot be one."""
+    """``metadata.<key>`` of ``doc`` (its ``meta``) as strings; a problem for each part that cannot be one, and for
+    each label Kubernetes would refuse."""
     raw = meta.get(key)
     if raw is None:
         return {}
@@ -150,9 +186,9 @@ def _string_map(doc: Document, meta: dict[str, Any], key: str, problems: Problem
         problems.add(f"metadata.{key} must be a mapping", doc.where("metadata", key))
         return {}
     if key == "labels":
-        seen = _LABEL_KEYS_SEEN
-        if all(type(v) is str and k in seen for k, v in raw.items()):
-            return dict(raw)  # the common case: known keys, string values (YAML gave str: nothing to convert)
+        seen = _LABELS_SEEN
+        if all(type(v) is str and k in seen and v in seen for k, v in raw.items()):
+            return dict(raw)  # the common case: known keys and values (YAML gave str: nothing to convert)
     result: dict[str, str] = {}
     for k, v in raw.items():
         if isinstance(v, dict | list):
@@ -162,16 +198,11 @@ def _string_map(doc: Document, meta: dict[str, Any], key: str, problems: Problem
                 "quote the value",
             )
             continue
-        if key == "labels" and k not in _LABEL_KEYS_SEEN:
-            if not isinstance(k, str) or not LABEL_KEY_PATTERN.match(k):
-                problems.add(
-                    f"invalid label key {k!r}",
-                    doc.where("metadata", key, k),
-                    "use [A-Za-z0-9._-] and an optional prefix/",
-                )
-            elif len(_LABEL_KEYS_SEEN) < 10_000:
-                _LABEL_KEYS_SEEN.add(k)
-        result[k] = "true" if v is True else "false" if v is False else "" if v is None else str(v)
+        text = v if type(v) is str else _label_text(doc, key, k, v)
+        if key == "labels":
+            for message, hint in label_problems(k, text):
+                problems.add(message, doc.where("metadata", key, k), hint)
+        result[k] = text
     return result
 
 
@@ -257,9 +288,43 @@ def build_resource(doc: Document, origin: str, problems: Problems) -> Resource[A
             unknown_hint="check the spelling against DESIGN.md §2 (fields are camelCase)",
             missing_hints=model.missing_hints, written=doc.written,
         ))
+    else:
+        _spec_label_problems(kind, spec, doc, problems)
     if len(problems) > before:
         return None
     return Resource(kind, name, labels, annotations, spec, doc, origin)
+
+
+def _spec_label_problems(kind: str, spec: Spec, doc: Document, problems: Problems) -> None:
+    """Labels a spec writes (a deployment target's ``labels``, a SchedulingPolicy's selectors) that Kubernetes would
+    refuse, as metadata.labels are checked: a selector asking for ``region: West Europe`` or ``key: Bad Key``
+    selected nothing or matched a label no Kubernetes object can carry, without a word, until 2026-11-29."""
+    if isinstance(spec, WorkloadSpec):
+        for i, target in enumerate(spec.deployment_targets):
+            for key, value in target.labels.items():
+                path = ("spec", "deploymentTargets", i, "labels", key)
+                for message, hint in label_problems(key, value):
+                    problems.add(f"{kind} {doc.name}: target {target.name}: {message}", doc.where(*path), hint)
+    elif isinstance(spec, SchedulingPolicySpec):
+        sides = (("deploymentTargetSelector", spec.deployment_target_selector.label_selector),
+                 ("clusterTypeSelector", spec.cluster_type_selector.label_selector))
+        for side, selector in sides:
+            base = ("spec", side, "labelSelector")
+            subject = f"{kind} {doc.name}: {side}"
+            for key, value in selector.match_labels.items():
+                for message, hint in label_problems(key, value):
+                    problems.add(f"{subject}: matchLabels: {message}", doc.where(*base, "matchLabels", key), hint)
+            for i, req in enumerate(selector.match_expressions):
+                at = (*base, "matchExpressions", i)
+                why = label_key_problem(req.key)
+                if why is not None:
+                    problems.add(f"{subject}: matchExpressions: invalid label key {req.key!r}: it {why}",
+                                 doc.where(*at, "key"), LABEL_KEY_HINT)
+                for j, value in enumerate(req.values):
+                    why = label_value_problem(value)
+                    if why is not None:
+                        problems.add(f"{subject}: matchExpressions: invalid value {value!r} of label {req.key}: "
+                                     f"it {why}", doc.where(*at, "values", j), LABEL_VALUE_HINT)
 
 
 def _add(plane: ControlPlane, res: Resource[Any], problems: Problems) -> None:

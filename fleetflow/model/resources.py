@@ -75,9 +75,57 @@ ENVIRONMENT_NAME_LIMIT = 218  # an environment's name is part of the names fleet
 # (GitHub: 255 characters, 245), <name>.diff in --plan-dir, written through .<name>.diff.partial (a file name's
 # 255 bytes, 241), the workflows' artifact fleetflow-shard-<name>-K-of-N (upload-artifact: 256 characters, 229).
 # Names are ASCII (NAME_PATTERN): characters are bytes. Sources and the check of each: tests/test_validate_ahead.py
-LABEL_KEY_PATTERN = re.compile(
-    r"^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$"
-)
+# Kubernetes' label syntax (k8s.io/apimachinery pkg/api/validate/content/kube.go, IsLabelKey and IsLabelValue, which
+# pkg/util/validation's IsQualifiedName and IsValidLabelValue are; ValidateLabels and ValidateLabelSelector in
+# pkg/apis/meta/v1/validation apply them to metadata.labels, matchLabels and matchExpressions' keys and values)
+LABEL_NAME_PART = re.compile(r"[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?")  # a key's name part, a value
+LABEL_PART_LIMIT = 63  # characters of a key's name part (and of a value in Kubernetes: see label_value_problem)
+DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")  # a key's prefix
+DNS_SUBDOMAIN_LIMIT = 253
+LABEL_KEY_HINT = ("a label key is a name of at most 63 characters (letters, digits, '-', '_' and '.', starting and "
+                  "ending with a letter or digit), with an optional DNS subdomain prefix and '/' (example.com/name)")
+LABEL_VALUE_HINT = ("a label value is empty, or letters, digits, '-', '_' and '.', starting and ending with a letter "
+                    "or digit, as Kubernetes takes them (write it in those characters, such as west-europe)")
+
+
+def _odd(text: str, allowed: str) -> str:
+    """The characters of ``text`` outside the class ``allowed``, named (``' ', '!'``)."""
+    return ", ".join(repr(c) for c in sorted({c for c in text if not re.fullmatch(allowed, c)}))
+
+
+def _name_part_problem(part: str, limit: int | None = LABEL_PART_LIMIT) -> str | None:
+    if limit is not None and len(part) > limit:
+        return f"is {len(part)} characters long (at most {limit})"
+    if LABEL_NAME_PART.fullmatch(part):
+        return None
+    odd = _odd(part, r"[-A-Za-z0-9_.]")
+    return f"has {odd}" if odd else "does not start and end with a letter or digit"
+
+
+def label_key_problem(key: object) -> str | None:
+    """Why ``key`` is not a Kubernetes label key (IsLabelKey: ``[prefix/]name``), or None."""
+    if not isinstance(key, str):
+        return "is not text"
+    if not key:
+        return "is empty"
+    prefix, slash, name = key.rpartition("/")
+    if slash and (not prefix or "/" in prefix):
+        return "has more than one '/'" if prefix else "has an empty prefix before '/'"
+    if slash and (len(prefix) > DNS_SUBDOMAIN_LIMIT or not DNS_SUBDOMAIN.fullmatch(prefix)):
+        return (f"has a prefix {prefix!r} that is not a DNS subdomain (lowercase letters, digits, '-' and '.', at most "
+                f"{DNS_SUBDOMAIN_LIMIT} characters)")
+    if not name:
+        return "has an empty name after '/'"
+    why = _name_part_problem(name)
+    return None if why is None else (f"has a name part {name!r} that {why}" if slash else why)
+
+
+def label_value_problem(value: str) -> str | None:
+    """Why ``value`` is not a Kubernetes label value (IsLabelValue: empty, or a name part), or None. Its length is
+    not limited to Kubernetes' 63 characters: fleetflow's names (up to 253) are label values too, those a ConfigMap
+    selects with (``cluster-type``, ``deployment-target``, ``workload``, ``environment``) and a target's own
+    ``workload`` and ``workspace``; a value only Kubernetes would refuse for its length still matches as written."""
+    return None if not value else _name_part_problem(value, None)
 
 
 class Spec(BaseModel):
