@@ -160,6 +160,14 @@ ENV_FILES: dict[str, str] = {
         spec:
           clusterType: cloud-eu
           statusContext: flux/cloud-eu-1
+        ---
+        apiVersion: fleetflow.dev/v1alpha1
+        kind: Cluster
+        metadata:
+          name: edge-line1-1
+        spec:
+          clusterType: edge-line1
+          statusContext: flux/edge-line1-1
     """,
     "policies.yaml": """
         apiVersion: fleetflow.dev/v1alpha1

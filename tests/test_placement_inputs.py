@@ -48,8 +48,7 @@ def test_a_label_yaml_reads_as_a_number_is_the_text_the_file_writes(tmp_path: Pa
     2026-11-29, so a policy asking for ``firmware: "1.10"`` (what validate's own hint says to write in a selector)
     selected nothing, with the warning "did you mean firmware: '1.1'?"."""
     main_dir, env_dir = make_plane(tmp_path, env={
-        "cluster-types/types.yaml": CT_NUMBERS, "policies.yaml": FIRMWARE_POLICY,
-        "clusters.yaml": ENV_FILES["clusters.yaml"].replace("cloud-eu", "edge-line1")})
+        "cluster-types/types.yaml": CT_NUMBERS, "policies.yaml": FIRMWARE_POLICY})
     plane = load_control_plane(main_dir, env_dir)
     assert plane.cluster_types["edge-line1"].labels == {
         "region": "eu", "kind": "edge", "firmware": "1.10", "rev": "0x1F"}
@@ -164,3 +163,106 @@ def test_labels_kubernetes_takes_are_taken(tmp_path: Path) -> None:
     plane = load_control_plane(main_dir, env_dir)
     assert plane.cluster_types["cloud-eu"].labels["example.com/Zone_1.b"] == "A-1_b.c"
     assert plane.cluster_types["cloud-eu"].labels["long"] == long_value
+
+
+TOGETHER_POLICY = """
+    apiVersion: fleetflow.dev/v1alpha1
+    kind: SchedulingPolicy
+    metadata:
+      name: edge-cloud
+    spec:
+      deploymentTargetSelector:
+        labelSelector:
+          matchLabels:
+            purpose: test
+      clusterTypeSelector:
+        labelSelector:
+          matchLabels:
+            kind: edge
+          matchExpressions:
+            - key: region
+              operator: NotIn
+              values: [eu]
+"""
+
+
+def test_a_policy_whose_requirements_hold_one_by_one_but_never_together_warns(tmp_path: Path) -> None:
+    """Every cluster type is in region eu: ``kind: edge`` is carried (by edge-line1) and ``region NotIn [eu]`` is
+    fine on its own (NotIn holds for an absent key, so the label-by-label check says nothing of it), but no cluster
+    type matches both. Until 2026-11-29 the policy scheduled nothing without a word; now a warning at its selector,
+    and on the targets' side when it is that side that selects nothing."""
+    main_dir, env_dir = make_plane(tmp_path / "types", env={"edge-cloud.yaml": TOGETHER_POLICY})
+    result = run_cli("validate", "--main", main_dir, "--env", env_dir, "--environment", "dev")
+    assert result.exit_code == 0, result.output
+    assert (f"warning: {env_dir}/edge-cloud.yaml:11:5: SchedulingPolicy edge-cloud selects no cluster types: none "
+            "matches all of kind=edge,region notin (eu), though each label it asks for is carried by one of them "
+            "(hint: loosen the selector, or label one of them with all it asks for; or remove the policy)\n"
+            ) in result.stderr, result.stderr
+
+    targets = TOGETHER_POLICY.replace("purpose: test", "purpose: test\n            workload: other").replace(
+        "kind: edge\n", "kind: cloud\n")
+    other = "\n".join(line for line in BAD_TARGET.replace("name: app", "name: other").replace(
+        "purpose: test", "purpose: batch").splitlines() if "owner" not in line and "/x" not in line)
+    main_dir, env_dir = make_plane(tmp_path / "targets", main={"workloads/other.yaml": other},
+                                   env={"edge-cloud.yaml": targets})
+    result = run_cli("validate", "--main", main_dir, "--env", env_dir, "--environment", "dev")
+    assert result.exit_code == 0, result.output
+    assert (f"warning: {env_dir}/edge-cloud.yaml:7:5: SchedulingPolicy edge-cloud selects no deployment targets of "
+            "dev: none matches all of purpose=test,workload=other, though each label it asks for is carried by one "
+            "of them (hint: loosen the selector, or label one of them with all it asks for; or remove the policy "
+            "(its clusterTypeSelector is not looked at while this one selects nothing))\n") in result.stderr, (
+        result.stderr)
+    assert result.stderr.count("warning: ") == 1, result.stderr
+
+
+def test_a_policy_already_warned_of_gets_no_second_warning(tmp_path: Path) -> None:
+    """A label no cluster type carries is said once, by its label ("did you mean"), not again as a whole."""
+    typo = TOGETHER_POLICY.replace("kind: edge", "kidn: edge")
+    main_dir, env_dir = make_plane(tmp_path, env={"edge-cloud.yaml": typo})
+    result = run_cli("validate", "--main", main_dir, "--env", env_dir, "--environment", "dev")
+    assert result.exit_code == 0, result.output
+    assert "did you mean label key 'kind'?" in result.stderr, result.stderr
+    assert "none matches all of" not in result.stderr, result.stderr
+
+
+UNWATCHED = """
+    apiVersion: fleetflow.dev/v1alpha1
+    kind: Cluster
+    metadata:
+      name: cloud-eu-1
+    spec:
+      clusterType: cloud-eu
+      statusContext: flux/cloud-eu-1
+    ---
+    apiVersion: fleetflow.dev/v1alpha1
+    kind: Cluster
+    metadata:
+      name: edge-line1-1
+    spec:
+      clusterType: edge-line-1
+      statusContext: flux/edge-line1-1
+"""
+
+
+def test_a_scheduled_cluster_type_no_cluster_runs_warns_that_the_gate_does_not_wait_for_it(tmp_path: Path) -> None:
+    """The gate expects the Clusters of the cluster types with assignments (docs/design.md §5): a cluster type
+    whose Cluster was left out of the inventory is rolled out to, and the gate passes without a report from it.
+    Until 2026-11-29 validate said ok; now a warning at the ClusterType (and its Cluster with a misspelt
+    clusterType is an error with the name it probably meant)."""
+    main_dir, env_dir = make_plane(tmp_path / "typo", env={"clusters.yaml": UNWATCHED})
+    result = run_cli("validate", "--main", main_dir, "--env", env_dir, "--environment", "dev")
+    assert result.exit_code == 1
+    assert (f"error: {env_dir}/clusters.yaml:14:16: Cluster edge-line1-1: unknown clusterType 'edge-line-1' (hint: "
+            "did you mean 'edge-line1'? ClusterTypes on this environment branch: cloud-eu, edge-line1)\n"
+            ) in result.stderr, result.stderr
+
+    left_out = UNWATCHED[:UNWATCHED.index("    ---")]
+    main_dir, env_dir = make_plane(tmp_path / "left-out", env={"clusters.yaml": left_out})
+    result = run_cli("validate", "--main", main_dir, "--env", env_dir, "--environment", "dev")
+    assert result.exit_code == 0, result.output
+    assert (f"warning: {env_dir}/cluster-types/types.yaml:16:9: ClusterType edge-line1 has 1 assignment in dev, "
+            "but no Cluster of the inventory runs it: dev's rollout gate waits for none of its clusters (hint: add "
+            "its Clusters to the environment branch (kind: Cluster, spec.clusterType: edge-line1, with the "
+            "statusContext each posts); if no cluster runs it yet, leave it out of the SchedulingPolicies)\n"
+            ) in result.stderr, result.stderr
+    assert result.stderr.count("warning: ") == 1, result.stderr

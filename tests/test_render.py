@@ -45,7 +45,7 @@ def test_layout_and_state(tmp_path: Path) -> None:
     assert state.environment == "dev"
     assert state.main_commit == "a" * 40 and state.env_commit == "b" * 40
     assert sorted(state.assignments) == ["cloud-eu/app-dev", "edge-line1/app-dev"]
-    assert [c.name for c in state.clusters] == ["cloud-eu-1"]
+    assert [c.name for c in state.clusters] == ["cloud-eu-1", "edge-line1-1"]
     assert state.clusters[0].status_context == "flux/cloud-eu-1"
 
 

@@ -63,10 +63,11 @@ def test_a_cluster_copied_with_another_clusters_context_is_an_error_at_its_statu
     main, env = make_plane(tmp_path / "copied", env={"clusters.yaml": copied})
     code, out, err = validate(main, env, "--environment", "dev")
     assert code == 1, out + err
-    assert re.search(r"clusters.yaml:16:18: Environment dev: Cluster cloud-eu-2 expects the status context "
+    assert re.search(r"clusters.yaml:24:18: Environment dev: Cluster cloud-eu-2 expects the status context "
                      r"'flux/cloud-eu-1' \(its statusContext\), as Cluster cloud-eu-1 does: ", err), err
     main, env = make_plane(tmp_path / "own", env={"clusters.yaml": copied.replace(
-        "statusContext: flux/cloud-eu-1\n    \n", "statusContext: flux/cloud-eu-2\n    \n")})
+        "name: cloud-eu-2\n        spec:\n          clusterType: cloud-eu\n          statusContext: flux/cloud-eu-1",
+        "name: cloud-eu-2\n        spec:\n          clusterType: cloud-eu\n          statusContext: flux/cloud-eu-2")})
     assert (tmp_path / "own" / "env" / "clusters.yaml").read_text().count("flux/cloud-eu-2") == 1
     code, out, err = validate(main, env, "--environment", "dev")
     assert code == 0, out + err
@@ -102,14 +103,14 @@ def test_a_min_clusters_the_gate_can_never_reach_is_an_error_at_its_line(tmp_pat
     2026-11-29). Now an error at the minClusters line; a reachable count passes."""
     for count, message in [("0", "rollout.minClusters is 0 without allowEmpty: the gate never takes zero successful "
                                  "reports for a rollout, so every rollout would wait and time out"),
-                           ("2", "rollout.minClusters is 2, but the gate expects 1 cluster (the Clusters of the "
+                           ("3", "rollout.minClusters is 3, but the gate expects 2 clusters (the Clusters of the "
                                  "cluster types this environment schedules): with an inventory only their contexts "
                                  "count, so the gate could never succeed and every rollout would time out")]:
         main, env = make_plane(tmp_path / count, _dev_rollout(f"minClusters: {count}"))
         code, out, err = validate(main, env, "--environment", "dev")
         assert code == 1, out + err
         assert f".environments/dev.yaml:7:18: Environment dev: {message} (hint: " in err, err
-    main, env = make_plane(tmp_path / "one", _dev_rollout("minClusters: 1"))
+    main, env = make_plane(tmp_path / "two", _dev_rollout("minClusters: 2"))
     code, out, err = validate(main, env, "--environment", "dev", "--strict")
     assert code == 0, out + err
 
@@ -122,7 +123,7 @@ def test_min_clusters_zero_with_allow_empty_over_an_inventory_is_a_warning(tmp_p
     assert code == 0, out + err
     assert re.search(r"warning: \S+/\.environments/dev\.yaml:7:\d+: Environment dev: rollout\.minClusters is 0 "
                      r"with allowEmpty: the gate passes as soon as a rollout is merged, without waiting for any of "
-                     r"the 1 expected cluster \(hint: ", err), err
+                     r"the 2 expected clusters \(hint: ", err), err
 
 
 def test_a_flux_default_context_with_capitals_is_a_warning_at_the_clusters_status_context(tmp_path: Path) -> None:

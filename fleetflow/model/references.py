@@ -44,10 +44,15 @@ def check_references(
                 )
     for name, cluster in sorted(plane.clusters.items()):
         if cluster.spec.cluster_type not in plane.cluster_types:
+            close = difflib.get_close_matches(cluster.spec.cluster_type, sorted(plane.cluster_types), n=1)
+            types = sorted(plane.cluster_types)
             problems.add(
                 f"Cluster {name}: unknown clusterType {cluster.spec.cluster_type!r}",
                 cluster.where("spec", "clusterType"),
-                "name a ClusterType defined on this environment branch",
+                (f"did you mean {close[0]!r}? " if close else "")
+                + (f"ClusterTypes on this environment branch: {', '.join(types[:20])}"
+                   + (f" (and {len(types) - 20} more)" if len(types) > 20 else "")
+                   if types else "name a ClusterType defined on this environment branch (there is none)"),
             )
     _check_environments(plane, environment, problems, warnings if warnings is not None else Problems())
     singletons: list[tuple[str, list[Resource[Any]]]] = [

@@ -55,6 +55,9 @@ class Schedule:
     targets: dict[str, Target] = field(default_factory=dict)
     by_type: dict[str, tuple[str, ...]] = field(default_factory=dict)
     policies: Mapping[Assignment, list[str]] = field(default_factory=dict)  # which policies selected each pair
+    # policies that select nothing, and the side that selects nothing: "deploymentTargetSelector" (no target of the
+    # environment; its cluster types are then not looked at) or "clusterTypeSelector"
+    selects_nothing: dict[str, str] = field(default_factory=dict)
     _pairs: list[Assignment] | None = field(default=None, init=False, repr=False, compare=False)
 
     @property
@@ -143,10 +146,13 @@ def schedule(plane: ControlPlane, environment: str, problems: Problems) -> Sched
             if (dts.workspace is None or dts.workspace == t.workspace) and matches(dts.label_selector, t.labels)
         ]
         if not selected_targets:
+            result.selects_nothing[policy_name] = "deploymentTargetSelector"
             continue
         selected_types = [
             name for name, ct in cluster_types if matches(spec.cluster_type_selector.label_selector, ct.labels)
         ]
+        if not selected_types:
+            result.selects_nothing[policy_name] = "clusterTypeSelector"
         for ct_name in selected_types:
             chosen_by.setdefault(ct_name, []).append(len(selections))
         selections.append((policy_name, frozenset(selected_types), frozenset(selected_targets)))

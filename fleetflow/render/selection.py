@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterable, Mapping
 from fleetflow.errors import Location, Problem
 from fleetflow.model.controlplane import PLATFORM_CONFIG_LABEL, ControlPlane, Resource
 from fleetflow.model.resources import LabelSelector, SchedulingPolicySpec
+from fleetflow.model.selectors import describe
 from fleetflow.render.composition import CLUSTER_TYPE, DEPLOYMENT_TARGET, ENVIRONMENT, WORKLOAD
 from fleetflow.render.scheduling import Schedule
 
@@ -82,6 +83,64 @@ def _locator(policy: Resource[SchedulingPolicySpec], base: tuple[str, ...]) -> C
     return locate
 
 
+def _together_warning(name: str, policy: Resource[SchedulingPolicySpec], side: str,
+                      sides: Mapping[str, tuple[LabelSelector, LabelIndex, str]], environment: str) -> list[Problem]:
+    """A policy that selects nothing on ``side`` although every label it asks for is carried by something (the
+    label-by-label warnings found nothing to say): its requirements hold one by one, never together. Until
+    2026-11-29 such a policy (``tier: edge`` and ``provider: aks``, when the aks cluster types are cloud ones)
+    scheduled nothing without a word."""
+    selector, index, what = sides[side]
+    if not index:
+        return []  # nothing to select from: "schedules no assignment" says it
+    other = "clusterTypeSelector" if side == "deploymentTargetSelector" else "deploymentTargetSelector"
+    workspace = policy.spec.deployment_target_selector.workspace
+    scope = f" in workspace {workspace!r}" if side == "deploymentTargetSelector" and workspace else ""
+    return [Problem(
+        f"SchedulingPolicy {name} selects no {what}: none{scope} matches all of {describe(selector)}, though "
+        f"each label it asks for is carried by one of them",
+        policy.where("spec", side, "labelSelector"),
+        "loosen the selector, or label one of them with all it asks for; or remove the policy"
+        + (f" (its {other} is not looked at while this one selects nothing)" if side == "deploymentTargetSelector"
+           else ""),
+    )]
+
+
+INVENTORY_WARNINGS = 20  # cluster types named one by one; the others in one more warning
+
+
+def inventory_warnings(plane: ControlPlane, environment: str, sched: Schedule) -> list[Problem]:
+    """Cluster types with assignments that no ``Cluster`` of the inventory runs, when the inventory names clusters
+    of other assigned cluster types: the rollout gate expects the Clusters of the assigned cluster types only
+    (docs/design.md §5), so it passes without waiting for any cluster of these. Until 2026-11-29 a cluster type
+    whose Cluster was left out (or named another clusterType) was rolled out to unwatched. An environment whose
+    inventory runs no assigned cluster type is the gate's own error (zero expected clusters), or counts contexts by
+    ``minClusters``: nothing to say here."""
+    run = {c.spec.cluster_type for c in plane.clusters.values()}
+    if not run & sched.by_type.keys():
+        return []
+    unwatched = [ct for ct in sched.by_type if ct not in run and ct in plane.cluster_types]
+    found = [
+        Problem(
+            f"ClusterType {ct} has {len(sched.by_type[ct])} assignment{'s' if len(sched.by_type[ct]) != 1 else ''} "
+            f"in {environment}, but no Cluster of the inventory runs it: {environment}'s rollout gate waits for "
+            "none of its clusters",
+            plane.cluster_types[ct].where("metadata", "name"),
+            f"add its Clusters to the environment branch (kind: Cluster, spec.clusterType: {ct}, with the "
+            "statusContext each posts); if no cluster runs it yet, leave it out of the SchedulingPolicies",
+        )
+        for ct in unwatched[:INVENTORY_WARNINGS]
+    ]
+    if len(unwatched) > INVENTORY_WARNINGS:
+        rest = unwatched[INVENTORY_WARNINGS:]
+        found.append(Problem(
+            f"{len(rest)} more cluster types with assignments in {environment} that no Cluster runs: "
+            + ", ".join(rest[:5]) + (", ..." if len(rest) > 5 else ""),
+            plane.cluster_types[rest[0]].where("metadata", "name"),
+            "add their Clusters to the environment branch, or leave them out of the SchedulingPolicies",
+        ))
+    return found
+
+
 def selection_warnings(plane: ControlPlane, environment: str, sched: Schedule) -> list[Problem]:
     """Policies and ConfigMaps asking for a label that no cluster type or deployment target of ``environment``
     carries. Nothing is checked against an empty side (no targets in the environment: nothing to compare)."""
@@ -91,6 +150,7 @@ def selection_warnings(plane: ControlPlane, environment: str, sched: Schedule) -
     workspaces = {t.workspace for t in sched.targets.values()}
     for name, policy in sorted(plane.policies.items()):
         spec = policy.spec
+        said = len(warnings)
         wanted = spec.deployment_target_selector.workspace
         if wanted is not None and workspaces and wanted not in workspaces:  # a typo selected nothing, unwarned
             close = _closest(wanted, workspaces)  # until 2026-11-28 (a bad-input hunt)
@@ -111,6 +171,11 @@ def selection_warnings(plane: ControlPlane, environment: str, sched: Schedule) -
                 continue
             locate = _locator(policy, ("spec", field, "labelSelector"))
             warnings.extend(_selector_warnings(f"SchedulingPolicy {name}", selector, index, what, locate))
+        empty_side = sched.selects_nothing.get(name)
+        if len(warnings) == said and empty_side is not None:
+            by_side = {f: (s, i, w) for f, s, i, w in sides}
+            warnings.extend(_together_warning(name, policy, empty_side, by_side, environment))
+    warnings.extend(inventory_warnings(plane, environment, sched))
     if not target_index or not type_index:
         return warnings
     special = {
