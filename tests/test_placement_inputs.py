@@ -266,3 +266,18 @@ def test_a_scheduled_cluster_type_no_cluster_runs_warns_that_the_gate_does_not_w
             "statusContext each posts); if no cluster runs it yet, leave it out of the SchedulingPolicies)\n"
             ) in result.stderr, result.stderr
     assert result.stderr.count("warning: ") == 1, result.stderr
+
+
+def test_a_node_affinity_operator_in_a_label_selector_says_where_it_belongs(tmp_path: Path) -> None:
+    """``Gt``/``Lt`` are node affinity's (k8s.io/api core/v1 types.go, NodeSelectorRequirement: "Valid operators are
+    In, NotIn, Exists, DoesNotExist. Gt, and Lt."), not a LabelSelectorOperator (apimachinery pkg/apis/meta/v1/
+    types.go: In, NotIn, Exists, DoesNotExist); until 2026-11-29 the error only listed the four."""
+    gt = TOGETHER_POLICY.replace("operator: NotIn\n              values: [eu]",
+                                 'operator: Gt\n              values: ["4"]')
+    main_dir, env_dir = make_plane(tmp_path, env={"edge-cloud.yaml": gt})
+    result = run_cli("validate", "--main", main_dir, "--env", env_dir, "--environment", "dev")
+    assert result.exit_code == 1
+    assert (f"error: {env_dir}/edge-cloud.yaml:16:21: SchedulingPolicy edge-cloud: spec.clusterTypeSelector."
+            "labelSelector.matchExpressions.0.operator: Gt compares a label as a number in node affinity (a "
+            "NodeSelectorRequirement) only; a label selector takes In, NotIn, Exists or DoesNotExist") in (
+        result.stderr), result.stderr

@@ -150,6 +150,20 @@ class LabelSelectorRequirement(Spec):
     operator: Literal["In", "NotIn", "Exists", "DoesNotExist"]
     values: list[str] = Field(default_factory=list)
 
+    @field_validator("operator", mode="before")
+    @classmethod
+    def _node_affinity_operator(cls, value: object) -> object:
+        """``Gt`` and ``Lt`` are operators of node affinity (k8s.io/api core/v1 types.go, NodeSelectorRequirement:
+        "Valid operators are In, NotIn, Exists, DoesNotExist. Gt, and Lt."), not of a label selector (apimachinery
+        pkg/apis/meta/v1/types.go, LabelSelectorOperator: In, NotIn, Exists, DoesNotExist): say so, rather than
+        only list the four."""
+        if isinstance(value, str) and value.strip().lower() in ("gt", "lt"):
+            raise ValueError(
+                f"{value} compares a label as a number in node affinity (a NodeSelectorRequirement) only; a label "
+                "selector takes In, NotIn, Exists or DoesNotExist: list the values it may have with In (operator: "
+                "In, values: [\"4\", \"8\"])")
+        return value
+
     @model_validator(mode="after")
     def _values_fit_operator(self) -> LabelSelectorRequirement:
         if self.operator in ("In", "NotIn") and not self.values:
