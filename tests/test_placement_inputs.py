@@ -281,3 +281,26 @@ def test_a_node_affinity_operator_in_a_label_selector_says_where_it_belongs(tmp_
             "labelSelector.matchExpressions.0.operator: Gt compares a label as a number in node affinity (a "
             "NodeSelectorRequirement) only; a label selector takes In, NotIn, Exists or DoesNotExist") in (
         result.stderr), result.stderr
+
+
+def test_a_workload_or_workspace_label_fleetflow_replaces_warns(tmp_path: Path) -> None:
+    """A target's labels end with ``workload=<workload>`` and ``workspace=<workspace>`` (docs/design.md §2): a
+    ``workspace: team-b`` written on the target (or ``workload: x`` on its Workload) is replaced, so a policy asking
+    for it never selects the target. Until 2026-11-29 that happened without a word (the label-by-label check is
+    satisfied as soon as another target carries the value); now a warning at the label."""
+    relabelled = BAD_TARGET.replace('owner: "platform team"', "workspace: team-b").replace(
+        '            "/x": y\n', "").replace("metadata:\n      name: app\n",
+                                             "metadata:\n      name: app\n      labels: {workload: application}\n")
+    main_dir, env_dir = make_plane(tmp_path, main={"workloads/app.yaml": relabelled})
+    result = run_cli("validate", "--main", main_dir, "--env", env_dir, "--environment", "dev")
+    assert result.exit_code == 0, result.output
+    warnings = [line for line in result.stderr.splitlines() if " is replaced by " in line]
+    assert warnings == [
+        f"warning: {main_dir}/workloads/app.yaml:5:22: Workload app: label workload: 'application' is replaced by "
+        "workload=app on each of its deployment targets (fleetflow sets workload= and workspace= last) (hint: "
+        "remove the label; select the targets with workload: app, or give it another key)",
+        f"warning: {main_dir}/workloads/app.yaml:13:20: workload app: target dev: label workspace: 'team-b' is "
+        "replaced by workspace=team-a (fleetflow sets workload= and workspace= last) (hint: remove the label; select "
+        "the target with workspace: team-a, or give it another key (set the Workload's spec.workspace to change the "
+        "workspace))",
+    ], result.stderr

@@ -105,6 +105,39 @@ def _together_warning(name: str, policy: Resource[SchedulingPolicySpec], side: s
     )]
 
 
+def replaced_label_warnings(plane: ControlPlane, environment: str) -> list[Problem]:
+    """A ``workload`` or ``workspace`` label written on a deployment target (or its Workload) with another value than
+    the one fleetflow sets last (docs/design.md §2: ``workload=<workload>``, ``workspace=<workspace>``): the label
+    written is replaced, so a policy or ConfigMap asking for it never sees it. Until 2026-11-29 it was replaced
+    without a word."""
+    found: list[Problem] = []
+    for wl_name, wl in sorted(plane.workloads.items()):
+        own = {WORKLOAD: wl_name, "workspace": plane.workspaces.get(wl_name, "default")}
+        for key, value in sorted(wl.labels.items()):
+            if key in own and value != own[key]:
+                found.append(Problem(
+                    f"Workload {wl_name}: label {key}: {value!r} is replaced by {key}={own[key]} on each of its "
+                    f"deployment targets (fleetflow sets workload= and workspace= last)",
+                    wl.where("metadata", "labels", key),
+                    f"remove the label; select the targets with {key}: {own[key]}, or give it another key"
+                    + (" (set spec.workspace to change the workspace)" if key == "workspace" else ""),
+                ))
+        for i, dt in enumerate(wl.spec.deployment_targets):
+            if dt.environment != environment:
+                continue
+            for key, value in sorted(dt.labels.items()):
+                if key in own and value != own[key]:
+                    found.append(Problem(
+                        f"workload {wl_name}: target {dt.name}: label {key}: {value!r} is replaced by "
+                        f"{key}={own[key]} (fleetflow sets workload= and workspace= last)",
+                        wl.where("spec", "deploymentTargets", i, "labels", key),
+                        f"remove the label; select the target with {key}: {own[key]}, or give it another key"
+                        + (" (set the Workload's spec.workspace to change the workspace)" if key == "workspace"
+                           else ""),
+                    ))
+    return found
+
+
 INVENTORY_WARNINGS = 20  # cluster types named one by one; the others in one more warning
 
 
@@ -176,6 +209,7 @@ def selection_warnings(plane: ControlPlane, environment: str, sched: Schedule) -
             by_side = {f: (s, i, w) for f, s, i, w in sides}
             warnings.extend(_together_warning(name, policy, empty_side, by_side, environment))
     warnings.extend(inventory_warnings(plane, environment, sched))
+    warnings.extend(replaced_label_warnings(plane, environment))
     if not target_index or not type_index:
         return warnings
     special = {
