@@ -4,7 +4,12 @@ A misspelt label key or value in a ``SchedulingPolicy`` or a ``platform-config``
 render: the policy schedules nothing, the ConfigMap applies nowhere, and assignments or values silently go
 missing. These checks look at each label a selector asks for and warn when no cluster type or deployment target
 of the environment carries it, with the closest existing label (``difflib``) as "did you mean". They look at
-labels one by one, so they cost in proportion to the labels, not to the fleet.
+labels one by one, so they cost in proportion to the labels, not to the fleet; a policy whose labels are each
+carried but that selects nothing as a whole is said from the schedule's own record of it.
+
+Two more placement mistakes that change a schedule or a gate without failing a render are warned of here: a
+scheduled cluster type that no ``Cluster`` of the inventory runs (the gate does not wait for it), and a
+``workload`` or ``workspace`` label that fleetflow replaces on a deployment target.
 """
 
 from __future__ import annotations
@@ -84,7 +89,7 @@ def _locator(policy: Resource[SchedulingPolicySpec], base: tuple[str, ...]) -> C
 
 
 def _together_warning(name: str, policy: Resource[SchedulingPolicySpec], side: str,
-                      sides: Mapping[str, tuple[LabelSelector, LabelIndex, str]], environment: str) -> list[Problem]:
+                      sides: Mapping[str, tuple[LabelSelector, LabelIndex, str]]) -> list[Problem]:
     """A policy that selects nothing on ``side`` although every label it asks for is carried by something (the
     label-by-label warnings found nothing to say): its requirements hold one by one, never together. Until
     2026-11-29 such a policy (``tier: edge`` and ``provider: aks``, when the aks cluster types are cloud ones)
@@ -207,7 +212,7 @@ def selection_warnings(plane: ControlPlane, environment: str, sched: Schedule) -
         empty_side = sched.selects_nothing.get(name)
         if len(warnings) == said and empty_side is not None:
             by_side = {f: (s, i, w) for f, s, i, w in sides}
-            warnings.extend(_together_warning(name, policy, empty_side, by_side, environment))
+            warnings.extend(_together_warning(name, policy, empty_side, by_side))
     warnings.extend(inventory_warnings(plane, environment, sched))
     warnings.extend(replaced_label_warnings(plane, environment))
     if not target_index or not type_index:
