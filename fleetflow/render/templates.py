@@ -36,7 +36,7 @@ from yaml._yaml import CParser
 from fleetflow.errors import InputError, Location, Problem
 from fleetflow.model.documents import to_plain, unwalkable
 from fleetflow.model.yaml_keys import KeyProblem, value_yaml, where_in
-from fleetflow.render import configmap_data
+from fleetflow.render import configmap_data, duplicate_keys
 from fleetflow.render.canonical import canonical_json
 from fleetflow.render.yamlemit import to_yaml
 
@@ -825,7 +825,9 @@ class CompiledTemplate:
         every cluster. libyaml's own parser checks it: ``CParser.raw_parse`` walks the events in C without making a
         Python object of each (PyYAML's ``_yaml.pyx``), about 10 µs a manifest, where making the events
         (``yaml.parse``) cost 70-80% of a render's CPU time. Syntax, and the aliases of a text that holds a ``*``
-        (:func:`_alias_mistake`); what the document holds is the agent's."""
+        (:func:`_alias_mistake`), a key written twice in one mapping (:mod:`fleetflow.render.duplicate_keys`) and
+        a ``v1`` ConfigMap's data (:mod:`fleetflow.render.configmap_data`); the rest of what it holds is the
+        agent's."""
         hint = ("a GitOps agent refuses the file on every cluster: write values with toJson (a JSON string is YAML "
                 "too) or quote, and nested blocks with nindent")
         try:
@@ -840,6 +842,17 @@ class CompiledTemplate:
         except yaml.MarkedYAMLError as exc:
             mistake = _yaml_mistake(exc)
         if mistake is None:
+            twice = duplicate_keys.duplicate_key(doc)  # Flux refuses the file, Argo CD keeps the later value
+            if twice is not None:
+                key, first, second = twice
+                lines = f"line {first}" if first == second else f"lines {first} and {second}"
+                raise TemplateRenderError(Problem(
+                    f"template {self.source.name!r}, manifest {index + 1}, rendering {subject}: renders the key "
+                    f"{key!r} twice in one mapping (contentType: {self.source.content_type}): at {lines} of what "
+                    "it renders", location,
+                    "Flux refuses the file on every cluster (kustomize: mapping key already defined) and Argo CD "
+                    "keeps the later value without a word: write each key once; where two {% if %} branches or a "
+                    "loop each write it, write the key once and choose its value in one place"), in_text=True)
             said = configmap_data.yaml_mistake(doc)  # the data of a v1 ConfigMap: text under keys it may have
             if said is not None:
                 self._refuse_config_map(said, index, location, subject)

@@ -1,0 +1,167 @@
+"""A key written twice in one mapping of a manifest a template renders (``contentType: yaml``).
+
+The two GitOps agents read such a manifest differently from each other, and neither as the engineer meant:
+
+- Flux's kustomize-controller builds the folder with kustomize and then calls ``resMap.AsYaml()``
+  (fluxcd/kustomize-controller ``internal/controller/kustomization_controller.go``: "kustomize build failed"), which
+  decodes each resource's go-yaml v3 node into a map (kustomize ``api/resource/resource.go`` ``AsYAML``,
+  ``kyaml/yaml/rnode.go`` ``MarshalJSON``); go-yaml v3's decoder refuses a mapping whose two keys have the same kind
+  and text: "mapping key %#v already defined at line %d" (go-yaml v3 ``decode.go``, ``decoder.mapping``,
+  ``uniqueKeys``; kustomize ``api/krusty/duplicatekeys_test.go``). The Kustomization fails on every cluster.
+- Argo CD reads a directory's YAML with apimachinery's ``YAMLOrJSONDecoder`` (argo-cd
+  ``reposerver/repository/repository.go`` ``splitYAMLOrJSON``; gitops-engine ``pkg/utils/kube/kube.go``
+  ``SplitYAML`` the same), that is ``sigs.k8s.io/yaml.Unmarshal`` (apimachinery ``pkg/util/yaml/decoder.go``),
+  go-yaml v2 without ``strict``: the later value replaces the earlier without a word (go-yaml v2 ``decode.go``,
+  ``setMapIndex``; sigs.k8s.io/yaml ``yaml.go``: only ``UnmarshalStrict`` refuses "duplicate field names").
+- The API server never sees the two: both agents send the object they decoded.
+
+So the key is refused where it is rendered, with go-yaml v3's rule: two keys of one mapping whose text is the same
+(``a``, ``"a"`` and ``'a'`` are one key; ``1`` and ``1.0`` two), aliases by their anchor's name.
+
+Cheap on the render's hot path (:func:`duplicate_key`): a regular expression takes each line's text up to its first
+``:``, a ``- `` counted as indentation (two lines that write one key at one column give the same text); when no
+text repeats, no key is quoted and none is explicit (``?``), anchored, tagged or an alias, and no flow mapping may
+hold a key twice, that is all (about half the cost of the syntax check). Otherwise :func:`_scan` goes through the
+key lines by mapping, each mapping's keys kept until a less indented key or a new ``- `` item at their column; only
+what it flags, and what it cannot follow (a quoted key, a quoted scalar or flow collection over several lines),
+is read as libyaml's events (:func:`_exact`, Python objects: about 8 times the cost). Text in a block scalar, a
+comment or another document may look like keys to the quick look: it can only send a manifest to the events,
+never refuse it.
+"""
+
+from __future__ import annotations
+
+import re
+
+import yaml
+from yaml._yaml import CParser
+
+__all__ = ["duplicate_key"]
+
+_KEY_LINE = re.compile(r"\n[^:\n]*:")
+"""A line that may hold a block mapping's key: its ``\n``, its indentation and what it holds up to its first
+``:``. Two lines that write one key alike at one column give the same text (the first ``:`` is the key's own or
+one in it); a quoted key or a space before the ``:`` sends the manifest on to :func:`_scan`. The pattern starts
+with a character to look for, which :mod:`re` finds quickly (``^`` with ``re.M`` is tried at every character:
+several times the cost)."""
+_ITEM_KEY_LINE = re.compile(r"\n( *)((?:- +)*)([^#:\n][^:\n]*):")
+"""The same with the ``- `` items the line starts apart: its indentation, the items, what it holds up to ``:``
+(not a comment: a comment may stand at any column)."""
+_OVER_LINES = re.compile(r"""(?:^|[\s\[{,])(?:'(?:[^'\n]|'')*|"(?:[^"\\\n]|\\.)*\\?)\n|\[[^\]\n]*\n""")
+"""A quoted scalar or a flow sequence that goes on over lines: libyaml (and go-yaml, its port) reads their later
+lines at any column, less indented than the mapping they are in too (``b: "x\ny: 1"``)."""
+_EXPLICIT_KEY = re.compile(r"\n[ -]*\?[ \t\n]")
+_PLAIN_START = r"(?:[^-?:,\[\]{}#&*!|>'\"%@`\s]|[-?:](?=[^\s,\[\]{}]))"
+_QUOTED = r"\"(?:[^\"\\\n]|\\.)*\"|'(?:[^'\n]|'')*'"
+_FLOW_KEY = re.compile(
+    rf"[{{,][ \t]*({_QUOTED}(?=[ \t]*:)|{_PLAIN_START}[^:\s,\[\]{{}}]*(?:(?::(?=[^\s,\[\]{{}}])"
+    rf"|[ \t]+(?=[^\s#:,\[\]{{}}]))[^:\s,\[\]{{}}]*)*(?=[ \t]*:[\s,\[\]{{}}]))")
+"""A key after a ``{`` or a ``,``: a flow mapping's (and text that only looks so, which costs the exact check)."""
+_ODD_FLOW = re.compile(r"[\[{,][ \t]*[?&!*]|\{[^}\n]*\n")
+"""An explicit key, an anchor, a tag or an alias where a flow mapping's key may stand; a ``{`` not closed on its
+line (a flow mapping over several lines: its keys at any column)."""
+
+
+def duplicate_key(doc: str) -> tuple[str, int, int] | None:
+    """The first key ``doc`` (one manifest as rendered, known to parse) writes twice in one mapping, with the lines
+    of both (1-based, of ``doc``); None when no mapping has a key twice."""
+    if ":" not in doc and "?" not in doc:  # no key at all ("? a" is one)
+        return None
+    lines = "\n" + doc  # each line after a "\n"
+    placed = _KEY_LINE.findall(lines.replace("- ", "  "))  # a key after "- " at its column
+    joined = "".join(placed)
+    unsure = ("\t" in joined or "&" in joined or "!" in joined or "*" in joined  # an anchor, a tag, an alias: rare
+              or ("?" in doc and _EXPLICIT_KEY.search(lines) is not None))
+    if not unsure and (len(set(placed)) < len(placed) or "'" in joined or '"' in joined or " :" in joined):
+        unsure = _scan(lines)  # one key text twice at one column, or keys written otherwise than plain
+    if not unsure and "{" in doc and _may_flow(lines):
+        unsure = _flow_twice(doc, placed)
+    return _exact(doc) if unsure else None
+
+
+def _may_flow(lines: str) -> bool:
+    """Whether a ``{`` in ``lines`` may start a flow mapping: after white space or a flow indicator, not in a quoted
+    JSON text (``"{\"a\":1}"``)."""
+    return (" {" in lines or "\n{" in lines or "[{" in lines or ",{" in lines or "{{" in lines
+            or "\t{" in lines)
+
+
+def _scan(lines: str) -> bool:
+    """Whether a key follows itself in one block mapping, as far as the lines tell: each mapping's keys kept until
+    a less indented key or a ``- `` item at the key's column ends it. True also for a quoted key (``"a"`` is
+    ``a``)."""
+    if _OVER_LINES.search(lines):  # a line less indented may be inside a value: the scan would end the mapping
+        return True
+    open_: list[tuple[int, set[str]]] = []  # (column, the keys seen) of the mappings not ended, inner last
+    for indent, items, written in _ITEM_KEY_LINE.findall(lines):
+        key = written.rstrip(" ")
+        if key[:1] in ("'", '"'):
+            return True
+        column = len(indent) + len(items)
+        while open_ and open_[-1][0] > column:
+            open_.pop()
+        if items or not open_ or open_[-1][0] != column:
+            if open_ and open_[-1][0] == column:
+                open_.pop()
+            open_.append((column, {key}))
+        elif key in open_[-1][1]:
+            return True
+        else:
+            open_[-1][1].add(key)
+    return False
+
+
+def _flow_twice(doc: str, placed: list[str]) -> bool:
+    """Whether a flow mapping of ``doc`` may hold a key twice: a key text found twice after a ``{`` or ``,``, or
+    also at the start of a line (a flow mapping may go on over lines), or what the quick look does not follow."""
+    if _ODD_FLOW.search(doc):
+        return True
+    flow = [_text(key) for key in _FLOW_KEY.findall(doc)]
+    if not flow:
+        return False
+    return None in flow or len(set(flow)) < len(flow) or not set(flow).isdisjoint(
+        _text(key[:-1].strip(" \n")) for key in placed if key.strip(" \n:"))
+
+
+def _text(key: str) -> str | None:
+    """The text of ``key`` as written (plain or quoted); None for a double-quoted one with an escape."""
+    if key[:1] == '"':
+        return None if "\\" in key else key[1:-1]
+    if key[:1] == "'":
+        return key[1:-1].replace("''", "'")
+    return key
+
+
+def _exact(doc: str) -> tuple[str, int, int] | None:
+    """go-yaml v3's rule on libyaml's events: two keys of one mapping of the same kind (a scalar, an alias, a
+    collection) and text (the scalar's value, the alias's anchor name; a collection has none)."""
+    parser = CParser(doc)
+    # per collection being read: None for a sequence, else (its keys -> line, whether a key comes next)
+    open_: list[tuple[dict[tuple[str, str], int], list[bool]] | None] = []
+    while True:
+        event = parser.get_event()
+        if event is None or isinstance(event, yaml.StreamEndEvent):
+            return None
+        if isinstance(event, yaml.NodeEvent):  # a scalar, an alias, the start of a sequence or a mapping
+            top = open_[-1] if open_ else None
+            if top is not None:
+                keys, expecting = top
+                if expecting[0]:
+                    if isinstance(event, yaml.ScalarEvent):
+                        kind, text = "scalar", event.value
+                    elif isinstance(event, yaml.AliasEvent):
+                        kind, text = "alias", event.anchor or ""
+                    else:
+                        kind, text = type(event).__name__, ""
+                    line = event.start_mark.line + 1 if event.start_mark is not None else 0
+                    first = keys.get((kind, text))
+                    if first is not None:
+                        return text, first, line
+                    keys[kind, text] = line
+                expecting[0] = not expecting[0]
+            if isinstance(event, yaml.MappingStartEvent):
+                open_.append(({}, [True]))
+            elif isinstance(event, yaml.SequenceStartEvent):
+                open_.append(None)
+        elif isinstance(event, yaml.CollectionEndEvent):
+            open_.pop()
