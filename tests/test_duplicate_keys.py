@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 from fleetflow.render import duplicate_keys
 from fleetflow.render.duplicate_keys import _exact, duplicate_key
 from fleetflow.render.templates import TemplateEngine, TemplateRenderError
-from tests.helpers import run_cli
+from tests.helpers import ENV_FILES, make_plane, run_cli, tree_bytes
 from tests.test_rendering import SUBJECT, source, variables
 
 
@@ -221,3 +221,26 @@ def test_the_quick_look_misses_no_duplicate_the_events_find(documents: list[list
     assert found == _exact(doc), doc
     assert (found is None) == (reference is None), doc  # which one comes first: the events go depth first
 
+
+def test_a_configmap_string_with_a_refused_key_fails_its_assignments_not_the_render(tmp_path: Path) -> None:
+    """A ConfigMap value holding YAML with a key Kubernetes refuses (composition's ``_key_refused``) fails the
+    assignments the ConfigMap applies to, as a template error does: one problem naming them, and with
+    ``--keep-last-good`` the other assignments render. It stopped the whole render at the first such ConfigMap,
+    ``--keep-last-good`` or not (2026-11-29)."""
+    configs = ENV_FILES["configs.yaml"].replace(
+        "LOG_LEVEL: debug\n", "LOG_LEVEL: debug\n          FLAGS: |\n            on: true\n            ~: false\n", 1)
+    main_dir, env_dir = make_plane(tmp_path, env={"configs.yaml": configs})
+    out = tmp_path / "out"
+    args = ("render", "--main", main_dir, "--env", env_dir, "--environment", "dev", "--output", out)
+    result = run_cli(*args)
+    assert result.exit_code == 1, result.output
+    assert ("configs.yaml:20:3: edge-line1/app-dev: ConfigMap edge, data key FLAGS (a string holding YAML): a key "
+            "that is null (null, ~ or nothing before ':'): Kubernetes refuses it (line 2, column 1 of the value)"
+            ) in result.output
+    assert "Traceback" not in result.output and not out.exists()
+    result = run_cli(*args, "--keep-last-good")
+    assert result.exit_code == 1, result.output
+    assert "1 held back" in result.output
+    written = tree_bytes(out)
+    assert "cloud-eu/app-dev/platform-config.yaml" in written
+    assert not any(path.startswith("edge-line1/") for path in written)

@@ -340,8 +340,9 @@ def test_a_null_key_in_a_configmap_string_stops_the_render_at_the_configmap(tmp_
     out = tmp_path / "out"
     result = run_cli("render", "--main", main_dir, "--env", env_dir, "--environment", "dev", "--output", out)
     assert result.exit_code == 1, result.output
-    assert ("configs.yaml:10:3: ConfigMap env-wide, data key FLAGS (a string holding YAML): a key that is null "
-            "(null, ~ or nothing before ':'): Kubernetes refuses it (line 2, column 1 of the value)") in result.output
+    assert ("configs.yaml:10:3: cloud-eu/app-dev: ConfigMap env-wide, data key FLAGS (a string holding YAML): a key "
+            "that is null (null, ~ or nothing before ':'): Kubernetes refuses it (line 2, column 1 of the value) (and "
+            "the same in 1 more assignment: edge-line1/app-dev)") in result.output
     assert "Traceback" not in result.output and not out.exists()
 
 

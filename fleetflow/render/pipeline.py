@@ -356,7 +356,12 @@ def render_environment(
                     continue
             target = sched.targets[tid]
             t_fp = target_fps[tid]
-            sources_fp = fingerprint_of(environment, ct.name, ct.labels, target.id, target.workload, target.labels)
+            try:  # reads the ConfigMaps that apply: a string whose YAML holds a key Kubernetes refuses fails here
+                sources_fp = fingerprint_of(environment, ct.name, ct.labels, target.id, target.workload,
+                                            target.labels)
+            except InputError as exc:  # the assignments that ConfigMap applies to, not the render (one problem)
+                failed[aid] = [Problem(f"{aid}: {p.message}", p.location, p.hint) for p in exc.problems()]
+                continue
             input_hash = _sha(f"{ENGINE}:{ct_fp}:{t_fp}:{sources_fp}:{schemas_fp}")
             before = reusable.get(aid)
             if before is not None and before.input_hash == input_hash:
