@@ -130,6 +130,23 @@ def test_the_same_key_text_where_it_is_no_duplicate_passes(doc: str) -> None:
     assert _reference(doc) is None
 
 
+def test_a_json_manifest_with_a_key_twice_fails_the_assignment(engine: TemplateEngine) -> None:
+    """Argo CD reads a ``.json`` manifest with Go's JSON decoding into an ``Unstructured`` (argo-cd
+    ``reposerver/repository/repository.go`` ``getObjsFromYAMLOrJSON``; apimachinery ``pkg/util/json/json.go``:
+    sigs.k8s.io/json ``UnmarshalCaseSensitivePreserveInts``), which keeps the later value (golang/go#24415)."""
+    manifest = '{"kind": "ConfigMap", "metadata": {"name": "a", "labels": {"x": "1"}, "labels": {}}, "data": {}}'
+    with pytest.raises(TemplateRenderError) as caught:
+        engine.compile(source(manifest, content_type="json")).render(variables(), SUBJECT)
+    assert caught.value.problem.message == (
+        f"template 'tpl', manifest 1, rendering {SUBJECT}: renders the key 'labels' twice in one object "
+        "(contentType: json)")
+    assert caught.value.in_text and "Argo CD keeps the later value" in (caught.value.problem.hint or "")
+    # the same key in different objects, and whatever toJson writes, passes
+    fine = ('{"metadata": {"name": "a", "labels": {"name": "b"}}, '
+            '"data": {{ {"name": Workload, "labels": Labels} | toJson }}}')
+    assert engine.compile(source(fine, content_type="json")).render(variables(), SUBJECT) is not None
+
+
 def test_two_manifests_of_a_template_may_write_the_same_keys(engine: TemplateEngine) -> None:
     """Each manifest is its own document in the file (joined with ``---``)."""
     manifest = "kind: ConfigMap\nmetadata:\n  name: {{ Workload }}\ndata:\n  A: x\n"

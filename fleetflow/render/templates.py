@@ -791,7 +791,13 @@ class CompiledTemplate:
         checked so: libyaml's parser alone (events, nothing built) added 70 to 80% to a render's CPU time
         (10,000 assignments, 2026-11-28)."""
         try:
-            obj = json.loads(doc, parse_constant=_no_constant)
+            obj = json.loads(doc, parse_constant=_no_constant, object_pairs_hook=duplicate_keys.json_object)
+        except duplicate_keys.KeyTwice as exc:  # Argo CD keeps the later value (Flux reads no .json file)
+            raise TemplateRenderError(Problem(
+                f"template {self.source.name!r}, manifest {index + 1}, rendering {subject}: renders the key "
+                f"{exc.key!r} twice in one object (contentType: {self.source.content_type})", location,
+                "Argo CD keeps the later value without a word: write each key once, or the whole document as "
+                "{{ {...} | toJson }}"), in_text=True) from None
         except (json.JSONDecodeError, _NotJson) as exc:
             what = (f"{exc.msg} at line {exc.lineno} of what it renders" if isinstance(exc, json.JSONDecodeError)
                     else str(exc))
