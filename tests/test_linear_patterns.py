@@ -156,9 +156,9 @@ def test_patterns_nested_deeper_than_python_compiles_are_no_traceback(tmp_path: 
     code, output = validate(tmp_path, {"schemas/s.yaml": SCHEMA.format(name="s", schema=schema)}, {"cm.yaml": cm})
     assert "Traceback" not in output, output[-3000:]
     assert code == 1, output[-2000:]
-    assert "'b' does not match" in output, output[-2000:]
+    assert '"b" does not match' in output, output[-2000:]
     assert "value must be a valid regex" in output and "cm.yaml:8" in output, output[-2000:]
-    assert "'cafe' does not match" in output and "cm.yaml:9" in output, output[-2000:]
+    assert '"cafe" does not match' in output and "cm.yaml:9" in output, output[-2000:]
 
 
 # --- the keywords fleetflow replaces decide as jsonschema's do (for patterns both engines read alike) -------------

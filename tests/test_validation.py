@@ -70,7 +70,7 @@ def test_type_error_names_assignment_key_schema_and_line() -> None:
     assert "edge/shop-web" in port.message
     assert "db.port" in port.message
     assert "app-schema" in port.message
-    assert "'abc' is not of type 'integer'" in port.message
+    assert '"abc" is not of type \'integer\'' in port.message
     assert "cm1" in port.message
     assert port.hint is not None and "integer" in port.hint
     assert "replicas" in replicas.message
@@ -276,3 +276,51 @@ def test_the_same_problem_twice_in_one_assignment_names_it_once() -> None:
     [problem] = same_problem_once({"ct/a": twice("ct/a"), "ct/b": twice("ct/b")})
     assert problem.message == ("ct/a: SITE_ID: required key is missing [schema s] (and the same in 1 more "
                                "assignment: ct/b)")
+
+
+# A ConfigMap is YAML, a schema JSON or YAML: a value the schema refuses is named as they write it. jsonschema's
+# messages are Python's ("None is not of type 'string'"): fleetflow builds its own from ValidationError's
+# ``validator``, ``validator_value`` and ``instance`` (jsonschema 4.26 ``jsonschema/exceptions.py``,
+# ``_Error.__init__``; the messages it replaces: ``jsonschema/_keywords.py``, ``type``, ``enum``, ``const``,
+# ``pattern``, ``not``, ``minItems``, each ``f"{instance!r} ..."``).
+WORDED = schema({"type": "object", "properties": {
+    "port": {"type": "integer"},
+    "debug": {"type": "string"},
+    "db": {"type": "string"},
+    "mode": {"enum": ["blue", None, True]},
+    "tier": {"const": {"level": [1, None]}},
+    "replicas": {"pattern": "^[0-9]+$"},
+    "flag": {"not": {"type": "boolean"}},
+    "hosts": {"minItems": 2},
+    "either": {"anyOf": [{"type": "integer"}, {"type": "null"}]},
+}})
+
+
+@pytest.mark.parametrize(("values", "said", "hint"), [
+    ({"port": None}, "port (from ConfigMap cm0): null is not of type 'integer'", "value must be of type integer"),
+    ({"debug": True}, "true is not of type 'string'", None),
+    ({"db": {"a": 1, "b": "x"}}, """{"a": 1, "b": "x"} is not of type 'string'""", None),
+    ({"mode": "red"}, """"red" is not one of ["blue", null, true]""", 'value must be one of "blue", null, true'),
+    ({"tier": {"level": [1]}}, """{"level": [1]} is not {"level": [1, null]}, the one value the schema allows""",
+     None),
+    ({"replicas": "three"}, '"three" does not match the pattern ^[0-9]+$', None),
+    ({"flag": False}, """false should not be valid under {"type": "boolean"}""", None),
+    ({"hosts": [None]}, "[null] is too short", None),
+    ({"either": "x"}, '"x" is not valid under any of the given schemas', """closest match: "x" is not of type"""),
+])
+def test_a_refused_value_is_written_as_yaml_and_json_write_it(
+    values: dict[str, Any], said: str, hint: str | None
+) -> None:
+    """null, true, "text" and {"a": 1}: not Python's None, True, 'text' and {'a': 1} (until 2026-11-29)."""
+    [problem] = ConfigValidator().validate("edge/shop-web", composed(values), [WORDED])
+    assert said in problem.message, problem.message
+    for python in ("None", "True", "False", "{'", "['"):
+        assert python not in problem.message, problem.message
+    if hint is not None:
+        assert problem.hint is not None and hint in problem.hint, problem.hint
+
+
+def test_a_schema_mistake_is_written_as_json_writes_it() -> None:
+    """The metaschema's errors name a part of the schema: in JSON too (``{'type': 'strin'}`` until 2026-11-29)."""
+    [problem] = check_schema(schema({"properties": {"a": {"type": None}}}))
+    assert "null is not valid under any of the given schemas" in problem.message, problem.message

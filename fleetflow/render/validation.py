@@ -97,7 +97,7 @@ def check_schema(source: SchemaSource) -> list[Problem]:
     return [
         _refused_pattern(source, e) if isinstance(e.cause, RegexError) else Problem(
             f"schema {source.name}: invalid JSON Schema at {format_path(list(e.absolute_path))}: "
-            f"{_shorten(e.message)}",
+            f"{_shorten(message_of(e))}",
             source.location,
             f"{hint} ({cls.META_SCHEMA.get('$id', cls.META_SCHEMA.get('$schema', 'metaschema'))})",
         )
@@ -273,7 +273,7 @@ def _collect(validator: Validator, values: Any) -> Iterator[_Violation]:
         elif error.validator == "additionalProperties" and error.validator_value is False:
             yield from _unexpected_keys(error, path)
         else:
-            yield _Violation(path, _shorten(error.message), _hint(error))
+            yield _Violation(path, _shorten(message_of(error)), _hint(error))
 
 
 def _unexpected_keys(error: ValidationError, path: Path) -> Iterator[_Violation]:
@@ -295,6 +295,43 @@ def _unexpected_keys(error: ValidationError, path: Path) -> Iterator[_Violation]
 
 def _json(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, default=str)
+
+
+def message_of(error: ValidationError) -> str:
+    """``error``'s message in the words of the YAML and JSON the config is written in: ``null``, ``true``,
+    ``"text"`` and ``{"a": 1}`` where jsonschema writes Python's ``None``, ``True``, ``'text'`` and ``{'a': 1}``
+    (until 2026-11-29 a ConfigMap's ``port: null`` was refused as "None is not of type 'integer'").
+
+    Built from the fields jsonschema gives every error (``ValidationError.validator``, the keyword that failed;
+    ``.validator_value``, its value in the schema; ``.instance``, the value that failed it: jsonschema 4.26
+    ``exceptions.py``, ``_Error.__init__``) for the keywords a config schema mostly uses: ``type``, ``enum``,
+    ``const`` and ``pattern`` (the type names stay quoted as jsonschema quotes them, ``'string'``: a JSON Schema
+    type name, not a value). For the other keywords jsonschema's own message, whose Python forms are replaced
+    where they are known to stand: every keyword of ``jsonschema/_keywords.py`` that starts its message with
+    ``f"{instance!r} ..."`` (``minimum``, ``maximum``, ``minLength``, ``format``, ``not``, ``anyOf``...), and
+    those that end it with the keyword's value (``minimum``'s ``f"... the minimum of {minimum!r}"``, ``not``'s
+    schema). ``required`` and ``additionalProperties: false`` get fleetflow's own words (:func:`_collect`)."""
+    kind = error.validator
+    expected: Any = error.validator_value
+    instance: Any = error.instance
+    if kind == "type":
+        names = expected if isinstance(expected, list) else [expected]
+        types = ", ".join(repr(n) if isinstance(n, str) else _json(n) for n in names)  # Draft 3: a schema too
+        return f"{_json(instance)} is not of type {types}"
+    if kind == "enum" and isinstance(expected, list):
+        return f"{_json(instance)} is not one of {_json(expected)}"
+    if kind == "const":
+        return f"{_json(instance)} is not {_json(expected)}, the one value the schema allows"
+    if kind == "pattern" and isinstance(expected, str):
+        return f"{_json(instance)} does not match the pattern {expected}"
+    message = error.message
+    said = repr(instance)
+    if message.startswith(said + " "):
+        message = _json(instance) + message[len(said):]
+    value = repr(expected)
+    if kind not in ("required", "dependencies", "dependentRequired", "format") and message.endswith(" " + value):
+        message = message[: len(message) - len(value)] + _json(expected)
+    return message
 
 
 def _hint(error: ValidationError) -> str:
@@ -320,5 +357,5 @@ def _hint(error: ValidationError) -> str:
     if kind == "format":
         return f"value must be a valid {expected}"
     if kind in ("anyOf", "oneOf") and error.context:
-        return f"closest match: {_shorten(best_match(error.context).message)}"
+        return f"closest match: {_shorten(message_of(best_match(error.context)))}"
     return f"change the value so that it satisfies {kind}: {_shorten(_json(expected))}"
