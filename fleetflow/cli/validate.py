@@ -60,7 +60,8 @@ def validate(main_dir: Path | None, env_dir: Path | None, into: str | None, repo
     belongs to another environment. Warnings (exit 0 unless --strict): selectors or ConfigMaps that select
     nothing (with the closest existing label), targets of environments main does not define, an environment
     that schedules nothing, a rollout gate that passes without a report or counts any context, a Cluster
-    statusContext in Flux's default form with capitals (Flux posts it lowercased).
+    statusContext in Flux's default form with capitals (Flux posts it lowercased), a template manifest that
+    renders nothing for any assignment (an {% if %} never true).
 
     \b
     Two ways to name what to check:

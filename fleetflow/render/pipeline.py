@@ -24,6 +24,7 @@ from fleetflow.model.resources import TEMPLATE_ROLES
 from fleetflow.progress import NO_PROGRESS, Progress
 from fleetflow.render.canonical import canonical_json
 from fleetflow.render.composition import Composed, Composer, ConfigSource, Subject, applies
+from fleetflow.render.empty_manifests import empty_manifest_warnings
 from fleetflow.render.incremental import (
     Assignments,
     AssignmentState,
@@ -390,6 +391,9 @@ def render_environment(
             rendered.append(aid)
     progress.advance(step - shown)
     progress.end()
+    # read before the status reporters render: the counts are the assignments' (a template renders in one or the other)
+    warnings.extend(empty_manifest_warnings(environment, plane.environments.keys(), _template_uses(sched, ct_fps),
+                                            compiled))
 
     held = same_problem_once(failed)
     if failed and not keep_last_good:
@@ -439,6 +443,16 @@ def render_environment(
     return RenderResult(
         environment, state, files, rendered, removed, changes, sched, held, reporters, list(warnings), kept_reporters
     )
+
+
+def _template_uses(sched: Schedule, ct_fps: Mapping[str, tuple[str, list[tuple[str, str]]]]) -> dict[str, int]:
+    """Template name -> how many times a render of every scheduled assignment renders it (once per assignment and
+    role it fills): what :func:`empty_manifest_warnings` compares its count of renders with."""
+    uses: dict[str, int] = {}
+    for ct_name, tids in sched.by_type.items():
+        for _, template in ct_fps[ct_name][1]:
+            uses[template] = uses.get(template, 0) + len(tids)
+    return uses
 
 
 SHOWN_ASSIGNMENTS = 5  # of those with the same problem, named besides the first

@@ -672,7 +672,7 @@ class TemplateEngine:
 class CompiledTemplate:
     """A template ready to render; cheap to render many times."""
 
-    __slots__ = ("_json", "_manifests", "_stopped", "_yaml", "source")
+    __slots__ = ("_json", "_manifests", "_stopped", "_yaml", "empty", "renders", "source")
 
     def __init__(self, source: TemplateSource, manifests: tuple[tuple[Template, str, Location], ...]) -> None:
         self.source = source
@@ -681,6 +681,11 @@ class CompiledTemplate:
         self._json = source.content_type.lower() == "json"
         # the assignment whose render the time budget stopped, and its problem: the template is not rendered again
         self._stopped: tuple[str, Problem] | None = None
+        # how many times :meth:`render` rendered it, and each manifest's count of those in which it rendered nothing
+        # (only whitespace): a manifest empty in every one of them probably has an {% if %} never true
+        # (:mod:`fleetflow.render.empty_manifests`). Two increments, no more, on the hot path.
+        self.renders = 0
+        self.empty = [0] * len(manifests)
 
     def render(self, variables: Mapping[str, Any], subject: str) -> bytes | None:
         """Render every manifest and join the non-empty ones; None when all of them are empty.
@@ -735,12 +740,15 @@ class CompiledTemplate:
     def _render(self, variables: Mapping[str, Any], subject: str) -> bytes | None:
         docs: list[str] = []
         size = 0
+        self.renders += 1
         for index in range(len(self._manifests)):
             text, size = self._text(index, variables, subject, size)
             doc = _trim_blank_lines(text)
             if doc is not None:
                 self._check(doc, index, self._manifests[index][2], subject)
                 docs.append(doc)
+            else:
+                self.empty[index] += 1
         if not docs:
             return None
         if self._yaml:
