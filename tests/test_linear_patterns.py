@@ -72,7 +72,7 @@ CASES = [
     ("additionalProperties", f"{{type: object, patternProperties: {{'{SLOW}': {{}}}}, additionalProperties: false}}",
      configmap("x", key=LONG), "key is not allowed by the schema", "cm.yaml:7"),
     ("unevaluatedProperties", f"{{type: object, patternProperties: {{'{SLOW}': {{}}}}, "
-     "unevaluatedProperties: false}", configmap("x", key=LONG), f"'{LONG}' were unexpected", "s.yaml:6"),
+     "unevaluatedProperties: false}", configmap("x", key=LONG), f'"{LONG}" were unexpected', "s.yaml:6"),
 ]
 
 

@@ -293,6 +293,7 @@ WORDED = schema({"type": "object", "properties": {
     "flag": {"not": {"type": "boolean"}},
     "hosts": {"minItems": 2},
     "either": {"anyOf": [{"type": "integer"}, {"type": "null"}]},
+    "pair": {"prefixItems": [{}], "unevaluatedItems": False},
 }})
 
 
@@ -307,6 +308,8 @@ WORDED = schema({"type": "object", "properties": {
     ({"flag": False}, """false should not be valid under {"type": "boolean"}""", None),
     ({"hosts": [None]}, "[null] is too short", None),
     ({"either": "x"}, '"x" is not valid under any of the given schemas', """closest match: "x" is not of type"""),
+    ({"pair": [1, None, {"on": True}]}, """Unevaluated items are not allowed (null, {"on": true} were unexpected)""",
+     None),
 ])
 def test_a_refused_value_is_written_as_yaml_and_json_write_it(
     values: dict[str, Any], said: str, hint: str | None

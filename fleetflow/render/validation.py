@@ -284,7 +284,7 @@ def _unexpected_keys(error: ValidationError, path: Path) -> Iterator[_Violation]
     except (RegexError, TypeError):
         extras = []
     if not extras:
-        yield _Violation(path, _shorten(error.message), "remove the key or add it to the schema")
+        yield _Violation(path, _shorten(message_of(error)), "remove the key or add it to the schema")
     for key in extras:
         yield _Violation(
             (*path, key),
@@ -331,7 +331,21 @@ def message_of(error: ValidationError) -> str:
     value = repr(expected)
     if kind not in ("required", "dependencies", "dependentRequired", "format") and message.endswith(" " + value):
         message = message[: len(message) - len(value)] + _json(expected)
-    return message
+    return _unexpected_named(message, instance)
+
+
+def _unexpected_named(message: str, instance: Any) -> str:
+    """``message`` with the keys or items it names in jsonschema's ``"... are not allowed (%s %s unexpected)"``
+    (``additionalProperties``, ``unevaluatedProperties``, ``additionalItems``, ``unevaluatedItems``: jsonschema
+    4.26 ``_keywords.py`` and ``_legacy_keywords.py``, each written by ``_utils.extras_msg`` as ``repr(extra)``)
+    written as JSON: those of ``instance``, the longest first (a list's repr holds its items')."""
+    if not message.endswith(" unexpected)") or "(" not in message:
+        return message
+    head, _, said = message.rpartition("(")
+    values = list(instance) if isinstance(instance, (Mapping, list)) else []
+    for each in sorted(values, key=lambda v: -len(repr(v))):
+        said = said.replace(repr(each), _json(each))
+    return f"{head}({said}"
 
 
 def _hint(error: ValidationError) -> str:
