@@ -390,6 +390,8 @@ def _wrong_kind(
             return f" has {len(given)} items, more than {most}", f"keep at most {items} below {key}"
         what = " is an empty list" if not given else f" has {len(given)} items, fewer than {least}"
         return what, f"write at least {items} below {key}, each after '- '"
+    if kind == "string_too_short" and given == "":  # ``statusContext: ""``: text a field needs, written empty
+        return " is empty text", f"write the text {at}, or leave {key} out"
     if expected is None:
         return None
     if kind == "int_from_float":

@@ -688,3 +688,19 @@ def test_a_policy_for_a_workspace_no_target_is_in_warns_with_did_you_mean(tmp_pa
     assert warning["location"]["file"].endswith("typo-policy.yaml") and warning["location"]["line"] == 7
     assert warning["hint"] == "did you mean workspace: 'team-a'? known: team-a"
     assert validate(main, env, "--environment", "dev", "--strict")[0] == 1
+
+
+def test_an_empty_status_context_is_an_error_at_its_key(tmp_path: Path) -> None:
+    """``statusContext: ""`` read as no statusContext: the error stood at the document's start ("has no
+    statusContext"), and with ``rollout.contextPattern`` the pattern's context was used without a word. Now an
+    error at the key, saying it is empty and how to fix it; left out, the Cluster falls back as documented."""
+    empty = ENV_FILES["clusters.yaml"].replace("statusContext: flux/cloud-eu-1", 'statusContext: ""')
+    assert empty != ENV_FILES["clusters.yaml"]
+    main, env = make_plane(tmp_path / "empty", env={"clusters.yaml": empty})
+    code, out, err = validate(main, env, "--environment", "dev")
+    assert code == 1, out + err
+    written = (tmp_path / "empty" / "env" / "clusters.yaml").read_text().splitlines()
+    line = next(n for n, text in enumerate(written, 1) if 'statusContext: ""' in text)
+    assert re.search(rf"clusters.yaml:{line}:\d+: Cluster cloud-eu-1: spec.statusContext is empty text "
+                     r"\(hint: write the text after 'statusContext:', or leave 'statusContext:' out\)", err), err
+    assert "has no statusContext" not in err, err

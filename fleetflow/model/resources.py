@@ -389,7 +389,9 @@ TEMPLATE_ROLES = (
 
 class ClusterSpec(Spec):
     cluster_type: str
-    status_context: str | None = None
+    # written empty, it read as no statusContext: an error at the document's start that pointed at no key, or, with
+    # rollout.contextPattern, the pattern's context without a word (until 2026-11-29)
+    status_context: str | None = Field(default=None, min_length=1)
 
 
 class SchedulingPolicySpec(Spec):
