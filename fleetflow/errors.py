@@ -36,6 +36,7 @@ given and returns only the state.
 
 from __future__ import annotations
 
+import difflib
 import json
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -432,6 +433,13 @@ _PLAIN_TEXT = re.compile(r"[A-Za-z_][A-Za-z0-9_./-]*")
 _YAML_WORDS = frozenset({"true", "false", "yes", "no", "on", "off", "y", "n", "null"})  # booleans and null in
 # YAML 1.1 or 1.2, in any case (a hint is right for every reader): https://yaml.org/type/bool.html (1.1: y, yes, on,
 # ... too), https://yaml.org/spec/1.2.2/ (core schema: true, false, null)
+
+
+def closest(word: str, candidates: Iterable[str], cutoff: float = 0.6) -> str | None:
+    """The candidate ``word`` is most likely a typo of, for a hint's "did you mean": :func:`difflib.get_close_matches`
+    (``cutoff`` 0.6 is its own default; the label hints take 0.5), None when none is close enough."""
+    found = difflib.get_close_matches(word, sorted(candidates), n=1, cutoff=cutoff)
+    return found[0] if found else None
 
 
 def yaml_text(text: str) -> str:

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Mapping, Sequence
 from graphlib import CycleError, TopologicalSorter
 from typing import Any
 
-from fleetflow.errors import Location, Problems
+from fleetflow.errors import Location, Problems, closest
 from fleetflow.model.controlplane import ControlPlane, Resource
 from fleetflow.model.resources import TEMPLATE_ROLES, EnvironmentSpec
 
@@ -44,12 +43,12 @@ def check_references(
                 )
     for name, cluster in sorted(plane.clusters.items()):
         if cluster.spec.cluster_type not in plane.cluster_types:
-            close = difflib.get_close_matches(cluster.spec.cluster_type, sorted(plane.cluster_types), n=1)
+            close = closest(cluster.spec.cluster_type, plane.cluster_types)
             types = sorted(plane.cluster_types)
             problems.add(
                 f"Cluster {name}: unknown clusterType {cluster.spec.cluster_type!r}",
                 cluster.where("spec", "clusterType"),
-                (f"did you mean {close[0]!r}? " if close else "")
+                (f"did you mean {close!r}? " if close else "")
                 + (f"ClusterTypes on this environment branch: {', '.join(types[:20])}"
                    + (f" (and {len(types) - 20} more)" if len(types) > 20 else "")
                    if types else "name a ClusterType defined on this environment branch (there is none)"),
@@ -175,12 +174,12 @@ def _check_environments(
         for wl_name, wl in sorted(plane.workloads.items()):
             for i, dt in enumerate(wl.spec.deployment_targets):
                 if dt.environment not in envs:
-                    close = difflib.get_close_matches(dt.environment, sorted(envs), n=1)
+                    close = closest(dt.environment, envs)
                     warnings.add(
                         f"workload {wl_name}: target {dt.name} names environment {dt.environment!r}, which main "
                         "does not define; the target takes part in no render until it does",
                         wl.where("spec", "deploymentTargets", i, "environment"),
-                        (f"did you mean {close[0]!r}? " if close else "")
+                        (f"did you mean {close!r}? " if close else "")
                         + "known environments: " + ", ".join(sorted(envs)),
                     )
 

@@ -17,7 +17,6 @@ assignment held back) sees part of them, and says nothing about that template: a
 
 from __future__ import annotations
 
-import difflib
 import re
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
@@ -25,7 +24,7 @@ from dataclasses import dataclass
 from jinja2 import Environment, nodes
 from jinja2.exceptions import TemplateSyntaxError
 
-from fleetflow.errors import Location, Problem
+from fleetflow.errors import Location, Problem, closest
 from fleetflow.render.templates import CompiledTemplate
 
 _IF_TAG = re.compile(r"\{%-?\s*(?:if|elif)\s+(.*?)\s*[-+]?%\}", re.DOTALL)
@@ -103,9 +102,9 @@ def _why_empty(text: str, environment: str, environments: Collection[str]) -> _W
             "its {% if %} may never be true: it is false for every one of them")
         unknown = [n for n in named if n not in environments]
         if unknown:
-            near = difflib.get_close_matches(unknown[0], list(environments), n=1, cutoff=0.5)
-            near = near or [n for n in environments if n.lower() == unknown[0].lower()]
-            hint += (f"; no environment is named {unknown[0]!r}" + (f": did you mean {near[0]!r}?" if near else "")
+            near = closest(unknown[0], environments, cutoff=0.5) or next(
+                (n for n in environments if n.lower() == unknown[0].lower()), None)
+            hint += (f"; no environment is named {unknown[0]!r}" + (f": did you mean {near!r}?" if near else "")
                      + f" Environment is {environment!r} here; the environments are {', '.join(sorted(environments))}")
         else:
             hint += meant

@@ -14,10 +14,9 @@ scheduled cluster type that no ``Cluster`` of the inventory runs (the gate does 
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Callable, Iterable, Mapping
 
-from fleetflow.errors import Location, Problem
+from fleetflow.errors import Location, Problem, closest
 from fleetflow.model.controlplane import PLATFORM_CONFIG_LABEL, ControlPlane, Resource
 from fleetflow.model.resources import LabelSelector, SchedulingPolicySpec
 from fleetflow.model.selectors import describe
@@ -35,20 +34,15 @@ def _index(label_sets: Iterable[Mapping[str, str]]) -> LabelIndex:
     return index
 
 
-def _closest(word: str, candidates: Iterable[str]) -> str | None:
-    found = difflib.get_close_matches(word, sorted(candidates), n=1, cutoff=0.5)
-    return found[0] if found else None
-
-
 def _missing(key: str, value: str | None, index: LabelIndex, what: str) -> tuple[str, str] | None:
     """(message part, hint) when nothing of ``what`` carries ``key`` (or ``key: value``); None when one does."""
     if key not in index:
-        close = _closest(key, index)
+        close = closest(key, index, cutoff=0.5)
         known = ", ".join(sorted(index)) or "none"
         hint = (f"did you mean label key {close!r}? " if close else "") + f"label keys on {what}: {known}"
         return f"none carries label key {key!r}", hint
     if value is not None and value not in index[key]:
-        close = _closest(value, index[key])
+        close = closest(value, index[key], cutoff=0.5)
         known = ", ".join(sorted(index[key]))
         hint = (f"did you mean {key}: {close!r}? " if close else "") + f"values of {key} on {what}: {known}"
         return f"none carries {key}: {value!r}", hint
@@ -70,7 +64,7 @@ def _selector_warnings(
             continue  # NotIn / DoesNotExist hold when the key is absent
         miss = _missing(req.key, None, index, what)
         if miss is None and req.operator == "In" and not set(req.values) & index[req.key]:
-            close = _closest(req.values[0], index[req.key]) if req.values else None
+            close = closest(req.values[0], index[req.key], cutoff=0.5) if req.values else None
             miss = (
                 f"none carries {req.key} in ({', '.join(req.values)})",
                 (f"did you mean {req.key}: {close!r}? " if close else "")
@@ -191,7 +185,7 @@ def selection_warnings(plane: ControlPlane, environment: str, sched: Schedule) -
         said = len(warnings)
         wanted = spec.deployment_target_selector.workspace
         if wanted is not None and workspaces and wanted not in workspaces:  # a typo selected nothing, unwarned
-            close = _closest(wanted, workspaces)  # until 2026-11-28 (a bad-input hunt)
+            close = closest(wanted, workspaces, cutoff=0.5)  # until 2026-11-28 (a bad-input hunt)
             warnings.append(Problem(
                 f"SchedulingPolicy {name} selects no deployment targets of {environment}: no target is in "
                 f"workspace {wanted!r}",
@@ -232,7 +226,7 @@ def selection_warnings(plane: ControlPlane, environment: str, sched: Schedule) -
                 continue
             if key in special:
                 if str(value) not in special[key]:
-                    close = _closest(str(value), special[key])
+                    close = closest(str(value), special[key], cutoff=0.5)
                     warnings.append(Problem(
                         f"ConfigMap {name} applies to no assignment of {environment}: {key}: {value!r} names "
                         f"no {key.replace('-', ' ')} here",

@@ -12,7 +12,6 @@ line that failed (``manifest_locations`` give the first content line of each man
 
 from __future__ import annotations
 
-import difflib
 import functools
 import hashlib
 import json
@@ -33,7 +32,7 @@ from jinja2.utils import internalcode, missing
 from ruamel.yaml.error import MarkedYAMLError
 from yaml._yaml import CParser
 
-from fleetflow.errors import InputError, Location, Problem
+from fleetflow.errors import InputError, Location, Problem, closest
 from fleetflow.model.documents import to_plain, unwalkable
 from fleetflow.model.yaml_keys import KeyProblem, value_yaml, where_in
 from fleetflow.render import configmap_data, duplicate_keys
@@ -483,7 +482,7 @@ def _undefined_detail(
     message names the value that lacks the key as the template's ``line`` writes it, or by its path in the variables
     when it is found there (the same for every assignment, so that one mistake stays one problem), and the hint the
     nearest name or key there is
-    (:mod:`difflib`), then the keys that value has ``for`` the assignment (``same_problem_once`` keeps those of
+    (:func:`_nearest`), then the keys that value has ``for`` the assignment (``same_problem_once`` keeps those of
     the first assignment it names). Only on the error path: a render that finds every name never comes here."""
     if not isinstance(exc, _MissingError):
         what = "missing key" if "has no attribute" in str(exc.message) else "undefined variable"
@@ -529,14 +528,13 @@ def _undefined_detail(
 
 
 def _nearest(name: str, candidates: list[str]) -> str | None:
-    """The candidate ``name`` is most likely a typo of: the same but for case, else the closest by
-    :func:`difflib.get_close_matches` (cutoff 0.6, its default)."""
+    """The candidate ``name`` is most likely a typo of: the same but for case, else the closest
+    (:func:`~fleetflow.errors.closest`)."""
     folded = name.casefold()
     for candidate in candidates:
         if candidate.casefold() == folded:
             return candidate
-    near = difflib.get_close_matches(name, candidates, n=1)
-    return near[0] if near else None
+    return closest(name, candidates)
 
 
 def _kind_of(value: Any) -> str:
