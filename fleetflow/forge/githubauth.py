@@ -27,9 +27,10 @@ PERMISSIONS_HINT = (
 # (GitHub Docs, "Managing GitHub Actions settings for a repository": "Preventing GitHub Actions from creating or
 # approving pull requests"; peter-evans/create-pull-request#3979). No permission fixes it: the setting does.
 ACTIONS_MAY_NOT_CREATE_PULLS = "GitHub Actions is not permitted to create or approve pull requests"
+ACTIONS_PULLS_SETTING = "Allow GitHub Actions to create and approve pull requests"  # the setting's name, as shown
 ACTIONS_SETTING_HINT = (
-    "this is a setting, not a missing permission: turn on \"Allow GitHub Actions to create and approve pull "
-    "requests\" in the repository's Settings → Actions → General → Workflow permissions (greyed out there: its "
+    f"this is a setting, not a missing permission: turn on \"{ACTIONS_PULLS_SETTING}\" in the repository's "
+    "Settings → Actions → General → Workflow permissions (greyed out there: its "
     "organization's Settings → Actions → General has it off), or give fleetflow a GitHub App's credentials instead "
     "of the workflow's GITHUB_TOKEN"
 )

@@ -64,6 +64,7 @@ from pydantic import Field
 
 from fleetflow.errors import ForgeError, Problem, Problems
 from fleetflow.forge.git import split_credentials
+from fleetflow.forge.githubauth import ACTIONS_MAY_NOT_CREATE_PULLS, ACTIONS_PULLS_SETTING
 from fleetflow.forge.rulesets import (
     WRITE_TEXT,
     Push,
@@ -553,7 +554,6 @@ def repo_hint(repo: str, url: str) -> str:
     return split_credentials(url)[0] if "://" in url else repo
 
 
-ACTIONS_PULLS_SETTING = "Allow GitHub Actions to create and approve pull requests"
 ACTIONS_PULLS_PAGE = (  # GitHub Docs, "Managing GitHub Actions settings for a repository"
     "https://docs.github.com/en/repositories/managing-your-repositorys-settings-and-features/enabling-features-for-"
     "your-repository/managing-github-actions-settings-for-a-repository"
@@ -609,8 +609,8 @@ def _check_actions_pulls(ctx: Context, found: Diagnosis, repo: str) -> None:
     found.findings.append(finding(
         "actions-pulls", repo,
         f"\"{ACTIONS_PULLS_SETTING}\" is off ({settings}) and fleetflow runs with an installation token (ghs_), "
-        "as a workflow's GITHUB_TOKEN is: GitHub refuses every pull request fleetflow opens with it (403 \"GitHub "
-        "Actions is not permitted to create or approve pull requests\"), so no promotion reaches this repository",
+        f"as a workflow's GITHUB_TOKEN is: GitHub refuses every pull request fleetflow opens with it (403 "
+        f"\"{ACTIONS_MAY_NOT_CREATE_PULLS}\"), so no promotion reaches this repository",
         f"Settings → Actions → General → Workflow permissions → {ACTIONS_PULLS_SETTING} (greyed out there: the "
         f"organization's Settings → Actions → General has it off; {ACTIONS_PULLS_PAGE}), or give fleetflow a GitHub "
         "App's credentials (FLEETFLOW_APP_ID and FLEETFLOW_APP_PRIVATE_KEY; docs/setup.md, step 1) instead of the "
