@@ -14,7 +14,7 @@ A repo is ``owner/name``. Only this module and :mod:`fleetflow.forge.githubauth`
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import datetime
 from typing import Any, Literal, TypedDict, Unpack
@@ -685,10 +685,14 @@ def _github_message(exc: GithubException) -> str:
     return ": ".join(p for p in parts if p)
 
 
-def _rate_limited(exc: GithubException) -> bool:
-    """GitHub's answer is a rate limit whatever its words ("Rate limits for the REST API": the primary limit sets
-    ``x-ratelimit-remaining: 0``, the secondary one may send ``retry-after``)."""
-    headers = {k.lower(): v for k, v in (exc.headers or {}).items()}
+def _headers(exc: GithubException) -> dict[str, str]:
+    """The answer's headers by their lowercase names (HTTP's are case-insensitive)."""
+    return {k.lower(): v for k, v in (exc.headers or {}).items()}
+
+
+def _rate_limited(headers: Mapping[str, str]) -> bool:
+    """GitHub's answer (its :func:`_headers`) is a rate limit whatever its words ("Rate limits for the REST API": the
+    primary limit sets ``x-ratelimit-remaining: 0``, the secondary one may send ``retry-after``)."""
     return headers.get("x-ratelimit-remaining") == "0" or "retry-after" in headers
 
 
@@ -708,12 +712,12 @@ def _forge_error(operation: str, method: str, url: str, exc: Exception, hint: st
     elif isinstance(exc, GithubException):
         status = exc.status
         detail = _github_message(exc) or "no message"
+        headers = _headers(exc)
         if status == 401:
             hint = f"the token is invalid or expired (a GitHub App: check its id and private key); {PERMISSIONS_HINT}"
-        elif status in (403, 429) and _rate_limited(exc):
+        elif status in (403, 429) and _rate_limited(headers):
             hint = rate_limit_hint(detail)
         elif status == 403:
-            headers = {k.lower(): v for k, v in (exc.headers or {}).items()}
             hint = forbidden_hint(detail, headers.get("x-accepted-github-permissions"))
         elif status == 404 and hint is None:
             hint = "it does not exist, or the credentials cannot see it"
