@@ -489,3 +489,46 @@ def test_every_action_command_on_local_repos(tmp_path: Path) -> None:
     outputs = read_outputs(tmp_path / "output")
     assert outputs["main-commit"] == sha and json.loads(outputs["steps"]) == {}  # nothing due: the PR waits
     assert "## fleetflow reconcile" in (tmp_path / "summary.md").read_text()
+
+
+@pytest.mark.parametrize("path", ACTIONS, ids=lambda p: p.parent.name)
+def test_the_inputs_run_py_knows_are_the_actions_own(path: Path) -> None:
+    """The names :func:`run.unknown_inputs` accepts are exactly the inputs action.yml declares, and the step hands
+    it every input given (``toJSON(inputs)``)."""
+    command = path.parent.name
+    assert set(run.INPUTS[command]) == set(load(path)["inputs"])
+    [step] = [s for s in steps_of(load(path)) if s.get("id") == "run"]
+    assert step["env"][run.GIVEN_INPUTS] == "${{ toJSON(inputs) }}"
+
+
+def test_a_misspelt_input_is_an_error_not_a_silent_default(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """GitHub passes an input the action does not declare on to a composite action's ``inputs`` context with only a
+    warning ("Unexpected input(s) ..."; actions/runner src/Runner.Worker/ActionRunner.cs gives the handler every
+    input of the step's ``with:``, src/Runner.Worker/Handlers/CompositeActionHandler.cs makes them the ``inputs``
+    context), and the declared one keeps its default: ``enviroment: prod`` on promote left environment empty, which
+    promotes to every first environment. Input names are compared ignoring case (``StringComparer.OrdinalIgnoreCase``
+    in ActionRunner.cs and PipelineTemplateConverter.ConvertToStepInputs), so ``Commit`` is fine. act differs: a
+    composite action there sees its declared inputs only (nektos/act pkg/runner/action_composite.go,
+    ``evaluateCompositeInputAndEnv``), so this is tested on run.py with what GitHub's runner hands it."""
+    given = {"enviroment": "prod", "Commit": "a" * 40, "app_id": "12", "token": "ghs_x", "summary": "true"}
+    env = {**action_env(tmp_path, forge="github", commit="a" * 40, token="ghs_x"), run.GIVEN_INPUTS: json.dumps(given)}
+    assert run.main(["promote"], env, installer=lambda: tmp_path / "never") == 2
+    errors = [line for line in capsys.readouterr().out.splitlines() if line.startswith("::error")]
+    assert errors == [
+        "::error title=fleetflow promote::input app_id: fleetflow promote has no such input, so it would be ignored "
+        "(GitHub only warns \"Unexpected input(s)\"): did you mean app-id? its inputs are environment, commit, "
+        "release, forge, control-plane, token, api-url, app-id, app-private-key, summary",
+        "::error title=fleetflow promote::input enviroment: fleetflow promote has no such input, so it would be "
+        "ignored (GitHub only warns \"Unexpected input(s)\"): did you mean environment? its inputs are environment, "
+        "commit, release, forge, control-plane, token, api-url, app-id, app-private-key, summary",
+    ]
+    env = action_env(tmp_path, forge="github", commit="a" * 40, token="ghs_x")
+    env[run.GIVEN_INPUTS] = json.dumps({"Commit": "a" * 40, "token": "ghs_x", "environment": ""})
+    inputs = run.read_inputs("promote", env)
+    assert run.validate(inputs, env) == []
+    assert run.GIVEN_INPUTS not in run.cli_environment(inputs, env)  # it holds the token: never handed on
+    env[run.GIVEN_INPUTS] = json.dumps({"ouptut": "site"})
+    out = run.validate(run.read_inputs("status-page", env), env)
+    assert out == ["input ouptut: fleetflow status page has no such input, so it would be ignored (GitHub only warns "
+                   "\"Unexpected input(s)\"): did you mean output? its inputs are output, forge, control-plane, "
+                   "token, api-url, app-id, app-private-key, summary"]

@@ -20,7 +20,9 @@ Everything a run reports to the workflow (step outputs, annotations, the job sum
 
 from __future__ import annotations
 
+import difflib
 import importlib.util
+import json
 import os
 import re
 import subprocess
@@ -74,6 +76,12 @@ INPUTS = {
 }
 COMMANDS = tuple(INPUTS)
 TITLES = {"status-page": "fleetflow status page"}
+# ``${{ toJSON(inputs) }}`` of the action's step: every input it was given. In a composite action that is the declared
+# inputs (with their defaults) and also any other name in the caller's ``with:``, which GitHub passes on after a
+# warning only ("Unexpected input(s) ..."; actions/runner src/Runner.Worker/ActionRunner.cs, the inputs handed to
+# src/Runner.Worker/Handlers/CompositeActionHandler.cs, names compared ignoring case): a misspelt input would
+# otherwise leave the real one at its default, e.g. promote's environment empty, every first environment.
+GIVEN_INPUTS = "FF_INPUTS"
 FOLDER_HINT = "letters, digits, '.', '_', '-', '/'; no '..', not absolute"
 ENV_NAME_HINT = "lowercase letters, digits, '.', '_' and '-', starting with a letter or digit, at most 63 characters"
 
@@ -124,12 +132,31 @@ BRANCH = re.compile(r"^(?!/)(?!.*(\.\.|//|@\{|\.lock(/|$)))[A-Za-z0-9._/-]{1,255
 FLAGS = ("release", "strict", "summary", "full-plan")
 
 
+def unknown_inputs(command_name: str, environ: Mapping[str, str]) -> list[str]:
+    """A problem for each input the step was given (:data:`GIVEN_INPUTS`) that the action does not have, with the
+    input it most likely meant. GitHub compares input names ignoring case, so ``Environment`` is ``environment``."""
+    try:
+        given = json.loads(environ.get(GIVEN_INPUTS) or "{}")
+    except ValueError:
+        return []
+    known = INPUTS[command_name]
+    unknown = sorted(name for name in given if name.lower() not in known) if isinstance(given, dict) else []
+    problems = []
+    for name in unknown:
+        close = difflib.get_close_matches(name.lower().replace("_", "-"), sorted(known), n=1)
+        meant = f"did you mean {close[0]}? " if close else ""
+        problems.append(f"input {name}: {TITLES.get(command_name, 'fleetflow ' + command_name)} has no such input, "
+                        f"so it would be ignored (GitHub only warns \"Unexpected input(s)\"): {meant}"
+                        f"its inputs are {', '.join(known)}")
+    return problems
+
+
 def validate(inputs: Inputs, environ: Mapping[str, str]) -> list[str]:
     """Every problem with the inputs, as one line each (the value is quoted, never interpreted). One checker for
     every command: each check applies to the commands that have the input, and the forge and credential checks
     only to those that talk to a forge (``validate`` reads a checkout and has none)."""
-    problems: list[str] = []
     name = inputs.command
+    problems = unknown_inputs(name, environ)
     has_forge = "forge" in inputs.values
     forge = inputs["forge"]
     if has_forge and forge not in ("github", "local"):
@@ -268,7 +295,7 @@ def cli_arguments(inputs: Inputs, environ: Mapping[str, str]) -> list[str]:
 def cli_environment(inputs: Inputs, environ: Mapping[str, str], plans: Path | None = None) -> dict[str, str]:
     """The job's environment minus the raw inputs, plus the settings the CLI reads (``plans``: the folder for
     the full plans, ``FLEETFLOW_PLAN_DIR``; the CLI answers it as the ``plan-dir`` output)."""
-    env = {k: v for k, v in environ.items() if not k.startswith("FF_INPUT_")}
+    env = {k: v for k, v in environ.items() if not k.startswith("FF_INPUT_") and k != GIVEN_INPUTS}
     settings = {
         "FLEETFLOW_FORGE": inputs["forge"],
         "FLEETFLOW_CONTROL_PLANE": inputs["control-plane"],
