@@ -228,6 +228,41 @@ def test_doctor_reports_a_workflow_removed_from_an_environment_branch(fleet: Fle
     assert findings(fleet) == [("workflows", f"{fleet.cp_id}@prod-eu")]
 
 
+def test_a_caller_under_a_name_of_its_own_is_the_caller_for_doctor_and_init(fleet: Fleet) -> None:
+    """examples/workflows/README.md says to copy the caller to .github/workflows/fleetflow.yml, but GitHub runs every
+    file in .github/workflows/ whatever its name (https://docs.github.com/en/actions/reference/workflows-and-actions/
+    workflow-syntax: "You must store workflow files in the .github/workflows directory of your repository"). Before,
+    doctor reported a caller named control-plane.yml as missing ("add the caller workflow ... fleetflow init does it")
+    and init then added fleetflow.yml beside it: two callers, every event ran fleetflow twice. Now both see it; two
+    callers on one branch are a problem of their own."""
+    init_fleet(fleet)
+    work = fleet.root / "own"
+    git(fleet.root, "clone", "-q", "-b", "prod-eu", fleet.cp_url, str(work))
+    own = ".github/workflows/control-plane.yml"
+    text = (work / WORKFLOW_FILE).read_text().replace(MARKER + "\n", "")
+    git(work, "mv", WORKFLOW_FILE, own)
+    (work / own).write_text(text)
+    git(work, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qam", "our own name for the caller")
+    git(work, "push", "-q", "origin", "prod-eu")
+    assert findings(fleet) == []
+    with fleet.context() as ctx:
+        assert f"{fleet.cp_id}@prod-eu: {own} calls fleetflow-control-plane.yml" in diagnose(ctx).checked
+        plan = plan_init(ctx.forge, ctx.git, fleet.cp_id, fleet.gitops_id)
+    assert plan.todo == [] and plan.conflicts == []
+    [step] = [s for s in plan.steps if (s.repo, s.branch, s.what) == (fleet.cp_id, "prod-eu", f"file {WORKFLOW_FILE}")]
+    assert step.detail.startswith(f"not added: {own} calls fleetflow-control-plane.yml already")
+
+    (work / ".github/workflows/copy.yaml").write_text(text)
+    git(work, "add", ".")
+    git(work, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "a second caller")
+    git(work, "push", "-q", "origin", "prod-eu")
+    with fleet.context() as ctx:
+        [problem] = diagnose(ctx).findings
+    assert (problem.check, problem.where) == ("workflows", f"{fleet.cp_id}@prod-eu")
+    assert problem.problem == (f"2 workflows call fleetflow-control-plane.yml ({own}, .github/workflows/copy.yaml): "
+                               "every event runs fleetflow once per file, and a manual promotion is done twice")
+
+
 def test_doctor_cli_exit_codes_and_envelope(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     fleet = make_local_fleet(tmp_path)
     monkeypatch.setenv("FLEETFLOW_CACHE_DIR", str(tmp_path / "cache"))

@@ -26,6 +26,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Literal, cast
 
+import yaml
+
 from fleetflow.clock import utc_now
 from fleetflow.errors import ForgeError, InputError, Problem, Problems
 from fleetflow.forge.base import Forge
@@ -37,7 +39,11 @@ from fleetflow.promotion.context import Context, chain_order
 from fleetflow.results import Result
 
 MAIN = "main"
-WORKFLOW_FILE = ".github/workflows/fleetflow.yml"
+WORKFLOWS_DIR = ".github/workflows"
+WORKFLOW_FILE = f"{WORKFLOWS_DIR}/fleetflow.yml"
+# the reusable workflows the callers call (.github/workflows/ of fleetflow's repository)
+CONTROL_PLANE_REUSABLE = "fleetflow-control-plane.yml"
+GITOPS_REUSABLE = "fleetflow-gitops.yml"
 CONFIG_FILE = ".fleetflow.yaml"
 MARKER = "# Written by fleetflow init: it updates this file while this line is here (delete the line to own it)."
 STARTER_CHAIN: tuple[tuple[str, tuple[str, ...]], ...] = (("dev", ()), ("qa", ("dev",)), ("prod", ("qa",)))
@@ -287,18 +293,20 @@ def plan_init(forge: Forge, git: GitRepos, control_plane: str, gitops: str, *, r
     main_files = {WORKFLOW_FILE: cp_flow, CONFIG_FILE: config_file(forge.name, control_plane)}
     if starter:
         main_files |= {f".environments/{n}.yaml": starter_environment(n, a) for n, a in STARTER_CHAIN}
-    _branch_files(plan, git, control_plane, cp_url, MAIN, main_sha, main_files)
+    _branch_files(plan, git, control_plane, cp_url, MAIN, main_sha, main_files, CONTROL_PLANE_REUSABLE)
     for entry in chain:
         files = {WORKFLOW_FILE: cp_flow}
         if cp_tips[entry.branch] is None:
             files["gitops-repo.yaml"] = starter_gitops_repo(entry.gitops_branch, gitops)
-        _branch_files(plan, git, control_plane, cp_url, entry.branch, cp_tips[entry.branch], files)
+        _branch_files(plan, git, control_plane, cp_url, entry.branch, cp_tips[entry.branch], files,
+                      CONTROL_PLANE_REUSABLE)
 
     go_default = _wanted_default(forge, git, gitops, go_url, set(gitops_branches))
     go_tips = git.fetch(go_url, [go_default, *gitops_branches])
-    _branch_files(plan, git, gitops, go_url, go_default, go_tips[go_default], {WORKFLOW_FILE: go_flow})
+    _branch_files(plan, git, gitops, go_url, go_default, go_tips[go_default], {WORKFLOW_FILE: go_flow},
+                  GITOPS_REUSABLE)
     for branch in gitops_branches:
-        _branch_files(plan, git, gitops, go_url, branch, go_tips[branch], {WORKFLOW_FILE: go_flow})
+        _branch_files(plan, git, gitops, go_url, branch, go_tips[branch], {WORKFLOW_FILE: go_flow}, GITOPS_REUSABLE)
 
     for repo, branch in ((control_plane, MAIN), (gitops, go_default)):
         current = _current_default(forge, repo)
@@ -311,6 +319,30 @@ def plan_init(forge: Forge, git: GitRepos, control_plane: str, gitops: str, *, r
                                    "and dispatch events run the default branch's workflow file"))
             plan.defaults.append((repo, branch))
     return plan
+
+
+def callers(git: GitRepos, url: str, sha: str, reusable: str) -> list[str]:
+    """The workflow files of ``sha`` (``.github/workflows/*.yml``, ``*.yaml``) with a job that calls fleetflow's
+    reusable workflow ``reusable`` (``uses: <owner>/<repo>/.github/workflows/<reusable>@<ref>``, or a vendored
+    ``./.github/workflows/<reusable>``), whatever their names: a caller copied from examples/workflows/ under a name
+    of its own is one too. A file that is not YAML calls nothing."""
+    listed = git.mirror(url).ls_tree(sha, [f"{WORKFLOWS_DIR}/"])
+    found = []
+    for entry in listed:
+        if entry.kind != "blob" or not entry.path.endswith((".yml", ".yaml")):
+            continue
+        text = git.read_file(url, sha, entry.path)
+        try:
+            data = yaml.safe_load(text) if text else None
+        except yaml.YAMLError:
+            continue
+        jobs = data.get("jobs") if isinstance(data, dict) else None
+        if isinstance(jobs, dict) and any(
+            isinstance(job, dict) and str(job.get("uses", "")).split("@")[0].endswith("/" + reusable)
+            for job in jobs.values()
+        ):
+            found.append(entry.path)
+    return sorted(found)
 
 
 def _current_default(forge: Forge, repo: str) -> str | None:
@@ -329,12 +361,19 @@ def _wanted_default(forge: Forge, git: GitRepos, repo: str, url: str, env_branch
 
 
 def _branch_files(plan: InitPlan, git: GitRepos, repo: str, url: str, branch: str, tip: str | None,
-                  files: dict[str, str]) -> None:
+                  files: dict[str, str], reusable: str) -> None:
+    """``files`` on ``branch``; the caller workflow (:data:`WORKFLOW_FILE`) is left out when the branch has no such
+    file but a workflow of another name that calls ``reusable`` (two callers would run fleetflow twice per event)."""
     write = BranchWrite(url, branch, tip)
     if tip is None:
         plan.steps.append(Step(repo=repo, branch=branch, what="branch", state="todo", detail=f"create {branch}"))
     for path, content in files.items():
         current = git.read_file(url, tip, path) if tip else None
+        if path == WORKFLOW_FILE and current is None and tip and (own := callers(git, url, tip, reusable)):
+            plan.steps.append(Step(repo=repo, branch=branch, what=f"file {path}", state="unchanged", detail=
+                                   f"not added: {', '.join(own)} calls {reusable} already (a second caller would "
+                                   "run fleetflow twice for every event)"))
+            continue
         if current is not None and current.rstrip("\n") == content.rstrip("\n"):
             plan.steps.append(Step(repo=repo, branch=branch, what=f"file {path}", state="unchanged",
                                    detail="as init writes it"))

@@ -77,7 +77,7 @@ from fleetflow.forge.rulesets import (
 from fleetflow.model.controlplane import Resource, build_resource
 from fleetflow.model.documents import read_tree
 from fleetflow.model.resources import ClusterSpec, EnvironmentSpec, GitOpsRepoSpec
-from fleetflow.promotion.bootstrap import WORKFLOW_FILE
+from fleetflow.promotion.bootstrap import CONTROL_PLANE_REUSABLE, GITOPS_REUSABLE, WORKFLOW_FILE, callers
 from fleetflow.promotion.context import Context, head_branch, short
 from fleetflow.promotion.merge_records import KINDS, RECORDS_PATTERN, TAG_PREFIX, record_ref
 from fleetflow.promotion.pin import PIN_FILE
@@ -148,6 +148,7 @@ def diagnose(ctx: Context) -> Diagnosis:
         ctx.main_branch,
         main_sha,
         "push to main promotes the new commit, and its file is the one pushed",
+        CONTROL_PLANE_REUSABLE,
     )
     current = ctx.forge.default_branch(cp)
     if current != ctx.main_branch:
@@ -182,6 +183,7 @@ def diagnose(ctx: Context) -> Diagnosis:
             env.branch,
             env.tip,
             "a push to this branch runs the workflow file of the pushed commit",
+            CONTROL_PLANE_REUSABLE,
         )
         _check_push_rules(ctx, found, read_ruleset, cp, env.branch, ("update",),
                           f"promote's push of the pin commit ({PIN_FILE}), so {env.name} is never promoted",
@@ -227,6 +229,7 @@ def diagnose(ctx: Context) -> Diagnosis:
                 default,
                 tip,
                 "status, schedule and workflow_dispatch run the default branch's workflow file",
+                GITOPS_REUSABLE,
             )
         for env in setups:
             if env.gitops is None or env.gitops.repo != repo:
@@ -251,6 +254,7 @@ def diagnose(ctx: Context) -> Diagnosis:
                 branch,
                 sha,
                 "a merged PR's pull_request event reads the workflow from the merge ref",
+                GITOPS_REUSABLE,
             )
             _check_contexts(ctx, found, env, repo, branch, sha)
             _check_branch_rules(ctx, found, env, repo, branch)
@@ -303,8 +307,24 @@ def _env_setup(ctx: Context, env: Resource[EnvironmentSpec]) -> EnvSetup:
     return EnvSetup(env.name, env.spec, branch, tip, gitops, clusters)
 
 
-def _check_workflow(ctx: Context, found: Diagnosis, repo: str, url: str, branch: str, sha: str, why: str) -> None:
-    if ctx.git.read_file(url, sha, WORKFLOW_FILE) is None:
+def _check_workflow(ctx: Context, found: Diagnosis, repo: str, url: str, branch: str, sha: str, why: str,
+                    reusable: str) -> None:
+    """The caller on ``branch``: a workflow of any name that calls ``reusable`` (one copied from examples/workflows/
+    and named as its owner likes is as good as init's :data:`WORKFLOW_FILE`), else at least that file (a pipeline
+    of one's own that runs the composite actions). Two callers run fleetflow twice for every event, a manual
+    promotion included (the ``request`` job has no concurrency group, so neither run cancels the other)."""
+    found_callers = callers(ctx.git, url, sha, reusable)
+    if len(found_callers) > 1:
+        found.findings.append(finding(
+            "workflows", f"{repo}@{branch}",
+            f"{len(found_callers)} workflows call {reusable} ({', '.join(found_callers)}): every event runs "
+            "fleetflow once per file, and a manual promotion is done twice",
+            f"keep one of them on {branch} and delete the others"))
+        return
+    if found_callers and found_callers[0] != WORKFLOW_FILE:
+        found.ok(f"{repo}@{branch}: {found_callers[0]} calls {reusable}")
+        return
+    if not found_callers and ctx.git.read_file(url, sha, WORKFLOW_FILE) is None:
         found.findings.append(
             finding(
                 "workflows",
