@@ -159,6 +159,71 @@ def unreadable_state(tree: GitOpsTree) -> list[Problem]:
                     "this commit rewrites the state; the files themselves change only where the render differs")]
 
 
+@dataclass(frozen=True)
+class HandEdits:
+    """Files fleetflow wrote that a commit after its own changed or deleted on the GitOps branch."""
+
+    since: str | None = None  # the newest commit on the branch that wrote the state index (fleetflow's)
+    paths: list[str] = field(default_factory=list)  # relative to the output root, sorted
+    assignments: list[str] = field(default_factory=list)  # whose files they are
+    reporters: list[str] = field(default_factory=list)  # cluster types whose ``_status/`` folder has one
+
+    def put_back(self, changed: Iterable[str]) -> list[str]:
+        """The hand-edited paths a commit that changed ``changed`` (relative to the root) puts back."""
+        return sorted(set(self.paths).intersection(changed))
+
+    def warning(self, tree: GitOpsTree, put_back: list[str]) -> list[Problem]:
+        """The run's warning for the files its commit puts back (:meth:`put_back`)."""
+        if not put_back:
+            return []
+        shown = ", ".join(put_back[:5]) + (f" and {len(put_back) - 5} more" if len(put_back) > 5 else "")
+        count = f"{len(put_back)} file{'s' if len(put_back) != 1 else ''}"
+        return [Problem(f"{count} fleetflow wrote changed on the GitOps branch after its commit "
+                        f"{(self.since or '')[:12]} ({shown}): rendered again, this commit puts back what fleetflow "
+                        "renders", Location(tree.path(put_back[0])),
+                        "a change made on the GitOps branch is undone by the next schedule; make it in the control "
+                        "plane (main or the environment branch) to keep it")]
+
+
+def hand_edits(tree: GitOpsTree, previous: RenderState | None) -> HandEdits:
+    """The files fleetflow wrote (the state ``previous`` lists them) that differ between the newest commit of the
+    branch that wrote the state index (``git log -1 -- <root>/.fleetflow/state.json``: fleetflow's own commit,
+    the squash or rebase of it, or the head of a PR merged with a merge commit, which git's history
+    simplification follows) and the branch tip: a hot-fix, a deleted file or folder, an edit a person pushed on
+    the PR's head before merging it. Until 2026-11-29 a render trusted them while their inputs did not change:
+    the next promotion proposed "0 changed" and the clusters went on applying the edit, or nothing (a deleted
+    cluster-type folder), and reported success. Costs one ``git log`` that stops at the first commit found and a
+    diff of the trees between it and the tip (unchanged subtrees are skipped by id): what changed since, not the
+    fleet. The state's files are not compared."""
+    if tree.commit is None or previous is None:
+        return HandEdits()
+    wrote = tree.repo.log(tree.commit, tree.path(STATE_PATH), limit=1)
+    if not wrote or wrote[0] == tree.commit:
+        return HandEdits(wrote[0] if wrote else None)
+    prefix = f"{tree.root}/" if tree.root else ""
+    shards = previous.assignments.shards
+    paths: list[str] = []
+    assignments: set[str] = set()
+    reporters: set[str] = set()
+    for full in tree.repo.changed_paths(wrote[0], tree.commit):
+        if not full.startswith(prefix):
+            continue
+        path = full[len(prefix):]
+        parts = path.split("/")
+        if len(parts) < 3 or parts[0] not in shards:
+            continue
+        if parts[1] == "_status":
+            reporters.add(parts[0])
+            paths.append(path)
+            continue
+        aid = f"{parts[0]}/{parts[1]}"
+        entry = previous.assignments.get(aid) if len(parts) == 3 else None
+        if entry is not None and parts[2] in entry.files:
+            assignments.add(aid)
+            paths.append(path)
+    return HandEdits(wrote[0], sorted(paths), sorted(assignments), sorted(reporters))
+
+
 def _outermost(folders: set[str]) -> list[str]:
     """``folders`` without those inside another of them (its listing already holds them), sorted."""
     return sorted(f for f in folders if not any(p in folders for p in _parents(f)))

@@ -46,6 +46,8 @@ class PullRequestFacts:
     earlier_state_format: int | None = None  # the commit converts the state from it (incremental.earlier_format)
     # files in the folders the commit writes to that fleetflow did not write: kept as they are
     kept: list[str] = field(default_factory=list)
+    # files fleetflow wrote that were changed on the GitOps branch after its commit: put back as rendered
+    restored: list[str] = field(default_factory=list)
 
 
 def title(facts: PullRequestFacts) -> str:

@@ -10,7 +10,7 @@ rendered file gives none, and an open PR that became empty is closed.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from pydantic import Field, computed_field
@@ -31,7 +31,14 @@ from fleetflow.promotion.context import (
     short,
 )
 from fleetflow.promotion.fullplan import compare_url, plan_header, plan_path, write_plan
-from fleetflow.promotion.gitops import GitOpsTree, WrittenCommit, clean_root, unreadable_state, write_commit
+from fleetflow.promotion.gitops import (
+    GitOpsTree,
+    WrittenCommit,
+    clean_root,
+    hand_edits,
+    unreadable_state,
+    write_commit,
+)
 from fleetflow.promotion.merging import MergeOutcome
 from fleetflow.promotion.prbody import BODY_LIMIT, PullRequestFacts, body, title
 from fleetflow.render.diff import diff_chunks
@@ -75,6 +82,9 @@ class ScheduleOutcome(Result):
     warnings: list[Problem] = Field(default_factory=list, exclude=True)
     # files in the folders the commit wrote to that fleetflow did not write: kept (``render`` lists them too)
     foreign: list[str] = Field(default_factory=list)
+    # files fleetflow wrote that were changed on the GitOps branch after its commit (by hand): the commit puts
+    # back what fleetflow renders (gitops.hand_edits)
+    restored: list[str] = Field(default_factory=list)
     said: bool = Field(default=False, exclude=True)  # the run's narration has its message (Context.say)
 
     @computed_field(alias="pullRequest")  # type: ignore[prop-decorator]
@@ -110,6 +120,8 @@ class Rendered:
     clusters: list[ExpectedCluster]
     diff: Callable[[], Iterator[str]]  # the commit's diff, a file at a time, read only as far as it is iterated
     warnings: list[Problem]  # the render's
+    # files fleetflow wrote that were changed on the GitOps branch after its commit, which this commit puts back
+    restored: list[str] = field(default_factory=list)
 
 
 def commit_message(ctx: Context, at: Pinned) -> tuple[str, int]:
@@ -129,12 +141,17 @@ def render_commit(ctx: Context, environment: str, env_sha: str | None = None) ->
     tree = GitOpsTree(ctx.git.mirror(at.gitops_url), heads[at.gitops_branch], clean_root(at.gitops_path))
     previous = tree.read_state()
     refuse_foreign_state(at, previous)
+    edited = hand_edits(tree, previous)
+    if previous is not None and edited.paths:
+        previous.render_again(edited.assignments, edited.reporters)
     result = render_environment(at.plane, environment, previous=previous, meta=Meta(at.main_sha, at.env_sha))
     message, when = commit_message(ctx, at)
     written = write_commit(tree, result, previous, message, ctx.git.identity, when)
+    restored = edited.put_back(written.changed)
     return Rendered(at, heads, previous, written, result.changes, result.state.clusters,
                     lambda: diff_chunks(tree, result, written.owned, previous, written.index),
-                    [*unreadable_state(tree), *result.warnings])
+                    [*unreadable_state(tree), *edited.warning(tree, restored), *result.warnings],
+                    [shown_path(p) for p in restored])
 
 
 def _first(chunks: Iterator[str], limit: int) -> str:
@@ -182,6 +199,7 @@ def publish(ctx: Context, environment: str, rendered: Rendered) -> ScheduleOutco
         diff = _first(rendered.diff(), BODY_LIMIT)
     outcome.gitops_commit = new_sha
     outcome.foreign = [shown_path(p) for p in written.owned.foreign]
+    outcome.restored = rendered.restored
     facts = PullRequestFacts(
         environment=environment,
         main_commit=main_sha,
@@ -199,6 +217,7 @@ def publish(ctx: Context, environment: str, rendered: Rendered) -> ScheduleOutco
                      if ctx.server_url and ctx.forge.name == "github" else None),
         earlier_state_format=earlier_format(previous),
         kept=outcome.foreign,
+        restored=outcome.restored,
     )
     pr_title, pr_body = title(facts), body(facts)
     if open_pr is not None:

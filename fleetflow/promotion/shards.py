@@ -29,7 +29,14 @@ from pydantic import Field
 from fleetflow.errors import InputError, Problem, UsageError, shown_path
 from fleetflow.forge.git import BareRepo, TreeEdit, retry_races
 from fleetflow.promotion.context import Context, Pinned, pinned_to_render, refuse_foreign_state, short
-from fleetflow.promotion.gitops import GitOpsTree, clean_root, commit_edits, unreadable_state, write_commit
+from fleetflow.promotion.gitops import (
+    GitOpsTree,
+    clean_root,
+    commit_edits,
+    hand_edits,
+    unreadable_state,
+    write_commit,
+)
 from fleetflow.promotion.schedule import Rendered, ScheduleOutcome, commit_message, publish
 from fleetflow.render.diff import file_diff, review_order
 from fleetflow.render.incremental import PART_DIR, SHARD_DIR, STATE_PATH, Assignments, Shard, shard_path
@@ -93,6 +100,9 @@ def render_shard(ctx: Context, environment: str, spec: ShardSpec, folder: Path) 
     tree = GitOpsTree(repo, base, clean_root(at.gitops_path))
     previous = tree.read_state()
     refuse_foreign_state(at, previous)
+    edited = hand_edits(tree, previous)  # the stitch finds the same ones, for its PR
+    if previous is not None and edited.paths:
+        previous.render_again(edited.assignments, edited.reporters)
     ctx.starting(f"{environment}: rendering shard {spec} (main@{short(at.main_sha)} + {at.branch}@{short(at.env_sha)})")
     result = render_environment(at.plane, environment, previous=previous, meta=Meta(at.main_sha, at.env_sha),
                                 only=spec.owns)
@@ -233,6 +243,7 @@ def stitch_commit(ctx: Context, environment: str, folder: Path) -> Rendered | Sc
     tree = GitOpsTree(repo, base, clean_root(at.gitops_path))
     previous = tree.read_state()
     refuse_foreign_state(at, previous)
+    edited = hand_edits(tree, previous)  # what the shard jobs put back (each found the same on this base)
     ctx.starting(f"{environment}: stitching {len(found)} shards of main@{short(at.main_sha)} + "
                  f"{at.branch}@{short(at.env_sha)} into {at.gitops_repo} (branch {at.gitops_branch})")
     # renders nothing: the index's commits, clusters, fingerprints and config keys come from the control plane
@@ -270,9 +281,11 @@ def stitch_commit(ctx: Context, environment: str, folder: Path) -> Rendered | Sc
     message, when = commit_message(ctx, at)
     kept = sorted(path for manifest, _ in found for path in manifest.foreign)
     written = commit_edits(tree, edits, message, ctx.git.identity, when, Ownership(foreign=kept))
+    restored = edited.put_back(written.changed)
     return Rendered(at, heads, previous, written, changes, result.state.clusters,
                     lambda: commit_diff(repo, base, written.commit, tree.root),
-                    [*unreadable_state(tree), *result.warnings])
+                    [*unreadable_state(tree), *edited.warning(tree, restored), *result.warnings],
+                    [shown_path(p) for p in restored])
 
 
 def stitch_environment(ctx: Context, environment: str, folder: Path) -> ScheduleOutcome:

@@ -377,6 +377,27 @@ class RenderState:
         other = self.environment
         return other if other and other != environment and other in defined else None
 
+    def render_again(self, assignments: Iterable[str], reporters: Iterable[str] = ()) -> None:
+        """Make a render that starts from this state render ``assignments`` (ids this state has) and the
+        ``_status/`` folders of the cluster types ``reporters`` again, though their inputs did not change: their
+        files on the GitOps branch are not what fleetflow wrote (a hand edit, :func:`fleetflow.promotion.gitops.
+        hand_edits`). Each is looked at as a held-back assignment is (``affected_assignments``) and its input hash is
+        forgotten, so it is rendered; its files stay listed, so the render replaces them and deletes none it would
+        not. Reads the shards of those cluster types."""
+        fp = self.fingerprints
+        for aid in assignments:
+            shard = self.assignments.shard(aid.split("/", 1)[0])
+            entry = shard.entries.get(aid) if shard is not None else None
+            if shard is None or entry is None:
+                continue
+            shard.entries[aid] = entry._replace(input_hash="")
+            if fp is not None and aid not in fp.held_back:
+                fp.held_back.append(aid)
+        if fp is not None and fp.reporters is not None:
+            for ct in reporters:
+                if ct in fp.reporters:
+                    fp.reporters[ct] = "(edited by hand)"
+
     def to_bytes(self) -> bytes:
         """The index (``state.json``): the head, and the digest of each of its parts (:meth:`part_files`); the
         shards are :meth:`shard_files`. The parts made here are the ones :meth:`part_files` gives next."""

@@ -1,0 +1,145 @@
+"""Files fleetflow wrote on a GitOps branch, changed there by a person after fleetflow's commit: a hot-fix of a
+rendered manifest, a deleted file or cluster-type folder, an edit pushed on the PR's head branch before the merge.
+
+Until 2026-11-29 (a realistic-mistake hunt) an incremental render trusted the files of every assignment whose inputs
+did not change, so the next promotion's PR said "0 changed" over them: a hot-fix stayed until some later change
+touched its assignment (then it went, without a word), and a deleted cluster-type folder stayed deleted while its
+clusters reported success on the promoted commit (Flux prunes what leaves its Kustomization's path:
+kustomize-controller's ``spec.prune``, https://fluxcd.io/flux/components/kustomize/kustomizations/#prune). Now
+``schedule`` (and ``promote``, and a sharded schedule's shard jobs) find them with one ``git log -1 --
+.fleetflow/state.json`` (the newest commit that wrote the state: fleetflow's, the squash or rebase of it, or the
+head a merge commit brings in, which git's default history simplification follows to: git-log(1), "History
+Simplification", a merge TREESAME to one parent follows that parent) and a tree diff from it to the tip, render
+those assignments again, and say so: a warning, the outcome's ``restored`` and the PR's "Files changed on the GitOps
+branch, put back as rendered"."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from fleetflow.promotion.promote import promote_many
+from fleetflow.promotion.schedule import ScheduleOutcome, schedule_environment
+from tests.fleet import Fleet, git, local_fleet
+from tests.test_promotion import first_commit, make_github_fleet, roll_out
+
+CONFIG = "cloud/app-dev/platform-config.yaml"
+
+
+def _rolled_out_dev(fleet: Fleet) -> str:
+    sha = first_commit(fleet)
+    with fleet.context() as ctx:
+        promote_many(ctx, None, sha)
+    assert roll_out(fleet, "dev") == "success"
+    return sha
+
+
+def _hand_commit(fleet: Fleet, branch: str, edit: str) -> str:
+    """A person's commit on the GitOps repo's ``branch``: ``edit`` is 'hotfix', 'delete file', 'delete folder' or
+    'add file'."""
+    work = fleet.root / f"hand-{branch.replace('/', '-')}"
+    shutil.rmtree(work, ignore_errors=True)
+    git(fleet.root, "clone", "-q", "-b", branch, fleet.gitops_url, str(work))
+    if edit == "hotfix":
+        (work / CONFIG).write_text((work / CONFIG).read_text().replace("LOG_LEVEL: info", "LOG_LEVEL: debug"))
+    elif edit == "delete file":
+        (work / CONFIG).unlink()
+    elif edit == "delete folder":
+        shutil.rmtree(work / "cloud")
+    else:
+        (work / "cloud/app-dev/extra.yaml").write_text("kind: ConfigMap\n")
+    git(work, "add", "-A")
+    git(work, "-c", "user.name=Pat", "-c", "user.email=pat@example.com", "commit", "-q", "-m", edit)
+    git(work, "push", "-q", "origin", f"HEAD:{branch}")
+    return git(work, "rev-parse", "HEAD")
+
+
+def _promote_new_main(fleet: Fleet) -> ScheduleOutcome:
+    """A main commit that changes nothing dev renders, promoted: the schedule promote runs."""
+    readme = fleet.work / "README.md"
+    new = fleet.push_main({"README.md": (readme.read_text() if readme.exists() else "") + "unrelated\n"})
+    with fleet.context() as ctx:
+        [outcome] = promote_many(ctx, None, new)
+    assert outcome.schedule is not None
+    return outcome.schedule
+
+
+def _file_on(fleet: Fleet, branch: str, path: str) -> str | None:
+    try:
+        return git(fleet.root, "--git-dir", fleet.gitops_url, "show", f"refs/heads/{branch}:{path}")
+    except Exception:
+        return None
+
+
+@pytest.mark.parametrize("edit", ["hotfix", "delete file", "delete folder"])
+def test_a_file_fleetflow_wrote_changed_on_the_gitops_branch_is_put_back_and_said(tmp_path: Path, edit: str) -> None:
+    """The next promotion's PR puts the file back (it said "0 changed" and left the hot-fix or the hole before)."""
+    fleet = local_fleet(tmp_path)
+    _rolled_out_dev(fleet)
+    rendered = _file_on(fleet, "dev", CONFIG)
+    assert rendered is not None and "LOG_LEVEL: info" in rendered
+    _hand_commit(fleet, "dev", edit)
+    schedule = _promote_new_main(fleet)
+    assert schedule.operation == "created"
+    assert _file_on(fleet, "fleetflow/dev", CONFIG) == rendered
+    assert CONFIG in schedule.restored
+    [warning] = [w for w in schedule.warnings if "changed on the GitOps branch" in w.message]
+    assert warning.message.startswith(f"{len(schedule.restored)} file")
+    assert "rendered again, this commit puts back what fleetflow renders" in warning.message
+    assert "make it in the control plane" in (warning.hint or "")
+    pr = fleet.open_pr("dev")
+    assert "Files changed on the GitOps branch, put back as rendered" in pr.body and f"`{CONFIG}`" in pr.body
+    assert schedule.changes.changed == [] and schedule.changes.added == []  # its inputs did not change
+    with fleet.context() as ctx:  # the same inputs again: nothing new
+        assert schedule_environment(ctx, "dev").operation == "unchanged"
+
+
+def test_a_file_a_person_added_is_kept_and_a_merged_schedule_finds_nothing_to_put_back(tmp_path: Path) -> None:
+    """A file fleetflow did not write is not its to put back (it stays, listed as kept); after fleetflow's own PR is
+    merged (a merge commit on the local forge) the branch holds nothing changed by hand."""
+    fleet = local_fleet(tmp_path)
+    _rolled_out_dev(fleet)
+    _hand_commit(fleet, "dev", "add file")
+    schedule = _promote_new_main(fleet)
+    assert schedule.restored == [] and not [w for w in schedule.warnings if "GitOps branch after" in w.message]
+    fleet.approve("dev")
+    schedule = _promote_new_main(fleet)
+    assert schedule.restored == [] and schedule.warnings == []
+    assert _file_on(fleet, "fleetflow/dev", "cloud/app-dev/extra.yaml") == "kind: ConfigMap"
+
+
+def test_an_edit_pushed_on_the_pr_head_before_its_merge_is_put_back_by_the_next_schedule(tmp_path: Path) -> None:
+    """A reviewer pushes a fix onto ``fleetflow/dev`` and merges: what the clusters run is not what fleetflow
+    rendered. The next schedule finds it (the merge follows the head, whose parent wrote the state) and puts it
+    back, saying so."""
+    fleet = local_fleet(tmp_path)
+    sha = first_commit(fleet)
+    with fleet.context() as ctx:
+        promote_many(ctx, None, sha)
+    _hand_commit(fleet, "fleetflow/dev", "hotfix")
+    fleet.approve("dev")
+    assert "LOG_LEVEL: debug" in (_file_on(fleet, "dev", CONFIG) or "")
+    schedule = _promote_new_main(fleet)
+    assert "LOG_LEVEL: info" in (_file_on(fleet, "fleetflow/dev", CONFIG) or "")
+    assert schedule.restored == [CONFIG]
+
+
+@pytest.mark.parametrize("method", ["squash", "rebase"])
+def test_a_pr_merged_by_squash_or_rebase_leaves_nothing_to_put_back(
+        tmp_path: Path, request: pytest.FixtureRequest, method: str) -> None:
+    """GitHub's squash and rebase merges write new commits with fleetflow's tree (the stand-in merges as GitHub
+    does, tests/ghstub/state.py): the newest commit that wrote the state is that one, and nothing differs after it.
+    The gate still finds the merged commit (its state names the pin)."""
+    fleet = make_github_fleet(tmp_path, request)
+    stub = fleet.stub  # type: ignore[attr-defined]
+    sha = first_commit(fleet)
+    with fleet.context() as ctx:
+        promote_many(ctx, None, sha)
+    pr = fleet.open_pr("dev")
+    stub.repo("contoso/gitops").merge_pull(pr.number, method=method)
+    assert fleet.gitops_state("dev").main_commit == sha
+    schedule = _promote_new_main(fleet)
+    assert schedule.restored == [] and schedule.operation == "created"
+    assert "put back as rendered" not in fleet.open_pr("dev").body
