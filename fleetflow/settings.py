@@ -143,7 +143,9 @@ def load_settings(
     """Flags win over environment variables, which win over the config file."""
     env = os.environ if environ is None else environ
     explicit = config is not None or "FLEETFLOW_CONFIG" in env
-    path = config or (Path(env["FLEETFLOW_CONFIG"]) if "FLEETFLOW_CONFIG" in env else Path(DEFAULT_CONFIG))
+    # ~ as the shell would make it: a workflow's env: or a .env file leaves it as written
+    named = Path(os.path.expanduser(env["FLEETFLOW_CONFIG"])) if "FLEETFLOW_CONFIG" in env else Path(DEFAULT_CONFIG)
+    path = config or named
     file, where = read_config(path, explicit, "--config" if config is not None else "$FLEETFLOW_CONFIG")
     github = file.github
     private_key = env.get("FLEETFLOW_APP_PRIVATE_KEY")

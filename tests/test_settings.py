@@ -167,3 +167,14 @@ def test_github_throttle_from_the_environment(text: str, expected: tuple[float, 
 def test_a_bad_github_throttle_is_a_usage_error(text: str) -> None:
     with pytest.raises(UsageError, match="FLEETFLOW_GITHUB_THROTTLE"):
         load_settings(environ={"GITHUB_REPOSITORY": "o/r", "FLEETFLOW_GITHUB_THROTTLE": text})
+
+
+def test_fleetflow_config_with_a_tilde_is_in_the_home_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``FLEETFLOW_CONFIG: ~/fleetflow.yaml`` in a workflow's ``env:`` (or a .env file) reaches fleetflow as written:
+    no shell expands it (a shell does so only at the start of a word or of an assignment's value: glibc manual,
+    "Details of Tilde Expansion", https://sourceware.org/glibc/manual/2.42/html_node/Tilde-Expansion.html). Until
+    2026-11-29 it was "$FLEETFLOW_CONFIG ~/fleetflow.yaml does not exist"; now the file in the home folder."""
+    monkeypatch.setenv("HOME", str(tmp_path))
+    (tmp_path / "fleetflow.yaml").write_text("controlPlane: contoso/cp\n")
+    settings = load_settings(environ={"FLEETFLOW_CONFIG": "~/fleetflow.yaml"})
+    assert settings.control_plane == "contoso/cp"

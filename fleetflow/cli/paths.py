@@ -50,7 +50,7 @@ class CommandPath(click.ParamType[Path, "str | os.PathLike[str]"]):
         if not text.strip():  # Path("") is the current folder: `--output ''` rendered into it until 2026-11-28
             raise PathProblem(Problem(f"{flag} is empty", None, f"give a {self.kind}"
                                       + (" ('.' for the current one)" if self.kind == "folder" else "")), ctx)
-        path = Path(text)
+        path = Path(_home(text))
         found = path_problem(path, self.kind, self.exists)
         if found is not None:
             said, hint = found
@@ -58,6 +58,16 @@ class CommandPath(click.ParamType[Path, "str | os.PathLike[str]"]):
                 hint = f"{flag} takes a {self.kind}" + (f"; see `{ctx.command_path} --help`" if ctx else "")
             raise PathProblem(Problem(f"{flag} {text} {said}", None, hint), ctx)
         return path
+
+
+def _home(text: str) -> str:
+    """``text`` with a leading ``~`` or ``~user`` made the home folder, as a shell does for a word that starts with
+    one. A shell expands it only at the start of a word (glibc manual, "Details of Tilde Expansion":
+    https://sourceware.org/glibc/manual/2.42/html_node/Tilde-Expansion.html), so ``--output=~/gitops/dev`` (or a
+    quoted ``"~/x"``, or a path from a config or CI variable) reached fleetflow as it was typed: until 2026-11-29
+    ``render`` then made a folder named ``~`` in the current folder and wrote there (exit 0), and ``--main=~/cp``
+    was "does not exist" for a folder that does. A user who means a folder named ``~`` writes ``./~``."""
+    return os.path.expanduser(text) if text.startswith("~") else text
 
 
 def _flag(param: click.Parameter | None, ctx: click.Context | None) -> str:
