@@ -5,6 +5,8 @@ is written; or, for ``~``, what the user meant."""
 from __future__ import annotations
 
 import json
+import shutil
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +46,69 @@ def one_problem(line: list[str | Path]) -> dict[str, Any]:
     assert code == ExitCode.USAGE and stderr.startswith(f"usage error: {problem['message']} (hint: {problem['hint']})")
     assert stderr.count("usage error:") == 1, stderr
     return dict(problem)
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_main_and_env_swapped_say_so(tmp_path: Path, command: str) -> None:
+    """``--main`` given the environment branch's checkout and ``--env`` main's: until 2026-11-29, one "X does not
+    belong on the main branch (hint: move it to an environment branch)" per resource (35 for the example's dev,
+    exit 1), each sending the user to move files between branches."""
+    main_dir, env_dir = make_plane(tmp_path)
+    out = tmp_path / "out"
+    problem = one_problem(command_line(command, env_dir, main_dir, out))
+    assert problem["message"] == (
+        f"--main {env_dir} and --env {main_dir} look swapped: {env_dir} holds an environment branch's resources "
+        f"(Cluster, ClusterType, GitOpsRepo, SchedulingPolicy) and {main_dir} main's (Environment, Template, Workload)"
+    )
+    assert problem["hint"] == f"swap them: --main {main_dir} --env {env_dir}"
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_env_a_checkout_of_main_says_so(tmp_path: Path, command: str) -> None:
+    """``--env`` a second checkout of main (a clone, still on main): until 2026-11-29 every Environment, Template
+    and Workload "does not belong on an environment branch" and every ConfigMap a duplicate name."""
+    main_dir, _ = make_plane(tmp_path)
+    clone = tmp_path / "clone"
+    shutil.copytree(main_dir, clone)
+    for git in (["init", "-q", "-b", "main"], ["add", "-A"], ["commit", "-q", "-m", "main"]):
+        subprocess.run(["git", "-C", str(clone), *git], check=True)
+    out = tmp_path / "out"
+    problem = one_problem(command_line(command, main_dir, clone, out))
+    assert problem["message"] == (
+        f"--env {clone} looks like a checkout of main (branch main is checked out there), not of an environment "
+        "branch: it holds main's resources (Environment, Template, Workload) and none of an environment branch's "
+        "(BaseRepo, Cluster, ClusterType, GitOpsRepo, SchedulingPolicy)"
+    )
+    assert problem["hint"].startswith("pass --env a checkout of the environment's branch (")
+    assert not out.exists()
+
+
+def test_main_a_checkout_of_an_environment_branch_says_so(tmp_path: Path) -> None:
+    """``--main`` the qa branch's checkout, ``--env`` dev's: the qa folder is not main."""
+    _, env_dir = make_plane(tmp_path)
+    qa = tmp_path / "qa"
+    shutil.copytree(env_dir, qa)
+    problem = one_problem(command_line("validate", qa, env_dir, tmp_path / "out"))
+    assert problem["message"].startswith(f"--main {qa} looks like a checkout of an environment branch, not of main: "
+                                         "it holds an environment branch's resources (Cluster, ClusterType")
+    assert problem["hint"] == "pass --main a checkout of the control-plane repo's main branch"
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+@pytest.mark.parametrize("side", ["main", "env"])
+def test_the_same_folder_for_both_says_so(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, command: str,
+                                          side: str) -> None:
+    """One folder for ``--main`` and ``--env`` (here once as ``x`` and once as ``./x``): until 2026-11-29 it was
+    read twice, and each ConfigMap was a "duplicate ConfigMap name 'edge' (also defined at" the same file:line)."""
+    monkeypatch.chdir(tmp_path)
+    make_plane(tmp_path)
+    out = tmp_path / "out"
+    problem = one_problem(command_line(command, side, f"./{side}", out))
+    assert problem["message"] == (f"--main {side} and --env {side} are the same folder: main and the environment "
+                                  "branch are two branches, each needs its own checkout")
+    assert "git worktree add" in problem["hint"]
+    assert not out.exists()
 
 
 def test_a_tilde_the_shell_left_alone_is_the_home_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
