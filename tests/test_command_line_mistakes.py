@@ -15,7 +15,7 @@ from click.testing import CliRunner
 
 from fleetflow.cli import main
 from fleetflow.errors import ExitCode
-from tests.helpers import make_plane, tree_bytes
+from tests.helpers import make_plane, parsed, tree_bytes
 
 COMMANDS = ["validate", "render", "plan", "explain"]
 
@@ -130,3 +130,46 @@ def test_a_tilde_the_shell_left_alone_is_the_home_folder(tmp_path: Path, monkeyp
     assert list(work.iterdir()) == []
     code, _, stderr = invoke("validate", "--main", "~/nowhere", "--env", "~/env")
     assert code == ExitCode.USAGE and stderr.startswith("usage error: --main ~/nowhere does not exist")
+
+
+def git(cwd: Path, *args: str) -> None:
+    subprocess.run(["git", "-C", str(cwd), *args], check=True, capture_output=True)
+
+
+def test_a_checkout_in_the_middle_of_a_merge_says_conflict(tmp_path: Path) -> None:
+    """``git merge`` stopped at a conflict in a ConfigMap of the environment branch's checkout, and the user runs
+    ``validate``: git wrote its markers into the file (git-merge(1), "How conflicts are presented":
+    https://git-scm.com/docs/git-merge#_how_conflicts_are_presented). Until 2026-11-29 the message was the YAML
+    error on the line below the marker, "could not find expected ':'" (hint: "':' after keys")."""
+    main_dir, env_dir = make_plane(tmp_path)
+    git(env_dir, "init", "-q", "-b", "dev")
+    git(env_dir, "add", "-A")
+    git(env_dir, "commit", "-q", "-m", "dev")
+    config = next(p for p in sorted(env_dir.rglob("*.yaml")) if "name: env-wide" in p.read_text())
+    text = config.read_text()
+    git(env_dir, "checkout", "-q", "-b", "side")
+    config.write_text(text.replace("data:\n", "data:\n  LOG_LEVEL: trace\n", 1))
+    git(env_dir, "commit", "-q", "-am", "side")
+    git(env_dir, "checkout", "-q", "dev")
+    config.write_text(text.replace("data:\n", "data:\n  LOG_LEVEL: warn\n", 1))
+    git(env_dir, "commit", "-q", "-am", "dev")
+    merge = subprocess.run(["git", "-C", str(env_dir), "merge", "side"], capture_output=True, text=True)
+    assert merge.returncode == 1 and "CONFLICT" in merge.stdout, merge
+    marker = config.read_text().splitlines().index("<<<<<<< HEAD") + 1
+    code, stdout, _ = invoke("validate", "--main", main_dir, "--env", env_dir, "--format", "json")
+    assert code == ExitCode.REFUSED
+    [problem] = json.loads(stdout)["problems"]
+    assert problem["message"] == "invalid YAML: an unresolved merge conflict (git's conflict marker '<<<<<<< HEAD')"
+    assert problem["location"] == {"file": str(config), "line": marker, "column": 1}
+    assert "delete the <<<<<<<, ======= and >>>>>>> lines" in problem["hint"]
+
+
+@pytest.mark.parametrize("marker", ["||||||| merged common ancestors", "=======", ">>>>>>> 4e2b407 (side)",
+                                    "<<<<<<<<<<<<<< HEAD"])
+def test_any_conflict_marker_git_writes_is_said_a_conflict(marker: str) -> None:
+    """diff3's base line, the separator, the closing line alone (a hand resolution that missed one), and a marker
+    of another length (gitattributes(5), conflict-marker-size)."""
+    _, problems = parsed(f"apiVersion: v1\nkind: ConfigMap\n{marker}\nmetadata:\n  name: x\n")
+    [problem] = problems
+    assert problem.message.startswith("invalid YAML: an unresolved merge conflict (git's conflict marker")
+    assert problem.location is not None and problem.location.line == 3

@@ -830,6 +830,9 @@ def ruamel_document(yaml: YAML, text: str, display: str, problems: Problems) -> 
 def _yaml_problem(exc: Exception, display: str, text: str = "") -> Problem:
     """What an exception of :data:`_NOT_YAML` that ruamel.yaml raised for the file ``display`` says to the user:
     the line and column it names, what is wrong and how to fix it."""
+    conflict = _CONFLICT_MARKER.search(text)
+    if conflict is not None:  # the YAML error is the conflict's, wherever the parser noticed it
+        return _conflict_problem(conflict, display, text)
     if isinstance(exc, TypeError):
         return _complex_key_problem(Location(display))
     if isinstance(exc, KeyProblem):  # a key Kubernetes would read otherwise (yaml_keys.py): at the key
@@ -857,6 +860,27 @@ def _yaml_problem(exc: Exception, display: str, text: str = "") -> Problem:
     else:
         hint = "fix the YAML syntax (indentation, quotes, ':' after keys)"
     return Problem(f"invalid YAML: {what}", where, hint)
+
+
+# a line git writes around a conflict it left for the user: "<<<<<<< HEAD", "=======", ">>>>>>> side" (and diff3's
+# "||||||| base"), seven characters unless a conflict-marker-size attribute says otherwise, at the start of the line
+# (git-merge(1), "How conflicts are presented": https://git-scm.com/docs/git-merge#_how_conflicts_are_presented;
+# gitattributes(5), conflict-marker-size; libgit2's GIT_MERGE_CONFLICT_MARKER_SIZE is 7)
+_CONFLICT_MARKER = re.compile(r"^(?:<{7,}|>{7,}|\|{7,})(?: .*)?$|^={7,}$", re.MULTILINE)
+
+
+def _conflict_problem(marker: re.Match[str], display: str, text: str) -> Problem:
+    """A file git left in conflict (a merge, a rebase, a cherry-pick, a stash pop), or committed so: at its first
+    marker line. Until 2026-11-29 it was the YAML error the marker caused, often on the line below it ("could not
+    find expected ':'", hint: "':' after keys"), which never said "conflict"."""
+    line = text.count("\n", 0, marker.start()) + 1
+    shown = marker[0] if len(marker[0]) <= 40 else f"{marker[0][:37]}..."
+    return Problem(
+        f"invalid YAML: an unresolved merge conflict (git's conflict marker {shown!r})",
+        Location(display, line, 1),
+        "keep the lines you want from each side and delete the <<<<<<<, ======= and >>>>>>> lines (`git status` "
+        "lists the files in conflict), then commit the result",
+    )
 
 
 def _careful_parse(text: str, source: Source, problems: Problems) -> list[Document]:
