@@ -173,3 +173,18 @@ def test_any_conflict_marker_git_writes_is_said_a_conflict(marker: str) -> None:
     [problem] = problems
     assert problem.message.startswith("invalid YAML: an unresolved merge conflict (git's conflict marker")
     assert problem.location is not None and problem.location.line == 3
+
+
+def test_explain_refuses_another_environments_checkout_as_render_does(tmp_path: Path) -> None:
+    """``explain --environment qa`` with dev's checkout as ``--env``: until 2026-11-29 it explained
+    ``cloud-eu/app-qa (environment qa)`` from dev's ConfigMaps, exit 0, where ``render`` and ``validate`` refuse the
+    same trees ("this environment tree belongs to environment 'dev'")."""
+    main_dir, env_dir = make_plane(tmp_path)
+    line = ["explain", "--main", main_dir, "--env", env_dir, "--environment", "qa", "--assignment", "cloud-eu/app-qa"]
+    code, stdout, _ = invoke(*line, "--format", "json")
+    assert code == ExitCode.REFUSED, stdout
+    [problem] = json.loads(stdout)["problems"]
+    assert problem["message"] == "this environment tree belongs to environment 'dev' (GitOpsRepo 'dev'), not 'qa'"
+    assert problem["hint"] == "pass --environment dev, or --env a checkout of branch 'qa'"
+    code, stdout, _ = invoke(*line[:-3], "dev", "--assignment", "cloud-eu/app-dev")
+    assert code == 0 and stdout.startswith("cloud-eu/app-dev (environment dev)")

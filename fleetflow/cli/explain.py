@@ -8,9 +8,10 @@ from pathlib import Path
 
 import click
 
-from fleetflow.cli.common import FORMAT, check_environment, load, trees
+from fleetflow.cli.common import FORMAT, check_environment, head_branch_name, load, trees
 from fleetflow.cli.errors import handled
-from fleetflow.errors import InputError, Problem, UsageError
+from fleetflow.errors import InputError, Problem, Problems, UsageError
+from fleetflow.model.references import check_tree_belongs
 from fleetflow.render.composition import Provenance
 from fleetflow.render.explain import Explanation, RenderedResult, explain_assignment, key_text, render_explained
 from fleetflow.render.templates import under_time_budget
@@ -64,6 +65,10 @@ def explain(
                              "shows the rendered manifests instead of the values")
         plane = load(main_dir, env_dir, fmt)
         check_environment(plane, environment)
+        # --env another environment's checkout: its values, said to be ENVIRONMENT's (render refuses it)
+        belongs = Problems()
+        check_tree_belongs(plane, environment, belongs, checked_out_branch=head_branch_name(env_dir))
+        belongs.raise_if_any()
         explanation = explain_assignment(plane, environment, assignment)
         if rendered:
             shown = under_time_budget(render_explained)(plane, explanation)
