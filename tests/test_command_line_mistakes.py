@@ -188,3 +188,26 @@ def test_explain_refuses_another_environments_checkout_as_render_does(tmp_path: 
     assert problem["hint"] == "pass --environment dev, or --env a checkout of branch 'qa'"
     code, stdout, _ = invoke(*line[:-3], "dev", "--assignment", "cloud-eu/app-dev")
     assert code == 0 and stdout.startswith("cloud-eu/app-dev (environment dev)")
+
+
+@pytest.mark.parametrize("command", ["render", "plan"])
+def test_output_in_a_checkout_of_another_environments_branch_is_refused(tmp_path: Path, command: str) -> None:
+    """A fresh clone of the GitOps repo, on qa's branch, given as dev's ``--output``: until 2026-11-29 ``render``
+    wrote dev's files there (exit 0) for the user to commit to qa's branch; only a checkout that already held
+    qa's state was refused. A branch that names no environment (a preview branch) is the user's choice."""
+    main_dir, env_dir = make_plane(tmp_path)
+    out = tmp_path / "gitops"
+    git(tmp_path, "init", "-q", "-b", "qa", str(out))
+    line = command_line(command, main_dir, env_dir, out)
+    problem = one_problem(line)
+    assert problem["message"] == (
+        f"--output {out} is in a checkout of branch qa ({out}), the branch named after environment qa: dev's GitOps "
+        f"output goes to branch dev (GitOpsRepo dev at {env_dir / 'gitops-repo.yaml'}:7:11)"
+    )
+    assert problem["hint"] == (f"switch that checkout to branch dev (git -C {out} switch dev), give --output a "
+                               "checkout of branch dev, or pass --environment qa")
+    assert [p.name for p in out.iterdir()] == [".git"]
+    for branch in ("dev", "preview"):
+        git(out, "checkout", "-q", "-b", branch)
+        code, stdout, stderr = invoke(*line)
+        assert code == 0, (branch, stdout, stderr)

@@ -14,6 +14,7 @@ from fleetflow.cli.errors import Reply, handled
 from fleetflow.cli.paths import CommandPath
 from fleetflow.cli.terminal import TERMINAL
 from fleetflow.errors import InputError, Problem, Problems, UsageError, shown_path
+from fleetflow.forge.git import run_git
 from fleetflow.model.controlplane import ControlPlane
 from fleetflow.render.incremental import RenderState
 from fleetflow.render.output import apply_result, in_the_way, read_state, survey
@@ -148,6 +149,7 @@ def render_start(
                              "the control plane; give a folder outside it (a checkout of the GitOps branch)")
     plane = load(main_dir, env_dir, fmt)
     check_environment(plane, environment)
+    check_output_branch(plane, environment, output)
     unreadable = Problems()
     previous = read_state(output, unreadable)
     other = previous.other_environment(environment, plane.environments) if previous is not None else None
@@ -163,6 +165,33 @@ def render_start(
         reply.warn(warning)
     main_commit, env_commit = commits
     return plane, previous, Meta(main_commit or head_commit(main_dir), env_commit or head_commit(env_dir))
+
+
+def check_output_branch(plane: ControlPlane, environment: str, output: Path) -> None:
+    """``--output`` in a checkout of the GitOps repo whose branch is another environment's (its name, the GitOps
+    branch a GitOpsRepo takes by default): a usage error before anything is written. The state check above catches
+    a checkout that holds another environment's render; until 2026-11-29 a fresh checkout of qa's branch took
+    dev's render, exit 0, for the user to commit to qa's branch. Reads no git when no ``.git`` is above --output."""
+    top = next((folder for folder in (output.absolute(), *output.absolute().parents)
+                if (folder / ".git").exists()), None)
+    if top is None:
+        return
+    head = run_git(["symbolic-ref", "--quiet", "--short", "HEAD"], cwd=top, check=False)
+    branch = head.stdout.decode().strip() if head.returncode == 0 else ""
+    gitops = plane.gitops_repo()
+    expected = gitops.spec.branch if gitops is not None and gitops.spec.branch else environment
+    if branch in (expected, environment) or branch not in plane.environments:
+        return
+    said = "the default: the environment's name"
+    if gitops is not None:
+        said = f"GitOpsRepo {gitops.name} at {gitops.where(*(('spec', 'branch') if gitops.spec.branch else ()))}"
+    raise UsageError(Problem(
+        f"--output {output} is in a checkout of branch {branch} ({top}), the branch named after environment "
+        f"{branch}: {environment}'s GitOps output goes to branch {expected} ({said})",
+        None,
+        f"switch that checkout to branch {expected} (git -C {top} switch {expected}), give --output a checkout of "
+        f"branch {expected}, or pass --environment {branch}",
+    ))
 
 
 @contextmanager
