@@ -486,5 +486,9 @@ def _got(value: object) -> str:
 
 def unknown_environment(name: str, known: Iterable[str]) -> UsageError:
     """``--environment NAME`` names no Environment on main: the same usage error (exit 2) from every command."""
-    names = ", ".join(sorted(known)) or "none"
-    return UsageError(f"unknown environment {name!r}; environments on main: {names}")
+    known = sorted(known)
+    names = ", ".join(known) or "none"
+    message = f"unknown environment {name!r}; environments on main: {names}"
+    # Dev for dev, prdo for prod: said in the hint (the message stays what scripts match)
+    near = next((k for k in known if k.lower() == name.lower()), None) or closest(name, known)
+    return UsageError(Problem(message, None, f"did you mean --environment {near}?") if near else message)

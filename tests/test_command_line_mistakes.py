@@ -211,3 +211,14 @@ def test_output_in_a_checkout_of_another_environments_branch_is_refused(tmp_path
         git(out, "checkout", "-q", "-b", branch)
         code, stdout, stderr = invoke(*line)
         assert code == 0, (branch, stdout, stderr)
+
+
+@pytest.mark.parametrize(("typed", "meant"), [("Dev", "dev"), ("QA", "qa"), ("dve", "dev")])
+def test_an_environment_in_the_wrong_case_or_misspelt_gets_a_did_you_mean(tmp_path: Path, typed: str,
+                                                                          meant: str) -> None:
+    """``--environment Dev`` (environment names are lowercase, Kubernetes names) said the names on main and left
+    the user to spot the difference; the message stays as scripts match it, the hint says which one was meant."""
+    main_dir, env_dir = make_plane(tmp_path)
+    problem = one_problem(["validate", "--main", main_dir, "--env", env_dir, "--environment", typed])
+    assert problem["message"] == f"unknown environment {typed!r}; environments on main: dev, qa"
+    assert problem["hint"] == f"did you mean --environment {meant}?"
