@@ -175,6 +175,18 @@ def test_any_conflict_marker_git_writes_is_said_a_conflict(marker: str) -> None:
     assert problem.location is not None and problem.location.line == 3
 
 
+def test_a_separator_line_in_a_block_scalar_leaves_the_real_error_said() -> None:
+    """A guard: a line of seven '=' is ordinary text in a block scalar (a heading's underline in the README a
+    ConfigMap carries), indented there, and git's markers start their line: with a YAML error elsewhere in the
+    file, that error is said, not a merge conflict."""
+    text = ("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\ndata:\n  README: |\n    Title\n    =======\n"
+            "    text\n  bad: [1, 2\n")
+    _, problems = parsed(text)
+    [problem] = problems
+    assert "conflict" not in problem.message, problem.message
+    assert problem.location is not None and problem.location.line >= 10
+
+
 def test_explain_refuses_another_environments_checkout_as_render_does(tmp_path: Path) -> None:
     """``explain --environment qa`` with dev's checkout as ``--env``: until 2026-11-29 it explained
     ``cloud-eu/app-qa (environment qa)`` from dev's ConfigMaps, exit 0, where ``render`` and ``validate`` refuse the
