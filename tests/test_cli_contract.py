@@ -508,6 +508,30 @@ def test_unknown_environment_is_a_usage_error_in_every_command(tmp_path: Path,
         assert envelope(stdout)["problems"][0]["message"].startswith("unknown environment 'staging'")
 
 
+def test_another_environments_checkout_is_refused_by_every_command_that_reads_env(tmp_path: Path) -> None:
+    """``--env`` a git checkout of qa's branch, whose GitOpsRepo names neither environment (a GitOps branch of its
+    own), with ``--environment dev``: validate and explain refused it from the checked-out branch, while render and
+    plan rendered qa's tree as dev's, exit 0, into dev's output (until 2026-11-29). Now all four say the same.
+    (``git symbolic-ref --short HEAD`` names the branch: git-symbolic-ref(1), read by ``work_tree_branch``.)"""
+    gitops = ("apiVersion: fleetflow.dev/v1alpha1\nkind: GitOpsRepo\nmetadata:\n  name: platform-gitops\n"
+              "spec:\n  repo: https://example.invalid/gitops\n  branch: gitops-qa\n")
+    main_dir, env_dir = make_plane(tmp_path, env={"gitops-repo.yaml": gitops})
+    git(env_dir, "init", "-q", "-b", "qa")
+    git(env_dir, "add", "-A")
+    git(env_dir, "commit", "-q", "-m", "qa's environment branch")
+    out = tmp_path / "out"
+    common = ("--main", main_dir, "--env", env_dir, "--environment", "dev")
+    message = "this environment tree belongs to environment 'qa' (checked-out branch 'qa'), not 'dev'"
+    for args in (("render", *common, "--output", out), ("plan", *common, "--output", out), ("validate", *common),
+                 ("explain", *common, "--assignment", "cloud-eu/app-dev")):
+        code, stdout, _ = invoke(*args, "--format", "json")
+        assert code == ExitCode.REFUSED, (args, stdout)
+        [problem] = envelope(stdout)["problems"]
+        assert problem["message"] == message, args
+        assert problem["hint"] == "pass --environment qa, or --env a checkout of branch 'dev'"
+    assert tree_bytes(out) == {}
+
+
 # Every path option of every command: (command line with {} where the path goes, the option, folder or file, must it
 # exist). The commands stop at the path, before any other work: no forge, no git.
 PATH_OPTIONS = [

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import click
 
-from fleetflow.cli.common import FORMAT, check_environment, head_commit, load, trees
+from fleetflow.cli.common import FORMAT, check_environment, head_branch_name, head_commit, load, trees
 from fleetflow.cli.errors import Reply, handled
 from fleetflow.cli.paths import CommandPath
 from fleetflow.cli.terminal import TERMINAL
@@ -138,8 +138,9 @@ def render_start(
     reply: Reply,
 ) -> tuple[ControlPlane, RenderState | None, Meta]:
     """What ``render`` and ``plan`` start from: both trees loaded, ``environment`` checked to be on main, the state
-    the previous render left in ``output`` (an unreadable one is a warning: everything is rendered again), and the
-    commits of the two trees (``commits`` as given, else the checkouts' HEADs)."""
+    the previous render left in ``output`` (an unreadable one is a warning: everything is rendered again), the
+    commits of the two trees (``commits`` as given, else the checkouts' HEADs) and the branch checked out in
+    ``env_dir`` (for the render's check that the tree is ``environment``'s)."""
     inside = output.resolve()
     for flag, tree in (("--main", main_dir), ("--env", env_dir)):
         if inside == tree.resolve() or tree.resolve() in inside.parents:
@@ -164,7 +165,10 @@ def render_start(
     for warning in unreadable:
         reply.warn(warning)
     main_commit, env_commit = commits
-    return plane, previous, Meta(main_commit or head_commit(main_dir), env_commit or head_commit(env_dir))
+    # the branch checked out in --env is evidence of whose tree it is, as for validate and explain: until
+    # 2026-11-29 a checkout of qa's branch (its GitOpsRepo named after neither) rendered as dev's, exit 0
+    return plane, previous, Meta(main_commit or head_commit(main_dir), env_commit or head_commit(env_dir),
+                                 head_branch_name(env_dir))
 
 
 def check_output_branch(plane: ControlPlane, environment: str, output: Path) -> None:
