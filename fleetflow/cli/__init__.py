@@ -43,11 +43,17 @@ def main(quiet: bool, verbose: bool) -> None:
     renders them into the platform GitOps repo.
 
     \b
-    Try it:
+    Try it, in fleetflow's source folder (or run `fleetflow demo` anywhere: the whole flow on local repos):
       fleetflow validate --main examples/control-plane/main --env examples/control-plane/envs/dev
       fleetflow render   --main examples/control-plane/main --env examples/control-plane/envs/dev \\
                          --environment dev --output out/dev
-      fleetflow explain  --main ... --env ... --environment dev --assignment CLUSTERTYPE/TARGET
+      fleetflow explain  --main examples/control-plane/main --env examples/control-plane/envs/dev \\
+                         --environment dev --assignment aks-westeurope/observability-dev --key LOG_LEVEL
+
+    \b
+    validate, plan, render and explain read checkouts of the control-plane repo and write at most --output;
+    promote, schedule, check-rollout, reconcile, status, metrics, doctor and init work on the repos through
+    git and the forge (GitHub, or --forge local). `fleetflow COMMAND --help` shows each with examples.
 
     Exit codes: 0 done, 1 the input (or the gate) says no, 2 usage error, 3 forge or git failure.
 

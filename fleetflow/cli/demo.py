@@ -23,9 +23,17 @@ from fleetflow.errors import UsageError
               "examples/control-plane in the source).")
 @FORMAT
 def demo(directory: Path | None, examples: Path | None, fmt: str) -> None:
-    """Build a control-plane repo and a GitOps repo from the examples, push a commit to main and walk it
-    through dev → qa → prod (PRs, merges, simulated clusters reporting, gates), then a second commit whose
-    qa rollout fails and stops before prod. Ends with `fleetflow status`. Local only; no network.
+    """Walk a commit through dev → qa → prod on local repos.
+
+    The quickest way to see fleetflow work. Builds a control-plane repo and a GitOps repo from the examples,
+    pushes a commit to main and walks it through dev → qa → prod (PRs, merges, simulated clusters reporting,
+    gates), then a second commit whose qa rollout fails and stops before prod. Ends with `fleetflow status`
+    and the commands to look around. Local only; no network; writes only in --dir.
+
+    \b
+    Examples:
+      fleetflow demo
+      fleetflow demo --dir fleetflow-demo
     """
     from fleetflow.demo.story import EXAMPLES, Demo, DemoResult
 

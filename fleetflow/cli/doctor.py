@@ -19,7 +19,15 @@ from fleetflow.promotion.doctor import diagnose
 @fleet_options
 @FORMAT
 def doctor_command(forge: str | None, control_plane: str | None, config: Path | None, fmt: str) -> None:
-    """Check the control plane and its GitOps repositories through git and the forge's API; writes nothing.
+    """Check a live setup through git and the forge's API.
+
+    Run it after init, and whenever a promotion does not move: it checks the control plane and its GitOps
+    repositories and prints each problem with its fix. Writes nothing.
+
+    \b
+    Examples (on GitHub the repos and token come from GITHUB_REPOSITORY and GITHUB_TOKEN or .fleetflow.yaml):
+      fleetflow doctor --control-plane contoso/control-plane
+      fleetflow doctor --forge local --control-plane control-plane.git
 
     \b
     Exit 0 when healthy, 1 when any problem was found (each printed with its fix), 3 when the forge or git

@@ -41,8 +41,18 @@ def _show(value: object) -> str:
 def explain(
     main_dir: Path, env_dir: Path, environment: str, assignment: str, key: str | None, rendered: bool, fmt: str
 ) -> None:
-    """Show every composed config value of ASSIGNMENT: its value, the ConfigMap, file and line it came from,
-    and the lower-precedence values it overrode (highest first).
+    """Show where an assignment's config values came from.
+
+    Use it when a rendered value is not the one you expected, or an error names a line of what a template
+    renders. Each composed config value of the assignment: its value, the ConfigMap, file and line it came
+    from, and the lower-precedence values it overrode (highest first). Writes nothing.
+
+    \b
+    Examples (cp-main, cp-dev: checkouts of main and of the dev branch):
+      fleetflow explain --main cp-main --env cp-dev --environment dev \\
+          --assignment aks-westeurope/observability-dev --key LOG_LEVEL
+      fleetflow explain --main cp-main --env cp-dev --environment dev \\
+          --assignment aks-westeurope/observability-dev --rendered
 
     Precedence, lowest first: annotation fleetflow.dev/priority, then the number of matching labels,
     then the ConfigMap name. Works on invalid assignments too: it is how you find out why.
@@ -51,13 +61,11 @@ def explain(
     order, each headed by its template, its manifest number and the file render writes it to (inside --output),
     its lines numbered as they are in what it renders. A manifest that renders text that is not YAML or JSON is
     shown with its problem below it, the line the problem names marked '>'; one that fails to render shows its
-    problem instead. Nothing is written, and
-    the exit code is 0 when it could show them (validate and render say whether the assignment renders).
-    Example, for "... not YAML (contentType: yaml): ... at line 9 of what it renders":
+    problem instead: the way to read an error such as "... not YAML (contentType: yaml): ... at line 9 of
+    what it renders".
 
-    \b
-      fleetflow explain --main main --env envs/dev --environment dev \\
-          --assignment aks-westeurope/observability-dev --rendered
+    Exit 0 when it could show them (validate and render say whether the assignment renders), 1 when the
+    trees do not load or the assignment or key is not there, 2 usage error (docs/design.md section 6).
     """
     with handled(fmt) as reply:
         if rendered and key is not None:

@@ -28,7 +28,16 @@ SYMBOLS = {"todo": "+", "unchanged": "=", "conflict": "!"}
 @FORMAT
 def init_command(gitops: str, ref: str, dry_run: bool, forge: str | None, control_plane: str | None,
                  config: Path | None, fmt: str) -> None:
-    """Set up a control-plane and GitOps repository pair (the repositories must exist, they may be empty).
+    """Set up a control-plane and GitOps repository pair.
+
+    Run it once for a new fleet (the repositories must exist, they may be empty), and again after adding an
+    Environment.
+
+    \b
+    Examples:
+      fleetflow init --control-plane contoso/control-plane --gitops contoso/platform-gitops --dry-run
+      fleetflow init --control-plane contoso/control-plane --gitops contoso/platform-gitops --ref 1a2b3c4
+      fleetflow init --forge local --control-plane control-plane.git --gitops gitops.git --dry-run
 
     \b
     Makes sure of: the control plane's main (a starter dev → qa → prod chain when main does not exist) with the
@@ -40,6 +49,7 @@ def init_command(gitops: str, ref: str, dry_run: bool, forge: str | None, contro
     \b
     Idempotent: a second run changes nothing and says so. A file init did not write is never overwritten: it is
     reported as a conflict (exit 1) and everything else is still set up. --dry-run prints the plan only.
+    Exit 2 usage error, 3 forge or git failure (docs/design.md section 6).
     """
     written = "Nothing was written." if dry_run else (
         "Stopped at this error. Branches pushed before it are listed above; running init again is safe.")

@@ -48,9 +48,20 @@ def parse_since(text: str | None, now: datetime) -> datetime | None:
 @click.option("--format", "fmt", type=click.Choice(["text", "json", "markdown"]), default="text", show_default=True)
 def metrics(forge: str | None, control_plane: str | None, config: Path | None, since: str | None, limit: int,
             fmt: str) -> None:
-    """Delivery metrics per environment and for the whole chain: lead time from a commit landing on main to
-    its success there (median, p90), deployment frequency, change failure rate (gate failures and rollbacks
-    over promotions), time to restore (failure to the next success). See docs/status-page.md."""
+    """Lead time, deploy frequency, failure rate, time to restore.
+
+    Delivery metrics per environment and for the whole chain, read from the promotion history in git and on
+    the forge; writes nothing. Lead time from a commit landing on main to its success there (median, p90),
+    deployment frequency, change failure rate (gate failures and rollbacks over promotions), time to restore
+    (failure to the next success). See docs/status-page.md.
+
+    \b
+    Examples (on GitHub the repos and token come from GITHUB_REPOSITORY and GITHUB_TOKEN or .fleetflow.yaml):
+      fleetflow metrics --since 30d
+      fleetflow metrics --since 2026-01-01 --format markdown >> "$GITHUB_STEP_SUMMARY"
+      fleetflow metrics --forge local --control-plane control-plane.git --since 30d
+
+    Exit 0 done, 2 usage error, 3 forge or git failure (docs/design.md section 6)."""
     with handled(fmt) as reply, make_context(forge, control_plane, config, "json", warn=reply.warn) as ctx:
         now = ctx.clock()
         start = parse_since(since, now)

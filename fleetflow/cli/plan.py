@@ -43,9 +43,19 @@ def plan(
     diff: bool,
     fmt: str,
 ) -> None:
-    """Show what `fleetflow render` would change in --output: assignments added, removed and changed,
-    config keys changed, every file it would delete, the files it keeps because fleetflow did not write them,
-    and a unified diff. Nothing is written. Exit 0 when valid, 1 when not.
+    """Show what render would change in a folder; writes nothing.
+
+    Run it before `fleetflow render` (same options) to review a change: assignments added, removed and
+    changed, config keys changed, every file render would delete (only files fleetflow wrote), the files it
+    keeps because fleetflow did not write them, and a unified diff.
+
+    \b
+    Examples (cp-main, cp-dev: checkouts of main and of the dev branch; gitops-dev: of the GitOps repo's dev):
+      fleetflow plan --main cp-main --env cp-dev --environment dev --output gitops-dev
+      fleetflow plan --main cp-main --env cp-dev --environment dev --output gitops-dev --no-diff
+
+    Exit 0 when the input is valid, 1 when not, 2 usage error (the table: fleetflow --help, docs/design.md
+    section 6).
     """
     with handled(fmt) as reply:
         plane, previous, meta = render_start(main_dir, env_dir, environment, output, (main_commit, env_commit), fmt,

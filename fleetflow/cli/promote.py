@@ -23,7 +23,20 @@ from fleetflow.promotion.promote import PromoteResult, promote_many
 @github_actions_options
 def promote(environment: str | None, commit: str, release: bool, forge: str | None, control_plane: str | None,
             config: Path | None, fmt: str, github_actions: bool, job_summary: bool) -> None:
-    """Promote main commit COMMIT to an environment, then schedule it (render + PR in the GitOps repo).
+    """Pin a main commit on an environment, then schedule it.
+
+    The workflows run it on a push to main and once a rollout succeeds; run it by hand to promote a commit
+    the workflows have not moved on, or to roll an environment back. It pushes the pin (base-repo.yaml on the
+    environment's branch of the control-plane repo), then does what schedule does: pushes the rendered commit
+    to branch fleetflow/<environment> of the GitOps repo and opens or updates its PR (merged by a person, or
+    by fleetflow with the environment's pullRequest.autoMerge).
+
+    \b
+    Examples (on GitHub the repos and token come from GITHUB_REPOSITORY and GITHUB_TOKEN or .fleetflow.yaml):
+      fleetflow promote --commit 3f2a9c1                           # to the first environments, as a push to main
+      fleetflow promote --environment qa --commit 3f2a9c1          # to qa, once dev rolled it out
+      fleetflow promote --environment qa --commit 3f2a9c1 --release      # end a rollback's hold on qa
+      fleetflow promote --commit 3f2a9c1 --forge local --control-plane control-plane.git   # repos in git only
 
     \b
     The guarantee: COMMIT is promoted only if every environment the target comes `after` has
@@ -37,6 +50,9 @@ def promote(environment: str | None, commit: str, release: bool, forge: str | No
     that does not compile or names an unknown variable, a config its schema refuses, no GitOpsRepo),
     the problems are printed with their file:line and nothing is written. An environment with
     shardedSchedule gets the render's checks instead (its shard jobs render).
+
+    Exit 0 promoted (or already was), 1 refused (the guarantee, or the render), 2 usage error, 3 forge or git
+    failure (docs/design.md section 6).
     """
     step = actions_step("promote", github_actions, job_summary)
     with handled(fmt, FLEET_WRITTEN, step, FLEET_NO_STEP) as reply, \

@@ -98,10 +98,18 @@ def reconcile_command(environment: str | None, verify_merges: bool | None, reche
                       hold_until: int | None, hold_poll_seconds: int, forge: str | None,
                       control_plane: str | None, config: Path | None, plan_dir: Path | None, fmt: str,
                       github_actions: bool, job_summary: bool) -> None:
-    """Read pins, environment branches, GitOps branches and PRs and the statuses, and take every step that is
+    """Take every promotion step that is due; safe to rerun.
+
+    What the workflows run on every event and on the cron tick; run it by hand to move a stuck fleet on. It
+    reads pins, environment branches, GitOps branches and PRs and the statuses, and takes every step that is
     due: run the gate where a PR was merged, promote main's tip to the first environments and a rolled-out
     commit to the next ones, schedule where the pin or the environment branch is not what the GitOps repo
     carries (also a half-done promotion), merge with autoMerge once the checks pass.
+
+    \b
+    Examples (on GitHub the repos and token come from GITHUB_REPOSITORY and GITHUB_TOKEN or .fleetflow.yaml):
+      fleetflow reconcile
+      fleetflow reconcile --environment qa --forge local --control-plane control-plane.git
 
     \b
     Idempotent and safe to run at any time, also concurrently: what it does depends only on the state it

@@ -66,18 +66,29 @@ def render(
     env_commit: str | None,
     fmt: str,
 ) -> None:
-    """Render ENVIRONMENT into --output: <clusterType>/<target>/{reconciler,namespace,platform-config}.<ext>
-    plus the state: .fleetflow/state.json, its parts in .fleetflow/index/ and a shard per cluster type in
-    .fleetflow/state/.
+    """Write an environment's GitOps tree into a folder.
+
+    Use it to render by hand into a checkout of the environment's GitOps branch (`fleetflow plan` first shows
+    what it would change). The workflows do not need it: schedule and promote render and open the PR.
 
     \b
-    Incremental: when --output holds a previous state.json, only assignments whose inputs changed are
-    rendered again; the result is byte-identical to a full render. Unchanged files are not rewritten.
+    Examples (cp-main, cp-dev: checkouts of main and of the dev branch; gitops-dev: of the GitOps repo's dev):
+      fleetflow render --main cp-main --env cp-dev --environment dev --output gitops-dev
+      fleetflow render --main cp-main --env cp-dev --environment dev --output gitops-dev --keep-last-good
+
+    \b
+    Writes <clusterType>/<target>/{reconciler,namespace,platform-config}.<ext> and the state: .fleetflow/
+    state.json, its parts in .fleetflow/index/ and a shard per cluster type in .fleetflow/state/. Never
+    commits or pushes. Incremental: when --output holds a previous state.json, only assignments whose
+    inputs changed are rendered again, byte-identical to a full render; unchanged files are not rewritten.
     Nothing is written when any input is invalid (unless --keep-last-good).
 
     \b
     Only files fleetflow wrote (those the previous state.json lists) are ever deleted. Other files in
     cluster-type folders are kept and listed as not managed by fleetflow; --prune-foreign deletes them too.
+
+    Exit 0 rendered, 1 invalid input (--keep-last-good: some assignments held back), 2 usage error (the
+    table: fleetflow --help, docs/design.md section 6).
     """
     with handled(fmt, f"Nothing was written to {output}.") as reply:
         plane, previous, meta = render_start(main_dir, env_dir, environment, output, (main_commit, env_commit), fmt,

@@ -34,10 +34,20 @@ def one_line(text: str) -> str:
 def route_command(event_name: str, event_path: Path, environments: str | None, forge: str | None,
                   control_plane: str | None, config: Path | None, fmt: str, github_actions: bool,
                   job_summary: bool) -> None:
-    """Decide what EVENT means: promote (push to main, fleetflow-promote dispatch, manual dispatch),
-    schedule (push to an environment branch), check-rollout (status / merged fleetflow PR / schedule
-    in the GitOps repo), or none. Prints {"action", "environments", "commit", "release", "reason"}.
-    Exit 1 when the payload is not a JSON object or a manual request is invalid (unknown environment, not a sha)."""
+    """Say what a GitHub event means for fleetflow (workflows).
+
+    The workflows run it first; run it to see what an event would start. Decides what the event means:
+    promote (push to main, fleetflow-promote dispatch, manual dispatch), schedule (push to an environment
+    branch), check-rollout (status / merged fleetflow PR / schedule in the GitOps repo), or none. Prints
+    {"action", "environments", "commit", "release", "reason"}. Writes nothing.
+
+    \b
+    Examples:
+      fleetflow route --event-name "$GITHUB_EVENT_NAME" --event-path "$GITHUB_EVENT_PATH"
+      fleetflow route --event-name push --event-path event.json --environments dev,qa,prod
+
+    Exit 1 when the payload is not a JSON object or a manual request is invalid (unknown environment, not a
+    sha), 2 usage error, 3 forge or git failure (docs/design.md section 6)."""
     step = actions_step("route", github_actions, job_summary)
     with handled(fmt, step=step) as reply:
         payload = read_event(event_path)

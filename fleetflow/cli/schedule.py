@@ -34,12 +34,24 @@ from fleetflow.render.summary import changes_text
 def schedule(environment: str, shard: str | None, artifact: Path | None, stitch: Path | None, forge: str | None,
              control_plane: str | None, config: Path | None, plan_dir: Path | None, fmt: str, github_actions: bool,
              job_summary: bool) -> None:
-    """Render ENVIRONMENT from main@<pinned commit> + its environment branch and create, update or close
-    its one fleetflow PR (head branch fleetflow/<environment>) in the GitOps repo.
+    """Render an environment at its pin; open or update its PR.
+
+    The workflows run it on every push to an environment branch; run it by hand to render an environment
+    again. It renders ENVIRONMENT from main@<pinned commit> + its environment branch, pushes the result to
+    branch fleetflow/<environment> of the GitOps repo and creates, updates or closes that one PR. It never
+    pushes to the environment's GitOps branch itself: the PR is merged by a person, or by fleetflow with the
+    environment's pullRequest.autoMerge.
 
     \b
-    Runs on every push to the environment branch. No rendered change: no PR (an open one that became
-    empty is closed). Concurrency `supersede` updates an open PR; `queue` leaves it until merged or closed.
+    Examples (on GitHub the repos and token come from GITHUB_REPOSITORY and GITHUB_TOKEN or .fleetflow.yaml):
+      fleetflow schedule --environment dev
+      fleetflow schedule --environment dev --forge local --control-plane control-plane.git
+      fleetflow schedule --environment prod --shard 1/4 --artifact shard-1     # one of 4 shard jobs
+      fleetflow schedule --environment prod --stitch shards                    # then: one commit, the PR
+
+    \b
+    No rendered change: no PR (an open one that became empty is closed). Concurrency `supersede` updates an
+    open PR; `queue` leaves it until merged or closed.
     A new PR: the head branch is pushed, the PR opened, its reviewers asked, then labelled; an open PR: its
     description is updated, then its head pushed. A run stopped in between is finished by the next (reviewers
     no review was ever requested from are asked; one who reviewed or was taken off is not asked again).
@@ -51,6 +63,9 @@ def schedule(environment: str, shard: str | None, artifact: Path | None, stitch:
     Across N runners: `--shard K/N --artifact DIR` on each (K = 1..N) renders that shard's cluster types as
     git objects into DIR (nothing pushed); then `--stitch DIR` (every shard's DIR below it) commits once,
     the same commit one job gives, and updates the PR.
+
+    Exit 0 done (also superseded), 1 the render refuses the input, 2 usage error, 3 forge or git failure
+    (docs/design.md section 6).
     """
     step = actions_step("schedule", github_actions, job_summary)
     with handled(fmt, FLEET_WRITTEN, step, FLEET_NO_STEP) as reply:

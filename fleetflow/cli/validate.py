@@ -52,8 +52,16 @@ class Findings:
 @github_actions_options
 def validate(main_dir: Path | None, env_dir: Path | None, into: str | None, repo_dir: Path,
              environment: str | None, strict: bool, fmt: str, github_actions: bool, job_summary: bool) -> None:
-    """Load, schedule, compose, validate and render in memory, check the rollout gate's configuration; report
-    every problem and every warning; write nothing.
+    """Check everything render and the gate would refuse.
+
+    Run it on your edits before you push, and in CI on every pull request (the workflow's check job runs
+    --into). It loads, schedules, composes, validates and renders in memory and checks the rollout gate's
+    configuration; it reports every problem and every warning, and writes nothing.
+
+    \b
+    Examples, two ways to name what to check:
+      fleetflow validate --main cp-main --env cp-dev     # checkouts of main and of the dev branch, side by side
+      fleetflow validate --into main --strict            # a pull request into main, in its checkout (CI)
 
     \b
     Errors (exit 1): anything render or the gate would refuse later, an empty tree, an --env tree that
@@ -62,11 +70,6 @@ def validate(main_dir: Path | None, env_dir: Path | None, into: str | None, repo
     that schedules nothing, a rollout gate that passes without a report or counts any context, a Cluster
     statusContext in Flux's default form with capitals (Flux posts it lowercased), a template manifest that
     renders nothing for any assignment (an {% if %} never true).
-
-    \b
-    Two ways to name what to check:
-      fleetflow validate --main ../cp-main --env ../cp-dev     two checkouts side by side
-      fleetflow validate --into main --strict                  a pull request, in its checkout (CI)
 
     With --main/--env and no --environment, the environment is taken from the env branch's GitOpsRepo (its
     name) or the branch checked out in --env when there is one, else every environment defined on main is
