@@ -33,7 +33,7 @@ def promote(environment: str | None, commit: str, release: bool, forge: str | No
 
     \b
     Examples (on GitHub the repos and token come from GITHUB_REPOSITORY and GITHUB_TOKEN or .fleetflow.yaml):
-      fleetflow promote --commit 3f2a9c1                           # to the first environments, as a push to main
+      fleetflow promote --commit 3f2a9c1                           # to the first environments (dev)
       fleetflow promote --environment qa --commit 3f2a9c1          # to qa, once dev rolled it out
       fleetflow promote --environment qa --commit 3f2a9c1 --release      # end a rollback's hold on qa
       fleetflow promote --commit 3f2a9c1 --forge local --control-plane control-plane.git   # repos in git only
