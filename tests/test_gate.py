@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import time
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -168,40 +169,89 @@ def test_a_gate_that_passes_without_a_report_or_counts_any_context_is_a_warning(
                                   []) == []
 
 
-FLUX_CLUSTERS = """\
-apiVersion: fleetflow.dev/v1alpha1
-kind: Cluster
-metadata: {name: copied-from-kubectl}
-spec: {clusterType: ct, statusContext: Kustomization/flux-system/E3173055}
----
-apiVersion: fleetflow.dev/v1alpha1
-kind: Cluster
-metadata: {name: as-flux-posts-it}
-spec: {clusterType: ct, statusContext: kustomization/flux-system/e3173055}
----
-apiVersion: fleetflow.dev/v1alpha1
-kind: Cluster
-metadata: {name: own-expression}
-spec: {clusterType: ct, statusContext: Flux/Hamburg-Line1}
-"""
+def test_contexts_that_differ_only_in_case_are_one_context_as_on_github() -> None:
+    """GitHub's REST description of "Create a commit status" (github/rest-api-description, the ``context``
+    parameter): "A string label to differentiate this status from the status of other systems. This field is
+    case-insensitive." Flux posts its default context lowercased (fluxcd/notification-controller
+    internal/server/provider_commit_status.go at 2e46958, ``generateDefaultCommitStatus``: ``strings.ToLower(id)``),
+    so a statusContext copied from ``kubectl`` (``Kustomization/flux-system/E3173055``) waited for a context that
+    never came, and the rollout timed out with the cluster green on GitHub (until 2026-11-29: validate warned, the
+    gate failed). Now the report counts; two Clusters whose contexts differ only in case share one context, which
+    is refused like any shared context; and the warning is gone."""
+    copied = [ExpectedCluster("copied-from-kubectl", "ct", "Kustomization/flux-system/E3173055"),
+              ExpectedCluster("b", "ct", "flux/b")]
+    posted = [st("kustomization/flux-system/e3173055", "success", 1), st("FLUX/B", "success", 2)]
+    decided = evaluate(RolloutPolicy(), copied, {s.context: s for s in posted}, T0, T0 + timedelta(minutes=5))
+    assert decided.state == "success" and decided.succeeded == ["b", "copied-from-kubectl"]
+    failing = [st("kustomization/flux-system/e3173055", "failure", 1, "health check failed")]
+    assert evaluate(RolloutPolicy(), copied, {s.context: s for s in failing}, T0, T0).failed == [
+        "copied-from-kubectl (health check failed)"]
+    # a count over a pattern: the pattern without case too, the context shown as posted
+    count = RolloutPolicy.model_validate({"minClusters": 1, "contextPattern": "flux/*"})
+    decided = evaluate(count, [], {"Flux/x": st("Flux/x", "success", 1)}, T0, T0 + timedelta(minutes=5))
+    assert decided.state == "success" and decided.succeeded == ["Flux/x"]
+    twins = [ExpectedCluster("a", "ct", "flux/a"), ExpectedCluster("a2", "ct", "Flux/A")]
+    with pytest.raises(InputError) as refused:
+        evaluate(RolloutPolicy(), twins, {}, T0, T0)
+    (problem,) = refused.value.problems()
+    assert problem.message.startswith("Cluster a2 expects the status context 'Flux/A' (its statusContext), as "
+                                      "Cluster a does ('flux/a': GitHub tells contexts apart without case): ")
+    assert flux_context_warnings([]) == []
 
 
-def test_a_status_context_in_flux_default_form_with_capitals_is_a_warning_at_its_line() -> None:
-    """Flux's github provider posts, without commitStatusExpr, ``strings.ToLower(kind/name/<first segment of the
-    Provider UID>)`` (fluxcd/notification-controller internal/server/provider_commit_status.go,
-    generateDefaultCommitStatus; docs/spec/v1beta3/providers.md: "e.g. kustomization/gitops-system/0c9c2e41"), and
-    the gate compares contexts as written: the kind written as Kubernetes spells it never matches. A warning (a
-    commitStatusExpr may post anything); a context of another form is left alone."""
-    docs, problems = parsed(FLUX_CLUSTERS, "clusters.yaml")
-    assert problems == []
-    clusters = [build_resource(d, "env", Problems()) for d in docs]
-    (warning,) = flux_context_warnings([c for c in clusters if c is not None])
-    assert warning.message.startswith("Cluster copied-from-kubectl: statusContext 'Kustomization/flux-system/"
-                                      "E3173055' has the form of Flux's default context")
-    assert "'kustomization/flux-system/e3173055'" in warning.message
-    assert str(warning.location) == "clusters.yaml:4:40"  # the value
-    assert (warning.hint or "").startswith("write statusContext: kustomization/flux-system/e3173055, as Flux")
+def _stray(contexts: dict[str, str], posted: list[str], now_min: int = 10) -> GateDecision:
+    clusters = [ExpectedCluster(name, "ct", context) for name, context in contexts.items()]
+    statuses = {c: st(c, "success", 1) for c in posted}
+    return evaluate(RolloutPolicy.model_validate({"timeout": "30m"}), clusters, statuses, T0,
+                    T0 + timedelta(minutes=now_min))
 
+
+@pytest.mark.parametrize(("expected", "posted", "how"), [
+    ("flux/k3s-ham-l1-dev", "flux/k3s-ham-l1-dev ", "only spaces differ"),
+    ("argocd/k3s-mty-l1-dev", "argocd/k3s-mty-l1-dev.contoso.internal",
+     "the name with and without its domain"),
+    ("kustomization/fleetflow/e3173055", "kustomization/fleetflow/9a8b7c6d",
+     "Flux's default context with another Provider UID: was the Provider recreated?"),
+    ("flux/k3s-ham-l1-dev", "flux/k3s-ham-l1-dve", "a close name: a typo, or a cluster not in the inventory?"),
+], ids=["spaces", "fqdn", "flux-uid", "typo"])
+def test_a_context_close_to_a_missing_clusters_is_named(expected: str, posted: str, how: str) -> None:
+    """A cluster whose reporter posts under another name than its statusContext (a ``commitStatusExpr`` or an Argo
+    CD ``status.label`` built from the node's domain name, a Provider recreated on old Flux, a typo): the gate
+    waits for it and cannot count the report. Until 2026-11-29 it said "rolling out: 1/2 clusters", then "timed out
+    after 30m: 1/2 clusters; missing: one", and nothing of the report sitting on the same commit."""
+    decided = _stray({"one": expected, "two": "flux/two"}, [posted, "flux/two", "ci/lint"])
+    stray = f"{posted!r} reported success, not one's {expected!r} ({how})"
+    assert decided.state == "pending" and decided.missing == ["one"]
+    assert decided.description == f"rolling out: 1/2 clusters; {stray}"
+    assert [str(s) for s in decided.strays] == [stray]
+    late = _stray({"one": expected, "two": "flux/two"}, [posted, "flux/two"], now_min=31)
+    assert late.state == "failure" and late.description == f"timed out after 30m: 1/2 clusters; missing: one; {stray}"
+
+
+def test_strays_pair_one_context_with_one_cluster_and_leave_others_alone() -> None:
+    """Each context is named for one cluster at most; a context far from every expected one (a CI check), a cluster
+    that reported, fleetflow's own records and a pending report are not strays; Flux's default context with
+    another UID is named only when the pair is unambiguous."""
+    decided = _stray({"a": "flux/k3s-a", "b": "flux/k3s-b", "c": "flux/k3s-c"},
+                     ["flux/k3s-a", "flux/k3s-b.example.org", "ci/lint", "fleetflow/dev"])
+    assert [(s.cluster, s.context) for s in decided.strays] == [("b", "flux/k3s-b.example.org")]
+    pending = evaluate(RolloutPolicy(), [ExpectedCluster("a", "ct", "flux/a")],
+                       {"flux/a": st("flux/a", "pending"), "flux/a ": st("flux/a ", "success")}, T0, T0)
+    assert pending.strays == []  # a reported; its pending report is what it waits for
+    two = _stray({"a": "kustomization/fleetflow/e3173055", "b": "kustomization/fleetflow/0c9c2e41"},
+                 ["kustomization/fleetflow/9a8b7c6d", "kustomization/fleetflow/11111111"])
+    assert all("Provider UID" not in s.how for s in two.strays)
+
+
+def test_strays_cost_no_quadratic_work_on_a_big_fleet() -> None:
+    """30,000 clusters whose contexts all changed: the spelling rules are dictionary look-ups; the similarity rule
+    (difflib) runs only for at most STRAY_PAIRS pairs."""
+    contexts = {f"c{i:05}": f"flux/c{i:05}" for i in range(30_000)}
+    posted = [f"argo/c{i:05}" for i in range(30_000)] + ["FLUX/C00007 "]
+    started = time.perf_counter()
+    decided = _stray(contexts, posted)
+    assert time.perf_counter() - started < 10
+    assert [(s.cluster, s.how) for s in decided.strays] == [("c00007", "only the case and spaces differ")]
 
 
 @pytest.mark.parametrize(("text", "seconds"), [("90", 90), ("90s", 90), ("2m", 120), ("1h30m", 5400), (45, 45)])

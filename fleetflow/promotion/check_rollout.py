@@ -26,13 +26,26 @@ from fleetflow.render.incremental import RenderState
 from fleetflow.results import Result
 
 
+class StrayContext(Result):
+    """A context on the rollout's GitOps commits that the gate does not count, close to the context of an expected
+    cluster that has no report (``fleetflow.promotion.gate.find_strays``)."""
+
+    cluster: str
+    expected_context: str
+    context: str
+    state: str
+    how: str
+
+
 class ClusterCounts(Result):
-    """The gate's view of the clusters: how many it expects, and which succeeded, failed or are missing."""
+    """The gate's view of the clusters: how many it expects, and which succeeded, failed or are missing; and the
+    contexts that most likely are missing clusters posting under another name."""
 
     expected: int
     succeeded: list[str]
     failed: list[str]
     missing: list[str]
+    strays: list[StrayContext] = Field(default_factory=list)
 
 
 class RolloutOutcome(Result):
@@ -59,7 +72,10 @@ class RolloutOutcome(Result):
         d = self.decision
         if d is None:
             return None
-        return ClusterCounts(expected=d.expected, succeeded=d.succeeded, failed=d.failed, missing=d.missing)
+        strays = [StrayContext(cluster=s.cluster, expected_context=s.expected, context=s.context, state=s.state,
+                               how=s.how) for s in d.strays]
+        return ClusterCounts(expected=d.expected, succeeded=d.succeeded, failed=d.failed, missing=d.missing,
+                             strays=strays)
 
 
 

@@ -79,6 +79,7 @@ from fleetflow.model.documents import read_tree
 from fleetflow.model.resources import ClusterSpec, EnvironmentSpec, GitOpsRepoSpec
 from fleetflow.promotion.bootstrap import CONTROL_PLANE_REUSABLE, GITOPS_REUSABLE, WORKFLOW_FILE, callers
 from fleetflow.promotion.context import Context, head_branch, short
+from fleetflow.promotion.gate import context_key
 from fleetflow.promotion.merge_records import KINDS, RECORDS_PATTERN, TAG_PREFIX, record_ref
 from fleetflow.promotion.pin import PIN_FILE
 from fleetflow.results import Result
@@ -380,13 +381,13 @@ SHOWN_CONTEXTS = 5  # of the unknown contexts on one branch, named in its one pr
 def _check_contexts(ctx: Context, found: Diagnosis, env: EnvSetup, repo: str, branch: str, sha: str) -> None:
     """One problem per branch, however many contexts match no Cluster: it names how many and the first few
     (sorted). Until 2026-11-28 each context gave its own problem: 5,000 lines for 5,000 unknown contexts."""
-    exact = {c.spec.status_context for c in env.clusters if c.spec.status_context}
+    exact = {context_key(c.spec.status_context) for c in env.clusters if c.spec.status_context}
     pattern = env.spec.rollout.context_pattern
-    glob = pattern.replace("{cluster}", "*").replace("{clusterType}", "*") if pattern else None
-    unknown = sorted(
+    glob = context_key(pattern.replace("{cluster}", "*").replace("{clusterType}", "*")) if pattern else None
+    unknown = sorted(  # without case, as GitHub and the gate tell contexts apart (gate.context_key)
         status.context for status in ctx.forge.statuses(repo, sha)
-        if not (status.context.startswith("fleetflow/") or status.context in exact
-                or (glob is not None and fnmatch.fnmatchcase(status.context, glob)))
+        if not (status.context.startswith("fleetflow/") or context_key(status.context) in exact
+                or (glob is not None and fnmatch.fnmatchcase(context_key(status.context), glob)))
     )
     if not unknown:
         found.ok(f"{repo}@{branch}: status contexts")

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Literal
 
-from fleetflow.errors import InputError, Problem, Problems
+from fleetflow.errors import InputError, Problem, Problems, closest
 from fleetflow.forge.base import STATUS_DESCRIPTION_LIMIT, CombinedState, CommitStatus, newer_report
 from fleetflow.model.controlplane import Resource
 from fleetflow.model.durations import format_duration
@@ -45,6 +45,21 @@ class Reporter:
     context: str
 
 
+@dataclass(frozen=True)
+class Stray:
+    """A context on the rollout's commits that the gate does not watch, close to the context of an expected cluster
+    that has no report: most likely that cluster, posting under another name than its ``statusContext``."""
+
+    cluster: str  # the expected cluster without a report
+    expected: str  # the context the gate waits for
+    context: str  # the context that reported
+    state: str
+    how: str  # how the two differ
+
+    def __str__(self) -> str:
+        return f"{self.context!r} reported {self.state}, not {self.cluster}'s {self.expected!r} ({self.how})"
+
+
 @dataclass
 class GateDecision:
     state: GateState
@@ -58,6 +73,8 @@ class GateDecision:
     # counted: how many more expected contexts must report at least before it can succeed (those with no report
     # at all, up to the number required); a pending report turning green adds no context
     new_reports_needed: int | None = None
+    # counted: contexts no expected cluster posts, each close to the context of one that has no report (``strays``)
+    strays: list[Stray] = field(default_factory=list)
 
     @property
     def waits_for_reports(self) -> bool:
@@ -69,11 +86,20 @@ class GateDecision:
         return text if len(text) <= STATUS_DESCRIPTION_LIMIT else text[: STATUS_DESCRIPTION_LIMIT - 1] + "…"
 
 
+def context_key(context: str) -> str:
+    """A status context as GitHub tells contexts apart: without case. GitHub's REST description of "Create a commit
+    status" (github/rest-api-description, ``context``): "A string label to differentiate this status from the
+    status of other systems. This field is case-insensitive." So ``Flux/dev-1`` posted by a cluster is the context
+    ``flux/dev-1`` its ``statusContext`` names (the gate waited for it until it timed out until 2026-11-29), and
+    two Clusters whose contexts differ only in case share one context."""
+    return context.lower()
+
+
 def reporters(policy: RolloutPolicy, clusters: Sequence[ExpectedCluster], problems: Problems) -> list[Reporter]:
     """The contexts to wait for, from the inventory. Clusters with neither a statusContext nor a contextPattern
     to derive one from are configuration problems."""
     found: list[Reporter] = []
-    first: dict[str, ExpectedCluster] = {}  # context -> the first cluster expecting it
+    first: dict[str, tuple[ExpectedCluster, str]] = {}  # context_key -> the first cluster expecting it, its context
     for cluster in clusters:
         if cluster.status_context:
             found.append(Reporter(cluster.name, cluster.status_context))
@@ -91,25 +117,26 @@ def reporters(policy: RolloutPolicy, clusters: Sequence[ExpectedCluster], proble
             )
             continue
         context = found[-1].context
-        before = first.setdefault(context, cluster)
+        before, theirs = first.setdefault(context_key(context), (cluster, context))
         if before is not cluster:  # one report would stand for both: the gate could never count them all
-            _shared_context(policy, before, cluster, context, problems)
+            _shared_context(policy, before, cluster, context, theirs, problems)
     if len(found) == len(clusters):  # every cluster has its context: the count can be checked against them
         _count_problems(policy, len(found), problems)
     return found
 
 
 def _shared_context(policy: RolloutPolicy, before: ExpectedCluster, cluster: ExpectedCluster, context: str,
-                    problems: Problems) -> None:
+                    theirs: str, problems: Problems) -> None:
     """Two clusters expecting one status context. The gate counts a context once (a forge keeps the newest status
     of each context on a commit), so it waited for two reports where one can come, and every rollout timed out
     ("missing: 1 more") until 2026-11-29: a Cluster copied without its statusContext changed, or a contextPattern
     without ``{cluster}`` over a cluster type of several clusters."""
     own = cluster.status_context and before.status_context
     how = "its statusContext" if cluster.status_context else f"rollout.contextPattern {policy.context_pattern!r}"
+    same = "" if theirs == context else f" ({theirs!r}: GitHub tells contexts apart without case)"
     problems.add(
-        f"Cluster {cluster.name} expects the status context {context!r} ({how}), as Cluster {before.name} does: "
-        "the gate counts a context once, so it would wait for a report that cannot come and time out",
+        f"Cluster {cluster.name} expects the status context {context!r} ({how}), as Cluster {before.name} "
+        f"does{same}: the gate counts a context once, so it would wait for a report that cannot come and time out",
         None,
         "give each Cluster the context its own agent posts (Flux: kind/name/<first segment of its Provider's UID>, "
         "or its commitStatusExpr; Argo CD: the notification's status.label), or remove a Cluster listed twice"
@@ -194,25 +221,74 @@ _FLUX_DEFAULT_CONTEXT = re.compile(rf"(?i:{'|'.join(FLUX_EVENT_KINDS)})/[^/]+/[0
 
 
 def flux_context_warnings(clusters: Iterable[Resource[ClusterSpec]]) -> list[Problem]:
-    """A ``statusContext`` in Flux's default form with capitals: notification-controller builds its default context
-    ``<kind>/<name>/<first segment of the Provider's UID>`` and lowercases the whole of it
-    (internal/server/provider_commit_status.go, ``generateDefaultCommitStatus``: ``strings.ToLower(id)``; its docs:
-    "e.g. kustomization/gitops-system/0c9c2e41"), and the gate compares contexts as written, so
-    ``Kustomization/flux-system/e3173055`` (the kind as Kubernetes spells it) never comes and every rollout times
-    out. A warning, not an error: a ``commitStatusExpr`` (Flux 2.6+) posts whatever its expression gives."""
-    found = Problems()
-    for cluster in clusters:
-        context = cluster.spec.status_context
-        if context and context != context.lower() and _FLUX_DEFAULT_CONTEXT.fullmatch(context):
-            found.add(
-                f"Cluster {cluster.name}: statusContext {context!r} has the form of Flux's default context "
-                "(kind/name/<first segment of the Provider's UID>), which Flux posts lowercased: "
-                f"{context.lower()!r}; the gate would wait for {context!r} and time out",
-                cluster.where("spec", "statusContext"),
-                f"write statusContext: {context.lower()}, as Flux posts it; keep the capitals only if the "
-                "Provider's commitStatusExpr posts them",
-            )
-    return list(found)
+    """None since 2026-11-29; kept until ``validate`` (fleetflow/cli/validate.py) stops calling it. It warned of a
+    ``statusContext`` in Flux's default form with capitals (``Kustomization/flux-system/E3173055``): Flux posts
+    its default context lowercased (notification-controller internal/server/provider_commit_status.go,
+    ``generateDefaultCommitStatus``: ``strings.ToLower(id)``), and the gate compared contexts as written, so every
+    rollout timed out. The gate now compares contexts without case, as GitHub does (``context_key``): such a
+    context counts."""
+    del clusters
+    return []
+
+
+STRAY_PAIRS = 10_000  # at most this many (missing cluster, unwatched context) pairs are compared by similarity
+
+
+def _squashed(context: str) -> str:
+    return "".join(context.split()).casefold()
+
+
+def _short_names(context: str) -> str:
+    """Each ``/`` segment up to its first dot: ``argocd/k3s-1.contoso.internal`` → ``argocd/k3s-1``."""
+    return "/".join(part.split(".", 1)[0] for part in _squashed(context).split("/"))
+
+
+def _spelling(expected: str, context: str) -> str:
+    if expected.casefold() == context.casefold():
+        return "only the case differs"
+    if "".join(expected.split()) == "".join(context.split()):
+        return "only spaces differ"
+    return "only the case and spaces differ"
+
+
+def find_strays(missing: Mapping[str, str], unwatched: Mapping[str, CommitStatus]) -> list[Stray]:
+    """Which unwatched context is most likely which missing cluster (``missing``: expected context → cluster, of
+    the expected clusters with no report at all), each context given to one cluster at most. In this order: the
+    same but for case and spaces (GitHub keeps a context as it was posted, and the gate compares them as written);
+    the same up to dots in a segment (``argocd/k3s-1.contoso.internal`` for ``argocd/k3s-1``: a label built from
+    the cluster's domain name); Flux's default context (``kind/name/<first segment of the Provider's UID>``) with
+    another UID, when only one cluster and one context have that kind and name (a Provider deleted and created
+    again has a new UID); else a close spelling (``errors.closest``, cutoff 0.8), compared only when there are at
+    most ``STRAY_PAIRS`` pairs, so that a fleet whose contexts all changed costs no quadratic work."""
+    found: list[Stray] = []
+    left = dict(sorted(unwatched.items()))
+    todo = dict(sorted(missing.items()))
+
+    def pair(expected: str, context: str, how: str) -> None:
+        found.append(Stray(todo.pop(expected), expected, context, left.pop(context).state, how))
+
+    for key, how in ((_squashed, None), (_short_names, "the name with and without its domain")):
+        index: dict[str, str] = {}
+        for context in left:
+            index.setdefault(key(context), context)
+        for expected in list(todo):
+            context = index.get(key(expected), "")
+            if context in left and context != expected:
+                pair(expected, context, how or _spelling(expected, context))
+    flux: dict[str, tuple[list[str], list[str]]] = {}  # kind/name -> (expected contexts, unwatched ones)
+    for side, contexts in enumerate((list(todo), list(left))):
+        for context in contexts:
+            if _FLUX_DEFAULT_CONTEXT.fullmatch(context):
+                flux.setdefault(context_key(context).rsplit("/", 1)[0], ([], []))[side].append(context)
+    for mine, theirs in flux.values():
+        if len(mine) == 1 and len(theirs) == 1:
+            pair(mine[0], theirs[0], "Flux's default context with another Provider UID: was the Provider recreated?")
+    if todo and left and len(todo) * len(left) <= STRAY_PAIRS:
+        for expected in list(todo):
+            near = closest(expected, left, cutoff=0.8) if left else None
+            if near is not None:
+                pair(expected, near, "a close name: a typo, or a cluster not in the inventory?")
+    return sorted(found, key=lambda s: s.cluster)
 
 
 _ZERO_CLUSTERS = Problem(
@@ -226,14 +302,16 @@ _ZERO_CLUSTERS = Problem(
 def newest_reports(commits: Sequence[Sequence[CommitStatus]]) -> dict[str, CommitStatus]:
     """The report that counts per context. ``commits``: newest commit first, each with its reports (latest per
     context, commit statuses and check runs). The newest commit that has a report of a context decides it; on one
-    commit, a status and a check run of the same name: ``newer_report``."""
+    commit, a status and a check run of the same name: ``newer_report``. Keyed by ``context_key``: contexts that
+    differ only in case are one context, as on GitHub."""
     newest: dict[str, CommitStatus] = {}
     for reports in commits:
         here: dict[str, CommitStatus] = {}
         for report in reports:
-            other = here.get(report.context)
+            key = context_key(report.context)
+            other = here.get(key)
             if other is None or newer_report(report, other):
-                here[report.context] = report
+                here[key] = report
         for context, report in here.items():
             newest.setdefault(context, report)
     return newest
@@ -316,8 +394,10 @@ def evaluate(
     started: datetime,
     now: datetime,
 ) -> GateDecision:
-    """Decide the gate. Raises InputError when the gate is misconfigured (with every problem)."""
+    """Decide the gate over ``statuses`` (the newest report per context, ``newest_reports``). Raises InputError when
+    the gate is misconfigured (with every problem)."""
     soak, timeout = policy.soak_time, policy.timeout
+    statuses = newest_reports([list(statuses.values())])  # by context_key
     problems = Problems()
     expected = reporters(policy, clusters, problems)
     problems.raise_if_any()
@@ -326,10 +406,10 @@ def evaluate(
             return GateDecision("success", "rolled out: no clusters expected (allowEmpty)", 0)
         raise InputError(_ZERO_CLUSTERS)
     if expected:
-        watched = {r.context: r.cluster for r in expected}
-    else:  # no inventory: every context matching the pattern counts
-        pattern = policy.context_pattern or "*"
-        watched = {c: c for c in statuses if fnmatch.fnmatchcase(c, pattern)}
+        watched = {context_key(r.context): r.cluster for r in expected}
+    else:  # no inventory: every context matching the pattern counts (as posted, in the messages)
+        pattern = context_key(policy.context_pattern or "*")
+        watched = {c: s.context for c, s in statuses.items() if fnmatch.fnmatchcase(c, pattern)}
     required = policy.min_clusters if policy.min_clusters is not None else len(expected)
     if required == 0 and policy.allow_empty:
         return GateDecision("success", "rolled out: no clusters required (allowEmpty)", 0)
@@ -365,10 +445,16 @@ def evaluate(
         decision.ready_at = ready
         decision.description = f"soaking: {count}, ready at {ready:%Y-%m-%d %H:%M:%S} UTC"
         return decision
+    if expected:
+        unreported = {r.context: r.cluster for r in expected if context_key(r.context) not in statuses}
+        if unreported:
+            decision.strays = find_strays(unreported, {s.context: s for c, s in statuses.items()
+                                                       if c not in watched and not c.startswith("fleetflow/")})
+    strays = "".join(f"; {stray}" for stray in decision.strays)
     if now - started >= timeout:
         decision.state = "failure"
         missing = ", ".join(decision.missing) or f"{required - len(decision.succeeded)} more"
-        decision.description = f"timed out after {format_duration(timeout)}: {count}; missing: {missing}"
+        decision.description = f"timed out after {format_duration(timeout)}: {count}; missing: {missing}{strays}"
         return decision
-    decision.description = f"rolling out: {count}"
+    decision.description = f"rolling out: {count}{strays}"
     return decision

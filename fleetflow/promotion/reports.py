@@ -24,6 +24,7 @@ from fleetflow.model.resources import RolloutPolicy
 from fleetflow.promotion.gate import (
     Counts,
     GateDecision,
+    context_key,
     estimate,
     evaluate,
     failure_counted,
@@ -181,13 +182,13 @@ def read_and_decide(forge: Forge, repo: str, commits: Sequence[str], policy: Rol
     if guess is not None:
         return Reading(guess, len(read), pages, False, baseline)
 
-    watched = {r.context: r.cluster for r in expected}
+    watched = {context_key(r.context): r.cluster for r in expected}
     failure_possible = failure_counted(counts) or not all(c.checks_done for c in read)
-    newer: set[str] = set()  # contexts reported on the commits already read in full (newer than the current one)
+    newer: set[str] = set()  # context_keys reported on the commits already read in full (newer than this one)
     for index, commit in enumerate(read):
         while not commit.checks_done and commit.next_check_page():
             pages += 1
-        checks = {c.context: c for c in commit.checks}
+        checks = {context_key(c.context): c for c in commit.checks}
         while True:
             early = _final(commit.statuses, checks, newer, watched, failure_possible)
             if early is not None and watched:
@@ -204,7 +205,7 @@ def read_and_decide(forge: Forge, repo: str, commits: Sequence[str], policy: Rol
             if commit.statuses_done or not commit.next_status_page():
                 break
             pages += 1
-        newer.update(s.context for s in commit.statuses)
+        newer.update(context_key(s.context) for s in commit.statuses)
         newer.update(checks)
     return Reading(decide(), len(read), pages, True, baseline)
 
@@ -212,18 +213,20 @@ def read_and_decide(forge: Forge, repo: str, commits: Sequence[str], policy: Rol
 def _final(statuses: Sequence[CommitStatus], checks: dict[str, CommitStatus], newer: set[str],
            watched: dict[str, str], failure_possible: bool) -> str | None:
     """``failure`` when an expected context's newest report (nothing on a newer commit, no newer check run of
-    that name here) failed; ``pending`` when, with no failure possible anywhere, one is still pending."""
+    that name here) failed; ``pending`` when, with no failure possible anywhere, one is still pending. Contexts by
+    ``context_key`` (``watched``, ``checks`` and ``newer`` are keyed so)."""
     pending = False
     for status in statuses:
-        if status.context not in watched or status.context in newer:
+        key = context_key(status.context)
+        if key not in watched or key in newer:
             continue
-        check = checks.get(status.context)
+        check = checks.get(key)
         state = check.state if check is not None and check.updated_at and status.updated_at \
             and check.updated_at > status.updated_at else status.state
         if state in ("failure", "error"):
             return "failure"
         pending = pending or state == "pending"
-    for check in checks.values():
-        if check.context in watched and check.context not in newer and check.state == "failure":
+    for key, check in checks.items():
+        if key in watched and key not in newer and check.state == "failure":
             return "failure"
     return "pending" if pending and not failure_possible else None

@@ -21,7 +21,7 @@ from fleetflow.delivery.records import Promotion
 from fleetflow.errors import GitError, InputError, Problems
 from fleetflow.forge.git import CommitInfo
 from fleetflow.promotion.context import Context, pinned, short
-from fleetflow.promotion.gate import newest_reports, reporters
+from fleetflow.promotion.gate import context_key, newest_reports, reporters
 from fleetflow.promotion.history import DEFAULT_LIMIT, History, read_history
 from fleetflow.promotion.status import EnvironmentStatus, fleet_status
 from fleetflow.render.incremental import RenderState
@@ -73,7 +73,7 @@ def gate_clusters(ctx: Context, environment: str) -> GateClusters | None:
     by_type: dict[str, dict[str, Any]] = {}
     succeeded = 0
     for reporter in expected:
-        status = latest.get(reporter.context)
+        status = latest.get(context_key(reporter.context))  # newest_reports keys by context_key
         kind = types.get(reporter.cluster, "")
         group = by_type.setdefault(kind, {"clusterType": kind, "failed": [], "missing": [], "succeeded": 0})
         if status is not None and status.state == "success":

@@ -1,0 +1,103 @@
+"""What the gate says about reports it cannot count: a cluster that posts under another name than its
+``statusContext``. Statuses are posted as Flux's notification-controller and Argo CD notifications post them
+(``tests/reporters.py`` names the source files), on both forges, through the real ``check_rollout`` and CLI."""
+
+from __future__ import annotations
+
+import subprocess
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from fleetflow.forge.local import LocalForge
+from tests.fleet import Fleet
+from tests.reporters import ArgoReporter, FluxReporter
+from tests.test_cli_contract import envelope, invoke
+from tests.test_cli_contract import local_fleet as cli_fleet
+from tests.test_gate_reports import gate, merge_main, merged_dev
+
+
+def test_a_reporter_that_posts_the_context_in_other_letters_is_counted(fleet: Fleet) -> None:
+    """GitHub: "This field is case-insensitive" (github/rest-api-description, "Create a commit status",
+    ``context``). A Provider whose ``commitStatusExpr`` gives ``'Flux/' + event.metadata.cluster`` posts
+    ``Flux/dev-1`` for the Cluster whose statusContext is ``flux/dev-1``: one context on GitHub, and the gate
+    counts it (it timed out with dev-1 green until 2026-11-29)."""
+    merge = merged_dev(fleet)
+    FluxReporter(fleet, "Flux/dev-1").event(merge, "info", "ReconciliationSucceeded")
+    ArgoReporter(fleet, "FLUX/DEV-2").send(merge, "success", "fleetflow-root synced and is healthy")
+    fleet.clock.advance(timedelta(minutes=2))
+    outcome = gate(fleet)
+    assert outcome.state == "success", outcome.description
+    assert sorted(outcome.decision.succeeded) == ["dev-1", "dev-2"] and fleet.pin("qa") == merge_main(fleet)
+
+
+def test_a_label_with_the_domain_name_is_named_while_waiting(fleet: Fleet) -> None:
+    """Argo CD notifications (notifications-engine pkg/services/github.go: context = ``status.label``) with a label
+    built from the node's fully qualified name: the report sits on the merged commit and the gate cannot count it.
+    Until 2026-11-29 the gate said "rolling out: 1/2 clusters", and nothing about it."""
+    merge = merged_dev(fleet)
+    FluxReporter(fleet, "flux/dev-1").event(merge, "info", "ReconciliationSucceeded")
+    ArgoReporter(fleet, "flux/dev-2.contoso.internal").send(merge, "success", "synced")
+    fleet.clock.advance(timedelta(minutes=2))
+    outcome = gate(fleet)
+    assert outcome.state == "pending" and outcome.decision.missing == ["dev-2"]
+    assert outcome.description == ("rolling out: 1/2 clusters; 'flux/dev-2.contoso.internal' reported success, "
+                                   "not dev-2's 'flux/dev-2' (the name with and without its domain)")
+    assert outcome.model_dump(mode="json", by_alias=True)["clusters"]["strays"] == [
+        {"cluster": "dev-2", "expectedContext": "flux/dev-2", "context": "flux/dev-2.contoso.internal",
+         "state": "success", "how": "the name with and without its domain"}]
+
+
+def _merged_an_hour_ago(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, str]:
+    """The CLI's fleet (tests/test_cli_contract.py) promoted, its dev PR merged by a commit dated an hour ago (the
+    gate's timeout, 30m, runs from the merge): the GitOps repo and the merge."""
+    gitops, sha = cli_fleet(tmp_path, monkeypatch)
+    assert invoke("promote", "--commit", sha)[0] == 0
+    an_hour_ago = datetime.now(UTC) - timedelta(hours=1)
+    forge = LocalForge(cache_dir=tmp_path / "cache", clock=lambda: an_hour_ago)  # the merge commit's date
+    pull = forge.open_pull(str(gitops), "fleetflow/dev", "dev")
+    assert pull is not None
+    forge.merge_pull(str(gitops), pull.number)
+    merge = subprocess.run(["git", "--git-dir", str(gitops), "rev-parse", "dev"], capture_output=True, text=True,
+                           check=True).stdout.strip()
+    return gitops, merge
+
+
+def test_a_timeout_names_the_context_that_came_instead_and_what_to_fix(tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """A typo in one Provider's ``commitStatusExpr``: past the timeout the gate fails, the message names the context
+    that came instead, and the hint says to align the statusContext (not "fix the failing clusters", which it said
+    until 2026-11-29 for every failure, a timeout included)."""
+    gitops, merge = _merged_an_hour_ago(tmp_path, monkeypatch)
+    forge = LocalForge(cache_dir=tmp_path / "cache")
+    forge.set_status(str(gitops), merge, "flux/dev-2", "success", "reconciliation succeeded")
+    forge.set_status(str(gitops), merge, "flux/dve-1", "success", "reconciliation succeeded")
+    code, stdout, _ = invoke("check-rollout", "--environment", "dev", "--format", "json")
+    data = envelope(stdout)
+    assert code == 1
+    (problem,) = data["problems"]
+    assert problem["message"] == ("dev: failure: timed out after 30m: 1/2 clusters; missing: dev-1; 'flux/dve-1' "
+                                  "reported success, not dev-1's 'flux/dev-1' (a close name: a typo, or a clus…")
+    assert data["result"]["clusters"]["strays"][0]["how"] == "a close name: a typo, or a cluster not in the inventory?"
+    assert problem["hint"].startswith("set each Cluster's spec.statusContext to the context its reporter posts, or "
+                                      "make the reporter post the expected one")
+
+
+def test_a_timeout_without_any_report_says_what_to_check(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No report at all from dev-1 (its cluster does not reconcile the branch, or posts on another commit): the
+    hint names the GitOps commit and what to check, and says a late success still passes."""
+    gitops, merge = _merged_an_hour_ago(tmp_path, monkeypatch)
+    LocalForge(cache_dir=tmp_path / "cache").set_status(str(gitops), merge, "flux/dev-2", "success", "ok")
+    code, _, stderr = invoke("check-rollout", "--environment", "dev")
+    assert code == 1
+    assert "dev: failure: timed out after 30m: 1/2 clusters; missing: dev-1 (hint: no report the gate counts came " \
+           f"from the missing clusters on GitOps commit {merge[:12]} or a later one of its branch: check that each " \
+           "reconciles that branch and posts its statusContext on the commit it applied" in stderr, stderr
+    assert "a success that comes late still passes the gate at the next check" in stderr
+    LocalForge(cache_dir=tmp_path / "cache").set_status(str(gitops), merge, "flux/dev-1.contoso.internal", "success",
+                                                        "ok")
+    code, stdout, _ = invoke("check-rollout", "--environment", "dev")
+    assert code == 1 and stdout.splitlines()[1:] == [  # cut from the status's 140 characters: a line of its own
+        "  not counted: 'flux/dev-1.contoso.internal' reported success, not dev-1's 'flux/dev-1' (the name with and "
+        "without its domain)"]
