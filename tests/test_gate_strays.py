@@ -101,3 +101,43 @@ def test_a_timeout_without_any_report_says_what_to_check(tmp_path: Path, monkeyp
     assert code == 1 and stdout.splitlines()[1:] == [  # cut from the status's 140 characters: a line of its own
         "  not counted: 'flux/dev-1.contoso.internal' reported success, not dev-1's 'flux/dev-1' (the name with and "
         "without its domain)"]
+
+
+def test_a_timeout_says_when_a_missing_cluster_reported_on_the_prs_head(fleet: Fleet) -> None:
+    """A cluster whose GitRepository follows the PR's branch (``fleetflow/dev``) instead of ``dev`` applies the PR's
+    head and reports there (Flux posts on the revision it applied, internal/notifier/github.go); fleetflow merges
+    with a merge commit (``merge_method="merge"``), so that head is the merge's second parent. Until 2026-11-29
+    the timeout said "missing: dev-1" and nothing else."""
+    merge = merged_dev(fleet)
+    head = subprocess.run(["git", "--git-dir", fleet.gitops_url, "rev-parse", f"{merge}^2"], capture_output=True,
+                          text=True, check=True).stdout.strip()
+    FluxReporter(fleet, "flux/dev-1").event(head, "info", "ReconciliationSucceeded")
+    FluxReporter(fleet, "flux/dev-2").event(merge, "info", "ReconciliationSucceeded")
+    fleet.clock.advance(timedelta(minutes=10))
+    assert gate(fleet).decision.elsewhere == []  # only at the timeout: two requests more
+    fleet.clock.advance(timedelta(minutes=30))
+    outcome = gate(fleet)
+    assert outcome.state == "failure"
+    assert outcome.decision.elsewhere == [f"dev-1 reported success on the PR's head {head[:12]}, not on dev: does it "
+                                          "reconcile the PR's branch instead of dev?"]
+    assert outcome.model_dump(mode="json", by_alias=True)["clusters"]["elsewhere"] == outcome.decision.elsewhere
+
+
+def test_a_timeout_says_when_a_missing_cluster_reported_only_the_previous_rollout(fleet: Fleet) -> None:
+    """dev-1 reported the previous rollout's commit and nothing since (its source stopped fetching: Flux's
+    source-controller errors are events of the GitRepository, which an Alert on the Kustomization does not
+    watch): the timeout says so."""
+    first = merged_dev(fleet)
+    fleet.clusters_report("dev")
+    fleet.clock.advance(timedelta(minutes=2))
+    assert gate(fleet).state == "success"
+    fleet.push_main({"README.md": "another main commit\n"})
+    second = merged_dev(fleet)
+    assert second != first
+    FluxReporter(fleet, "flux/dev-2").event(second, "info", "ReconciliationSucceeded")
+    fleet.clock.advance(timedelta(minutes=40))
+    outcome = gate(fleet)
+    assert outcome.state == "failure" and outcome.decision.missing == ["dev-1"]
+    assert outcome.decision.elsewhere == [f"dev-1 reported success on {first[:12]}, dev's commit before this "
+                                          "rollout, and not since: it has not applied this rollout (does its source "
+                                          "fetch the branch?)"]

@@ -41,6 +41,9 @@ def check_rollout_command(environment: str, forge: str | None, control_plane: st
             for stray in outcome.decision.strays if outcome.decision is not None else ():
                 if str(stray) not in outcome.description:  # cut from the status's 140 characters, or not in it
                     click.echo(f"  not counted: {stray}")
+            for note in outcome.decision.elsewhere if outcome.decision is not None else ():
+                if note not in outcome.description:
+                    click.echo(f"  elsewhere: {note}")
             for promoted in outcome.promoted:
                 click.echo(f"  promoted: {promoted.message}")
             for skipped in outcome.skipped:

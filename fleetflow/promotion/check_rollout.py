@@ -17,9 +17,11 @@ from typing import Any
 
 from pydantic import Field, PrivateAttr, computed_field
 
+from fleetflow.errors import Problems
 from fleetflow.forge.base import CommitStatus
+from fleetflow.model.resources import RolloutPolicy
 from fleetflow.promotion.context import Context, pinned, refuse_foreign_state, short, status_context
-from fleetflow.promotion.gate import GateDecision
+from fleetflow.promotion.gate import GateDecision, context_key, reporters
 from fleetflow.promotion.promote import PromoteOutcome, promote
 from fleetflow.promotion.reports import ReportWatch, read_and_decide
 from fleetflow.render.incremental import RenderState
@@ -46,6 +48,7 @@ class ClusterCounts(Result):
     failed: list[str]
     missing: list[str]
     strays: list[StrayContext] = Field(default_factory=list)
+    elsewhere: list[str] = Field(default_factory=list)  # at a timeout: missing clusters seen on other commits
 
 
 class RolloutOutcome(Result):
@@ -75,7 +78,7 @@ class RolloutOutcome(Result):
         strays = [StrayContext(cluster=s.cluster, expected_context=s.expected, context=s.context, state=s.state,
                                how=s.how) for s in d.strays]
         return ClusterCounts(expected=d.expected, succeeded=d.succeeded, failed=d.failed, missing=d.missing,
-                             strays=strays)
+                             strays=strays, elsewhere=d.elsewhere)
 
 
 
@@ -90,6 +93,7 @@ def check_rollout(ctx: Context, environment: str, *, fan_out: bool = True) -> Ro
     g_repo, g_branch, g_path, g_url = at.gitops_repo, at.gitops_branch, at.gitops_path, at.gitops_url
     tip = ctx.git.fetch_branch(g_url, g_branch)
     run: list[str] = []  # newest first: the tip ... the merge
+    before: str | None = None  # the branch's commit before the merge (the previous rollout's, usually)
     tip_state: RenderState | None = None
     if tip is not None:
         for sha in ctx.git.log(g_url, tip, limit=50, first_parent=True):
@@ -97,6 +101,7 @@ def check_rollout(ctx: Context, environment: str, *, fan_out: bool = True) -> Ro
             if not run:  # the tip: another environment's rollout is not this one's
                 refuse_foreign_state(at, state)
             if state is None or state.main_commit != main_sha:
+                before = sha
                 break
             run.append(sha)
             tip_state = tip_state or state
@@ -119,6 +124,8 @@ def check_rollout(ctx: Context, environment: str, *, fan_out: bool = True) -> Ro
     started = datetime.fromtimestamp(ctx.git.commit_time(g_url, carrier), UTC)
     reading = read_and_decide(ctx.forge, g_repo, run, policy, tip_state.clusters, started, ctx.clock())
     decision = reading.decision
+    if decision.state == "failure" and decision.counted and not decision.failed and decision.missing:
+        _reported_elsewhere(ctx, decision, g_repo, g_url, carrier, before, policy, tip_state, g_branch)
     description = decision.status_description()
     ctx.forge.set_status(ctx.control_plane, main_sha, status_context(environment), decision.state, description,
                          known=recorded)
@@ -132,6 +139,31 @@ def check_rollout(ctx: Context, environment: str, *, fan_out: bool = True) -> Ro
         now.append(CommitStatus(status_context(environment), "success", description))
         _fan_out(ctx, environment, main_sha, envs_at, outcome, now)
     return outcome
+
+
+def _reported_elsewhere(ctx: Context, decision: GateDecision, repo: str, url: str, merge: str, before: str | None,
+                        policy: RolloutPolicy, state: RenderState, branch: str) -> None:
+    """A timeout with clusters missing: did they report on a commit the gate does not read? The merge's second
+    parent is the PR's head (fleetflow merges with a merge commit): a cluster reconciling the PR's branch
+    (``fleetflow/<env>``) instead of ``branch`` reports there. The branch's commit before the merge: a cluster that
+    reported the previous rollout and nothing since has not applied this one (its source does not fetch, or its
+    reconciler is stuck). The first page of each (two requests, only at a timeout) is read; what it shows is added
+    to the decision (``GateDecision.elsewhere``) and its description."""
+    wanted = {context_key(r.context): r.cluster for r in reporters(policy, state.clusters, Problems())
+              if r.cluster in decision.missing}
+    head = ctx.git.mirror(url).resolve(f"{merge}^2")
+    places = [] if head is None else [(head, f"the PR's head {short(head)}, not on {branch}: does it reconcile the "
+                                            f"PR's branch instead of {branch}?")]
+    if before is not None:
+        places.append((before, f"{short(before)}, {branch}'s commit before this rollout, and not since: it has not "
+                               "applied this rollout (does its source fetch the branch?)"))
+    for sha, where in places:
+        page = next(ctx.forge.status_pages(repo, sha), None) if wanted else None
+        for report in page.reports if page is not None else ():
+            cluster = wanted.pop(context_key(report.context), None)
+            if cluster is not None:
+                decision.elsewhere.append(f"{cluster} reported {report.state} on {where}")
+    decision.description += "".join(f"; {note}" for note in sorted(decision.elsewhere))
 
 
 def _recorded(ctx: Context, sha: str) -> list[CommitStatus]:

@@ -75,6 +75,8 @@ class GateDecision:
     new_reports_needed: int | None = None
     # counted: contexts no expected cluster posts, each close to the context of one that has no report (``strays``)
     strays: list[Stray] = field(default_factory=list)
+    # at a timeout: missing clusters that reported on a commit the gate does not read (check_rollout fills it)
+    elsewhere: list[str] = field(default_factory=list)
 
     @property
     def waits_for_reports(self) -> bool:
