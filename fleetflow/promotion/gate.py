@@ -119,7 +119,7 @@ def reporters(policy: RolloutPolicy, clusters: Sequence[ExpectedCluster], proble
             )
             continue
         context = found[-1].context
-        before, theirs = first.setdefault(context_key(context), (cluster, context))
+        before, theirs = first.setdefault(context.lower(), (cluster, context))  # by context_key, inlined
         if before is not cluster:  # one report would stand for both: the gate could never count them all
             _shared_context(policy, before, cluster, context, theirs, problems)
     if len(found) == len(clusters):  # every cluster has its context: the count can be checked against them
@@ -246,8 +246,7 @@ def _short_names(context: str) -> str:
 
 
 def _spelling(expected: str, context: str) -> str:
-    if expected.casefold() == context.casefold():
-        return "only the case differs"
+    """How two contexts differ that differ only in spaces and case (case alone is no difference: ``context_key``)."""
     if "".join(expected.split()) == "".join(context.split()):
         return "only spaces differ"
     return "only the case and spaces differ"
@@ -256,7 +255,8 @@ def _spelling(expected: str, context: str) -> str:
 def find_strays(missing: Mapping[str, str], unwatched: Mapping[str, CommitStatus]) -> list[Stray]:
     """Which unwatched context is most likely which missing cluster (``missing``: expected context → cluster, of
     the expected clusters with no report at all), each context given to one cluster at most. In this order: the
-    same but for case and spaces (GitHub keeps a context as it was posted, and the gate compares them as written);
+    same but for spaces (GitHub keeps a context as posted: a CEL expression or a template that adds a space makes
+    another context);
     the same up to dots in a segment (``argocd/k3s-1.contoso.internal`` for ``argocd/k3s-1``: a label built from
     the cluster's domain name); Flux's default context (``kind/name/<first segment of the Provider's UID>``) with
     another UID, when only one cluster and one context have that kind and name (a Provider deleted and created
@@ -310,7 +310,7 @@ def newest_reports(commits: Sequence[Sequence[CommitStatus]]) -> dict[str, Commi
     for reports in commits:
         here: dict[str, CommitStatus] = {}
         for report in reports:
-            key = context_key(report.context)
+            key = report.context.lower()  # context_key, inlined (called for every report of every commit)
             other = here.get(key)
             if other is None or newer_report(report, other):
                 here[key] = report
@@ -399,7 +399,8 @@ def evaluate(
     """Decide the gate over ``statuses`` (the newest report per context, ``newest_reports``). Raises InputError when
     the gate is misconfigured (with every problem)."""
     soak, timeout = policy.soak_time, policy.timeout
-    statuses = newest_reports([list(statuses.values())])  # by context_key
+    keyed = {c.lower(): s for c, s in statuses.items()}  # by context_key (inlined: 30,000 calls are 20 ms)
+    statuses = keyed if len(keyed) == len(statuses) else newest_reports([list(statuses.values())])
     problems = Problems()
     expected = reporters(policy, clusters, problems)
     problems.raise_if_any()
@@ -408,7 +409,7 @@ def evaluate(
             return GateDecision("success", "rolled out: no clusters expected (allowEmpty)", 0)
         raise InputError(_ZERO_CLUSTERS)
     if expected:
-        watched = {context_key(r.context): r.cluster for r in expected}
+        watched = {r.context.lower(): r.cluster for r in expected}  # by context_key
     else:  # no inventory: every context matching the pattern counts (as posted, in the messages)
         pattern = context_key(policy.context_pattern or "*")
         watched = {c: s.context for c, s in statuses.items() if fnmatch.fnmatchcase(c, pattern)}
@@ -448,7 +449,7 @@ def evaluate(
         decision.description = f"soaking: {count}, ready at {ready:%Y-%m-%d %H:%M:%S} UTC"
         return decision
     if expected:
-        unreported = {r.context: r.cluster for r in expected if context_key(r.context) not in statuses}
+        unreported = {r.context: r.cluster for r in expected if r.context.lower() not in statuses}  # context_key
         if unreported:
             decision.strays = find_strays(unreported, {s.context: s for c, s in statuses.items()
                                                        if c not in watched and not c.startswith("fleetflow/")})
