@@ -64,8 +64,8 @@ def _hint(outcome: RolloutOutcome) -> str:
         else "the GitOps commits of this rollout"
     if decision.strays:
         return ("set each Cluster's spec.statusContext to the context its reporter posts, or make the reporter post "
-                "the expected one: the gate compares contexts exactly as written; a success that comes late still "
-                "passes the gate at the next check")
+                "the expected one: the gate compares contexts as written (only case aside); a success that comes "
+                "late still passes the gate at the next check")
     return (f"no report the gate counts came from the missing clusters on {where}: check that each reconciles "
             "that branch and posts its statusContext on the commit it applied (docs/reporting-status.md; "
             "fleetflow doctor lists the contexts no Cluster expects); a success that comes late still passes the "
