@@ -16,7 +16,6 @@ from fleetflow.promotion.gate import (
     configuration_problems,
     configuration_warnings,
     evaluate,
-    flux_context_warnings,
 )
 from fleetflow.promotion.pin import Pin, past_pin, read_pin, write_pin
 from fleetflow.render.incremental import ExpectedCluster
@@ -196,7 +195,6 @@ def test_contexts_that_differ_only_in_case_are_one_context_as_on_github() -> Non
     (problem,) = refused.value.problems()
     assert problem.message.startswith("Cluster a2 expects the status context 'Flux/A' (its statusContext), as "
                                       "Cluster a does ('flux/a': GitHub tells contexts apart without case): ")
-    assert flux_context_warnings([]) == []
 
 
 def _stray(contexts: dict[str, str], posted: list[str], now_min: int = 10) -> GateDecision:

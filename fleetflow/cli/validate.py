@@ -15,7 +15,7 @@ from fleetflow.cli.terminal import TERMINAL
 from fleetflow.errors import ExitCode, InputError, Problem, Problems, UsageError, problem_order
 from fleetflow.model.controlplane import ControlPlane
 from fleetflow.model.references import check_trees_not_empty, environment_branch
-from fleetflow.promotion.gate import configuration_problems, configuration_warnings, flux_context_warnings
+from fleetflow.promotion.gate import configuration_problems, configuration_warnings
 from fleetflow.promotion.proposed_change import plan_change
 from fleetflow.render.pipeline import Meta, RenderResult, render_environment, trees_named
 from fleetflow.render.summary import ValidatedEnvironment, ValidateSummary
@@ -206,16 +206,15 @@ def _rollout_key(message: str) -> tuple[str, ...]:
 
 
 def _gate_warnings(plane: ControlPlane, environment: str, result: RenderResult) -> list[Problem]:
-    """What the gate would decide, probably not as meant: its policy's (``configuration_warnings``), and a
-    statusContext in Flux's default form that Flux posts in other letters (``flux_context_warnings``)."""
+    """What the gate would decide, probably not as meant: its policy's (``configuration_warnings``). (A
+    statusContext in Flux's default form with capitals was warned of until 2026-11-29; the gate now compares
+    contexts without case, as GitHub does: ``gate.context_key``.)"""
     env = plane.environments.get(environment)
     if env is None:
         return []
-    found = [
+    return [
         Problem(f"Environment {environment}: {w.message}", env.where("spec", "rollout", *_rollout_key(w.message)),
                 w.hint)
         for w in configuration_warnings(env.spec.rollout, result.state.clusters)
     ]
-    found.extend(flux_context_warnings(plane.clusters.values()))
-    return found
 

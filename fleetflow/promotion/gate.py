@@ -23,16 +23,15 @@ from __future__ import annotations
 
 import fnmatch
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Literal
 
 from fleetflow.errors import InputError, Problem, Problems, closest
 from fleetflow.forge.base import STATUS_DESCRIPTION_LIMIT, CombinedState, CommitStatus, newer_report
-from fleetflow.model.controlplane import Resource
 from fleetflow.model.durations import format_duration
-from fleetflow.model.resources import ClusterSpec, RolloutPolicy
+from fleetflow.model.resources import RolloutPolicy
 from fleetflow.render.incremental import ExpectedCluster
 
 GateState = Literal["pending", "success", "failure"]
@@ -220,17 +219,6 @@ FLUX_EVENT_KINDS = ("Bucket", "GitRepository", "Kustomization", "HelmRelease", "
                     "ImageRepository", "ImagePolicy", "ImageUpdateAutomation", "OCIRepository", "ArtifactGenerator",
                     "ExternalArtifact")
 _FLUX_DEFAULT_CONTEXT = re.compile(rf"(?i:{'|'.join(FLUX_EVENT_KINDS)})/[^/]+/[0-9A-Fa-f]{{8}}")
-
-
-def flux_context_warnings(clusters: Iterable[Resource[ClusterSpec]]) -> list[Problem]:
-    """None since 2026-11-29; kept until ``validate`` (fleetflow/cli/validate.py) stops calling it. It warned of a
-    ``statusContext`` in Flux's default form with capitals (``Kustomization/flux-system/E3173055``): Flux posts
-    its default context lowercased (notification-controller internal/server/provider_commit_status.go,
-    ``generateDefaultCommitStatus``: ``strings.ToLower(id)``), and the gate compared contexts as written, so every
-    rollout timed out. The gate now compares contexts without case, as GitHub does (``context_key``): such a
-    context counts."""
-    del clusters
-    return []
 
 
 STRAY_PAIRS = 10_000  # at most this many (missing cluster, unwatched context) pairs are compared by similarity
