@@ -13,6 +13,7 @@ without a word (go-yaml v2 ``decode.go`` ``setMapIndex``: only ``strict`` says "
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,7 @@ from hypothesis import strategies as st
 
 from fleetflow.render import duplicate_keys
 from fleetflow.render.duplicate_keys import _exact, duplicate_key
+from fleetflow.render.explain import problem_line
 from fleetflow.render.templates import TemplateEngine, TemplateRenderError
 from tests.helpers import ENV_FILES, make_plane, run_cli, tree_bytes
 from tests.test_rendering import SUBJECT, source, variables
@@ -139,12 +141,63 @@ def test_a_json_manifest_with_a_key_twice_fails_the_assignment(engine: TemplateE
         engine.compile(source(manifest, content_type="json")).render(variables(), SUBJECT)
     assert caught.value.problem.message == (
         f"template 'tpl', manifest 1, rendering {SUBJECT}: renders the key 'labels' twice in one object "
-        "(contentType: json)")
+        "(contentType: json): at line 1, columns 49 and 71 of what it renders")
     assert caught.value.in_text and "Argo CD keeps the later value" in (caught.value.problem.hint or "")
     # the same key in different objects, and whatever toJson writes, passes
     fine = ('{"metadata": {"name": "a", "labels": {"name": "b"}}, '
             '"data": {{ {"name": Workload, "labels": Labels} | toJson }}}')
     assert engine.compile(source(fine, content_type="json")).render(variables(), SUBJECT) is not None
+
+
+def test_a_json_key_twice_is_named_at_both_its_lines_and_columns(engine: TemplateEngine) -> None:
+    """As a YAML manifest's duplicate key names both lines, a JSON one names both places (line and column) in what
+    it renders; an inner object's key written twice is the one ``json.loads`` meets first (its hook runs as each
+    object ends), whatever the outer object holds twice. ``explain --rendered`` marks the later line. Until
+    2026-11-29 the message named the key only: in a manifest of 40 lines, which of its objects?"""
+    manifest = ('{\n  "kind": "ConfigMap",\n  "metadata": {"name": "a"},\n  "data": {\n    "A": "1",\n'
+                '    "B": {{ Workload | toJson }},\n    "A": "2"\n  },\n  "kind": "ConfigMap"\n}')
+    with pytest.raises(TemplateRenderError) as caught:
+        engine.compile(source(manifest, content_type="json")).render(variables(), SUBJECT)
+    problem = caught.value.problem
+    assert problem.message == (
+        f"template 'tpl', manifest 1, rendering {SUBJECT}: renders the key 'A' twice in one object "
+        "(contentType: json): at line 5, column 5 and line 7, column 5 of what it renders")
+    rendered = engine.compile(source(manifest, content_type="json")).render_each(variables(), SUBJECT)
+    [shown] = rendered.manifests
+    assert problem_line(shown.text, shown.problem) == 7
+    assert (shown.text or "").splitlines()[6] == '    "A": "2"'
+    # a key written with an escape is the text it stands for: the same key, at its own column
+    escaped = '{"x": 1, "\\u0078": 2}'
+    with pytest.raises(TemplateRenderError) as caught:
+        engine.compile(source(escaped, content_type="json")).render(variables(), SUBJECT)
+    assert caught.value.problem.message.endswith(
+        "renders the key 'x' twice in one object (contentType: json): at line 1, columns 2 and 10 of what it renders")
+
+
+@pytest.mark.parametrize(("doc", "found"), [
+    ('{"a": 1, "b": [{"a": 1}, {"c": "}", "c": 2}], "a": 2}', ("c", (1, 27), (1, 37))),
+    ('[{"a": "x,\\"a\\": 1"}, {"b": 1, "b": 2}]', ("b", (1, 24), (1, 32))),
+    ('{"a": {"b": -1.5e3, "b": true}}', ("b", (1, 8), (1, 21))),
+    ('{"a": 1}', None),
+])
+def test_json_twice_finds_the_key_the_hook_names(doc: str, found: object) -> None:
+    """:func:`json_twice` walks the text the hook refused and gives the key it named: strings holding ``}``, ``,``
+    and escaped quotes are skipped as strings, arrays hold no keys."""
+    assert duplicate_keys.json_twice(doc) == found
+    if found is not None:
+        with pytest.raises(duplicate_keys.KeyTwice) as caught:
+            json.loads(doc, object_pairs_hook=duplicate_keys.json_object)
+        assert caught.value.key == found[0]  # type: ignore[index]
+
+
+def test_a_yaml_key_twice_is_marked_at_its_later_line_in_explain(engine: TemplateEngine) -> None:
+    """``explain --rendered`` marks the line a problem names; for a key written twice, the later of the two (it
+    marked none: "at lines 5 and 7" is not "at line N")."""
+    manifest = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\ndata:\n  A: '1'\n  A: '2'\n"
+    rendered = engine.compile(source(manifest)).render_each(variables(), SUBJECT)
+    [shown] = rendered.manifests
+    assert shown.problem is not None and "at lines 6 and 7 of what it renders" in shown.problem.message
+    assert problem_line(shown.text, shown.problem) == 7
 
 
 def test_two_manifests_of_a_template_may_write_the_same_keys(engine: TemplateEngine) -> None:

@@ -31,13 +31,14 @@ never refuse it.
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
 import yaml
 from yaml._yaml import CParser
 
-__all__ = ["KeyTwice", "duplicate_key", "json_object"]
+__all__ = ["KeyTwice", "duplicate_key", "json_object", "json_twice"]
 
 _KEY_LINE = re.compile(r"\n[^:\n]*:")
 """A line that may hold a block mapping's key: its ``\n``, its indentation and what it holds up to its first
@@ -191,3 +192,61 @@ def json_object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
                 raise KeyTwice(key)
             seen.add(key)
     return obj
+
+
+_JSON_SKIP = re.compile(r"[ \t\n\r:]*")  # white space, and the ':' after a key (json.loads took the text)
+_JSON_WORD = re.compile(r"[^\s,:\]}]+")  # a number, true, false, null
+
+
+def json_twice(doc: str) -> tuple[str, tuple[int, int], tuple[int, int]] | None:
+    """The key :func:`json_object` finds twice in ``doc`` (one manifest as rendered, JSON but for that key) with
+    the line and column (1-based, in characters) of where it is written first and again; None when no object holds
+    a key twice. Only the error path reads ``doc`` so: :func:`json_object` is given no positions (``json.loads``
+    builds each object in C). The same key as :class:`KeyTwice` names: ``json.loads`` calls the hook as each
+    object ends, inner objects first, and the hook names the first key of its object that is written again."""
+    scan = json.decoder.scanstring  # type: ignore[attr-defined]  # C, with a pure-Python fallback
+    # per container being read: None for an array, else (its keys -> the offset of the first, the first key
+    # written again with both offsets, whether a key comes next)
+    open_: list[tuple[dict[str, int], list[tuple[str, int, int]], list[bool]] | None] = []
+    i, end = 0, len(doc)
+    while i < end:
+        c = doc[i]
+        if c == "{":
+            open_.append(({}, [], [True]))
+            i += 1
+        elif c == "[":
+            open_.append(None)
+            i += 1
+        elif c in "}]":
+            top = open_.pop() if open_ else None
+            if top is not None and top[1]:
+                key, first, again = top[1][0]
+                return key, _line_column(doc, first), _line_column(doc, again)
+            i += 1
+        elif c == ",":
+            top = open_[-1] if open_ else None
+            if top is not None:
+                top[2][0] = True
+            i += 1
+        elif c == '"':
+            text, after = scan(doc, i + 1)
+            top = open_[-1] if open_ else None
+            if top is not None and top[2][0]:
+                top[2][0] = False
+                seen = top[0].setdefault(text, i)
+                if seen != i and not top[1]:
+                    top[1].append((text, seen, i))
+            i = after
+        else:
+            skipped = _JSON_SKIP.match(doc, i)
+            i = skipped.end() if skipped is not None and skipped.end() > i else _word_end(doc, i)
+    return None
+
+
+def _word_end(doc: str, i: int) -> int:
+    found = _JSON_WORD.match(doc, i)
+    return found.end() if found is not None else i + 1
+
+
+def _line_column(doc: str, offset: int) -> tuple[int, int]:
+    return doc.count("\n", 0, offset) + 1, offset - doc.rfind("\n", 0, offset)

@@ -138,7 +138,10 @@ class RenderedManifestResult(Result):
     problem_line: int | None = None  # the line of ``text`` the problem names ("at line N of what it renders")
 
 
-_TEXT_LINE = re.compile(r"at line (\d+) of what it renders")
+_TEXT_LINE = re.compile(
+    r"at lines? (\d+)(?:, columns? \d+(?: and \d+)?)?(?: and (?:line )?(\d+)(?:, column \d+)?)? of what it renders")
+"""A line of what a manifest renders, as the checks name it: "at line 9", and where a key is written twice "at
+lines 3 and 7" or (JSON) "at line 3, column 5 and line 7, column 5": the later, where the key is written again."""
 
 
 def problem_line(text: str | None, problem: Problem | None) -> int | None:
@@ -150,7 +153,7 @@ def problem_line(text: str | None, problem: Problem | None) -> int | None:
     found = _TEXT_LINE.search(problem.message)
     if found is None:
         return None
-    line = int(found.group(1))
+    line = int(found.group(2) or found.group(1))
     return line if 1 <= line <= len(text.splitlines()) else None
 
 

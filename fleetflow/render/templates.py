@@ -801,7 +801,8 @@ class CompiledTemplate:
         except duplicate_keys.KeyTwice as exc:  # Argo CD keeps the later value (Flux reads no .json file)
             raise TemplateRenderError(Problem(
                 f"template {self.source.name!r}, manifest {index + 1}, rendering {subject}: renders the key "
-                f"{exc.key!r} twice in one object (contentType: {self.source.content_type})", location,
+                f"{exc.key!r} twice in one object (contentType: {self.source.content_type}){_json_twice_at(doc)}",
+                location,
                 "Argo CD keeps the later value without a word: write each key once, or the whole document as "
                 "{{ {...} | toJson }}"), in_text=True) from None
         except (json.JSONDecodeError, _NotJson) as exc:
@@ -918,6 +919,18 @@ class CompiledTemplate:
             detail = f"{type(exc).__name__}: {exc}"
             hint = _python_hint(exc)
         return Problem(f"{where}: {detail}", _line_in(location, lineno), hint)
+
+
+def _json_twice_at(doc: str) -> str:
+    """Where the key written twice in ``doc`` stands, both times, as the duplicate-key error of a YAML manifest says
+    it (": at line 3, column 5 and line 7, column 5 of what it renders"); the error path only."""
+    found = duplicate_keys.json_twice(doc)
+    if found is None:  # not expected: the hook found the key in this text
+        return ""
+    _, (line, column), (again, again_column) = found
+    if line == again:
+        return f": at line {line}, columns {column} and {again_column} of what it renders"
+    return f": at line {line}, column {column} and line {again}, column {again_column} of what it renders"
 
 
 def _python_hint(exc: Exception) -> str | None:
