@@ -292,6 +292,34 @@ def test_the_quick_look_misses_no_duplicate_the_events_find(documents: list[list
     assert (found is None) == (reference is None), doc  # which one comes first: the events go depth first
 
 
+def test_each_bad_configmap_that_applies_is_its_own_problem(tmp_path: Path) -> None:
+    """Two ConfigMaps that apply to one assignment, each with a string holding a key Kubernetes refuses, and one of
+    them with two such strings: three problems, each at its data key, each once for the assignments it fails (the
+    same-problem-once rule, tests/test_problem_rule.py). Until 2026-11-29 only the first was named (the
+    assignment stopped at it): fixed and pushed, the next run found the next. ``explain`` names all three too."""
+    bad = "            on: true\n            ~: false\n"
+    configs = ENV_FILES["configs.yaml"].replace(
+        'REPLICAS: "1"\n', f'REPLICAS: "1"\n          FLAGS: |\n{bad}          MORE: |\n{bad}', 1).replace(
+        "LOG_LEVEL: debug\n", f"LOG_LEVEL: debug\n          FLAGS: |\n{bad}", 1)
+    main_dir, env_dir = make_plane(tmp_path, env={"configs.yaml": configs})
+    result = run_cli("render", "--main", main_dir, "--env", env_dir, "--environment", "dev", "--output",
+                     tmp_path / "out", "--format", "json")
+    assert result.exit_code == 1, result.output
+    problems = json.loads(result.output)["problems"]
+    said = "a key that is null (null, ~ or nothing before ':'): Kubernetes refuses it (line 2, column 1 of the value)"
+    assert [(p["location"]["line"], p["message"]) for p in problems] == [
+        (10, f"cloud-eu/app-dev: ConfigMap env-wide, data key FLAGS (a string holding YAML): {said} (and the same "
+             "in 1 more assignment: edge-line1/app-dev)"),
+        (13, f"cloud-eu/app-dev: ConfigMap env-wide, data key MORE (a string holding YAML): {said} (and the same "
+             "in 1 more assignment: edge-line1/app-dev)"),
+        (26, f"edge-line1/app-dev: ConfigMap edge, data key FLAGS (a string holding YAML): {said}"),
+    ]
+    result = run_cli("explain", "--main", main_dir, "--env", env_dir, "--environment", "dev", "--assignment",
+                     "edge-line1/app-dev", "--format", "json")
+    assert result.exit_code == 1, result.output
+    assert [p["location"]["line"] for p in json.loads(result.output)["problems"]] == [10, 13, 26]
+
+
 def test_a_configmap_string_with_a_refused_key_fails_its_assignments_not_the_render(tmp_path: Path) -> None:
     """A ConfigMap value holding YAML with a key Kubernetes refuses (composition's ``_key_refused``) fails the
     assignments the ConfigMap applies to, as a template error does: one problem naming them, and with

@@ -18,7 +18,7 @@ from __future__ import annotations
 import hashlib
 import re
 from collections import Counter
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Generic, TypeVar
@@ -184,13 +184,13 @@ def _parse_value(yaml: YAML, text: str) -> Any:
     return text
 
 
-def _key_refused(source: ConfigSource, key: str, problem: KeyProblem) -> InputError:
-    """A ConfigMap value whose YAML holds a key Kubernetes refuses, as the error that stops the render: at the data
-    key, naming the line of the value it stands on."""
-    return InputError(Problem(
+def _key_refused(source: ConfigSource, key: str, problem: KeyProblem) -> Problem:
+    """A ConfigMap value whose YAML holds a key Kubernetes refuses, as the problem that fails the assignments the
+    ConfigMap applies to: at the data key, naming the line of the value it stands on."""
+    return Problem(
         f"ConfigMap {source.name}, data key {key} (a string holding YAML): {problem.message}"
         f"{where_in(problem.mark, 'the value')}",
-        source.key_locations.get((key,), source.location), problem.hint))
+        source.key_locations.get((key,), source.location), problem.hint)
 
 
 def _merge(base: dict[str, Any], overlay: Mapping[str, Any]) -> dict[str, Any]:
@@ -236,7 +236,7 @@ class _Layer:
     touched, so the ConfigMaps none of them uses are never parsed nor hashed: at 100,000 assignments that is
     most of the 1,100 of the benchmark fleet, whose parsing grew with the fleet."""
 
-    __slots__ = ("_data", "_fingerprint", "_yaml", "rank", "requirements", "source")
+    __slots__ = ("_data", "_fingerprint", "_refused", "_yaml", "rank", "requirements", "source")
 
     def __init__(self, rank: int, source: ConfigSource, requirements: frozenset[Fact], yaml: YAML) -> None:
         self.rank = rank
@@ -245,18 +245,27 @@ class _Layer:
         self._yaml = yaml
         self._data: dict[str, Any] | None = None
         self._fingerprint: str | None = None
+        self._refused: list[Problem] | None = None  # the keys Kubernetes refuses in its strings, once found
 
     @property
     def data(self) -> dict[str, Any]:
-        """The source's data; strings that hold YAML are parsed (documents are plain data already)."""
+        """The source's data; strings that hold YAML are parsed (documents are plain data already).
+        :class:`InputError` with one problem per data key whose string holds a key Kubernetes refuses (every one,
+        found once: each assignment the ConfigMap applies to raises it again without parsing)."""
         if self._data is None:
+            if self._refused is not None:
+                raise InputError(self._refused)
             yaml = self._yaml
             data: dict[str, Any] = {}
+            refused: list[Problem] = []
             for key, value in self.source.data.items():
                 try:
                     data[key] = _parse_value(yaml, value) if isinstance(value, str) else value
                 except KeyProblem as problem:
-                    raise _key_refused(self.source, key, problem) from None
+                    refused.append(_key_refused(self.source, key, problem))
+            if refused:
+                self._refused = refused
+                raise InputError(refused)
             self._data = data
         return self._data
 
@@ -463,13 +472,17 @@ class Composer:
         assignment, so it takes the subject's parts, not a :class:`Subject`."""
         cluster = self._cluster_plans.get(environment, cluster_type, clabels)
         plan = self._target_plans.get(target, workload, tlabels)
-        base = self._hits_text.get(cluster.hits)
-        if base is None:
-            base = self._hits_text[cluster.hits] = ":".join(self._layers[rank].fingerprint for rank in cluster.hits)
-        extra = self._extras(cluster, plan)
-        if not extra:
-            return base
-        return base + "|" + ":".join(self._layers[rank].fingerprint for rank in sorted(extra))
+        try:
+            base = self._hits_text.get(cluster.hits)
+            if base is None:
+                base = self._hits_text[cluster.hits] = ":".join(
+                    self._layers[rank].fingerprint for rank in cluster.hits)
+            extra = self._extras(cluster, plan)
+            if not extra:
+                return base
+            return base + "|" + ":".join(self._layers[rank].fingerprint for rank in sorted(extra))
+        except InputError:  # a ConfigMap's data does not read: every one that applies and does not, each named
+            raise self._refused((*cluster.hits, *self._extras(cluster, plan))) from None
 
     def _plan_cluster(self, environment: str, cluster_type: str, labels: Mapping[str, str]) -> _ClusterPlan:
         facts = cluster_side_facts(environment, cluster_type, labels)
@@ -490,11 +503,26 @@ class Composer:
         residual = tuple((anchor, rank, needs - facts) for anchor, rank, needs in entries if not needs <= facts)
         return _TargetPlan(facts, entries, settled, residual)
 
+    def _refused(self, ranks: Iterable[int]) -> InputError:
+        """The problems of every one of the ConfigMaps ``ranks`` whose data does not read (a string holding a key
+        Kubernetes refuses), in precedence order: the error path, once one of them raised. Each bad ConfigMap
+        that applies to an assignment is a problem of its own (until 2026-11-29 only the first was named)."""
+        problems: list[Problem] = []
+        for rank in sorted(set(ranks)):
+            try:
+                self._layers[rank].data  # noqa: B018 - read for the problems it raises
+            except InputError as exc:
+                problems.extend(exc.problems())
+        return InputError(problems)
+
     def compose(self, subject: Subject) -> Composed:
         key = self.applied(subject)
         composed = self._composed.get(key)
         if composed is None:
-            values = self._merge_prefix(key)
+            try:
+                values = self._merge_prefix(key)
+            except InputError:
+                raise self._refused(key) from None
             layers = tuple(self._layers[rank] for rank in key)
             composed = Composed(
                 values=values,
