@@ -121,3 +121,65 @@ def test_each_manifest_is_counted_on_its_own() -> None:
     assert (warning.hint or "").startswith("{% for item in ConfigData.extra %} loops over nothing for every one")
     # rendered for 2 of the 3 assignments it applies to (the third kept from before): part of the view, no verdict
     assert empty_manifest_warnings("dev", ["dev"], {"tpl": 4}, {"tpl": compiled}) == []
+
+
+REPORTER = Path("main") / "templates" / "flux-status-reporter.yaml"
+
+
+def example_with_reporter_if(tmp_path: Path, condition: str) -> Path:
+    """A copy of the example whose status reporter's two manifests are each wrapped in ``{%- if condition %}``."""
+    root = tmp_path / "cp"
+    shutil.copytree(EXAMPLE, root)
+    template = root / REPORTER
+    text = template.read_text()
+    alert = "      apiVersion: notification.toolkit.fluxcd.io/v1beta3\n      kind: Alert\n"
+    first, second = "    - |\n      # clusters of", f"    - |\n{alert}"
+    end = "        commitStatusExpr: \"'flux/' + '${CLUSTER_NAME}'\"\n"
+    assert text.count(first) == text.count(second) == text.count(end) == 1
+    text = text.replace(first, f"    - |\n      {{%- if {condition} %}}\n      # clusters of")
+    text = text.replace(end, f"{end}      {{%- endif %}}\n")
+    text = text.replace(second, f"    - |\n      {{%- if {condition} %}}\n{alert}")
+    template.write_text(text.rstrip("\n") + "\n      {%- endif %}\n")
+    return root
+
+
+def test_a_status_reporter_that_renders_nothing_is_a_warning(tmp_path: Path) -> None:
+    """A status reporter renders once per cluster type into ``<clusterType>/_status/`` (the example's makes Flux post
+    the commit statuses the gate reads). Wrapped in an ``{% if %}`` never true, it wrote no file for either of dev's
+    2 cluster types naming it and ``validate`` said "ok" (until 2026-11-29): the clusters then report nothing and
+    the gate waits until its timeout. Now one warning per manifest, at its ``{% if %}``, counting cluster types, and
+    the hint says what the missing file costs; ``--strict`` fails."""
+    root = example_with_reporter_if(tmp_path, "Environment == 'Dev'")
+    code, reply = validate(root)
+    assert code == 0, reply
+    warnings = reply["warnings"]
+    assert [(w["message"], w["location"]["line"]) for w in warnings] == [  # type: ignore[index,union-attr]
+        ("status reporter template 'flux-status-reporter', manifest 1 rendered nothing for any of the 2 cluster types "
+         "it applies to in environment dev: no file of it is written for them", 27),
+        ("status reporter template 'flux-status-reporter', manifest 2 rendered nothing for any of the 2 cluster types "
+         "it applies to in environment dev: no file of it is written for them", 43),
+    ]
+    assert warnings[0]["hint"] == (  # type: ignore[index]
+        "its {% if %} may never be true: {% if Environment == 'Dev' %} is false for every one of them; no "
+        "environment is named 'Dev': did you mean 'dev'? Environment is 'dev' here; the environments are dev, "
+        "prod, qa; with no file in their _status/ folders, the clusters of these cluster types have nothing that "
+        "makes them report their rollout (unless set up otherwise), and the rollout gate waits for the statuses of "
+        "the Clusters it expects until its timeout")
+    code, reply = validate(root, "--strict")
+    assert code == 1, reply
+    # meant for another environment: no warning, as for an assignment's manifest
+    code, reply = validate(example_with_reporter_if(tmp_path / "meant", "Environment == 'prod'"))
+    assert (code, reply["warnings"]) == (0, []), reply
+
+
+def test_a_reporter_kept_from_the_previous_render_gives_no_verdict(tmp_path: Path) -> None:
+    """An incremental render leaves a reporter whose inputs did not change unrendered (its ``_status/`` folder as it
+    is): it has not seen what the reporter renders, and says nothing; a full render says it."""
+    root = example_with_reporter_if(tmp_path, "Environment == 'Dev'")
+    env = root / "envs" / "dev"
+    first = render_environment(load(root / "main", env), "dev", meta=Meta())
+    assert any("status reporter template" in w.message for w in first.warnings), first.warnings
+    again = render_environment(load(root / "main", env), "dev", previous=first.state, meta=Meta())
+    assert again.kept_reporters and not any("status reporter" in w.message for w in again.warnings), again.warnings
+    full = render_environment(load(root / "main", env), "dev", previous=first.state, meta=Meta(), reuse=False)
+    assert any("status reporter template" in w.message for w in full.warnings), full.warnings

@@ -13,6 +13,12 @@ nothing (:class:`~fleetflow.render.templates.CompiledTemplate`, two increments p
 counts once, after every assignment is rendered. A render that did not render every assignment a template applies
 to (an incremental render keeps unchanged assignments unread, ``--shard`` renders some cluster types, an
 assignment held back) sees part of them, and says nothing about that template: a verdict needs every one.
+
+A status reporter (a ``status`` template, rendered once per cluster type into ``<clusterType>/_status/``) is
+counted the same way, per cluster type, after the reporters render: one that renders nothing for every cluster type
+naming it writes no ``_status/`` file, so their clusters post no status for the gate to read (until 2026-11-29 no
+word: ``validate`` said "ok" and the gate waited until its timeout). A reporter kept from the previous render
+(nothing it is rendered from changed) is not rendered, and gives no verdict either.
 """
 
 from __future__ import annotations
@@ -30,6 +36,9 @@ from fleetflow.render.templates import CompiledTemplate
 _IF_TAG = re.compile(r"\{%-?\s*(?:if|elif)\s+(.*?)\s*[-+]?%\}", re.DOTALL)
 _FOR_TAG = re.compile(r"\{%-?\s*for\s+(.*?)\s*[-+]?%\}", re.DOTALL)
 _PARSER = Environment()  # the syntax of fleetflow's sandbox (default delimiters, no extension): parsing only
+_NO_STATUS = ("; with no file in their _status/ folders, the clusters of these cluster types have nothing that makes "
+              "them report their rollout (unless set up otherwise), and the rollout gate waits for the statuses "
+              "of the Clusters it expects until its timeout")
 
 
 @dataclass(frozen=True)
@@ -45,10 +54,13 @@ def empty_manifest_warnings(
     environments: Collection[str],
     applies: Mapping[str, int],
     compiled: Mapping[str, CompiledTemplate],
+    *,
+    reporters: bool = False,
 ) -> list[Problem]:
     """One warning per manifest that rendered nothing for every one of the assignments its template applies to in
     this render (``applies``: template name -> the number of assignments, one per role it fills), when the render
-    rendered every one of them (``CompiledTemplate.renders``) and none failed at that manifest."""
+    rendered every one of them (``CompiledTemplate.renders``) and none failed at that manifest. ``reporters``: the
+    templates are status reporters, ``applies`` counts cluster types (a reporter renders once per cluster type)."""
     found: list[Problem] = []
     for name in sorted(applies):
         template = compiled.get(name)
@@ -64,13 +76,14 @@ def empty_manifest_warnings(
             source = template.source
             start = source.manifest_locations[index] if index < len(source.manifest_locations) else source.location
             where = start if start.line is None else Location(start.file, start.line + why.lineno - 1)
-            them = "assignment" if count == 1 else f"{count} assignments"
+            unit = "cluster type" if reporters else "assignment"
+            them = unit if count == 1 else f"{count} {unit}s"
             written = ": no file of it is written for them" if every else ""
             found.append(Problem(
-                f"template {name!r}, manifest {index + 1} rendered nothing for any of the {them} it applies to in "
-                f"environment {environment}{written}",
+                f"{'status reporter ' if reporters else ''}template {name!r}, manifest {index + 1} rendered nothing "
+                f"for any of the {them} it applies to in environment {environment}{written}",
                 where,
-                why.hint,
+                why.hint + (_NO_STATUS if reporters and every else ""),
             ))
     return found
 

@@ -432,6 +432,8 @@ def render_environment(
     removed = removed_assignments(previous, state)
     reporters = _render_reporters(
         plane, environment, [ct for ct in sched.by_type if ct not in kept_reporters], compiled, clusters_of, repo)
+    warnings.extend(empty_manifest_warnings(environment, plane.environments.keys(), _reporter_uses(plane, sched),
+                                            compiled, reporters=True))
     for type_name, shard in sorted(old.shards.items()):
         if shard.unreadable is not None:  # read (touched, or its ids changed) and found missing or not as written
             warnings.add(
@@ -452,6 +454,17 @@ def _template_uses(sched: Schedule, ct_fps: Mapping[str, tuple[str, list[tuple[s
     for ct_name, tids in sched.by_type.items():
         for _, template in ct_fps[ct_name][1]:
             uses[template] = uses.get(template, 0) + len(tids)
+    return uses
+
+
+def _reporter_uses(plane: ControlPlane, sched: Schedule) -> dict[str, int]:
+    """Status reporter template -> how many of the scheduled cluster types name it (a render of every one renders it
+    so many times): what :func:`empty_manifest_warnings` compares its count of renders with."""
+    uses: dict[str, int] = {}
+    for ct_name in sched.by_type:
+        ref = plane.cluster_types[ct_name].spec.status_reporter
+        if ref is not None:
+            uses[ref] = uses.get(ref, 0) + 1
     return uses
 
 
