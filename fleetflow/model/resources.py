@@ -128,6 +128,13 @@ def label_value_problem(value: str) -> str | None:
     return None if not value else _name_part_problem(value, None)
 
 
+def kubernetes_label_value_problem(value: str) -> str | None:
+    """Why ``value`` is not a label value the API server takes (apimachinery ``IsValidLabelValue``: empty, or at
+    most 63 characters of a name part), or None: :func:`label_value_problem` with Kubernetes' length limit, for a
+    value a rendered object writes (:mod:`fleetflow.render.label_values`)."""
+    return None if not value else _name_part_problem(value, LABEL_PART_LIMIT)
+
+
 class Spec(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True, alias_generator=to_camel, frozen=True)
 

@@ -38,6 +38,7 @@ from fleetflow.render.incremental import (
     shard_path,
 )
 from fleetflow.render.inputs import config_sources, inline_schema, schema_sources
+from fleetflow.render.label_values import LabelNames, refused_labels
 from fleetflow.render.namespaces import check_namespaces, namespace_of
 from fleetflow.render.scheduling import Assignment, Schedule, Target, schedule
 from fleetflow.render.selection import selection_warnings
@@ -334,6 +335,7 @@ def render_environment(
         carried.update((ct, shard) for ct, shard in old.shards.items() if not only(ct))
     reusable.read(sched.by_type.keys() - carried.keys())  # the others, in one batch
     fingerprint_of = composer.sources_fingerprint
+    not_labels = LabelNames(plane, environment, sched)  # names a rendered label may not hold: nearly always none
     progress.begin(f"rendering {environment}", total=sched.count())
     step = shown = 0
     nothing: set[str] = set()
@@ -381,6 +383,11 @@ def render_environment(
             except TemplateRenderError as exc:
                 failed[aid] = [see_rendered(exc, environment, aid)]
                 continue
+            if not_labels and (names := not_labels.of(ct_name, tid)):  # the API server refuses such a label
+                refused = refused_labels(aid, _by_template(aid, roles, compiled, produced), names)
+                if refused:
+                    failed[aid] = refused
+                    continue
             content = hashlib.sha256()
             for path in sorted(produced):
                 content.update(path.encode() + b"\0" + produced[path] + b"\0")
@@ -581,6 +588,14 @@ def _render_assignment(
         if data is not None:
             produced[output_file(assignment.id, role, template)] = data
     return produced
+
+
+def _by_template(
+    aid: str, roles: list[tuple[str, str]], compiled: dict[str, CompiledTemplate], produced: dict[str, bytes],
+) -> dict[str, tuple[str, bytes]]:
+    """The files an assignment rendered, each with the name of the template that rendered it."""
+    named = {output_file(aid, role, compiled[name]): name for role, name in roles}
+    return {path: (named[path], data) for path, data in produced.items()}
 
 
 def output_file(assignment_id: str, output: str, template: CompiledTemplate) -> str:
