@@ -41,7 +41,7 @@ import yaml
 from fleetflow.errors import Location, Problem
 from fleetflow.model.controlplane import ControlPlane
 from fleetflow.model.resources import LABEL_PART_LIMIT, kubernetes_label_value_problem
-from fleetflow.render.scheduling import Schedule
+from fleetflow.render.scheduling import Schedule, Target
 
 _FLUX_KUSTOMIZATION = "kustomize.toolkit.fluxcd.io/"
 _SIGNS = "https://kubernetes.io/docs/concepts/overview/working-with-objects/labels/#syntax-and-character-set"
@@ -62,23 +62,23 @@ class LabelNames:
     """The names of ``environment``'s assignments that are not label values, by where they come from."""
 
     def __init__(self, plane: ControlPlane, environment: str, sched: Schedule) -> None:
+        self._environment: list[Name] = []
+        why = kubernetes_label_value_problem(environment)
         env = plane.environments.get(environment)
-        self._environment = _bad("environment", environment, env.where("metadata", "name") if env else None)
+        if why is not None and env is not None:
+            self._environment.append(Name("environment", environment, why, env.where("metadata", "name")))
         self._cluster_types: dict[str, list[Name]] = {}
         for ct_name in sched.by_type:
-            found = _bad("cluster type", ct_name, plane.cluster_types[ct_name].where("metadata", "name"))
-            if found:
-                self._cluster_types[ct_name] = found
+            why = kubernetes_label_value_problem(ct_name)
+            if why is not None:
+                where = plane.cluster_types[ct_name].where("metadata", "name")
+                self._cluster_types[ct_name] = [Name("cluster type", ct_name, why, where)]
         self._targets: dict[str, list[Name]] = {}
         for tid, target in sched.targets.items():
-            workload = plane.workloads.get(target.workload)
-            found = [
-                *_bad("workspace", target.workspace,
-                      plane.workspace_locations.get(target.workload, target.location)),
-                *_bad("workload", target.workload, workload.where("metadata", "name") if workload else None),
-                *_bad("deployment target", target.name, target.location),
-                *_bad("DeploymentTargetName", tid, target.location, " (<workload>-<target>)"),
-            ]
+            parts = (("workspace", target.workspace), ("workload", target.workload),
+                     ("deployment target", target.name), ("DeploymentTargetName (<workload>-<target>)", tid))
+            found = [Name(what, name, why, _where(plane, what, target)) for what, name in parts
+                     if (why := kubernetes_label_value_problem(name)) is not None]
             if found:
                 self._targets[tid] = found
 
@@ -90,11 +90,15 @@ class LabelNames:
         return [*self._environment, *self._cluster_types.get(cluster_type, ()), *self._targets.get(target, ())]
 
 
-def _bad(what: str, name: str, location: Location | None, aside: str = "") -> list[Name]:
-    why = kubernetes_label_value_problem(name)
-    if why is None or location is None:
-        return []
-    return [Name(what + aside, name, why, location)]
+def _where(plane: ControlPlane, what: str, target: Target) -> Location:
+    """Where the ``what`` of ``target`` is written: asked only for a name that is no label value (a document's
+    positions are worked out when first asked for, which costs reading its file again)."""
+    if what == "workspace":
+        return plane.workspace_locations.get(target.workload, target.location)
+    workload = plane.workloads.get(target.workload)
+    if what == "workload" and workload is not None:
+        return workload.where("metadata", "name")
+    return target.location
 
 
 def refused_labels(aid: str, files: Mapping[str, tuple[str, bytes]], names: list[Name]) -> list[Problem]:

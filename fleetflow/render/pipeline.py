@@ -336,6 +336,7 @@ def render_environment(
     reusable.read(sched.by_type.keys() - carried.keys())  # the others, in one batch
     fingerprint_of = composer.sources_fingerprint
     not_labels = LabelNames(plane, environment, sched)  # names a rendered label may not hold: nearly always none
+    any_not_labels = bool(not_labels)
     progress.begin(f"rendering {environment}", total=sched.count())
     step = shown = 0
     nothing: set[str] = set()
@@ -383,7 +384,7 @@ def render_environment(
             except TemplateRenderError as exc:
                 failed[aid] = [see_rendered(exc, environment, aid)]
                 continue
-            if not_labels and (names := not_labels.of(ct_name, tid)):  # the API server refuses such a label
+            if any_not_labels and (names := not_labels.of(ct_name, tid)):  # the API server refuses such a label
                 refused = refused_labels(aid, _by_template(aid, roles, compiled, produced), names)
                 if refused:
                     failed[aid] = refused
