@@ -15,15 +15,18 @@ branch, put back as rendered"."""
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
 import pytest
 
 from fleetflow.promotion.promote import promote_many
-from fleetflow.promotion.schedule import ScheduleOutcome, schedule_environment
-from tests.fleet import Fleet, git, local_fleet
+from fleetflow.promotion.schedule import ScheduleOutcome, render_commit, schedule_environment
+from fleetflow.promotion.shards import ShardSpec, stitch_environment
+from tests.fleet import Fleet, environments_file, git, local_fleet
 from tests.test_promotion import first_commit, make_github_fleet, roll_out
+from tests.test_schedule_shards import TYPES, cluster_types, run_shards, runner
 
 CONFIG = "cloud/app-dev/platform-config.yaml"
 
@@ -143,3 +146,53 @@ def test_a_pr_merged_by_squash_or_rebase_leaves_nothing_to_put_back(
     schedule = _promote_new_main(fleet)
     assert schedule.restored == [] and schedule.operation == "created"
     assert "put back as rendered" not in fleet.open_pr("dev").body
+
+
+def test_a_sharded_schedule_puts_back_what_a_person_deleted_in_a_shards_cluster_types(tmp_path: Path) -> None:
+    """A sharded environment (docs/setup.md section 10: ``schedule --shard K/N`` on N runners, then ``--stitch``):
+    a file deleted by hand in one shard's cluster type, a whole cluster-type folder deleted in another's and a
+    hot-fix in a third. Each shard job finds the hand edits (the same ``git log -1`` on the same base) and renders
+    its own cluster types again; the stitch puts their folders in by id, lists every file in its outcome and its
+    PR, and gives the commit a single job gives."""
+    fleet = local_fleet(tmp_path)
+    fleet.push_env("dev", {"cluster-types-lines.yaml": cluster_types(TYPES)}, "eight more cluster types")
+    with fleet.context() as ctx:  # pins dev and renders nothing: the shard jobs do
+        promote_many(ctx, None, fleet.push_main(environments_file(sharded=("dev",)), "dev: sharded schedule"))
+    run_shards(fleet, 3, tmp_path / "first")
+    with runner(fleet, "first-stitch") as ctx:
+        assert stitch_environment(ctx, "dev", tmp_path / "first").operation == "created"
+    fleet.approve("dev")
+    shard = {ct: next(k for k in (1, 2, 3) if ShardSpec(k, 3).owns(ct)) for ct in TYPES}
+    deleted_file, deleted_folder, hotfix = (next(ct for ct in TYPES if shard[ct] == k) for k in (1, 2, 3))
+    config = "app-dev/platform-config.yaml"
+    rendered = {ct: _file_on(fleet, "dev", f"{ct}/{config}") for ct in (deleted_file, deleted_folder, hotfix)}
+    assert all(rendered.values())
+    work = tmp_path / "hand-sharded"
+    git(tmp_path, "clone", "-q", "-b", "dev", fleet.gitops_url, str(work))
+    (work / deleted_file / config).unlink()
+    shutil.rmtree(work / deleted_folder)
+    fixed = work / hotfix / config
+    fixed.write_text(fixed.read_text().replace("LOG_LEVEL: info", "LOG_LEVEL: debug"))
+    git(work, "add", "-A")
+    git(work, "-c", "user.name=Pat", "-c", "user.email=pat@example.com", "commit", "-q", "-m", "by hand")
+    git(work, "push", "-q", "origin", "HEAD:dev")
+    new = fleet.push_main({"README.md": "unrelated\n"})  # changes nothing dev renders
+    with fleet.context() as ctx:
+        promote_many(ctx, None, new)
+    with runner(fleet, "single") as ctx:  # what one job would commit, for comparison (nothing pushed)
+        single = render_commit(ctx, "dev")
+    run_shards(fleet, 3, tmp_path / "artifacts")
+    for k, ct in ((1, deleted_file), (2, deleted_folder), (3, hotfix)):  # each shard wrote its own folder again
+        manifest = json.loads((tmp_path / "artifacts" / f"shard-{k}" / f"shard-{k}-of-3.json").read_text())
+        assert ct in manifest["folders"], manifest
+    with runner(fleet, "stitch") as ctx:
+        outcome = stitch_environment(ctx, "dev", tmp_path / "artifacts")
+    assert outcome.operation == "created" and outcome.gitops_commit == single.written.commit
+    assert {ct: _file_on(fleet, "fleetflow/dev", f"{ct}/{config}") for ct in rendered} == rendered
+    assert {f"{deleted_file}/{config}", f"{deleted_folder}/{config}", f"{hotfix}/{config}"} <= set(outcome.restored)
+    assert outcome.restored == single.restored
+    [warning] = [w for w in outcome.warnings if "changed on the GitOps branch" in w.message]
+    assert warning.message.startswith(f"{len(outcome.restored)} files")
+    body = fleet.open_pr("dev").body
+    assert "Files changed on the GitOps branch, put back as rendered" in body
+    assert all(f"`{p}`" in body for p in outcome.restored[:5])
