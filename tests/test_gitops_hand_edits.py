@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pytest
 
+from fleetflow.forge.git import BareRepo
 from fleetflow.promotion.promote import promote_many
 from fleetflow.promotion.schedule import ScheduleOutcome, render_commit, schedule_environment
 from fleetflow.promotion.shards import ShardSpec, stitch_environment
@@ -196,3 +197,47 @@ def test_a_sharded_schedule_puts_back_what_a_person_deleted_in_a_shards_cluster_
     body = fleet.open_pr("dev").body
     assert "Files changed on the GitOps branch, put back as rendered" in body
     assert all(f"`{p}`" in body for p in outcome.restored[:5])
+
+
+@pytest.mark.parametrize(("edit", "reason"), [
+    ('"cloud/../..": {"content": "0", "files": ["README.md"], "input": "0"}',
+     "it lists 'cloud/../..', which is not an assignment of cluster type cloud"),
+    ('"zzz/app": {"content": "0", "files": ["README.md"], "input": "0"}',
+     "it lists 'zzz/app', which is not an assignment of cluster type cloud"),
+])
+def test_a_state_shard_edited_on_the_gitops_branch_to_list_what_fleetflow_never_writes_is_named(
+        tmp_path: Path, edit: str, reason: str) -> None:
+    """A person edits the state shard on the GitOps branch (``.fleetflow/state/cloud.json``) to list an assignment
+    fleetflow never writes there. Until 2026-11-29 the next schedule that read the shard stopped with "git cat-file
+    failed: fatal: relative path syntax can't be used outside working tree" (exit 3, a git failure, for an id with
+    ``..``: the folder is read as ``<tree>:../..``, and "a path starting with ./ or ../ is relative to the current
+    working directory", gitrevisions(7) ``<rev>:<path>``, https://git-scm.com/docs/gitrevisions, which a bare
+    repository has not), or proposed removing an assignment of another cluster type. Now the shard does not read
+    (tests/test_state_shards.py): a warning names it, the cluster type is rendered again, and the commit holds the
+    shard a fresh render writes. The git side answers such a folder as absent too, not as a failure."""
+    fleet = local_fleet(tmp_path)
+    _rolled_out_dev(fleet)
+    work = tmp_path / "hand-state"
+    git(tmp_path, "clone", "-q", "-b", "dev", fleet.gitops_url, str(work))
+    shard = work / ".fleetflow" / "state" / "cloud.json"
+    fleetflows = shard.read_text()
+    shard.write_text(fleetflows.replace('"assignments": {\n', '"assignments": {\n    ' + edit + ",\n", 1))
+    git(work, "commit", "-q", "-am", "state by hand")
+    git(work, "push", "-q", "origin", "HEAD:dev")
+    fleet.push_env("dev", {"configs.yaml": (fleet.root / "env-dev" / "configs.yaml").read_text().replace(
+        "LOG_LEVEL: info", "LOG_LEVEL: warn")}, "warn")  # touches cloud: its shard is read
+    with fleet.context() as ctx:
+        schedule = schedule_environment(ctx, "dev")
+    assert schedule.operation == "created"
+    [warning] = [w for w in schedule.warnings if "does not read" in w.message]
+    assert warning.message.startswith(f"the state of cluster type cloud does not read ({reason}): its assignments "
+                                      "were rendered again")
+    assert str(warning.location) == ".fleetflow/state/cloud.json"
+    assert schedule.changes.removed == []
+    committed = _file_on(fleet, "fleetflow/dev", ".fleetflow/state/cloud.json") or ""
+    assert "cloud/app-dev" in committed and edit.split(":")[0] not in committed
+    assert _file_on(fleet, "fleetflow/dev", "README.md") == "GitOps"
+    repo = BareRepo(Path(fleet.gitops_url))
+    assert repo.listings("refs/heads/dev", ["cloud/../..", "cloud/./app-dev", "cloud/.."]) == dict.fromkeys(
+        ["cloud/../..", "cloud/./app-dev", "cloud/.."])
+    assert repo.listings("refs/heads/dev", ["cloud"])["cloud"]

@@ -619,6 +619,63 @@ def test_a_shard_entry_of_the_wrong_type_makes_the_shard_unreadable_not_a_crash(
     assert {path: files[path] for path in fresh} == fresh
 
 
+
+@pytest.mark.parametrize(("edit", "reason"), [
+    ("file ../../README.md",
+     "assignment aks-westeurope/orders-api-dev lists the file '../../README.md', which is not a name of a file in its "
+     "folder"),
+    ("file ..", "assignment aks-westeurope/orders-api-dev lists the file '..', which is not a name of a file in its "
+     "folder"),
+    ("id aks-westeurope/../..", "it lists 'aks-westeurope/../..', which is not an assignment of cluster type "
+     "aks-westeurope"),
+    ("id eks-apsoutheast/orders-api-dev", "it lists 'eks-apsoutheast/orders-api-dev', which is not an assignment of "
+     "cluster type aks-westeurope"),
+    ("id aks-westeurope/", "it lists 'aks-westeurope/', which is not an assignment of cluster type aks-westeurope"),
+])
+@pytest.mark.parametrize("layout", ["line", "json"])
+def test_a_shard_entry_fleetflow_never_writes_makes_the_shard_unreadable_and_is_named(
+        tmp_path: Path, edit: str, reason: str, layout: str) -> None:
+    """A state shard edited by hand to list a file outside its assignment's folder, or an assignment id outside its
+    cluster type (``aks-westeurope/../..``, another cluster type's): fleetflow writes neither. Until 2026-11-29 the
+    first was taken without a word, the second stopped ``render`` with "refusing to write outside the output
+    directory" (``schedule`` with git's "relative path syntax can't be used outside working tree",
+    tests/test_gitops_hand_edits.py) or listed another cluster type's assignment as removed. Now the shard does not
+    read, as any shard not as fleetflow writes it (above): a warning names the shard file and the entry, the cluster
+    type is rendered again and the shard rewritten; nothing outside the output folder is looked at."""
+    out = tmp_path / "out"
+    shutil.copytree(GOLDEN / "dev", out)
+    shard = out / shard_path("aks-westeurope")
+    data = json.loads(shard.read_bytes())
+    entries = data["assignments"]
+    kind, _, value = edit.partition(" ")
+    if kind == "file":
+        entries["aks-westeurope/orders-api-dev"]["files"].insert(0, value)
+    else:
+        entries[value] = dict(entries["aks-westeurope/orders-api-dev"])
+    if layout == "json":
+        shard.write_text(json.dumps(data, indent=2))
+    else:  # fleetflow's layout, one line per assignment
+        lines = ",\n".join(f"    {json.dumps(aid)}: " + json.dumps(e, sort_keys=True, separators=(", ", ": "))
+                           for aid, e in sorted(entries.items()))
+        head = shard.read_text().split('\n  "assignments": {\n')[0]
+        shard.write_text(f'{head}\n  "assignments": {{\n{lines}\n  }}\n}}\n')
+    main = tmp_path / "main"
+    shutil.copytree(EXAMPLE / "main", main)
+    (main / "workloads" / "observability.yaml").unlink()  # its aks-westeurope assignment goes: the shard is read
+    args = ["render", "--main", main, "--env", EXAMPLE / "envs" / "dev", "--environment", "dev",
+            "--main-commit", "0" * 40, "--env-commit", "1" * 40, "--output"]
+    result = run_cli(*args, out)
+    assert result.exit_code == 0, result.output
+    assert (f"warning: .fleetflow/state/aks-westeurope.json: the state of cluster type aks-westeurope does not read "
+            f"({reason}): its assignments were rendered again") in result.output
+    assert "eks-apsoutheast/orders-api-dev\n" not in result.output.split("removed")[-1]  # not said removed
+    assert run_cli(*args, tmp_path / "fresh").exit_code == 0
+    files, fresh = tree_bytes(out), tree_bytes(tmp_path / "fresh")
+    assert {path: files[path] for path in fresh} == fresh  # the shard rewritten as a fresh render writes it
+    names = ("namespace.yaml", "platform-config.yaml", "reconciler.yaml")  # the files of the assignment that went
+    assert sorted(set(files) - set(fresh)) == [f"aks-westeurope/observability-dev/{name}" for name in names]
+
+
 # --- the state edited at random -------------------------------------------------------------------------------
 
 # how many edited states the test below renders from (about 40 ms each); a search runs more, e.g.

@@ -459,7 +459,7 @@ class BareRepo:
             if not name:  # the root itself
                 continue
             top, _, rest = name.partition("/")
-            if top in tops:
+            if top in tops and not _dotted(rest):
                 asks[name] = f"{tops[top]}:{rest}" if rest else tops[top]
         bodies = self._trees(list(asks.values()))
         found: dict[str, list[TreeEntry] | None] = {}
@@ -763,6 +763,14 @@ def _name(raw: bytes) -> str:
     become surrogates, as ``os.fsdecode`` makes them (PEP 383), so a name some person gave a file is listed, not a
     UnicodeDecodeError; :func:`_raw` gives git the same bytes back."""
     return raw.decode("utf-8", "surrogateescape")
+
+
+def _dotted(path: str) -> bool:
+    """``path`` has a ``.`` or ``..`` part: no tree holds such a name, and git reads ``<tree>:<path>`` whose path
+    starts with ``./`` or ``../`` as relative to a working tree (gitrevisions(7), ``<rev>:<path>``), which a bare
+    repository has not: the whole ``cat-file --batch`` fails ("relative path syntax can't be used outside working
+    tree")."""
+    return "." in path and any(part in (".", "..") for part in path.split("/"))
 
 
 def _raw(name: str) -> bytes:
