@@ -135,6 +135,8 @@ def render_commit(ctx: Context, environment: str, env_sha: str | None = None) ->
     ``env_sha``: the environment branch at this commit (of the mirror, maybe not pushed yet), not at its head."""
     at = pinned_to_render(ctx, environment, env_sha)
     heads = at.fetch_gitops(ctx.git)
+    if env_sha is None:
+        refuse_moved_branch(ctx, at)
     unpushed = " (the new pin, pushed once this renders)" if env_sha is not None else ""
     ctx.starting(f"{environment}: rendering main@{short(at.main_sha)} + {at.branch}@{short(at.env_sha)}{unpushed} "
                  f"into {at.gitops_repo} (branch {at.gitops_branch})")
@@ -152,6 +154,20 @@ def render_commit(ctx: Context, environment: str, env_sha: str | None = None) ->
                     lambda: diff_chunks(tree, result, written.owned, previous, written.index),
                     [*unreadable_state(tree), *edited.warning(tree, restored), *result.warnings],
                     [shown_path(p) for p in restored])
+
+
+def refuse_moved_branch(ctx: Context, at: Pinned) -> None:
+    """PushRejected (:func:`schedule_environment` renders again) when the environment branch moved after ``at`` read
+    it. Call it after reading the GitOps branches: a run that the newer commit's push started and that pushed the
+    head before that read left a head the lease of this run's push would not protect (it read that head), so this
+    run would replace the newer commit's render with the older one's, and describe the older commit in the PR.
+    Until 2026-11-29 it did (a ``schedule`` by hand while the workflow ran; the plane loads between the two reads,
+    seconds on a big fleet). One ``git ls-remote`` of the control-plane repository."""
+    ref = f"refs/heads/{at.branch}"
+    now = ctx.git.remote_refs(ctx.cp_url, [ref]).get(ref)
+    if now != at.env_sha:
+        raise PushRejected(f"{at.branch} moved from {short(at.env_sha)} to {short(now) if now else 'nothing'} "
+                           f"while {at.name} was being rendered; render again", command="ls-remote")
 
 
 def _first(chunks: Iterator[str], limit: int) -> str:
@@ -372,4 +388,4 @@ def _maybe_merge(ctx: Context, repo: str, auto_merge: bool, outcome: ScheduleOut
 
 
 __all__ = ["PushRejected", "Rendered", "ScheduleOutcome", "add_missing_labels", "ask_and_label", "commit_message",
-           "publish", "render_commit", "schedule_environment"]
+           "publish", "refuse_moved_branch", "render_commit", "schedule_environment"]
