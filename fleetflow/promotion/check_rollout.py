@@ -20,7 +20,7 @@ from pydantic import Field, PrivateAttr, computed_field
 from fleetflow.errors import Problems
 from fleetflow.forge.base import CommitStatus
 from fleetflow.model.resources import RolloutPolicy
-from fleetflow.promotion.context import Context, pinned, refuse_foreign_state, short, status_context
+from fleetflow.promotion.context import Context, head_branch, pinned, refuse_foreign_state, short, status_context
 from fleetflow.promotion.gate import GateDecision, context_key, reporters
 from fleetflow.promotion.promote import PromoteOutcome, promote
 from fleetflow.promotion.reports import ReportWatch, read_and_decide
@@ -82,6 +82,29 @@ class RolloutOutcome(Result):
 
 
 
+def _waiting(ctx: Context, environment: str, main_sha: str, g_repo: str, g_url: str, g_branch: str, g_path: str,
+             tip: str | None) -> str:
+    """What the gate waits for when no commit of the GitOps branch carries the pin yet, as far as git tells
+    (no API request): the branch is missing; the PR branch carries the pin (its PR awaits a merge, or was closed
+    without one); or nothing carries it (the schedule has not pushed it, or failed). Until 2026-11-29 every case
+    said "waiting for the PR that carries main@... to be merged", also with no PR and no branch."""
+    pin = f"main@{short(main_sha)}"
+    if tip is None:
+        return (f"waiting for {pin}: {g_repo} has no branch {g_branch}, which its PR is merged into: create it, or "
+                "correct the GitOpsRepo's spec.branch on the environment branch")
+    head = head_branch(environment)
+    head_tip = ctx.git.fetch_branch(g_url, head)
+    proposed = ctx.render_state(g_url, head_tip, g_path) if head_tip is not None else None
+    again = f"`fleetflow schedule --environment {environment}` renders it and opens the PR again"
+    if proposed is not None and proposed.main_commit == main_sha:
+        return (f"waiting for the PR from {head} that carries {pin} to be merged into {g_branch} (if it was closed "
+                f"without a merge, {again})")
+    holds = (f"{head} holds main@{short(proposed.main_commit)}" if proposed is not None and proposed.main_commit
+             else f"no branch {head}" if head_tip is None else f"{head} holds no fleetflow render")
+    return (f"waiting for {pin} to be proposed to {g_branch}: no PR branch carries it yet ({holds}): the schedule of "
+            f"{environment} has not pushed it, or it failed (its workflow run says why; {again})")
+
+
 def check_rollout(ctx: Context, environment: str, *, fan_out: bool = True) -> RolloutOutcome:
     """The gate of ``environment`` at its pin; ``fan_out``: on success promote onwards (reconcile promotes
     downstream itself, forward only)."""
@@ -106,7 +129,7 @@ def check_rollout(ctx: Context, environment: str, *, fan_out: bool = True) -> Ro
             run.append(sha)
             tip_state = tip_state or state
     if not run or tip_state is None:
-        text = f"waiting for the PR that carries main@{short(main_sha)} to be merged into {g_branch}"
+        text = _waiting(ctx, environment, main_sha, g_repo, g_url, g_branch, g_path, tip)
         ctx.say(f"{environment}: {text}")
         return RolloutOutcome(environment=environment, main_commit=main_sha, gitops_commit=None,
                               state="waiting-for-merge", description=text)
