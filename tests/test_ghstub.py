@@ -333,6 +333,30 @@ def test_combined_status_rules(stub: GitHubStub) -> None:
     assert len(list(commit.get_statuses())) == 5
 
 
+def test_combined_status_contexts_differing_only_in_case_are_one_context(stub: GitHubStub) -> None:
+    """GitHub's "Create a commit status" (github/rest-api-description, ``context``): "A string label to
+    differentiate this status from the status of other systems. This field is case-insensitive." So
+    ``Flux/dev-1`` and ``flux/dev-1`` are one context: the newest post counts for the combined state and the
+    count. "Get the combined status for a specific reference" lists the latest status of each context, a status
+    object as posted; that it shows the newest post's spelling (not the first one's) is an ASSUMPTION: no GitHub
+    document or issue found says which. Every post stays in "List commit statuses for a reference". Response
+    shapes are checked against the OpenAPI description by the ``github_stub`` fixture."""
+    repo = stub.repo("acme/gitops")
+    sha = repo.branch_sha("main") or ""
+    commit = client(stub).get_repo("acme/gitops").get_commit(sha)
+    commit.create_status("failure", context="Flux/dev-1", description="health check failed")
+    commit.create_status("success", context="flux/dev-1", description="reconciled")
+    commit.create_status("success", context="flux/dev-2")
+    combined = commit.get_combined_status()
+    assert (combined.state, combined.total_count) == ("success", 2)
+    assert [(s.context, s.state) for s in combined.statuses] == [("flux/dev-1", "success"), ("flux/dev-2", "success")]
+    commit.create_status("pending", context="FLUX/DEV-2")
+    combined = commit.get_combined_status()
+    assert (combined.state, combined.total_count) == ("pending", 2)
+    assert {s.context: s.state for s in combined.statuses} == {"flux/dev-1": "success", "FLUX/DEV-2": "pending"}
+    assert [s.context for s in commit.get_statuses()] == ["FLUX/DEV-2", "flux/dev-2", "flux/dev-1", "Flux/dev-1"]
+
+
 def test_check_runs_latest_per_name(stub: GitHubStub) -> None:
     repo = stub.repo("acme/gitops")
     sha = repo.branch_sha("main") or ""

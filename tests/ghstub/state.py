@@ -562,11 +562,17 @@ class Repo:
         return sorted((s for s in self.statuses if s.sha == sha), key=lambda s: -s.id)
 
     def combined_status(self, ref: str) -> tuple[str, str, list[CommitStatus]]:
-        """``(sha, state, latest status per context)`` with GitHub's rules for the combined state."""
+        """``(sha, state, latest status per context)`` with GitHub's rules for the combined state.
+
+        Contexts that differ only in case are one context: GitHub's "Create a commit status" says of ``context``
+        "This field is case-insensitive" (github/rest-api-description). The latest post of that context counts and
+        is listed as it was posted, in its own spelling: the combined status lists "the latest status" of each
+        context as a status object (``simple-commit-status``). That the newest post's spelling is shown, not the
+        first one's, is an assumption: no GitHub document says."""
         sha = self.commit_sha(ref)
         latest: dict[str, CommitStatus] = {}
-        for status in self.statuses_for(sha):
-            latest.setdefault(status.context, status)
+        for status in self.statuses_for(sha):  # newest first
+            latest.setdefault(status.context.lower(), status)
         states = {s.state for s in latest.values()}
         if states & {"error", "failure"}:
             state = "failure"
