@@ -8,7 +8,8 @@ events are kept in the repository itself, as JSON files under ``refs/fleetflow/f
                                           "allow_auto_merge": bool, "branch_rules": {branch: {"required": [...]}}}
     pulls/<number>.json                  one pull request (reviewers and timestamps included)
     statuses/<sha>/<kk>/<key>.json       one context on one commit: every post, oldest first (the last one is its
-                                         state); <key> = sha256(context)[:24], <kk> its first two digits
+                                         state); <key> = sha256(context lowercased)[:24], <kk> its first two
+                                         digits: contexts differing only in case are one context, as on GitHub
     dispatches/<number>.json             one repository_dispatch event
 
 A status post reads and rewrites one small file (one context's posts) and the four trees above it, whatever the
@@ -55,7 +56,7 @@ from fleetflow.forge.base import (
     reviewer_key,
 )
 from fleetflow.forge.git import MergeConflict, run_git
-from fleetflow.forge.localstore import Edit, Mirror, Snapshot, bad_record, dump_json
+from fleetflow.forge.localstore import Edit, Mirror, Snapshot, bad_record, dump_json, merged_posts
 from fleetflow.forge.rulesets import BranchRule, Ruleset
 
 R = TypeVar("R")
@@ -181,9 +182,10 @@ class LocalForge:
         waiting: list[int] = []
 
         def change(snap: Snapshot) -> Edit[bool]:
-            posts: list[Record] = snap.read_json(path) or _legacy_posts(snap, sha, context)
+            posts: list[Record] = snap.read_json(path) or _older_posts(snap, sha, context)
             last = posts[-1] if posts else None
-            if last is not None and (last["state"], last["description"]) == (state, description):
+            if last is not None and (last["context"], last["state"], last["description"]) == (context, state,
+                                                                                             description):
                 return Edit(False)
             waiting[:] = [r["number"] for r in _records(snap) if r["state"] == "open" and r.get("auto_merge")]
             post = {"context": context, "state": state, "description": description, "target_url": target_url,
@@ -493,23 +495,29 @@ class LocalForge:
 
 
 def status_path(sha: str, context: str) -> str:
-    """Where the posts of ``context`` on commit ``sha`` are stored (see the module docstring)."""
-    key = hashlib.sha256(context.encode()).hexdigest()[:24]
+    """Where the posts of ``context`` on commit ``sha`` are stored (see the module docstring): keyed by the context
+    lowercased, so the posts of ``Flux/dev-1`` and ``flux/dev-1`` are one file in post order. GitHub's "Create a
+    commit status" says of ``context``: "This field is case-insensitive"; the local forge listed them as two
+    contexts until 2026-11-29 (a stale failure of one spelling failed the combined state and merges)."""
+    key = hashlib.sha256(context.lower().encode()).hexdigest()[:24]
     return f"statuses/{sha}/{key[:2]}/{key}.json"
 
 
 def status_posts(snap: Snapshot, sha: str) -> list[list[Record]]:
     """Every context's posts on commit ``sha`` (each list oldest first), older layout included: the storage API
     for readers of statuses (one listing of ``statuses/<sha>/`` and one batch read of its blobs)."""
-    by_context: dict[str, list[Record]] = {}
+    by_context: dict[str, list[list[Record]]] = {}  # context lowercased -> its records
     legacy = f"statuses/{sha}.json"
+    older: dict[str, list[Record]] = {}
     for post in _posts(snap.read_json(legacy), legacy):  # the older layout: one file per commit
-        by_context.setdefault(post["context"], []).append(post)
+        older.setdefault(post["context"].lower(), []).append(post)
+    for key, posts in older.items():
+        by_context[key] = [posts]
     for posts in snap.read_all_json(f"statuses/{sha}", recursive=True):
         checked = _posts(posts, f"statuses/{sha}/")
         if checked:
-            by_context[checked[0]["context"]] = checked
-    return list(by_context.values())
+            by_context.setdefault(checked[0]["context"].lower(), []).append(checked)
+    return [records[0] if len(records) == 1 else merged_posts(records) for records in by_context.values()]
 
 
 def _posts(found: Any, path: str) -> list[Record]:
@@ -535,8 +543,15 @@ def _posts(found: Any, path: str) -> list[Record]:
     return found
 
 
-def _legacy_posts(snap: Snapshot, sha: str, context: str) -> list[Record]:
-    return [p for p in snap.read_json(f"statuses/{sha}.json") or [] if p["context"] == context]
+def _older_posts(snap: Snapshot, sha: str, context: str) -> list[Record]:
+    """The posts of ``context`` in a store written before: in the file of its exact spelling (until 2026-11-29),
+    or in the file of the whole commit (the older layout). A new post copies them into its file; the posts of other
+    spellings stay where they are (:func:`status_posts` reads them all)."""
+    key = hashlib.sha256(context.encode()).hexdigest()[:24]
+    exact = f"statuses/{sha}/{key[:2]}/{key}.json"
+    if exact != status_path(sha, context) and (posts := snap.read_json(exact)):
+        return cast(list[Record], posts)
+    return [p for p in snap.read_json(f"statuses/{sha}.json") or [] if p["context"].lower() == context.lower()]
 
 
 _VALID_BRANCHES: set[str] = set()

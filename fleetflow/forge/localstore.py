@@ -58,6 +58,22 @@ def bad_record(path: str, why: str) -> ForgeError:
                       f"{STORE_REF}; restore it from its history, or remove the record)")
 
 
+def merged_posts(records: Sequence[Sequence[Mapping[str, Any]]]) -> list[Any]:
+    """Several records of one thing (lists of posts, each oldest first, with an ISO ``created_at``) as one: every
+    post once, oldest first. A record that copied another's posts and added its own (a post that moved them into
+    the current layout) holds them in their true order: the longest record goes first, and the sort by time is
+    stable, so posts of the same second keep its order."""
+    seen: set[str] = set()
+    every: list[Any] = []
+    for posts in sorted(records, key=len, reverse=True):
+        for post in posts:
+            key = json.dumps(post, sort_keys=True)
+            if key not in seen:
+                seen.add(key)
+                every.append(post)
+    return sorted(every, key=lambda post: datetime.fromisoformat(post["created_at"]))
+
+
 def dump_json(value: Any) -> bytes:
     return (json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False) + "\n").encode()
 
@@ -237,4 +253,4 @@ class Mirror:
         return self.commit(self.repo.merge_tree(base, head), [base, head], message)
 
 
-__all__ = ["STORE_REF", "Edit", "MergeConflict", "Mirror", "Snapshot", "dump_json"]
+__all__ = ["STORE_REF", "Edit", "MergeConflict", "Mirror", "Snapshot", "dump_json", "merged_posts"]
