@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from fleetflow.cli.github_actions import check_rollout_report
 from fleetflow.forge.local import LocalForge
 from tests.fleet import Fleet
 from tests.reporters import ArgoReporter, FluxReporter
@@ -141,3 +142,39 @@ def test_a_timeout_says_when_a_missing_cluster_reported_only_the_previous_rollou
     assert outcome.decision.elsewhere == [f"dev-1 reported success on {first[:12]}, dev's commit before this "
                                           "rollout, and not since: it has not applied this rollout (does its source "
                                           "fetch the branch?)"]
+
+
+def test_the_job_summary_names_what_the_gate_did_not_count(fleet: Fleet) -> None:
+    """The job summary people read in the run (``check-rollout --github-actions``) showed only the description,
+    which the status's 140 characters cut, and the clusters table: the contexts the gate could not count and the
+    missing clusters seen on other commits were in the JSON and the text output only, until 2026-11-29."""
+    merge = merged_dev(fleet)
+    head = subprocess.run(["git", "--git-dir", fleet.gitops_url, "rev-parse", f"{merge}^2"], capture_output=True,
+                          text=True, check=True).stdout.strip()
+    FluxReporter(fleet, "flux/dev-1").event(head, "info", "ReconciliationSucceeded")
+    ArgoReporter(fleet, "flux/dev-2.contoso.internal").send(merge, "success", "synced")
+    fleet.clock.advance(timedelta(minutes=40))
+    outcome = gate(fleet)
+    assert outcome.state == "failure" and outcome.decision.missing == ["dev-1", "dev-2"]
+    summary = check_rollout_report(outcome).summary
+    assert ("- not counted: `flux/dev-2.contoso.internal` reported success, not `dev-2`'s `flux/dev-2` (the name "
+            "with and without its domain)\n") in summary, summary
+    assert (f"- elsewhere: dev-1 reported success on the PR's head {head[:12]}, not on dev: does it reconcile the "
+            "PR's branch instead of dev?\n") in summary, summary
+    assert summary.index("| missing | 2 |") < summary.index("- not counted:") < summary.index("- elsewhere:")
+
+
+def test_the_job_summary_names_ten_strays_and_counts_the_rest(fleet: Fleet) -> None:
+    """Briefly: at most ten 'not counted' lines; the rest is a count and where to find them."""
+    from fleetflow.promotion.check_rollout import RolloutOutcome
+    from fleetflow.promotion.gate import GateDecision, Stray
+
+    strays = [Stray(f"c-{i}", f"flux/c-{i}", f"Flux/c-{i}.example", "success", "the name with and without its domain")
+              for i in range(12)]
+    decision = GateDecision("pending", "rolling out: 0/12 clusters", 12, missing=[f"c-{i}" for i in range(12)],
+                            strays=strays)
+    outcome = RolloutOutcome(environment="dev", main_commit="a" * 40, gitops_commit="b" * 40, state="pending",
+                             description=decision.description, decision=decision)
+    summary = check_rollout_report(outcome).summary
+    assert summary.count("- not counted: `Flux/c-") == 10
+    assert "- not counted: 2 more contexts (`clusters.strays` of `--format json`)\n" in summary, summary
