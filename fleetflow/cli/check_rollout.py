@@ -21,14 +21,35 @@ from fleetflow.promotion.check_rollout import RolloutOutcome, check_rollout
 @github_actions_options
 def check_rollout_command(environment: str, forge: str | None, control_plane: str | None, config: Path | None,
                           fmt: str, github_actions: bool, job_summary: bool) -> None:
-    """Read the statuses the clusters posted on the GitOps commit that carries ENVIRONMENT's pinned main
-    commit, decide the gate, record fleetflow/<environment> on that main commit, and on success promote
-    the commit to the environments that come after (once all their upstreams succeeded).
+    """Decide an environment's rollout gate; on success promote onwards.
+
+    The workflows run it when a cluster posts a status on the GitOps repo or a fleetflow PR is merged (and
+    reconcile runs the same gate on every event and the cron tick); run it by hand to see why an environment
+    does not move on. It reads ENVIRONMENT's pin, the commits of its GitOps branch from the merge that carries
+    the pinned commit to the tip, and the statuses and check runs the clusters posted on them; records the
+    decision as the status fleetflow/<environment> on the main commit in the control-plane repo; and on
+    success promotes that commit to the environments that come after once all their upstreams succeeded
+    (their pins and PRs, as promote does). It never merges a PR or pushes to a GitOps environment branch.
+
+    \b
+    Examples (on GitHub the repos and token come from GITHUB_REPOSITORY and GITHUB_TOKEN or .fleetflow.yaml):
+      fleetflow check-rollout --environment dev
+      fleetflow check-rollout --environment dev --format json     # clusters: succeeded, failed, missing
+      fleetflow check-rollout --environment dev --forge local --control-plane control-plane.git
 
     \b
     Gate: the Cluster inventory's statusContexts (or rollout.contextPattern / minClusters), soakTime,
-    timeout; any failure fails fast; a missing status is pending. Exit 0 when pending or success,
-    1 when the gate failed.
+    timeout. Any failure fails it at once; a missing status is pending until the timeout. Contexts are
+    compared without case, as GitHub does. While clusters are missing, a context close to one's (another
+    spelling, the name with its domain) is printed as "not counted"; at a timeout, a missing cluster that
+    reported on another commit (the PR's head, the previous rollout) as "elsewhere". A gate recorded as
+    success stays decided: its statuses are not read again.
+
+    \b
+    Printed: the gate state (pending, success, failure, or waiting-for-merge while the PR that carries the
+    pin is open) and why, then each environment promoted or not. Exit 0 when pending, waiting or success,
+    1 when the gate failed (a cluster failed, or the timeout passed) or a branch holds bad input, 2 usage
+    error, 3 forge or git failure (docs/design.md section 6).
     """
     step = actions_step("check-rollout", github_actions, job_summary)
     with handled(fmt, FLEET_WRITTEN, step, FLEET_NO_STEP) as reply, \

@@ -26,8 +26,24 @@ from fleetflow.promotion.statuspage import write_status_page
 @github_actions_options
 def status(forge: str | None, control_plane: str | None, config: Path | None, fmt: str,
            output: Path | None, github_actions: bool, job_summary: bool) -> None:
-    """For each environment, in promotion order: pinned main commit (and hold), GitOps head, open PR,
-    gate state with n/m clusters, and the last commit that rolled out successfully."""
+    """Show where every environment stands: pin, PR, gate.
+
+    Run it to see the fleet at a glance, by hand or in a workflow's job summary; the status-page action
+    writes the HTML page with it. For each environment, in promotion order: the pinned main commit (and a
+    rollback's hold), the GitOps branch's head, the open PR, the gate state with n/m clusters, and the last
+    commit that rolled out successfully. It reads the control-plane and GitOps repos and the statuses; it
+    writes nothing, except the page with --format html --output DIR.
+
+    \b
+    Examples (on GitHub the repos and token come from GITHUB_REPOSITORY and GITHUB_TOKEN or .fleetflow.yaml):
+      fleetflow status
+      fleetflow status --format markdown >> "$GITHUB_STEP_SUMMARY"   # tables and a Mermaid diagram
+      fleetflow status --format html --output site                   # site/index.html, self-contained
+      fleetflow status --forge local --control-plane control-plane.git
+
+    Exit 0 done, 1 the input on a branch does not load, 2 usage error, 3 forge or git failure (docs/design.md
+    section 6).
+    """
     with handled(fmt) as reply:
         if (fmt == "html") != (output is not None):
             raise UsageError("--format html and --output DIR go together: the page is written to DIR/index.html")
