@@ -86,6 +86,9 @@ CASES: dict[str, Case] = {
     "dispatch null payload": Case("repository_dispatch",
                                   lambda: ev.repository_dispatch_event(CP, "fleetflow-promote", None), "none",
                                   invalid=True),
+    "dispatch commit as a number": Case("repository_dispatch",
+                                        dispatch("fleetflow-promote", environment="qa", commit=1234567), "none",
+                                        invalid=True),
     # control plane: workflow_dispatch (inputs arrive as strings)
     "manual promote": Case("workflow_dispatch", manual(environment="prod-eu", commit=OLD, release="false"),
                            "promote", ["prod-eu"], OLD),
@@ -94,6 +97,7 @@ CASES: dict[str, Case] = {
     "manual short sha": Case("workflow_dispatch", manual(environment="", commit=NEW[:7]), "promote", [], NEW[:7]),
     "manual no commit": Case("workflow_dispatch", manual(environment="dev", commit=""), "none", invalid=True),
     "manual unknown env": Case("workflow_dispatch", manual(environment="Prod", commit=NEW), "none", invalid=True),
+    "manual env with spaces": Case("workflow_dispatch", manual(environment=" qa ", commit=NEW), "none", invalid=True),
     # GitOps repo: statuses
     "status on env branch": Case("status", status("flux/dev-1", "success", ["dev"]), "check-rollout", ["dev"]),
     "status failure on env": Case("status", status("flux/qa-2", "failure", ["qa"]), "check-rollout", ["qa"]),
@@ -105,11 +109,18 @@ CASES: dict[str, Case] = {
                                               ["dev"]),
     "status pending on fleetflow PR head": Case("status", status("ci/lint", "pending", ["fleetflow/dev"]), "none"),
     "status no branch": Case("status", status("flux/dev-1", "success", []), "none"),
+    # GitHub lists at most 10 branches: ten that are not environment branches may hide one that is
+    "status on 10 listed branches": Case("status", status("flux/dev-1", "success", [f"feature/{i}" for i in range(10)]),
+                                         "check-rollout", sorted(ENVS)),
+    "status on 9 listed branches": Case("status", status("flux/dev-1", "success", [f"feature/{i}" for i in range(9)]),
+                                        "none"),
     # GitOps repo: pull requests
     "pr merged": Case("pull_request", closed("fleetflow/qa", "qa", True), "check-rollout", ["qa"]),
     "pr closed unmerged": Case("pull_request", closed("fleetflow/qa", "qa", False), "none"),
     "pr foreign head": Case("pull_request", closed("feature/hotfix", "qa", True), "none"),
     "pr into non-env base": Case("pull_request", closed("fleetflow/qa", "main", True), "none"),
+    "pr from a fork's fleetflow/qa": Case("pull_request", lambda: ev.pull_request_closed_event(
+        GITOPS, 9, "fleetflow/qa", "qa", True, head_repo="mallory/gitops"), "none"),
     "pr opened": Case("pull_request", lambda: {**closed("fleetflow/qa", "qa", False)(), "action": "opened"},
                       "none"),
     # both
@@ -313,3 +324,75 @@ def test_hostile_status_context_in_text_output(tmp_path: Path) -> None:
     payload = ev.status_event(GITOPS, NEW, HOSTILE_CONTEXT, "success", ["dev"])
     done = run_route(tmp_path, "status", payload, "--environments", ",".join(ENVS))
     assert not [line for line in done.stdout.splitlines() if line.startswith("::")]
+
+
+# --- realistic mistakes -----------------------------------------------------------------------------------------
+def test_a_fork_s_branch_named_fleetflow_env_is_not_a_promotion() -> None:
+    """A pull request's ``head.repo`` is the repository its branch lives in (GitHub, "Webhook events and payloads",
+    pull_request: ``head.repo``, null when the fork was deleted). fleetflow pushes its ``fleetflow/<env>`` head
+    branches to the GitOps repository itself, so a merged PR whose head is a fork's branch of that name is a person's
+    change, not fleetflow's promotion: until 2026-11-29 it was routed to check-rollout of the environment."""
+    fork = ev.pull_request_closed_event(GITOPS, 9, "fleetflow/prod-eu", "prod-eu", True, head_repo="mallory/gitops")
+    decision = route("pull_request", fork, environments=ENVS)
+    assert decision.action == "none" and "mallory/gitops" in decision.reason, decision
+    deleted = ev.pull_request_closed_event(GITOPS, 9, "fleetflow/prod-eu", "prod-eu", True, head_repo="mallory/x")
+    deleted["pull_request"]["head"]["repo"] = None
+    assert route("pull_request", deleted, environments=ENVS).action == "none"
+    ours = ev.pull_request_closed_event(GITOPS, 9, "fleetflow/prod-eu", "prod-eu", True)
+    assert route("pull_request", ours, environments=ENVS).environments == ["prod-eu"]
+
+
+def test_a_status_on_a_commit_of_many_branches_checks_every_environment() -> None:
+    """The status payload's ``branches`` "includes a maximum of 10 branches" (GitHub, "Webhook events and payloads",
+    status; the same words in github/rest-api-description's ``webhook-status`` schema): a commit on more branches may
+    be on an environment branch the list leaves out. Until 2026-11-29 such a report was routed to nothing."""
+    ten = ev.status_event(GITOPS, NEW, "flux/qa-1", "success", [f"renovate/x-{i}" for i in range(10)])
+    decision = route("status", ten, environments=ENVS)
+    assert (decision.action, decision.environments) == ("check-rollout", sorted(ENVS))
+    assert "at most 10" in decision.reason
+
+
+@pytest.mark.parametrize(("event", "payload", "reason", "hint"), [
+    # workflow_dispatch: the approval environment of the control-plane workflow is format(approval-environment,
+    # inputs.environment) as typed; names are compared without case ("Environment names are not case sensitive",
+    # GitHub, "Managing environments for deployment") but not trimmed, so " qa " is not fleetflow-qa's approval
+    ("workflow_dispatch", manual(environment=" qa ", commit=NEW), "unknown environment ' qa '",
+     "did you mean 'qa'?"),
+    ("workflow_dispatch", manual(environment="Prod-EU", commit=NEW), "unknown environment 'Prod-EU'",
+     "did you mean 'prod-eu'?"),
+    ("workflow_dispatch", manual(environment="qa", commit="main"), "commit 'main' is not a sha",
+     "not a branch or tag name: git rev-parse main"),
+    ("workflow_dispatch", lambda: ev.workflow_dispatch_event(CP, "refs/heads/main", None),
+     "input commit is missing", "give input commit"),
+    # repository_dispatch: client_payload is whatever POST /repos/{owner}/{repo}/dispatches was sent
+    ("repository_dispatch", lambda: {k: v for k, v in ev.repository_dispatch_event(
+        CP, "fleetflow-promote", None).items() if k != "client_payload"},
+     "client_payload is missing, not an object", '"client_payload": {"environment"'),
+    ("repository_dispatch", lambda: ev.repository_dispatch_event(CP, "fleetflow-promote", "qa@" + NEW),  # type: ignore[arg-type]
+     "client_payload is a string", "POST /repos/{owner}/{repo}/dispatches"),
+    ("repository_dispatch", dispatch("fleetflow-promote", environment="qa", sha=NEW),
+     "client_payload.commit is missing", "given: environment, sha"),
+    ("repository_dispatch", dispatch("fleetflow-promote", environment="qa", commit=1234567),
+     "client_payload.commit is a number, not a string", "as a string"),
+    ("repository_dispatch", dispatch("fleetflow-promote", environment=["qa"], commit=NEW),
+     "client_payload.environment is a list, not a string", "as a string"),
+])
+def test_a_bad_manual_request_says_which_field_and_how_to_fix_it(
+        event: str, payload: Callable[[], dict[str, Any]], reason: str, hint: str, tmp_path: Path) -> None:
+    """Until 2026-11-29 every one of these said "commit '' is not a sha" or "unknown environment" with the hint
+    "check the workflow_dispatch / dispatch inputs"; a commit sent as a JSON number was taken as a sha and " qa "
+    was trimmed to qa (past the approval environment named after the input as typed)."""
+    decision = route(event, payload(), environments=ENVS)
+    assert decision.invalid and decision.action == "none"
+    assert reason in decision.reason and hint in decision.hint, (decision.reason, decision.hint)
+    done = run_route(tmp_path, event, payload(), "--environments", ",".join(ENVS))
+    assert done.returncode == 1 and reason in done.stderr and hint in done.stderr, done.stderr
+
+
+def test_a_forced_push_to_main_says_reconcile_moves_forward_only() -> None:
+    """``forced`` is true for a force push ("Webhook events and payloads", push). main reset to an older commit is
+    not promoted by reconcile (it never moves an environment back): the reason says so instead of "promote"."""
+    back = ev.push_event(CP, "refs/heads/main", NEW, OLD, forced=True)
+    decision = route("push", back, environments=ENVS)
+    assert decision.action == "promote" and "forced push" in decision.reason and "fleetflow promote" in decision.reason
+    assert "forced" not in route("push", ev.push_event(CP, "refs/heads/main", OLD, NEW), environments=ENVS).reason

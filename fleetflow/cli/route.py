@@ -71,7 +71,8 @@ def route_command(event_name: str, event_path: Path, environments: str | None, f
             click.echo(f"{decision.action} {','.join(decision.environments)} {decision.commit}".rstrip())
             click.echo(one_line(decision.reason))
 
-        problems = [Problem(one_line(decision.reason), None, "check the workflow_dispatch / dispatch inputs")]
+        problems = [Problem(one_line(decision.reason), None,
+                            one_line(decision.hint) or "check the workflow_dispatch / dispatch inputs")]
         reply.done(decision, text, problems=problems if decision.invalid else [])
 
 

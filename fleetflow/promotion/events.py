@@ -11,14 +11,20 @@ inside a payload). Control-plane repo events:
 
 GitOps repo events:
 
-* ``status`` on a commit of an environment branch (not fleetflow's own contexts) → check-rollout;
+* ``status`` on a commit of an environment branch (not fleetflow's own contexts) → check-rollout; when the
+  payload lists the most branches it ever lists (:data:`STATUS_BRANCHES_LISTED`) and none is an environment branch,
+  the list may have been cut: check-rollout of every environment;
 * ``status`` ``success`` on a ``fleetflow/<env>`` PR head → schedule (merges the PR when ``autoMerge`` is on);
-* ``pull_request`` closed and merged from a ``fleetflow/<env>`` head → check-rollout of that environment;
+* ``pull_request`` closed and merged from a ``fleetflow/<env>`` head of the same repository (a fork's branch of that
+  name is not fleetflow's) → check-rollout of that environment;
 * ``schedule`` → check-rollout of every environment (the fallback when an event was missed).
 
 A payload is untrusted data: a payload that is not a JSON object is an :class:`InputError`; a field of the wrong
 type (a list where an object belongs) counts as absent, which gives ``none`` or an invalid request, never a
-traceback.
+traceback. A manual request's ``environment`` and ``commit`` must be strings; the environment is taken exactly as
+given (``" qa "`` or ``Qa`` is refused with a hint, not trimmed or folded: the control-plane workflow names its
+approval environment after the input as typed, so a trimmed name would promote past another environment's
+protection rules).
 """
 
 from __future__ import annotations
@@ -29,13 +35,16 @@ from typing import Any, Literal
 
 from pydantic import ConfigDict, Field
 
-from fleetflow.errors import InputError, Problem
+from fleetflow.errors import InputError, Problem, closest
 from fleetflow.results import Result
 
 Action = Literal["promote", "schedule", "check-rollout", "none"]
 PROMOTE_EVENT = "fleetflow-promote"
 SHA = re.compile(r"^[0-9a-f]{7,40}$")
 NAME = re.compile(r"^[a-z0-9][a-z0-9._-]{0,62}$")
+# "The array includes a maximum of 10 branches" ("Webhook events and payloads", status): a commit on more branches
+# may be on an environment branch the payload does not name
+STATUS_BRANCHES_LISTED = 10
 
 
 class Route(Result):
@@ -49,6 +58,7 @@ class Route(Result):
     release: bool = False
     reason: str = ""
     invalid: bool = False  # the event asked for something impossible (a bad manual input): an error, not a no-op
+    hint: str = Field(default="", exclude=True)  # how to fix an invalid request (the problem's hint)
 
 
 def _none(reason: str) -> Route:
@@ -103,6 +113,9 @@ def route(
         after = str(payload.get("after", ""))
         if branch == main_branch:
             why = f"push to {main_branch}: promote {after[:12]} to the first environments"
+            if payload.get("forced") is True:
+                why += (" if it is newer than their pins (a forced push: reconcile never moves an environment back; "
+                        "an older commit is promoted by hand with fleetflow promote)")
             return Route(action="promote", environments=[], commit=after, reason=why)
         if branch in branches:
             env = branches[branch]
@@ -112,18 +125,24 @@ def route(
     if event_name == "repository_dispatch":
         if payload.get("action") != PROMOTE_EVENT:
             return _none(f"repository_dispatch {payload.get('action')!r} is not {PROMOTE_EVENT}")
-        data = _object(payload.get("client_payload"))
-        return _promote_request(data.get("environment"), data.get("commit"), data.get("release"), environments,
-                                "repository_dispatch")
+        data = payload.get("client_payload")
+        if not isinstance(data, Mapping):
+            what = f"is {_type_name(data)}" if "client_payload" in payload else "is missing"
+            return _invalid(
+                f"repository_dispatch {PROMOTE_EVENT}: client_payload {what}, not an object with environment and "
+                "commit",
+                f'send {{"event_type": "{PROMOTE_EVENT}", "client_payload": {{"environment": "<name>", "commit": '
+                '"<sha>"}} to POST /repos/{owner}/{repo}/dispatches')
+        return _promote_request(data, environments, "repository_dispatch", "client_payload.")
     if event_name == "workflow_dispatch":
         inputs = _object(payload.get("inputs"))
-        return _promote_request(inputs.get("environment"), inputs.get("commit"), inputs.get("release"), environments,
-                                "workflow_dispatch")
+        return _promote_request(inputs, environments, "workflow_dispatch", "input ")
     if event_name == "status":
         context = str(payload.get("context", ""))
         if context.startswith("fleetflow/"):
             return _none(f"status {context} is fleetflow's own record")
-        names = [str(b.get("name", "")) for b in _items(payload.get("branches")) if isinstance(b, Mapping)]
+        listed = _items(payload.get("branches"))
+        names = [str(b.get("name", "")) for b in listed if isinstance(b, Mapping)]
         envs = sorted({n for n in names if n in environments})
         heads = sorted({n.removeprefix("fleetflow/") for n in names if n.removeprefix("fleetflow/") in environments
                         and n.startswith("fleetflow/")})
@@ -131,6 +150,10 @@ def route(
             # a check on a fleetflow PR went green: re-schedule, which merges it when autoMerge is on
             return Route(action="schedule", environments=heads,
                          reason=f"status {context} = success on fleetflow/{heads[0]}")
+        if not envs and len(listed) >= STATUS_BRANCHES_LISTED:
+            return Route(action="check-rollout", environments=sorted(environments),
+                         reason=f"status {context} = {payload.get('state')} on a commit of {len(listed)} or more "
+                         "branches (GitHub lists at most 10): maybe on an environment branch, check them all")
         if not envs:
             return _none(f"status {context} on {str(payload.get('sha', ''))[:12]}: not on an environment branch")
         return Route(action="check-rollout", environments=envs, reason=f"status {context} = {payload.get('state')}")
@@ -142,6 +165,12 @@ def route(
             return _none("pull request not merged")
         if head != f"fleetflow/{base}" or base not in environments:
             return _none(f"merged PR {head} -> {base} is not a fleetflow promotion")
+        head_repo = _object(_object(pr.get("head")).get("repo")).get("full_name")
+        base_repo = _object(_object(pr.get("base")).get("repo")).get("full_name")
+        if not head_repo or head_repo != base_repo:
+            # a fork may name a branch fleetflow/<env>; fleetflow pushes its head branches to the GitOps repo itself
+            return _none(f"merged PR {head} -> {base} comes from {head_repo or 'a deleted repository'}, not "
+                         f"{base_repo}: not a fleetflow promotion")
         return Route(action="check-rollout", environments=[base], reason=f"PR #{pr.get('number')} merged into {base}")
     if event_name == "schedule":
         return Route(action="check-rollout", environments=sorted(environments),
@@ -149,15 +178,35 @@ def route(
     return _none(f"event {event_name} is not one fleetflow acts on")
 
 
-def _promote_request(environment: object, commit: object, release: object, environments: Sequence[str],
-                     source: str) -> Route:
-    env = str(environment or "").strip()
-    sha = str(commit or "").strip().lower()
-    if env and (not NAME.match(env) or env not in environments):
-        known = ", ".join(sorted(environments))
-        return Route(action="none", reason=f"{source}: unknown environment {env!r} (known: {known})", invalid=True)
+def _invalid(reason: str, hint: str) -> Route:
+    return Route(action="none", reason=reason, invalid=True, hint=hint)
+
+
+def _promote_request(fields: Mapping[str, Any], environments: Sequence[str], source: str, prefix: str) -> Route:
+    """``fields``: the dispatch's ``client_payload`` or the manual run's ``inputs``; ``prefix`` names a field the
+    way the person who sent it knows it (``client_payload.commit``, ``input commit``)."""
+    environment, commit, release = fields.get("environment"), fields.get("commit"), fields.get("release")
+    known = ", ".join(sorted(environments))
+    for key, value in (("environment", environment), ("commit", commit)):
+        if value is not None and not isinstance(value, str):
+            return _invalid(f"{source}: {prefix}{key} is {_type_name(value)}, not a string",
+                            f"give {prefix}{key} as a string" + (" of the commit's sha" if key == "commit" else ""))
+    env = environment or ""
+    if env and env not in environments:
+        near = next((e for e in environments if e == env.strip() or e.lower() == env.strip().lower()), None) \
+            or closest(env.strip(), environments)
+        return _invalid(f"{source}: unknown environment {env!r} (known: {known})",
+                        f"did you mean {near!r}? Give {prefix}environment exactly as the Environment is named"
+                        if near else f"give {prefix}environment as one of: {known}; empty for the first environments")
+    sha = (commit or "").strip().lower()
+    if not sha:
+        given = ", ".join(sorted(str(k) for k in fields))
+        return _invalid(f"{source}: {prefix}commit is missing (a sha of main to promote)",
+                        f"give {prefix}commit: the main commit's sha (git rev-parse origin/main)"
+                        + (f"; given: {given}" if given else ""))
     if not SHA.match(sha):
-        return Route(action="none", reason=f"{source}: commit {sha!r} is not a sha (7 to 40 hex digits)",
-                     invalid=True)
+        return _invalid(f"{source}: commit {sha!r} is not a sha (7 to 40 hex digits)",
+                        f"give {prefix}commit as the commit's sha, not a branch or tag name: git rev-parse {sha}"
+                        if NAME.match(sha) else f"give {prefix}commit as the commit's sha (7 to 40 hex digits)")
     return Route(action="promote", environments=[env] if env else [], commit=sha, release=_truthy(release),
                  reason=f"{source}: promote {sha[:12]} to {env or 'the first environments'}")
