@@ -593,3 +593,48 @@ def test_the_summary_says_a_pr_this_run_merged_is_merged(fleet: Fleet) -> None:
     with fleet.context() as ctx:
         third = reconcile(ctx, rechecks=(head,))
     assert merged(third, "qa") == ["merge", "gate"]
+
+
+def test_a_deleted_environment_branch_is_a_problem_not_not_promoted_yet(fleet: Fleet,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """qa's branch was deleted (a push with ``deleted: true``: ``git push --delete``, or GitHub's "Automatically
+    delete head branches" after a pull request from qa was merged) while dev's PR waits. qa's files (cluster types,
+    inventory, GitOpsRepo) are gone: until 2026-11-29 reconcile said "qa: not promoted yet / nothing due" and exited
+    0 on every run until dev rolled out, and only then failed, in qa's promotion. Now qa's problem says which branch
+    is missing and how to get it back (exit 1) at once, and the other environments go on."""
+    sha = fleet.branch_sha(fleet.cp_url, "main")
+    run(fleet)
+    git(fleet.root, "--git-dir", fleet.cp_url, "update-ref", "-d", "refs/heads/qa")
+    before = refs(fleet)
+    outcome = run(fleet)
+    [qa] = [e for e in outcome.environments if e.environment == "qa"]
+    assert qa.exit_code == 1 and outcome.exit_code == 1
+    assert "branch 'qa' does not exist" in qa.problems[0].message and "push it back" in (qa.problems[0].hint or "")
+    assert qa.waiting == "" and did(outcome) == {} and refs(fleet) == before
+    [dev] = [e for e in outcome.environments if e.environment == "dev"]
+    assert dev.problems == [] and dev.waiting.startswith("PR #") and fleet.pin("dev") == sha
+    cli_environment(fleet, monkeypatch)
+    text = CliRunner().invoke(cli, ["reconcile", "--forge", fleet.forge.name, "--control-plane", fleet.cp_id])
+    assert text.exit_code == 1 and "qa: environment qa: branch 'qa' does not exist" in text.stderr, text.output
+    assert "nothing promoted here yet" not in text.stdout.split("qa:", 1)[1].split("prod-eu:")[0]
+
+
+def test_main_forced_back_says_the_pin_it_found(fleet: Fleet, monkeypatch: pytest.MonkeyPatch) -> None:
+    """main was force-pushed back (``forced: true``) to a commit older than dev's pin: reconcile never moves dev back
+    and says that dev's pin is not on main. Until 2026-11-29 its summary line said "dev: not promoted yet" next to
+    that problem; it says the pin now."""
+    first = fleet.branch_sha(fleet.cp_url, "main")
+    run(fleet)
+    second = fleet.push_main({"templates/extra.yaml": "# second\n"}, "second")
+    run(fleet)
+    assert fleet.pin("dev") == second
+    git(fleet.root, "--git-dir", fleet.cp_url, "update-ref", "refs/heads/main", first)
+    before = refs(fleet)
+    outcome = run(fleet)
+    [dev] = [e for e in outcome.environments if e.environment == "dev"]
+    assert dev.exit_code == 1 and f"pinned to {second}, which is not on main" in dev.problems[0].message
+    assert dev.found.pin == second and dev.found.summary().startswith(f"pinned to main@{second[:12]}")
+    assert refs(fleet) == before and fleet.pin("dev") == second  # nothing moved back
+    cli_environment(fleet, monkeypatch)
+    text = CliRunner().invoke(cli, ["reconcile", "--forge", fleet.forge.name, "--control-plane", fleet.cp_id])
+    assert text.exit_code == 1 and f"dev: pinned to main@{second[:12]}" in text.stdout, text.output

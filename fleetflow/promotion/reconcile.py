@@ -247,9 +247,18 @@ def _observe(run: _Run, name: str, envs: dict[str, Resource[EnvironmentSpec]]) -
     env = ctx.environment(envs, name)
     branch = ctx.env_branch(env)
     env_sha = ctx.git.fetch_branch(ctx.cp_url, branch)
+    if env_sha is None:
+        # deleted (GitHub's "Automatically delete head branches" after a PR from it was merged, a push --delete) or
+        # never made: the pin and the environment's files are gone. Until 2026-11-29 the run said "not promoted
+        # yet, nothing due" and exited 0.
+        raise InputError([Problem(
+            f"environment {name}: branch {branch!r} does not exist in the control-plane repo {ctx.control_plane}",
+            None, f"push it back at its last commit (the deletion's push event names it as 'before'), or create "
+            f"it with the environment's files; fleetflow writes {PIN_FILE} there",
+        )])
     pin = ctx.pin(env_sha, branch)
-    found = Found(pin=pin.commit, held=pin.hold, env_commit=env_sha)
-    if env_sha is None or pin.commit is None:
+    found = run.found[name] = Found(pin=pin.commit, held=pin.hold, env_commit=env_sha)
+    if pin.commit is None:
         return _View(found, None)
     at = pinned(ctx, name, required=True)
     assert at is not None
@@ -389,6 +398,8 @@ def reconcile_environment(run: _Run, name: str, main_tip: str) -> EnvironmentRec
         if view is not None:
             _settle_record(run, name, view, result)
     except FleetflowError as error:
+        # what was read before the error (a pin that is not on main is still the pin): not "not promoted yet"
+        result.found = run.found.get(name, result.found)
         result.problems = error.problems()
         result.exit_code = error.exit_code
         ctx.say(f"{name}: {'; '.join(str(p) for p in result.problems)}")
