@@ -638,3 +638,43 @@ def test_main_forced_back_says_the_pin_it_found(fleet: Fleet, monkeypatch: pytes
     cli_environment(fleet, monkeypatch)
     text = CliRunner().invoke(cli, ["reconcile", "--forge", fleet.forge.name, "--control-plane", fleet.cp_id])
     assert text.exit_code == 1 and f"dev: pinned to main@{second[:12]}" in text.stdout, text.output
+
+
+def test_a_run_that_dies_half_way_says_the_step_it_was_in_and_the_next_runs_finish_it(
+        fleet: Fleet, monkeypatch: pytest.MonkeyPatch) -> None:
+    """dev's gate is recorded and qa is pinned and its head pushed, then opening qa's PR fails (the forge drops the
+    connection). Until 2026-11-29 the summary said "qa: not promoted yet" and nothing else (the pin was only in the
+    narration on stderr): now it says the step it was in. The next run finishes it (schedule, not a second pin),
+    and the one after writes nothing and says what it waits for."""
+    sha = fleet.branch_sha(fleet.cp_url, "main")
+    run(fleet)
+    fleet.approve("dev")
+    report(fleet, "dev")
+    real = type(fleet.forge).create_pull
+
+    def drops_qa(self: object, repo: str, head: str, *args: object, **kwargs: object) -> object:
+        if head == "fleetflow/qa":
+            raise ForgeError("connection reset by peer")
+        return real(self, repo, head, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(type(fleet.forge), "create_pull", drops_qa)
+    cli_environment(fleet, monkeypatch)
+    args = ["reconcile", "--forge", fleet.forge.name, "--control-plane", fleet.cp_id]
+    died = CliRunner().invoke(cli, args)
+    assert died.exit_code == 3, died.output
+    assert f"  stopped in promote main@{sha[:12]} (connection reset by peer)" in died.stdout, died.stdout
+    assert "  did gate: gate success" in died.stdout and fleet.pin("qa") == sha
+    # still down: the next run is in qa's schedule (qa is pinned now) when it stops, and says so in JSON
+    data = json.loads(CliRunner().invoke(cli, [*args, "--format", "json"]).stdout)
+    stopped = {e["environment"]: e["stoppedIn"] for e in data["result"]["environments"] if e["stoppedIn"]}
+    assert list(stopped) == ["qa"] and stopped["qa"].startswith(f"schedule main@{sha[:12]} + qa@"), stopped
+    assert data["exitCode"] == 3
+    monkeypatch.setattr(type(fleet.forge), "create_pull", real)
+    finished = run(fleet)
+    assert did(finished) == {"qa": ["schedule"]} and list(open_prs(fleet)) == ["qa"]
+    assert all(e.stopped_in == "" for e in finished.environments)
+    before = refs(fleet)
+    again = run(fleet)
+    assert did(again) == {} and refs(fleet) == before
+    [qa] = [e for e in again.environments if e.environment == "qa"]
+    assert qa.waiting.startswith("PR #")

@@ -143,6 +143,10 @@ def reconcile_command(environment: str | None, verify_merges: bool | None, reche
                     click.echo(f"  did {step.step}: {step.message}")
                 if env.merge is not None and env.merge.state != "merged":
                     click.echo(f"  merge: {env.merge.state}" + (f" ({env.merge.reason})" if env.merge.reason else ""))
+                if env.stopped_in:
+                    why = env.problems[0].message if env.problems else "an error"
+                    click.echo(f"  stopped in {env.stopped_in} ({why}): what it wrote before that stands; the next "
+                               "run finishes it")
                 if not env.did and not env.problems:
                     click.echo("  nothing due" + (f": {env.waiting}" if env.waiting else ""))
                 elif env.waiting:

@@ -134,6 +134,9 @@ class EnvironmentReconcile(Result):
     waiting: str = ""  # what the environment waits for when nothing is due
     merge: MergeOutcome | None = None  # the merge step's outcome in this run (merged, auto-merge, waiting, ...)
     problems: list[Problem] = Field(default_factory=list)
+    # the step this run was taking when ``problems`` stopped it ("promote main@abc"): what ``found`` cannot say (it
+    # was read before the step, whose writes before the failure stand; the next run finishes it)
+    stopped_in: str = ""
     exit_code: int = Field(default=0, exclude=True)
     _pull: PullRequest | None = PrivateAttr(default=None)  # the PR a step of this run wrote or read
     _closed: bool = PrivateAttr(default=False)  # the PR was found closed without merging in this run
@@ -389,6 +392,7 @@ def reconcile_environment(run: _Run, name: str, main_tip: str) -> EnvironmentRec
             elif view.found.pull_request is None and result.merge is not None and result.merge.state == "merged":
                 view.found.merged_pull = result.merge.number
             step = _next_step(run, name, envs, main_tip, view, done, result)
+            result.stopped_in = ""  # the step (if any) was taken
             if step is None:
                 break
             done.add(step.step)
@@ -422,6 +426,7 @@ def _next_step(run: _Run, name: str, envs: dict[str, Resource[EnvironmentSpec]],
     ctx, f, at = run.ctx, view.found, view.at
     # 1. the gate, when the GitOps branch carries the pin and no success is recorded yet
     if at is not None and "gate" not in done and f.gitops_main == f.pin and f.gate != "success":
+        result.stopped_in = f"gate of main@{short(f.pin)}"
         gate = check_rollout(ctx, name, fan_out=False)
         run.wrote()
         return Step(step="gate", message=f"gate {gate.state}: {gate.description}", result=gate)
@@ -432,6 +437,7 @@ def _next_step(run: _Run, name: str, envs: dict[str, Resource[EnvironmentSpec]],
             if f.held:
                 result.wait(f"held ({f.held}); main@{short(target)} is due but not promoted")
             else:
+                result.stopped_in = f"promote main@{short(target)}"
                 outcome = promote(ctx, name, target, skip_held=True)
                 run.wrote()
                 if outcome.schedule is not None:
@@ -489,6 +495,7 @@ def _propose_and_merge(run: _Run, name: str, view: _View, done: set[StepName],
                 "checks again", reason="waiting for checks (recorded)"))
         if f.pull_ref is not None:  # a status on the head: decide from its checks, the PR need not be read
             done.add("merge")
+            result.stopped_in = f"merge PR #{f.pull_ref}"
             return _merge_step(run, result, merge_when_green(
                 ctx.forge, at.gitops_repo, f.pull_ref, at.gitops_branch, view.head_sha,
                 "auto-merge unavailable (recorded in git)"))
@@ -505,6 +512,7 @@ def _propose_and_merge(run: _Run, name: str, view: _View, done: set[StepName],
             result.wait(f"schedule due (main@{short(at.main_sha)} + {at.branch}@{short(at.env_sha)}): "
                         f"{SHARDED_SCHEDULE}")
             return None
+        result.stopped_in = f"schedule main@{short(at.main_sha)} + {at.branch}@{short(at.env_sha)}"
         scheduled = schedule_environment(ctx, name)
         run.wrote()
         result.merged_step(scheduled.merge, scheduled.pull)
@@ -524,6 +532,7 @@ def _propose_and_merge(run: _Run, name: str, view: _View, done: set[StepName],
         ctx.say(f"{name}: warning: {problem}")
     if wrote:
         run.wrote()
+    result.stopped_in = f"merge PR #{pr.number}"
     return _merge_step(run, result, merge_if_due(ctx.forge, at.gitops_repo, pr, auto_merge=view.auto_merge))
 
 
