@@ -326,23 +326,32 @@ def callers(git: GitRepos, url: str, sha: str, reusable: str) -> list[str]:
     reusable workflow ``reusable`` (``uses: <owner>/<repo>/.github/workflows/<reusable>@<ref>``, or a vendored
     ``./.github/workflows/<reusable>``), whatever their names: a caller copied from examples/workflows/ under a name
     of its own is one too. A file that is not YAML calls nothing."""
+    return sorted(caller_files(git, url, sha, reusable))
+
+
+def calls(job: object, reusable: str) -> bool:
+    """Whether a workflow's job calls ``reusable`` (:func:`callers`)."""
+    return isinstance(job, dict) and str(job.get("uses", "")).split("@")[0].endswith("/" + reusable)
+
+
+def caller_files(git: GitRepos, url: str, sha: str, reusable: str) -> dict[str, str]:
+    """:func:`callers` with each file's text."""
     listed = git.mirror(url).ls_tree(sha, [f"{WORKFLOWS_DIR}/"])
-    found = []
+    found: dict[str, str] = {}
     for entry in listed:
         if entry.kind != "blob" or not entry.path.endswith((".yml", ".yaml")):
             continue
         text = git.read_file(url, sha, entry.path)
+        if not text:
+            continue
         try:
-            data = yaml.safe_load(text) if text else None
+            data = yaml.safe_load(text)
         except yaml.YAMLError:
             continue
         jobs = data.get("jobs") if isinstance(data, dict) else None
-        if isinstance(jobs, dict) and any(
-            isinstance(job, dict) and str(job.get("uses", "")).split("@")[0].endswith("/" + reusable)
-            for job in jobs.values()
-        ):
-            found.append(entry.path)
-    return sorted(found)
+        if isinstance(jobs, dict) and any(calls(job, reusable) for job in jobs.values()):
+            found[entry.path] = text
+    return found
 
 
 def _current_default(forge: Forge, repo: str) -> str | None:

@@ -77,7 +77,14 @@ from fleetflow.forge.rulesets import (
 from fleetflow.model.controlplane import Resource, build_resource
 from fleetflow.model.documents import read_tree
 from fleetflow.model.resources import ClusterSpec, EnvironmentSpec, GitOpsRepoSpec
-from fleetflow.promotion.bootstrap import CONTROL_PLANE_REUSABLE, GITOPS_REUSABLE, WORKFLOW_FILE, callers
+from fleetflow.promotion.bootstrap import (
+    CONTROL_PLANE_REUSABLE,
+    GITOPS_REUSABLE,
+    WORKFLOW_FILE,
+    caller_files,
+    callers,
+    calls,
+)
 from fleetflow.promotion.context import Context, head_branch, short
 from fleetflow.promotion.gate import context_key
 from fleetflow.promotion.merge_records import KINDS, RECORDS_PATTERN, TAG_PREFIX, record_ref
@@ -697,12 +704,20 @@ def _check_branch_rules(ctx: Context, found: Diagnosis, env: EnvSetup, repo: str
         found.ok(f"{where}: required checks ({', '.join(rules.required) or 'none'})")
 
 
-def _caller_inputs(ctx: Context, url: str, sha: str) -> dict[str, Any]:
-    """The ``with:`` inputs the caller workflow on ``sha`` passes to fleetflow's reusable workflow (every job's,
-    merged); empty when the file is missing or not YAML (the workflows check reports that)."""
+def _caller_inputs(ctx: Context, url: str, sha: str, reusable: str) -> dict[str, Any]:
+    """The ``with:`` inputs the caller workflows on ``sha`` pass to fleetflow's reusable workflow ``reusable``
+    (every calling job's, merged): the callers whatever their names (:func:`callers`), else :data:`WORKFLOW_FILE`'s
+    jobs that use anything of fleetflow's; empty when there is none or it is not YAML (the workflows check reports
+    that). Until 2026-11-29 only :data:`WORKFLOW_FILE` was read: a caller named otherwise passed nothing."""
+    files = caller_files(ctx.git, url, sha, reusable)
+    if files:
+        jobs = [job for text in files.values() for job in _workflow_jobs(text) if calls(job, reusable)]
+    else:
+        jobs = [job for job in _workflow_jobs(ctx.git.read_file(url, sha, WORKFLOW_FILE))
+                if "fleetflow" in str(job.get("uses", ""))]
     inputs: dict[str, Any] = {}
-    for job in _workflow_jobs(ctx.git.read_file(url, sha, WORKFLOW_FILE)):
-        if "fleetflow" in str(job.get("uses", "")) and isinstance(job.get("with"), dict):
+    for job in jobs:
+        if isinstance(job.get("with"), dict):
             inputs.update(job["with"])
     return inputs
 
@@ -731,7 +746,7 @@ def _environments(ctx: Context, found: Diagnosis, repo: str) -> dict[str, Any] |
 
 def _check_approval_environments(ctx: Context, found: Diagnosis, cp: str, main_sha: str,
                                  setups: list[EnvSetup]) -> None:
-    pattern = _caller_inputs(ctx, ctx.cp_url, main_sha).get("approval-environment")
+    pattern = _caller_inputs(ctx, ctx.cp_url, main_sha, CONTROL_PLANE_REUSABLE).get("approval-environment")
     if not isinstance(pattern, str) or not pattern:
         found.ok(f"{cp}: no approval-environment in the caller (manual promotions are gated by the GitOps PR review)")
         return
@@ -762,7 +777,7 @@ def _check_approval_environments(ctx: Context, found: Diagnosis, cp: str, main_s
 
 def _check_status_page_environment(ctx: Context, found: Diagnosis, repo: str, url: str, branch: str,
                                    sha: str) -> None:
-    if _caller_inputs(ctx, url, sha).get("status-page") is not True:
+    if _caller_inputs(ctx, url, sha, GITOPS_REUSABLE).get("status-page") is not True:
         return
     existing = _environments(ctx, found, repo)
     if existing is None:
