@@ -532,3 +532,39 @@ def test_a_misspelt_input_is_an_error_not_a_silent_default(tmp_path: Path, capsy
     assert out == ["input ouptut: fleetflow status page has no such input, so it would be ignored (GitHub only warns "
                    "\"Unexpected input(s)\"): did you mean output? its inputs are output, forge, control-plane, "
                    "token, api-url, app-id, app-private-key, summary"]
+
+
+REUSABLE = [ROOT / ".github" / "workflows" / f"fleetflow-{n}.yml"
+            for n in ("control-plane", "gitops", "schedule-shards")]
+
+
+@pytest.mark.parametrize("path", REUSABLE, ids=lambda p: p.name)
+def test_no_credentials_says_how_to_map_the_secrets(path: Path) -> None:
+    """The step that stops a run without credentials, its script run by bash with the job's environment. A caller
+    with ``secrets: inherit`` passes the repository's secrets under their own names, and a secret's name holds only
+    alphanumerics and underscores (GitHub's "Naming your secrets", https://docs.github.com/en/actions/reference/
+    security/secrets): nothing fills ``app-id``. Until 2026-11-29 the error said "pass the app-id and app-private-key
+    secrets", which a user with ``inherit`` and FLEETFLOW_APP_ID set believes they do; now it gives the mapping to
+    paste. The runner evaluates ``${{`` anywhere in ``run:`` (the script never writes it: it reaches the log as
+    the shell prints it). The sha check says only its own message."""
+    doc = load(path)
+    checks = [(job, step) for job in doc["jobs"].values() for step in job.get("steps") or []
+              if step.get("name") == "Check the credentials and which fleetflow to run"]
+    assert checks
+    for _, step in checks:
+        script = step["run"]
+        assert "${{" not in script
+        env = {"FLEETFLOW_HAS_CREDENTIALS": "false", "FLEETFLOW_REF": "a" * 40, "PATH": os.environ["PATH"]}
+        out = subprocess.run(["bash", "-c", script], env=env, capture_output=True, text=True, check=False)
+        assert out.returncode == 2
+        [line] = out.stdout.splitlines()
+        assert line.startswith("::error title=fleetflow::no credentials: ")
+        assert ("secrets: app-id: ${{ secrets.FLEETFLOW_APP_ID }} and app-private-key: "
+                "${{ secrets.FLEETFLOW_APP_PRIVATE_KEY }}") in line
+        assert "secrets: inherit cannot fill them" in line
+        env = {"FLEETFLOW_HAS_CREDENTIALS": "true", "FLEETFLOW_REF": "", "PATH": os.environ["PATH"]}
+        out = subprocess.run(["bash", "-c", script], env=env, capture_output=True, text=True, check=False)
+        assert out.returncode == 2
+        assert out.stdout.splitlines() == [
+            "::error title=fleetflow::no job.workflow_sha on this platform (pass fleetflow-ref: the sha in your uses "
+            "line)"]
