@@ -9,10 +9,10 @@ workflow-syntax), so a caller copied from examples/workflows/ and named as its o
 from __future__ import annotations
 
 from fleetflow.promotion.bootstrap import MARKER, WORKFLOW_FILE
-from fleetflow.promotion.doctor import diagnose
+from fleetflow.promotion.doctor import diagnose, filter_matches
 from tests.fleet import ENVIRONMENTS, Fleet, git
 from tests.ghstub.server import GitHubStub
-from tests.test_setup import init_fleet
+from tests.test_setup import commit_file, init_fleet
 
 
 def rename_caller(fleet: Fleet, url: str, branch: str, name: str, edit: tuple[str, str] = ("", "")) -> str:
@@ -59,3 +59,100 @@ def test_the_inputs_of_a_caller_under_a_name_of_its_own_are_read(fleet: Fleet) -
     approvals = [f for f in diagnosis.findings if f.where == fleet.cp_id]
     assert len(approvals) == len(ENVIRONMENTS)
     assert all("does not exist" in f.problem for f in approvals)
+
+
+def test_github_branch_filter_patterns() -> None:
+    """GitHub's "Filter pattern cheat sheet" (https://docs.github.com/en/actions/reference/workflows-and-actions/
+    workflow-syntax#filter-pattern-cheat-sheet): ``*`` "Matches zero or more characters, but does not match the /
+    character", ``**`` "Matches zero or more of any character", ``?`` "Matches zero or one of the preceding
+    character", ``+`` "Matches one or more of the preceding character", ``[]`` one character of a set or range,
+    ``!`` at the start negates the patterns before it; order matters ("A matching positive pattern after a negative
+    match will include the Git ref again"); ``\\`` escapes a special character (github/docs, data/reusables/actions/
+    workflows/run-on-specific-branches-or-tags1.md: "you need to escape each of these special characters with
+    \\")."""
+    cases = [
+        (["main", "dev"], "dev", True), (["main", "dev"], "qa", False), ([], "dev", False),
+        (["release/*"], "release/a", True), (["release/*"], "release/a/b", False), (["*"], "feature/x", False),
+        (["release/**"], "release/a/b", True), (["**"], "feature/x", True),
+        (["prod-*", "!prod-us"], "prod-us", False), (["prod-*", "!prod-us"], "prod-eu", True),
+        (["!prod-us", "prod-*"], "prod-us", True),
+        (["Octoc?t"], "Octoct", True), (["Octoc?t"], "Octocat", False), (["qa?"], "q", True),
+        (["q+a"], "qqqa", True), (["q+a"], "a", False),
+        (["[dq]*"], "qa", True), (["[dq]*"], "prod-eu", False), (["v[0-9]"], "v7", True),
+        (["a\\*"], "a*", True), (["a\\*"], "ab", False), (["prod.eu"], "prod-eu", False),
+    ]
+    assert [(p, n) for p, n, want in cases if filter_matches(p, n) != want] == []
+
+
+def set_branches(text: str, event: str, value: str) -> str:
+    """``text`` with the ``branches:`` line of ``on.<event>`` (init's callers list it right below) replaced."""
+    lines = text.splitlines(keepends=True)
+    start = lines.index(f"  {event}:\n")
+    at = next(i for i in range(start, len(lines)) if lines[i].startswith("    branches:"))
+    lines[at] = f"    branches: {value}\n"
+    return "".join(lines)
+
+
+def test_doctor_reports_a_branch_the_caller_does_not_run_for(fleet: Fleet) -> None:
+    """A push runs the workflow file of the pushed commit, a pull_request the one of the PR's merge ref (base:
+    the GitOps environment branch) ("Events that trigger workflows", https://docs.github.com/en/actions/
+    writing-workflows/choosing-when-your-workflow-runs/events-that-trigger-workflows), filtered by its
+    ``branches`` (workflow syntax, ``on.<push|pull_request>.<branches|branches-ignore>``), and a pull_request
+    workflow runs on ``closed`` only when ``types`` lists it ("By default, a workflow only runs when a pull_request
+    event's activity type is opened, synchronize, or reopened"). An environment branch its own caller does not run
+    for was only picked up by the cron tick, and doctor said healthy; now a ``triggers`` problem names the file, the
+    line and the filter to write, glob patterns read as GitHub does."""
+    init_fleet(fleet)
+    cp, go = fleet.cp_id, fleet.gitops_id
+    with fleet.context() as ctx:
+        text = ctx.git.read_file(ctx.cp_url, ctx.git.fetch_branch(ctx.cp_url, "prod-eu") or "", WORKFLOW_FILE)
+        go_text = ctx.git.read_file(fleet.gitops_url, ctx.git.fetch_branch(fleet.gitops_url, "qa") or "",
+                                    WORKFLOW_FILE)
+    assert text is not None and go_text is not None
+    # a new environment added to the chain, its branch's copy of the caller not updated
+    fleet.push_env("prod-eu", {WORKFLOW_FILE: set_branches(text, "push", "[main, dev, qa]")}, "old caller")
+    # globs: prod-* but not prod-us (an exclusion after it), and dr through d?r
+    fleet.push_env("prod-us", {WORKFLOW_FILE: set_branches(text, "push", "[main, dev, qa, 'prod-*', '!prod-us', "
+                                                                          "'d?r']")}, "globs")
+    fleet.push_env("dr", {WORKFLOW_FILE: set_branches(text, "push", "[main, dev, qa, 'prod-*', 'd?r']")}, "globs")
+    commit_file(fleet, fleet.gitops_url, "qa",
+                WORKFLOW_FILE, go_text.replace("    types: [closed]\n", "").replace("branches: [", "branches: [main, "))
+    with fleet.context() as ctx:
+        diagnosis = diagnose(ctx)
+    found = {(f.check, f.where): f for f in diagnosis.findings}
+    assert set(found) == {("triggers", f"{cp}@prod-eu"), ("triggers", f"{cp}@prod-us"), ("triggers", f"{go}@qa")}
+    eu = found[("triggers", f"{cp}@prod-eu")]
+    assert eu.problem == (f"{WORKFLOW_FILE}:9: on.push.branches (main, dev, qa) does not match prod-eu: a push to "
+                          "prod-eu (a promotion's pin, a change to prod-eu's files) starts no fleetflow run: it waits "
+                          "for the cron tick")
+    assert eu.fix.startswith(f"in {WORKFLOW_FILE}, on.push: branches: [main, dev, qa, dr, prod-eu, prod-us] "
+                             "(patterns: https://docs.github.com/")
+    us = found[("triggers", f"{cp}@prod-us")]
+    assert "on.push.branches (main, dev, qa, prod-*, !prod-us, d?r) does not match prod-us" in us.problem
+    assert "branches: [main, dev, qa, 'prod-*', '!prod-us', 'd?r', prod-us]" in us.fix
+    qa = found[("triggers", f"{go}@qa")]
+    assert qa.problem.startswith(f"{WORKFLOW_FILE}:9: on.pull_request.types (none: GitHub's default, opened, "
+                                 "synchronize and reopened) lacks closed: qa's merged PR into qa starts no")
+    assert "types: [closed]" in qa.fix
+    assert f"{cp}@dr: {WORKFLOW_FILE} runs on push for dr" in diagnosis.checked
+
+
+def test_doctor_reports_a_caller_that_inherits_the_secrets(fleet: Fleet) -> None:
+    """``secrets: inherit`` passes the caller's secrets under their own names ("jobs.<job_id>.secrets.inherit",
+    https://docs.github.com/en/actions/reference/workflows-and-actions/workflow-syntax), and a secret's name holds
+    only alphanumerics and underscores ("Naming your secrets", https://docs.github.com/en/actions/reference/security/
+    secrets): the reusable workflows' app-id and app-private-key stay empty, every run stops with "no credentials"
+    and doctor said healthy. One problem per file, naming the branches it is on."""
+    init_fleet(fleet)
+    mapping = ("    secrets:\n      app-id: ${{ secrets.FLEETFLOW_APP_ID }}\n"
+               "      app-private-key: ${{ secrets.FLEETFLOW_APP_PRIVATE_KEY }}\n")
+    rename_caller(fleet, fleet.cp_url, "main", "platform.yml", (mapping, "    secrets: inherit\n"))
+    rename_caller(fleet, fleet.cp_url, "dev", "platform.yml", (mapping, "    secrets: inherit\n"))
+    with fleet.context() as ctx:
+        [problem] = diagnose(ctx).findings
+    assert (problem.check, problem.where) == ("secrets", f"{fleet.cp_id}@main, dev")
+    assert problem.problem.startswith(
+        ".github/workflows/platform.yml:41: job fleetflow passes secrets: inherit to fleetflow-control-plane.yml, "
+        "that is the repository's secrets under their own names, but it reads app-id and app-private-key: ")
+    assert problem.fix.startswith("in job fleetflow, pass them by name instead of inherit: secrets: app-id: "
+                                  "${{ secrets.FLEETFLOW_APP_ID }} and app-private-key: ")

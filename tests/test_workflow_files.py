@@ -568,3 +568,11 @@ def test_no_credentials_says_how_to_map_the_secrets(path: Path) -> None:
         assert out.stdout.splitlines() == [
             "::error title=fleetflow::no job.workflow_sha on this platform (pass fleetflow-ref: the sha in your uses "
             "line)"]
+
+
+@pytest.mark.parametrize("path", REUSABLE, ids=lambda p: p.name)
+def test_doctor_knows_the_secrets_the_reusable_workflows_declare(path: Path) -> None:
+    """doctor's ``secrets`` check (a caller with ``secrets: inherit``) names the secrets these declare."""
+    from fleetflow.promotion.doctor import REUSABLE_SECRETS
+
+    assert tuple(load(path)["on"]["workflow_call"]["secrets"]) == REUSABLE_SECRETS

@@ -31,7 +31,8 @@ def doctor_command(forge: str | None, control_plane: str | None, config: Path | 
 
     \b
     Exit 0 when healthy, 1 when any problem was found (each printed with its fix), 3 when the forge or git
-    failed. Checks: the caller workflow on every branch GitHub reads it from, the default branches, the GitHub
+    failed. Checks: the caller workflow on every branch GitHub reads it from (the branches its push and
+    pull_request filters run for, secrets passed by name and not inherited), the default branches, the GitHub
     App's permissions, autoMerge vs the repository's auto-merge setting, statuses on the GitOps branch tips
     whose contexts match no Cluster of the inventory, the checks the GitOps branches require, merge records of
     environments a GitOps repository no longer serves, rulesets that would decline fleetflow's own pushes (the

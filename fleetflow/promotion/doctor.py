@@ -7,7 +7,14 @@ Checks (each reads, none writes):
   the control plane's ``main`` and environment branches (``push`` runs the pushed commit's file), the control
   plane's default branch being ``main`` (dispatches and ``schedule`` run the default branch's file), the GitOps
   default branch (``status``, ``schedule``) and the GitOps environment branches (``pull_request`` reads the
-  merge ref);
+  merge ref); a caller is any workflow there that calls the reusable workflow, whatever its name;
+* **triggers**: each branch's own caller runs for that branch: the control plane's ``on.push`` filters match
+  ``main`` or the environment branch the file is on, a GitOps environment branch's ``on.pull_request`` has
+  ``types: [closed]`` and filters that match it (GitHub's filter patterns: ``*``, ``**``, ``?``, ``+``, ``[]``,
+  ``!``); otherwise a push or a merge there starts no run and waits for the cron tick. ``status`` has no
+  filters, so the GitOps default branch's caller is not read for it;
+* **secrets**: a caller that passes ``secrets: inherit``: the reusable workflows' ``app-id`` and ``app-private-key``
+  can never be filled so (a secret's name holds no ``-``), and every run stops with "no credentials";
 * **app**: the GitHub App installation's permissions (``GET /repos/{owner}/{repo}/installation``) against what
   docs/setup.md asks for;
 * **autoMerge**: an Environment with ``pullRequest.autoMerge`` in a GitOps repository that does not allow
@@ -55,6 +62,7 @@ from __future__ import annotations
 
 import fnmatch
 import functools
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -82,7 +90,6 @@ from fleetflow.promotion.bootstrap import (
     GITOPS_REUSABLE,
     WORKFLOW_FILE,
     caller_files,
-    callers,
     calls,
 )
 from fleetflow.promotion.context import Context, head_branch, short
@@ -104,8 +111,8 @@ R = TypeVar("R")
 
 
 class Finding(Result):
-    check: str  # workflows | default-branch | app | autoMerge | contexts | branch-rules | merge-records |
-    # push-rules | tag-rules | sharded-schedule | environments | actions-pulls
+    check: str  # workflows | triggers | secrets | default-branch | app | autoMerge | contexts | branch-rules |
+    # merge-records | push-rules | tag-rules | sharded-schedule | environments | actions-pulls
     where: str
     problem: str
     fix: str
@@ -148,7 +155,9 @@ def diagnose(ctx: Context) -> Diagnosis:
     setups = [_env_setup(ctx, env) for _, env in sorted(envs.items())]
     # a ruleset read once per repository: an organization's applies to every branch the push-rules check looks at
     read_ruleset = functools.cache(ctx.forge.ruleset)
-    _check_workflow(
+    inherits = Inherits()
+    cp_branches = [ctx.main_branch, *(e.branch for e in setups if e.tip is not None)]
+    files = _check_workflow(
         ctx,
         found,
         cp,
@@ -158,6 +167,9 @@ def diagnose(ctx: Context) -> Diagnosis:
         "push to main promotes the new commit, and its file is the one pushed",
         CONTROL_PLANE_REUSABLE,
     )
+    inherits.add(cp, ctx.main_branch, files, CONTROL_PLANE_REUSABLE)
+    _check_trigger(found, cp, ctx.main_branch, files, "push", cp_branches,
+                   f"a push to {ctx.main_branch} (a new commit to promote)")
     current = ctx.forge.default_branch(cp)
     if current != ctx.main_branch:
         found.findings.append(
@@ -183,7 +195,7 @@ def diagnose(ctx: Context) -> Diagnosis:
                 )
             )
             continue
-        _check_workflow(
+        files = _check_workflow(
             ctx,
             found,
             cp,
@@ -193,6 +205,9 @@ def diagnose(ctx: Context) -> Diagnosis:
             "a push to this branch runs the workflow file of the pushed commit",
             CONTROL_PLANE_REUSABLE,
         )
+        inherits.add(cp, env.branch, files, CONTROL_PLANE_REUSABLE)
+        _check_trigger(found, cp, env.branch, files, "push", cp_branches,
+                       f"a push to {env.branch} (a promotion's pin, a change to {env.name}'s files)")
         _check_push_rules(ctx, found, read_ruleset, cp, env.branch, ("update",),
                           f"promote's push of the pin commit ({PIN_FILE}), so {env.name} is never promoted",
                           f"add fleetflow's GitHub App to its bypass list (docs/setup.md, section 4: {env.branch} "
@@ -229,7 +244,7 @@ def diagnose(ctx: Context) -> Diagnosis:
                 finding("default-branch", repo, f"the default branch {default} has no commit", "run fleetflow init")
             )
         else:
-            _check_workflow(
+            files = _check_workflow(
                 ctx,
                 found,
                 repo,
@@ -239,6 +254,7 @@ def diagnose(ctx: Context) -> Diagnosis:
                 "status, schedule and workflow_dispatch run the default branch's workflow file",
                 GITOPS_REUSABLE,
             )
+            inherits.add(repo, default, files, GITOPS_REUSABLE)
         for env in setups:
             if env.gitops is None or env.gitops.repo != repo:
                 continue
@@ -254,7 +270,7 @@ def diagnose(ctx: Context) -> Diagnosis:
                     )
                 )
                 continue
-            _check_workflow(
+            files = _check_workflow(
                 ctx,
                 found,
                 repo,
@@ -264,6 +280,9 @@ def diagnose(ctx: Context) -> Diagnosis:
                 "a merged PR's pull_request event reads the workflow from the merge ref",
                 GITOPS_REUSABLE,
             )
+            inherits.add(repo, branch, files, GITOPS_REUSABLE)
+            _check_trigger(found, repo, branch, files, "pull_request", sorted(env_branches),
+                           f"{env.name}'s merged PR into {branch}")
             _check_contexts(ctx, found, env, repo, branch, sha)
             _check_branch_rules(ctx, found, env, repo, branch)
             head = head_branch(env.name)
@@ -279,6 +298,7 @@ def diagnose(ctx: Context) -> Diagnosis:
         _check_actions_pulls(ctx, found, repo)
         _check_merge_records(ctx, found, repo, url, served)
         _check_tag_rules(ctx, found, repo, served)
+    inherits.report(found)
     _check_approval_environments(ctx, found, cp, main_sha, setups)
     sharded = [env for env in setups if env.spec.sharded_schedule]
     main_callers = _shards_callers(ctx, main_sha) if sharded else set()
@@ -316,23 +336,28 @@ def _env_setup(ctx: Context, env: Resource[EnvironmentSpec]) -> EnvSetup:
 
 
 def _check_workflow(ctx: Context, found: Diagnosis, repo: str, url: str, branch: str, sha: str, why: str,
-                    reusable: str) -> None:
+                    reusable: str) -> dict[str, str]:
     """The caller on ``branch``: a workflow of any name that calls ``reusable`` (one copied from examples/workflows/
     and named as its owner likes is as good as init's :data:`WORKFLOW_FILE`), else at least that file (a pipeline
     of one's own that runs the composite actions). Two callers run fleetflow twice for every event, a manual
-    promotion included (the ``request`` job has no concurrency group, so neither run cancels the other)."""
-    found_callers = callers(ctx.git, url, sha, reusable)
+    promotion included (the ``request`` job has no concurrency group, so neither run cancels the other).
+    The callers found (path -> text; that file when none calls ``reusable``), for the checks of their contents."""
+    files = caller_files(ctx.git, url, sha, reusable)
+    found_callers = sorted(files)
     if len(found_callers) > 1:
         found.findings.append(finding(
             "workflows", f"{repo}@{branch}",
             f"{len(found_callers)} workflows call {reusable} ({', '.join(found_callers)}): every event runs "
             "fleetflow once per file, and a manual promotion is done twice",
             f"keep one of them on {branch} and delete the others"))
-        return
+        return files
     if found_callers and found_callers[0] != WORKFLOW_FILE:
         found.ok(f"{repo}@{branch}: {found_callers[0]} calls {reusable}")
-        return
-    if not found_callers and ctx.git.read_file(url, sha, WORKFLOW_FILE) is None:
+        return files
+    own = None if found_callers else ctx.git.read_file(url, sha, WORKFLOW_FILE)
+    if own is not None:
+        files = {WORKFLOW_FILE: own}
+    if not found_callers and own is None:
         found.findings.append(
             finding(
                 "workflows",
@@ -343,6 +368,211 @@ def _check_workflow(ctx: Context, found: Diagnosis, repo: str, url: str, branch:
         )
     else:
         found.ok(f"{repo}@{branch}: {WORKFLOW_FILE}")
+    return files
+
+
+# -- what the callers say: the secrets they pass, the branches their triggers run for ------------------------------
+
+# The secrets fleetflow's reusable workflows declare (on.workflow_call.secrets of each; tests/test_workflow_files.py
+# holds them to the files). A GitHub secret's name holds only alphanumerics and underscores ("Naming your secrets",
+# https://docs.github.com/en/actions/reference/security/secrets), so ``secrets: inherit``, which passes the caller's
+# secrets under their own names, can never fill one with a '-' in its name.
+REUSABLE_SECRETS = ("app-id", "app-private-key", "token")
+SECRET_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+class Inherits:
+    """The callers that pass ``secrets: inherit``, collected over every branch doctor reads and reported once per
+    file (the same caller is usually on every branch)."""
+
+    def __init__(self) -> None:
+        self.seen: dict[tuple[str, str], tuple[str, str, int | None, list[str]]] = {}
+
+    def add(self, repo: str, branch: str, files: dict[str, str], reusable: str) -> None:
+        for path, text in files.items():
+            try:
+                data = yaml.safe_load(text)
+            except yaml.YAMLError:
+                continue
+            jobs = data.get("jobs") if isinstance(data, dict) else None
+            for name, job in jobs.items() if isinstance(jobs, dict) else ():
+                if calls(job, reusable) and job.get("secrets") == "inherit":
+                    seen = self.seen.setdefault((repo, path), (reusable, str(name),
+                                                               _line(text, "jobs", str(name), "secrets"), []))
+                    seen[3].append(branch)
+
+    def report(self, found: Diagnosis) -> None:
+        unfilled = [s for s in REUSABLE_SECRETS if not SECRET_NAME.fullmatch(s)]
+        for (repo, path), (reusable, job, line, branches) in self.seen.items():
+            at = f"{path}:{line}" if line else path
+            found.findings.append(finding(
+                "secrets", f"{repo}@{', '.join(branches)}",
+                f"{at}: job {job} passes secrets: inherit to {reusable}, that is the repository's secrets under "
+                f"their own names, but it reads {' and '.join(unfilled)}: a GitHub secret's name holds only "
+                "letters, digits and underscores, so no secret fills them and every run stops with 'no "
+                "credentials' (only a secret named TOKEN reaches its token)",
+                f"in job {job}, pass them by name instead of inherit: secrets: app-id: "
+                "${{ secrets.FLEETFLOW_APP_ID }} and app-private-key: ${{ secrets.FLEETFLOW_APP_PRIVATE_KEY }} "
+                "(examples/workflows/; docs/setup.md, step 2)"))
+
+
+FILTER_PATTERNS = ("https://docs.github.com/en/actions/reference/workflows-and-actions/workflow-syntax"
+                   "#filter-pattern-cheat-sheet")
+
+
+def filter_matches(patterns: list[str], name: str) -> bool:
+    """Whether GitHub's branch filter ``patterns`` (``on.<event>.branches``) lets ``name`` run, per "Filter pattern
+    cheat sheet" (:data:`FILTER_PATTERNS`): ``*`` matches any characters but ``/``, ``**`` any characters, ``?`` and
+    ``+`` make the preceding character optional or repeatable, ``[...]`` one character of a set, ``\\`` escapes
+    one; patterns are read in order, and one starting with ``!`` that matches excludes the name again ("A matching
+    negative pattern (prefixed with !) after a positive match will exclude the Git ref. A matching positive pattern
+    after a negative match will include the Git ref again", "Including and excluding branches" on that page)."""
+    matched = False
+    for pattern in patterns:
+        negated = pattern.startswith("!")
+        if _filter_regex(pattern[1:] if negated else pattern).fullmatch(name):
+            matched = not negated
+    return matched
+
+
+@functools.cache
+def _filter_regex(pattern: str) -> re.Pattern[str]:
+    atoms: list[str] = []
+    i = 0
+    while i < len(pattern):
+        char = pattern[i]
+        if pattern.startswith("**", i):
+            atoms.append(".*")
+            i += 1
+        elif char == "*":
+            atoms.append("[^/]*")
+        elif char in "?+" and atoms:
+            atoms[-1] = f"(?:{atoms[-1]}){char}"
+        elif char == "[" and (end := pattern.find("]", i + 2)) != -1:
+            atoms.append("[" + "".join(c if c.isalnum() or c == "-" else re.escape(c) for c in pattern[i + 1:end])
+                         + "]")
+            i = end
+        elif char == "\\" and i + 1 < len(pattern):
+            i += 1
+            atoms.append(re.escape(pattern[i]))
+        else:
+            atoms.append(re.escape(char))
+        i += 1
+    return re.compile("".join(atoms))
+
+
+def _on_event(data: Any, event: str) -> tuple[bool, dict[str, Any]]:
+    """Whether the workflow ``data`` runs on ``event``, and that event's filters. PyYAML reads the key ``on`` as
+    the boolean true (YAML 1.1), GitHub as the string: both are looked for."""
+    on = data.get("on", data.get(True)) if isinstance(data, dict) else None
+    if isinstance(on, str):
+        return on == event, {}
+    if isinstance(on, list):
+        return event in on, {}
+    if isinstance(on, dict) and event in on:
+        return True, on[event] if isinstance(on[event], dict) else {}
+    return False, {}
+
+
+def _patterns(value: Any) -> list[str]:
+    return [str(p) for p in value] if isinstance(value, list) else [str(value)] if value is not None else []
+
+
+def _flow(patterns: list[str]) -> str:
+    """A YAML flow sequence of ``patterns``, each with a character other than letters, digits, ``_-./`` quoted
+    ("If you start a pattern with *, [, or !, you must enclose the pattern in quotes", :data:`FILTER_PATTERNS`; a
+    ``?`` in a plain flow scalar is an error to PyYAML, so it is quoted too)."""
+    return "[" + ", ".join(p if re.fullmatch(r"[\w./-]+", p) else f"'{p}'" for p in patterns) + "]"
+
+
+def _check_trigger(found: Diagnosis, repo: str, branch: str, files: dict[str, str], event: str, wanted: list[str],
+                   what: str) -> None:
+    """The one caller on ``branch`` (``files``: two or more are a workflows problem already) runs on ``event`` for
+    ``branch``: GitHub reads the workflow of a ``push`` from the pushed commit and that of a ``pull_request`` from
+    the PR's merge ref, whose base is ``branch`` ("Events that trigger workflows", https://docs.github.com/en/
+    actions/writing-workflows/choosing-when-your-workflow-runs/events-that-trigger-workflows), so each branch's own
+    file is the one that counts. The fix names every branch of ``wanted`` (main and the environment branches of the
+    repository) the filter misses, so one line fixes the file wherever it is copied. A ``pull_request`` trigger
+    must list ``closed`` ("By default, a workflow only runs when a pull_request event's activity type is opened,
+    synchronize, or reopened", workflow syntax, ``on.<event_name>.types``). Filters are read as
+    :func:`filter_matches` does; ``branches`` with only ``tags`` run for no branch ("If you define only
+    tags/tags-ignore or only branches/branches-ignore, the workflow won't run for events affecting the undefined Git
+    ref")."""
+    if len(files) != 1:
+        return
+    [(path, text)] = files.items()
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError:
+        return
+    if not isinstance(data, dict):
+        return
+    runs, filters = _on_event(data, event)
+    later = ("it waits for the cron tick" if event == "push"
+             else "'rolling out' waits for the clusters' first status or the cron tick")
+    consequence = f"{what} starts no fleetflow run: {later}"
+    where = f"{repo}@{branch}"
+    if not runs:
+        line = _line(text, "on")
+        body = f"{event}:\n    branches: {_flow(wanted)}"
+        if event == "pull_request":
+            body = f"{event}:\n    types: [closed]\n    branches: {_flow(wanted)}"
+        found.findings.append(finding(
+            "triggers", where, f"{path}{f':{line}' if line else ''}: no {event} trigger: {consequence}",
+            f"add under on: in {path} (examples/workflows/): {body}"))
+        return
+    problems: list[str] = []
+    fixes: list[str] = []
+    keys: tuple[str, ...] = ("on", event)
+    if event == "pull_request":
+        types = _patterns(filters.get("types"))
+        if "closed" not in types:
+            listed = ", ".join(types) if types else "none: GitHub's default, opened, synchronize and reopened"
+            problems.append(f"on.pull_request.types ({listed}) lacks closed")
+            fixes.append(f"types: {_flow([*types, 'closed'])}")
+            keys = ("on", event, "types") if types else keys
+    if "branches" in filters:
+        patterns = _patterns(filters["branches"])
+        if not filter_matches(patterns, branch):
+            missing = [b for b in wanted if not filter_matches(patterns, b)]
+            problems.append(f"on.{event}.branches ({', '.join(patterns) or 'empty'}) does not match {branch}")
+            fixes.append(f"branches: {_flow([*patterns, *missing])}")
+            keys = ("on", event, "branches")
+    elif "branches-ignore" in filters:
+        patterns = _patterns(filters["branches-ignore"])
+        if filter_matches(patterns, branch):
+            ignored = [p for p in patterns if filter_matches([p], branch)]
+            problems.append(f"on.{event}.branches-ignore ({', '.join(patterns)}) matches {branch}")
+            fixes.append(f"remove {', '.join(ignored)} from on.{event}.branches-ignore")
+            keys = ("on", event, "branches-ignore")
+    elif event == "push" and ("tags" in filters or "tags-ignore" in filters):
+        problems.append("on.push filters tags only, so it runs for no branch")
+        fixes.append(f"branches: {_flow(wanted)} beside tags")
+    if not problems:
+        found.ok(f"{where}: {path} runs on {event} for {branch}")
+        return
+    line = _line(text, *keys)
+    found.findings.append(finding(
+        "triggers", where, f"{path}{f':{line}' if line else ''}: {'; '.join(problems)}: {consequence}",
+        f"in {path}, on.{event}: {'; '.join(fixes)} (patterns: {FILTER_PATTERNS})"))
+
+
+def _line(text: str, *keys: str) -> int | None:
+    """The line (1-based) of the deepest of ``keys`` (a path of mapping keys) found in the YAML ``text``."""
+    try:
+        node = yaml.compose(text)
+    except yaml.YAMLError:
+        return None
+    line = None
+    for key in keys:
+        if not isinstance(node, yaml.MappingNode):
+            break
+        match = next(((k, v) for k, v in node.value if isinstance(k, yaml.ScalarNode) and k.value == key), None)
+        if match is None:
+            break
+        line = match[0].start_mark.line + 1
+        node = match[1]
+    return line
 
 
 SHARDS_WORKFLOW = "fleetflow-schedule-shards.yml"
