@@ -391,3 +391,90 @@ def test_a_gitops_branch_that_does_not_exist_is_refused_before_anything_is_writt
     third = fleet.push_main({"templates/extra.yaml": "# a third commit\n"}, "third")
     with fleet.context() as ctx:
         refused(lambda: promote_many(ctx, None, third))
+
+
+def test_a_sharded_schedule_due_for_longer_than_its_workflow_runs_is_a_warning_naming_where_to_look(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A sharded environment pinned to a main commit whose render fails at an assignment (a template names a
+    variable no assignment has: found only by rendering, which a sharded ``promote`` does not do). Its shard job
+    stops at the line, and nothing renders it until a fix. Until 2026-11-29 reconcile said "schedule due ...: the
+    sharded schedule renders it" on every run, exit 0, for days, and check-rollout sent people to ``fleetflow
+    schedule --environment``, which a sharded environment never runs. Now both say how long it has been due: from
+    the later of the environment branch commit's time and the time of ``fleetflow/<env>`` on the pinned commit (the
+    ``updated_at`` of a status in GitHub's combined status: ``simple-commit-status`` in
+    tests/ghstub/openapi-subset.json; the pin commit is dated as the main commit, three days old here, so its time
+    alone would warn at once). Past
+    ``SHARDED_OVERDUE`` (longer than a run of the fleetflow-schedule-shards workflow takes: its jobs'
+    ``timeout-minutes`` 5 + 60 + 30) reconcile warns, exit 0, naming the workflow's runs and the ``validate``
+    command that shows the problem locally; that command finds it."""
+    from datetime import timedelta
+
+    from fleetflow.promotion.check_rollout import check_rollout
+    from fleetflow.promotion.promote import SHARDED_SCHEDULE
+    from fleetflow.promotion.reconcile import reconcile
+    from fleetflow.promotion.shards import SHARDED_OVERDUE
+
+    fleet = make_local_fleet(tmp_path)
+    stamp = f"{int((fleet.clock() - timedelta(days=3)).timestamp())} +0000"  # the main commit is three days old
+    monkeypatch.setenv("GIT_COMMITTER_DATE", stamp)
+    monkeypatch.setenv("GIT_AUTHOR_DATE", stamp)
+    text = git(fleet.root, "--git-dir", fleet.cp_url, "show", "main:templates/flux.yaml")
+    typo = text.replace("name: {{ DeploymentTargetName }}", "name: {{ DeploymentTargetNam }}")
+    main = fleet.push_main({**environments_file(sharded=("dev",)), "templates/flux.yaml": typo}, "sharded; a typo")
+    with fleet.context() as ctx:
+        [promoted] = promote_many(ctx, None, main)
+    assert promoted.pinned and promoted.schedule is None
+    with runner(fleet, "shards") as ctx, pytest.raises(InputError) as stopped:
+        for k in (1, 2):
+            render_shard(ctx, "dev", ShardSpec(k, 2), tmp_path / f"shard-{k}")
+    assert "undefined variable: 'DeploymentTargetNam' is undefined" in str(stopped.value)
+    heads = BareRepo(Path(fleet.gitops_url)).refs("refs/heads/")
+    inputs = f"main@{main[:12]} + dev@{fleet.branch_sha(fleet.cp_url, 'dev')[:12]}"
+
+    def look() -> tuple[list[str], str, int]:
+        with fleet.context() as ctx:
+            outcome = reconcile(ctx)
+        [dev] = [e for e in outcome.environments if e.environment == "dev"]
+        assert dev.did == [] and dev.problems == []
+        return [str(w) for w in outcome.warnings()], dev.waiting, outcome.exit_code
+
+    due = f"({inputs}): {SHARDED_SCHEDULE}"
+    assert look() == ([], f"schedule due for less than a minute {due}", 0)
+    fleet.clock.advance(SHARDED_OVERDUE - timedelta(minutes=1))
+    assert look() == ([], f"schedule due for 1h59m {due}", 0)
+    fleet.clock.advance(timedelta(minutes=2))
+    warnings, waiting, code = look()
+    overdue = (f"the sharded schedule of {inputs} has been due for 2h1m, longer than a run of the "
+               "fleetflow-schedule-shards workflow takes (2h): it did not run, or a shard or the stitch job failed, "
+               "and nothing else renders this environment")
+    hint = ("look at the fleetflow-schedule-shards workflow's runs for dev: a failed shard job names the problem at "
+            "its line. Fix it in a commit on main and promote that, or on the branch dev; re-run the workflow if "
+            "the runner failed. To see a render problem locally, in a checkout of the control plane: git checkout "
+            "dev && fleetflow validate --into dev --environment dev")
+    assert warnings == [f"dev: {overdue} (hint: {hint})"] and code == 0
+    assert waiting == f"schedule due for 2h1m {due}"
+    assert BareRepo(Path(fleet.gitops_url)).refs("refs/heads/") == heads  # reconcile still renders nothing
+    with fleet.context() as ctx:
+        gate = check_rollout(ctx, "dev")
+    assert gate.state == "waiting-for-merge" and gate.description == (
+        f"waiting for main@{main[:12]} to be proposed to dev: no PR branch carries it yet (no branch fleetflow/dev): "
+        f"{overdue}; {hint}")
+
+    # the command the hint names shows the problem, at its line, in a checkout of the control plane
+    work = tmp_path / "checkout"
+    git(tmp_path, "clone", "-q", fleet.cp_url, str(work))
+    git(work, "checkout", "-q", "dev")
+    monkeypatch.chdir(work)
+    code, stdout, _ = invoke("validate", "--into", "dev", "--environment", "dev", "--format", "json")
+    [problem] = envelope(stdout)["problems"]
+    assert code == 1 and "undefined variable: 'DeploymentTargetNam'" in problem["message"]
+    assert problem["location"]["file"].endswith("templates/flux.yaml") and problem["location"]["line"] == 12
+
+    # the command line: a warning in the envelope (an annotation in a workflow run), exit 0
+    for key, value in {"FLEETFLOW_FORGE": "local", "FLEETFLOW_CONTROL_PLANE": fleet.cp_url,
+                       "FLEETFLOW_CACHE_DIR": str(tmp_path / "cache-cli")}.items():
+        monkeypatch.setenv(key, value)
+    code, stdout, _ = invoke("reconcile", "--environment", "dev", "--format", "json")
+    data = envelope(stdout)
+    assert code == 0 and data["problems"] == [] and [w["hint"] for w in data["warnings"]] == [hint]
+    assert data["warnings"][0]["message"].startswith(f"dev: the sharded schedule of {inputs} has been due for ")

@@ -20,10 +20,19 @@ from pydantic import Field, PrivateAttr, computed_field
 from fleetflow.errors import Problems
 from fleetflow.forge.base import CommitStatus
 from fleetflow.model.resources import RolloutPolicy
-from fleetflow.promotion.context import Context, head_branch, pinned, refuse_foreign_state, short, status_context
+from fleetflow.promotion.context import (
+    Context,
+    Pinned,
+    head_branch,
+    pinned,
+    refuse_foreign_state,
+    short,
+    status_context,
+)
 from fleetflow.promotion.gate import GateDecision, context_key, reporters
-from fleetflow.promotion.promote import PromoteOutcome, promote
+from fleetflow.promotion.promote import SHARDED_SCHEDULE, PromoteOutcome, promote
 from fleetflow.promotion.reports import ReportWatch, read_and_decide
+from fleetflow.promotion.shards import SHARDS_WORKFLOW, sharded_due
 from fleetflow.render.incremental import RenderState
 from fleetflow.results import Result
 
@@ -83,24 +92,36 @@ class RolloutOutcome(Result):
 
 
 def _waiting(ctx: Context, environment: str, main_sha: str, g_repo: str, g_url: str, g_branch: str, g_path: str,
-             tip: str | None) -> str:
+             tip: str | None, at: Pinned) -> str:
     """What the gate waits for when no commit of the GitOps branch carries the pin yet, as far as git tells
     (no API request): the branch is missing; the PR branch carries the pin (its PR awaits a merge, or was closed
     without one); or nothing carries it (the schedule has not pushed it, or failed). Until 2026-11-29 every case
-    said "waiting for the PR that carries main@... to be merged", also with no PR and no branch."""
+    said "waiting for the PR that carries main@... to be merged", also with no PR and no branch. An environment with
+    ``shardedSchedule`` is rendered by its shards workflow only: for it the text says how long its schedule has been
+    due and where a failure shows (one request, :func:`~fleetflow.promotion.shards.sharded_due`); until 2026-11-29
+    it sent people to ``fleetflow schedule --environment``, which that environment never runs."""
     pin = f"main@{short(main_sha)}"
+    sharded = at.env_at_pin.spec.sharded_schedule
     if tip is None:
         return (f"waiting for {pin}: {g_repo} has no branch {g_branch}, which its PR is merged into: create it, or "
                 "correct the GitOpsRepo's spec.branch on the environment branch")
     head = head_branch(environment)
     head_tip = ctx.git.fetch_branch(g_url, head)
     proposed = ctx.render_state(g_url, head_tip, g_path) if head_tip is not None else None
-    again = f"`fleetflow schedule --environment {environment}` renders it and opens the PR again"
+    again = (f"re-running the {SHARDS_WORKFLOW} workflow for {environment} renders it and opens the PR again"
+             if sharded else f"`fleetflow schedule --environment {environment}` renders it and opens the PR again")
     if proposed is not None and proposed.main_commit == main_sha:
         return (f"waiting for the PR from {head} that carries {pin} to be merged into {g_branch} (if it was closed "
                 f"without a merge, {again})")
     holds = (f"{head} holds main@{short(proposed.main_commit)}" if proposed is not None and proposed.main_commit
              else f"no branch {head}" if head_tip is None else f"{head} holds no fleetflow render")
+    if sharded:
+        overdue = Problems()
+        due = sharded_due(ctx, at, SHARDED_SCHEDULE, overdue)
+        start = f"waiting for {pin} to be proposed to {g_branch}: no PR branch carries it yet ({holds}): "
+        if overdue:
+            return "".join(f"{start}{p.message}; {p.hint}" for p in overdue)
+        return f"{start}{due}; if its run failed, the failed shard or stitch job says why, and {again}"
     return (f"waiting for {pin} to be proposed to {g_branch}: no PR branch carries it yet ({holds}): the schedule of "
             f"{environment} has not pushed it, or it failed (its workflow run says why; {again})")
 
@@ -129,7 +150,7 @@ def check_rollout(ctx: Context, environment: str, *, fan_out: bool = True) -> Ro
             run.append(sha)
             tip_state = tip_state or state
     if not run or tip_state is None:
-        text = _waiting(ctx, environment, main_sha, g_repo, g_url, g_branch, g_path, tip)
+        text = _waiting(ctx, environment, main_sha, g_repo, g_url, g_branch, g_path, tip, at)
         ctx.say(f"{environment}: {text}")
         return RolloutOutcome(environment=environment, main_commit=main_sha, gitops_commit=None,
                               state="waiting-for-merge", description=text)

@@ -59,6 +59,7 @@ from fleetflow.promotion.schedule import (
     named_warnings,
     schedule_environment,
 )
+from fleetflow.promotion.shards import sharded_due
 from fleetflow.promotion.status import GateRecord
 from fleetflow.render.incremental import RenderState
 from fleetflow.results import Result
@@ -134,6 +135,8 @@ class EnvironmentReconcile(Result):
     waiting: str = ""  # what the environment waits for when nothing is due
     merge: MergeOutcome | None = None  # the merge step's outcome in this run (merged, auto-merge, waiting, ...)
     problems: list[Problem] = Field(default_factory=list)
+    # what the run warns of without failing (a sharded schedule due for too long): the envelope's warnings
+    warnings: list[Problem] = Field(default_factory=list, exclude=True)
     # the step this run was taking when ``problems`` stopped it ("promote main@abc"): what ``found`` cannot say (it
     # was read before the step, whose writes before the failure stand; the next run finishes it)
     stopped_in: str = ""
@@ -205,7 +208,7 @@ class ReconcileOutcome(Result):
         scheduled = (s.result.schedule if isinstance(s.result, PromoteOutcome) else s.result
                      for e in self.environments for s in e.did
                      if isinstance(s.result, (PromoteOutcome, ScheduleOutcome)))
-        return named_warnings(scheduled)
+        return [*named_warnings(scheduled), *(w for e in self.environments for w in e.warnings)]
 
     def report_watches(self) -> list[ReportWatch]:
         """The gates this run left waiting for reports, as it read them (what a hold watches)."""
@@ -509,8 +512,9 @@ def _propose_and_merge(run: _Run, name: str, view: _View, done: set[StepName],
                         "environment branch to propose it again")
             return None
         if view.sharded:
-            result.wait(f"schedule due (main@{short(at.main_sha)} + {at.branch}@{short(at.env_sha)}): "
-                        f"{SHARDED_SCHEDULE}")
+            overdue = Problems()  # until 2026-11-29 "schedule due" on every run, for days, exit 0 and no word
+            result.wait(sharded_due(ctx, at, SHARDED_SCHEDULE, overdue))
+            result.warnings.extend(Problem(f"{name}: {p.message}", p.location, p.hint) for p in overdue)
             return None
         result.stopped_in = f"schedule main@{short(at.main_sha)} + {at.branch}@{short(at.env_sha)}"
         scheduled = schedule_environment(ctx, name)

@@ -22,13 +22,22 @@ import json
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from pydantic import Field
 
-from fleetflow.errors import InputError, Problem, UsageError, shown_path
+from fleetflow.errors import InputError, Problem, Problems, UsageError, shown_path
 from fleetflow.forge.git import BareRepo, TreeEdit, retry_races
-from fleetflow.promotion.context import Context, Pinned, pinned_to_render, refuse_foreign_state, short
+from fleetflow.model.durations import format_duration
+from fleetflow.promotion.context import (
+    Context,
+    Pinned,
+    pinned_to_render,
+    refuse_foreign_state,
+    short,
+    status_context,
+)
 from fleetflow.promotion.gitops import (
     GitOpsTree,
     clean_root,
@@ -46,6 +55,13 @@ from fleetflow.results import Result
 
 MANIFEST = "shard-{index}-of-{count}.json"
 BUNDLE = "shard-{index}-of-{count}.bundle"
+SHARDS_WORKFLOW = "fleetflow-schedule-shards"
+# How long a sharded schedule is due before reconcile warns: a run of the fleetflow-schedule-shards workflow ends
+# within its jobs' time limits (timeout-minutes 5 for the matrix job, 60 for a shard, 30 for the stitch: 95
+# minutes), and it starts on the push that makes the schedule due (the example caller's hourly cron tick catches a
+# missed one). A failed shard job stops the run at once, with the problem at its line, and nothing renders the
+# environment again until a fix is pushed or the workflow is re-run.
+SHARDED_OVERDUE = timedelta(hours=2)
 
 
 @dataclass(frozen=True)
@@ -324,3 +340,40 @@ def _blob_ids(repo: BareRepo, commit: str | None, paths: list[str]) -> dict[str,
     if commit is None or not paths:
         return {}
     return {e.path: e.sha for e in repo.ls_tree(commit, paths) if e.kind == "blob"}
+
+
+def due_since(ctx: Context, at: Pinned) -> datetime:
+    """When the schedule of the sharded environment at ``at`` fell due, at the latest: the later of the environment
+    branch commit's committer time and the time of ``fleetflow/<env>`` on the pinned main commit (promote records
+    ``pending`` "scheduled" right after it pushes the pin). A pin commit is dated as the main commit it pins
+    (deterministic pin commits), so its own time alone would say "due for days" on the promotion of an old commit;
+    the record's time is when it was pinned. Both are no later than the push, so the age is never too long (a
+    re-pinned commit whose identical record was not posted again is the exception). One request: the first page of
+    the main commit's combined status (GitHub: "Get the combined status for a specific reference", each status's
+    ``updated_at``)."""
+    times = [datetime.fromtimestamp(ctx.git.commit_time(ctx.cp_url, at.env_sha), UTC)]
+    page = next(ctx.forge.status_pages(ctx.control_plane, at.main_sha), None)
+    times += [s.updated_at for s in (page.reports if page is not None else ())
+              if s.context == status_context(at.name) and s.updated_at is not None]
+    return max(times)
+
+
+def sharded_due(ctx: Context, at: Pinned, sharded_schedule: str, overdue: Problems) -> str:
+    """What reconcile and check-rollout say of a sharded environment whose schedule is due (``sharded_schedule``:
+    who renders it): for how long; and past :data:`SHARDED_OVERDUE`, the problem that nothing renders it and where
+    to look, added to ``overdue`` (reconcile warns of it, exit 0: it sees only the time, not the failed run)."""
+    age = max(ctx.clock() - due_since(ctx, at), timedelta(0))
+    minutes = timedelta(minutes=age // timedelta(minutes=1))
+    shown = format_duration(minutes) if minutes else "less than a minute"  # whole minutes: 5m, 3h5m
+    inputs = f"main@{short(at.main_sha)} + {at.branch}@{short(at.env_sha)}"
+    text = f"schedule due for {shown} ({inputs}): {sharded_schedule}"
+    if age >= SHARDED_OVERDUE:
+        overdue.add(
+            f"the sharded schedule of {inputs} has been due for {shown}, longer than a run of the "
+            f"{SHARDS_WORKFLOW} workflow takes ({format_duration(SHARDED_OVERDUE)}): it did not run, or a shard or "
+            "the stitch job failed, and nothing else renders this environment",
+            None, f"look at the {SHARDS_WORKFLOW} workflow's runs for {at.name}: a failed shard job names the "
+            f"problem at its line. Fix it in a commit on main and promote that, or on the branch {at.branch}; re-run "
+            "the workflow if the runner failed. To see a render problem locally, in a checkout of the control plane: "
+            f"git checkout {at.branch} && fleetflow validate --into {at.branch} --environment {at.name}")
+    return text
