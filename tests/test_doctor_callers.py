@@ -9,8 +9,9 @@ workflow-syntax), so a caller copied from examples/workflows/ and named as its o
 from __future__ import annotations
 
 from fleetflow.promotion.bootstrap import MARKER, WORKFLOW_FILE
-from fleetflow.promotion.doctor import diagnose, filter_matches
-from tests.fleet import ENVIRONMENTS, Fleet, git
+from fleetflow.promotion.caller_workflows import filter_matches
+from fleetflow.promotion.doctor import diagnose
+from tests.fleet import ENVIRONMENTS, Fleet, environments_file, git
 from tests.ghstub.server import GitHubStub
 from tests.test_setup import commit_file, init_fleet
 
@@ -156,3 +157,96 @@ def test_doctor_reports_a_caller_that_inherits_the_secrets(fleet: Fleet) -> None
         "that is the repository's secrets under their own names, but it reads app-id and app-private-key: ")
     assert problem.fix.startswith("in job fleetflow, pass them by name instead of inherit: secrets: app-id: "
                                   "${{ secrets.FLEETFLOW_APP_ID }} and app-private-key: ")
+
+
+def test_a_filter_pattern_that_backtracks_is_decided_in_linear_time() -> None:
+    """A branch filter is the workflow author's text, matched against every branch doctor checks. Translated for
+    Python's ``re``, ``a++++`` was ``(?:(?:(?:(?:a)+)+)+)+``: against ``aaaaaaaaaaaaaa!`` (14 ``a``) it took 8 s and
+    16 ``a`` took 135 s (measured 2026-11-29), so this name would not be decided in a lifetime. A run of ``?`` and
+    ``+`` now widens one quantifier ("Matches one or more of the preceding character", cheat sheet: ``(x+)+`` is
+    ``x+``, ``(x+)?`` is ``x*``), and RE2 (fleetflow/linear_regex.py) matches it: "One of its primary guarantees is
+    that the match time is linear in the length of the input string" (RE2's README, https://github.com/google/re2).
+    Repetitions stacked on ``*`` and ``**`` too."""
+    name = "a" * 40 + "!"
+    assert filter_matches(["a++++"], name) is False
+    assert filter_matches(["a++++!"], name) is True
+    assert filter_matches(["a+?+?" * 30 + "b"], name) is False
+    assert filter_matches(["*+*+*+*+*+*+b", "!**+**+**+c"], name) is False
+    assert filter_matches(["a+?"], "") is True and filter_matches(["a?+b"], "aab") is True
+    assert filter_matches(["a?+b"], "a") is False
+
+
+def test_doctor_reports_a_filter_pattern_with_a_range_backwards(fleet: Fleet) -> None:
+    """``[z-a]``: a character range must run from low to high ("[] Matches one alphanumeric character listed in the
+    brackets or included in ranges. Ranges can only include a-z, A-Z, and 0-9", the cheat sheet,
+    https://docs.github.com/en/actions/reference/workflows-and-actions/workflow-syntax#filter-pattern-cheat-sheet).
+    Python's ``re`` raised "bad character range" out of doctor (a traceback); now it is the file's problem."""
+    init_fleet(fleet)
+    with fleet.context() as ctx:
+        text = ctx.git.read_file(ctx.cp_url, ctx.git.fetch_branch(ctx.cp_url, "qa") or "", WORKFLOW_FILE)
+    assert text is not None
+    fleet.push_env("qa", {WORKFLOW_FILE: set_branches(text, "push", "[main, '[z-a]*']")}, "a range backwards")
+    with fleet.context() as ctx:
+        diagnosis = diagnose(ctx)
+    [problem] = diagnosis.findings
+    assert (problem.check, problem.where) == ("triggers", f"{fleet.cp_id}@qa")
+    assert problem.problem.startswith(f"{WORKFLOW_FILE}:9: on.push.branches holds '[z-a]*', no filter pattern (")
+    assert problem.fix.startswith(f"in {WORKFLOW_FILE}, on.push: correct [z-a]* (a range runs from low to high")
+
+
+SHARDS_CALLER = """\
+name: fleetflow shards
+on:
+  push:
+    branches: [BRANCHES]
+  workflow_dispatch:
+  schedule:
+    - cron: "41 * * * *"
+permissions: {}
+jobs:
+  shards:
+    permissions: {}
+    uses: fleetflow/fleetflow/.github/workflows/fleetflow-schedule-shards.yml@v0
+    with:
+      environment: dev
+      shards: 3
+    secrets:
+      app-id: ${{ secrets.FLEETFLOW_APP_ID }}
+      app-private-key: ${{ secrets.FLEETFLOW_APP_PRIVATE_KEY }}
+"""
+
+
+def test_doctor_reads_the_triggers_and_secrets_of_the_shards_caller(fleet: Fleet) -> None:
+    """The shards caller (examples/workflows/schedule-shards.yml, docs/setup.md section 10) is a workflow of its
+    own, started by events, not called by the control-plane caller: a push to the environment's branch (a
+    promotion's pin) runs the pushed commit's copy ("Events that trigger workflows", https://docs.github.com/en/
+    actions/writing-workflows/choosing-when-your-workflow-runs/events-that-trigger-workflows), so that copy's
+    ``on.push.branches`` must match the branch, or the sharded schedule waits for the cron tick. A copy of the
+    example that kept ``branches: [prod]`` for the environment dev did so and doctor said healthy. Its
+    ``secrets: inherit`` fills no ``app-id`` (``on.workflow_call.secrets`` of
+    .github/workflows/fleetflow-schedule-shards.yml) as for the other callers."""
+    init_fleet(fleet)
+    fleet.push_main(environments_file(sharded=("dev",)), "dev: sharded schedule")
+    caller = ".github/workflows/fleetflow-shards.yml"
+    mapping = ("    secrets:\n      app-id: ${{ secrets.FLEETFLOW_APP_ID }}\n"
+               "      app-private-key: ${{ secrets.FLEETFLOW_APP_PRIVATE_KEY }}\n")
+    inherit = SHARDS_CALLER.replace(mapping, "    secrets: inherit\n")
+    fleet.push_main({caller: inherit.replace("BRANCHES", "prod")}, "the shards caller, copied")
+    fleet.push_env("dev", {caller: inherit.replace("BRANCHES", "prod")}, "the shards caller, copied")
+    cp = fleet.cp_id
+    with fleet.context() as ctx:
+        found = {(f.check, f.where): f for f in diagnose(ctx).findings}
+    assert set(found) == {("triggers", f"{cp}@dev"), ("secrets", f"{cp}@main, dev")}
+    assert found[("triggers", f"{cp}@dev")].problem == (
+        f"{caller}:4: on.push.branches (prod) does not match dev: a push to dev (a promotion's pin, a change to "
+        "dev's files) starts no sharded schedule of dev: it waits for the cron tick")
+    assert found[("triggers", f"{cp}@dev")].fix.startswith(f"in {caller}, on.push: branches: [prod, dev] ")
+    assert found[("secrets", f"{cp}@main, dev")].problem.startswith(
+        f"{caller}:16: job shards passes secrets: inherit to fleetflow-schedule-shards.yml")
+
+    fleet.push_main({caller: SHARDS_CALLER.replace("BRANCHES", "prod")}, "secrets by name")
+    fleet.push_env("dev", {caller: SHARDS_CALLER.replace("BRANCHES", "dev")}, "runs for dev")
+    with fleet.context() as ctx:
+        diagnosis = diagnose(ctx)
+    assert diagnosis.findings == []
+    assert f"{cp}@dev: {caller} runs on push for dev" in diagnosis.checked

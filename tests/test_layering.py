@@ -32,6 +32,14 @@ RULES: dict[str, tuple[str, ...]] = {
                "fleetflow.demo", "fleetflow.settings", "click", *_EDGES),
 }
 
+# single modules held to more than their folder's rule: pure readers (text in, facts out), no git, no forge, no
+# other fleetflow layer but the standalone helpers beside errors.py
+PURE_MODULES: dict[str, tuple[str, ...]] = {
+    "promotion/caller_workflows.py": ("fleetflow.model", "fleetflow.render", "fleetflow.forge", "fleetflow.promotion",
+                                      "fleetflow.cli", "fleetflow.demo", "fleetflow.settings", "click", "github",
+                                      "rich", *_EDGES),
+}
+
 
 def imported_modules(source: str, module: str) -> list[tuple[int, str]]:
     """Every module a source file imports, as (line, dotted name); relative imports resolved against ``module``."""
@@ -50,20 +58,36 @@ def imported_modules(source: str, module: str) -> list[tuple[int, str]]:
 
 
 def violations(package: Path, rules: dict[str, tuple[str, ...]]) -> list[str]:
-    """``file:line: imports X`` for every import a folder's rule forbids."""
+    """``file:line: imports X`` for every import a folder's (or a single module's) rule forbids."""
     out: list[str] = []
     for folder, forbidden in rules.items():
-        for path in sorted((package / folder).rglob("*.py")):
+        top = package / folder
+        for path in [top] if top.suffix == ".py" else sorted(top.rglob("*.py")):
             rel = path.relative_to(package.parent)
             module = ".".join(rel.with_suffix("").parts)
             for line, name in imported_modules(path.read_text(encoding="utf-8"), module):
                 if any(name == f or name.startswith(f + ".") for f in forbidden):
-                    out.append(f"{rel}:{line}: {folder}/ must not import {name}")
+                    what = folder if top.suffix == ".py" else f"{folder}/"
+                    out.append(f"{rel}:{line}: {what} must not import {name}")
     return out
 
 
 def test_every_folder_keeps_to_its_imports() -> None:
     assert violations(PACKAGE, RULES) == []
+
+
+def test_the_pure_modules_keep_to_their_imports() -> None:
+    """promotion/caller_workflows.py reads workflow files' text for doctor and init, which fetch them."""
+    assert all((PACKAGE / module).is_file() for module in PURE_MODULES)
+    assert violations(PACKAGE, PURE_MODULES) == []
+
+
+def test_a_pure_module_that_reaches_the_forge_is_caught(tmp_path: Path) -> None:
+    source = "from fleetflow.forge.git import GitRepos\nimport yaml\nfrom fleetflow.linear_regex import RegexError\n"
+    build_file_tree(tmp_path / "fleetflow", {"promotion/caller_workflows.py": source})
+    found = violations(tmp_path / "fleetflow", PURE_MODULES)
+    assert found == ["fleetflow/promotion/caller_workflows.py:1: promotion/caller_workflows.py must not import "
+                     "fleetflow.forge.git"]
 
 
 def test_every_folder_exists_and_says_what_it_may_import() -> None:

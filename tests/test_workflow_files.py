@@ -573,6 +573,6 @@ def test_no_credentials_says_how_to_map_the_secrets(path: Path) -> None:
 @pytest.mark.parametrize("path", REUSABLE, ids=lambda p: p.name)
 def test_doctor_knows_the_secrets_the_reusable_workflows_declare(path: Path) -> None:
     """doctor's ``secrets`` check (a caller with ``secrets: inherit``) names the secrets these declare."""
-    from fleetflow.promotion.doctor import REUSABLE_SECRETS
+    from fleetflow.promotion.caller_workflows import REUSABLE_SECRETS
 
     assert tuple(load(path)["on"]["workflow_call"]["secrets"]) == REUSABLE_SECRETS

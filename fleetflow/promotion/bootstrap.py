@@ -26,8 +26,6 @@ from datetime import datetime
 from pathlib import Path
 from typing import Literal, cast
 
-import yaml
-
 from fleetflow.clock import utc_now
 from fleetflow.errors import ForgeError, InputError, Problem, Problems
 from fleetflow.forge.base import Forge
@@ -35,6 +33,7 @@ from fleetflow.forge.git import GitRepos
 from fleetflow.model.controlplane import Resource, build_resource
 from fleetflow.model.documents import Tree, read_tree
 from fleetflow.model.resources import EnvironmentSpec
+from fleetflow.promotion.caller_workflows import calls_reusable
 from fleetflow.promotion.context import Context, chain_order
 from fleetflow.results import Result
 
@@ -329,11 +328,6 @@ def callers(git: GitRepos, url: str, sha: str, reusable: str) -> list[str]:
     return sorted(caller_files(git, url, sha, reusable))
 
 
-def calls(job: object, reusable: str) -> bool:
-    """Whether a workflow's job calls ``reusable`` (:func:`callers`)."""
-    return isinstance(job, dict) and str(job.get("uses", "")).split("@")[0].endswith("/" + reusable)
-
-
 def caller_files(git: GitRepos, url: str, sha: str, reusable: str) -> dict[str, str]:
     """:func:`callers` with each file's text."""
     listed = git.mirror(url).ls_tree(sha, [f"{WORKFLOWS_DIR}/"])
@@ -342,14 +336,7 @@ def caller_files(git: GitRepos, url: str, sha: str, reusable: str) -> dict[str, 
         if entry.kind != "blob" or not entry.path.endswith((".yml", ".yaml")):
             continue
         text = git.read_file(url, sha, entry.path)
-        if not text:
-            continue
-        try:
-            data = yaml.safe_load(text)
-        except yaml.YAMLError:
-            continue
-        jobs = data.get("jobs") if isinstance(data, dict) else None
-        if isinstance(jobs, dict) and any(calls(job, reusable) for job in jobs.values()):
+        if text and calls_reusable(text, reusable):
             found[entry.path] = text
     return found
 

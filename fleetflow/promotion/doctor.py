@@ -12,9 +12,12 @@ Checks (each reads, none writes):
   ``main`` or the environment branch the file is on, a GitOps environment branch's ``on.pull_request`` has
   ``types: [closed]`` and filters that match it (GitHub's filter patterns: ``*``, ``**``, ``?``, ``+``, ``[]``,
   ``!``); otherwise a push or a merge there starts no run and waits for the cron tick. ``status`` has no
-  filters, so the GitOps default branch's caller is not read for it;
-* **secrets**: a caller that passes ``secrets: inherit``: the reusable workflows' ``app-id`` and ``app-private-key``
-  can never be filled so (a secret's name holds no ``-``), and every run stops with "no credentials";
+  filters, so the GitOps default branch's caller is not read for it. The shards caller of a ``shardedSchedule``
+  environment (a workflow of its own, started by events) must run on ``push`` for the environment's branch;
+  what a file says is read by :mod:`fleetflow.promotion.caller_workflows`;
+* **secrets**: a caller (of any of the three reusable workflows) that passes ``secrets: inherit``: the reusable
+  workflows' ``app-id`` and ``app-private-key`` can never be filled so (a secret's name holds no ``-``), and every
+  run stops with "no credentials";
 * **app**: the GitHub App installation's permissions (``GET /repos/{owner}/{repo}/installation``) against what
   docs/setup.md asks for;
 * **autoMerge**: an Environment with ``pullRequest.autoMerge`` in a GitOps repository that does not allow
@@ -62,12 +65,10 @@ from __future__ import annotations
 
 import fnmatch
 import functools
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-import yaml
 from pydantic import Field
 
 from fleetflow.errors import ForgeError, Problem, Problems
@@ -90,7 +91,16 @@ from fleetflow.promotion.bootstrap import (
     GITOPS_REUSABLE,
     WORKFLOW_FILE,
     caller_files,
-    calls,
+)
+from fleetflow.promotion.caller_workflows import (
+    SHARDS_WORKFLOW,
+    caller_inputs,
+    fleetflow_inputs,
+    inheriting_jobs,
+    load,
+    shards_environments,
+    trigger_gap,
+    unfilled_secrets,
 )
 from fleetflow.promotion.context import Context, head_branch, short
 from fleetflow.promotion.gate import context_key
@@ -156,6 +166,7 @@ def diagnose(ctx: Context) -> Diagnosis:
     # a ruleset read once per repository: an organization's applies to every branch the push-rules check looks at
     read_ruleset = functools.cache(ctx.forge.ruleset)
     inherits = Inherits()
+    cp_callers: dict[str, dict[str, str]] = {}  # branch -> its control-plane callers (path -> text)
     cp_branches = [ctx.main_branch, *(e.branch for e in setups if e.tip is not None)]
     files = _check_workflow(
         ctx,
@@ -206,6 +217,7 @@ def diagnose(ctx: Context) -> Diagnosis:
             CONTROL_PLANE_REUSABLE,
         )
         inherits.add(cp, env.branch, files, CONTROL_PLANE_REUSABLE)
+        cp_callers[env.branch] = files
         _check_trigger(found, cp, env.branch, files, "push", cp_branches,
                        f"a push to {env.branch} (a promotion's pin, a change to {env.name}'s files)")
         _check_push_rules(ctx, found, read_ruleset, cp, env.branch, ("update",),
@@ -298,16 +310,22 @@ def diagnose(ctx: Context) -> Diagnosis:
         _check_actions_pulls(ctx, found, repo)
         _check_merge_records(ctx, found, repo, url, served)
         _check_tag_rules(ctx, found, repo, served)
+    sharded = [env for env in setups if env.spec.sharded_schedule]
+    shards_files = {ctx.main_branch: _shards_files(ctx, main_sha)} if sharded else {}
+    for env in sharded:
+        if env.tip is not None:
+            shards_files.setdefault(env.branch, _shards_files(ctx, env.tip))
+    for branch, texts in shards_files.items():
+        inherits.add(cp, branch, texts, SHARDS_WORKFLOW)
     inherits.report(found)
     _check_approval_environments(ctx, found, cp, main_sha, setups)
-    sharded = [env for env in setups if env.spec.sharded_schedule]
-    main_callers = _shards_callers(ctx, main_sha) if sharded else set()
     for env in sharded:
-        _check_shards_caller(ctx, found, env.name, ctx.main_branch, main_callers,
+        _check_shards_caller(ctx, found, env.name, ctx.main_branch, shards_files[ctx.main_branch],
                              "dispatches and the cron tick run the default branch's workflow files")
         if env.tip is not None:
-            _check_shards_caller(ctx, found, env.name, env.branch, _shards_callers(ctx, env.tip),
+            _check_shards_caller(ctx, found, env.name, env.branch, shards_files[env.branch],
                                  "a push to this branch (a promotion's pin too) runs the pushed commit's files")
+            _check_shards_triggers(found, cp, env, shards_files[env.branch], cp_callers.get(env.branch, {}))
     for repo in [cp, *gitops_repos]:
         _check_app(ctx, found, repo)
     found.healthy = not found.findings
@@ -373,37 +391,22 @@ def _check_workflow(ctx: Context, found: Diagnosis, repo: str, url: str, branch:
 
 # -- what the callers say: the secrets they pass, the branches their triggers run for ------------------------------
 
-# The secrets fleetflow's reusable workflows declare (on.workflow_call.secrets of each; tests/test_workflow_files.py
-# holds them to the files). A GitHub secret's name holds only alphanumerics and underscores ("Naming your secrets",
-# https://docs.github.com/en/actions/reference/security/secrets), so ``secrets: inherit``, which passes the caller's
-# secrets under their own names, can never fill one with a '-' in its name.
-REUSABLE_SECRETS = ("app-id", "app-private-key", "token")
-SECRET_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-
 
 class Inherits:
-    """The callers that pass ``secrets: inherit``, collected over every branch doctor reads and reported once per
-    file (the same caller is usually on every branch)."""
+    """The callers that pass ``secrets: inherit`` (:func:`inheriting_jobs`), collected over every branch doctor
+    reads and reported once per file and job (the same caller is usually on every branch)."""
 
     def __init__(self) -> None:
-        self.seen: dict[tuple[str, str], tuple[str, str, int | None, list[str]]] = {}
+        self.seen: dict[tuple[str, str, str], tuple[str, int | None, list[str]]] = {}
 
     def add(self, repo: str, branch: str, files: dict[str, str], reusable: str) -> None:
         for path, text in files.items():
-            try:
-                data = yaml.safe_load(text)
-            except yaml.YAMLError:
-                continue
-            jobs = data.get("jobs") if isinstance(data, dict) else None
-            for name, job in jobs.items() if isinstance(jobs, dict) else ():
-                if calls(job, reusable) and job.get("secrets") == "inherit":
-                    seen = self.seen.setdefault((repo, path), (reusable, str(name),
-                                                               _line(text, "jobs", str(name), "secrets"), []))
-                    seen[3].append(branch)
+            for job in inheriting_jobs(text, reusable):
+                self.seen.setdefault((repo, path, job.job), (reusable, job.line, []))[2].append(branch)
 
     def report(self, found: Diagnosis) -> None:
-        unfilled = [s for s in REUSABLE_SECRETS if not SECRET_NAME.fullmatch(s)]
-        for (repo, path), (reusable, job, line, branches) in self.seen.items():
+        unfilled = unfilled_secrets()
+        for (repo, path, job), (reusable, line, branches) in self.seen.items():
             at = f"{path}:{line}" if line else path
             found.findings.append(finding(
                 "secrets", f"{repo}@{', '.join(branches)}",
@@ -416,174 +419,40 @@ class Inherits:
                 "(examples/workflows/; docs/setup.md, step 2)"))
 
 
-FILTER_PATTERNS = ("https://docs.github.com/en/actions/reference/workflows-and-actions/workflow-syntax"
-                   "#filter-pattern-cheat-sheet")
-
-
-def filter_matches(patterns: list[str], name: str) -> bool:
-    """Whether GitHub's branch filter ``patterns`` (``on.<event>.branches``) lets ``name`` run, per "Filter pattern
-    cheat sheet" (:data:`FILTER_PATTERNS`): ``*`` matches any characters but ``/``, ``**`` any characters, ``?`` and
-    ``+`` make the preceding character optional or repeatable, ``[...]`` one character of a set, ``\\`` escapes
-    one; patterns are read in order, and one starting with ``!`` that matches excludes the name again ("A matching
-    negative pattern (prefixed with !) after a positive match will exclude the Git ref. A matching positive pattern
-    after a negative match will include the Git ref again", "Including and excluding branches" on that page)."""
-    matched = False
-    for pattern in patterns:
-        negated = pattern.startswith("!")
-        if _filter_regex(pattern[1:] if negated else pattern).fullmatch(name):
-            matched = not negated
-    return matched
-
-
-@functools.cache
-def _filter_regex(pattern: str) -> re.Pattern[str]:
-    atoms: list[str] = []
-    i = 0
-    while i < len(pattern):
-        char = pattern[i]
-        if pattern.startswith("**", i):
-            atoms.append(".*")
-            i += 1
-        elif char == "*":
-            atoms.append("[^/]*")
-        elif char in "?+" and atoms:
-            atoms[-1] = f"(?:{atoms[-1]}){char}"
-        elif char == "[" and (end := pattern.find("]", i + 2)) != -1:
-            atoms.append("[" + "".join(c if c.isalnum() or c == "-" else re.escape(c) for c in pattern[i + 1:end])
-                         + "]")
-            i = end
-        elif char == "\\" and i + 1 < len(pattern):
-            i += 1
-            atoms.append(re.escape(pattern[i]))
-        else:
-            atoms.append(re.escape(char))
-        i += 1
-    return re.compile("".join(atoms))
-
-
-def _on_event(data: Any, event: str) -> tuple[bool, dict[str, Any]]:
-    """Whether the workflow ``data`` runs on ``event``, and that event's filters. PyYAML reads the key ``on`` as
-    the boolean true (YAML 1.1), GitHub as the string: both are looked for."""
-    on = data.get("on", data.get(True)) if isinstance(data, dict) else None
-    if isinstance(on, str):
-        return on == event, {}
-    if isinstance(on, list):
-        return event in on, {}
-    if isinstance(on, dict) and event in on:
-        return True, on[event] if isinstance(on[event], dict) else {}
-    return False, {}
-
-
-def _patterns(value: Any) -> list[str]:
-    return [str(p) for p in value] if isinstance(value, list) else [str(value)] if value is not None else []
-
-
-def _flow(patterns: list[str]) -> str:
-    """A YAML flow sequence of ``patterns``, each with a character other than letters, digits, ``_-./`` quoted
-    ("If you start a pattern with *, [, or !, you must enclose the pattern in quotes", :data:`FILTER_PATTERNS`; a
-    ``?`` in a plain flow scalar is an error to PyYAML, so it is quoted too)."""
-    return "[" + ", ".join(p if re.fullmatch(r"[\w./-]+", p) else f"'{p}'" for p in patterns) + "]"
-
-
 def _check_trigger(found: Diagnosis, repo: str, branch: str, files: dict[str, str], event: str, wanted: list[str],
-                   what: str) -> None:
+                   what: str, starts: str = "fleetflow run") -> None:
     """The one caller on ``branch`` (``files``: two or more are a workflows problem already) runs on ``event`` for
-    ``branch``: GitHub reads the workflow of a ``push`` from the pushed commit and that of a ``pull_request`` from
-    the PR's merge ref, whose base is ``branch`` ("Events that trigger workflows", https://docs.github.com/en/
-    actions/writing-workflows/choosing-when-your-workflow-runs/events-that-trigger-workflows), so each branch's own
-    file is the one that counts. The fix names every branch of ``wanted`` (main and the environment branches of the
-    repository) the filter misses, so one line fixes the file wherever it is copied. A ``pull_request`` trigger
-    must list ``closed`` ("By default, a workflow only runs when a pull_request event's activity type is opened,
-    synchronize, or reopened", workflow syntax, ``on.<event_name>.types``). Filters are read as
-    :func:`filter_matches` does; ``branches`` with only ``tags`` run for no branch ("If you define only
-    tags/tags-ignore or only branches/branches-ignore, the workflow won't run for events affecting the undefined Git
-    ref")."""
+    ``branch`` (:func:`trigger_gap`): GitHub reads the workflow of a ``push`` from the pushed commit and that of a
+    ``pull_request`` from the PR's merge ref, whose base is ``branch`` ("Events that trigger workflows",
+    https://docs.github.com/en/actions/writing-workflows/choosing-when-your-workflow-runs/events-that-trigger-
+    workflows), so each branch's own file is the one that counts. ``wanted``: main and the environment branches of
+    the repository, all named in the fix; ``starts``: what the event starts."""
     if len(files) != 1:
         return
     [(path, text)] = files.items()
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError:
+    if not isinstance(load(text), dict):
         return
-    if not isinstance(data, dict):
-        return
-    runs, filters = _on_event(data, event)
-    later = ("it waits for the cron tick" if event == "push"
-             else "'rolling out' waits for the clusters' first status or the cron tick")
-    consequence = f"{what} starts no fleetflow run: {later}"
     where = f"{repo}@{branch}"
-    if not runs:
-        line = _line(text, "on")
-        body = f"{event}:\n    branches: {_flow(wanted)}"
-        if event == "pull_request":
-            body = f"{event}:\n    types: [closed]\n    branches: {_flow(wanted)}"
-        found.findings.append(finding(
-            "triggers", where, f"{path}{f':{line}' if line else ''}: no {event} trigger: {consequence}",
-            f"add under on: in {path} (examples/workflows/): {body}"))
-        return
-    problems: list[str] = []
-    fixes: list[str] = []
-    keys: tuple[str, ...] = ("on", event)
-    if event == "pull_request":
-        types = _patterns(filters.get("types"))
-        if "closed" not in types:
-            listed = ", ".join(types) if types else "none: GitHub's default, opened, synchronize and reopened"
-            problems.append(f"on.pull_request.types ({listed}) lacks closed")
-            fixes.append(f"types: {_flow([*types, 'closed'])}")
-            keys = ("on", event, "types") if types else keys
-    if "branches" in filters:
-        patterns = _patterns(filters["branches"])
-        if not filter_matches(patterns, branch):
-            missing = [b for b in wanted if not filter_matches(patterns, b)]
-            problems.append(f"on.{event}.branches ({', '.join(patterns) or 'empty'}) does not match {branch}")
-            fixes.append(f"branches: {_flow([*patterns, *missing])}")
-            keys = ("on", event, "branches")
-    elif "branches-ignore" in filters:
-        patterns = _patterns(filters["branches-ignore"])
-        if filter_matches(patterns, branch):
-            ignored = [p for p in patterns if filter_matches([p], branch)]
-            problems.append(f"on.{event}.branches-ignore ({', '.join(patterns)}) matches {branch}")
-            fixes.append(f"remove {', '.join(ignored)} from on.{event}.branches-ignore")
-            keys = ("on", event, "branches-ignore")
-    elif event == "push" and ("tags" in filters or "tags-ignore" in filters):
-        problems.append("on.push filters tags only, so it runs for no branch")
-        fixes.append(f"branches: {_flow(wanted)} beside tags")
-    if not problems:
+    gap = trigger_gap(path, text, event, branch, wanted)
+    if gap is None:
         found.ok(f"{where}: {path} runs on {event} for {branch}")
         return
-    line = _line(text, *keys)
-    found.findings.append(finding(
-        "triggers", where, f"{path}{f':{line}' if line else ''}: {'; '.join(problems)}: {consequence}",
-        f"in {path}, on.{event}: {'; '.join(fixes)} (patterns: {FILTER_PATTERNS})"))
+    later = ("it waits for the cron tick" if event == "push"
+             else "'rolling out' waits for the clusters' first status or the cron tick")
+    found.findings.append(finding("triggers", where, f"{gap.at}: {gap.problem}: {what} starts no {starts}: "
+                                  f"{later}", gap.fix))
 
 
-def _line(text: str, *keys: str) -> int | None:
-    """The line (1-based) of the deepest of ``keys`` (a path of mapping keys) found in the YAML ``text``."""
-    try:
-        node = yaml.compose(text)
-    except yaml.YAMLError:
-        return None
-    line = None
-    for key in keys:
-        if not isinstance(node, yaml.MappingNode):
-            break
-        match = next(((k, v) for k, v in node.value if isinstance(k, yaml.ScalarNode) and k.value == key), None)
-        if match is None:
-            break
-        line = match[0].start_mark.line + 1
-        node = match[1]
-    return line
-
-
-SHARDS_WORKFLOW = "fleetflow-schedule-shards.yml"
 WORKFLOWS_DIR = ".github/workflows"
 
 
-def _check_shards_caller(ctx: Context, found: Diagnosis, env: str, branch: str, callers: set[str], why: str) -> None:
+def _check_shards_caller(ctx: Context, found: Diagnosis, env: str, branch: str, files: dict[str, str],
+                        why: str) -> None:
     """An environment with ``shardedSchedule: true`` is rendered only by the shards workflow (neither promote nor
-    reconcile renders it): a caller of it for ``env`` must be on ``branch``, whose workflow files call it for
-    ``callers`` (:func:`_shards_callers`; docs/setup.md, section 10)."""
+    reconcile renders it): a caller of it for ``env`` must be on ``branch``, whose workflow files calling it are
+    ``files`` (:func:`_shards_files`; docs/setup.md, section 10)."""
     where = f"{ctx.control_plane}@{branch}"
+    callers = {name for text in files.values() for name in shards_environments(text)}
     if env in callers or "*" in callers:
         found.ok(f"{where}: {SHARDS_WORKFLOW} called for {env}")
         return
@@ -596,20 +465,29 @@ def _check_shards_caller(ctx: Context, found: Diagnosis, env: str, branch: str, 
     ))
 
 
-def _shards_callers(ctx: Context, sha: str) -> set[str]:
-    """The environments the workflow files on ``sha`` call the shards workflow for ("*": one passes an expression,
-    which cannot be read here); a file that is not YAML is left to the workflows check."""
+def _check_shards_triggers(found: Diagnosis, cp: str, env: EnvSetup, files: dict[str, str],
+                           checked: dict[str, str]) -> None:
+    """The shards caller of ``env`` on its branch runs on ``push`` for that branch: it is a workflow of its own,
+    started by events, not by the control-plane caller (examples/workflows/schedule-shards.yml: ``push`` to the
+    environment's branch, ``workflow_dispatch``, a rare ``schedule``; docs/setup.md, section 10), and a push (a
+    promotion's pin) is when a sharded schedule falls due. A file that is also the branch's control-plane caller
+    (``checked``) had its push trigger checked with it."""
+    for path, text in sorted(files.items()):
+        names = shards_environments(text)
+        if path in checked or not (env.name in names or "*" in names):
+            continue
+        _check_trigger(found, cp, env.branch, {path: text}, "push", [env.branch],
+                       f"a push to {env.branch} (a promotion's pin, a change to {env.name}'s files)",
+                       f"sharded schedule of {env.name}")
+
+
+def _shards_files(ctx: Context, sha: str) -> dict[str, str]:
+    """The workflow files on ``sha`` with a job that calls the shards workflow (path -> text); a file that is not
+    YAML is left to the workflows check."""
     listed = ctx.git.mirror(ctx.cp_url).ls_tree(sha, [f"{WORKFLOWS_DIR}/"])
     names = [e.path for e in listed if e.kind == "blob" and e.path.endswith((".yml", ".yaml"))]
-    envs: set[str] = set()
-    for path in names:
-        for job in _workflow_jobs(ctx.git.read_file(ctx.cp_url, sha, path)):
-            if not str(job.get("uses", "")).split("@")[0].endswith(SHARDS_WORKFLOW):
-                continue
-            inputs = job.get("with")
-            value = str(inputs.get("environment", "")) if isinstance(inputs, dict) else ""
-            envs.add("*" if "${{" in value else value)
-    return envs
+    texts = {path: ctx.git.read_file(ctx.cp_url, sha, path) for path in names}
+    return {path: text for path, text in texts.items() if text and shards_environments(text)}
 
 
 SHOWN_CONTEXTS = 5  # of the unknown contexts on one branch, named in its one problem
@@ -936,30 +814,14 @@ def _check_branch_rules(ctx: Context, found: Diagnosis, env: EnvSetup, repo: str
 
 def _caller_inputs(ctx: Context, url: str, sha: str, reusable: str) -> dict[str, Any]:
     """The ``with:`` inputs the caller workflows on ``sha`` pass to fleetflow's reusable workflow ``reusable``
-    (every calling job's, merged): the callers whatever their names (:func:`callers`), else :data:`WORKFLOW_FILE`'s
-    jobs that use anything of fleetflow's; empty when there is none or it is not YAML (the workflows check reports
-    that). Until 2026-11-29 only :data:`WORKFLOW_FILE` was read: a caller named otherwise passed nothing."""
+    (every calling job's, merged): the callers whatever their names (:func:`caller_files`), else
+    :data:`WORKFLOW_FILE`'s jobs that use anything of fleetflow's; empty when there is none or it is not YAML (the
+    workflows check reports that). Until 2026-11-29 only :data:`WORKFLOW_FILE` was read: a caller named otherwise
+    passed nothing."""
     files = caller_files(ctx.git, url, sha, reusable)
     if files:
-        jobs = [job for text in files.values() for job in _workflow_jobs(text) if calls(job, reusable)]
-    else:
-        jobs = [job for job in _workflow_jobs(ctx.git.read_file(url, sha, WORKFLOW_FILE))
-                if "fleetflow" in str(job.get("uses", ""))]
-    inputs: dict[str, Any] = {}
-    for job in jobs:
-        if isinstance(job.get("with"), dict):
-            inputs.update(job["with"])
-    return inputs
-
-
-def _workflow_jobs(text: str | None) -> list[dict[str, Any]]:
-    """The jobs of a workflow file; none when the file is missing or not YAML (the workflows check reports that)."""
-    try:
-        data = yaml.safe_load(text) if text else None
-    except yaml.YAMLError:
-        return []
-    jobs = data.get("jobs") if isinstance(data, dict) else None
-    return [job for job in jobs.values() if isinstance(job, dict)] if isinstance(jobs, dict) else []
+        return caller_inputs(files.values(), reusable)
+    return fleetflow_inputs(ctx.git.read_file(url, sha, WORKFLOW_FILE))
 
 
 def _environments(ctx: Context, found: Diagnosis, repo: str) -> dict[str, Any] | None:
