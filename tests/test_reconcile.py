@@ -617,6 +617,8 @@ def test_a_deleted_environment_branch_is_a_problem_not_not_promoted_yet(fleet: F
     text = CliRunner().invoke(cli, ["reconcile", "--forge", fleet.forge.name, "--control-plane", fleet.cp_id])
     assert text.exit_code == 1 and "qa: environment qa: branch 'qa' does not exist" in text.stderr, text.output
     assert "nothing promoted here yet" not in text.stdout.split("qa:", 1)[1].split("prod-eu:")[0]
+    assert "qa: not read: environment qa: branch 'qa' does not exist" in text.stdout, text.stdout
+    assert "qa: not promoted yet" not in text.stdout
 
 
 def test_main_forced_back_says_the_pin_it_found(fleet: Fleet, monkeypatch: pytest.MonkeyPatch) -> None:

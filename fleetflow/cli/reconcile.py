@@ -138,7 +138,10 @@ def reconcile_command(environment: str | None, verify_merges: bool | None, reche
         def text() -> None:
             click.echo(f"main@{outcome.main_commit[:12]}")
             for env in outcome.environments:
-                click.echo(f"{env.environment}: {env.found.summary()}")
+                # a problem before anything was read (its branch deleted): not "not promoted yet" above the error
+                unread = env.found.pin is None and env.problems and not env.did
+                click.echo(f"{env.environment}: " + ("not read: " + env.problems[0].message if unread
+                                                      else env.found.summary()))
                 for step in env.did:
                     click.echo(f"  did {step.step}: {step.message}")
                 if env.merge is not None and env.merge.state != "merged":
