@@ -208,7 +208,7 @@ def _rollout_key(message: str) -> tuple[str, ...]:
 def _gate_warnings(plane: ControlPlane, environment: str, result: RenderResult) -> list[Problem]:
     """What the gate would decide, probably not as meant: its policy's (``configuration_warnings``). (A
     statusContext in Flux's default form with capitals was warned of until 2026-11-29; the gate now compares
-    contexts without case, as GitHub does: ``gate.context_key``.)"""
+    contexts without case, as GitHub does: ``forge.base.context_key``.)"""
     env = plane.environments.get(environment)
     if env is None:
         return []

@@ -133,6 +133,15 @@ class PullRequest:
     review_requests: tuple[str, ...] = field(default_factory=tuple)
 
 
+# A status context as GitHub tells contexts apart: without case. GitHub's REST description of "Create a commit status"
+# (github/rest-api-description, ``context``): "A string label to differentiate this status from the status of other
+# systems. This field is case-insensitive." So ``Flux/dev-1`` posted by a cluster is the context ``flux/dev-1`` its
+# ``statusContext`` names, and two Clusters whose contexts differ only in case share one. ``str.lower`` itself, not a
+# function around it: the gate keys every report and cluster of a commit by it (30,000 Python-level calls cost
+# 20 ms an evaluation); the local forge stores a context's posts under it.
+context_key = str.lower
+
+
 def reviewer_key(reviewer: str) -> str:
     """One name for a reviewer as the policy, a PR and the forge's records give it: a login lowercased (GitHub
     logins ignore case), a team ``ORG/TEAM-SLUG`` as ``team:<slug>`` (GitHub names a requested team by its slug)."""

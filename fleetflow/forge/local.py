@@ -52,6 +52,7 @@ from fleetflow.forge.base import (
     check_dispatch,
     check_status,
     combined_state,
+    context_key,
     full_sha,
     reviewer_key,
 )
@@ -499,24 +500,24 @@ def status_path(sha: str, context: str) -> str:
     lowercased, so the posts of ``Flux/dev-1`` and ``flux/dev-1`` are one file in post order. GitHub's "Create a
     commit status" says of ``context``: "This field is case-insensitive"; the local forge listed them as two
     contexts until 2026-11-29 (a stale failure of one spelling failed the combined state and merges)."""
-    key = hashlib.sha256(context.lower().encode()).hexdigest()[:24]
+    key = hashlib.sha256(context_key(context).encode()).hexdigest()[:24]
     return f"statuses/{sha}/{key[:2]}/{key}.json"
 
 
 def status_posts(snap: Snapshot, sha: str) -> list[list[Record]]:
     """Every context's posts on commit ``sha`` (each list oldest first), older layout included: the storage API
     for readers of statuses (one listing of ``statuses/<sha>/`` and one batch read of its blobs)."""
-    by_context: dict[str, list[list[Record]]] = {}  # context lowercased -> its records
+    by_context: dict[str, list[list[Record]]] = {}  # context_key -> its records
     legacy = f"statuses/{sha}.json"
     older: dict[str, list[Record]] = {}
     for post in _posts(snap.read_json(legacy), legacy):  # the older layout: one file per commit
-        older.setdefault(post["context"].lower(), []).append(post)
+        older.setdefault(context_key(post["context"]), []).append(post)
     for key, posts in older.items():
         by_context[key] = [posts]
     for posts in snap.read_all_json(f"statuses/{sha}", recursive=True):
         checked = _posts(posts, f"statuses/{sha}/")
         if checked:
-            by_context.setdefault(checked[0]["context"].lower(), []).append(checked)
+            by_context.setdefault(context_key(checked[0]["context"]), []).append(checked)
     return [records[0] if len(records) == 1 else merged_posts(records) for records in by_context.values()]
 
 
@@ -551,7 +552,8 @@ def _older_posts(snap: Snapshot, sha: str, context: str) -> list[Record]:
     exact = f"statuses/{sha}/{key[:2]}/{key}.json"
     if exact != status_path(sha, context) and (posts := snap.read_json(exact)):
         return cast(list[Record], posts)
-    return [p for p in snap.read_json(f"statuses/{sha}.json") or [] if p["context"].lower() == context.lower()]
+    key = context_key(context)
+    return [p for p in snap.read_json(f"statuses/{sha}.json") or [] if context_key(p["context"]) == key]
 
 
 _VALID_BRANCHES: set[str] = set()

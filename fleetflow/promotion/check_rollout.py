@@ -18,7 +18,7 @@ from typing import Any
 from pydantic import Field, PrivateAttr, computed_field
 
 from fleetflow.errors import Problems
-from fleetflow.forge.base import CommitStatus
+from fleetflow.forge.base import CommitStatus, context_key
 from fleetflow.model.resources import RolloutPolicy
 from fleetflow.promotion.context import (
     Context,
@@ -29,7 +29,7 @@ from fleetflow.promotion.context import (
     short,
     status_context,
 )
-from fleetflow.promotion.gate import GateDecision, context_key, reporters
+from fleetflow.promotion.gate import GateDecision, reporters
 from fleetflow.promotion.promote import SHARDED_SCHEDULE, PromoteOutcome, promote
 from fleetflow.promotion.reports import ReportWatch, read_and_decide
 from fleetflow.promotion.shards import SHARDS_WORKFLOW, sharded_due

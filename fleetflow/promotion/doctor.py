@@ -72,6 +72,7 @@ from typing import Any, TypeVar
 from pydantic import Field
 
 from fleetflow.errors import ForgeError, Problem, Problems
+from fleetflow.forge.base import context_key
 from fleetflow.forge.git import split_credentials
 from fleetflow.forge.githubauth import ACTIONS_MAY_NOT_CREATE_PULLS, ACTIONS_PULLS_SETTING
 from fleetflow.forge.rulesets import (
@@ -103,7 +104,6 @@ from fleetflow.promotion.caller_workflows import (
     unfilled_secrets,
 )
 from fleetflow.promotion.context import Context, head_branch, short
-from fleetflow.promotion.gate import context_key
 from fleetflow.promotion.merge_records import KINDS, RECORDS_PATTERN, TAG_PREFIX, record_ref
 from fleetflow.promotion.pin import PIN_FILE
 from fleetflow.results import Result
@@ -499,7 +499,7 @@ def _check_contexts(ctx: Context, found: Diagnosis, env: EnvSetup, repo: str, br
     exact = {context_key(c.spec.status_context) for c in env.clusters if c.spec.status_context}
     pattern = env.spec.rollout.context_pattern
     glob = context_key(pattern.replace("{cluster}", "*").replace("{clusterType}", "*")) if pattern else None
-    unknown = sorted(  # without case, as GitHub and the gate tell contexts apart (gate.context_key)
+    unknown = sorted(  # without case, as GitHub and the gate tell contexts apart (forge.base.context_key)
         status.context for status in ctx.forge.statuses(repo, sha)
         if not (status.context.startswith("fleetflow/") or context_key(status.context) in exact
                 or (glob is not None and fnmatch.fnmatchcase(context_key(status.context), glob)))

@@ -29,7 +29,7 @@ from datetime import datetime
 from typing import Literal
 
 from fleetflow.errors import InputError, Problem, Problems, closest
-from fleetflow.forge.base import STATUS_DESCRIPTION_LIMIT, CombinedState, CommitStatus, newer_report
+from fleetflow.forge.base import STATUS_DESCRIPTION_LIMIT, CombinedState, CommitStatus, context_key, newer_report
 from fleetflow.model.durations import format_duration
 from fleetflow.model.resources import RolloutPolicy
 from fleetflow.render.incremental import ExpectedCluster
@@ -87,15 +87,6 @@ class GateDecision:
         return text if len(text) <= STATUS_DESCRIPTION_LIMIT else text[: STATUS_DESCRIPTION_LIMIT - 1] + "…"
 
 
-def context_key(context: str) -> str:
-    """A status context as GitHub tells contexts apart: without case. GitHub's REST description of "Create a commit
-    status" (github/rest-api-description, ``context``): "A string label to differentiate this status from the
-    status of other systems. This field is case-insensitive." So ``Flux/dev-1`` posted by a cluster is the context
-    ``flux/dev-1`` its ``statusContext`` names (the gate waited for it until it timed out until 2026-11-29), and
-    two Clusters whose contexts differ only in case share one context."""
-    return context.lower()
-
-
 def reporters(policy: RolloutPolicy, clusters: Sequence[ExpectedCluster], problems: Problems) -> list[Reporter]:
     """The contexts to wait for, from the inventory. Clusters with neither a statusContext nor a contextPattern
     to derive one from are configuration problems."""
@@ -118,7 +109,7 @@ def reporters(policy: RolloutPolicy, clusters: Sequence[ExpectedCluster], proble
             )
             continue
         context = found[-1].context
-        before, theirs = first.setdefault(context.lower(), (cluster, context))  # by context_key, inlined
+        before, theirs = first.setdefault(context_key(context), (cluster, context))
         if before is not cluster:  # one report would stand for both: the gate could never count them all
             _shared_context(policy, before, cluster, context, theirs, problems)
     if len(found) == len(clusters):  # every cluster has its context: the count can be checked against them
@@ -298,7 +289,7 @@ def newest_reports(commits: Sequence[Sequence[CommitStatus]]) -> dict[str, Commi
     for reports in commits:
         here: dict[str, CommitStatus] = {}
         for report in reports:
-            key = report.context.lower()  # context_key, inlined (called for every report of every commit)
+            key = context_key(report.context)
             other = here.get(key)
             if other is None or newer_report(report, other):
                 here[key] = report
@@ -387,7 +378,7 @@ def evaluate(
     """Decide the gate over ``statuses`` (the newest report per context, ``newest_reports``). Raises InputError when
     the gate is misconfigured (with every problem)."""
     soak, timeout = policy.soak_time, policy.timeout
-    keyed = {c.lower(): s for c, s in statuses.items()}  # by context_key (inlined: 30,000 calls are 20 ms)
+    keyed = {context_key(c): s for c, s in statuses.items()}
     statuses = keyed if len(keyed) == len(statuses) else newest_reports([list(statuses.values())])
     problems = Problems()
     expected = reporters(policy, clusters, problems)
@@ -397,7 +388,7 @@ def evaluate(
             return GateDecision("success", "rolled out: no clusters expected (allowEmpty)", 0)
         raise InputError(_ZERO_CLUSTERS)
     if expected:
-        watched = {r.context.lower(): r.cluster for r in expected}  # by context_key
+        watched = {context_key(r.context): r.cluster for r in expected}
     else:  # no inventory: every context matching the pattern counts (as posted, in the messages)
         pattern = context_key(policy.context_pattern or "*")
         watched = {c: s.context for c, s in statuses.items() if fnmatch.fnmatchcase(c, pattern)}
@@ -437,7 +428,7 @@ def evaluate(
         decision.description = f"soaking: {count}, ready at {ready:%Y-%m-%d %H:%M:%S} UTC"
         return decision
     if expected:
-        unreported = {r.context: r.cluster for r in expected if r.context.lower() not in statuses}  # context_key
+        unreported = {r.context: r.cluster for r in expected if context_key(r.context) not in statuses}
         if unreported:
             decision.strays = find_strays(unreported, {s.context: s for c, s in statuses.items()
                                                        if c not in watched and not c.startswith("fleetflow/")})

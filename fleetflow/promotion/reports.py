@@ -19,12 +19,11 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from fleetflow.errors import Problems
-from fleetflow.forge.base import CombinedState, CommitStatus, Forge, ReportPage
+from fleetflow.forge.base import CombinedState, CommitStatus, Forge, ReportPage, context_key
 from fleetflow.model.resources import RolloutPolicy
 from fleetflow.promotion.gate import (
     Counts,
     GateDecision,
-    context_key,
     estimate,
     evaluate,
     failure_counted,

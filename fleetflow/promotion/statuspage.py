@@ -19,9 +19,10 @@ from fleetflow.delivery.chain import layout
 from fleetflow.delivery.metrics import MetricsReport, compute, human_duration, rows
 from fleetflow.delivery.records import Promotion
 from fleetflow.errors import GitError, InputError, Problems
+from fleetflow.forge.base import context_key
 from fleetflow.forge.git import CommitInfo
 from fleetflow.promotion.context import Context, pinned, short
-from fleetflow.promotion.gate import context_key, newest_reports, reporters
+from fleetflow.promotion.gate import newest_reports, reporters
 from fleetflow.promotion.history import DEFAULT_LIMIT, History, read_history
 from fleetflow.promotion.status import EnvironmentStatus, fleet_status
 from fleetflow.render.incremental import RenderState
