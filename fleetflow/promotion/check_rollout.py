@@ -91,8 +91,7 @@ class RolloutOutcome(Result):
 
 
 
-def _waiting(ctx: Context, environment: str, main_sha: str, g_repo: str, g_url: str, g_branch: str, g_path: str,
-             tip: str | None, at: Pinned) -> str:
+def _waiting(ctx: Context, environment: str, at: Pinned, tip: str | None) -> str:
     """What the gate waits for when no commit of the GitOps branch carries the pin yet, as far as git tells
     (no API request): the branch is missing; the PR branch carries the pin (its PR awaits a merge, or was closed
     without one); or nothing carries it (the schedule has not pushed it, or failed). Until 2026-11-29 every case
@@ -100,6 +99,7 @@ def _waiting(ctx: Context, environment: str, main_sha: str, g_repo: str, g_url: 
     ``shardedSchedule`` is rendered by its shards workflow only: for it the text says how long its schedule has been
     due and where a failure shows (one request, :func:`~fleetflow.promotion.shards.sharded_due`); until 2026-11-29
     it sent people to ``fleetflow schedule --environment``, which that environment never runs."""
+    main_sha, g_repo, g_url, g_branch = at.main_sha, at.gitops_repo, at.gitops_url, at.gitops_branch
     pin = f"main@{short(main_sha)}"
     sharded = at.env_at_pin.spec.sharded_schedule
     if tip is None:
@@ -107,7 +107,7 @@ def _waiting(ctx: Context, environment: str, main_sha: str, g_repo: str, g_url: 
                 "correct the GitOpsRepo's spec.branch on the environment branch")
     head = head_branch(environment)
     head_tip = ctx.git.fetch_branch(g_url, head)
-    proposed = ctx.render_state(g_url, head_tip, g_path) if head_tip is not None else None
+    proposed = ctx.render_state(g_url, head_tip, at.gitops_path) if head_tip is not None else None
     again = (f"re-running the {SHARDS_WORKFLOW} workflow for {environment} renders it and opens the PR again"
              if sharded else f"`fleetflow schedule --environment {environment}` renders it and opens the PR again")
     if proposed is not None and proposed.main_commit == main_sha:
@@ -150,7 +150,7 @@ def check_rollout(ctx: Context, environment: str, *, fan_out: bool = True) -> Ro
             run.append(sha)
             tip_state = tip_state or state
     if not run or tip_state is None:
-        text = _waiting(ctx, environment, main_sha, g_repo, g_url, g_branch, g_path, tip, at)
+        text = _waiting(ctx, environment, at, tip)
         ctx.say(f"{environment}: {text}")
         return RolloutOutcome(environment=environment, main_commit=main_sha, gitops_commit=None,
                               state="waiting-for-merge", description=text)
