@@ -442,6 +442,13 @@ def closest(word: str, candidates: Iterable[str], cutoff: float = 0.6) -> str | 
     return found[0] if found else None
 
 
+def meant(word: str, candidates: Iterable[str]) -> str | None:
+    """The candidate ``word`` names in other letters (``Dev`` for ``dev``), else the one it is most likely a typo of
+    (:func:`closest`): the "did you mean" of a name given by hand (``--environment``, a manual promotion's input)."""
+    names = sorted(candidates)
+    return next((n for n in names if n.lower() == word.lower()), None) or closest(word, names)
+
+
 def yaml_text(text: str) -> str:
     """``text`` written so that YAML reads it back as that text, in a block or in a flow (``[...]``, ``{...}``):
     plain when it is a word of letters, digits, '.', '_', '/' and '-' that starts with a letter or '_' and is no
@@ -490,5 +497,5 @@ def unknown_environment(name: str, known: Iterable[str]) -> UsageError:
     names = ", ".join(known) or "none"
     message = f"unknown environment {name!r}; environments on main: {names}"
     # Dev for dev, prdo for prod: said in the hint (the message stays what scripts match)
-    near = next((k for k in known if k.lower() == name.lower()), None) or closest(name, known)
+    near = meant(name, known)
     return UsageError(Problem(message, None, f"did you mean --environment {near}?") if near else message)

@@ -35,7 +35,7 @@ from typing import Any, Literal
 
 from pydantic import ConfigDict, Field
 
-from fleetflow.errors import InputError, Problem, closest
+from fleetflow.errors import InputError, Problem, meant
 from fleetflow.results import Result
 
 Action = Literal["promote", "schedule", "check-rollout", "none"]
@@ -193,8 +193,7 @@ def _promote_request(fields: Mapping[str, Any], environments: Sequence[str], sou
                             f"give {prefix}{key} as a string" + (" of the commit's sha" if key == "commit" else ""))
     env = environment or ""
     if env and env not in environments:
-        near = next((e for e in environments if e == env.strip() or e.lower() == env.strip().lower()), None) \
-            or closest(env.strip(), environments)
+        near = meant(env.strip(), environments)
         return _invalid(f"{source}: unknown environment {env!r} (known: {known})",
                         f"did you mean {near!r}? Give {prefix}environment exactly as the Environment is named"
                         if near else f"give {prefix}environment as one of: {known}; empty for the first environments")
