@@ -368,6 +368,30 @@ def test_explain_unknown_assignment(tmp_path: Path) -> None:
     result = run_cli("explain", "--main", main, "--env", env, "--environment", "dev", "--assignment", "x/y")
     assert result.exit_code == 1
     assert "not scheduled" in result.output and "cloud-eu/app-dev" in result.output
+    assert "did you mean" not in result.output  # nothing close: no guess
+
+
+def test_explain_says_which_assignment_or_key_was_meant(tmp_path: Path) -> None:
+    """A name typed by hand: a typo, the folder under ``--output`` (copied from ``ls out/dev``) or another
+    letter case gets "did you mean" with the name that works (the list of the first ten alone hid it among 10,000
+    assignments). The folder as a shell completes it, with a trailing ``/``, is that assignment."""
+    main, env = make_plane(tmp_path)
+    explain = ("explain", "--main", main, "--env", env, "--environment", "dev", "--assignment")
+    for typed in ("cloud-eu/app-dv", "out/dev/cloud-eu/app-dev", "Cloud-EU/app-dev"):
+        result = run_cli(*explain, typed)
+        assert result.exit_code == 1, result.output
+        assert "did you mean --assignment cloud-eu/app-dev?" in result.output, result.output
+    result = run_cli(*explain, "cloud-eu/app-dev/", "--key", "LOG_LEVEL")
+    assert result.exit_code == 0, result.output
+    assert result.stdout.startswith("cloud-eu/app-dev (environment dev)") and "LOG_LEVEL = " in result.stdout
+    for typed in ("log_level", "LOG_LEVL"):
+        result = run_cli(*explain, "cloud-eu/app-dev", "--key", typed)
+        assert result.exit_code == 1, result.output
+        assert f"key '{typed}' is not set for cloud-eu/app-dev" in result.output
+        assert "did you mean --key LOG_LEVEL? Or run without --key to list every key" in result.output
+    result = run_cli(*explain, "cloud-eu/app-dev", "--key", "NOTHING_LIKE_IT")
+    assert result.exit_code == 1 and "did you mean" not in result.output
+    assert "run without --key to list every key" in result.output
 
 
 def test_plan_writes_nothing_and_shows_a_diff(tmp_path: Path) -> None:

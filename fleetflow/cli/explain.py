@@ -10,7 +10,7 @@ import click
 
 from fleetflow.cli.common import FORMAT, check_environment, head_branch_name, load, trees
 from fleetflow.cli.errors import handled
-from fleetflow.errors import InputError, Problem, Problems, UsageError
+from fleetflow.errors import InputError, Problem, Problems, UsageError, meant
 from fleetflow.model.references import check_tree_belongs
 from fleetflow.render.composition import Provenance
 from fleetflow.render.explain import Explanation, RenderedResult, explain_assignment, key_text, render_explained
@@ -28,7 +28,7 @@ def _show(value: object) -> str:
     "--assignment",
     required=True,
     metavar="CLUSTERTYPE/TARGET",
-    help="The assignment, as its output folder: cluster type / <workload>-<target>.",
+    help="The assignment, as its output folder: cluster type / <workload>-<target> (a trailing / is fine).",
 )
 @click.option("--key", help="Only this key (dotted path, e.g. db.host) and what is below it.")
 @click.option(
@@ -87,13 +87,20 @@ def explain(
             raise InputError(
                 [
                     Problem(
-                        f"key {key!r} is not set for {assignment}",
+                        f"key {key!r} is not set for {explanation.assignment}",
                         None,
-                        "run without --key to list every key",
+                        _key_hint(key, explanation.entries(None)),
                     )
                 ]
             )
-        reply.done(explanation.result(key), lambda: _text(explanation, entries, assignment, environment))
+        reply.done(explanation.result(key), lambda: _text(explanation, entries, explanation.assignment, environment))
+
+
+def _key_hint(key: str, entries: list[Provenance]) -> str:
+    """The key meant (``log_level`` for ``LOG_LEVEL``, a typo), else how to list them all."""
+    near = meant(key, {key_text(e.path[:n]) for e in entries for n in range(1, len(e.path) + 1)})
+    every = "run without --key to list every key"
+    return f"did you mean --key {near}? Or {every}" if near else every
 
 
 def _text(explanation: Explanation, entries: list[Provenance], assignment: str, environment: str) -> None:

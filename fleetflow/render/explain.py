@@ -10,7 +10,7 @@ from typing import Any
 
 from pydantic import Field
 
-from fleetflow.errors import InputError, Location, Problem, Problems
+from fleetflow.errors import InputError, Location, Problem, Problems, meant
 from fleetflow.model.controlplane import ControlPlane
 from fleetflow.model.resources import TEMPLATE_ROLES
 from fleetflow.render.composition import Composed, Composer, Provenance, Subject
@@ -106,15 +106,21 @@ def explain_assignment(plane: ControlPlane, environment: str, assignment_id: str
     problems = Problems()
     sources = config_sources(plane, problems)
     sched = schedule(plane, environment, problems)
+    # the folder as a shell completes it (aks-westeurope/observability-dev/) is that assignment
+    assignment_id = assignment_id.strip("/")
     ct_name, _, target_id = assignment_id.partition("/")
     assignment = Assignment(ct_name, target_id)
     if not problems and assignment not in sched.policies:
         known = [a.id for a in sched.assignments]
         shown = ", ".join(known[:10]) + (f" ... ({len(known)} in all)" if len(known) > 10 else "")
+        # a typo or other letters among 10,000 assignments: the one meant first, then the list's start; a path
+        # under the output folder (out/dev/aks-westeurope/observability-dev) names the assignment it ends in
+        near = next((k for k in known if assignment_id.endswith(f"/{k}")), None) or meant(assignment_id, known)
         problems.add(
             f"assignment {assignment_id!r} is not scheduled in environment {environment}",
             None,
-            f"use CLUSTERTYPE/TARGET, one of: {shown or 'none (no policy selects anything)'}",
+            (f"did you mean --assignment {near}? " if near else "")
+            + f"use CLUSTERTYPE/TARGET, one of: {shown or 'none (no policy selects anything)'}",
         )
     problems.raise_if_any()
     ct = plane.cluster_types[ct_name]
