@@ -250,3 +250,83 @@ def test_doctor_reads_the_triggers_and_secrets_of_the_shards_caller(fleet: Fleet
         diagnosis = diagnose(ctx)
     assert diagnosis.findings == []
     assert f"{cp}@dev: {caller} runs on push for dev" in diagnosis.checked
+
+
+def set_paths(text: str, event: str, line: str) -> str:
+    """``text`` with ``line`` (a ``paths:`` or ``paths-ignore:`` filter) added under ``on.<event>``."""
+    assert text.count(f"  {event}:\n") == 1
+    return text.replace(f"  {event}:\n", f"  {event}:\n    {line}\n")
+
+
+def test_doctor_reports_files_a_paths_filter_leaves_without_a_run(fleet: Fleet) -> None:
+    """A caller's ``paths``/``paths-ignore`` filter: "If at least one path matches a pattern in the paths filter,
+    the workflow runs"; "When all the path names match patterns in paths-ignore, the workflow will not run" (GitHub
+    docs, github/docs data/reusables/actions/workflows/section-triggering-a-workflow-paths.md; workflow syntax,
+    ``on.<push|pull_request|pull_request_target>.<paths|paths-ignore>``). A ``paths`` filter copied from a
+    monorepo's CI that leaves out templates/ (main) or the pin file (an environment branch: promote's pin commit
+    changes that file alone) started no run for such a push, silently: the change waited for the cron tick, and
+    doctor said healthy. Now a ``triggers`` problem names the files, the line and what to add; a filter that lets
+    every file fleetflow reads through (``paths-ignore`` of docs) is fine."""
+    init_fleet(fleet)
+    cp = fleet.cp_id
+    with fleet.context() as ctx:
+        main_text = ctx.git.read_file(ctx.cp_url, ctx.main_tip(), WORKFLOW_FILE)
+        dev_text = ctx.git.read_file(ctx.cp_url, ctx.git.fetch_branch(ctx.cp_url, "dev") or "", WORKFLOW_FILE)
+        qa_text = ctx.git.read_file(ctx.cp_url, ctx.git.fetch_branch(ctx.cp_url, "qa") or "", WORKFLOW_FILE)
+    assert main_text is not None and dev_text is not None and qa_text is not None
+    commit_file(fleet, fleet.cp_url, "main", WORKFLOW_FILE,
+                set_paths(main_text, "push", "paths: ['environments/**', 'workloads/**']"))
+    fleet.push_env("dev", {WORKFLOW_FILE: set_paths(dev_text, "push", "paths: ['cluster-types/**', 'configs/**']")},
+                   "only the cluster-type folders")
+    fleet.push_env("qa", {WORKFLOW_FILE: set_paths(qa_text, "push", "paths-ignore: ['docs/**', '**.md']")}, "docs")
+    with fleet.context() as ctx:
+        diagnosis = diagnose(ctx)
+    found = {(f.check, f.where): f for f in diagnosis.findings}
+    assert set(found) == {("triggers", f"{cp}@main"), ("triggers", f"{cp}@dev")}, diagnosis.findings
+    main = found[("triggers", f"{cp}@main")]
+    assert main.problem == (
+        f"{WORKFLOW_FILE}:9: on.push.paths (environments/**, workloads/**) leaves out 4 of the files fleetflow reads "
+        "on main: .environments/envs.yaml, templates/config.yaml, templates/flux.yaml and 1 more: a push to main (a "
+        "new commit to promote) that changes only them starts no fleetflow run: it waits for the cron tick")
+    assert main.fix.startswith(f"in {WORKFLOW_FILE}, remove on.push.paths (fleetflow renders the whole commit: every "
+                               "push counts), or add ['.environments/**', 'templates/**'] to it (https://docs.github")
+    dev = found[("triggers", f"{cp}@dev")]
+    assert dev.problem.startswith(f"{WORKFLOW_FILE}:9: on.push.paths (cluster-types/**, configs/**) leaves out 6 of "
+                                  "the files fleetflow reads on dev: base-repo.yaml, ")
+    assert "a push to dev (a promotion's pin, a change to dev's files) that changes only them starts no" in dev.problem
+    assert "add [base-repo.yaml, cluster-types.yaml, " in dev.fix
+    assert f"{cp}@qa: {WORKFLOW_FILE} runs on push for qa and each file fleetflow reads" in diagnosis.checked
+    # paths-ignore of a file fleetflow reads, and a pattern that is none (a range backwards)
+    fleet.push_env("qa", {WORKFLOW_FILE: set_paths(qa_text, "push", "paths-ignore: ['docs/**', '*.yaml']")}, "yaml")
+    fleet.push_env("dev", {WORKFLOW_FILE: set_paths(dev_text, "push", "paths: ['[z-a]*']")}, "backwards")
+    with fleet.context() as ctx:
+        diagnosis = diagnose(ctx)
+    found = {(f.check, f.where): f for f in diagnosis.findings}
+    qa = found[("triggers", f"{cp}@qa")]
+    assert qa.problem.startswith(f"{WORKFLOW_FILE}:9: on.push.paths-ignore (docs/**, *.yaml) ignores 6 of the files "
+                                 "fleetflow reads on qa: base-repo.yaml, ")
+    assert qa.fix.startswith(f"in {WORKFLOW_FILE}, remove *.yaml from on.push.paths-ignore (https://docs.github")
+    dev = found[("triggers", f"{cp}@dev")]
+    assert dev.problem.startswith(f"{WORKFLOW_FILE}:9: on.push.paths holds '[z-a]*', no filter pattern")
+
+
+def test_github_paths_filters() -> None:
+    """The paths filters read as the branch filters (the same "Filter pattern cheat sheet"): ``*`` stops at ``/``,
+    ``**`` does not, ``!`` after a match excludes again; a workflow with neither filter has no gap."""
+    from fleetflow.promotion.caller_workflows import paths_gap
+
+    files = ["base-repo.yaml", "configs/a.yaml", "cluster-types/x/y.yaml"]
+    text = "on:\n  push:\n    paths: {}\njobs: {{}}\n"
+    cases = [
+        ("['**']", []), ("['*']", ["configs/a.yaml", "cluster-types/x/y.yaml"]), ("['*.yaml', 'c*/**']", []),
+        ("['**', '!cluster-types/**']", ["cluster-types/x/y.yaml"]), ("['cluster-types/*']", files),
+    ]
+    for patterns, missed in cases:
+        gap = paths_gap("f.yml", text.format(patterns), "push", files, "files")
+        if not missed:
+            assert gap is None, (patterns, gap)
+            continue
+        assert gap is not None, patterns
+        assert gap.problem.endswith(f" leaves out {len(missed)} of the files: {', '.join(missed)}"), (patterns, gap)
+    assert paths_gap("f.yml", "on:\n  push:\n    branches: [main]\njobs: {}\n", "push", files, "files") is None
+    assert paths_gap("f.yml", "on: [push]\njobs: {}\n", "push", files, "files") is None

@@ -1358,6 +1358,15 @@ def _parse_file(display: str, data: bytes, source: Source, problems: Problems) -
     return parsed, len(problems) == before
 
 
+def read_paths(tree: GitFiles) -> list[str]:
+    """The files of a commit :func:`read_tree` reads (YAML, not hidden, not left out by ``.fleetflowignore``),
+    in its order; none when the ``.fleetflowignore`` does not read (:func:`read_tree` reports that)."""
+    blob_of = dict(tree.listing())
+    ignore = blob_of.get(IGNORE_FILE)
+    readable, spec = _read_ignore(tree.read([ignore])[ignore] if ignore else None, IGNORE_FILE, Problems())
+    return yaml_paths(blob_of, spec) if readable else []
+
+
 def _read_git_files(tree: GitFiles, problems: Problems, cache: ParseCache | None) -> list[Document]:
     """:func:`read_tree` of a commit's files: the parse cache is asked by blob id, so a file it holds is never read
     (its text is read only if a message needs a position in it); the rest are read in one batch. Nothing is

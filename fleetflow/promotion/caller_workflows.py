@@ -302,6 +302,56 @@ def trigger_gap(path: str, text: str, event: str, branch: str, wanted: list[str]
                       f"in {path}, on.{event}: {'; '.join(fixes)} (patterns: {FILTER_PATTERNS})")
 
 
+PATHS_FILTERS = ("https://docs.github.com/en/actions/reference/workflows-and-actions/workflow-syntax"
+                 "#onpushpull_requestpull_request_targetpathspaths-ignore")
+SHOWN_PATHS = 3  # of the files a paths filter misses, named in its problem
+
+
+def paths_gap(path: str, text: str, event: str, files: list[str], whose: str) -> TriggerGap | None:
+    """The files of ``files`` (those fleetflow reads on the branch, ``whose`` says so in the message) whose change
+    alone starts no run of the workflow ``text`` because of its ``on.<event>.paths`` or ``paths-ignore``, or None
+    when every one starts it (or the workflow has neither). GitHub's rules (:data:`PATHS_FILTERS`, "Example:
+    Including paths"/"Excluding paths"): "If at least one path matches a pattern in the paths filter, the workflow
+    runs"; "When all the path names match patterns in paths-ignore, the workflow will not run"; ``!`` patterns and
+    their order as for branches (:func:`filter_matches`), "If you define both branches/branches-ignore and
+    paths/paths-ignore, the workflow will only run when both filters are satisfied". fleetflow renders the whole
+    commit, so a push it skips (a template changed, a promotion's pin) reaches the fleet only with a later push or
+    the cron tick."""
+    data = load(text)
+    if not isinstance(data, dict) or not files:
+        return None
+    runs, filters = on_event(data, event)
+    key = "paths" if "paths" in filters else "paths-ignore" if "paths-ignore" in filters else None
+    if not runs or key is None:
+        return None
+    patterns = as_patterns(filters[key])
+    line = key_line(text, "on", event, key)
+    at = f"{path}{f':{line}' if line else ''}"
+    if bad := _untranslatable(patterns):
+        return TriggerGap(at, f"on.{event}.{key} holds {', '.join(repr(e.pattern) for e in bad)}, no filter "
+                          f"pattern ({'; '.join(e.reason for e in bad)})",
+                          f"correct {', '.join(e.pattern for e in bad)} in {path} (patterns: {FILTER_PATTERNS})")
+    if key == "paths":
+        missed = [f for f in files if not filter_matches(patterns, f)]
+    else:
+        missed = [f for f in files if filter_matches(patterns, f)]
+    if not missed:
+        return None
+    shown = ", ".join(missed[:SHOWN_PATHS]) + (f" and {len(missed) - SHOWN_PATHS} more" if len(missed) > SHOWN_PATHS
+                                               else "")
+    listed = ", ".join(patterns) or "empty"
+    if key == "paths":
+        problem = f"on.{event}.paths ({listed}) leaves out {len(missed)} of the {whose}: {shown}"
+        folders = sorted({f"{f.split('/', 1)[0]}/**" if "/" in f else f for f in missed})
+        fix = (f"in {path}, remove on.{event}.paths (fleetflow renders the whole commit: every push counts), or "
+               f"add {flow(folders)} to it ({PATHS_FILTERS})")
+    else:
+        ignoring = [p for p in patterns if not p.startswith("!") and any(filter_matches([p], f) for f in missed)]
+        problem = f"on.{event}.paths-ignore ({listed}) ignores {len(missed)} of the {whose}: {shown}"
+        fix = f"in {path}, remove {', '.join(ignoring)} from on.{event}.paths-ignore ({PATHS_FILTERS})"
+    return TriggerGap(at, problem, fix)
+
+
 def _untranslatable(patterns: list[str]) -> list[FilterPatternError]:
     bad: list[FilterPatternError] = []
     for pattern in patterns:

@@ -85,7 +85,7 @@ from fleetflow.forge.rulesets import (
     writes_text,
 )
 from fleetflow.model.controlplane import Resource, build_resource
-from fleetflow.model.documents import read_tree
+from fleetflow.model.documents import read_paths, read_tree
 from fleetflow.model.resources import ClusterSpec, EnvironmentSpec, GitOpsRepoSpec
 from fleetflow.promotion.bootstrap import (
     CONTROL_PLANE_REUSABLE,
@@ -99,6 +99,8 @@ from fleetflow.promotion.caller_workflows import (
     fleetflow_inputs,
     inheriting_jobs,
     load,
+    on_event,
+    paths_gap,
     shards_environments,
     trigger_gap,
     unfilled_secrets,
@@ -180,7 +182,8 @@ def diagnose(ctx: Context) -> Diagnosis:
     )
     inherits.add(cp, ctx.main_branch, files, CONTROL_PLANE_REUSABLE)
     _check_trigger(found, cp, ctx.main_branch, files, "push", cp_branches,
-                   f"a push to {ctx.main_branch} (a new commit to promote)")
+                   f"a push to {ctx.main_branch} (a new commit to promote)",
+                   read=read_paths(ctx.files(ctx.cp_url, main_sha, ctx.main_branch)))
     current = ctx.forge.default_branch(cp)
     if current != ctx.main_branch:
         found.findings.append(
@@ -219,7 +222,8 @@ def diagnose(ctx: Context) -> Diagnosis:
         inherits.add(cp, env.branch, files, CONTROL_PLANE_REUSABLE)
         cp_callers[env.branch] = files
         _check_trigger(found, cp, env.branch, files, "push", cp_branches,
-                       f"a push to {env.branch} (a promotion's pin, a change to {env.name}'s files)")
+                       f"a push to {env.branch} (a promotion's pin, a change to {env.name}'s files)",
+                       read=read_paths(ctx.files(ctx.cp_url, env.tip, env.branch)))
         _check_push_rules(ctx, found, read_ruleset, cp, env.branch, ("update",),
                           f"promote's push of the pin commit ({PIN_FILE}), so {env.name} is never promoted",
                           f"add fleetflow's GitHub App to its bypass list (docs/setup.md, section 4: {env.branch} "
@@ -420,13 +424,14 @@ class Inherits:
 
 
 def _check_trigger(found: Diagnosis, repo: str, branch: str, files: dict[str, str], event: str, wanted: list[str],
-                   what: str, starts: str = "fleetflow run") -> None:
+                   what: str, starts: str = "fleetflow run", read: list[str] | None = None) -> None:
     """The one caller on ``branch`` (``files``: two or more are a workflows problem already) runs on ``event`` for
     ``branch`` (:func:`trigger_gap`): GitHub reads the workflow of a ``push`` from the pushed commit and that of a
     ``pull_request`` from the PR's merge ref, whose base is ``branch`` ("Events that trigger workflows",
     https://docs.github.com/en/actions/writing-workflows/choosing-when-your-workflow-runs/events-that-trigger-
     workflows), so each branch's own file is the one that counts. ``wanted``: main and the environment branches of
-    the repository, all named in the fix; ``starts``: what the event starts."""
+    the repository, all named in the fix; ``starts``: what the event starts; ``read``: the files fleetflow reads on
+    the branch, each of which must start it when it alone changes (:func:`paths_gap`)."""
     if len(files) != 1:
         return
     [(path, text)] = files.items()
@@ -434,13 +439,19 @@ def _check_trigger(found: Diagnosis, repo: str, branch: str, files: dict[str, st
         return
     where = f"{repo}@{branch}"
     gap = trigger_gap(path, text, event, branch, wanted)
-    if gap is None:
-        found.ok(f"{where}: {path} runs on {event} for {branch}")
-        return
     later = ("it waits for the cron tick" if event == "push"
              else "'rolling out' waits for the clusters' first status or the cron tick")
-    found.findings.append(finding("triggers", where, f"{gap.at}: {gap.problem}: {what} starts no {starts}: "
-                                  f"{later}", gap.fix))
+    if gap is not None:
+        found.findings.append(finding("triggers", where, f"{gap.at}: {gap.problem}: {what} starts no {starts}: "
+                                      f"{later}", gap.fix))
+        return
+    missed = paths_gap(path, text, event, read or [], f"files fleetflow reads on {branch}")
+    if missed is not None:
+        found.findings.append(finding("triggers", where, f"{missed.at}: {missed.problem}: {what} that changes only "
+                                      f"them starts no {starts}: {later}", missed.fix))
+        return
+    filtered = read and {"paths", "paths-ignore"} & set(on_event(load(text), event)[1])
+    found.ok(f"{where}: {path} runs on {event} for {branch}{' and each file fleetflow reads' if filtered else ''}")
 
 
 WORKFLOWS_DIR = ".github/workflows"
