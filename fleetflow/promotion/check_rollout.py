@@ -126,9 +126,13 @@ def _waiting(ctx: Context, environment: str, at: Pinned, tip: str | None) -> str
             f"{environment} has not pushed it, or it failed (its workflow run says why; {again})")
 
 
-def check_rollout(ctx: Context, environment: str, *, fan_out: bool = True) -> RolloutOutcome:
+def check_rollout(ctx: Context, environment: str, *, fan_out: bool = True,
+                  name_missing_again: bool = True) -> RolloutOutcome:
     """The gate of ``environment`` at its pin; ``fan_out``: on success promote onwards (reconcile promotes
-    downstream itself, forward only)."""
+    downstream itself, forward only). Past the timeout the missing clusters are named, which takes every page of
+    reports (``read_and_decide``'s ``name_missing``); ``name_missing_again=False`` (reconcile, which re-evaluates
+    a recorded failure on every event) names them only while no failure is recorded: the check that records the
+    timeout."""
     at = pinned(ctx, environment, required=False)
     if at is None:
         return RolloutOutcome(environment=environment, main_commit=None, gitops_commit=None, state="pending",
@@ -166,8 +170,14 @@ def check_rollout(ctx: Context, environment: str, *, fan_out: bool = True) -> Ro
             _fan_out(ctx, environment, main_sha, envs_at, outcome, recorded)
         return outcome
     started = datetime.fromtimestamp(ctx.git.commit_time(g_url, carrier), UTC)
-    reading = read_and_decide(ctx.forge, g_repo, run, policy, tip_state.clusters, started, ctx.clock())
+    name_missing = name_missing_again or mine is None or mine.state != "failure"
+    reading = read_and_decide(ctx.forge, g_repo, run, policy, tip_state.clusters, started, ctx.clock(),
+                              name_missing=name_missing)
     decision = reading.decision
+    if decision.state == "failure" and not decision.counted and not decision.failed:
+        decision.description += (f"; the missing clusters were named when the gate timed out (reconcile reads "
+                                 f"only the counts since): `fleetflow check-rollout --environment {environment}` "
+                                 "reads every report and names them")
     if decision.state == "failure" and decision.counted and not decision.failed and decision.missing:
         _reported_elsewhere(ctx, decision, g_repo, g_url, carrier, before, policy, tip_state, g_branch)
     description = decision.status_description()

@@ -430,7 +430,7 @@ def _next_step(run: _Run, name: str, envs: dict[str, Resource[EnvironmentSpec]],
     # 1. the gate, when the GitOps branch carries the pin and no success is recorded yet
     if at is not None and "gate" not in done and f.gitops_main == f.pin and f.gate != "success":
         result.stopped_in = f"gate of main@{short(f.pin)}"
-        gate = check_rollout(ctx, name, fan_out=False)
+        gate = check_rollout(ctx, name, fan_out=False, name_missing_again=False)
         run.wrote()
         return Step(step="gate", message=f"gate {gate.state}: {gate.description}", result=gate)
     # 2. promotion: the newest commit this environment may have, newer than its pin

@@ -20,6 +20,7 @@ from datetime import datetime
 
 from fleetflow.errors import Problems
 from fleetflow.forge.base import CombinedState, CommitStatus, Forge, ReportPage, context_key
+from fleetflow.model.durations import format_duration
 from fleetflow.model.resources import RolloutPolicy
 from fleetflow.promotion.gate import (
     Counts,
@@ -158,9 +159,16 @@ class Reading:
 
 
 def read_and_decide(forge: Forge, repo: str, commits: Sequence[str], policy: RolloutPolicy,
-                    clusters: Sequence[ExpectedCluster], started: datetime, now: datetime) -> Reading:
+                    clusters: Sequence[ExpectedCluster], started: datetime, now: datetime, *,
+                    name_missing: bool = True) -> Reading:
     """Decide the gate over ``commits`` (newest first) of ``repo``, reading as few pages as the decision allows.
-    Raises InputError (every problem) when the gate is misconfigured."""
+    Raises InputError (every problem) when the gate is misconfigured.
+
+    Past the ``timeout`` with nothing failed, the gate fails, and a person needs the missing clusters' names: with
+    ``name_missing`` every page is read (one full read, as a success costs) and the decision lists them; without
+    it the counts decide as while waiting ("at most N/M clusters reported") and the read stops at the first pending
+    cluster. Until 2026-11-29 a timeout decided by the counts named no cluster, and one with a cluster still
+    pending (Argo CD's syncing trigger) and a context the gate does not watch stayed "rolling out" for ever."""
     problems = Problems()
     expected = reporters(policy, clusters, problems)
     problems.raise_if_any()
@@ -177,25 +185,31 @@ def read_and_decide(forge: Forge, repo: str, commits: Sequence[str], policy: Rol
     baseline = reported_count(counts)
     if all(c.done for c in read):
         return Reading(decide(), len(read), pages, True, baseline)
+    timed_out = now - started >= policy.timeout
     guess = estimate(policy, clusters, counts, started, now)
-    if guess is not None:
+    if guess is not None and not (name_missing and timed_out):
         return Reading(guess, len(read), pages, False, baseline)
 
     watched = {context_key(r.context): r.cluster for r in expected}
     failure_possible = failure_counted(counts) or not all(c.checks_done for c in read)
+    pending_final = not failure_possible and not (name_missing and timed_out)  # a pending report decides alone
     newer: set[str] = set()  # context_keys reported on the commits already read in full (newer than this one)
     for index, commit in enumerate(read):
         while not commit.checks_done and commit.next_check_page():
             pages += 1
         checks = {context_key(c.context): c for c in commit.checks}
         while True:
-            early = _final(commit.statuses, checks, newer, watched, failure_possible)
+            early = _final(commit.statuses, checks, newer, watched, pending_final)
             if early is not None and watched:
                 decision = decide(index)
                 decision.counted, decision.new_reports_needed = False, None  # older commits were not read
                 if early == "failure" and decision.failed:
                     decision.state = "failure"
                     decision.description = f"failed: failing: {', '.join(decision.failed)}"
+                elif timed_out:  # a cluster still pending past the timeout (not named: name_missing is off)
+                    decision.state, decision.ready_at = "failure", None
+                    decision.description = (f"timed out after {format_duration(policy.timeout)}: not every one of "
+                                            f"{decision.expected} clusters succeeded")
                 else:
                     decision.state = "pending"
                     decision.description = f"rolling out: waiting for {decision.expected} clusters"
@@ -210,9 +224,10 @@ def read_and_decide(forge: Forge, repo: str, commits: Sequence[str], policy: Rol
 
 
 def _final(statuses: Sequence[CommitStatus], checks: dict[str, CommitStatus], newer: set[str],
-           watched: dict[str, str], failure_possible: bool) -> str | None:
+           watched: dict[str, str], pending_final: bool) -> str | None:
     """``failure`` when an expected context's newest report (nothing on a newer commit, no newer check run of
-    that name here) failed; ``pending`` when, with no failure possible anywhere, one is still pending. Contexts by
+    that name here) failed; ``pending`` when one is still pending and that decides (``pending_final``: no failure
+    possible anywhere, and not past a timeout whose missing clusters are to be named). Contexts by
     ``context_key`` (``watched``, ``checks`` and ``newer`` are keyed so)."""
     pending = False
     for status in statuses:
@@ -228,4 +243,4 @@ def _final(statuses: Sequence[CommitStatus], checks: dict[str, CommitStatus], ne
     for key, check in checks.items():
         if key in watched and key not in newer and check.state == "failure":
             return "failure"
-    return "pending" if pending and not failure_possible else None
+    return "pending" if pending and pending_final else None
