@@ -422,6 +422,22 @@ def test_doctor_checks_required_checks_against_auto_merge(fleet: Fleet) -> None:
     assert f"{go}@dev: required checks (ci/validate)" in diagnosis.checked
 
 
+def test_doctor_finds_a_required_cluster_context_written_in_other_letters(fleet: Fleet) -> None:
+    """GitHub's "Create a commit status" (github/rest-api-description, ``context``): "This field is
+    case-insensitive". A branch that requires ``Flux/Dev-1`` requires the cluster's ``flux/dev-1``, which only
+    reports after the merge, and ``FleetFlow/qa`` is fleetflow's own record: no PR can ever be merged by the rules.
+    Until 2026-11-29 doctor compared them with case and said "required checks (Flux/Dev-1)", all fine."""
+    init_fleet(fleet)
+    require_checks(fleet, "dev", ["Flux/Dev-1", "ci/validate"])
+    require_checks(fleet, "qa", ["FleetFlow/qa"])
+    with fleet.context() as ctx:
+        diagnosis = diagnose(ctx)
+    go = fleet.gitops_id
+    dev, qa = (next(f for f in diagnosis.findings if f.where == f"{go}@{b}") for b in ("dev", "qa"))
+    assert "requires 'Flux/Dev-1', which never reports on a PR's head (the clusters report" in dev.problem
+    assert "requires 'FleetFlow/qa', which never reports on a PR's head (fleetflow/<env> is recorded" in qa.problem
+
+
 def test_doctor_checks_tag_rulesets_against_the_merge_records(fleet: Fleet) -> None:
     """fleetflow creates, moves and deletes the tags ``fleetflow/auto-merge/<env>`` and
     ``fleetflow/merge-when-green/<env>`` of each autoMerge environment (``merge_records``). A tag ruleset can decline

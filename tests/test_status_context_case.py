@@ -9,6 +9,7 @@ from datetime import timedelta
 from pathlib import Path
 
 from fleetflow.clock import Clock
+from fleetflow.forge.base import CommitStatus
 from fleetflow.forge.local import LocalForge, status_path
 from fleetflow.promotion.merging import merge_verdict
 from tests import test_forge_local as local
@@ -61,3 +62,18 @@ def test_a_context_stored_under_its_exact_spelling_before_is_still_one_context(f
     assert forge.set_status(repo, sha, "Flux/dev-1", "failure", "old") is True
     assert [(s.context, s.state) for s in forge.statuses(repo, sha)] == [("Flux/dev-1", "failure"),
                                                                          ("fleetflow/dev", "pending")]
+
+
+def test_a_required_context_is_met_by_a_report_in_other_letters(forge: LocalForge, origin: Path) -> None:
+    """The same rule for the checks a branch requires ("Create a commit status": the context "is case-insensitive"):
+    a required ``CI/build`` is met by the ``ci/build`` the CI posts. Until 2026-11-29 fleetflow's merge step said
+    "waiting for required checks: CI/build" for ever, and the local forge's auto-merge never merged the PR."""
+    assert merge_verdict(["CI/build"], [CommitStatus("ci/build", "success")]) is None
+    assert merge_verdict(["ci/build"], [CommitStatus("CI/Build", "failure")]) == "checks failed: CI/Build"
+    repo, head = str(origin), tip(origin, "feature")
+    forge.protect_branch(repo, "dev", ["CI/build"])
+    forge.allow_auto_merge(repo)
+    pull = forge.create_pull(repo, "feature", "dev", "t", "b")
+    assert forge.enable_auto_merge(repo, pull.number) is None  # something to wait for: CI/build
+    forge.set_status(repo, head, "ci/build", "success", "ok")
+    assert forge.pulls(repo, "feature")[0].merged

@@ -201,13 +201,13 @@ class LocalForge:
     def _auto_merge(self, repo: str, sha: str, numbers: list[int]) -> None:
         """Merge the auto-merge PRs whose head is ``sha`` once every context their base requires is success."""
         snap = self._mirror(repo).fetch(heads=True)
-        latest = {s.context: s.state for s in self.statuses(repo, sha)}
+        latest = {context_key(s.context): s.state for s in self.statuses(repo, sha)}
         for number in numbers:
             rec = snap.read_json(f"pulls/{number}.json")
             if rec is None or rec["state"] != "open" or snap.heads.get(rec["head"]) != sha:
                 continue
             required = _rules(snap, rec["base"]).required
-            if required and all(latest.get(c) == "success" for c in required):
+            if required and all(latest.get(context_key(c)) == "success" for c in required):
                 self.merge_pull(repo, number)
 
     # -- branch rules and auto-merge -------------------------------------------------------------------------
@@ -254,8 +254,8 @@ class LocalForge:
         if not rules.auto_merge_allowed:
             return "Auto merge is not allowed for this repository"
         head = snap.heads.get(rec["head"], rec["head_sha"])
-        latest = {s.context: s.state for s in self.statuses(repo, head)}
-        if not rules.required or all(latest.get(c) == "success" for c in rules.required):
+        latest = {context_key(s.context): s.state for s in self.statuses(repo, head)}
+        if not rules.required or all(latest.get(context_key(c)) == "success" for c in rules.required):
             return "Pull request is in clean status"
 
         def change(snap: Snapshot) -> Edit[Record]:

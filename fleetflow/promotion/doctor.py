@@ -789,21 +789,25 @@ def _check_app(ctx: Context, found: Diagnosis, repo: str) -> None:
 
 
 def _reporter_contexts(env: EnvSetup) -> tuple[set[str], str | None]:
-    """The contexts the clusters of ``env`` post (exact), and the glob of ``rollout.contextPattern``."""
-    exact = {c.spec.status_context for c in env.clusters if c.spec.status_context}
+    """The contexts the clusters of ``env`` post, and the glob of ``rollout.contextPattern``, both by
+    ``context_key`` (without case, as GitHub tells contexts apart)."""
+    exact = {context_key(c.spec.status_context) for c in env.clusters if c.spec.status_context}
     pattern = env.spec.rollout.context_pattern
-    return exact, pattern.replace("{cluster}", "*").replace("{clusterType}", "*") if pattern else None
+    return exact, context_key(pattern.replace("{cluster}", "*").replace("{clusterType}", "*")) if pattern else None
 
 
 def _check_branch_rules(ctx: Context, found: Diagnosis, env: EnvSetup, repo: str, branch: str) -> None:
     rules = ctx.forge.merge_rules(repo, branch)
     exact, glob = _reporter_contexts(env)
-    never = [c for c in rules.required
-             if c.startswith("fleetflow/") or c in exact or (glob is not None and fnmatch.fnmatchcase(c, glob))]
+    # without case: a required "Flux/dev-1" is the cluster's "flux/dev-1" on GitHub ("Create a commit status":
+    # the context "is case-insensitive"), and it never reports on a PR's head either (compared with case until
+    # 2026-11-29, so doctor found nothing wrong with a branch whose PRs could never merge)
+    never = [c for c in rules.required if (key := context_key(c)).startswith("fleetflow/") or key in exact
+             or (glob is not None and fnmatch.fnmatchcase(key, glob))]
     where = f"{repo}@{branch}"
     if never:
         why = ("fleetflow/<env> is recorded on the control plane's main commit"
-               if any(c.startswith("fleetflow/") for c in never)
+               if any(context_key(c).startswith("fleetflow/") for c in never)
                else "the clusters report on the commit they applied, after the merge")
         found.findings.append(finding(
             "branch-rules", where,

@@ -20,7 +20,7 @@ from typing import Literal
 from pydantic import Field
 
 from fleetflow.errors import ForgeError
-from fleetflow.forge.base import CommitStatus, Forge, PullRequest
+from fleetflow.forge.base import CommitStatus, Forge, PullRequest, context_key
 from fleetflow.results import Result
 
 MergeState = Literal["merged", "auto-merge", "waiting", "manual", "closed"]
@@ -43,15 +43,17 @@ class MergeOutcome(Result):
 
 def merge_verdict(required: Sequence[str], reports: Sequence[CommitStatus]) -> str | None:
     """None when the head may be merged; otherwise why not. Every report (commit status or check run) must be
-    complete and green, and every required context must have reported."""
-    latest = {r.context: r for r in reports}
-    failing = sorted(c for c, r in latest.items() if r.state in ("failure", "error"))
+    complete and green, and every required context must have reported. Contexts compare without case
+    (``context_key``): GitHub's "Create a commit status" says the context "is case-insensitive", so a required
+    ``CI/build`` is met by a ``ci/build`` status (until 2026-11-29 the PR waited for it for ever)."""
+    latest = {context_key(r.context): r for r in reports}
+    failing = sorted(r.context for r in latest.values() if r.state in ("failure", "error"))
     if failing:
         return f"checks failed: {', '.join(failing)}"
-    running = sorted(c for c, r in latest.items() if r.state == "pending")
+    running = sorted(r.context for r in latest.values() if r.state == "pending")
     if running:
         return f"waiting for checks: {', '.join(running)}"
-    missing = [c for c in required if c not in latest]
+    missing = [c for c in required if context_key(c) not in latest]
     if missing:
         return f"waiting for required checks: {', '.join(missing)}"
     return None
