@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import subprocess
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -12,6 +13,7 @@ import pytest
 
 from fleetflow.cli.github_actions import check_rollout_report
 from fleetflow.forge.local import LocalForge
+from fleetflow.promotion.promote import promote_many
 from tests.fleet import Fleet
 from tests.reporters import ArgoReporter, FluxReporter
 from tests.test_cli_contract import envelope, invoke
@@ -119,9 +121,43 @@ def test_a_timeout_says_when_a_missing_cluster_reported_on_the_prs_head(fleet: F
     fleet.clock.advance(timedelta(minutes=30))
     outcome = gate(fleet)
     assert outcome.state == "failure"
-    assert outcome.decision.elsewhere == [f"dev-1 reported success on the PR's head {head[:12]}, not on dev: does it "
-                                          "reconcile the PR's branch instead of dev?"]
+    assert outcome.decision.elsewhere == [f"dev-1 reported success on the PR's head {head[:12]}, not on dev: {FIX}"]
     assert outcome.model_dump(mode="json", by_alias=True)["clusters"]["elsewhere"] == outcome.decision.elsewhere
+
+
+FIX = ("does it reconcile the PR's branch fleetflow/dev instead of dev? Point its source (Flux: the GitRepository's "
+       "spec.ref.branch; Argo CD: the Application's targetRevision) at dev")
+
+
+@pytest.fixture
+def github_fleet(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Fleet]:
+    from tests.test_promotion import make_github_fleet
+
+    made = make_github_fleet(tmp_path, request)
+    yield made
+    made.forge.close()
+
+
+def test_a_timeout_finds_the_prs_head_after_a_squash_merge(github_fleet: Fleet) -> None:
+    """GitHub's "Squash and merge" makes one new commit on the base branch ("About merge methods on GitHub"; and
+    auto-merge uses it where merge commits are not allowed): the PR's head is no parent of it. A cluster following
+    the PR's branch reports on that head (Flux posts on the revision it applied, internal/notifier/github.go).
+    Until 2026-11-29 the hint looked only at the merge's second parent, so a squash merge got "missing: dev-1" and
+    nothing else; now the fleetflow/dev branch, while it still proposes the pin, is the head looked at."""
+    fleet = github_fleet
+    with fleet.context() as ctx:
+        promote_many(ctx, None, merge_main(fleet))
+    pr = fleet.open_pr("dev")
+    fleet.stub.repo(fleet.gitops_id).merge_pull(pr.number, method="squash")  # type: ignore[attr-defined]
+    fleet.clock.advance(timedelta(minutes=0.5))
+    squash = fleet.gitops_tip("dev")
+    FluxReporter(fleet, "flux/dev-1").event(pr.head_sha, "info", "ReconciliationSucceeded")
+    FluxReporter(fleet, "flux/dev-2").event(squash, "info", "ReconciliationSucceeded")
+    fleet.clock.advance(timedelta(minutes=40))
+    outcome = gate(fleet)
+    assert outcome.state == "failure" and outcome.decision.missing == ["dev-1"]
+    assert outcome.decision.elsewhere == [f"dev-1 reported success on the PR's head {pr.head_sha[:12]}, which dev took "
+                                          f"as a squash or rebase (a new commit), so the gate does not read it: {FIX}"]
 
 
 def test_a_timeout_says_when_a_missing_cluster_reported_only_the_previous_rollout(fleet: Fleet) -> None:
@@ -159,8 +195,8 @@ def test_the_job_summary_names_what_the_gate_did_not_count(fleet: Fleet) -> None
     summary = check_rollout_report(outcome).summary
     assert ("- not counted: `flux/dev-2.contoso.internal` reported success, not `dev-2`'s `flux/dev-2` (the name "
             "with and without its domain)\n") in summary, summary
-    assert (f"- elsewhere: dev-1 reported success on the PR's head {head[:12]}, not on dev: does it reconcile the "
-            "PR's branch instead of dev?\n") in summary, summary
+    assert f"- elsewhere: dev-1 reported success on the PR's head {head[:12]}, not on dev: {FIX}\n" in summary, \
+        summary
     assert summary.index("| missing | 2 |") < summary.index("- not counted:") < summary.index("- elsewhere:")
 
 

@@ -19,7 +19,6 @@ from pydantic import Field, PrivateAttr, computed_field
 
 from fleetflow.errors import Problems
 from fleetflow.forge.base import CommitStatus, context_key
-from fleetflow.model.resources import RolloutPolicy
 from fleetflow.promotion.context import (
     Context,
     Pinned,
@@ -179,7 +178,7 @@ def check_rollout(ctx: Context, environment: str, *, fan_out: bool = True,
                                  f"only the counts since): `fleetflow check-rollout --environment {environment}` "
                                  "reads every report and names them")
     if decision.state == "failure" and decision.counted and not decision.failed and decision.missing:
-        _reported_elsewhere(ctx, decision, g_repo, g_url, carrier, before, policy, tip_state, g_branch)
+        _reported_elsewhere(ctx, decision, at, run, before, tip_state, environment)
     description = decision.status_description()
     ctx.forge.set_status(ctx.control_plane, main_sha, status_context(environment), decision.state, description,
                          known=recorded)
@@ -195,19 +194,34 @@ def check_rollout(ctx: Context, environment: str, *, fan_out: bool = True,
     return outcome
 
 
-def _reported_elsewhere(ctx: Context, decision: GateDecision, repo: str, url: str, merge: str, before: str | None,
-                        policy: RolloutPolicy, state: RenderState, branch: str) -> None:
-    """A timeout with clusters missing: did they report on a commit the gate does not read? The merge's second
-    parent is the PR's head (fleetflow merges with a merge commit): a cluster reconciling the PR's branch
-    (``fleetflow/<env>``) instead of ``branch`` reports there. The branch's commit before the merge: a cluster that
-    reported the previous rollout and nothing since has not applied this one (its source does not fetch, or its
-    reconciler is stuck). The first page of each (two requests, only at a timeout) is read; what it shows is added
-    to the decision (``GateDecision.elsewhere``) and its description."""
-    wanted = {context_key(r.context): r.cluster for r in reporters(policy, state.clusters, Problems())
+def _reported_elsewhere(ctx: Context, decision: GateDecision, at: Pinned, run: list[str], before: str | None,
+                        state: RenderState, environment: str) -> None:
+    """A timeout with clusters missing: did they report on a commit the gate does not read? The PR's head: a
+    cluster reconciling the PR's branch (``fleetflow/<env>``) instead of the GitOps branch applies and reports
+    there (Flux and Argo CD post on the revision they applied). Merged with a merge commit (fleetflow's own merge),
+    the head is the merge's second parent; squashed or rebased (GitHub's "Squash and merge" and "Rebase and merge"
+    make new commits on the base branch, and are what auto-merge uses on a repository that allows no merge
+    commits) the head is no commit of the branch, and the ``fleetflow/<env>`` branch still holds it when it carries
+    the pin (one git fetch; a head branch deleted after the merge is not found). The branch's commit before the
+    merge: a cluster that reported the previous rollout and nothing since has not applied this one (its source
+    does not fetch, or its reconciler is stuck). The first page of each (two requests, only at a timeout) is read;
+    what it shows is added to the decision (``GateDecision.elsewhere``) and its description."""
+    repo, url, branch, merge = at.gitops_repo, at.gitops_url, at.gitops_branch, run[-1]
+    wanted = {context_key(r.context): r.cluster for r in reporters(at.env_at_pin.spec.rollout, state.clusters,
+                                                                   Problems())
               if r.cluster in decision.missing}
+    pr_branch = head_branch(environment)
+    fix = (f"does it reconcile the PR's branch {pr_branch} instead of {branch}? Point its source (Flux: the "
+           f"GitRepository's spec.ref.branch; Argo CD: the Application's targetRevision) at {branch}")
     head = ctx.git.mirror(url).resolve(f"{merge}^2")
-    places = [] if head is None else [(head, f"the PR's head {short(head)}, not on {branch}: does it reconcile the "
-                                            f"PR's branch instead of {branch}?")]
+    if head is not None:
+        places = [(head, f"the PR's head {short(head)}, not on {branch}: {fix}")]
+    else:  # squashed or rebased: the PR's head, if its branch still holds it, is not on the branch
+        head = ctx.git.fetch_branch(url, pr_branch)
+        proposed = ctx.render_state(url, head, at.gitops_path) if head is not None and head not in run else None
+        places = [] if head is None or proposed is None or proposed.main_commit != at.main_sha else [
+            (head, f"the PR's head {short(head)}, which {branch} took as a squash or rebase (a new commit), so the "
+                   f"gate does not read it: {fix}")]
     if before is not None:
         places.append((before, f"{short(before)}, {branch}'s commit before this rollout, and not since: it has not "
                                "applied this rollout (does its source fetch the branch?)"))
