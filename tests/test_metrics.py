@@ -14,6 +14,7 @@ them for promotions; percentiles by nearest rank.
 from __future__ import annotations
 
 import json
+import re
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -133,6 +134,32 @@ def test_since_further_back_than_dates_go_is_a_usage_error(since: str) -> None:
     """``--since 99999999999d`` stopped ``metrics`` with an OverflowError traceback (a bad-input hunt, 2026-11-28)."""
     with pytest.raises(UsageError, match=r"goes back further than dates go|is too long: give one under"):
         parse_since(since, datetime(2026, 11, 28, tzinfo=UTC))
+
+
+@pytest.mark.parametrize(("since", "said"), [
+    ("30", "'30' has no unit: give a duration back from now with its unit (30d for 30 days"),
+    ("2026", "'2026' has no unit"),
+    ("2027-01-01", "'2027-01-01' is after now (2026-11-28 00:00 UTC)"),
+    ("2026-11-28T00:00:01", "is after now"),
+    ("2026-13-01", "'2026-13-01' is not a date: month must be in 1..12"),
+])
+def test_since_that_would_measure_an_empty_window_is_a_usage_error(since: str, said: str) -> None:
+    """A realistic-mistake hunt (2026-11-29): ``--since 30`` (days meant) was read as 30 seconds and
+    ``--since 2026`` (a year meant) as 2026 seconds, both giving an empty window and exit 0; a year mistyped into
+    the future gave "since 2027-01-01 until 2026-11-28 (0.0 days)"; and a date with a bad month was called "an
+    invalid duration". Python's ``datetime.fromisoformat`` says why a date-shaped text is no date
+    (https://docs.python.org/3/library/datetime.html#datetime.datetime.fromisoformat)."""
+    with pytest.raises(UsageError, match=re.escape(said)):
+        parse_since(since, datetime(2026, 11, 28, tzinfo=UTC))
+
+
+def test_since_still_reads_dates_times_and_durations() -> None:
+    now = datetime(2026, 11, 28, 12, tzinfo=UTC)
+    assert parse_since("30d", now) == now - 30 * D
+    assert parse_since("12h", now) == now - 12 * H
+    assert parse_since("2026-01-31", now) == datetime(2026, 1, 31, tzinfo=UTC)  # no zone: UTC
+    assert parse_since("2026-01-31T12:00:00+02:00", now) == datetime(2026, 1, 31, 10, tzinfo=UTC)
+    assert parse_since("2026-11-28T12:00:00Z", now) == now  # now itself is no future
 
 
 def test_a_success_dated_before_its_commit_landed_is_left_out_of_the_lead_time() -> None:

@@ -20,29 +20,46 @@ from fleetflow.report import render_report
 
 
 def parse_since(text: str | None, now: datetime) -> datetime | None:
-    """``--since``: a date (2026-01-31), a UTC time (2026-01-31T12:00:00) or a duration back from now (30d, 12h)."""
+    """``--since``: a date (2026-01-31), a UTC time (2026-01-31T12:00:00) or a duration back from now (30d, 12h).
+
+    A bare number is refused (until 2026-11-29 ``--since 30`` meant 30 seconds and ``--since 2026`` 2026 seconds:
+    an empty window, exit 0), and so is a start after ``now`` (a mistyped year gave "since 2027-01-01 until
+    2026-11-29 (0.0 days)"). Something shaped like a date (digits and dashes) that is none says why."""
     if not text:
         return None
+    stripped = text.strip()
+    if stripped.isdigit():
+        raise UsageError(f"--since {text!r} has no unit: give a duration back from now with its unit ({stripped}d "
+                         f"for {stripped} days, {stripped}h for hours) or a date (2026-01-31)")
+    when: datetime | None = None
     try:
-        when = datetime.fromisoformat(text)
-        return when if when.tzinfo else when.replace(tzinfo=UTC)
-    except ValueError:
-        pass
-    try:
-        days = re.fullmatch(r"(\d+)d", text.strip())
-        return now - (timedelta(days=int(days.group(1))) if days else parse_duration(text))
-    except OverflowError:  # a timedelta past 999,999,999 days, or a date before year 1
-        raise UsageError(f"--since {text!r} goes back further than dates go: give a later date or a shorter "
-                         "duration (30d, 12h)") from None
-    except (ValueError, TypeError) as exc:
-        raise UsageError(f"--since {text!r}: give a date (2026-01-31), a time (2026-01-31T12:00:00Z) or a "
-                         f"duration back from now (30d, 12h): {exc}") from None
+        when = datetime.fromisoformat(stripped)
+    except ValueError as exc:
+        if re.fullmatch(r"\d{4}-\d{1,2}(-\d{1,2})?([T ].*)?", stripped):  # a date, but not a valid one
+            raise UsageError(f"--since {text!r} is not a date: {exc} (give 2026-01-31 or 2026-01-31T12:00:00Z)"
+                             ) from None
+    if when is None:
+        try:
+            days = re.fullmatch(r"(\d+)d", stripped)
+            when = now - (timedelta(days=int(days.group(1))) if days else parse_duration(stripped))
+        except OverflowError:  # a timedelta past 999,999,999 days, or a date before year 1
+            raise UsageError(f"--since {text!r} goes back further than dates go: give a later date or a shorter "
+                             "duration (30d, 12h)") from None
+        except (ValueError, TypeError) as exc:
+            raise UsageError(f"--since {text!r}: give a date (2026-01-31), a time (2026-01-31T12:00:00Z) or a "
+                             f"duration back from now (30d, 12h): {exc}") from None
+    when = when if when.tzinfo else when.replace(tzinfo=UTC)
+    if when > now:
+        raise UsageError(f"--since {text!r} is after now ({now:%Y-%m-%d %H:%M} UTC): the window would hold no "
+                         "promotion; give an earlier date, or a duration back from now (30d)")
+    return when
 
 
 @click.command()
 @fleet_options
 @click.option("--since", help="Only promotions pinned since: a date (2026-01-31), a UTC time, or a duration back "
-              "from now (30d, 12h). Default: the whole history read (--limit promotions per environment).")
+              "from now with its unit (30d, 12h); no zone means UTC. Default: the whole history read (--limit "
+              "promotions per environment).")
 @click.option("--limit", type=click.IntRange(1, 1000), default=DEFAULT_LIMIT, show_default=True,
               help="Promotions read per environment (newest first).")
 @click.option("--format", "fmt", type=click.Choice(["text", "json", "markdown"]), default="text", show_default=True)
