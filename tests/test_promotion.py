@@ -725,3 +725,32 @@ def test_the_output_of_an_environment_main_no_longer_defines_is_taken_over(tmp_p
         outcome = schedule_environment(ctx, "dev")
     # taken over: the files on the branch are what dev renders, so there is nothing to propose
     assert outcome.operation == "none" and outcome.message.startswith("nothing to change"), outcome
+
+
+def test_status_and_metrics_say_an_environment_branch_is_missing(tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """qa rolled out main@sha, then its control-plane branch was deleted (``git push --delete``, GitHub's
+    "Automatically delete head branches" after a PR from qa merged; or an Environment's ``branch`` names one that
+    is not there). Until 2026-11-29 ``status`` said "qa: not promoted yet" next to dev's success and ``metrics``
+    counted 0 promotions for qa, both exit 0 and without a word; reconcile and promote already refuse. Now status's
+    line names the missing branch, and both commands warn (once each)."""
+    fleet = make_local_fleet(tmp_path)
+    sha = first_commit(fleet)
+    with fleet.context() as ctx:
+        promote_many(ctx, None, sha)
+    assert roll_out(fleet, "dev") == "success" and roll_out(fleet, "qa") == "success"
+    git(fleet.root, "--git-dir", fleet.cp_url, "update-ref", "-d", "refs/heads/qa")
+    monkeypatch.setenv("FLEETFLOW_CACHE_DIR", str(tmp_path / "cli-cache"))
+    shown = run_cli("status", "--forge", "local", "--control-plane", fleet.cp_id, "--format", "json")
+    assert shown.exit_code == 0, shown.output
+    envelope = json.loads(shown.stdout)
+    [qa] = [e for e in envelope["result"]["environments"] if e["environment"] == "qa"]
+    said = f"branch 'qa' does not exist in the control-plane repo {fleet.cp_id}"
+    assert qa["gate"] == {"state": "none", "description": said} and qa["pinnedCommit"] is None
+    assert [w["message"] for w in envelope["warnings"]] == [f"qa: {said}"]
+    text = run_cli("status", "--forge", "local", "--control-plane", fleet.cp_id)
+    assert "not promoted yet" not in text.stdout.split("\nqa ", 1)[1].split("\n")[0], text.stdout
+    measured = run_cli("metrics", "--forge", "local", "--control-plane", fleet.cp_id, "--format", "json")
+    assert measured.exit_code == 0, measured.output
+    warned = json.loads(measured.stdout)["warnings"]
+    assert [w["message"] for w in warned] == [f"qa: {said}: its promotions are not counted"]

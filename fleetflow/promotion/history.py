@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
 from fleetflow.delivery.records import Outcome, Promotion
-from fleetflow.errors import GitError, InputError
+from fleetflow.errors import GitError, InputError, Problem
 from fleetflow.forge.base import CommitStatus
 from fleetflow.forge.git import CommitInfo
 from fleetflow.model.controlplane import Resource
@@ -94,9 +94,14 @@ def decide(episode: list[CommitStatus]) -> tuple[Outcome, datetime | None, datet
 
 def environment_history(ctx: Context, name: str, env: Resource[EnvironmentSpec], limit: int,
                         statuses: Callable[[str], list[CommitStatus]],
-                        gitops: Callable[[str], list[CommitInfo]]) -> list[Promotion]:
-    env_sha = ctx.git.fetch_branch(ctx.cp_url, ctx.env_branch(env))
-    if env_sha is None:
+                        gitops: Callable[[str], list[CommitInfo]], *, warn_missing: bool = True) -> list[Promotion]:
+    branch = ctx.env_branch(env)
+    env_sha = ctx.git.fetch_branch(ctx.cp_url, branch)
+    if env_sha is None:  # its pins are gone with it: said, not counted as "no promotion" (until 2026-11-29)
+        if warn_missing:
+            ctx.warn(Problem(f"{name}: branch {branch!r} does not exist in the control-plane repo "
+                             f"{ctx.control_plane}: its promotions are not counted", None,
+                             f"push it back at its last commit, or correct Environment {name}'s branch"))
         return []
     pinned = pins(ctx, env_sha, limit)
     infos = {c.sha: c for c in ctx.git.commits(ctx.cp_url, sorted({p.commit for _, p in pinned if p.commit}),
@@ -137,8 +142,9 @@ def environment_history(ctx: Context, name: str, env: Resource[EnvironmentSpec],
     return result[::-1]
 
 
-def read_history(ctx: Context, limit: int = DEFAULT_LIMIT) -> History:
-    """The last ``limit`` promotions of every environment of the chain on ``main``'s tip."""
+def read_history(ctx: Context, limit: int = DEFAULT_LIMIT, *, warn_missing: bool = True) -> History:
+    """The last ``limit`` promotions of every environment of the chain on ``main``'s tip. ``warn_missing``: an
+    environment branch that does not exist is a warning (the status page's status lines say it already)."""
     envs = ctx.current_environments(ctx.main_tip())
     order = chain_order(envs)
     history = History(order, {n: list(envs[n].spec.after) for n in order}, {})
@@ -161,7 +167,8 @@ def read_history(ctx: Context, limit: int = DEFAULT_LIMIT) -> History:
         return [] if tip is None else ctx.git.commits(url, [tip], limit=limit * 4, first_parent=True)
 
     for name in order:
-        history.promotions[name] = environment_history(ctx, name, envs[name], limit, statuses, gitops)
+        history.promotions[name] = environment_history(ctx, name, envs[name], limit, statuses, gitops,
+                                                         warn_missing=warn_missing)
     return history
 
 

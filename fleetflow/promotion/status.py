@@ -60,6 +60,9 @@ def fleet_status(ctx: Context, history: int = 3, *, warn_pins: bool = False) -> 
         env = envs[name]
         branch = ctx.env_branch(env)
         env_sha = ctx.git.fetch_branch(ctx.cp_url, branch)
+        if env_sha is None:  # deleted, never made, or the Environment names a branch that is not there
+            result.append(missing_branch(ctx, name, list(env.spec.after), branch, warn=warn_pins))
+            continue
         try:
             pin = ctx.pin(env_sha, branch)
         except InputError as exc:  # a pin file that does not read: the environment still gets its status line
@@ -113,6 +116,18 @@ def fleet_status(ctx: Context, history: int = 3, *, warn_pins: bool = False) -> 
             record = read_record(seen_records(ctx.git.remote_refs(url, record_refs(name)), name), name)
             entry.merge_record = record if record is not None and record.head == pr.head_sha else None
     return result
+
+
+def missing_branch(ctx: Context, name: str, after: list[str], branch: str, *, warn: bool) -> EnvironmentStatus:
+    """The status line of an environment whose control-plane branch does not exist. Until 2026-11-29 it said "not
+    promoted yet", next to a later environment that had rolled out: the branch was deleted (``git push --delete``,
+    GitHub's "Automatically delete head branches" after a PR from it merged) or the Environment's ``branch``
+    names one that is not there, and every promotion to it stops (reconcile and promote say so as a problem)."""
+    said = f"branch {branch!r} does not exist in the control-plane repo {ctx.control_plane}"
+    if warn:
+        ctx.warn(Problem(f"{name}: {said}", None, f"push it back at its last commit, create it with the "
+                         f"environment's files (fleetflow init does), or correct Environment {name}'s branch"))
+    return EnvironmentStatus(name=name, after=after, branch=branch, pinned=None, held=None, gate_description=said)
 
 
 def _previous_success(ctx: Context, name: str, env_sha: str, current: str, limit: int) -> str | None:
