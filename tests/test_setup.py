@@ -907,3 +907,62 @@ def test_doctor_cli_names_the_actions_setting_before_the_first_promotion_is_refu
         doctor.output)
     opened = CliRunner().invoke(cli, ["promote", "--commit", sha])
     assert opened.exit_code == 0, opened.stderr
+
+
+def init_cli(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cp: str, gitops: str) -> Any:
+    monkeypatch.setenv("FLEETFLOW_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.chdir(tmp_path)
+    return CliRunner().invoke(cli, ["init", "--forge", "local", "--control-plane", cp, "--gitops", gitops])
+
+
+def test_init_refuses_the_control_plane_as_the_gitops_repository(tmp_path: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """``--gitops`` naming the control-plane repository (a trailing slash, or another spelling of it): until
+    2026-11-29 init wrote the control plane's branches, then planned the GitOps caller over the control-plane caller
+    on dev, qa and prod (its own marker, so "update"), and stopped at "main moved on ... while fleetflow worked"
+    with those branches pushed. Now it is a usage error before anything is read or written."""
+    cp = tmp_path / "cp.git"
+    git(tmp_path, "init", "-q", "--bare", str(cp))
+    for gitops in (f"{cp}/", "./cp.git"):
+        result = init_cli(tmp_path, monkeypatch, "cp.git", gitops)
+        assert result.exit_code == 2, result.output
+        assert f"usage error: --gitops {gitops} is the control-plane repository cp.git" in result.stderr
+        assert "Nothing was written." in result.stderr
+        assert git(tmp_path, "--git-dir", str(cp), "for-each-ref") == ""
+
+
+def test_same_repository_reads_urls_as_github_names_them() -> None:
+    """GitHub's owner and repository names are not case sensitive, and a clone URL may carry a token or leave out
+    ``.git`` (https://docs.github.com/en/repositories/creating-and-managing-repositories/about-repositories)."""
+    from fleetflow.promotion.bootstrap import same_repository
+
+    assert same_repository("https://x-access-token:a@github.com/Contoso/CP.git", "https://github.com/contoso/cp")
+    assert not same_repository("https://github.com/contoso/cp.git", "https://github.com/contoso/gitops.git")
+    assert not same_repository("https://github.com/contoso/cp.git", "https://ghe.contoso.com/contoso/cp.git")
+
+
+def test_init_stopped_half_way_says_what_it_wrote_and_a_second_run_finishes(tmp_path: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """The GitOps repository refuses pushes (here a pre-receive hook, as a branch protection or a ruleset does on
+    GitHub): init has pushed the control plane's branches by then. Until 2026-11-29 the text said "Branches pushed
+    before it are listed above" above no list; now it names what it wrote, and once the repository takes pushes a
+    second run writes the rest and a third finds nothing to do. git's pre-receive hook refuses every ref when it
+    exits non-zero (https://git-scm.com/docs/githooks#pre-receive)."""
+    cp, gitops = tmp_path / "cp.git", tmp_path / "gitops.git"
+    for path in (cp, gitops):
+        git(tmp_path, "init", "-q", "--bare", str(path))
+    hook = gitops / "hooks" / "pre-receive"
+    hook.write_text("#!/bin/sh\necho 'protected branch'\nexit 1\n")
+    hook.chmod(0o755)
+    stopped = init_cli(tmp_path, monkeypatch, "cp.git", "gitops.git")
+    assert stopped.exit_code == 3, stopped.output
+    assert ("Stopped at this error. Written before it: cp.git@main, cp.git@dev, cp.git@qa, cp.git@prod. Running "
+            "init again is safe") in stopped.stderr
+    assert "listed above" not in stopped.stderr
+    assert git(tmp_path, "--git-dir", str(gitops), "for-each-ref") == ""
+    hook.unlink()
+    again = init_cli(tmp_path, monkeypatch, "cp.git", "gitops.git")
+    assert again.exit_code == 0 and "change(s) written" in again.output, again.output
+    assert "+ cp.git@" not in again.output.replace("+ cp.git@main: default branch", "")
+    third = init_cli(tmp_path, monkeypatch, "cp.git", "gitops.git")
+    assert third.exit_code == 0 and "Nothing to do: the repositories are set up." in third.output

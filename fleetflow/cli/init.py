@@ -30,8 +30,8 @@ def init_command(gitops: str, ref: str, dry_run: bool, forge: str | None, contro
                  config: Path | None, fmt: str) -> None:
     """Set up a control-plane and GitOps repository pair.
 
-    Run it once for a new fleet (the repositories must exist, they may be empty), and again after adding an
-    Environment.
+    Run it once for a new fleet (the repositories must exist, they may be empty; the GitOps repository is one of
+    its own, not the control plane), and again after adding an Environment.
 
     \b
     Examples:
@@ -48,19 +48,25 @@ def init_command(gitops: str, ref: str, dry_run: bool, forge: str | None, contro
 
     \b
     Idempotent: a second run changes nothing and says so. A file init did not write is never overwritten: it is
-    reported as a conflict (exit 1) and everything else is still set up. --dry-run prints the plan only.
+    reported as a conflict (exit 1) and everything else is still set up. A run stopped half-way says what it
+    wrote; run it again to finish. --dry-run prints the plan only.
     Exit 2 usage error, 3 forge or git failure (docs/design.md section 6).
     """
-    written = "Nothing was written." if dry_run else (
-        "Stopped at this error. Branches pushed before it are listed above; running init again is safe.")
-    with handled(fmt, written) as reply:
+    with handled(fmt, "Nothing was written.") as reply:
         settings = load_settings(forge=forge, control_plane=control_plane, config=config)
         require_repos(settings.control_plane, gitops)
         git = GitRepos(settings.cache_dir / "git")
         with closing(make_forge(settings)) as the_forge:
             plan = plan_init(the_forge, git, settings.control_plane, gitops, ref=ref)
             if not dry_run and (plan.writes or plan.defaults):
-                apply_init(plan, the_forge, git)
+                made: list[str] = []
+
+                def done(what: str) -> None:  # a run stopped half-way says what it wrote (until 2026-11-29 it
+                    made.append(what)         # pointed at a list "above" that the text format never printed)
+                    reply.written = (f"Stopped at this error. Written before it: {', '.join(made)}. Running init "
+                                     "again is safe: it finds those set up and does the rest.")
+
+                apply_init(plan, the_forge, git, done=done)
 
         def text() -> None:
             for step in plan.steps:

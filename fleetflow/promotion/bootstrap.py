@@ -18,6 +18,7 @@ run finds nothing to do, and ``--dry-run`` prints the same plan without writing.
 
 from __future__ import annotations
 
+import os
 import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -25,9 +26,10 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Literal, cast
+from urllib.parse import urlsplit
 
 from fleetflow.clock import utc_now
-from fleetflow.errors import ForgeError, InputError, Problem, Problems
+from fleetflow.errors import ForgeError, InputError, Problem, Problems, UsageError
 from fleetflow.forge.base import Forge
 from fleetflow.forge.git import GitRepos
 from fleetflow.model.controlplane import Resource, build_resource
@@ -91,6 +93,7 @@ class InitPlan:
     gitops: str
     steps: list[Step] = field(default_factory=list)
     writes: list[BranchWrite] = field(default_factory=list)
+    cp_url: str = ""  # the control plane's git URL (to name a write's repository)
     defaults: list[tuple[str, str]] = field(default_factory=list)  # (repo, branch) to make the default
     applied: bool = False
 
@@ -278,6 +281,13 @@ def plan_init(forge: Forge, git: GitRepos, control_plane: str, gitops: str, *, r
     """What init would do: read both repositories, compare with what they should hold. Writes nothing."""
     plan = InitPlan(control_plane, gitops)
     cp_url, go_url = forge.git_url(control_plane), forge.git_url(gitops)
+    if same_repository(cp_url, go_url):
+        raise UsageError(Problem(
+            f"--gitops {gitops} is the control-plane repository {control_plane}", None,
+            "give the platform GitOps repository (a repository of its own): its environment branches hold the "
+            "rendered output and the GitOps caller workflow, the control plane's branches of the same names hold "
+            "the environments' files and the control-plane caller"))
+    plan.cp_url = cp_url
     main_sha = git.fetch_branch(cp_url, MAIN)
     chain, starter = _chain(git, cp_url, main_sha)
     cp_tips = git.fetch(cp_url, [c.branch for c in chain])
@@ -385,18 +395,40 @@ def _branch_files(plan: InitPlan, git: GitRepos, repo: str, url: str, branch: st
         plan.writes.append(write)
 
 
-def apply_init(plan: InitPlan, forge: Forge, git: GitRepos, clock: Callable[[], datetime] = utc_now) -> None:
+def apply_init(plan: InitPlan, forge: Forge, git: GitRepos, clock: Callable[[], datetime] = utc_now,
+               done: Callable[[str], None] = lambda _what: None) -> None:
     """Write the plan: one commit per branch (pushed only if the branch did not move meanwhile), then the default
-    branches. A branch that moved makes the push fail: nothing is overwritten, run init again."""
+    branches. A branch that moved makes the push fail: nothing is overwritten, run init again. ``done`` hears each
+    write as it is made ("<repo>@<branch>", "<repo>: default branch <branch>"), so that a run stopped half-way can
+    say what it wrote."""
     when = int(clock().timestamp())
     for write in plan.writes:
         sha = git.commit_files(write.url, write.parent, {p: c.encode() for p, c in write.files.items()},
                                f"fleetflow init: {', '.join(sorted(write.files))}", when)
         if sha is not None:
             git.push(write.url, sha, write.branch, write.parent)
+            done(f"{_repo_of(plan, write.url)}@{write.branch}")
     for repo, branch in plan.defaults:
         forge.set_default_branch(repo, branch)
+        done(f"{repo}: default branch {branch}")
     plan.applied = True
+
+
+def _repo_of(plan: InitPlan, url: str) -> str:
+    return plan.control_plane if url == plan.cp_url else plan.gitops
+
+
+def same_repository(a: str, b: str) -> bool:
+    """Whether two git URLs (or paths) name one repository: the same host and path, whatever the credentials in
+    the URL, a trailing ``.git`` or ``/`` and the case (GitHub's owner and repository names are not case
+    sensitive); paths after resolving them."""
+    def key(url: str) -> tuple[str, str]:
+        parts = urlsplit(url)
+        if parts.scheme and parts.netloc:
+            path = parts.path.rstrip("/").removesuffix(".git").casefold()
+            return (parts.hostname or "").casefold(), path
+        return "", os.path.realpath(url.removeprefix("file://"))
+    return key(a) == key(b)
 
 
 def conflicts_as_problems(plan: InitPlan) -> list[Problem]:
