@@ -754,3 +754,31 @@ def test_status_and_metrics_say_an_environment_branch_is_missing(tmp_path: Path,
     assert measured.exit_code == 0, measured.output
     warned = json.loads(measured.stdout)["warnings"]
     assert [w["message"] for w in warned] == [f"qa: {said}: its promotions are not counted"]
+
+
+def test_status_says_a_pin_main_was_force_pushed_back_past(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """dev rolled out main@second, then main was force-pushed back to first (a ``push`` event with ``forced:
+    true``). reconcile says dev is "pinned to ..., which is not on main"; until 2026-11-29 ``status`` said
+    "(cannot read dev: git ls-tree failed: fatal: not a tree object)" from a fresh cache (the mirror fetches main's
+    history, so second is not there), and nothing at all from a cache that still held second."""
+    fleet = make_local_fleet(tmp_path)
+    first = first_commit(fleet)
+    second = fleet.push_main({"templates/extra.yaml": "# second\n"}, "second")
+    with fleet.context() as ctx:
+        promote(ctx, "dev", second)
+    assert roll_out(fleet, "dev") == "success"
+    git(fleet.root, "--git-dir", fleet.cp_url, "update-ref", "refs/heads/main", first)
+    said = f"rolled out: 2/2 clusters (main@{second[:12]} is not on main: rewritten since? promote a commit of main)"
+    with fleet.context() as ctx:  # the cache still holds second
+        [dev] = [e for e in fleet_status(ctx) if e.name == "dev"]
+    assert dev.gate_description == said and dev.gitops_branch == "dev"
+    monkeypatch.setenv("FLEETFLOW_CACHE_DIR", str(tmp_path / "cli-cache"))  # a fresh one does not
+    shown = run_cli("status", "--forge", "local", "--control-plane", fleet.cp_id, "--format", "json")
+    assert shown.exit_code == 0, shown.output
+    [dev_json] = [e for e in json.loads(shown.stdout)["result"]["environments"] if e["environment"] == "dev"]
+    assert dev_json["gate"]["description"] == said and "not a tree object" not in shown.stdout
+    measured = run_cli("metrics", "--forge", "local", "--control-plane", fleet.cp_id, "--format", "json")
+    assert measured.exit_code == 0, measured.output
+    assert [w["message"] for w in json.loads(measured.stdout)["warnings"]] == [  # dev's success promoted it to qa
+        f"{env}: 1 pinned commit(s) not on main (main@{second[:12]}): their promotions are not counted"
+        for env in ("dev", "qa")]

@@ -106,6 +106,11 @@ def environment_history(ctx: Context, name: str, env: Resource[EnvironmentSpec],
     pinned = pins(ctx, env_sha, limit)
     infos = {c.sha: c for c in ctx.git.commits(ctx.cp_url, sorted({p.commit for _, p in pinned if p.commit}),
                                                no_walk=True)}
+    gone = sorted({p.commit for _, p in pinned if p.commit and p.commit not in infos and p.commit.strip("0")})
+    if gone:  # main force-pushed back past them: no landing time to measure from (until 2026-11-29 not a word)
+        ctx.warn(Problem(f"{name}: {len(gone)} pinned commit(s) not on {ctx.main_branch} (main@{short(gone[0])}"
+                         f"{', ...' if len(gone) > 1 else ''}): their promotions are not counted", None,
+                         f"{ctx.main_branch} was rewritten since they were promoted"))
     pinned = [(sha, pin) for sha, pin in pinned if pin.commit in infos]  # a placeholder pin is no promotion
     # the k-th last pin of a commit is its k-th last promotion (older ones may be past ``limit``)
     remaining: dict[str, list[list[CommitStatus]]] = {}

@@ -5,6 +5,8 @@ from __future__ import annotations
 from pydantic import Field, computed_field
 
 from fleetflow.errors import FleetflowError, InputError, Problem
+from fleetflow.model.controlplane import Resource
+from fleetflow.model.resources import GitOpsRepoSpec
 from fleetflow.promotion.context import Context, chain_order, gitops_repo_at, head_branch, short, status_context
 from fleetflow.promotion.merge_records import MergeRecord, read_record, record_refs, seen_records
 from fleetflow.promotion.pin import PIN_FILE, past_pin
@@ -95,8 +97,14 @@ def fleet_status(ctx: Context, history: int = 3, *, warn_pins: bool = False) -> 
                 entry.last_success = pinned
         if entry.last_success is None:
             entry.last_success = _previous_success(ctx, name, env_sha, pinned, history)
+        gitops: Resource[GitOpsRepoSpec] | None
         try:
-            gitops = ctx.plane(pinned, branch, env_sha).gitops_repo()
+            if not on_main(ctx, pinned, main_tip):  # main force-pushed back past the pin: what reconcile says too
+                entry.gate_description += (f" (main@{short(pinned)} is not on {ctx.main_branch}: rewritten since? "
+                                           f"promote a commit of {ctx.main_branch})")
+                gitops = gitops_repo_at(ctx, name, branch, env_sha)
+            else:
+                gitops = ctx.plane(pinned, branch, env_sha).gitops_repo()
         except FleetflowError as exc:  # a broken branch (bad input, git failure): said, and its GitOps line still shown
             entry.gate_description += f" (cannot read {branch}: {str(exc).splitlines()[0]})"
             try:  # the GitOpsRepo alone, as the gate reads it: the mistake stops the next schedule, not the gate
@@ -128,6 +136,14 @@ def missing_branch(ctx: Context, name: str, after: list[str], branch: str, *, wa
         ctx.warn(Problem(f"{name}: {said}", None, f"push it back at its last commit, create it with the "
                          f"environment's files (fleetflow init does), or correct Environment {name}'s branch"))
     return EnvironmentStatus(name=name, after=after, branch=branch, pinned=None, held=None, gate_description=said)
+
+
+def on_main(ctx: Context, commit: str, main_tip: str) -> bool:
+    """Whether ``commit`` is on main (at ``main_tip``). Until 2026-11-29 a pin that main was force-pushed back
+    past showed as "(cannot read dev: git ls-tree failed: fatal: not a tree object)": the mirror fetches main's
+    history only, so the commit is not there to read."""
+    sha = ctx.git.resolve(ctx.cp_url, commit)
+    return sha is not None and ctx.git.is_ancestor(ctx.cp_url, sha, main_tip)
 
 
 def _previous_success(ctx: Context, name: str, env_sha: str, current: str, limit: int) -> str | None:
