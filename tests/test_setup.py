@@ -966,3 +966,29 @@ def test_init_stopped_half_way_says_what_it_wrote_and_a_second_run_finishes(tmp_
     assert "+ cp.git@" not in again.output.replace("+ cp.git@main: default branch", "")
     third = init_cli(tmp_path, monkeypatch, "cp.git", "gitops.git")
     assert third.exit_code == 0 and "Nothing to do: the repositories are set up." in third.output
+
+
+@pytest.mark.parametrize(("edit", "said"), [
+    ("branch: main", "dev.yaml:8:11: Environment dev: branch 'main' is the control plane's main branch"),
+    ("branch: qa", "dev.yaml:8:11: Environment dev: branch 'qa' is also Environment qa's branch"),
+])
+def test_init_checks_the_chain_as_every_fleet_command_does(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                           edit: str, said: str) -> None:
+    """An Environment whose branch is main, or another Environment's: until 2026-11-29 init planned main's caller
+    twice (``branches: [main, main, qa, prod]``), or qa's twice, and wrote it (exit 0), while every fleet command
+    refuses the chain. Now init refuses it too, at the line, before writing (exit 1)."""
+    cp, gitops = tmp_path / "cp.git", tmp_path / "gitops.git"
+    for path in (cp, gitops):
+        git(tmp_path, "init", "-q", "--bare", str(path))
+    assert init_cli(tmp_path, monkeypatch, "cp.git", "gitops.git").exit_code == 0
+    work = tmp_path / "work"
+    git(tmp_path, "clone", "-q", str(cp), str(work))
+    env_file = work / ".environments" / "dev.yaml"
+    env_file.write_text(env_file.read_text().replace("branch: dev", edit))
+    git(work, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qam", f"dev: {edit}")
+    git(work, "push", "-q", "origin", "main")
+    before = git(tmp_path, "--git-dir", str(cp), "for-each-ref")
+    result = init_cli(tmp_path, monkeypatch, "cp.git", "gitops.git")
+    assert result.exit_code == 1, result.output
+    assert said in result.stderr and "Nothing was written." in result.stderr
+    assert git(tmp_path, "--git-dir", str(cp), "for-each-ref") == before

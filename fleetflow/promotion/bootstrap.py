@@ -34,9 +34,10 @@ from fleetflow.forge.base import Forge
 from fleetflow.forge.git import GitRepos
 from fleetflow.model.controlplane import Resource, build_resource
 from fleetflow.model.documents import Tree, read_tree
+from fleetflow.model.references import check_environment_chain
 from fleetflow.model.resources import EnvironmentSpec
 from fleetflow.promotion.caller_workflows import calls_reusable
-from fleetflow.promotion.context import Context, chain_order
+from fleetflow.promotion.context import Context
 from fleetflow.results import Result
 
 MAIN = "main"
@@ -260,8 +261,11 @@ def _chain(git: GitRepos, url: str, main_sha: str | None) -> tuple[list[ChainEnt
         collected.add(f"no Environment on main@{main_sha[:12]}", None,
                       "define the environment chain on main (kind: Environment), or start from an empty repository "
                       "and let fleetflow init write a starter chain")
+    # the chain's own rules, as every fleet command checks them: until 2026-11-29 an Environment on branch main
+    # made init plan main's workflow twice ('branches: [main, main, qa, prod]') and two on one branch wrote it twice
+    order = check_environment_chain(envs, collected, main_branch=MAIN)
     collected.raise_if_any()
-    return [ChainEntry(name, Context.env_branch(envs[name]), name) for name in chain_order(envs)], False
+    return [ChainEntry(name, Context.env_branch(envs[name]), name) for name in order], False
 
 
 def _gitops_branch(git: GitRepos, url: str, sha: str, fallback: str) -> str:
