@@ -992,3 +992,24 @@ def test_init_checks_the_chain_as_every_fleet_command_does(tmp_path: Path, monke
     assert result.exit_code == 1, result.output
     assert said in result.stderr and "Nothing was written." in result.stderr
     assert git(tmp_path, "--git-dir", str(cp), "for-each-ref") == before
+
+
+@pytest.mark.parametrize("ref", ["", "v1 beta", "v1\nname: other", "-x", "v1..v2"])
+def test_init_refuses_a_ref_no_uses_line_can_name(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, ref: str) -> None:
+    """``--ref`` goes into ``uses: fleetflow/fleetflow/.github/workflows/<file>@<ref>``, which names "a SHA, a
+    release tag, or a branch name" (https://docs.github.com/en/actions/sharing-automations/reusing-workflows#calling-a-reusable-workflow).
+    Until 2026-11-29 ``--ref ""`` planned ``...@`` (a workflow GitHub rejects) and a line break wrote another YAML
+    key into the caller, exit 0. Now a usage error (exit 2), with the repositories' problems, nothing written."""
+    cp, gitops = tmp_path / "cp.git", tmp_path / "gitops.git"
+    for path in (cp, gitops):
+        git(tmp_path, "init", "-q", "--bare", str(path))
+    monkeypatch.setenv("FLEETFLOW_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(cli, ["init", "--forge", "local", "--control-plane", "cp.git", "--gitops", "gitops.git",
+                                      "--ref", ref])
+    assert result.exit_code == 2, result.output
+    assert f"usage error: --ref: {ref!r} is not a usable ref" in result.stderr
+    assert "Nothing was written." in result.stderr
+    assert git(tmp_path, "--git-dir", str(cp), "for-each-ref") == ""
+    both = CliRunner().invoke(cli, ["init", "--forge", "local", "--control-plane", "cp.git", "--ref", ref])
+    assert both.exit_code == 2 and "no GitOps repository given" in both.stderr and "--ref:" in both.stderr

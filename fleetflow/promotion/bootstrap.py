@@ -29,13 +29,13 @@ from typing import Literal, cast
 from urllib.parse import urlsplit
 
 from fleetflow.clock import utc_now
-from fleetflow.errors import ForgeError, InputError, Problem, Problems, UsageError
+from fleetflow.errors import ForgeError, Problem, Problems, UsageError
 from fleetflow.forge.base import Forge
 from fleetflow.forge.git import GitRepos
 from fleetflow.model.controlplane import Resource, build_resource
 from fleetflow.model.documents import Tree, read_tree
 from fleetflow.model.references import check_environment_chain
-from fleetflow.model.resources import EnvironmentSpec
+from fleetflow.model.resources import EnvironmentSpec, unsafe_branch
 from fleetflow.promotion.caller_workflows import calls_reusable
 from fleetflow.promotion.context import Context
 from fleetflow.results import Result
@@ -440,12 +440,20 @@ def conflicts_as_problems(plan: InitPlan) -> list[Problem]:
                     f"delete it or add the line '{MARKER}' to let init manage it") for s in plan.conflicts]
 
 
-def require_repos(control_plane: str, gitops: str) -> None:
+def require_repos(control_plane: str, gitops: str, ref: str = "v0") -> None:
+    """The command line's repositories, and ``--ref``: it goes into the callers' ``uses: .../<file>@<ref>``, which
+    names "a SHA, a release tag, or a branch name" (https://docs.github.com/en/actions/sharing-automations/
+    reusing-workflows#calling-a-reusable-workflow). Until 2026-11-29 ``--ref ""`` wrote ``...@`` and a ref with a
+    space or a line break wrote a workflow GitHub rejects (or another YAML key), exit 0."""
     problems = []
+    why = unsafe_branch(ref)
+    if why is not None:
+        problems.append(Problem(f"--ref: {why.replace('branch name', 'ref')}", None,
+                                "give the commit sha (or tag) of the fleetflow release you adopt, e.g. --ref 1a2b3c4"))
     if not control_plane:
         problems.append(Problem("no control-plane repository given", None,
                                 "pass --control-plane (owner/name on GitHub, a path for the local forge)"))
     if not gitops:
         problems.append(Problem("no GitOps repository given", None, "pass --gitops (owner/name, or a path)"))
-    if problems:
-        raise InputError(problems)
+    if problems:  # the command line's (exit 2, as docs/design.md section 6 says); until 2026-11-29 exit 1
+        raise UsageError(problems)
