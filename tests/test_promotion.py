@@ -782,3 +782,26 @@ def test_status_says_a_pin_main_was_force_pushed_back_past(tmp_path: Path, monke
     assert [w["message"] for w in json.loads(measured.stdout)["warnings"]] == [  # dev's success promoted it to qa
         f"{env}: 1 pinned commit(s) not on main (main@{second[:12]}): their promotions are not counted"
         for env in ("dev", "qa")]
+
+
+def test_status_says_the_gitops_branch_is_gone(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """dev's GitOps branch was deleted after its rollout (a ``git push --delete``; GitHub's "Automatically delete
+    head branches" deletes a merged PR's head, and a PR from dev into another branch makes dev one). The clusters
+    have nothing left to reconcile; schedule refuses ("a PR needs its base branch"). Until 2026-11-29 ``status``
+    showed dev as rolled out without a word (``gitopsHead: null`` in JSON only); now its line says so and it warns
+    at the GitOpsRepo."""
+    fleet = make_local_fleet(tmp_path)
+    sha = first_commit(fleet)
+    with fleet.context() as ctx:
+        promote(ctx, "dev", sha)
+    assert roll_out(fleet, "dev") == "success"
+    git(fleet.root, "--git-dir", fleet.gitops_url, "update-ref", "-d", "refs/heads/dev")
+    monkeypatch.setenv("FLEETFLOW_CACHE_DIR", str(tmp_path / "cli-cache"))
+    shown = run_cli("status", "--forge", "local", "--control-plane", fleet.cp_id, "--format", "json")
+    assert shown.exit_code == 0, shown.output
+    envelope = json.loads(shown.stdout)
+    [dev] = [e for e in envelope["result"]["environments"] if e["environment"] == "dev"]
+    gone = f"the GitOps repo {fleet.gitops_id} has no branch 'dev'"
+    assert dev["gitopsHead"] is None and dev["gate"]["description"] == f"rolled out: 2/2 clusters ({gone})"
+    [warning] = envelope["warnings"]
+    assert warning["message"] == f"dev: {gone}" and warning["location"]["file"].endswith("gitops-repo.yaml")

@@ -117,6 +117,12 @@ def fleet_status(ctx: Context, history: int = 3, *, warn_pins: bool = False) -> 
         entry.gitops = f"{gitops.spec.repo} {g_branch}"
         entry.gitops_repo, entry.gitops_branch = gitops.spec.repo, g_branch
         entry.gitops_head = ctx.git.fetch_branch(ctx.forge.git_url(gitops.spec.repo), g_branch)
+        if entry.gitops_head is None:  # deleted, or never made: the clusters have nothing to reconcile (until
+            gone = f"the GitOps repo {gitops.spec.repo} has no branch {g_branch!r}"  # 2026-11-29 not a word)
+            entry.gate_description += f" ({gone})"
+            if warn_pins:
+                ctx.warn(Problem(f"{name}: {gone}", gitops.location, "push it back at its last commit (the clusters "
+                                 "reconcile it), or correct the GitOpsRepo's branch"))
         pr = ctx.forge.open_pull(gitops.spec.repo, head_branch(name), g_branch)
         if pr is not None:
             entry.pull_request = PullRequestLink.of(pr)
