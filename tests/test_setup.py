@@ -1013,3 +1013,24 @@ def test_init_refuses_a_ref_no_uses_line_can_name(tmp_path: Path, monkeypatch: p
     assert git(tmp_path, "--git-dir", str(cp), "for-each-ref") == ""
     both = CliRunner().invoke(cli, ["init", "--forge", "local", "--control-plane", "cp.git", "--ref", ref])
     assert both.exit_code == 2 and "no GitOps repository given" in both.stderr and "--ref:" in both.stderr
+
+
+def test_init_on_github_names_the_owner_and_name_of_a_pasted_url(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                  github_stub: GitHubStub) -> None:  # noqa: F811
+    """``--gitops https://github.com/contoso/platform-gitops`` (the browser's address, or the clone URL): the GitHub
+    forge takes owner/name only, and until 2026-11-29 init said "forge/git error: invalid GitHub repository ...:
+    expected owner/name" (exit 3, a forge failure). Now a usage error (exit 2) that names the owner/name to pass, for
+    every such option at once, before any request."""
+    github_stub.create_repo("contoso/control-plane")
+    monkeypatch.setenv("GITHUB_TOKEN", "stub-token")
+    monkeypatch.setenv("GITHUB_API_URL", github_stub.url)
+    monkeypatch.setenv("FLEETFLOW_CACHE_DIR", str(tmp_path / "cache"))
+    result = CliRunner().invoke(cli, ["init", "--forge", "github", "--control-plane",
+                                      "git@github.com:contoso/control-plane.git", "--gitops",
+                                      "https://github.com/contoso/platform-gitops", "--dry-run"])
+    assert result.exit_code == 2, result.output
+    assert ("usage error: --control-plane git@github.com:contoso/control-plane.git: GitHub repositories are named "
+            "owner/name here (hint: pass --control-plane contoso/control-plane)") in result.stderr
+    assert ("usage error: --gitops https://github.com/contoso/platform-gitops: GitHub repositories are named "
+            "owner/name here (hint: pass --gitops contoso/platform-gitops)") in result.stderr
+    assert github_stub.requests == []

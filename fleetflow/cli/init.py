@@ -54,7 +54,7 @@ def init_command(gitops: str, ref: str, dry_run: bool, forge: str | None, contro
     """
     with handled(fmt, "Nothing was written.") as reply:
         settings = load_settings(forge=forge, control_plane=control_plane, config=config)
-        require_repos(settings.control_plane, gitops, ref)
+        require_repos(settings.control_plane, gitops, ref, settings.forge)
         git = GitRepos(settings.cache_dir / "git")
         with closing(make_forge(settings)) as the_forge:
             plan = plan_init(the_forge, git, settings.control_plane, gitops, ref=ref)

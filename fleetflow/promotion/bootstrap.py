@@ -19,6 +19,7 @@ run finds nothing to do, and ``--dry-run`` prints the same plan without writing.
 from __future__ import annotations
 
 import os
+import re
 import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -49,6 +50,8 @@ GITOPS_REUSABLE = "fleetflow-gitops.yml"
 CONFIG_FILE = ".fleetflow.yaml"
 MARKER = "# Written by fleetflow init: it updates this file while this line is here (delete the line to own it)."
 STARTER_CHAIN: tuple[tuple[str, tuple[str, ...]], ...] = (("dev", ()), ("qa", ("dev",)), ("prod", ("qa",)))
+GITHUB_NAME = re.compile(r"^[A-Za-z0-9-]+/[A-Za-z0-9._-]+$")  # what the GitHub forge takes (forge/github.py _REPO)
+GITHUB_URL = re.compile(r"^(?:https?://[^/]+/|git@[^:]+:)([A-Za-z0-9-]+/[A-Za-z0-9._-]+?)(?:\.git)?/?$")
 EVENTS_DOC = (
     "https://docs.github.com/en/actions/writing-workflows/choosing-when-your-workflow-runs/events-that-trigger-workflows"
 )
@@ -440,7 +443,7 @@ def conflicts_as_problems(plan: InitPlan) -> list[Problem]:
                     f"delete it or add the line '{MARKER}' to let init manage it") for s in plan.conflicts]
 
 
-def require_repos(control_plane: str, gitops: str, ref: str = "v0") -> None:
+def require_repos(control_plane: str, gitops: str, ref: str = "v0", forge: str = "local") -> None:
     """The command line's repositories, and ``--ref``: it goes into the callers' ``uses: .../<file>@<ref>``, which
     names "a SHA, a release tag, or a branch name" (https://docs.github.com/en/actions/sharing-automations/
     reusing-workflows#calling-a-reusable-workflow). Until 2026-11-29 ``--ref ""`` wrote ``...@`` and a ref with a
@@ -455,5 +458,12 @@ def require_repos(control_plane: str, gitops: str, ref: str = "v0") -> None:
                                 "pass --control-plane (owner/name on GitHub, a path for the local forge)"))
     if not gitops:
         problems.append(Problem("no GitOps repository given", None, "pass --gitops (owner/name, or a path)"))
+    for option, repo in (("--control-plane", control_plane), ("--gitops", gitops)):
+        if forge == "github" and repo and not GITHUB_NAME.match(repo):  # a URL pasted from the browser, mostly
+            named = GITHUB_URL.match(repo)
+            problems.append(Problem(
+                f"{option} {repo}: GitHub repositories are named owner/name here", None,
+                f"pass {option} {named.group(1)}" if named else
+                f"pass {option} owner/name (e.g. contoso/platform-gitops)"))
     if problems:  # the command line's (exit 2, as docs/design.md section 6 says); until 2026-11-29 exit 1
         raise UsageError(problems)
