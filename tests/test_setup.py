@@ -1034,3 +1034,16 @@ def test_init_on_github_names_the_owner_and_name_of_a_pasted_url(tmp_path: Path,
     assert ("usage error: --gitops https://github.com/contoso/platform-gitops: GitHub repositories are named "
             "owner/name here (hint: pass --gitops contoso/platform-gitops)") in result.stderr
     assert github_stub.requests == []
+
+
+@pytest.mark.parametrize("command", ["status", "metrics"])
+def test_status_of_an_empty_control_plane_says_to_run_init(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                           command: str) -> None:
+    """``status`` or ``metrics`` on a control plane created but not set up yet (no ``main``): until 2026-11-29 the
+    message said "has no main branch" and no more; it names ``fleetflow init`` now."""
+    git(tmp_path, "init", "-q", "--bare", str(tmp_path / "cp.git"))
+    monkeypatch.setenv("FLEETFLOW_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(cli, [command, "--forge", "local", "--control-plane", "cp.git"])
+    assert result.exit_code == 3, result.output
+    assert "the control-plane repo cp.git has no main branch: set it up with fleetflow init" in result.stderr

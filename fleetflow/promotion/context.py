@@ -181,7 +181,9 @@ class Context:
     def main_tip(self) -> str:
         sha = self.git.fetch_branch(self.cp_url, self.main_branch)
         if sha is None:
-            raise GitError(f"the control-plane repo {self.control_plane} has no {self.main_branch} branch")
+            raise GitError(f"the control-plane repo {self.control_plane} has no {self.main_branch} branch: set it up "
+                           "with fleetflow init (a starter chain when the repository is empty), or push "
+                           f"{self.main_branch} with the Environments")
         return sha
 
     def environments(self, main_sha: str) -> dict[str, Resource[EnvironmentSpec]]:
