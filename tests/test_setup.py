@@ -1047,3 +1047,39 @@ def test_status_of_an_empty_control_plane_says_to_run_init(tmp_path: Path, monke
     result = CliRunner().invoke(cli, [command, "--forge", "local", "--control-plane", "cp.git"])
     assert result.exit_code == 3, result.output
     assert "the control-plane repo cp.git has no main branch: set it up with fleetflow init" in result.stderr
+
+
+@pytest.mark.parametrize("holds", ["fleet", "readme"])
+def test_init_does_not_sideline_a_default_branch_that_holds_the_fleet(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                     holds: str) -> None:
+    """A control plane whose default branch is ``master`` and holds the Environments (an older repository, or one
+    created where the default branch name is ``master``). Until 2026-11-29 init wrote a new ``main`` with the
+    starter dev → qa → prod chain and made it the default branch, exit 0: the fleet on ``master`` sidelined
+    without a word. Now it refuses at the first document and says how to rename the branch (GitHub: "Renaming a
+    branch", https://docs.github.com/en/repositories/configuring-branches-and-merges-in-your-repository/managing-branches-in-your-repository/renaming-a-branch);
+    a ``master`` holding no YAML (GitHub's "Initial commit" with a README) still gets the starter chain."""
+    cp, gitops = tmp_path / "cp.git", tmp_path / "gitops.git"
+    for path in (cp, gitops):
+        git(tmp_path, "init", "-q", "--bare", "--initial-branch=master", str(path))
+    work = tmp_path / "work"
+    git(tmp_path, "init", "-q", "--initial-branch=master", str(work))
+    if holds == "fleet":
+        (work / ".environments").mkdir()
+        (work / ".environments" / "staging.yaml").write_text(
+            "apiVersion: fleetflow.dev/v1alpha1\nkind: Environment\nmetadata:\n  name: staging\nspec: {}\n")
+    else:
+        (work / "README.md").write_text("# control plane\n")
+    git(work, "add", ".")
+    git(work, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "first")
+    git(work, "push", "-q", str(cp), "master")
+    before = git(tmp_path, "--git-dir", str(cp), "for-each-ref")
+    result = init_cli(tmp_path, monkeypatch, "cp.git", "gitops.git")
+    if holds == "readme":
+        assert result.exit_code == 0 and "+ cp.git@main: file .environments/dev.yaml: add" in result.output
+        return
+    assert result.exit_code == 1, result.output
+    assert "error: master@" in result.stderr
+    assert ("/.environments/staging.yaml:1:1: cp.git has no main branch, but its default branch master holds 1 YAML "
+            "document(s)") in result.stderr
+    assert "git push origin master:main" in result.stderr and "Nothing was written." in result.stderr
+    assert git(tmp_path, "--git-dir", str(cp), "for-each-ref") == before

@@ -30,7 +30,7 @@ from typing import Literal, cast
 from urllib.parse import urlsplit
 
 from fleetflow.clock import utc_now
-from fleetflow.errors import ForgeError, Problem, Problems, UsageError
+from fleetflow.errors import ForgeError, InputError, Problem, Problems, UsageError
 from fleetflow.forge.base import Forge
 from fleetflow.forge.git import GitRepos
 from fleetflow.model.controlplane import Resource, build_resource
@@ -271,6 +271,26 @@ def _chain(git: GitRepos, url: str, main_sha: str | None) -> tuple[list[ChainEnt
     return [ChainEntry(name, Context.env_branch(envs[name]), name) for name in order], False
 
 
+def _no_chain_elsewhere(forge: Forge, git: GitRepos, repo: str, url: str) -> None:
+    """Without ``main``, init writes a starter chain there and makes ``main`` the default branch: right for an empty
+    repository or GitHub's "Initial commit" (a README), wrong when the default branch is another (``master``) that
+    already holds the fleet. Until 2026-11-29 init sidelined such a branch without a word: a new ``main`` with
+    dev → qa → prod, made the default. Now that is refused, with how to rename the branch."""
+    current = _current_default(forge, repo)
+    sha = git.fetch_branch(url, current) if current and current != MAIN else None
+    if current is None or sha is None:
+        return
+    with _exported(git, url, sha) as root:
+        docs = read_tree(Tree(root, f"{current}@{sha[:12]}"), Problems())
+    if docs:
+        raise InputError(Problem(
+            f"{repo} has no {MAIN} branch, but its default branch {current} holds {len(docs)} YAML document(s) "
+            f"(this is the first): init would write a starter chain on a new {MAIN} and make it the default",
+            docs[0].location,
+            f"fleetflow promotes from {MAIN}: rename {current} to {MAIN} (GitHub: Settings → Branches → rename; git: "
+            f"git push origin {current}:{MAIN}), then run init again"))
+
+
 def _gitops_branch(git: GitRepos, url: str, sha: str, fallback: str) -> str:
     """The GitOps branch the environment branch's GitOpsRepo names (its name when it names none)."""
     collected = Problems()
@@ -296,6 +316,8 @@ def plan_init(forge: Forge, git: GitRepos, control_plane: str, gitops: str, *, r
             "the environments' files and the control-plane caller"))
     plan.cp_url = cp_url
     main_sha = git.fetch_branch(cp_url, MAIN)
+    if main_sha is None:
+        _no_chain_elsewhere(forge, git, control_plane, cp_url)
     chain, starter = _chain(git, cp_url, main_sha)
     cp_tips = git.fetch(cp_url, [c.branch for c in chain])
     chain = [ChainEntry(c.environment, c.branch,
