@@ -31,6 +31,17 @@ def test_demo_walks_the_chain_and_stops_a_failed_rollout(tmp_path: Path, monkeyp
     assert envs["qa"]["lastSuccess"] == envs["prod"]["pinnedCommit"]  # qa's previous pin had succeeded
 
 
+def test_demo_in_a_relative_dir_as_its_help_shows(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``fleetflow demo --dir fleetflow-demo``, the example of ``demo --help``: until 2026-11-29 a relative folder
+    stopped the demo at once with "git config failed: fatal: not in a git directory" (the bare repositories were
+    made by a git command run inside the folder, at the relative path again)."""
+    monkeypatch.chdir(tmp_path)
+    result = run_cli("demo", "--dir", "fleetflow-demo", "--format", "json")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.output)["result"]["dir"] == str(tmp_path / "fleetflow-demo")
+    assert (tmp_path / "fleetflow-demo" / "control-plane.git" / "HEAD").is_file()
+
+
 def test_demo_refuses_a_non_empty_dir(tmp_path: Path) -> None:
     (tmp_path / "x").write_text("x")
     result = run_cli("demo", "--dir", tmp_path)

@@ -41,7 +41,9 @@ def demo(directory: Path | None, examples: Path | None, fmt: str) -> None:
         source = examples or EXAMPLES
         if not (source / "main").is_dir() or not (source / "envs").is_dir():
             raise UsageError(f"no control plane at {source} (expected main/ and envs/): pass --examples DIR")
-        root = directory or Path(tempfile.mkdtemp(prefix="fleetflow-demo-"))
+        # absolute: the repositories are made by git commands run inside it (until 2026-11-29 a relative --dir,
+        # the help's own example, stopped at "git config failed: fatal: not in a git directory")
+        root = directory.absolute() if directory is not None else Path(tempfile.mkdtemp(prefix="fleetflow-demo-"))
         if directory is not None and directory.exists() and any(directory.iterdir()):
             raise UsageError(f"--dir {directory} is not empty: give a new or empty folder")
         reply.written = f"The demo stopped; what it built so far is in {root}."
