@@ -1083,3 +1083,28 @@ def test_init_does_not_sideline_a_default_branch_that_holds_the_fleet(tmp_path: 
             "document(s)") in result.stderr
     assert "git push origin master:main" in result.stderr and "Nothing was written." in result.stderr
     assert git(tmp_path, "--git-dir", str(cp), "for-each-ref") == before
+
+
+def test_a_file_owned_by_deleting_its_init_line_is_no_conflict(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The first line of every file init writes says "delete the line to own it". Until 2026-11-29 a file whose
+    line was deleted, and nothing else changed, was a conflict on every later run (exit 1, "delete it or add the
+    line"); it is the owner's file as init would write it now. A file edited beyond that stays a conflict: init
+    cannot merge it."""
+    cp, gitops = tmp_path / "cp.git", tmp_path / "gitops.git"
+    for path in (cp, gitops):
+        git(tmp_path, "init", "-q", "--bare", str(path))
+    assert init_cli(tmp_path, monkeypatch, "cp.git", "gitops.git").exit_code == 0
+    work = tmp_path / "work"
+    git(tmp_path, "clone", "-q", str(cp), str(work))
+    config = work / ".fleetflow.yaml"
+    config.write_text(config.read_text().replace(f"{MARKER}\n", ""))
+    git(work, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qam", "own the config")
+    git(work, "push", "-q", "origin", "main")
+    owned = init_cli(tmp_path, monkeypatch, "cp.git", "gitops.git")
+    assert owned.exit_code == 0, owned.output
+    assert "= cp.git@main: file .fleetflow.yaml: yours (its init line deleted), as init would write it" in owned.output
+    config.write_text(config.read_text() + "cacheDir: .cache\n")
+    git(work, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qam", "edit the config")
+    git(work, "push", "-q", "origin", "main")
+    edited = init_cli(tmp_path, monkeypatch, "cp.git", "gitops.git")
+    assert edited.exit_code == 1 and "! cp.git@main: file .fleetflow.yaml: exists and was not written" in edited.output

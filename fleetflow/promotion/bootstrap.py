@@ -412,6 +412,10 @@ def _branch_files(plan: InitPlan, git: GitRepos, repo: str, url: str, branch: st
         if current is not None and current.rstrip("\n") == content.rstrip("\n"):
             plan.steps.append(Step(repo=repo, branch=branch, what=f"file {path}", state="unchanged",
                                    detail="as init writes it"))
+        elif current is not None and current.rstrip("\n") == content.replace(f"{MARKER}\n", "", 1).rstrip("\n"):
+            # the marker line deleted, as it says to own the file: until 2026-11-29 a conflict (exit 1) on every run
+            plan.steps.append(Step(repo=repo, branch=branch, what=f"file {path}", state="unchanged",
+                                   detail="yours (its init line deleted), as init would write it"))
         elif current is not None and MARKER not in current:
             plan.steps.append(Step(repo=repo, branch=branch, what=f"file {path}", state="conflict", detail=
                                    "exists and was not written by fleetflow init: left as it is; compare it with "
