@@ -805,3 +805,39 @@ def test_status_says_the_gitops_branch_is_gone(tmp_path: Path, monkeypatch: pyte
     assert dev["gitopsHead"] is None and dev["gate"]["description"] == f"rolled out: 2/2 clusters ({gone})"
     [warning] = envelope["warnings"]
     assert warning["message"] == f"dev: {gone}" and warning["location"]["file"].endswith("gitops-repo.yaml")
+
+
+def test_a_pr_a_person_closed_is_not_proposed_again_by_a_fan_out_and_is_by_hand(fleet: Fleet) -> None:
+    """A person rejects qa's PR (closes it without merging). A later check-rollout of dev (the cron, a late cluster
+    report) promotes the same commit to qa again: until 2026-11-29 that opened a new PR each time, saying only
+    "PR #3 opened". Now the rejection stands there (operation ``rejected``, the closed PR named), as in reconcile
+    (docs/design.md: "A PR closed without merging is not re-opened until the pin or the branch changes"); a person's
+    ``promote`` of the same commit proposes it again and names the PR it does not re-open. GitHub lists closed PRs of
+    a head with ``state=closed`` and ``head=owner:branch`` and keeps their ``head.sha`` (REST "List pull requests",
+    https://docs.github.com/en/rest/pulls/pulls#list-pull-requests)."""
+    sha = first_commit(fleet)
+    with fleet.context() as ctx:
+        promote(ctx, "dev", sha)
+    assert roll_out(fleet, "dev") == "success"
+    rejected = fleet.open_pr("qa")
+    fleet.forge.update_pull(fleet.gitops_id, rejected.number, state="closed")
+    said: list[str] = []
+    with fleet.context(said.append) as ctx:
+        again = check_rollout(ctx, "dev")
+    [qa] = again.promoted
+    assert qa.schedule is not None and qa.schedule.operation == "rejected"
+    assert qa.schedule.rejected is not None and qa.schedule.rejected.number == rejected.number
+    assert f"PR #{rejected.number} proposed main@{sha[:12]}" in qa.message and "not proposed again" in qa.message
+    assert any("closed without merging: not proposed again" in line for line in said)
+    assert fleet.open_pr("qa") is None
+    assert [p.number for p in fleet.forge.pulls(fleet.gitops_id, "fleetflow/qa")] == [rejected.number]
+    with fleet.context() as ctx:
+        by_hand = promote(ctx, "qa", sha)
+    assert by_hand.schedule is not None and by_hand.schedule.operation == "created"
+    opened = fleet.open_pr("qa")
+    assert opened is not None and opened.number != rejected.number
+    assert f"PR #{rejected.number}, which proposed the same and was closed without merging" in by_hand.message
+    data = json.loads(by_hand.model_dump_json(by_alias=True))
+    assert data["schedule"]["rejected"]["number"] == rejected.number
+    assert data["schedule"]["pullRequest"]["number"] == opened.number
+

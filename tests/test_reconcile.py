@@ -680,3 +680,22 @@ def test_a_run_that_dies_half_way_says_the_step_it_was_in_and_the_next_runs_fini
     assert did(again) == {} and refs(fleet) == before
     [qa] = [e for e in again.environments if e.environment == "qa"]
     assert qa.waiting.startswith("PR #")
+
+
+def test_a_closed_pr_whose_head_branch_was_deleted_is_not_reopened(fleet: Fleet) -> None:
+    """A person closes dev's PR and presses "Delete branch" (GitHub offers it on a closed PR; deleting a PR's head
+    branch closes it: "Deleting and restoring branches in a pull request", docs.github.com). reconcile then found no
+    head branch to compare with the closed PR, rendered the same commit and opened a new PR on every run until
+    2026-11-29. The render is deterministic, so the closed PR's ``head.sha`` (kept by GitHub, REST "List pull
+    requests") is the commit it would propose: it waits instead, naming the closed PR."""
+    run(fleet)
+    pr = fleet.open_pr("dev")
+    fleet.forge.update_pull(fleet.gitops_id, pr.number, state="closed")
+    git(fleet.root, "--git-dir", fleet.gitops_url, "update-ref", "-d", "refs/heads/fleetflow/dev")
+    for _ in range(2):
+        again = run(fleet)
+        assert did(again) == {}
+        [dev] = [e for e in again.environments if e.environment == "dev"]
+        assert f"PR #{pr.number} proposed" in dev.waiting and "closed without merging" in dev.waiting
+        assert fleet.open_pr("dev") is None
+    assert [p.number for p in fleet.forge.pulls(fleet.gitops_id, "fleetflow/dev")] == [pr.number]

@@ -55,6 +55,8 @@ def schedule(environment: str, shard: str | None, artifact: Path | None, stitch:
     A new PR: the head branch is pushed, the PR opened, its reviewers asked, then labelled; an open PR: its
     description is updated, then its head pushed. A run stopped in between is finished by the next (reviewers
     no review was ever requested from are asked; one who reviewed or was taken off is not asked again).
+    A PR closed without merging is not re-opened: when it proposed the same commit, a new PR proposes it
+    again and the output names the closed one (reconcile and check-rollout's promotions leave it closed).
     Operation printed: created, updated, unchanged, closed, none, queued, merged; and for --stitch,
     superseded: the environment branch or the GitOps branch moved since the shards ran, so nothing is
     written (exit 0) and a newer run stitches the new inputs.
@@ -92,8 +94,9 @@ def schedule(environment: str, shard: str | None, artifact: Path | None, stitch:
 
                 reply.done(manifest, shard_text)
                 return
-            outcome = (stitch_environment(ctx, environment, stitch) if stitch is not None
-                       else schedule_environment(ctx, environment))
+            # run by a person (or a workflow a person re-ran): a PR a person closed is proposed again, and said
+            outcome = (stitch_environment(ctx, environment, stitch, propose_rejected=True) if stitch is not None
+                       else schedule_environment(ctx, environment, propose_rejected=True))
             for warning in outcome.warnings:
                 reply.warn(warning)
             report_step(step, ctx, schedule_report(outcome), plan_dir)

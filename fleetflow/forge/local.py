@@ -335,6 +335,8 @@ class LocalForge:
                     if rec["head"] not in snap.heads:
                         raise ForgeError(f"cannot reopen pull request #{number}: branch {rec['head']!r} is gone")
                 new.update(state=state, closed_at=None if state == "open" else self._now())
+                if state == "closed" and rec["head"] in snap.heads:  # as GitHub: a closed PR keeps its last head
+                    new["head_sha"] = snap.heads[rec["head"]]
             edit = self._edit_pull(rec, new, f"update pull request #{number}")
             return Edit(self._pull(repo, edit.result, snap), edit.files, message=edit.message)
 

@@ -127,7 +127,9 @@ def promote(ctx: Context, environment: str, commit: str, *, release: bool = Fals
     if env.spec.sharded_schedule:
         return PromoteOutcome(environment=environment, commit=sha, pinned=pin.pinned, held=pin.held, schedule=None,
                               message=f"main@{short(sha)} pinned in {environment}; {SHARDED_SCHEDULE}")
-    outcome = schedule_environment(ctx, environment, pin.rendered)  # the render of the pin just pushed, if made
+    # the render of the pin just pushed, if made. What a person closed without merging: a promotion by hand proposes
+    # it again; an automatic one (skip_held: a push to main, check-rollout's fan-out, reconcile) leaves it closed
+    outcome = schedule_environment(ctx, environment, pin.rendered, propose_rejected=not skip_held)
     message = f"main@{short(sha)} promoted to {environment}: {outcome.message}"
     if pin.held:
         message += f" (held: {pin.held})"

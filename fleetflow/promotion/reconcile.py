@@ -517,7 +517,11 @@ def _propose_and_merge(run: _Run, name: str, view: _View, done: set[StepName],
             result.warnings.extend(Problem(f"{name}: {p.message}", p.location, p.hint) for p in overdue)
             return None
         result.stopped_in = f"schedule main@{short(at.main_sha)} + {at.branch}@{short(at.env_sha)}"
-        scheduled = schedule_environment(ctx, name)
+        scheduled = schedule_environment(ctx, name)  # a PR a person closed stays closed (its head branch deleted too)
+        if scheduled.operation == "rejected":
+            result._closed = True
+            result.wait(scheduled.message)
+            return None
         run.wrote()
         result.merged_step(scheduled.merge, scheduled.pull)
         if scheduled.merge is not None:

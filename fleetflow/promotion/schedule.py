@@ -48,7 +48,8 @@ from fleetflow.results import Result
 
 # superseded: a stitch whose shards were rendered from inputs that moved since (it writes nothing; a newer run
 # stitches the new ones)
-Operation = Literal["created", "updated", "unchanged", "closed", "none", "queued", "merged", "superseded"]
+# rejected: the commit is what a PR a person closed without merging proposed; nothing opened (an automatic run)
+Operation = Literal["created", "updated", "unchanged", "closed", "none", "queued", "merged", "superseded", "rejected"]
 
 
 class PullRequestLink(Result):
@@ -86,6 +87,9 @@ class ScheduleOutcome(Result):
     # back what fleetflow renders (gitops.hand_edits)
     restored: list[str] = Field(default_factory=list)
     said: bool = Field(default=False, exclude=True)  # the run's narration has its message (Context.say)
+    # the PR a person closed without merging that proposed this same commit (operation ``rejected``: not proposed
+    # again; ``created``: proposed again, as a person asked by running schedule or promote)
+    rejected: PullRequestLink | None = None
 
     @computed_field(alias="pullRequest")  # type: ignore[prop-decorator]
     @property
@@ -101,11 +105,15 @@ def named_warnings(outcomes: Iterable[ScheduleOutcome | None]) -> list[Problem]:
     return list(dict.fromkeys(named))
 
 
-def schedule_environment(ctx: Context, environment: str, rendered: Rendered | None = None) -> ScheduleOutcome:
+def schedule_environment(ctx: Context, environment: str, rendered: Rendered | None = None, *,
+                         propose_rejected: bool = False) -> ScheduleOutcome:
     """Bounded retries when a concurrent run pushes the same head branch first. ``rendered``: a render already
-    made (promote's, of the pin it just pushed), published on the first try; a retry renders again."""
+    made (promote's, of the pin it just pushed), published on the first try; a retry renders again.
+    ``propose_rejected``: open a PR for the commit even when a person closed one that proposed it without merging
+    (a person ran ``schedule`` or ``promote``); otherwise that rejection stands (operation ``rejected``)."""
     first = [rendered] if rendered is not None else []
-    return retry_races(lambda: publish(ctx, environment, first.pop() if first else render_commit(ctx, environment)), 3)
+    return retry_races(lambda: publish(ctx, environment, first.pop() if first else render_commit(ctx, environment),
+                                       propose_rejected=propose_rejected), 3)
 
 
 @dataclass
@@ -182,8 +190,9 @@ def _first(chunks: Iterator[str], limit: int) -> str:
     return "".join(taken)
 
 
-def publish(ctx: Context, environment: str, rendered: Rendered) -> ScheduleOutcome:
-    """Create, update, close or leave the environment's one PR for the ``rendered`` commit (pushed here)."""
+def publish(ctx: Context, environment: str, rendered: Rendered, *, propose_rejected: bool = False) -> ScheduleOutcome:
+    """Create, update, close or leave the environment's one PR for the ``rendered`` commit (pushed here).
+    ``propose_rejected``: :func:`schedule_environment`."""
     at, heads, previous, written = rendered.at, rendered.heads, rendered.previous, rendered.written
     envs, env_at_pin, branch, env_sha, main_sha = at.envs, at.env_at_pin, at.branch, at.env_sha, at.main_sha
     g_repo, g_branch, g_path, g_url = at.gitops_repo, at.gitops_branch, at.gitops_path, at.gitops_url
@@ -266,14 +275,39 @@ def publish(ctx: Context, environment: str, rendered: Rendered) -> ScheduleOutco
             outcome.pull = pr = replace(pr, head_sha=new_sha)  # as the forge has it now (the merge step reads it)
             outcome.message = f"PR #{pr.number} updated to main@{short(main_sha)}"
     else:
+        rejection = rejected_pull(ctx, g_repo, head, g_branch, new_sha)
+        outcome.rejected = PullRequestLink.of(rejection)
+        if rejection is not None and not propose_rejected:
+            outcome.operation, outcome.pull = "rejected", rejection
+            outcome.message = (
+                f"PR #{rejection.number} proposed main@{short(main_sha)} + {branch}@{short(env_sha)} and was closed "
+                f"without merging: not proposed again (a person rejected it); `fleetflow schedule --environment "
+                f"{environment}` proposes it again, a new pin or a change of {branch} proposes anew")
+            ctx.say(f"{environment}: {outcome.message}")
+            outcome.said = True
+            return outcome
         _push_head(ctx, rendered, head)
         pr = ctx.forge.create_pull(g_repo, head, g_branch, pr_title, pr_body)
         outcome.operation, outcome.pull = "created", pr
         outcome.message = f"PR #{pr.number} opened: main@{short(main_sha)} to {environment}"
+        if rejection is not None:
+            outcome.message += (f" (PR #{rejection.number}, which proposed the same and was closed without merging, "
+                                "is not re-opened: this one proposes it again, as asked)")
     ctx.say(f"{environment}: {outcome.message}")  # said before the labels and reviewers, which may fail after it
     outcome.said = True
     _ask_and_label(ctx, g_repo, env_at_pin, outcome)
     return _maybe_merge(ctx, g_repo, policy.pull_request.auto_merge, outcome)
+
+
+def rejected_pull(ctx: Context, repo: str, head: str, base: str, commit: str) -> PullRequest | None:
+    """The PR from ``head`` into ``base`` that a person closed without merging while it proposed ``commit`` (the
+    render is deterministic: the same pin, environment branch and GitOps branch give the same commit, also after
+    the head branch was deleted), unless a newer one proposing it was merged. One request (the closed PRs of
+    ``head``), made only before opening a PR."""
+    for pr in ctx.forge.pulls(repo, head, "closed"):  # newest first
+        if pr.base == base and pr.head_sha == commit:
+            return None if pr.merged else pr
+    return None
 
 
 def _describes(pr: PullRequest, title: str, main_sha: str, env_sha: str) -> bool:

@@ -304,14 +304,17 @@ def stitch_commit(ctx: Context, environment: str, folder: Path) -> Rendered | Sc
                     [shown_path(p) for p in restored])
 
 
-def stitch_environment(ctx: Context, environment: str, folder: Path) -> ScheduleOutcome:
+def stitch_environment(ctx: Context, environment: str, folder: Path, *,
+                       propose_rejected: bool = False) -> ScheduleOutcome:
     """Stitch the shards under ``folder`` into one GitOps commit and keep the environment's PR up to date, as
     ``fleetflow schedule`` does (bounded retries when a concurrent run pushes the head branch first); or, when an
-    input moved since the shards ran, write nothing and answer ``superseded``."""
+    input moved since the shards ran, write nothing and answer ``superseded``. ``propose_rejected``: as
+    :func:`~fleetflow.promotion.schedule.schedule_environment`."""
 
     def attempt() -> ScheduleOutcome:
         stitched = stitch_commit(ctx, environment, folder)
-        return stitched if isinstance(stitched, ScheduleOutcome) else publish(ctx, environment, stitched)
+        return stitched if isinstance(stitched, ScheduleOutcome) else publish(ctx, environment, stitched,
+                                                                              propose_rejected=propose_rejected)
 
     return retry_races(attempt, 3)
 
