@@ -841,3 +841,33 @@ def test_a_pr_a_person_closed_is_not_proposed_again_by_a_fan_out_and_is_by_hand(
     assert data["schedule"]["rejected"]["number"] == rejected.number
     assert data["schedule"]["pullRequest"]["number"] == opened.number
 
+
+def test_commits_a_person_pushed_to_the_pr_head_are_named_when_a_render_replaces_them(fleet: Fleet) -> None:
+    """A person pushes a commit to the open PR's head branch (GitHub lets anyone with write access push to a PR's
+    branch, "Committing changes to a pull request branch created from a fork" / "About pull requests"). The next
+    schedule pushes its render over it (fleetflow owns ``fleetflow/<env>``): until 2026-11-29 it said only "PR #1
+    updated", and the person's commit was gone from the branch without a word. Now the message says so and a
+    warning names each commit replaced and where the change belongs."""
+    sha = first_commit(fleet)
+    with fleet.context() as ctx:
+        promote(ctx, "dev", sha)
+    work = fleet.root / "gitops-by-hand"
+    git(fleet.root, "clone", "-q", "-b", "fleetflow/dev", fleet.gitops_url, str(work))
+    (work / "tweak.yaml").write_text("replicas: 3\n")
+    git(work, "add", "-A")
+    git(work, "commit", "-q", "-m", "tweak replicas by hand")
+    git(work, "push", "-q", "origin", "HEAD:fleetflow/dev")
+    second = fleet.push_main({"templates/extra.yaml": "# second\n"}, "second")
+    with fleet.context() as ctx:
+        outcome = promote(ctx, "dev", second)
+    assert outcome.schedule is not None and outcome.schedule.operation == "updated"
+    assert "replacing 1 commit(s) a person pushed to fleetflow/dev" in outcome.message
+    [warning] = [w for w in outcome.schedule.warnings if "fleetflow did not write" in w.message]
+    assert "'tweak replicas by hand'" in warning.message and warning.hint and "environment branch dev" in warning.hint
+    assert fleet.branch_sha(fleet.gitops_url, "fleetflow/dev") == outcome.schedule.gitops_commit
+    # the next run replaces nothing: the head is fleetflow's render again
+    third = fleet.push_main({"templates/extra.yaml": "# third\n"}, "third")
+    with fleet.context() as ctx:
+        again = promote(ctx, "dev", third)
+    assert again.schedule is not None and "replacing" not in again.message
+    assert not [w for w in again.schedule.warnings if "fleetflow did not write" in w.message]

@@ -972,9 +972,9 @@ class GitRepos:
         return self.mirror(url).log(sha, path, limit, first_parent=first_parent)
 
     def commits(self, url: str, revs: Sequence[str], *, limit: int | None = None, first_parent: bool = False,
-                no_walk: bool = False) -> list[CommitInfo]:
+                no_walk: bool = False, no_merges: bool = False) -> list[CommitInfo]:
         """One ``git log`` over ``revs`` (newest first): sha, author, committer time and message of each commit.
-        ``no_walk``: exactly ``revs``, not their history."""
+        ``no_walk``: exactly ``revs``, not their history; ``no_merges``: commits with one parent (or none) only."""
         if not revs:
             return []
         args = ["log", "--format=%H%x00%an%x00%ct%x00%B%x1e"]
@@ -982,6 +982,8 @@ class GitRepos:
             args.append(f"--max-count={limit}")
         if first_parent:
             args.append("--first-parent")
+        if no_merges:
+            args.append("--no-merges")
         if no_walk:
             args += ["--no-walk=unsorted", "--ignore-missing"]
         out = self.mirror(url).git(*args, "--end-of-options", *revs, "--").stdout.decode(errors="replace")

@@ -17,7 +17,7 @@ from pydantic import Field, computed_field
 
 from fleetflow.errors import ForgeError, Problem, Problems, shown_path
 from fleetflow.forge.base import PullRequest, reviewer_key
-from fleetflow.forge.git import PushRejected, retry_races
+from fleetflow.forge.git import CommitInfo, PushRejected, retry_races
 from fleetflow.model.controlplane import Resource
 from fleetflow.model.resources import EnvironmentSpec
 from fleetflow.promotion import merging
@@ -271,9 +271,18 @@ def publish(ctx: Context, environment: str, rendered: Rendered, *, propose_rejec
             outcome.message = f"PR #{pr.number} updated to main@{short(main_sha)} (its description was behind its head)"
         else:
             ctx.say(f"{environment}: PR #{pr.number} describes main@{short(main_sha)} now; its head follows")
+            dropped = hand_commits(ctx, rendered, head)
             _push_head(ctx, rendered, head, narrate=False)
             outcome.pull = pr = replace(pr, head_sha=new_sha)  # as the forge has it now (the merge step reads it)
             outcome.message = f"PR #{pr.number} updated to main@{short(main_sha)}"
+            if dropped:
+                listed = ", ".join(f"{short(c.sha)} {c.subject!r} by {c.author}" for c in dropped)
+                outcome.message += f" (replacing {len(dropped)} commit(s) a person pushed to {head})"
+                outcome.warnings.append(Problem(
+                    f"PR #{pr.number}: {head} had commits fleetflow did not write, replaced by the render of "
+                    f"main@{short(main_sha)} + {branch}@{short(env_sha)}: {listed}", None,
+                    f"fleetflow writes {head} from the control plane and replaces it on every schedule: make the "
+                    f"change on the environment branch {branch} (or in main's templates) so each render keeps it"))
     else:
         rejection = rejected_pull(ctx, g_repo, head, g_branch, new_sha)
         outcome.rejected = PullRequestLink.of(rejection)
@@ -308,6 +317,21 @@ def rejected_pull(ctx: Context, repo: str, head: str, base: str, commit: str) ->
         if pr.base == base and pr.head_sha == commit:
             return None if pr.merged else pr
     return None
+
+
+def hand_commits(ctx: Context, rendered: Rendered, head: str) -> list[CommitInfo]:
+    """The commits on the head branch that pushing the rendered commit drops and that fleetflow did not write (its
+    commits say ``fleetflow: <env> <- ...``, :func:`commit_message`): a person's, pushed to the PR by hand. A merge
+    commit (GitHub's "Update branch" brings the base in) is not counted: the render is built on the base. One
+    ``git log`` in the mirror, only when an open PR's head moves."""
+    at, old, new = rendered.at, rendered.heads[head], rendered.written.commit
+    if old is None or new is None:
+        return []
+    tip = rendered.heads[at.gitops_branch]
+    revs = [old, f"^{new}", *([f"^{tip}"] if tip else [])]
+    ours = f"fleetflow: {at.name} <- "
+    return [c for c in ctx.git.commits(at.gitops_url, revs, limit=50, no_merges=True)
+            if not c.subject.startswith(ours)]
 
 
 def _describes(pr: PullRequest, title: str, main_sha: str, env_sha: str) -> bool:
