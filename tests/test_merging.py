@@ -20,7 +20,7 @@ import pytest
 from fleetflow.forge.base import CommitStatus, PullRequest
 from fleetflow.forge.github import GitHubForge
 from fleetflow.forge.local import LocalForge
-from fleetflow.promotion.merging import merge_if_due, merge_verdict
+from fleetflow.promotion.merging import merge_if_due, merge_verdict, merge_when_green
 from tests import stand_in
 from tests.ghstub.server import GitHubStub
 from tests.ghstub.state import Ruleset
@@ -196,3 +196,28 @@ def test_local_merge_refuses_a_moved_head(local: LocalForge, origin: Path) -> No
     with pytest.raises(ForgeError, match="head branch was modified") as caught:
         local.merge_pull(repo, pr.number, expected_head="0" * 40)
     assert caught.value.request is not None and caught.value.request.status == 409
+
+
+def test_a_draft_waits_for_a_person_to_mark_it_ready(stub: GitHubStub, forge: GitHubForge) -> None:
+    """A person converts the PR to a draft (GitHub: "Changing the stage of a pull request"; a draft cannot be
+    merged: ``PUT .../merge`` answers 405 "Pull Request is still a draft", as alexwlchan/auto_merge_my_pull_requests#1
+    and lindell/multi-gitter#622 quote it; the list and the PR carry ``draft``: REST "List pull requests"). Until
+    2026-11-29 the merge step asked for auto-merge, read the rules and checks, tried the merge and waited "blocked by
+    the branch rules ... (hint: conflicts with the base branch, or branch protection rules)". Now it waits for the
+    person, says what to do, and makes no request; marked ready, the PR is merged."""
+    repo = stub.repo(REPO)
+    pr = open_pr(forge, REPO)
+    repo.pull(pr.number).draft = True
+    draft = forge.open_pull(REPO, HEAD, "dev")
+    assert draft is not None and draft.draft
+    before = stub.mark()
+    outcome = merge_if_due(forge, REPO, draft, auto_merge=True)
+    assert outcome.state == "waiting" and "draft" in outcome.message and "ready for review" in outcome.message
+    assert "branch rules" not in outcome.message and stub.count(since=before) == 0
+    # a run that merges without reading the PR (a merge record's recheck) says the same
+    waiting = merge_when_green(forge, REPO, pr.number, "dev", draft.head_sha, "auto-merge unavailable")
+    assert waiting.state == "waiting" and waiting.reason and "ready for review" in waiting.reason
+    repo.pull(pr.number).draft = False
+    ready = forge.open_pull(REPO, HEAD, "dev")
+    assert ready is not None and not ready.draft
+    assert merge_if_due(forge, REPO, ready, auto_merge=True).state == "merged"

@@ -131,6 +131,7 @@ class PullRequest:
     # the reviews requested and not given yet, as :func:`reviewer_key` names them (GitHub drops a reviewer from the
     # list once they review)
     review_requests: tuple[str, ...] = field(default_factory=tuple)
+    draft: bool = False  # a person marked it not ready for review (GitHub refuses to merge a draft)
 
 
 # A status context as GitHub tells contexts apart: without case. GitHub's REST description of "Create a commit status"

@@ -628,6 +628,7 @@ def _pull(pr: GhPullRequest) -> PullRequest:
         author=pr.user.login if pr.user is not None else "",
         review_requests=(*(reviewer_key(user.login) for user in pr.requested_reviewers or ()),
                          *(team_key(team.slug) for team in pr.requested_teams or ())),
+        draft=bool(pr.draft),
     )
 
 

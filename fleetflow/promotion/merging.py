@@ -24,6 +24,10 @@ from fleetflow.forge.base import CommitStatus, Forge, PullRequest, context_key
 from fleetflow.results import Result
 
 MergeState = Literal["merged", "auto-merge", "waiting", "manual", "closed"]
+# GitHub refuses to merge a draft: 405 "Pull Request is still a draft" (alexwlchan/auto_merge_my_pull_requests#1,
+# lindell/multi-gitter#622 quote it)
+DRAFT = ("a person made it a draft: autoMerge merges it once it is marked ready for review "
+         "(GitHub merges no draft)")
 
 
 class MergeOutcome(Result):
@@ -69,6 +73,8 @@ def merge_if_due(forge: Forge, repo: str, pr: PullRequest, *, auto_merge: bool) 
         return MergeOutcome(state="closed", number=n, message=f"PR #{n} is closed without merging")
     if not auto_merge:
         return MergeOutcome(state="manual", number=n, message=f"PR #{n} waits for a person to merge it (autoMerge off)")
+    if pr.draft:  # no request: GitHub refuses to merge a draft (405 "Pull Request is still a draft")
+        return MergeOutcome(state="waiting", number=n, message=f"PR #{n} stays open: {DRAFT}", reason=DRAFT)
     if pr.auto_merge:
         return MergeOutcome(state="auto-merge", number=n,
                             message=f"PR #{n}: auto-merge is on; {forge.name} merges it once the branch rules are met")
@@ -96,6 +102,8 @@ def merge_when_green(forge: Forge, repo: str, number: int, base: str, head_sha: 
     except ForgeError as exc:
         if exc.request is not None and exc.request.status in (405, 409):  # the head moved, or a rule we cannot see
             reason = f"blocked by the branch rules: {str(exc).splitlines()[0]}"
+            if "still a draft" in str(exc).lower():  # made a draft since the PR was read (a merge record's run)
+                reason = DRAFT
             if exc.request.status == 409:
                 reason = f"the head moved: {str(exc).splitlines()[0]}"
             return MergeOutcome(state="waiting", number=n, message=f"PR #{n} stays open: {reason}", reason=reason)

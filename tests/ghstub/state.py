@@ -426,6 +426,8 @@ class Repo:
             pr = self.pull(number)
             if pr.state != "open":
                 raise ApiError(405, "Pull Request is not mergeable")
+            if pr.draft:  # as alexwlchan/auto_merge_my_pull_requests#1 and lindell/multi-gitter#622 quote GitHub
+                raise ApiError(405, "Pull Request is still a draft")
             if sha is not None and sha != pr.head_sha:
                 raise ApiError(409, "Head branch was modified. Review and try the merge again.")
             blocking = self.blocking_check(pr.base_ref, pr.head_sha)
