@@ -871,3 +871,27 @@ def test_commits_a_person_pushed_to_the_pr_head_are_named_when_a_render_replaces
         again = promote(ctx, "dev", third)
     assert again.schedule is not None and "replacing" not in again.message
     assert not [w for w in again.schedule.warnings if "fleetflow did not write" in w.message]
+
+
+def test_what_a_person_wrote_around_the_pr_description_stays_when_a_new_pin_updates_it(fleet: Fleet) -> None:
+    """A person adds a note above and below fleetflow's description (a change ticket; GitHub's editor sends the
+    text back with CRLF line ends). A new pin rewrites the description (REST "Update a pull request": ``body`` is
+    replaced whole): until 2026-11-29 the notes were gone without a word. fleetflow's part runs from its marker to
+    ``<!-- fleetflow:end -->``; what is around it is kept as written."""
+    sha = first_commit(fleet)
+    with fleet.context() as ctx:
+        promote(ctx, "dev", sha)
+    pr = fleet.open_pr("dev")
+    above, below = "Change ticket: CAB-123\r\n\r\n", "\r\n\r\nOps: merge after Monday's freeze, please."
+    fleet.forge.update_pull(fleet.gitops_id, pr.number, body=above + pr.body.replace("\n", "\r\n") + below)
+    second = fleet.push_main({"templates/extra.yaml": "# second\n"}, "second")
+    with fleet.context() as ctx:
+        outcome = promote(ctx, "dev", second)
+    assert outcome.schedule is not None and outcome.schedule.operation == "updated"
+    now = fleet.open_pr("dev").body
+    assert now.startswith(above + "<!-- fleetflow:environment=dev -->") and now.endswith(below)
+    assert second in now and now.count("<!-- fleetflow:environment=dev -->") == 1
+    # a run with nothing new leaves it as it is
+    with fleet.context() as ctx:
+        assert promote(ctx, "dev", second).schedule.operation == "unchanged"  # type: ignore[union-attr]
+    assert fleet.open_pr("dev").body == now

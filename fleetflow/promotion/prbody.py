@@ -21,6 +21,7 @@ from fleetflow.render.pipeline import Changes
 from fleetflow.report import render_report
 
 BODY_LIMIT = 65_536
+END_MARKER = "<!-- fleetflow:end -->"  # the end of fleetflow's part of the description (pr_body.md.j2)
 LIST_LIMIT = 50
 _MARGIN = 400  # room for the lines around the diff and the pointer to the full plan
 # what the body names when the commit converts the state's files from an earlier format
@@ -78,6 +79,20 @@ def body(facts: PullRequestFacts) -> str:
             if len(text) <= BODY_LIMIT:
                 return text
     return _render(facts, lists=False, diff="")  # the lists alone are too long: keep the head and the gate plan
+
+
+def with_added_text(current: str, ours: str) -> str:
+    """``ours`` (a new :func:`body`) with what a person wrote around fleetflow's part of the PR's ``current``
+    description kept: the text before its marker and after :data:`END_MARKER`, as it is (GitHub's editor may have
+    made its line ends CRLF). Until 2026-11-29 a new pin replaced the whole description, and a person's note (a
+    change ticket, "wait for Monday") was gone without a word. A description with no end marker (written by an
+    earlier version, or a person deleted it), or one that would pass GitHub's limit, is replaced whole."""
+    start = current.find(PR_MARKER)
+    end = current.find(END_MARKER, start)
+    if start < 0 or end < 0:
+        return ours
+    kept = current[:start] + ours + current[end + len(END_MARKER):]
+    return kept if len(kept) <= BODY_LIMIT else ours
 
 
 def environment_of(pr_body: str) -> str | None:

@@ -40,7 +40,7 @@ from fleetflow.promotion.gitops import (
     write_commit,
 )
 from fleetflow.promotion.merging import MergeOutcome
-from fleetflow.promotion.prbody import BODY_LIMIT, PullRequestFacts, body, title
+from fleetflow.promotion.prbody import BODY_LIMIT, PullRequestFacts, body, title, with_added_text
 from fleetflow.render.diff import diff_chunks
 from fleetflow.render.incremental import ExpectedCluster, RenderState, earlier_format, is_state_file
 from fleetflow.render.pipeline import Changes, Meta, render_environment
@@ -265,7 +265,7 @@ def publish(ctx: Context, environment: str, rendered: Rendered, *, propose_rejec
         # The title and description first, then the head: a run stopped between them leaves a head that does not
         # propose the pin, which the next run (reconcile too, which waits on a PR whose head proposes it without
         # reading the PR) finds with git alone and finishes.
-        pr = ctx.forge.update_pull(g_repo, open_pr.number, title=pr_title, body=pr_body)
+        pr = ctx.forge.update_pull(g_repo, open_pr.number, title=pr_title, body=with_added_text(open_pr.body, pr_body))
         outcome.operation, outcome.pull = "updated", pr
         if current:  # a person edited its title, or a run of an earlier version pushed the head and stopped
             outcome.message = f"PR #{pr.number} updated to main@{short(main_sha)} (its description was behind its head)"
