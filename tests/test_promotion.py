@@ -895,3 +895,33 @@ def test_what_a_person_wrote_around_the_pr_description_stays_when_a_new_pin_upda
     with fleet.context() as ctx:
         assert promote(ctx, "dev", second).schedule.operation == "unchanged"  # type: ignore[union-attr]
     assert fleet.open_pr("dev").body == now
+
+
+def test_a_pr_whose_base_a_person_changed_is_not_given_another_environment_s_render(
+        tmp_path: Path, request: pytest.FixtureRequest) -> None:
+    """A person changes the base of dev's open PR to qa (GitHub: "Changing the base branch of a pull request"; REST
+    "Update a pull request", ``base``). GitHub keeps it open and lets a second PR from the same head into dev be
+    opened (it refuses only a second open PR for one head *and* base: cli/cli#686, #718). Until 2026-11-29 the next
+    promotion of dev opened that second PR and pushed dev's new render to ``fleetflow/dev``, which the retargeted PR
+    then proposed into qa. Now the run refuses, pushing nothing to the head, and says how to fix it."""
+    fleet = make_github_fleet(tmp_path, request)
+    sha = first_commit(fleet)
+    with fleet.context() as ctx:
+        promote(ctx, "dev", sha)
+    pr = fleet.open_pr("dev")
+    fleet.stub.repo("contoso/gitops").update_pull(pr.number, base="qa")  # type: ignore[attr-defined]
+    head = fleet.branch_sha(fleet.gitops_url, "fleetflow/dev")
+    second = fleet.push_main({"templates/extra.yaml": "# second\n"}, "second")
+    with fleet.context() as ctx, pytest.raises(GateError) as refused:
+        promote(ctx, "dev", second)
+    assert f"PR #{pr.number} from fleetflow/dev is open into qa, not dev" in str(refused.value)
+    assert "Change its base back to dev" in str(refused.value)
+    assert fleet.branch_sha(fleet.gitops_url, "fleetflow/dev") == head
+    assert [p.number for p in fleet.forge.pulls(fleet.gitops_id, "fleetflow/dev")] == [pr.number]
+    # put back: the next run updates it
+    fleet.stub.repo("contoso/gitops").update_pull(pr.number, base="dev")  # type: ignore[attr-defined]
+    with fleet.context() as ctx:
+        outcome = promote(ctx, "dev", second)
+    assert outcome.schedule is not None and outcome.schedule.operation == "updated"
+    fleet.forge.close()
+

@@ -57,15 +57,15 @@ def test_fault_ends_in_the_right_state(gh: Fleet, method: str, path: str, kind: 
 def test_pull_request_created_by_a_concurrent_run(gh: Fleet, monkeypatch: pytest.MonkeyPatch) -> None:
     """Between our "is there an open PR?" and our create, another run opened it: we adopt it (422)."""
     forge = gh.forge
-    original = forge.open_pull
+    original = forge.pulls  # schedule's read of the open PRs of the head
     calls = {"n": 0}
 
-    def racing_open_pull(repo: str, head: str, base: str) -> Any:
-        found = original(repo, head, base)
+    def racing_pulls(repo: str, head: str, which: Any = "all") -> Any:
+        found = original(repo, head, which)
         calls["n"] += 1
-        if calls["n"] == 1 and found is None:
+        if calls["n"] == 1 and not found:
             # the other run pushed the same deterministic head and opened the PR just now
-            monkeypatch.setattr(forge, "open_pull", original)
+            monkeypatch.setattr(forge, "pulls", original)
             gh_repo = stub(gh).repo("contoso/gitops")
             state = {"created": False}
 
@@ -80,7 +80,7 @@ def test_pull_request_created_by_a_concurrent_run(gh: Fleet, monkeypatch: pytest
             monkeypatch.setattr(forge, "create_pull", create_after_race)
         return found
 
-    monkeypatch.setattr(forge, "open_pull", racing_open_pull)
+    monkeypatch.setattr(forge, "pulls", racing_pulls)
     promote_dev(gh)
     open_prs = [p for p in pulls(gh) if p.state == "open"]
     assert len(open_prs) == 1

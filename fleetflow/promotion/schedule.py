@@ -15,7 +15,7 @@ from typing import Literal
 
 from pydantic import Field, computed_field
 
-from fleetflow.errors import ForgeError, Problem, Problems, shown_path
+from fleetflow.errors import ForgeError, GateError, Problem, Problems, shown_path
 from fleetflow.forge.base import PullRequest, reviewer_key
 from fleetflow.forge.git import CommitInfo, PushRejected, retry_races
 from fleetflow.model.controlplane import Resource
@@ -202,7 +202,7 @@ def publish(ctx: Context, environment: str, rendered: Rendered, *, propose_rejec
     new_main = previous is None or previous.main_commit != main_sha
     outcome = ScheduleOutcome(environment=environment, operation="none", main_commit=main_sha, env_commit=env_sha,
                               message="", changes=rendered.changes, warnings=rendered.warnings)
-    open_pr = ctx.forge.open_pull(g_repo, head, g_branch)
+    open_pr = _open_pull(ctx, environment, g_repo, head, g_branch)
     if not (rendered_change or new_main):
         if open_pr is not None:
             closed = ctx.forge.update_pull(g_repo, open_pr.number, state="closed")
@@ -306,6 +306,25 @@ def publish(ctx: Context, environment: str, rendered: Rendered, *, propose_rejec
     outcome.said = True
     _ask_and_label(ctx, g_repo, env_at_pin, outcome)
     return _maybe_merge(ctx, g_repo, policy.pull_request.auto_merge, outcome)
+
+
+def _open_pull(ctx: Context, environment: str, repo: str, head: str, base: str) -> PullRequest | None:
+    """The open PR from ``head`` into ``base``; a GateError when one from ``head`` is open into another branch.
+    GitHub lets a person change an open PR's base ("Changing the base branch of a pull request"; REST "Update a pull
+    request": ``base``) and keeps it open beside a new PR from the same head into another base (it refuses only a
+    second open PR for the same head and base: cli/cli#686 and #718). Until 2026-11-29 schedule then opened a second
+    PR into ``base`` and pushed the new render to the head both propose: the PR a person retargeted proposed this
+    environment's manifests into the other branch, one merge away from its clusters. One request, as before (the
+    open PRs of ``head``)."""
+    found = ctx.forge.pulls(repo, head, "open")
+    for pr in found:
+        if pr.base != base:
+            raise GateError(
+                f"{environment}: PR #{pr.number} from {head} is open into {pr.base}, not {base} (its base branch was "
+                f"changed by hand): merging it would put {environment}'s render into {pr.base}, so nothing is "
+                f"pushed to {head} while it is open. Change its base back to {base} (Edit, next to its title), or "
+                "close it; then run again")
+    return next((pr for pr in found if pr.base == base), None)
 
 
 def rejected_pull(ctx: Context, repo: str, head: str, base: str, commit: str) -> PullRequest | None:
