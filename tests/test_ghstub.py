@@ -177,8 +177,11 @@ def test_every_operation_answers_in_githubs_shapes(stub: GitHubStub, app_keys: t
         [], ["platform"])
     # as plain JSON: PyGithub's IssueEvent reads its own URL for a field the list left out (raw_data included)
     _, listed = gh.requester.requestJsonAndCheck("GET", "/repos/acme/gitops/issues/1/events")
+    # adding a label leaves a ``labeled`` event (``labeled-issue-event``: ``label`` with ``name`` and ``color``)
+    assert [(e["event"], e["label"]["name"]) for e in listed if "label" in e] == [
+        ("labeled", "fleetflow"), ("labeled", "env/dev")]
     events = [(e["event"], e["requested_reviewer"]["login"] if "requested_reviewer" in e
-               else e["requested_team"]["slug"]) for e in listed]
+               else e["requested_team"]["slug"]) for e in listed if "label" not in e]
     assert events == [("review_requested", "alice"), ("review_requested", "bob"), ("review_requested", "platform"),
                       ("review_request_removed", "bob")]
     pr.create_issue_comment("scheduled")

@@ -13,6 +13,8 @@ import pytest
 
 from fleetflow.errors import GateError, GitError, InputError, UsageError
 from fleetflow.forge.git import GitRepos
+from fleetflow.forge.github import GitHubForge
+from fleetflow.forge.local import LocalForge
 from fleetflow.promotion.check_rollout import check_rollout
 from fleetflow.promotion.history import read_history
 from fleetflow.promotion.pin import read_pin, write_pin
@@ -925,3 +927,30 @@ def test_a_pr_whose_base_a_person_changed_is_not_given_another_environment_s_ren
     assert outcome.schedule is not None and outcome.schedule.operation == "updated"
     fleet.forge.close()
 
+
+def test_a_label_a_person_took_off_the_pr_is_not_put_back(fleet: Fleet) -> None:
+    """A person takes one of the policy's labels off dev's open PR (GitHub: "Remove a label from an issue"; the PR
+    keeps an ``unlabeled`` issue event with the label's ``name``: ``unlabeled-issue-event`` in GitHub's REST
+    description, tests/ghstub/openapi-subset.json). Until 2026-11-29 the next schedule of the open PR added it back,
+    as a label a stopped run had not added, and so did every later run. A label nobody took off is still added."""
+    labels = {"dev": "  pullRequest:\n    labels: [fleetflow, needs-cab]\n"}
+    tip = fleet.push_main({".environments/envs.yaml": "---\n".join(
+        _environment(n, a, labels.get(n, "")) for n, a in ENVIRONMENTS.items())}, "dev's PRs are labelled")
+    with fleet.context() as ctx:
+        promote(ctx, "dev", tip)
+    pr = fleet.open_pr("dev")
+    assert sorted(pr.labels) == ["fleetflow", "needs-cab"]
+    if isinstance(fleet.forge, GitHubForge):  # GitHub's side: the label goes, an unlabeled event stays
+        stub = fleet.stub  # type: ignore[attr-defined]
+        held = stub.repo("contoso/gitops").pull(pr.number)
+        held.labels.remove("needs-cab")
+        held.events.append({"id": stub.store.next_id(), "event": "unlabeled", "actor": "alice",
+                            "created_at": stub.store.now(), "label": "needs-cab"})
+    else:
+        assert isinstance(fleet.forge, LocalForge)
+        fleet.forge.remove_label(fleet.gitops_id, pr.number, "needs-cab")
+    said: list[str] = []
+    with fleet.context(said.append) as ctx:
+        outcome = schedule_environment(ctx, "dev")
+    assert outcome.operation == "unchanged" and fleet.open_pr("dev").labels == ("fleetflow",)
+    assert not [line for line in said if "labelled" in line]

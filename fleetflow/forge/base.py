@@ -251,6 +251,11 @@ class Forge(Protocol):
 
     def add_labels(self, repo: str, number: int, labels: list[str]) -> None: ...
 
+    def labels_removed(self, repo: str, number: int) -> set[str]:
+        """Every label (lowercased) anyone took off the PR, as the forge's records keep it: a label a person removed
+        is not added again. GitHub: the PR's ``unlabeled`` issue events."""
+        ...
+
     def request_reviewers(self, repo: str, number: int, reviewers: list[str]) -> None: ...
 
     def review_requests_made(self, repo: str, number: int) -> set[str]:

@@ -421,6 +421,16 @@ class GitHubForge:
                 found.add(team_key(team["slug"]))
         return found
 
+    def labels_removed(self, repo: str, number: int) -> set[str]:
+        """From the issue's events (as :meth:`review_requests_made`): ``unlabeled`` with ``label.name`` (GitHub's
+        ``unlabeled-issue-event``, github/rest-api-description)."""
+        found: set[str] = set()
+        for event in self._array_pages(repo, f"/repos/{repo}/issues/{number}/events", "read the labels taken off"):
+            label = event.get("label") if isinstance(event, dict) and event.get("event") == "unlabeled" else None
+            if isinstance(label, dict) and isinstance(label.get("name"), str):
+                found.add(label["name"].lower())
+        return found
+
     def merge_pull(self, repo: str, number: int, *, expected_head: str | None = None) -> str:
         """Merge with a merge commit. A merged PR gives its merge sha again (also when the answer to our own
         merge was lost: the retried PUT answers 405 and the PR reads merged). ``expected_head`` is GitHub's

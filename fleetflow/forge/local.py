@@ -361,6 +361,22 @@ class LocalForge:
 
         self._write(repo, "request_reviewers", change)
 
+    def remove_label(self, repo: str, number: int, label: str) -> None:
+        """A person takes a label off the PR (for tests and the demo); the record keeps that it was taken off."""
+
+        def change(snap: Snapshot) -> Edit[Record]:
+            rec = _record(snap, repo, number)
+            kept = [name for name in rec["labels"] if name.lower() != label.lower()]
+            removed = list(dict.fromkeys([*rec.get("labels_removed", []), label.lower()]))
+            return self._edit_pull(rec, {**rec, "labels": kept, "labels_removed": removed},
+                                   f"unlabel pull request #{number}")
+
+        self._write(repo, "remove_label", change)
+
+    def labels_removed(self, repo: str, number: int) -> set[str]:
+        """The labels a person took off (:meth:`remove_label`)."""
+        return set(self.pull_record(repo, number).get("labels_removed", []))
+
     def review_requests_made(self, repo: str, number: int) -> set[str]:
         """The local forge keeps every reviewer requested (no one reviews here, nor takes a request back)."""
         return {reviewer_key(r) for r in self.pull_record(repo, number)["reviewers"]}

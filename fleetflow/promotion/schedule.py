@@ -436,9 +436,13 @@ def add_missing_labels(ctx: Context, repo: str, pr: PullRequest, labels: Iterabl
                        opened: bool = False) -> list[str]:
     """Add the policy's labels an open PR lacks: the PR just ``opened`` (all of them), or one a run before left
     without them (its labels failed after the PR was opened, or the policy named a label since). A label added by
-    hand stays. The labels added."""
+    hand stays; one a person took off is not added again (until 2026-11-29 every later run put it back). The labels
+    added."""
     have = set() if opened else {label.lower() for label in pr.labels}
     missing = [label for label in labels if label.lower() not in have]
+    if pr.state == "open" and missing and not opened:  # one a person took off stays off (one request, only now)
+        removed = ctx.forge.labels_removed(repo, pr.number)
+        missing = [label for label in missing if label.lower() not in removed]
     if pr.state == "open" and missing:
         ctx.forge.add_labels(repo, pr.number, missing)
         return missing

@@ -208,8 +208,14 @@ def add_labels(request: Request) -> Response:
             label = repo.label(name)
             if label.name not in pr.labels:
                 pr.labels.append(label.name)
+                _label_event(request, pr, "labeled", label.name)
         pr.updated_at = request.store.now()
     return Response(200, [request.shapes.label(repo, repo.label(name)) for name in pr.labels])
+
+
+def _label_event(request: Request, pr: PullRequest, event: str, label: str) -> None:
+    pr.events.append({"id": request.store.next_id(), "event": event, "actor": request.actor or request.store.login,
+                      "created_at": request.store.now(), "label": label})
 
 
 @route("GET", "/repos/{owner}/{repo}/issues/{issue_number}/comments")

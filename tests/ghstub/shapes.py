@@ -540,7 +540,8 @@ class Shapes:
 
     def issue_event(self, repo: Repo, pr: PullRequest, event: dict[str, Any]) -> Json:
         """``review-requested-issue-event`` / ``review-request-removed-issue-event`` (of ``issue-event-for-issue``):
-        ``requested_reviewer`` for a person, ``requested_team`` for a team, ``review_requester`` who asked."""
+        ``requested_reviewer`` for a person, ``requested_team`` for a team, ``review_requester`` who asked;
+        ``labeled-issue-event`` / ``unlabeled-issue-event``: ``label`` with its ``name`` and ``color``."""
         body: Json = {
             "id": event["id"],
             "node_id": node_id("RRE", event["id"]),
@@ -551,8 +552,11 @@ class Shapes:
             "commit_url": None,
             "created_at": event["created_at"],
             "performed_via_github_app": None,
-            "review_requester": self.user(event["actor"]),
         }
+        if event.get("label"):  # labeled-issue-event / unlabeled-issue-event
+            body["label"] = {"name": event["label"], "color": repo.label(event["label"]).color}
+            return body
+        body["review_requester"] = self.user(event["actor"])
         if event.get("reviewer"):
             body["requested_reviewer"] = self.user(event["reviewer"])
         if event.get("team"):
