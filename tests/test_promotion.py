@@ -829,7 +829,8 @@ def test_a_pr_a_person_closed_is_not_proposed_again_by_a_fan_out_and_is_by_hand(
     [qa] = again.promoted
     assert qa.schedule is not None and qa.schedule.operation == "rejected"
     assert qa.schedule.rejected is not None and qa.schedule.rejected.number == rejected.number
-    assert f"PR #{rejected.number} proposed main@{sha[:12]}" in qa.message and "not proposed again" in qa.message
+    assert qa.message.startswith(f"main@{sha[:12]} pinned in qa: PR #{rejected.number} proposed main@{sha[:12]}")
+    assert "not proposed again" in qa.message
     assert any("closed without merging: not proposed again" in line for line in said)
     assert fleet.open_pr("qa") is None
     assert [p.number for p in fleet.forge.pulls(fleet.gitops_id, "fleetflow/qa")] == [rejected.number]

@@ -130,7 +130,8 @@ def promote(ctx: Context, environment: str, commit: str, *, release: bool = Fals
     # the render of the pin just pushed, if made. What a person closed without merging: a promotion by hand proposes
     # it again; an automatic one (skip_held: a push to main, check-rollout's fan-out, reconcile) leaves it closed
     outcome = schedule_environment(ctx, environment, pin.rendered, propose_rejected=not skip_held)
-    message = f"main@{short(sha)} promoted to {environment}: {outcome.message}"
+    verb = "pinned in" if outcome.operation == "rejected" else "promoted to"  # no PR: a person closed it
+    message = f"main@{short(sha)} {verb} {environment}: {outcome.message}"
     if pin.held:
         message += f" (held: {pin.held})"
     return PromoteOutcome(environment=environment, commit=sha, pinned=pin.pinned, held=pin.held,
