@@ -221,3 +221,19 @@ def test_a_draft_waits_for_a_person_to_mark_it_ready(stub: GitHubStub, forge: Gi
     ready = forge.open_pull(REPO, HEAD, "dev")
     assert ready is not None and not ready.draft
     assert merge_if_due(forge, REPO, ready, auto_merge=True).state == "merged"
+
+
+def test_the_newest_closed_prs_of_a_head_cost_one_request(stub: GitHubStub, forge: GitHubForge) -> None:
+    """Before opening a PR, schedule reads the newest closed PRs of its head for a rejection (and reconcile for a
+    PR closed by hand). A head fleetflow keeps for years has hundreds of closed PRs, 100 a page as fleetflow asks
+    ("List pull requests": ``per_page``, at most 100): reading them all cost a request per page on every PR opened.
+    The newest ten are one request (an islice of PyGithub's list reads only the pages it reaches)."""
+    repo = stub.repo(REPO)
+    for _ in range(130):
+        pr = repo.create_pull(HEAD, "dev", "fleetflow: dev")
+        repo.update_pull(pr.number, state="closed")
+    mark = stub.mark()
+    newest = forge.pulls(REPO, HEAD, "closed", limit=10)
+    assert [p.number for p in newest] == list(range(130, 120, -1))
+    assert stub.count(since=mark, path=r"/pulls$") == 1
+    assert len(forge.pulls(REPO, HEAD, "closed")) == 130 and stub.count(since=mark, path=r"/pulls$") == 3

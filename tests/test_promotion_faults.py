@@ -60,8 +60,8 @@ def test_pull_request_created_by_a_concurrent_run(gh: Fleet, monkeypatch: pytest
     original = forge.pulls  # schedule's read of the open PRs of the head
     calls = {"n": 0}
 
-    def racing_pulls(repo: str, head: str, which: Any = "all") -> Any:
-        found = original(repo, head, which)
+    def racing_pulls(repo: str, head: str, which: Any = "all", **kwargs: Any) -> Any:
+        found = original(repo, head, which, **kwargs)
         calls["n"] += 1
         if calls["n"] == 1 and not found:
             # the other run pushed the same deterministic head and opened the PR just now

@@ -238,8 +238,10 @@ class Forge(Protocol):
         """The open PR from branch ``head`` into ``base``, if any."""
         ...
 
-    def pulls(self, repo: str, head: str, state: Literal["open", "closed", "all"] = "all") -> list[PullRequest]:
-        """PRs whose head branch is ``head``, newest first."""
+    def pulls(self, repo: str, head: str, state: Literal["open", "closed", "all"] = "all", *,
+              limit: int | None = None) -> list[PullRequest]:
+        """PRs whose head branch is ``head``, newest first; the newest ``limit`` only (GitHub: the pages they are
+        on, one request for up to 100), else every one (a head fleetflow keeps for years has hundreds closed)."""
         ...
 
     def create_pull(self, repo: str, head: str, base: str, title: str, body: str) -> PullRequest:

@@ -17,6 +17,7 @@ import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import datetime
+from itertools import islice
 from typing import Any, Literal, TypedDict, Unpack
 from urllib.parse import quote, urlsplit, urlunsplit
 
@@ -331,11 +332,14 @@ class GitHubForge:
             found = next(iter(remote.get_pulls(state="open", head=f"{owner}:{head}", base=base)), None)
         return None if found is None else _pull(found)
 
-    def pulls(self, repo: str, head: str, state: Literal["open", "closed", "all"] = "all") -> list[PullRequest]:
+    def pulls(self, repo: str, head: str, state: Literal["open", "closed", "all"] = "all", *,
+              limit: int | None = None) -> list[PullRequest]:
         remote = self._remote(repo)
         owner = repo.split("/")[0]
         with self._request("list pull requests", "GET", f"/repos/{repo}/pulls"):
-            found = list(remote.get_pulls(state=state, head=f"{owner}:{head}", sort="created", direction="desc"))
+            listed = remote.get_pulls(state=state, head=f"{owner}:{head}", sort="created", direction="desc")
+            # islice reads only the pages it reaches (PyGithub's own slice raises IndexError past a short last page)
+            found = list(listed if limit is None else islice(listed, limit))
         return [_pull(pr) for pr in found]
 
     def create_pull(self, repo: str, head: str, base: str, title: str, body: str) -> PullRequest:

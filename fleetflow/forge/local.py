@@ -274,10 +274,11 @@ class LocalForge:
         rec = _open_record(snap, head, base)
         return None if rec is None else self._pull(repo, rec, snap)
 
-    def pulls(self, repo: str, head: str, state: Literal["open", "closed", "all"] = "all") -> list[PullRequest]:
+    def pulls(self, repo: str, head: str, state: Literal["open", "closed", "all"] = "all", *,
+              limit: int | None = None) -> list[PullRequest]:
         _branch(head)
         snap = self._mirror(repo).fetch(heads=True)
-        recs = [r for r in _records(snap) if r["head"] == head and state in ("all", r["state"])]
+        recs = [r for r in _records(snap) if r["head"] == head and state in ("all", r["state"])][:limit]
         return [self._pull(repo, r, snap) for r in recs]
 
     def pull_record(self, repo: str, number: int) -> Record:

@@ -597,7 +597,7 @@ def _closed_by_hand(ctx: Context, at: Pinned, name: str) -> bool:
     """A closed, unmerged PR proposes exactly the head branch's commit: a person rejected it; do not re-open."""
     head = ctx.git.fetch_branch(at.gitops_url, head_branch(name))
     return any(p.head_sha == head and not p.merged and p.state == "closed"
-               for p in ctx.forge.pulls(at.gitops_repo, head_branch(name), "closed")[:5])
+               for p in ctx.forge.pulls(at.gitops_repo, head_branch(name), "closed", limit=5))
 
 
 def environments_to_reconcile(envs: dict[str, Resource[EnvironmentSpec]], environment: str | None) -> list[str]:

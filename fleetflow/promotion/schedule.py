@@ -327,12 +327,15 @@ def _open_pull(ctx: Context, environment: str, repo: str, head: str, base: str) 
     return next((pr for pr in found if pr.base == base), None)
 
 
+REJECTIONS_READ = 10  # the newest closed PRs of a head looked at for a rejection (one request on GitHub)
+
+
 def rejected_pull(ctx: Context, repo: str, head: str, base: str, commit: str) -> PullRequest | None:
     """The PR from ``head`` into ``base`` that a person closed without merging while it proposed ``commit`` (the
     render is deterministic: the same pin, environment branch and GitOps branch give the same commit, also after
-    the head branch was deleted), unless a newer one proposing it was merged. One request (the closed PRs of
-    ``head``), made only before opening a PR."""
-    for pr in ctx.forge.pulls(repo, head, "closed"):  # newest first
+    the head branch was deleted), unless a newer one proposing it was merged. One request (the newest closed PRs
+    of ``head``: a rejection is among the last proposals), made only before opening a PR."""
+    for pr in ctx.forge.pulls(repo, head, "closed", limit=REJECTIONS_READ):  # newest first
         if pr.base == base and pr.head_sha == commit:
             return None if pr.merged else pr
     return None
