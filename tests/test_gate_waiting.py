@@ -33,7 +33,7 @@ def test_an_open_pr_branch_that_carries_the_pin_is_named(fleet: Fleet) -> None:
     assert fleet.open_pr("dev") is not None
     assert waiting(fleet) == (
         f"waiting for the PR from fleetflow/dev that carries main@{main[:12]} to be merged into dev (if it was closed "
-        "without a merge, `fleetflow schedule --environment dev` renders it and opens the PR again)")
+        "without a merge, `fleetflow schedule --environment dev` renders it and proposes it again in a new PR)")
 
 
 def test_no_pr_branch_says_the_schedule_has_not_proposed_it(fleet: Fleet) -> None:

@@ -955,3 +955,37 @@ def test_a_label_a_person_took_off_the_pr_is_not_put_back(fleet: Fleet) -> None:
         outcome = schedule_environment(ctx, "dev")
     assert outcome.operation == "unchanged" and fleet.open_pr("dev").labels == ("fleetflow",)
     assert not [line for line in said if "labelled" in line]
+
+
+@pytest.mark.parametrize(("environ", "operation"), [
+    ({"GITHUB_ACTIONS": "true", "GITHUB_EVENT_NAME": "schedule"}, "rejected"),
+    ({"GITHUB_ACTIONS": "true", "GITHUB_EVENT_NAME": "push"}, "rejected"),
+    ({"GITHUB_ACTIONS": "true", "GITHUB_EVENT_NAME": "workflow_dispatch"}, "created"),
+    ({}, "created"),
+])
+def test_schedule_in_a_run_an_event_started_leaves_a_rejected_pr_closed(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, environ: dict[str, str], operation: str) -> None:
+    """``fleetflow schedule`` proposes again what a person closed without merging when a person asked: on their
+    machine, or in a run they dispatched. In GitHub Actions ``GITHUB_ACTIONS`` is "Always set to true" and
+    ``GITHUB_EVENT_NAME`` names "the event that triggered the workflow run" (GitHub's "Variables reference", default
+    environment variables): a run of the shards workflow's cron tick (``schedule``) or of a push stitching the same
+    commit re-opened the rejected PR as a new one on every tick until now."""
+    fleet = make_local_fleet(tmp_path)
+    sha = first_commit(fleet)
+    with fleet.context() as ctx:
+        promote(ctx, "dev", sha)
+    rejected = fleet.open_pr("dev")
+    assert rejected is not None
+    fleet.forge.update_pull(fleet.gitops_id, rejected.number, state="closed")
+    for name in ("GITHUB_ACTIONS", "GITHUB_EVENT_NAME"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in environ.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setenv("FLEETFLOW_CACHE_DIR", str(tmp_path / "cli-cache"))
+    result = run_cli("schedule", "--forge", "local", "--control-plane", fleet.cp_id, "--environment", "dev",
+                     "--format", "json")
+    assert result.exit_code == 0, result.output
+    outcome = json.loads(result.stdout)["result"]
+    assert outcome["operation"] == operation and outcome["rejected"]["number"] == rejected.number, outcome
+    opened = fleet.open_pr("dev")
+    assert (opened is None) if operation == "rejected" else (opened is not None and opened.number != rejected.number)

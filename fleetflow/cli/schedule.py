@@ -3,6 +3,8 @@ shard jobs and a stitch job)."""
 
 from __future__ import annotations
 
+import os
+from collections.abc import Mapping
 from pathlib import Path
 
 import click
@@ -56,8 +58,10 @@ def schedule(environment: str, shard: str | None, artifact: Path | None, stitch:
     description is updated, then its head pushed. A run stopped in between is finished by the next (reviewers
     no review was ever requested from are asked; one who reviewed or was taken off is not asked again).
     A PR closed without merging is not re-opened: when it proposed the same commit, a new PR proposes it
-    again and the output names the closed one (reconcile and check-rollout's promotions leave it closed).
-    Operation printed: created, updated, unchanged, closed, none, queued, merged; and for --stitch,
+    again and the output names the closed one, if a person asked: run by hand, or in a workflow run they
+    dispatched (GITHUB_EVENT_NAME=workflow_dispatch). A run an event started in GitHub Actions (a cron tick,
+    a push, a status), reconcile and check-rollout's promotions leave it closed (operation rejected).
+    Operation printed: created, updated, unchanged, closed, none, queued, merged, rejected; and for --stitch,
     superseded: the environment branch or the GitOps branch moved since the shards ran, so nothing is
     written (exit 0) and a newer run stitches the new inputs.
 
@@ -94,9 +98,10 @@ def schedule(environment: str, shard: str | None, artifact: Path | None, stitch:
 
                 reply.done(manifest, shard_text)
                 return
-            # run by a person (or a workflow a person re-ran): a PR a person closed is proposed again, and said
-            outcome = (stitch_environment(ctx, environment, stitch, propose_rejected=True) if stitch is not None
-                       else schedule_environment(ctx, environment, propose_rejected=True))
+            # asked by a person: a PR a person closed is proposed again, and said; an event's run leaves it closed
+            asked = asked_by_a_person(os.environ)
+            outcome = (stitch_environment(ctx, environment, stitch, propose_rejected=asked) if stitch is not None
+                       else schedule_environment(ctx, environment, propose_rejected=asked))
             for warning in outcome.warnings:
                 reply.warn(warning)
             report_step(step, ctx, schedule_report(outcome), plan_dir)
@@ -109,3 +114,12 @@ def schedule(environment: str, shard: str | None, artifact: Path | None, stitch:
                     click.echo(line)
 
             reply.done(outcome, text)
+
+
+def asked_by_a_person(environ: Mapping[str, str]) -> bool:
+    """Whether a person asked for this run: outside GitHub Actions (``GITHUB_ACTIONS`` is "Always set to true when
+    GitHub Actions is running the workflow"), or in a run they dispatched (``GITHUB_EVENT_NAME`` "The name of the
+    event that triggered the workflow run", ``workflow_dispatch``; both: GitHub's "Variables reference", default
+    environment variables). A run an event started (the shards workflow's cron tick, a push, a status) is no person
+    asking: a PR a person closed without merging then stays closed."""
+    return environ.get("GITHUB_ACTIONS") != "true" or environ.get("GITHUB_EVENT_NAME") == "workflow_dispatch"

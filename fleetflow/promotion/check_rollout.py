@@ -107,8 +107,9 @@ def _waiting(ctx: Context, environment: str, at: Pinned, tip: str | None) -> str
     head = head_branch(environment)
     head_tip = ctx.git.fetch_branch(g_url, head)
     proposed = ctx.render_state(g_url, head_tip, at.gitops_path) if head_tip is not None else None
-    again = (f"re-running the {SHARDS_WORKFLOW} workflow for {environment} renders it and opens the PR again"
-             if sharded else f"`fleetflow schedule --environment {environment}` renders it and opens the PR again")
+    again = (f"running the {SHARDS_WORKFLOW} workflow for {environment} by hand (workflow_dispatch)"
+             if sharded else f"`fleetflow schedule --environment {environment}`")
+    again += " renders it and proposes it again in a new PR"
     if proposed is not None and proposed.main_commit == main_sha:
         return (f"waiting for the PR from {head} that carries {pin} to be merged into {g_branch} (if it was closed "
                 f"without a merge, {again})")
