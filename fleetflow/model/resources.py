@@ -230,7 +230,17 @@ class RolloutPolicy(Spec):
             raise PydanticCustomError(ONE_OF, "must be {expected}", {
                 "expected": "a duration (whole seconds, or a text like 90s, 15m, 1h30m)",
                 "hint": f"write {key}: 90 or {key}: 15m"})
-        return parse_duration(value)
+        duration = parse_duration(value)
+        # ``timeout: 0`` (or a negative whole number, which the text forms cannot write) failed every rollout at
+        # its first check, "timed out after 0s" or "after -1h59m55s", and ``soakTime: -60`` soaked nothing; both
+        # passed validate (until 2026-11-29)
+        if info.field_name == "timeout" and duration <= timedelta(0):
+            raise ValueError(f"{value!r} gives the clusters no time: the gate would fail every rollout at its first "
+                             "check; give how long to wait for their reports, such as 30m (the default) or 2h")
+        if duration < timedelta(0):
+            raise ValueError(f"{value!r} is negative: give how long every cluster must stay green, such as 10m, "
+                             "or 0 to pass as soon as all reported success")
+        return duration
 
 
 LABEL_NAME_LIMIT = 50  # GitHub: "name is too long (maximum is 50 characters)" (github/docs#32156)
