@@ -7,10 +7,13 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import pytest
+
+from fleetflow.errors import InputError
 from fleetflow.model.resources import RolloutPolicy
 from fleetflow.promotion.gate import evaluate
 from fleetflow.render.incremental import ExpectedCluster
-from tests.helpers import MAIN_FILES, make_plane, run_cli
+from tests.helpers import ENV_FILES, MAIN_FILES, make_plane, run_cli
 
 
 def _dev_rollout(rollout: str) -> dict[str, str]:
@@ -44,4 +47,97 @@ def test_a_timeout_of_zero_or_less_is_an_error_at_its_line(tmp_path: Path) -> No
         assert code == 1, out
         assert f".environments/dev.yaml:7:{15 if 'soak' in rollout else 14}: Environment dev: {message}" in out, out
     code, out = validate(tmp_path / "fine", _dev_rollout("{soakTime: 0, timeout: 45m}"))
+    assert code == 0, out
+
+
+def _without_status_contexts() -> dict[str, str]:
+    clusters = ENV_FILES["clusters.yaml"]
+    for name in ("cloud-eu-1", "edge-line1-1"):
+        assert clusters.count(f"          statusContext: flux/{name}\n") == 1
+        clusters = clusters.replace(f"          statusContext: flux/{name}\n", "")
+    return {"clusters.yaml": clusters}
+
+
+def _status_context(context: str) -> dict[str, str]:
+    clusters = ENV_FILES["clusters.yaml"]
+    assert clusters.count("statusContext: flux/cloud-eu-1\n") == 1
+    return {"clusters.yaml": clusters.replace("statusContext: flux/cloud-eu-1\n", f"statusContext: '{context}'\n")}
+
+
+def test_a_whole_flux_provider_uid_in_a_status_context_is_an_error_with_the_context_flux_posts(
+        tmp_path: Path) -> None:
+    """Flux's github provider posts ``kind/name/<first segment of the Provider's UID>``, lowercased
+    (fluxcd/notification-controller internal/notifier/util.go, ``generateCommitStatusID``: ``strings.Split(
+    providerUID, "-")``, then ``kind/name/uidParts[0]``; used by internal/notifier/github.go). A statusContext with
+    the UID pasted whole (``kubectl get provider -o jsonpath={.metadata.uid}``) is a context no cluster posts: the
+    gate waited for it until every rollout timed out, and validate said ok (until 2026-11-29). Now an error at the
+    statusContext, whose hint is the context Flux posts; that context passes."""
+    uid = "e3173055-8bd8-4b3b-a3f5-6a0e2b7c1f9d"
+    code, out = validate(tmp_path / "whole", env=_status_context(f"Kustomization/flux-system/{uid}"))
+    assert code == 1, out
+    assert ("env/clusters.yaml:7:18: Environment dev: Cluster cloud-eu-1 has the statusContext "
+            f"'Kustomization/flux-system/{uid}': it ends in a whole Provider UID, but Flux posts only its first "
+            "segment: the gate would wait for a context no cluster posts and time out (hint: write statusContext: "
+            "kustomization/flux-system/e3173055 ") in out, out
+    code, out = validate(tmp_path / "segment", env=_status_context("kustomization/flux-system/e3173055"))
+    assert code == 0, out
+
+
+def test_a_placeholder_or_a_star_in_a_status_context_is_an_error_at_it(tmp_path: Path) -> None:
+    """A statusContext is the exact context (DESIGN §2): ``flux/{cluster}`` (contextPattern's placeholder),
+    ``flux/*`` or an Argo CD notification template's ``{{.app.metadata.name}}`` (which Argo CD fills when it posts,
+    argoproj/notifications-engine pkg/services/github.go: ``GetTemplater`` executes ``status.label`` as a template,
+    ``Send`` posts the result as the context) were waited for as written,
+    until every rollout timed out (until 2026-11-29)."""
+    for n, (context, held) in enumerate([("flux/{cluster}", "{cluster}"), ("flux/*", "*"),
+                                         ("argocd/{{.app.metadata.name}}", "{{.app.metadata.name}}")]):
+        code, out = validate(tmp_path / str(n), env=_status_context(context))
+        assert code == 1, out
+        assert (f"env/clusters.yaml:7:18: Environment dev: Cluster cloud-eu-1 has the statusContext {context!r}: it "
+                f"holds {held}, which the gate takes as written") in out, out
+
+
+def test_a_context_pattern_no_reporter_can_match_is_one_error_at_its_line(tmp_path: Path) -> None:
+    """With Clusters listed, ``contextPattern`` is filled with each one's name and compared exactly; without, it is
+    a glob (fnmatch) over the reported contexts (fleetflow/promotion/gate.py ``evaluate``). A regular expression, a
+    template's braces, or ``{cluster}`` with no Cluster to fill it passed validate and the gate waited until every
+    rollout timed out; ``*`` over Clusters was said to be each Cluster "has no statusContext" with the hint to set the
+    contextPattern that was set (until 2026-11-29). Now one error at the pattern's line, with the pattern to write;
+    that pattern passes, and the gate refuses the bad one instead of waiting."""
+    cases = [
+        ("^flux/{cluster}$", "is written as a regular expression, but the gate takes it filled with each cluster's "
+                             "name and compared exactly", "write it as the context with {cluster} for the name: "
+                                                          "flux/{cluster}"),
+        ("flux/{{cluster}}", "holds {{cluster}}, which stays as written", "flux/{cluster}"),
+        ("flux/${cluster}", "holds ${cluster}, which stays as written", "flux/{cluster}"),
+        ("flux/*", "holds *, which the gate does not fill", "write flux/{cluster}"),
+    ]
+    for n, (pattern, message, hint) in enumerate(cases):
+        code, out = validate(tmp_path / str(n), _dev_rollout(f"contextPattern: '{pattern}'"),
+                             _without_status_contexts())
+        assert code == 1, out
+        assert (f".environments/dev.yaml:7:21: Environment dev: rollout.contextPattern {pattern!r} {message}"
+                in out), out
+        assert out.count("error:") == 1 and hint in out.split("(hint: ", 1)[1], out
+    code, out = validate(tmp_path / "fine", _dev_rollout("contextPattern: 'flux/{cluster}'"),
+                         _without_status_contexts())
+    assert code == 0, out
+    start = datetime(2026, 11, 29, tzinfo=UTC)
+    with pytest.raises(InputError, match="is written as a regular expression"):
+        evaluate(RolloutPolicy(contextPattern="^flux/{cluster}$"), [ExpectedCluster("a", "t", None)], {}, start,
+                 start + timedelta(minutes=1))
+
+
+def test_a_pattern_with_cluster_but_no_cluster_listed_is_an_error(tmp_path: Path) -> None:
+    """Without an inventory ``minClusters`` counts the contexts matching the glob: ``flux/{cluster}`` matches only
+    itself, and ``flux/.*`` a context that starts with ``flux/.``; every rollout waited until its timeout (until
+    2026-11-29). The hint gives the glob; ``flux/*`` passes."""
+    for n, (pattern, hint) in enumerate([("flux/{cluster}", "flux/*"), ("flux/.*", "write it as a glob: flux/*"),
+                                         ("^flux/", "write it as a glob: flux/*")]):
+        code, out = validate(tmp_path / str(n), _dev_rollout(f"{{minClusters: 2, contextPattern: '{pattern}'}}"),
+                             {"clusters.yaml": ""})
+        assert code == 1, out
+        assert f"Environment dev: rollout.contextPattern {pattern!r} " in out and hint in out, out
+    code, out = validate(tmp_path / "glob", _dev_rollout("{minClusters: 2, contextPattern: 'flux/*'}"),
+                         {"clusters.yaml": ""})
     assert code == 0, out

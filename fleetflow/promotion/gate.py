@@ -92,9 +92,21 @@ def reporters(policy: RolloutPolicy, clusters: Sequence[ExpectedCluster], proble
     to derive one from are configuration problems."""
     found: list[Reporter] = []
     first: dict[str, tuple[ExpectedCluster, str]] = {}  # context_key -> the first cluster expecting it, its context
+    pattern = policy.context_pattern
+    needs_pattern = any(not c.status_context for c in clusters) or (not clusters and policy.min_clusters)
+    unusable = _pattern_problem(pattern, bool(clusters)) if pattern and needs_pattern else None
+    if unusable is not None:
+        problems.add(unusable[0], None, unusable[1])
     for cluster in clusters:
         if cluster.status_context:
+            why = _status_context_problem(cluster.status_context)
+            if why is not None:
+                problems.add(f"Cluster {cluster.name} has the statusContext {cluster.status_context!r}: {why[0]}",
+                             None, why[1])
+                continue
             found.append(Reporter(cluster.name, cluster.status_context))
+        elif unusable is not None:
+            continue  # said once, at the pattern
         elif policy.context_pattern and "*" not in policy.context_pattern:
             context = policy.context_pattern.replace("{cluster}", cluster.name).replace(
                 "{clusterType}", cluster.cluster_type
@@ -210,6 +222,69 @@ FLUX_EVENT_KINDS = ("Bucket", "GitRepository", "Kustomization", "HelmRelease", "
                     "ImageRepository", "ImagePolicy", "ImageUpdateAutomation", "OCIRepository", "ArtifactGenerator",
                     "ExternalArtifact")
 _FLUX_DEFAULT_CONTEXT = re.compile(rf"(?i:{'|'.join(FLUX_EVENT_KINDS)})/[^/]+/[0-9A-Fa-f]{{8}}")
+
+
+# a Kubernetes UID (RFC 4122, 8-4-4-4-12 hex) written whole where Flux's default context has only its first segment:
+# fluxcd/notification-controller internal/notifier/util.go, generateCommitStatusID (the github provider's context,
+# internal/notifier/github.go): strings.Split(providerUID, "-"), then kind/name/uidParts[0], lowercased
+_FLUX_WHOLE_UID = re.compile(rf"((?i:{'|'.join(FLUX_EVENT_KINDS)})/[^/]+/[0-9A-Fa-f]{{8}})"
+                             r"(?:-[0-9A-Fa-f]{4}){3}-[0-9A-Fa-f]{12}")
+# a placeholder left as written: {cluster} (contextPattern's), {{.app.metadata.name}} (an Argo CD template), ${X}
+_PLACEHOLDER = re.compile(r"\{\{.*?\}\}|\$\{[^{}]*\}|\{[^{}]*\}")
+_FILLED = ("{cluster}", "{clusterType}")
+
+
+def _status_context_problem(context: str) -> tuple[str, str] | None:
+    """(what is wrong, hint) when no reporter can post ``context`` as written, else None. A statusContext is
+    compared as written: the gate waited for ``flux/{cluster}`` or a whole Provider UID until its timeout, on every
+    rollout, and validate said ok (until 2026-11-29)."""
+    if whole := _FLUX_WHOLE_UID.fullmatch(context):
+        return ("it ends in a whole Provider UID, but Flux posts only its first segment: the gate would wait for a "
+                "context no cluster posts and time out",
+                f"write statusContext: {whole.group(1).lower()} (Flux's context is kind/name/<the UID up to its "
+                "first '-'>, lowercased)")
+    placeholder = _PLACEHOLDER.search(context)
+    if placeholder or "*" in context:
+        what = placeholder.group() if placeholder else "*"
+        return (f"it holds {what}, which the gate takes as written (a statusContext is the exact context the cluster "
+                "posts): it would wait for a context no cluster posts and time out",
+                "write the context this cluster's reporter posts (e.g. flux/cloud-eu-1), or leave statusContext out "
+                "and set rollout.contextPattern with {cluster} where the cluster's name goes (flux/{cluster})")
+    return None
+
+
+def _pattern_problem(pattern: str, inventory: bool) -> tuple[str, str] | None:
+    """(message, hint) when ``rollout.contextPattern`` cannot match what reporters post, else None. With an
+    inventory it is filled per cluster (``{cluster}``, ``{clusterType}``) and compared exactly; without one it is a
+    glob (``fnmatch``: ``*``, ``?``, ``[...]``) over the reported contexts. Until 2026-11-29 a regex
+    (``^flux/{cluster}$``, ``flux/.*``), a template's braces (``flux/{{cluster}}``) or ``{cluster}`` with no
+    Cluster to fill it passed validate, and the gate waited for contexts no cluster posts until its timeout; a
+    ``*`` over Clusters was reported as each Cluster having no statusContext, hinting to set the pattern it had."""
+    if pattern.startswith("^") or pattern.endswith("$") or any(r in pattern for r in (".*", ".+", "\\")):
+        glob = pattern.strip("^$").replace(".*", "*").replace(".+", "*").replace("\\", "")
+        if pattern.startswith("^") and not pattern.endswith("$") and not glob.endswith("*"):
+            glob += "*"  # ^flux/ finds every context that starts so
+        example = glob.replace("*", "{cluster}") if inventory else glob
+        return (f"rollout.contextPattern {pattern!r} is written as a regular expression, but the gate takes it "
+                + ("filled with each cluster's name and compared exactly" if inventory else "as a glob")
+                + ": it would wait for contexts no cluster posts and time out",
+                f"write it as {'the context with {cluster} for the name' if inventory else 'a glob'}: {example}")
+    leftover = next((m for m in _PLACEHOLDER.finditer(pattern) if not (inventory and m.group() in _FILLED)), None)
+    if leftover:
+        fills = "the gate fills only {cluster} and {clusterType}, in single braces" if inventory else (
+            "no Cluster is listed to fill it in: the pattern is a glob over the reported contexts")
+        return (f"rollout.contextPattern {pattern!r} holds {leftover.group()}, which stays as written ({fills}): "
+                "the gate would wait for contexts no cluster posts and time out",
+                f"write {{cluster}} for the cluster's name: {pattern.replace(leftover.group(), '{cluster}')}"
+                if inventory else
+                "list the Clusters (with statusContext) on the environment branch, or write the pattern as a glob "
+                f"over the contexts: {pattern.replace(leftover.group(), '*')}")
+    if inventory and "*" in pattern:
+        return (f"rollout.contextPattern {pattern!r} holds *, which the gate does not fill: with Clusters listed, "
+                "each one's context is the pattern with its name in place of {cluster} (a glob counts contexts only "
+                "with minClusters and no Cluster listed)",
+                f"write {pattern.replace('*', '{cluster}', 1)}, or give each Cluster its statusContext")
+    return None
 
 
 STRAY_PAIRS = 10_000  # at most this many (missing cluster, unwatched context) pairs are compared by similarity
