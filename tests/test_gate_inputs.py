@@ -141,3 +141,13 @@ def test_a_pattern_with_cluster_but_no_cluster_listed_is_an_error(tmp_path: Path
     code, out = validate(tmp_path / "glob", _dev_rollout("{minClusters: 2, contextPattern: 'flux/*'}"),
                          {"clusters.yaml": ""})
     assert code == 0, out
+
+
+def test_a_status_context_under_fleetflows_own_prefix_is_an_error(tmp_path: Path) -> None:
+    """docs/reporting-status.md: contexts starting with ``fleetflow/`` are fleetflow's own records, "clusters must
+    not use that prefix"; the event router drops a status event under it (fleetflow/promotion/events.py), so such a
+    cluster's reports started no gate check. validate said ok (until 2026-11-29)."""
+    code, out = validate(tmp_path, env=_status_context("fleetflow/cloud-eu-1"))
+    assert code == 1, out
+    assert ("env/clusters.yaml:7:18: Environment dev: Cluster cloud-eu-1 has the statusContext "
+            "'fleetflow/cloud-eu-1': fleetflow/ starts fleetflow's own records") in out, out

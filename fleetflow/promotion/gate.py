@@ -243,6 +243,12 @@ def _status_context_problem(context: str) -> tuple[str, str] | None:
                 "context no cluster posts and time out",
                 f"write statusContext: {whole.group(1).lower()} (Flux's context is kind/name/<the UID up to its "
                 "first '-'>, lowercased)")
+    if context.casefold().startswith("fleetflow/"):
+        # docs/reporting-status.md: "clusters must not use that prefix"; unchecked until 2026-11-29
+        return ("fleetflow/ starts fleetflow's own records, and the workflows take a status under it for one of "
+                "them (fleetflow/promotion/events.py): the cluster's reports would never start a gate check, only "
+                "the scheduled tick would count them",
+                "give the cluster a context of its own, such as flux/<cluster name>, in its reporter and here")
     placeholder = _PLACEHOLDER.search(context)
     if placeholder or "*" in context:
         what = placeholder.group() if placeholder else "*"
