@@ -145,6 +145,27 @@ def test_close_and_reopen(forge: LocalForge, origin: Path) -> None:
         forge.update_pull(repo, 1, state="open")
 
 
+def test_a_pull_request_whose_head_branch_is_deleted_is_closed(forge: LocalForge, origin: Path, work: Path) -> None:
+    """GitHub closes a PR whose head branch is deleted (a ``git push --delete``; Mergify's ``delete_head_branch``
+    docs, https://docs.mergify.com/workflow/actions/delete_head_branch: "GitHub will therefore close the dependent
+    pull requests"; its web UI refuses to delete the branch of an open PR, "Deleting and restoring branches in a pull
+    request", https://docs.github.com/en/repositories/configuring-branches-and-merges-in-your-repository/
+    managing-branches-in-your-repository/deleting-and-restoring-branches-in-a-pull-request). The local forge kept it
+    open until 2026-11-29; now it is closed (not merged, its last head kept) and stays closed when the branch is
+    pushed again, and a new PR can be opened."""
+    repo = str(origin)
+    opened = forge.create_pull(repo, "feature", "main", "t", "b")
+    git(work, "push", "-q", "origin", "--delete", "feature")
+    assert forge.open_pull(repo, "feature", "main") is None
+    [closed] = forge.pulls(repo, "feature")
+    assert (closed.state, closed.merged, closed.head_sha) == ("closed", False, opened.head_sha)
+    assert forge.pulls(repo, "feature", "open") == []
+    assert forge.pull_record(repo, 1)["closed_at"] is not None
+    git(work, "push", "-q", "origin", "feature")  # the branch again: the PR stays closed, as on GitHub
+    assert forge.open_pull(repo, "feature", "main") is None
+    assert forge.create_pull(repo, "feature", "main", "t", "b").number == 2
+
+
 def test_create_is_idempotent(forge: LocalForge, origin: Path) -> None:
     repo = str(origin)
     first = forge.create_pull(repo, "feature", "main", "t", "b")

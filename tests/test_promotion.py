@@ -845,6 +845,32 @@ def test_a_pr_a_person_closed_is_not_proposed_again_by_a_fan_out_and_is_by_hand(
     assert data["schedule"]["pullRequest"]["number"] == opened.number
 
 
+def test_a_pr_whose_head_branch_a_person_deleted_is_closed_on_both_forges(fleet: Fleet) -> None:
+    """A person deletes dev's PR head branch (``git push --delete origin fleetflow/dev``): GitHub closes the PR
+    (tests/test_forge_local.py's test_a_pull_request_whose_head_branch_is_deleted_is_closed cites it; the stand-in
+    does so in ``Repo.refresh``). The local forge kept it open until 2026-11-29, and schedule and reconcile said "PR #1
+    already proposes exactly this" of a branch that was gone, where on GitHub they report the PR as closed without
+    merging. Now both forges agree: the closed PR is a rejection of that render, not proposed again by itself."""
+    sha = first_commit(fleet)
+    with fleet.context() as ctx:
+        promote(ctx, "dev", sha)
+    pr = fleet.open_pr("dev")
+    git(fleet.root, "--git-dir", fleet.gitops_url, "update-ref", "-d", "refs/heads/fleetflow/dev")
+    assert fleet.open_pr("dev") is None
+    with fleet.context() as ctx:
+        outcome = schedule_environment(ctx, "dev")
+    assert outcome.operation == "rejected" and outcome.pull is not None and outcome.pull.number == pr.number
+    assert "already proposes" not in outcome.message
+    said: list[str] = []
+    with fleet.context(said.append) as ctx:
+        reconcile(ctx)
+    assert any(f"PR #{pr.number} proposed main@{sha[:12]}" in line and "closed without merging" in line
+               for line in said)
+    assert not any("already proposes" in line for line in said)
+    assert [(p.number, p.state) for p in fleet.forge.pulls(fleet.gitops_id, "fleetflow/dev")] == [(pr.number,
+                                                                                                    "closed")]
+
+
 def test_commits_a_person_pushed_to_the_pr_head_are_named_when_a_render_replaces_them(fleet: Fleet) -> None:
     """A person pushes a commit to the open PR's head branch (GitHub lets anyone with write access push to a PR's
     branch, "Committing changes to a pull request branch created from a fork" / "About pull requests"). The next

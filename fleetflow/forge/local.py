@@ -19,11 +19,12 @@ batch (:func:`status_posts`). Files of the older layout (``statuses/<sha>.json``
 file) are still read; new posts go to the new layout and win over them.
 
 Semantics follow GitHub's: a merge is a real merge commit pushed to the base branch, a PR needs an existing head
-branch with commits not in the base, a status needs an existing commit and a description of at most 140
-characters, a dispatch payload at most 10 top-level keys. Branch rules and auto-merge follow GitHub's too: a
-branch may require status contexts (``protect_branch``), a repository may allow auto-merge (``allow_auto_merge``);
-a PR with auto-merge enabled is merged by the status post that makes every required context of its head
-``success``, and enabling it is refused when the repository does not allow it or the PR needs no waiting.
+branch with commits not in the base (and is closed when that branch is deleted), a status needs an existing commit
+and a description of at most 140 characters, a dispatch payload at most 10 top-level keys. Branch rules and
+auto-merge follow GitHub's too: a branch may require status contexts (``protect_branch``), a repository may allow
+auto-merge (``allow_auto_merge``); a PR with auto-merge enabled is merged by the status post that makes every
+required context of its head ``success``, and enabling it is refused when the repository does not allow it or the PR
+needs no waiting.
 """
 
 from __future__ import annotations
@@ -270,16 +271,40 @@ class LocalForge:
     def open_pull(self, repo: str, head: str, base: str) -> PullRequest | None:
         _branch(head)
         _branch(base)
-        snap = self._mirror(repo).fetch(heads=True)
+        snap = self._heads_checked(repo)
         rec = _open_record(snap, head, base)
         return None if rec is None else self._pull(repo, rec, snap)
 
     def pulls(self, repo: str, head: str, state: Literal["open", "closed", "all"] = "all", *,
               limit: int | None = None) -> list[PullRequest]:
         _branch(head)
-        snap = self._mirror(repo).fetch(heads=True)
+        snap = self._heads_checked(repo)
         recs = [r for r in _records(snap) if r["head"] == head and state in ("all", r["state"])][:limit]
         return [self._pull(repo, r, snap) for r in recs]
+
+    def _heads_checked(self, repo: str) -> Snapshot:
+        """The store with the branches, after closing the open PRs whose head branch is gone: GitHub closes a pull
+        request when its head branch is deleted (its web UI refuses to delete the branch of an open PR, "Deleting
+        and restoring branches in a pull request"; a ``git push --delete`` or the REST "Delete a reference" is not
+        refused, and the PR is closed: Mergify's ``delete_head_branch`` docs, "GitHub will therefore close the
+        dependent pull requests"; the stand-in tests/ghstub does the same, ``Repo.refresh``). The local forge has
+        no hook on a push, so it closes them when it next reads the PRs (a write only when one is found); a branch
+        deleted and pushed again between two reads goes unseen. Until 2026-11-29 such a PR stayed open, and
+        schedule said "PR #1 already proposes exactly this" of a branch that was gone."""
+        snap = self._mirror(repo).fetch(heads=True)
+        if not any(r["state"] == "open" and r["head"] not in snap.heads for r in _records(snap)):
+            return snap
+
+        def change(snap: Snapshot) -> Edit[Snapshot]:
+            now, files = self._now(), {}
+            for rec in _records(snap):
+                if rec["state"] == "open" and rec["head"] not in snap.heads:
+                    new = {**rec, "state": "closed", "closed_at": now, "updated_at": now, "head_deleted": True}
+                    files[f"pulls/{rec['number']}.json"] = dump_json(new)
+            return Edit(snap, files, message="close pull requests whose head branch is gone")
+
+        self._write(repo, "close_pull", change, heads=True)
+        return self._mirror(repo).fetch(heads=True)
 
     def pull_record(self, repo: str, number: int) -> Record:
         """Everything stored about one PR (reviewers, created/updated/merged/closed times): for tests and demo."""
@@ -427,14 +452,16 @@ class LocalForge:
         return Edit(new, {f"pulls/{rec['number']}.json": dump_json(new)}, message=message)
 
     def _pull(self, repo: str, rec: Record, snap: Snapshot) -> PullRequest:
-        head_sha = rec["head_sha"]
-        if rec["state"] == "open" and rec["head"] in snap.heads:  # an open PR follows its branch, as on GitHub
+        head_sha, state = rec["head_sha"], rec["state"]
+        if state == "open" and rec["head"] in snap.heads:  # an open PR follows its branch, as on GitHub
             head_sha = snap.heads[rec["head"]]
+        elif state == "open" and snap.heads:  # its head branch is gone: closed, as on GitHub (_heads_checked)
+            state = "closed"
         return PullRequest(
             number=rec["number"], head=rec["head"], base=rec["base"], title=rec["title"], body=rec["body"],
-            state=rec["state"], merged=rec["merged"], head_sha=head_sha, merge_commit_sha=rec["merge_commit_sha"],
+            state=state, merged=rec["merged"], head_sha=head_sha, merge_commit_sha=rec["merge_commit_sha"],
             url=f"local://{self.git_url(repo)}/pull/{rec['number']}", labels=tuple(rec["labels"]),
-            auto_merge=bool(rec.get("auto_merge")) and rec["state"] == "open",
+            auto_merge=bool(rec.get("auto_merge")) and state == "open",
             review_requests=tuple(reviewer_key(r) for r in rec.get("reviewers") or ()),
         )
 

@@ -314,7 +314,9 @@ class Repo:
             return [self.refresh(pr) for pr in self.pulls.values()]
 
     def refresh(self, pr: PullRequest) -> PullRequest:
-        """Follow the branches of an open PR; a deleted head branch closes it, as on GitHub."""
+        """Follow the branches of an open PR; a deleted head branch closes it, as on GitHub (Mergify's
+        ``delete_head_branch`` docs: "GitHub will therefore close the dependent pull requests",
+        https://docs.mergify.com/workflow/actions/delete_head_branch)."""
         if pr.state != "open":
             return pr
         head, base = self.branch_sha(pr.head_ref), self.branch_sha(pr.base_ref)
