@@ -902,6 +902,38 @@ def test_commits_a_person_pushed_to_the_pr_head_are_named_when_a_render_replaces
     assert not [w for w in again.schedule.warnings if "fleetflow did not write" in w.message]
 
 
+def test_commits_a_person_pushed_to_the_pr_head_are_named_when_schedule_closes_the_pr(fleet: Fleet) -> None:
+    """dev runs main@first; its PR proposes main@second, and a person pushes a commit to that PR's head. The pin goes
+    back to main@first (a rollback by hand): nothing is left to propose, so schedule closes the PR. Until 2026-11-29
+    the person's commit was closed away with it without a word (the render path names such commits, the test above);
+    now the message and a warning name it, on both forges."""
+    first = first_commit(fleet)
+    with fleet.context() as ctx:
+        promote(ctx, "dev", first)
+    fleet.approve("dev")
+    second = fleet.push_main({"templates/extra.yaml": "# second\n"}, "second")
+    with fleet.context() as ctx:
+        promote(ctx, "dev", second)
+    pr = fleet.open_pr("dev")
+    work = fleet.root / "gitops-by-hand"
+    git(fleet.root, "clone", "-q", "-b", "fleetflow/dev", fleet.gitops_url, str(work))
+    (work / "tweak.yaml").write_text("replicas: 3\n")
+    git(work, "add", "-A")
+    git(work, "commit", "-q", "-m", "tweak replicas by hand")
+    git(work, "push", "-q", "origin", "HEAD:fleetflow/dev")
+    fleet.push_env("dev", {"base-repo.yaml": write_pin(
+        git(fleet.root, "--git-dir", fleet.cp_url, "show", "refs/heads/dev:base-repo.yaml"), commit=first,
+        repo="r", hold=None)}, "back to main@first")
+    with fleet.context() as ctx:
+        outcome = schedule_environment(ctx, "dev")
+    assert outcome.operation == "closed" and fleet.open_pr("dev") is None
+    assert outcome.message == (f"PR #{pr.number} closed: dev already has everything it proposed (with 1 commit(s) a "
+                               "person pushed to fleetflow/dev, not merged)")
+    [warning] = [w for w in outcome.warnings if "fleetflow did not write" in w.message]
+    assert "closed with the PR" in warning.message and "'tweak replicas by hand'" in warning.message
+    assert warning.hint and "environment branch dev" in warning.hint
+
+
 def test_what_a_person_wrote_around_the_pr_description_stays_when_a_new_pin_updates_it(fleet: Fleet) -> None:
     """A person adds a note above and below fleetflow's description (a change ticket; GitHub's editor sends the
     text back with CRLF line ends). A new pin rewrites the description (REST "Update a pull request": ``body`` is

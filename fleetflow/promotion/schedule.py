@@ -205,9 +205,18 @@ def publish(ctx: Context, environment: str, rendered: Rendered, *, propose_rejec
     open_pr = _open_pull(ctx, environment, g_repo, head, g_branch)
     if not (rendered_change or new_main):
         if open_pr is not None:
+            dropped = hand_commits(ctx, rendered, head)
             closed = ctx.forge.update_pull(g_repo, open_pr.number, state="closed")
             outcome.operation, outcome.pull = "closed", closed
             outcome.message = f"PR #{open_pr.number} closed: {g_branch} already has everything it proposed"
+            if dropped:
+                outcome.message += f" (with {len(dropped)} commit(s) a person pushed to {head}, not merged)"
+                outcome.warnings.append(Problem(
+                    f"PR #{open_pr.number}: {head} had commits fleetflow did not write, closed with the PR (not in "
+                    f"{g_branch}): {_listed(dropped)}", None,
+                    f"fleetflow writes {head} from the control plane and closes its PR when {g_branch} has the "
+                    f"render: make the change on the environment branch {branch} (or in main's templates) so each "
+                    "render keeps it"))
         else:
             outcome.message = f"nothing to change: {g_branch} already has main@{short(main_sha)}"
         return outcome
@@ -276,11 +285,10 @@ def publish(ctx: Context, environment: str, rendered: Rendered, *, propose_rejec
             outcome.pull = pr = replace(pr, head_sha=new_sha)  # as the forge has it now (the merge step reads it)
             outcome.message = f"PR #{pr.number} updated to main@{short(main_sha)}"
             if dropped:
-                listed = ", ".join(f"{short(c.sha)} {c.subject!r} by {c.author}" for c in dropped)
                 outcome.message += f" (replacing {len(dropped)} commit(s) a person pushed to {head})"
                 outcome.warnings.append(Problem(
                     f"PR #{pr.number}: {head} had commits fleetflow did not write, replaced by the render of "
-                    f"main@{short(main_sha)} + {branch}@{short(env_sha)}: {listed}", None,
+                    f"main@{short(main_sha)} + {branch}@{short(env_sha)}: {_listed(dropped)}", None,
                     f"fleetflow writes {head} from the control plane and replaces it on every schedule: make the "
                     f"change on the environment branch {branch} (or in main's templates) so each render keeps it"))
     else:
@@ -342,18 +350,23 @@ def rejected_pull(ctx: Context, repo: str, head: str, base: str, commit: str) ->
 
 
 def hand_commits(ctx: Context, rendered: Rendered, head: str) -> list[CommitInfo]:
-    """The commits on the head branch that pushing the rendered commit drops and that fleetflow did not write (its
-    commits say ``fleetflow: <env> <- ...``, :func:`commit_message`): a person's, pushed to the PR by hand. A merge
-    commit (GitHub's "Update branch" brings the base in) is not counted: the render is built on the base. One
-    ``git log`` in the mirror, only when an open PR's head moves."""
+    """The commits on the head branch that pushing the rendered commit drops (or closing its PR leaves unmerged, when
+    there is no rendered commit) and that fleetflow did not write (its commits say ``fleetflow: <env> <- ...``,
+    :func:`commit_message`): a person's, pushed to the PR by hand. A merge commit (GitHub's "Update branch" brings
+    the base in) is not counted: the render is built on the base. One ``git log`` in the mirror, only when an open
+    PR's head moves or the PR is closed. The close path named none until 2026-11-29."""
     at, old, new = rendered.at, rendered.heads[head], rendered.written.commit
-    if old is None or new is None:
+    if old is None:
         return []
     tip = rendered.heads[at.gitops_branch]
-    revs = [old, f"^{new}", *([f"^{tip}"] if tip else [])]
+    revs = [old, *([f"^{new}"] if new else []), *([f"^{tip}"] if tip else [])]
     ours = f"fleetflow: {at.name} <- "
     return [c for c in ctx.git.commits(at.gitops_url, revs, limit=50, no_merges=True)
             if not c.subject.startswith(ours)]
+
+
+def _listed(commits: list[CommitInfo]) -> str:
+    return ", ".join(f"{short(c.sha)} {c.subject!r} by {c.author}" for c in commits)
 
 
 def _describes(pr: PullRequest, title: str, main_sha: str, env_sha: str) -> bool:
