@@ -148,6 +148,20 @@ def test_pulls_are_newest_first_and_filtered_by_head(stub: GitHubStub, forge: Gi
     assert [p.number for p in forge.pulls(REPO, HEAD, "closed")] == [first.number]
 
 
+def test_a_commit_takes_at_most_1000_statuses_of_one_context(stub: GitHubStub, forge: GitHubForge) -> None:
+    """GitHub refuses the 1,001st status of one sha and context with a 422 ("Create a commit status": "there is a
+    limit of 1000 statuses per sha and context within a repository", https://docs.github.com/en/rest/commits/
+    statuses#create-a-commit-status; the message from a public run log, labelflow/labelflow actions run 5054760537).
+    The stand-in took any number until 2026-11-29. The forge names the refusal; another context is not counted."""
+    from tests.ghstub.state import STATUSES_PER_CONTEXT
+    repo, sha = stub.repo(REPO), head_sha(stub)
+    for i in range(STATUSES_PER_CONTEXT):
+        repo.add_status(sha, "pending", "flux/eu-1", f"waited {i}m")
+    with pytest.raises(ForgeError, match="maximum number of statuses"):
+        forge.set_status(REPO, sha, "Flux/EU-1", "pending", "waited 1000m")
+    assert forge.set_status(REPO, sha, "flux/us-1", "success", "ok") is True
+
+
 def test_statuses_combine_commit_statuses_and_check_runs(stub: GitHubStub, forge: GitHubForge) -> None:
     repo, sha = stub.repo(REPO), head_sha(stub)
     repo.add_status(sha, "pending", "cluster/eu-1", "reconciling")

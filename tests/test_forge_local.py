@@ -300,6 +300,25 @@ def test_statuses_of_the_older_layout_are_still_read(forge: LocalForge, origin: 
     assert [p["description"] for p in history] == ["old", "new"]
 
 
+def test_a_commit_takes_at_most_1000_statuses_of_one_context(forge: LocalForge, origin: Path) -> None:
+    """GitHub's "Create a commit status": "there is a limit of 1000 statuses per sha and context within a repository.
+    Attempts to create more than 1000 statuses will result in a validation error"
+    (https://docs.github.com/en/rest/commits/statuses#create-a-commit-status). The local forge took the 1,001st until
+    2026-11-29, so a gate posting a new description on every run passed here and failed on GitHub. The same post as
+    the last one writes nothing (and is not refused); another context is not counted."""
+    from fleetflow.forge.local import STATUSES_PER_CONTEXT, Edit, dump_json
+    repo, sha = str(origin), tip(origin, "feature")
+    posts = [{"context": "flux/eu-1", "state": "pending", "description": f"waited {i}m", "target_url": None,
+              "created_at": "2024-05-01T12:00:00+00:00"} for i in range(STATUSES_PER_CONTEXT)]
+    forge._write(repo, "seed", lambda snap: Edit(None, {status_path(sha, "flux/eu-1"): dump_json(posts)}))
+    with pytest.raises(ForgeError, match="GitHub refuses more than 1000 per commit and context") as raised:
+        forge.set_status(repo, sha, "FLUX/eu-1", "pending", "waited 1000m")
+    assert raised.value.request is not None and raised.value.request.status == 422
+    assert forge.set_status(repo, sha, "flux/eu-1", "pending", f"waited {STATUSES_PER_CONTEXT - 1}m") is False
+    assert forge.set_status(repo, sha, "flux/us-1", "success", "ok") is True
+    assert len(forge.status_history(repo, sha)) == STATUSES_PER_CONTEXT + 1
+
+
 def test_set_status_is_checked_like_github(forge: LocalForge, origin: Path) -> None:
     repo, sha = str(origin), tip(origin, "main")
     with pytest.raises(ForgeError, match="too long"):

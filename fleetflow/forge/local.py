@@ -66,6 +66,11 @@ Record = dict[str, Any]
 
 _URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://|^[^/\\@]+@[^/\\:]+:")
 _MAX_PAYLOAD_BYTES = 64 * 1024
+# GitHub's "Create a commit status": "there is a limit of 1000 statuses per sha and context within a repository.
+# Attempts to create more than 1000 statuses will result in a validation error"
+# (https://docs.github.com/en/rest/commits/statuses#create-a-commit-status). The local forge took any number until
+# 2026-11-29: a gate that posts a new description on every run passed locally and failed on GitHub.
+STATUSES_PER_CONTEXT = 1000
 
 
 def default_cache_dir() -> Path:
@@ -189,6 +194,12 @@ class LocalForge:
             if last is not None and (last["context"], last["state"], last["description"]) == (context, state,
                                                                                              description):
                 return Edit(False)
+            if len(posts) >= STATUSES_PER_CONTEXT:
+                raise ForgeError(
+                    f"cannot post {context!r} on commit {sha[:12]} of {mirror.url}: it has {len(posts)} statuses of "
+                    f"that context already, and GitHub refuses more than {STATUSES_PER_CONTEXT} per commit and "
+                    "context (\"This SHA and context has reached the maximum number of statuses.\")",
+                    ForgeRequest("set_status", mirror.url, 422))
             waiting[:] = [r["number"] for r in _records(snap) if r["state"] == "open" and r.get("auto_merge")]
             post = {"context": context, "state": state, "description": description, "target_url": target_url,
                     "created_at": self._now()}

@@ -152,6 +152,13 @@ class Ruleset:
 # ``git fetch origin pull/ID/head:BRANCH_NAME``; https://docs.github.com/en/pull-requests/how-tos/
 # review-pull-requests/checking-out-pull-requests-locally). The stand-in keeps them too: the API side writes them
 # (create, refresh) and a post-receive hook moves them on a ``git push`` (which reaches the bare repo directly).
+# "Create a commit status": "Note: there is a limit of 1000 statuses per sha and context within a repository.
+# Attempts to create more than 1000 statuses will result in a validation error." (REST docs,
+# https://docs.github.com/en/rest/commits/statuses#create-a-commit-status); the message is quoted from a public run
+# log (labelflow/labelflow actions run 5054760537: 'Validation Failed: {"resource":"Status","code":"custom",
+# "message":"This SHA and context has reached the maximum number of statuses."}').
+STATUSES_PER_CONTEXT = 1000
+
 OPEN_PULLS_FILE = "ghstub-open-pulls"
 PULL_REF_HOOK = f"""#!/bin/sh
 # ghstub: move refs/pull/<N>/head of open pull requests with their head branch, as GitHub does
@@ -544,6 +551,11 @@ class Repo:
             if state not in STATUS_STATES:
                 raise validation_failed({"resource": "Status", "field": "state", "code": "custom"})
             full = self.commit_sha(sha)
+            key = context.lower()
+            if sum(1 for s in self.statuses if s.sha == full and s.context.lower() == key) >= STATUSES_PER_CONTEXT:
+                raise validation_failed({"resource": "Status", "code": "custom",
+                                         "message": "This SHA and context has reached the maximum number of "
+                                                    "statuses."})
             now = self.store.now()
             status = CommitStatus(
                 self.store.next_id(),
