@@ -304,3 +304,63 @@ def test_a_workload_or_workspace_label_fleetflow_replaces_warns(tmp_path: Path) 
         "the target with workspace: team-a, or give it another key (set the Workload's spec.workspace to change the "
         "workspace))",
     ], result.stderr
+
+
+EXCLUDING_POLICY = """
+    apiVersion: fleetflow.dev/v1alpha1
+    kind: SchedulingPolicy
+    metadata:
+      name: not-on-edge
+    spec:
+      deploymentTargetSelector:
+        labelSelector:
+          matchLabels:
+            purpose: test
+      clusterTypeSelector:
+        labelSelector:
+          matchExpressions:
+            - key: kind
+              operator: NotIn
+              values: [edge]
+"""
+
+
+def test_a_misspelt_exclusion_that_excludes_nothing_warns(tmp_path: Path) -> None:
+    """``NotIn`` and ``DoesNotExist`` hold when the label is absent (k8s.io/apimachinery pkg/labels/selector.go,
+    ``Requirement.Matches``: ``case selection.NotIn, selection.NotEquals: if !ls.Has(r.key) { return true }``;
+    ``case selection.DoesNotExist: return !ls.Has(r.key)``), so a misspelt key (``kidn``), or values that are
+    each a carried value in other letters (``Edge``), exclude nothing: the policy schedules onto the edge cluster
+    type it was written to keep out. Until 2026-11-29 that was exit 0 without a word (the label-by-label check
+    looked at In and Exists only); now a warning at the key or value, with the label meant. A requirement whose key
+    or values are near nothing carried (a label meant for later) stays unsaid."""
+    main_dir, env_dir = make_plane(tmp_path / "ok", env={"policies.yaml": EXCLUDING_POLICY})
+    plane = load_control_plane(main_dir, env_dir)
+    assert list(schedule(plane, "dev", Problems()).by_type) == ["cloud-eu"]  # the exclusion as written works
+    result = run_cli("validate", "--main", main_dir, "--env", env_dir, "--environment", "dev")
+    assert result.exit_code == 0 and "warning" not in result.stderr, result.stderr
+
+    for case, policy, where, said in (
+        ("key", EXCLUDING_POLICY.replace("key: kind", "key: kidn"), "13:16",
+         "with kidn notin (edge): none carries label key 'kidn', so it holds for every one (hint: did you mean "
+         "label key 'kind'? label keys on cluster types: kind, region)"),
+        ("value", EXCLUDING_POLICY.replace("[edge]", "[Edge]"), "15:20",
+         "with kind notin (Edge): none carries kind: 'Edge', so it holds for every one (hint: did you mean kind: "
+         "'edge'? values of kind on cluster types: cloud, edge)"),
+        ("absent", EXCLUDING_POLICY.replace("key: kind", "key: kinds").replace(
+            "operator: NotIn\n              values: [edge]", "operator: DoesNotExist"), "13:16",
+         "with !kinds: none carries label key 'kinds', so it holds for every one (hint: did you mean label key "
+         "'kind'? label keys on cluster types: kind, region)"),
+    ):
+        main_dir, env_dir = make_plane(tmp_path / case, env={"policies.yaml": policy})
+        plane = load_control_plane(main_dir, env_dir)
+        assert list(schedule(plane, "dev", Problems()).by_type) == ["cloud-eu", "edge-line1"], case
+        result = run_cli("validate", "--main", main_dir, "--env", env_dir, "--environment", "dev")
+        assert result.exit_code == 0, result.output
+        assert (f"warning: {env_dir}/policies.yaml:{where}: SchedulingPolicy not-on-edge excludes none of the "
+                f"cluster types {said}\n") in result.stderr, (case, result.stderr)
+        assert result.stderr.count("warning: ") == 1, (case, result.stderr)
+
+    idle = EXCLUDING_POLICY.replace("key: kind", "key: accelerator")  # near no carried key: a label for later
+    main_dir, env_dir = make_plane(tmp_path / "idle", env={"policies.yaml": idle})
+    result = run_cli("validate", "--main", main_dir, "--env", env_dir, "--environment", "dev")
+    assert result.exit_code == 0 and "warning" not in result.stderr, result.stderr

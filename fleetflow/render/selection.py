@@ -7,9 +7,10 @@ of the environment carries it, with the closest existing label (``difflib``) as 
 labels one by one, so they cost in proportion to the labels, not to the fleet; a policy whose labels are each
 carried but that selects nothing as a whole is said from the schedule's own record of it.
 
-Two more placement mistakes that change a schedule or a gate without failing a render are warned of here: a
-scheduled cluster type that no ``Cluster`` of the inventory runs (the gate does not wait for it), and a
-``workload`` or ``workspace`` label that fleetflow replaces on a deployment target.
+Three more placement mistakes that change a schedule or a gate without failing a render are warned of here: a
+``NotIn`` or ``DoesNotExist`` requirement that excludes nothing (a misspelt key or value: it holds for every label
+set), a scheduled cluster type that no ``Cluster`` of the inventory runs (the gate does not wait for it), and
+a ``workload`` or ``workspace`` label that fleetflow replaces on a deployment target.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from collections.abc import Callable, Iterable, Mapping
 
 from fleetflow.errors import Location, Problem, closest
 from fleetflow.model.controlplane import PLATFORM_CONFIG_LABEL, ControlPlane, Resource
-from fleetflow.model.resources import LabelSelector, SchedulingPolicySpec
+from fleetflow.model.resources import LabelSelector, LabelSelectorRequirement, SchedulingPolicySpec
 from fleetflow.model.selectors import describe
 from fleetflow.render.composition import CLUSTER_TYPE, DEPLOYMENT_TARGET, ENVIRONMENT, WORKLOAD
 from fleetflow.render.scheduling import Schedule
@@ -49,19 +50,65 @@ def _missing(key: str, value: str | None, index: LabelIndex, what: str) -> tuple
     return None
 
 
+Locate = Callable[..., Location]  # a path below the selector (none: the selector itself) -> where it is written
+
+
+def _meant(word: str, candidates: Iterable[str]) -> str | None:
+    """The candidate ``word`` names in other letters (``VM`` for ``vm``), else the one it is most likely a typo of."""
+    names = sorted(candidates)
+    return next((n for n in names if n.lower() == word.lower()), None) or closest(word, names, cutoff=0.5)
+
+
+def _excludes_nothing(subject: str, req: LabelSelectorRequirement, index: LabelIndex, what: str,
+                      locate: Locate) -> list[Problem]:
+    """A ``NotIn`` or ``DoesNotExist`` requirement that leaves out nothing because its key, or each of its values,
+    is one no cluster type or target carries, while one they carry is that word in other letters or a near
+    spelling (``runtme`` for ``runtime``, ``VM`` for ``vm``). Such a requirement holds for every label set
+    (apimachinery pkg/labels/selector.go, ``Requirement.Matches``: NotIn and DoesNotExist are true when the key is
+    absent), so the policy selects more than it says: until 2026-11-29 ``runtme NotIn [vm]`` scheduled the VM
+    targets it was written to keep out onto every Kubernetes cluster type, without a word. A key or value with
+    no near one carried (a label meant for later) is not said: the requirement is then only idle."""
+    written = f"{req.key} notin ({','.join(req.values)})" if req.operator == "NotIn" else f"!{req.key}"
+    if req.key not in index:
+        close = _meant(req.key, index)
+        if close is None:
+            return []
+        return [Problem(
+            f"{subject} excludes none of the {what} with {written}: none carries label key {req.key!r}, so it "
+            "holds for every one",
+            locate("key"),
+            f"did you mean label key {close!r}? label keys on {what}: {', '.join(sorted(index))}",
+        )]
+    if req.operator != "NotIn" or set(req.values) & index[req.key]:
+        return []
+    found: list[Problem] = []
+    for j, value in enumerate(req.values):
+        close = _meant(value, index[req.key])
+        if close is not None:
+            found.append(Problem(
+                f"{subject} excludes none of the {what} with {written}: none carries {req.key}: {value!r}, so it "
+                "holds for every one",
+                locate("values", j),
+                f"did you mean {req.key}: {close!r}? values of {req.key} on {what}: "
+                + ", ".join(sorted(index[req.key])),
+            ))
+    return found
+
+
 def _selector_warnings(
-    subject: str, selector: LabelSelector, index: LabelIndex, what: str, locate: Callable[[str | None], Location],
+    subject: str, selector: LabelSelector, index: LabelIndex, what: str, locate: Locate,
 ) -> list[Problem]:
-    """``locate(key)``: where the selector's ``matchLabels`` entry ``key`` is (None: the selector itself), asked
-    only for a warning: working out a file's positions costs a parse, and most selectors select something."""
+    """``locate(*path)``: where the part of the selector at ``path`` is (``"matchLabels", key``; none: the selector
+    itself), asked only for a warning: working out a file's positions costs a parse, and most selectors select
+    something."""
     found: list[Problem] = []
     for key, value in sorted(selector.match_labels.items()):
         miss = _missing(key, value, index, what)
         if miss is not None:
-            found.append(Problem(f"{subject} selects no {what}: {miss[0]}", locate(key), miss[1]))
+            found.append(Problem(f"{subject} selects no {what}: {miss[0]}", locate("matchLabels", key), miss[1]))
     for req in selector.match_expressions:
         if req.operator not in ("In", "Exists"):
-            continue  # NotIn / DoesNotExist hold when the key is absent
+            continue  # NotIn / DoesNotExist hold when the key is absent (_excludes_nothing looks at them)
         miss = _missing(req.key, None, index, what)
         if miss is None and req.operator == "In" and not set(req.values) & index[req.key]:
             close = closest(req.values[0], index[req.key], cutoff=0.5) if req.values else None
@@ -71,13 +118,13 @@ def _selector_warnings(
                 + f"values of {req.key} on {what}: {', '.join(sorted(index[req.key]))}",
             )
         if miss is not None:
-            found.append(Problem(f"{subject} selects no {what}: {miss[0]}", locate(None), miss[1]))
+            found.append(Problem(f"{subject} selects no {what}: {miss[0]}", locate(), miss[1]))
     return found
 
 
-def _locator(policy: Resource[SchedulingPolicySpec], base: tuple[str, ...]) -> Callable[[str | None], Location]:
-    def locate(key: str | None) -> Location:
-        return policy.where(*base) if key is None else policy.where(*base, "matchLabels", key)
+def _locator(policy: Resource[SchedulingPolicySpec], base: tuple[str | int, ...]) -> Locate:
+    def locate(*path: str | int) -> Location:
+        return policy.where(*base, *path)
 
     return locate
 
@@ -207,6 +254,11 @@ def selection_warnings(plane: ControlPlane, environment: str, sched: Schedule) -
         if len(warnings) == said and empty_side is not None:
             by_side = {f: (s, i, w) for f, s, i, w in sides}
             warnings.extend(_together_warning(name, policy, empty_side, by_side))
+        for field, selector, index, what in sides:
+            for i, req in enumerate(selector.match_expressions):
+                if index and req.operator in ("NotIn", "DoesNotExist"):
+                    locate = _locator(policy, ("spec", field, "labelSelector", "matchExpressions", i))
+                    warnings.extend(_excludes_nothing(f"SchedulingPolicy {name}", req, index, what, locate))
     warnings.extend(inventory_warnings(plane, environment, sched))
     warnings.extend(replaced_label_warnings(plane, environment))
     if not target_index or not type_index:
