@@ -364,3 +364,22 @@ def test_a_misspelt_exclusion_that_excludes_nothing_warns(tmp_path: Path) -> Non
     main_dir, env_dir = make_plane(tmp_path / "idle", env={"policies.yaml": idle})
     result = run_cli("validate", "--main", main_dir, "--env", env_dir, "--environment", "dev")
     assert result.exit_code == 0 and "warning" not in result.stderr, result.stderr
+
+
+def test_match_labels_written_right_under_a_selector_says_it_goes_under_label_selector(tmp_path: Path) -> None:
+    """A SchedulingPolicy's selectors each hold a ``labelSelector`` (Kalypso's CRD, kalypso-scheduler
+    config/crd/bases/scheduler.kalypso.io_schedulingpolicies.yaml: ``required: [labelSelector]`` in each);
+    ``matchLabels`` written right under ``clusterTypeSelector``, as a Deployment's ``selector`` takes it, is one
+    error that says where it goes. Until 2026-11-29 it was two: "labelSelector: required field is missing" and
+    "matchLabels: unknown field (hint: check the spelling ...)", which sent one looking for a typo."""
+    policy = EXCLUDING_POLICY.replace("        labelSelector:\n          matchExpressions:",
+                                      "        matchExpressions:")
+    assert "clusterTypeSelector:\n        matchExpressions:" in policy
+    main_dir, env_dir = make_plane(tmp_path, env={"policies.yaml": policy})
+    result = run_cli("validate", "--main", main_dir, "--env", env_dir, "--environment", "dev")
+    assert result.exit_code == 1, result.output
+    assert (f"error: {env_dir}/policies.yaml:10:3: SchedulingPolicy not-on-edge: spec.clusterTypeSelector: "
+            "matchExpressions is written right under clusterTypeSelector, not under its labelSelector: write "
+            "clusterTypeSelector: {labelSelector: {matchLabels: {<label>: <value>}}} (a SchedulingPolicy's selectors "
+            "each hold a labelSelector, as in Kalypso)\n") in result.stderr, result.stderr
+    assert result.stderr.count("error: ") == 1, result.stderr

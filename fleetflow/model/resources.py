@@ -194,17 +194,38 @@ def _written(value: object) -> object:
     return value
 
 
+def _selector_level(field: str, example: str) -> Any:
+    """A validator of the mapping under ``field`` that refuses ``matchLabels`` or ``matchExpressions`` written right
+    under it (as a Deployment's ``selector`` takes them) instead of under its ``labelSelector``, in one error that
+    says where they go. Until 2026-11-29 that was two errors, "labelSelector: required field is missing" and
+    "matchLabels: unknown field (hint: check the spelling ...)", the second sending one to look for a typo."""
+
+    def check(value: object) -> object:
+        if isinstance(value, dict) and "labelSelector" not in value:
+            misplaced = [k for k in ("matchLabels", "matchExpressions") if k in value]
+            if misplaced:
+                raise ValueError(
+                    f"{' and '.join(misplaced)} {'is' if len(misplaced) == 1 else 'are'} written right under "
+                    f"{field}, not under its labelSelector: write {field}: {example} (a SchedulingPolicy's "
+                    "selectors each hold a labelSelector, as in Kalypso)")
+        return value
+
+    return model_validator(mode="before")(check)
+
+
 class DeploymentTargetSelector(Spec):
     workspace: str | None = None
     label_selector: LabelSelector  # required, as in Kalypso: `{}` selects every target, absence is an error
 
     _label_selector_written = field_validator("label_selector", mode="before")(_written)
+    _level = _selector_level("deploymentTargetSelector", "{labelSelector: {matchLabels: {workload: <name>}}}")
 
 
 class ClusterTypeSelector(Spec):
     label_selector: LabelSelector  # required, as in Kalypso
 
     _label_selector_written = field_validator("label_selector", mode="before")(_written)
+    _level = _selector_level("clusterTypeSelector", "{labelSelector: {matchLabels: {<label>: <value>}}}")
 
 
 # --- main ----------------------------------------------------------------------------------------------------
