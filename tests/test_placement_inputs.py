@@ -345,7 +345,7 @@ def test_a_misspelt_exclusion_that_excludes_nothing_warns(tmp_path: Path) -> Non
          "label key 'kind'? label keys on cluster types: kind, region)"),
         ("value", EXCLUDING_POLICY.replace("[edge]", "[Edge]"), "15:20",
          "with kind notin (Edge): none carries kind: 'Edge', so it holds for every one (hint: did you mean kind: "
-         "'edge'? values of kind on cluster types: cloud, edge)"),
+         "'edge'? label values are compared as written; values of kind on cluster types: cloud, edge)"),
         ("absent", EXCLUDING_POLICY.replace("key: kind", "key: kinds").replace(
             "operator: NotIn\n              values: [edge]", "operator: DoesNotExist"), "13:16",
          "with !kinds: none carries label key 'kinds', so it holds for every one (hint: did you mean label key "
@@ -360,8 +360,34 @@ def test_a_misspelt_exclusion_that_excludes_nothing_warns(tmp_path: Path) -> Non
                 f"cluster types {said}\n") in result.stderr, (case, result.stderr)
         assert result.stderr.count("warning: ") == 1, (case, result.stderr)
 
-    idle = EXCLUDING_POLICY.replace("key: kind", "key: accelerator")  # near no carried key: a label for later
-    main_dir, env_dir = make_plane(tmp_path / "idle", env={"policies.yaml": idle})
+    for case, policy in (  # a key near no carried one: a label for later; a value of another environment
+        ("later", EXCLUDING_POLICY.replace("key: kind", "key: accelerator")),
+        ("elsewhere", EXCLUDING_POLICY.replace("[edge]", "[vm]")),
+        ("near", EXCLUDING_POLICY.replace("[edge]", "[edges]")),  # a near spelling may be another env's value
+    ):
+        main_dir, env_dir = make_plane(tmp_path / case, env={"policies.yaml": policy})
+        result = run_cli("validate", "--main", main_dir, "--env", env_dir, "--environment", "dev")
+        assert result.exit_code == 0 and "warning" not in result.stderr, (case, result.stderr)
+
+
+def test_an_in_list_value_in_other_letters_than_the_label_warns(tmp_path: Path) -> None:
+    """Label values are compared as written (apimachinery pkg/labels/selector.go, ``Requirement.hasValue``: ``==``):
+    ``kind In [cloud, Edge]`` selects cloud-eu only, leaving out edge-line1 (``kind: edge``) it names in other
+    letters. Until 2026-11-29 no warning: one of its values is carried, so the policy selected something. A value
+    that is no carried one in other letters (``vm``, another environment's) stays unsaid."""
+    policy = EXCLUDING_POLICY.replace("operator: NotIn\n              values: [edge]",
+                                      "operator: In\n              values: [cloud, Edge]")
+    main_dir, env_dir = make_plane(tmp_path / "case", env={"policies.yaml": policy})
+    plane = load_control_plane(main_dir, env_dir)
+    assert list(schedule(plane, "dev", Problems()).by_type) == ["cloud-eu"]
+    result = run_cli("validate", "--main", main_dir, "--env", env_dir, "--environment", "dev")
+    assert result.exit_code == 0, result.output
+    assert (f"warning: {env_dir}/policies.yaml:15:27: SchedulingPolicy not-on-edge leaves out the cluster types with "
+            "kind: 'edge': its kind in (cloud,Edge) has 'Edge', which none carries (hint: write edge in its values, "
+            "as the cluster types write it (label values are compared as written))\n") in result.stderr, result.stderr
+    assert result.stderr.count("warning: ") == 1, result.stderr
+
+    main_dir, env_dir = make_plane(tmp_path / "other", env={"policies.yaml": policy.replace("Edge", "vm")})
     result = run_cli("validate", "--main", main_dir, "--env", env_dir, "--environment", "dev")
     assert result.exit_code == 0 and "warning" not in result.stderr, result.stderr
 

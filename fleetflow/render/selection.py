@@ -53,24 +53,35 @@ def _missing(key: str, value: str | None, index: LabelIndex, what: str) -> tuple
 Locate = Callable[..., Location]  # a path below the selector (none: the selector itself) -> where it is written
 
 
-def _meant(word: str, candidates: Iterable[str]) -> str | None:
-    """The candidate ``word`` names in other letters (``VM`` for ``vm``), else the one it is most likely a typo of."""
-    names = sorted(candidates)
-    return next((n for n in names if n.lower() == word.lower()), None) or closest(word, names, cutoff=0.5)
+def _folded(word: str) -> str:
+    return word.lower().replace("-", "").replace("_", "").replace(".", "")
+
+
+def _same_word(word: str, candidates: Iterable[str]) -> str | None:
+    """The candidate that is ``word`` in other letters or separators (``vm`` for ``VM``, ``west-europe`` for
+    ``westeurope``): label keys and values are compared as written, so one of these is never the label meant."""
+    folded = _folded(word)
+    return next((c for c in sorted(candidates) if c != word and _folded(c) == folded), None)
+
+
+KEY_TYPO_CUTOFF = 0.75  # difflib's ratio for a misspelt key: runtme/runtime .92, kidn/kind .75, gpu/gpu-count .5
 
 
 def _excludes_nothing(subject: str, req: LabelSelectorRequirement, index: LabelIndex, what: str,
                       locate: Locate) -> list[Problem]:
-    """A ``NotIn`` or ``DoesNotExist`` requirement that leaves out nothing because its key, or each of its values,
-    is one no cluster type or target carries, while one they carry is that word in other letters or a near
-    spelling (``runtme`` for ``runtime``, ``VM`` for ``vm``). Such a requirement holds for every label set
+    """A ``NotIn`` or ``DoesNotExist`` requirement that leaves out nothing because its key is one no cluster type or
+    target carries while a carried one is a near spelling of it (``runtme`` for ``runtime``), or because each of its
+    values is a carried value in other letters (``VM`` for ``vm``). Such a requirement holds for every label set
     (apimachinery pkg/labels/selector.go, ``Requirement.Matches``: NotIn and DoesNotExist are true when the key is
     absent), so the policy selects more than it says: until 2026-11-29 ``runtme NotIn [vm]`` scheduled the VM
-    targets it was written to keep out onto every Kubernetes cluster type, without a word. A key or value with
-    no near one carried (a label meant for later) is not said: the requirement is then only idle."""
+    targets it was written to keep out onto every Kubernetes cluster type, without a word. A key near no carried
+    one (a label meant for later), or a value of another environment (``region NotIn [eastus]`` where only westus
+    is carried), is not said: the requirement is then only idle."""
+    if req.operator == "In":
+        return _in_leaves_out(subject, req, index, what, locate)
     written = f"{req.key} notin ({','.join(req.values)})" if req.operator == "NotIn" else f"!{req.key}"
     if req.key not in index:
-        close = _meant(req.key, index)
+        close = _same_word(req.key, index) or closest(req.key, index, cutoff=KEY_TYPO_CUTOFF)
         if close is None:
             return []
         return [Problem(
@@ -83,14 +94,36 @@ def _excludes_nothing(subject: str, req: LabelSelectorRequirement, index: LabelI
         return []
     found: list[Problem] = []
     for j, value in enumerate(req.values):
-        close = _meant(value, index[req.key])
+        close = _same_word(value, index[req.key])
         if close is not None:
             found.append(Problem(
                 f"{subject} excludes none of the {what} with {written}: none carries {req.key}: {value!r}, so it "
                 "holds for every one",
                 locate("values", j),
-                f"did you mean {req.key}: {close!r}? values of {req.key} on {what}: "
-                + ", ".join(sorted(index[req.key])),
+                f"did you mean {req.key}: {close!r}? label values are compared as written; values of {req.key} on "
+                f"{what}: " + ", ".join(sorted(index[req.key])),
+            ))
+    return found
+
+
+def _in_leaves_out(subject: str, req: LabelSelectorRequirement, index: LabelIndex, what: str,
+                   locate: Locate) -> list[Problem]:
+    """An ``In`` requirement some of whose values are carried (so it selects, and no "selects no" warning is said)
+    while another is a carried value in other letters that the list does not name (``site In [hamburg,
+    Monterrey]`` where the cluster types carry ``site: monterrey``): those it was written for are left out. A value
+    of another environment (``region In [eastus]`` where only westus is carried) is not said."""
+    carried = index.get(req.key, set())
+    if not set(req.values) & carried:
+        return []  # selects nothing by this requirement: the "selects no" warning says it
+    found: list[Problem] = []
+    for j, value in enumerate(req.values):
+        close = None if value in carried else _same_word(value, carried - set(req.values))
+        if close is not None:
+            found.append(Problem(
+                f"{subject} leaves out the {what} with {req.key}: {close!r}: its {req.key} in "
+                f"({','.join(req.values)}) has {value!r}, which none carries",
+                locate("values", j),
+                f"write {close} in its values, as the {what} write it (label values are compared as written)",
             ))
     return found
 
@@ -256,7 +289,7 @@ def selection_warnings(plane: ControlPlane, environment: str, sched: Schedule) -
             warnings.extend(_together_warning(name, policy, empty_side, by_side))
         for field, selector, index, what in sides:
             for i, req in enumerate(selector.match_expressions):
-                if index and req.operator in ("NotIn", "DoesNotExist"):
+                if index and req.operator != "Exists":
                     locate = _locator(policy, ("spec", field, "labelSelector", "matchExpressions", i))
                     warnings.extend(_excludes_nothing(f"SchedulingPolicy {name}", req, index, what, locate))
     warnings.extend(inventory_warnings(plane, environment, sched))
