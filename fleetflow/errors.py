@@ -301,6 +301,7 @@ def validation_problems(
     unknown_hint: str = "check the spelling (keys are camelCase)",
     empty: str = "",
     missing_hints: Mapping[str, str] | None = None,
+    unknown_hints: Mapping[str, str] | None = None,
     written: Callable[..., str | None] | None = None,
 ) -> list[Problem]:
     """One problem per pydantic error, the one way a model's refusal becomes problems: the field path (``path``
@@ -309,7 +310,8 @@ def validation_problems(
     said to be empty, with what to write there, not in pydantic's words ("Input should be a valid string, got
     None", until 2026-11-28); so is a value of the wrong kind (:func:`_wrong_kind`: "spec.repo is a number, not
     text", "Input should be a valid string, got 5" until 2026-11-29). ``missing_hints``: how to write a required
-    field that is missing (or written empty), by its pydantic path (``deploymentTargetSelector.labelSelector``).
+    field that is missing (or written empty), by its pydantic path (``deploymentTargetSelector.labelSelector``);
+    ``unknown_hints``: where a field that is unknown at its place belongs, by its pydantic path (``workspace``).
     ``written(*field path)``: a number or boolean as the file writes it (``1.10``), for a hint that quotes it."""
     problems: list[Problem] = []
     for item in error.errors():
@@ -323,7 +325,8 @@ def validation_problems(
             what = ": required field is missing" if given is not None else " is empty"
             hint = (missing_hints or {}).get(".".join(str(p) for p in item["loc"])) or f"add {field_path}"
         elif kind == "extra_forbidden":
-            what, hint = ": unknown field", unknown_hint
+            what = ": unknown field"
+            hint = (unknown_hints or {}).get(".".join(str(p) for p in item["loc"])) or unknown_hint
         elif given is None and loc and (fill := _fill(kind, ctx, item["msg"], loc[-1])) is not None:
             what, hint = " is empty", fill
         elif kind == ONE_OF:

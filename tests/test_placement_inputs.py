@@ -409,3 +409,23 @@ def test_match_labels_written_right_under_a_selector_says_it_goes_under_label_se
             "clusterTypeSelector: {labelSelector: {matchLabels: {<label>: <value>}}} (a SchedulingPolicy's selectors "
             "each hold a labelSelector, as in Kalypso)\n") in result.stderr, result.stderr
     assert result.stderr.count("error: ") == 1, result.stderr
+
+
+def test_a_workspace_written_beside_the_selectors_says_where_it_goes(tmp_path: Path) -> None:
+    """``workspace`` is a field of a Workload's spec, and of a SchedulingPolicy's deploymentTargetSelector (Kalypso's
+    CRD, kalypso-scheduler config/crd/bases/scheduler.kalypso.io_schedulingpolicies.yaml), not of the policy's spec
+    or its clusterTypeSelector. Until 2026-11-29 either was "unknown field (hint: check the spelling ...)", where
+    nothing is misspelt."""
+    policy = EXCLUDING_POLICY.replace("    spec:\n", "    spec:\n      workspace: team-a\n").replace(
+        "      clusterTypeSelector:\n", "      clusterTypeSelector:\n        workspace: team-a\n")
+    main_dir, env_dir = make_plane(tmp_path, env={"policies.yaml": policy})
+    result = run_cli("validate", "--main", main_dir, "--env", env_dir, "--environment", "dev")
+    assert result.exit_code == 1, result.output
+    assert (f"error: {env_dir}/policies.yaml:6:14: SchedulingPolicy not-on-edge: spec.workspace: unknown field (hint: "
+            "a SchedulingPolicy's workspace goes under deploymentTargetSelector (deploymentTargetSelector: "
+            "{workspace: <name>, labelSelector: ...}): it chooses the targets of that workspace)\n") in result.stderr, (
+        result.stderr)
+    assert (f"error: {env_dir}/policies.yaml:12:16: SchedulingPolicy not-on-edge: spec.clusterTypeSelector.workspace: "
+            "unknown field (hint: a workspace chooses deployment targets: it goes under deploymentTargetSelector "
+            "(deploymentTargetSelector: {workspace: <name>, labelSelector: ...}))\n") in result.stderr, result.stderr
+    assert result.stderr.count("error: ") == 2, result.stderr

@@ -286,7 +286,7 @@ def build_resource(doc: Document, origin: str, problems: Problems) -> Resource[A
         problems.extend(validation_problems(
             exc, doc.where, prefix=f"{kind} {name or '?'}: ", path=spec_path, empty=kind,
             unknown_hint="check the spelling against DESIGN.md §2 (fields are camelCase)",
-            missing_hints=model.missing_hints, written=doc.written,
+            missing_hints=model.missing_hints, unknown_hints=model.unknown_hints, written=doc.written,
         ))
     else:
         _spec_label_problems(kind, spec, doc, problems)

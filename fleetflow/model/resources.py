@@ -141,6 +141,9 @@ class Spec(BaseModel):
     missing_hints: ClassVar[dict[str, str]] = {}
     """How to write a required field that is missing or empty, by its path below ``spec`` (camelCase, dotted);
     a field not listed gets "add <field>"."""
+    unknown_hints: ClassVar[dict[str, str]] = {}
+    """Where a field written at a place it does not belong goes, by its path below ``spec`` (camelCase, dotted); a
+    field not listed gets "check the spelling"."""
 
 
 class Open(Spec):
@@ -454,6 +457,16 @@ class SchedulingPolicySpec(Spec):
         "targets, or labelSelector: {} for every target (of its workspace, when workspace is set)",
         "clusterTypeSelector.labelSelector": "write labelSelector: {matchLabels: {<label>: <value>}} to choose "
         "cluster types, or labelSelector: {} for every cluster type",
+    }
+    # a Workload's spec.workspace, written where a policy's goes (until 2026-11-29: "check the spelling")
+    unknown_hints: ClassVar[dict[str, str]] = {
+        "workspace": "a SchedulingPolicy's workspace goes under deploymentTargetSelector (deploymentTargetSelector: "
+        "{workspace: <name>, labelSelector: ...}): it chooses the targets of that workspace",
+        "labelSelector": "a SchedulingPolicy has a labelSelector under each of its selectors: "
+        "deploymentTargetSelector: {labelSelector: ...} for the targets, clusterTypeSelector: {labelSelector: ...} "
+        "for the cluster types",
+        "clusterTypeSelector.workspace": "a workspace chooses deployment targets: it goes under "
+        "deploymentTargetSelector (deploymentTargetSelector: {workspace: <name>, labelSelector: ...})",
     }
 
 
