@@ -211,12 +211,9 @@ def publish(ctx: Context, environment: str, rendered: Rendered, *, propose_rejec
             outcome.message = f"PR #{open_pr.number} closed: {g_branch} already has everything it proposed"
             if dropped:
                 outcome.message += f" (with {len(dropped)} commit(s) a person pushed to {head}, not merged)"
-                outcome.warnings.append(Problem(
-                    f"PR #{open_pr.number}: {head} had commits fleetflow did not write, closed with the PR (not in "
-                    f"{g_branch}): {_listed(dropped)}", None,
-                    f"fleetflow writes {head} from the control plane and closes its PR when {g_branch} has the "
-                    f"render: make the change on the environment branch {branch} (or in main's templates) so each "
-                    "render keeps it"))
+                outcome.warnings.append(_hand_commits_problem(
+                    open_pr.number, head, f"closed with the PR (not in {g_branch})",
+                    f"closes its PR when {g_branch} has the render", branch, dropped))
         else:
             outcome.message = f"nothing to change: {g_branch} already has main@{short(main_sha)}"
         return outcome
@@ -286,11 +283,9 @@ def publish(ctx: Context, environment: str, rendered: Rendered, *, propose_rejec
             outcome.message = f"PR #{pr.number} updated to main@{short(main_sha)}"
             if dropped:
                 outcome.message += f" (replacing {len(dropped)} commit(s) a person pushed to {head})"
-                outcome.warnings.append(Problem(
-                    f"PR #{pr.number}: {head} had commits fleetflow did not write, replaced by the render of "
-                    f"main@{short(main_sha)} + {branch}@{short(env_sha)}: {_listed(dropped)}", None,
-                    f"fleetflow writes {head} from the control plane and replaces it on every schedule: make the "
-                    f"change on the environment branch {branch} (or in main's templates) so each render keeps it"))
+                outcome.warnings.append(_hand_commits_problem(
+                    pr.number, head, f"replaced by the render of main@{short(main_sha)} + {branch}@{short(env_sha)}",
+                    "replaces it on every schedule", branch, dropped))
     else:
         rejection = rejected_pull(ctx, g_repo, head, g_branch, new_sha)
         outcome.rejected = PullRequestLink.of(rejection)
@@ -336,6 +331,14 @@ def _open_pull(ctx: Context, environment: str, repo: str, head: str, base: str) 
 
 
 REJECTIONS_READ = 10  # the newest closed PRs of a head looked at for a rejection (one request on GitHub)
+
+
+def _hand_commits_problem(number: int, head: str, fate: str, writes: str, branch: str,
+                          dropped: list[CommitInfo]) -> Problem:
+    """The warning naming the commits a person pushed to the PR's ``head`` and what became of them (``fate``)."""
+    return Problem(f"PR #{number}: {head} had commits fleetflow did not write, {fate}: {_listed(dropped)}", None,
+                   f"fleetflow writes {head} from the control plane and {writes}: make the change on the environment "
+                   f"branch {branch} (or in main's templates) so each render keeps it")
 
 
 def rejected_pull(ctx: Context, repo: str, head: str, base: str, commit: str) -> PullRequest | None:
