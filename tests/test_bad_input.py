@@ -389,6 +389,16 @@ CASES: list[tuple[str, dict[str, str], dict[str, str], str, str]] = [
         "unknown environment 'staging'",
         "prod.yaml:6",
     ),
+    (  # pydantic read true as 1: the gate expected one cluster, and validate said ok (until 2026-11-29)
+        "environment-min-clusters-a-boolean",
+        {
+            ".environments/prod.yaml": "apiVersion: fleetflow.dev/v1alpha1\n"
+            "kind: Environment\nmetadata:\n  name: prod\nspec:\n  after: [dev]\n  rollout:\n    minClusters: true\n"
+        },
+        {},
+        "Environment prod: spec.rollout.minClusters is a boolean, not a whole number",
+        "prod.yaml:8:18",
+    ),
     (  # longer than a timedelta holds: an OverflowError traceback until 2026-11-28
         "environment-soak-time-too-long",
         {

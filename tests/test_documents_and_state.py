@@ -208,6 +208,30 @@ def test_a_value_of_no_type_the_field_takes_is_one_problem() -> None:
                     assert len(mine) <= 1, (model.__name__, alias, mine)
 
 
+def test_no_field_that_takes_a_whole_number_reads_a_boolean_as_one() -> None:
+    """pydantic's lax mode reads ``true`` as 1 and ``false`` as 0, so ``minClusters: true`` expected one cluster and
+    passed validate (until 2026-11-29). Every field of every model that takes the number 3 refuses ``true`` and
+    ``false``, as the fields that take text or a mapping refuse them; quoted digits ("3") are still read."""
+    takers = 0
+    for model in _models():
+        for name, info in model.model_fields.items():
+            alias = info.alias or name
+
+            def refusals(given: object) -> list[tuple[Any, ...]]:
+                try:
+                    model.model_validate({alias: given})  # noqa: B023 (called before the loop moves on)
+                except ValidationError as exc:
+                    return [e["loc"] for e in exc.errors() if e["loc"][:1] == (alias,)]  # noqa: B023
+                return []
+
+            if refusals(3):
+                continue
+            takers += 1
+            for given in (True, False):
+                assert refusals(given), (model.__name__, alias, given)
+    assert takers >= 3  # minClusters, soakTime and timeout; the config file's appId
+
+
 @pytest.mark.parametrize(("text", "message", "where", "hint"), [
     ("apiVersion: fleetflow.dev/v1alpha1\nkind: ConfigSchema\nmetadata:\n  name: edge-site\nspec:\n  schema: true\n",
      "ConfigSchema edge-site: spec.schema is a boolean, not a JSON Schema (a mapping, or its JSON or YAML text)",

@@ -10,7 +10,7 @@ import re
 from datetime import timedelta
 from typing import Annotated, Any, ClassVar, Literal, NamedTuple
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 from pydantic.alias_generators import to_camel
 from pydantic_core import PydanticCustomError
 
@@ -234,8 +234,21 @@ class ClusterTypeSelector(Spec):
 # --- main ----------------------------------------------------------------------------------------------------
 
 
+def _not_a_boolean(value: object) -> object:
+    """A boolean refused where a whole number is expected, as the other kinds are ("is a boolean, not a whole
+    number"): pydantic's lax mode reads ``true`` as 1 and ``false`` as 0, so ``minClusters: true`` quietly expected
+    one cluster (until 2026-11-29). Quoted digits (``"5"``) stay a number, as before."""
+    if isinstance(value, bool):
+        raise PydanticCustomError("int_type", "Input should be a valid integer")
+    return value
+
+
+WholeNumber = Annotated[int, BeforeValidator(_not_a_boolean)]
+"""A whole-number field of a spec: every one is written so (tests/test_documents_and_state.py holds that)."""
+
+
 class RolloutPolicy(Spec):
-    min_clusters: int | None = Field(default=None, ge=0)
+    min_clusters: WholeNumber | None = Field(default=None, ge=0)
     context_pattern: str | None = None
     soak_time: timedelta = timedelta(0)
     timeout: timedelta = timedelta(minutes=30)
