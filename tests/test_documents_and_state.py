@@ -356,7 +356,7 @@ def test_a_value_of_the_wrong_kind_in_the_config_file_is_said_in_words(tmp_path:
     ("kind: Environment\nspec:\n  after: ''\n", "spec.after is text, not a list", (6, 10),
      "write its items on the lines below 'after:', each after '- '"),
     ("kind: Environment\nspec:\n  rollout:\n    soakTime: [15m]\n", "spec.rollout.soakTime is a list, not a "
-     "duration (whole seconds, or a text like 90s, 15m, 1h30m)", (7, 5), "write soakTime: 90 or soakTime: 15m"),
+     "duration (whole seconds, or a text like 90s, 15m, 1h30m)", (7, 5), "write soakTime: 90s or soakTime: 15m"),
     ("kind: Environment\nspec:\n  concurrency: Queue\n", "spec.concurrency is 'Queue', not 'supersede' or 'queue'",
      (6, 16), "write concurrency: queue; the values are case-sensitive"),
     ("kind: Template\nspec:\n  type: config\n  manifests: []\n", "spec.manifests is an empty list", (7, 3),

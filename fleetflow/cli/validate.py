@@ -67,7 +67,8 @@ def validate(main_dir: Path | None, env_dir: Path | None, into: str | None, repo
     Errors (exit 1): anything render or the gate would refuse later, an empty tree, an --env tree that
     belongs to another environment. Warnings (exit 0 unless --strict): selectors or ConfigMaps that select
     nothing (with the closest existing label), targets of environments main does not define, an environment
-    that schedules nothing, a rollout gate that passes without a report or counts any context, a Cluster
+    that schedules nothing, a rollout gate that passes without a report or counts any context, a rollout
+    timeout or soakTime under 5 minutes written without a unit (timeout: 30 is 30 seconds), a Cluster
     statusContext in Flux's default form with capitals (Flux posts it lowercased), a template manifest that
     renders nothing for any assignment (an {% if %} never true).
 

@@ -170,6 +170,9 @@ def _check_environments(
             None,
             "environments defined on main: " + ", ".join(sorted(envs)),
         )
+    for name, env in sorted(envs.items()):
+        if environment is None or name == environment:
+            _unitless_durations(name, env, warnings)
     if envs:
         for wl_name, wl in sorted(plane.workloads.items()):
             for i, dt in enumerate(wl.spec.deployment_targets):
@@ -182,6 +185,35 @@ def _check_environments(
                         (f"did you mean {close!r}? " if close else "")
                         + "known environments: " + ", ".join(sorted(envs)),
                     )
+
+
+UNITLESS_WARNED_BELOW = 300  # seconds: a bare number under 5 minutes reads more like minutes than a gate's time
+
+
+def _unitless_durations(name: str, env: Resource[EnvironmentSpec], warnings: Problems) -> None:
+    """A ``timeout`` or ``soakTime`` written without a unit (``timeout: 30``) and short: it is read as seconds (a
+    whole number is seconds), but those who write Flux's and Kubernetes' durations write ``5m`` and may mean
+    minutes; a gate that times out after 30 s fails every real rollout. Valid, so a warning at the value's line.
+    Flux's own ``timeout`` takes no bare number: a Go duration whose pattern needs a unit,
+    ``^([0-9]+(\\.[0-9]+)?(ms|s|m|h))+$`` (fluxcd/kustomize-controller api/v1/kustomization_types.go,
+    ``KustomizationSpec.Timeout``, a metav1.Duration)."""
+    spec = env.doc.body.get("spec")  # as written: the model holds the timedelta it was read as
+    rollout = spec.get("rollout") if isinstance(spec, dict) else None
+    if not isinstance(rollout, dict):
+        return
+    for key in ("timeout", "soakTime"):
+        value = rollout.get(key)
+        if isinstance(value, bool) or not isinstance(value, int | str):
+            continue
+        digits = str(value).strip()
+        if not digits.isdigit() or not 0 < int(digits) < UNITLESS_WARNED_BELOW:
+            continue
+        warnings.add(
+            f"Environment {name}: spec.rollout.{key} {value!r} has no unit and is read as {int(digits)} seconds",
+            env.where("spec", "rollout", key),
+            f"write {int(digits)}s to keep {int(digits)} seconds, or {int(digits)}m; a number without a unit is "
+            "seconds here, where Flux's and Kubernetes' durations always take one",
+        )
 
 
 def check_tree_belongs(

@@ -266,7 +266,7 @@ class RolloutPolicy(Spec):
             key = to_camel(info.field_name or "")
             raise PydanticCustomError(ONE_OF, "must be {expected}", {
                 "expected": "a duration (whole seconds, or a text like 90s, 15m, 1h30m)",
-                "hint": f"write {key}: 90 or {key}: 15m"})
+                "hint": f"write {key}: 90s or {key}: 15m"})
         duration = parse_duration(value)
         # ``timeout: 0`` (or a negative whole number, which the text forms cannot write) failed every rollout at
         # its first check, "timed out after 0s" or "after -1h59m55s", and ``soakTime: -60`` soaked nothing; both
