@@ -699,3 +699,53 @@ def test_a_closed_pr_whose_head_branch_was_deleted_is_not_reopened(fleet: Fleet)
         assert f"PR #{pr.number} proposed" in dev.waiting and "closed without merging" in dev.waiting
         assert fleet.open_pr("dev") is None
     assert [p.number for p in fleet.forge.pulls(fleet.gitops_id, "fleetflow/dev")] == [pr.number]
+
+
+def test_an_environment_inserted_into_the_chain_starts_with_the_commit_that_defines_it(tmp_path: Path) -> None:
+    """``staging`` inserted between dev and qa while qa's PR for X is open: X (whose chain has no staging) finishes
+    its way (qa's PR, then the prods), and staging gets the first commit that defines it once dev rolled that out.
+    Until 2026-11-29 every reconcile tried to promote X to staging and failed, exit 2, with "unknown environment
+    'staging'; environments on main: ..." (main's tip defines it), and a ``promote --environment staging`` of X said
+    the same."""
+    from tests.fleet import env_files, main_files
+    from tests.helpers import build_file_tree
+
+    fleet = make_local_fleet(tmp_path)
+    x = fleet.branch_sha(fleet.cp_url, "main")
+    run(fleet)
+    fleet.approve("dev")
+    report(fleet, "dev")
+    run(fleet)
+    assert fleet.pin("qa") == x and fleet.open_pr("qa") is not None
+    chain = {"dev": [], "staging": ["dev"], "qa": ["staging"], "prod-eu": ["qa"], "prod-us": ["qa"],
+             "dr": ["prod-eu", "prod-us"]}
+    files = main_files()
+    files[".environments/envs.yaml"] = "---\n".join(_environment(n, a) for n, a in chain.items())
+    files["workloads/app.yaml"] += ("    - name: staging\n      environment: staging\n      labels: {purpose: app}\n"
+                                    "      manifests: {repo: https://example.invalid/app, branch: main, path: ./s}\n")
+    tree = tmp_path / "env-staging"
+    git(tmp_path, "init", "-q", str(tree))
+    build_file_tree(tree, env_files("staging", fleet.gitops_id, fleet.cp_id))
+    git(tree, "add", "-A")
+    git(tree, "commit", "-q", "-m", "staging branch")
+    git(tree, "push", "-q", fleet.cp_url, "HEAD:refs/heads/staging")
+    git(tmp_path / "gitops-seed", "push", "-q", fleet.gitops_url, "HEAD:refs/heads/staging")
+    y = fleet.push_main(files, "insert staging between dev and qa")
+
+    outcome = run(fleet)
+    staging = next(e for e in outcome.environments if e.environment == "staging")
+    assert staging.problems == [] and staging.exit_code == 0, staging.problems
+    assert staging.waiting == "nothing promoted here yet" and fleet.pin("staging") == ""
+    assert did(outcome) == {"dev": ["promote"]}
+    with fleet.context() as ctx, pytest.raises(InputError) as refused:
+        promote(ctx, "staging", x)
+    assert str(refused.value.problems()[0]).startswith(
+        f"main@{x[:12]} does not define environment 'staging' (main@{y[:12]} does: it was added or renamed after "
+        "that commit); environments on main@"), refused.value.problems()
+    fleet.approve("qa")  # X finishes its way: qa, then the prods of its chain
+    report(fleet, "qa")
+    assert did(run(fleet)) == {"qa": ["gate"], "prod-eu": ["promote"], "prod-us": ["promote"]}
+    fleet.approve("dev")
+    report(fleet, "dev")
+    assert did(run(fleet)) == {"dev": ["gate"], "staging": ["promote"]}
+    assert fleet.pin("staging") == y and fleet.pin("qa") == x

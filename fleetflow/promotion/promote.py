@@ -19,6 +19,8 @@ from dataclasses import dataclass
 from fleetflow.errors import GateError, InputError, Problem, UsageError
 from fleetflow.forge.base import CommitStatus
 from fleetflow.forge.git import retry_races
+from fleetflow.model.controlplane import Resource
+from fleetflow.model.resources import EnvironmentSpec
 from fleetflow.promotion.context import (
     SCHEDULED,
     Context,
@@ -87,7 +89,7 @@ def resolve_main_commit(ctx: Context, commit: str) -> str:
 def check_guarantee(ctx: Context, environment: str, sha: str, statuses: dict[str, CommitStatus]) -> None:
     """Every upstream environment must have a recorded successful rollout of ``sha``."""
     envs = ctx.environments(sha)
-    env = ctx.environment(envs, environment)
+    env = _defined_at(ctx, envs, environment, sha)
     if not env.spec.after:
         return
     missing = []
@@ -105,12 +107,30 @@ def check_guarantee(ctx: Context, environment: str, sha: str, statuses: dict[str
         )
 
 
+def _defined_at(ctx: Context, envs: dict[str, Resource[EnvironmentSpec]], environment: str,
+                sha: str) -> Resource[EnvironmentSpec]:
+    """``environment`` as main@``sha`` defines it. One that main's tip defines and ``sha`` does not (added, or
+    renamed to this name, in a later commit) is not promoted that commit: until 2026-11-29 the refusal said
+    "unknown environment; environments on main: ..." without it, as if main did not define it."""
+    if environment in envs:
+        return envs[environment]
+    tip = ctx.main_tip()
+    if tip != sha and environment in ctx.current_environments(tip):
+        raise InputError([Problem(
+            f"main@{short(sha)} does not define environment {environment!r} (main@{short(tip)} does: it was added "
+            f"or renamed after that commit); environments on main@{short(sha)}: {', '.join(sorted(envs))}", None,
+            f"promote a commit of {ctx.main_branch} that defines {environment} (e.g. --commit {short(tip)}): the "
+            "new chain applies from the commit that brings it",
+        )])
+    return ctx.environment(envs, environment)
+
+
 def promote(ctx: Context, environment: str, commit: str, *, release: bool = False,
             skip_held: bool = False) -> PromoteOutcome:
     sha = resolve_main_commit(ctx, commit)
     statuses = {s.context: s for s in ctx.forge.statuses(ctx.control_plane, sha)}
     check_guarantee(ctx, environment, sha, statuses)
-    env = ctx.environment(ctx.environments(sha), environment)
+    env = _defined_at(ctx, ctx.environments(sha), environment, sha)
     branch = ctx.env_branch(env)
     render = not env.spec.sharded_schedule
     pin = retry_races(lambda: _pin_once(ctx, environment, branch, sha, release=release, skip_held=skip_held,

@@ -370,8 +370,14 @@ def _promotion_due(run: _Run, name: str, envs: dict[str, Resource[EnvironmentSpe
                 candidates.append(sha)
     candidates.sort(key=lambda sha: ctx.git.commit_time(ctx.cp_url, sha), reverse=True)
     for sha in candidates[:MAX_CANDIDATES]:
-        # the Environment as this commit defines it decides who is upstream (what promote re-checks)
-        upstreams = ctx.environments(sha).get(name, envs[name]).spec.after
+        # the Environment as this commit defines it decides who is upstream (what promote re-checks). A commit
+        # from before the environment was added (or renamed to this name) is not promoted to it: the new chain
+        # applies from the commit that defines it (until 2026-11-29 promote refused it as "unknown environment"
+        # on every run, until the upstream rolled out a commit that defines it)
+        defined = ctx.environments(sha).get(name)
+        if defined is None:
+            continue
+        upstreams = defined.spec.after
         records = run.statuses(sha)
         if all((s := records.get(status_context(u))) is not None and s.state == "success" for u in upstreams):
             return sha
