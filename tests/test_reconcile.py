@@ -749,3 +749,40 @@ def test_an_environment_inserted_into_the_chain_starts_with_the_commit_that_defi
     report(fleet, "dev")
     assert did(run(fleet)) == {"dev": ["gate"], "staging": ["promote"]}
     assert fleet.pin("staging") == y and fleet.pin("qa") == x
+
+
+def test_an_environment_renamed_with_its_pr_open_waits_and_names_the_pr_of_its_old_name(tmp_path: Path) -> None:
+    """qa renamed qa2 on main (``branch: qa`` kept) while qa's PR for X is open: X's workloads name qa, so X is not
+    rendered under the new name; reconcile waits, says why and names the old name's open PR, and qa2 gets the first
+    commit that defines it once dev rolled it out. Until 2026-11-29 every run rendered X as qa2 and failed, exit 2,
+    "unknown environment 'qa2' (hint: environments defined on main: dev, dr, prod-eu, prod-us, qa)"."""
+    from tests.fleet import main_files
+
+    fleet = make_local_fleet(tmp_path)
+    x = fleet.branch_sha(fleet.cp_url, "main")
+    run(fleet)
+    fleet.approve("dev")
+    report(fleet, "dev")
+    run(fleet)
+    old_pr = fleet.open_pr("qa")
+    assert fleet.pin("qa") == x and old_pr is not None
+    chain = {"dev": [], "qa2": ["dev"], "prod-eu": ["qa2"], "prod-us": ["qa2"], "dr": ["prod-eu", "prod-us"]}
+    files = main_files()
+    files[".environments/envs.yaml"] = "---\n".join(
+        _environment(n, a, "  branch: qa\n" if n == "qa2" else "") for n, a in chain.items())
+    files["workloads/app.yaml"] = files["workloads/app.yaml"].replace("environment: qa\n", "environment: qa2\n")
+    y = fleet.push_main(files, "rename qa to qa2")
+
+    outcome = run(fleet)
+    qa2 = next(e for e in outcome.environments if e.environment == "qa2")
+    assert qa2.problems == [] and qa2.exit_code == 0, qa2.problems
+    assert qa2.waiting == (
+        f"pinned to main@{x[:12]}, which does not define qa2 (it names branch qa's environment qa: renamed since); "
+        "not scheduled under the new name: qa2 gets the first commit that defines it once dev rolled it out; "
+        f"PR #{old_pr.number} from fleetflow/qa is still open under the old name: merge it (the gate of qa2 then "
+        "reads its rollout) or close it")
+    assert did(outcome) == {"dev": ["promote"]}
+    fleet.approve("dev")
+    report(fleet, "dev")
+    assert did(run(fleet)) == {"dev": ["gate"], "qa2": ["promote"]}
+    assert fleet.pin("qa") == y  # qa2 pins on branch qa

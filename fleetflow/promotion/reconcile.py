@@ -457,6 +457,9 @@ def _next_step(run: _Run, name: str, envs: dict[str, Resource[EnvironmentSpec]],
     if at is None:
         result.wait("nothing promoted here yet")
         return None
+    if not _carried(view) and name not in at.envs_at_pin:
+        result.wait(_renamed_wait(ctx, name, at, envs))
+        return None
     if not _carried(view):
         return _propose_and_merge(run, name, view, done, result)
     if f.gitops_main == f.pin:
@@ -466,6 +469,26 @@ def _next_step(run: _Run, name: str, envs: dict[str, Resource[EnvironmentSpec]],
             "error": f"main@{short(f.pin)} failed its gate: {f.gate_description}",
         }.get(f.gate, f"the clusters roll out main@{short(f.pin)}: {f.gate_description}".rstrip(": ")))
     return None
+
+
+def _renamed_wait(ctx: Context, name: str, at: Pinned, envs: dict[str, Resource[EnvironmentSpec]]) -> str:
+    """``name`` is pinned to a commit that does not define it (renamed on main, its branch kept, while that commit
+    was on its way): that commit cannot be rendered under the new name (its workloads name the old one). Until
+    2026-11-29 every run tried, and failed with "unknown environment" and the hint that main defines the old name.
+    The PR the old name opened, if still open, is named (one request, only in this state)."""
+    old = sorted(n for n, e in at.envs_at_pin.items() if ctx.env_branch(e) == at.branch)
+    text = f"pinned to main@{short(at.main_sha)}, which does not define {name}"
+    if old:
+        text += f" (it names branch {at.branch}'s environment {old[0]}: renamed since)"
+    upstreams = envs[name].spec.after
+    text += (f"; not scheduled under the new name: {name} gets the first commit that defines it once "
+             f"{', '.join(upstreams)} rolled it out" if upstreams else "")
+    if old:
+        pr = ctx.forge.open_pull(at.gitops_repo, head_branch(old[0]), at.gitops_branch)
+        if pr is not None:
+            text += (f"; PR #{pr.number} from {head_branch(old[0])} is still open under the old name: merge it (the "
+                     f"gate of {name} then reads its rollout) or close it")
+    return text
 
 
 def _propose_and_merge(run: _Run, name: str, view: _View, done: set[StepName],
