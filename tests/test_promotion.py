@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 from datetime import timedelta
 from pathlib import Path
 
@@ -1047,3 +1048,33 @@ def test_schedule_in_a_run_an_event_started_leaves_a_rejected_pr_closed(
     assert outcome["operation"] == operation and outcome["rejected"]["number"] == rejected.number, outcome
     opened = fleet.open_pr("dev")
     assert (opened is None) if operation == "rejected" else (opened is not None and opened.number != rejected.number)
+
+
+def test_the_last_environments_removed_from_the_chain_are_not_promoted_along_an_older_commits_chain(
+        tmp_path: Path) -> None:
+    """The prods and dr removed from main while qa rolls out X (whose chain still has them): qa's check-rollout
+    records its success and says it promotes nothing there; ``promote --environment prod-eu`` of X is refused with
+    the chain's change, nothing written. Until 2026-11-29 the fan-out along X's chain tried prod-eu and the command
+    failed, exit 2, "unknown environment 'prod-eu'; environments on main: dev, qa", on every check of qa."""
+    fleet = make_local_fleet(tmp_path)
+    x = first_commit(fleet)
+    with fleet.context() as ctx:
+        promote_many(ctx, None, x)
+    assert roll_out(fleet, "dev") == "success"  # its fan-out promotes X to qa
+    assert fleet.pin("qa") == x
+    files = {".environments/envs.yaml": "---\n".join(_environment(n, a) for n, a in (("dev", []), ("qa", ["dev"])))}
+    tip = fleet.push_main(files, "the prods and dr leave the chain")
+    fleet.approve("qa")
+    fleet.clock.advance(timedelta(minutes=0.5))
+    fleet.clusters_report("qa")
+    fleet.clock.advance(timedelta(minutes=2))
+    with fleet.context() as ctx:
+        outcome = check_rollout(ctx, "qa")
+    assert outcome.state == "success" and outcome.promoted == []
+    gone = f"is not in the chain any more: main@{tip[:12]} does not define it (main@{x[:12]} does)"
+    assert outcome.skipped == [f"{n}: {n} {gone}; environments on main: dev, qa: not promoted"
+                               for n in ("prod-eu", "prod-us")], outcome.skipped
+    assert fleet.pin("prod-eu") == "" and fleet.open_pr("prod-eu") is None
+    with fleet.context() as ctx, pytest.raises(InputError, match=re.escape(f"prod-eu {gone}")):
+        promote(ctx, "prod-eu", x)
+    assert fleet.pin("prod-eu") == ""

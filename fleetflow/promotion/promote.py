@@ -107,6 +107,25 @@ def check_guarantee(ctx: Context, environment: str, sha: str, statuses: dict[str
         )
 
 
+def _removed_since(ctx: Context, environment: str, sha: str) -> Problem | None:
+    """``environment`` is defined at main@``sha`` but no longer by main's tip (removed from the chain since, or
+    renamed): nothing is promoted there. Until 2026-11-29 check-rollout's fan-out along an older commit's chain
+    tried, and failed (exit 2) with "unknown environment 'prod-eu'; environments on main: ...", an environment the
+    person never named, on every check of the upstream."""
+    tip = ctx.main_tip()
+    if tip == sha or environment not in ctx.environments(sha):
+        return None
+    current = ctx.current_environments(tip)
+    if environment in current:
+        return None
+    return Problem(
+        f"{environment} is not in the chain any more: main@{short(tip)} does not define it (main@{short(sha)} "
+        f"does); environments on main: {', '.join(sorted(current))}", None,
+        f"promote to an environment main defines, or define {environment} on main again; its branch, GitOps "
+        "branch and any open PR from fleetflow/" + environment + " are left as they are (close or delete them by hand)",
+    )
+
+
 def _defined_at(ctx: Context, envs: dict[str, Resource[EnvironmentSpec]], environment: str,
                 sha: str) -> Resource[EnvironmentSpec]:
     """``environment`` as main@``sha`` defines it. One that main's tip defines and ``sha`` does not (added, or
@@ -128,6 +147,13 @@ def _defined_at(ctx: Context, envs: dict[str, Resource[EnvironmentSpec]], enviro
 def promote(ctx: Context, environment: str, commit: str, *, release: bool = False,
             skip_held: bool = False) -> PromoteOutcome:
     sha = resolve_main_commit(ctx, commit)
+    removed = _removed_since(ctx, environment, sha)
+    if removed is not None:
+        if not skip_held:  # by hand
+            raise InputError([removed])
+        # check-rollout's fan-out along the chain of an older commit: said among what it skipped, not an error
+        return PromoteOutcome(environment=environment, commit=sha, pinned=False, held=None, schedule=None,
+                              message=f"{removed.message}: not promoted")
     statuses = {s.context: s for s in ctx.forge.statuses(ctx.control_plane, sha)}
     check_guarantee(ctx, environment, sha, statuses)
     env = _defined_at(ctx, ctx.environments(sha), environment, sha)
