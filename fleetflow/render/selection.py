@@ -77,8 +77,6 @@ def _excludes_nothing(subject: str, req: LabelSelectorRequirement, index: LabelI
     targets it was written to keep out onto every Kubernetes cluster type, without a word. A key near no carried
     one (a label meant for later), or a value of another environment (``region NotIn [eastus]`` where only westus
     is carried), is not said: the requirement is then only idle."""
-    if req.operator == "In":
-        return _in_leaves_out(subject, req, index, what, locate)
     written = f"{req.key} notin ({','.join(req.values)})" if req.operator == "NotIn" else f"!{req.key}"
     if req.key not in index:
         close = _same_word(req.key, index) or closest(req.key, index, cutoff=KEY_TYPO_CUTOFF)
@@ -291,7 +289,8 @@ def selection_warnings(plane: ControlPlane, environment: str, sched: Schedule) -
             for i, req in enumerate(selector.match_expressions):
                 if index and req.operator != "Exists":
                     locate = _locator(policy, ("spec", field, "labelSelector", "matchExpressions", i))
-                    warnings.extend(_excludes_nothing(f"SchedulingPolicy {name}", req, index, what, locate))
+                    check = _in_leaves_out if req.operator == "In" else _excludes_nothing
+                    warnings.extend(check(f"SchedulingPolicy {name}", req, index, what, locate))
     warnings.extend(inventory_warnings(plane, environment, sched))
     warnings.extend(replaced_label_warnings(plane, environment))
     if not target_index or not type_index:
