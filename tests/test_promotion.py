@@ -17,6 +17,7 @@ from fleetflow.forge.git import GitRepos
 from fleetflow.forge.github import GitHubForge
 from fleetflow.forge.local import LocalForge
 from fleetflow.promotion.check_rollout import check_rollout
+from fleetflow.promotion.context import Context
 from fleetflow.promotion.history import read_history
 from fleetflow.promotion.pin import read_pin, write_pin
 from fleetflow.promotion.promote import promote, promote_many
@@ -118,6 +119,34 @@ def test_newer_main_commit_supersedes_open_pr(fleet: Fleet) -> None:
     updated = fleet.open_pr("dev")
     assert updated.number == pr.number and second[:12] in updated.title
     assert fleet.gitops_state("dev", "refs/heads/fleetflow/dev").main_commit == second
+
+
+def test_a_promotion_fetches_main_once(fleet: Fleet, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A promotion reads main's tip once: to check the commit is on main, and to tell an environment removed or
+    added since that commit. Until 2026-11-29 it fetched main two or three times (one more for each environment a
+    push to main promotes), each a request to the control-plane repo (on GitHub, a git fetch over the network)."""
+    sha = first_commit(fleet)
+    fetched: list[str] = []
+
+    def counting(ctx: Context) -> None:
+        fetch = ctx.git.fetch_branch
+
+        def counted(url: str, branch: str) -> str | None:
+            fetched.append(branch)
+            return fetch(url, branch)
+
+        monkeypatch.setattr(ctx.git, "fetch_branch", counted)
+
+    with fleet.context() as ctx:
+        counting(ctx)
+        [outcome] = promote_many(ctx, None, sha)
+    assert outcome.pinned and fetched.count("main") == 1, fetched
+    assert roll_out(fleet, "dev") == "success"  # check-rollout promoted qa
+    fetched.clear()
+    with fleet.context() as ctx:
+        counting(ctx)
+        again = promote(ctx, "qa", sha)  # by hand: nothing new to pin
+    assert not again.pinned and fetched.count("main") == 1, fetched
 
 
 def test_queue_mode_keeps_the_open_pr(fleet: Fleet) -> None:

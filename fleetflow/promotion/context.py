@@ -427,14 +427,15 @@ def gitops_url(ctx: Context, gitops: Resource[GitOpsRepoSpec]) -> str:
 
 
 def pinned(ctx: Context, environment: str, *, required: bool, to_render: bool = False,
-           env_sha: str | None = None) -> Pinned | None:
+           env_sha: str | None = None, tip: str | None = None) -> Pinned | None:
     """Read the environment branch, its pin, main at the pin and where its GitOps output goes (``to_render``: from
     the plane, loaded now; otherwise from the branch's GitOpsRepo alone, the plane loaded when asked for).
     ``env_sha``: the environment branch at this commit of the mirror, not at its head (``promote`` renders the
-    pin commit it made before pushing it).
+    pin commit it made before pushing it). ``tip``: main's tip, when the caller has just fetched it (one fetch).
 
     Without a branch or a pin: None, or (``required``) an InputError saying how to get one."""
-    tip = ctx.main_tip()
+    if tip is None:
+        tip = ctx.main_tip()
     envs = ctx.current_environments(tip)
     env = ctx.environment(envs, environment)
     branch = ctx.env_branch(env)
@@ -480,10 +481,10 @@ def pinned(ctx: Context, environment: str, *, required: bool, to_render: bool = 
     )
 
 
-def pinned_to_render(ctx: Context, environment: str, env_sha: str | None = None) -> Pinned:
+def pinned_to_render(ctx: Context, environment: str, env_sha: str | None = None, tip: str | None = None) -> Pinned:
     """``pinned`` (required) with its plane loaded and checked: a run stopped by bad input says it stopped before
     any step."""
-    at = pinned(ctx, environment, required=True, to_render=True, env_sha=env_sha)
+    at = pinned(ctx, environment, required=True, to_render=True, env_sha=env_sha, tip=tip)
     assert at is not None
     return at
 

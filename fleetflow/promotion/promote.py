@@ -70,7 +70,9 @@ def first_environments(ctx: Context, commit: str) -> list[str]:
     return sorted(name for name, env in envs.items() if not env.spec.after)
 
 
-def resolve_main_commit(ctx: Context, commit: str) -> str:
+def resolve_main_commit(ctx: Context, commit: str) -> tuple[str, str]:
+    """The full sha of ``commit`` and main's tip, fetched once (a promotion reads the tip again to tell an
+    environment removed or added since ``commit``: until 2026-11-29 each of those fetched main again)."""
     if not re.fullmatch(r"[0-9a-fA-F]{4,40}", commit):  # '', HEAD, main, -x: "not on main" (exit 1) until 2026-11-28
         raise UsageError(f"--commit {commit!r} is not a commit sha: give 4 to 40 hex digits of a {ctx.main_branch} "
                          "commit (a branch name or HEAD is not taken: the commit promoted is named exactly)")
@@ -83,13 +85,13 @@ def resolve_main_commit(ctx: Context, commit: str) -> str:
             f"commit {commit} is not on {ctx.main_branch} of {ctx.control_plane}", None,
             f"promote a commit of {ctx.main_branch} (a full or abbreviated sha)",
         )])
-    return sha
+    return sha, main_tip
 
 
-def check_guarantee(ctx: Context, environment: str, sha: str, statuses: dict[str, CommitStatus]) -> None:
+def check_guarantee(ctx: Context, environment: str, sha: str, statuses: dict[str, CommitStatus], tip: str) -> None:
     """Every upstream environment must have a recorded successful rollout of ``sha``."""
     envs = ctx.environments(sha)
-    env = _defined_at(ctx, envs, environment, sha)
+    env = _defined_at(ctx, envs, environment, sha, tip)
     if not env.spec.after:
         return
     missing = []
@@ -107,12 +109,11 @@ def check_guarantee(ctx: Context, environment: str, sha: str, statuses: dict[str
         )
 
 
-def _removed_since(ctx: Context, environment: str, sha: str) -> Problem | None:
+def _removed_since(ctx: Context, environment: str, sha: str, tip: str) -> Problem | None:
     """``environment`` is defined at main@``sha`` but no longer by main's tip (removed from the chain since, or
     renamed): nothing is promoted there. Until 2026-11-29 check-rollout's fan-out along an older commit's chain
     tried, and failed (exit 2) with "unknown environment 'prod-eu'; environments on main: ...", an environment the
     person never named, on every check of the upstream."""
-    tip = ctx.main_tip()
     if tip == sha or environment not in ctx.environments(sha):
         return None
     current = ctx.current_environments(tip)
@@ -127,13 +128,12 @@ def _removed_since(ctx: Context, environment: str, sha: str) -> Problem | None:
 
 
 def _defined_at(ctx: Context, envs: dict[str, Resource[EnvironmentSpec]], environment: str,
-                sha: str) -> Resource[EnvironmentSpec]:
+                sha: str, tip: str) -> Resource[EnvironmentSpec]:
     """``environment`` as main@``sha`` defines it. One that main's tip defines and ``sha`` does not (added, or
     renamed to this name, in a later commit) is not promoted that commit: until 2026-11-29 the refusal said
     "unknown environment; environments on main: ..." without it, as if main did not define it."""
     if environment in envs:
         return envs[environment]
-    tip = ctx.main_tip()
     if tip != sha and environment in ctx.current_environments(tip):
         raise InputError([Problem(
             f"main@{short(sha)} does not define environment {environment!r} (main@{short(tip)} does: it was added "
@@ -146,8 +146,13 @@ def _defined_at(ctx: Context, envs: dict[str, Resource[EnvironmentSpec]], enviro
 
 def promote(ctx: Context, environment: str, commit: str, *, release: bool = False,
             skip_held: bool = False) -> PromoteOutcome:
-    sha = resolve_main_commit(ctx, commit)
-    removed = _removed_since(ctx, environment, sha)
+    sha, tip = resolve_main_commit(ctx, commit)
+    return _promote(ctx, environment, sha, tip, release=release, skip_held=skip_held)
+
+
+def _promote(ctx: Context, environment: str, sha: str, tip: str, *, release: bool,
+             skip_held: bool) -> PromoteOutcome:
+    removed = _removed_since(ctx, environment, sha, tip)
     if removed is not None:
         if not skip_held:  # by hand
             raise InputError([removed])
@@ -155,11 +160,11 @@ def promote(ctx: Context, environment: str, commit: str, *, release: bool = Fals
         return PromoteOutcome(environment=environment, commit=sha, pinned=False, held=None, schedule=None,
                               message=f"{removed.message}: not promoted")
     statuses = {s.context: s for s in ctx.forge.statuses(ctx.control_plane, sha)}
-    check_guarantee(ctx, environment, sha, statuses)
-    env = _defined_at(ctx, ctx.environments(sha), environment, sha)
+    check_guarantee(ctx, environment, sha, statuses, tip)
+    env = _defined_at(ctx, ctx.environments(sha), environment, sha, tip)
     branch = ctx.env_branch(env)
     render = not env.spec.sharded_schedule
-    pin = retry_races(lambda: _pin_once(ctx, environment, branch, sha, release=release, skip_held=skip_held,
+    pin = retry_races(lambda: _pin_once(ctx, environment, branch, sha, tip, release=release, skip_held=skip_held,
                                         render=render), 5)
     if pin.skipped:
         return PromoteOutcome(
@@ -175,7 +180,7 @@ def promote(ctx: Context, environment: str, commit: str, *, release: bool = Fals
                               message=f"main@{short(sha)} pinned in {environment}; {SHARDED_SCHEDULE}")
     # the render of the pin just pushed, if made. What a person closed without merging: a promotion by hand proposes
     # it again; an automatic one (skip_held: a push to main, check-rollout's fan-out, reconcile) leaves it closed
-    outcome = schedule_environment(ctx, environment, pin.rendered, propose_rejected=not skip_held)
+    outcome = schedule_environment(ctx, environment, pin.rendered, propose_rejected=not skip_held, tip=tip)
     verb = "pinned in" if outcome.operation == "rejected" else "promoted to"  # no PR: a person closed it
     message = f"main@{short(sha)} {verb} {environment}: {outcome.message}"
     if pin.held:
@@ -192,7 +197,7 @@ class PinResult:
     rendered: Rendered | None = None  # the render of the pin commit, made before it was pushed (not published)
 
 
-def _pin_once(ctx: Context, environment: str, branch: str, sha: str, *, release: bool, skip_held: bool,
+def _pin_once(ctx: Context, environment: str, branch: str, sha: str, tip: str, *, release: bool, skip_held: bool,
               render: bool) -> PinResult:
     """Read the environment branch, write the pin, push it with a lease (PushRejected when the branch moved).
     ``render``: render the pin commit (the GitOps commit written, nothing pushed) before pushing it; otherwise run
@@ -233,7 +238,7 @@ def _pin_once(ctx: Context, environment: str, branch: str, sha: str, *, release:
         return PinResult(False, hold)
     # the pin commit exists in the mirror only: rendered now, what only the render finds (a template naming a
     # variable no assignment has, a composed config failing its schema) stops the run with nothing pushed
-    rendered = render_commit(ctx, environment, new_sha) if render else None
+    rendered = render_commit(ctx, environment, new_sha, tip) if render else None
     with doctor_names_the_rule(f"pushing the pin to {branch}", "push-rules"):
         ctx.git.push(ctx.cp_url, new_sha, branch, env_sha)
     done = "rolled back" if verb == "roll back" else "pinned"
@@ -245,8 +250,8 @@ def promote_many(ctx: Context, environment: str | None, commit: str, *, release:
     """``--environment`` given: that one. Otherwise every first environment (a push to main)."""
     if environment is not None:
         return [promote(ctx, environment, commit, release=release)]
-    sha = resolve_main_commit(ctx, commit)
+    sha, tip = resolve_main_commit(ctx, commit)
     names = first_environments(ctx, sha)
     if not names:
         raise UsageError("no first environment (every Environment has `after`): pass --environment")
-    return [promote(ctx, name, sha, release=release, skip_held=True) for name in names]
+    return [_promote(ctx, name, sha, tip, release=release, skip_held=True) for name in names]

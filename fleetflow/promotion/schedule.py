@@ -106,13 +106,15 @@ def named_warnings(outcomes: Iterable[ScheduleOutcome | None]) -> list[Problem]:
 
 
 def schedule_environment(ctx: Context, environment: str, rendered: Rendered | None = None, *,
-                         propose_rejected: bool = False) -> ScheduleOutcome:
+                         propose_rejected: bool = False, tip: str | None = None) -> ScheduleOutcome:
     """Bounded retries when a concurrent run pushes the same head branch first. ``rendered``: a render already
     made (promote's, of the pin it just pushed), published on the first try; a retry renders again.
     ``propose_rejected``: open a PR for the commit even when a person closed one that proposed it without merging
-    (a person ran ``schedule`` or ``promote``); otherwise that rejection stands (operation ``rejected``)."""
+    (a person ran ``schedule`` or ``promote``); otherwise that rejection stands (operation ``rejected``).
+    ``tip``: main's tip as the caller fetched it (``promote``: once per promotion)."""
     first = [rendered] if rendered is not None else []
-    return retry_races(lambda: publish(ctx, environment, first.pop() if first else render_commit(ctx, environment),
+    return retry_races(lambda: publish(ctx, environment,
+                                       first.pop() if first else render_commit(ctx, environment, None, tip),
                                        propose_rejected=propose_rejected), 3)
 
 
@@ -138,10 +140,11 @@ def commit_message(ctx: Context, at: Pinned) -> tuple[str, int]:
     return f"fleetflow: {at.name} <- main@{short(at.main_sha)} ({at.branch}@{short(at.env_sha)})", when
 
 
-def render_commit(ctx: Context, environment: str, env_sha: str | None = None) -> Rendered:
+def render_commit(ctx: Context, environment: str, env_sha: str | None = None, tip: str | None = None) -> Rendered:
     """Render the environment at its pin against the GitOps branch and write the commit (nothing pushed).
-    ``env_sha``: the environment branch at this commit (of the mirror, maybe not pushed yet), not at its head."""
-    at = pinned_to_render(ctx, environment, env_sha)
+    ``env_sha``: the environment branch at this commit (of the mirror, maybe not pushed yet), not at its head;
+    ``tip``: main's tip as the caller fetched it."""
+    at = pinned_to_render(ctx, environment, env_sha, tip)
     heads = at.fetch_gitops(ctx.git)
     if env_sha is None:
         refuse_moved_branch(ctx, at)
