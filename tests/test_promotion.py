@@ -1107,3 +1107,36 @@ def test_the_last_environments_removed_from_the_chain_are_not_promoted_along_an_
     with fleet.context() as ctx, pytest.raises(InputError, match=re.escape(f"prod-eu {gone}")):
         promote(ctx, "prod-eu", x)
     assert fleet.pin("prod-eu") == ""
+
+
+def test_reconcile_names_the_open_prs_of_environments_main_no_longer_defines(fleet: Fleet) -> None:
+    """The prods and dr removed from main while prod-eu's and prod-us's PRs are open: a reconcile run over every
+    environment names both PRs (a warning, with how to close them; JSON ``stalePulls``), touches neither, and once
+    one is closed names only the other. A run for one environment does not look. Until 2026-11-29 nothing ever said
+    so: a person could merge a render no gate follows. Open or closed, GitHub keeps ``refs/pull/<N>/head`` for
+    every PR ("Checking out pull requests locally", docs.github.com), which picks the branches worth a request."""
+    x = first_commit(fleet)
+    with fleet.context() as ctx:
+        promote_many(ctx, None, x)
+    assert roll_out(fleet, "dev") == "success" and roll_out(fleet, "qa") == "success"
+    prs = {env: fleet.open_pr(env) for env in ("prod-eu", "prod-us")}
+    assert all(prs.values()), prs
+    files = {".environments/envs.yaml": "---\n".join(_environment(n, a) for n, a in (("dev", []), ("qa", ["dev"])))}
+    tip = fleet.push_main(files, "the prods and dr leave the chain")
+    with fleet.context() as ctx:
+        outcome = reconcile(ctx)
+        assert [(p.environment, p.number) for p in outcome.stale_pulls] == [
+            (env, pr.number) for env, pr in prs.items() if pr is not None]
+        one = reconcile(ctx, "qa")
+    assert one.stale_pulls == []
+    words = [w.message for w in outcome.warnings()]
+    for env, pr in prs.items():
+        assert pr is not None
+        assert (f"{fleet.gitops_id}: PR #{pr.number} ({pr.url}) from fleetflow/{env} into {env} is still open, and "
+                f"main@{tip[:12]} does not define environment {env} any more") in "\n".join(words), words
+        assert fleet.open_pr(env) is not None  # left as it was
+    assert outcome.model_dump(by_alias=True, mode="json")["stalePulls"][0]["number"] == prs["prod-eu"].number
+    fleet.forge.update_pull(fleet.gitops_id, prs["prod-eu"].number, state="closed")
+    with fleet.context() as ctx:
+        again = reconcile(ctx)
+    assert [p.environment for p in again.stale_pulls] == ["prod-us"]

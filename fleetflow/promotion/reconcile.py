@@ -183,12 +183,35 @@ class EnvironmentReconcile(Result):
         return gates[-1] if gates else None
 
 
+class StalePull(Result):
+    """An open PR from ``fleetflow/<environment>`` for an environment main no longer defines (removed or renamed):
+    fleetflow neither updates, gates nor merges it any more."""
+
+    environment: str
+    repo: str
+    number: int
+    url: str = ""
+    base: str = ""
+
+    def problem(self, main_commit: str) -> Problem:
+        where = f" ({self.url})" if self.url else ""
+        return Problem(
+            f"{self.repo}: PR #{self.number}{where} from {head_branch(self.environment)} into {self.base} is still "
+            f"open, and main@{short(main_commit)} does not define environment {self.environment} any more "
+            "(removed or renamed): merging it would deploy a render no gate follows", None,
+            f"close it and delete the branch {head_branch(self.environment)} if {self.environment} is gone for good; "
+            f"or define {self.environment} on main again",
+        )
+
+
 class ReconcileOutcome(Result):
     """``fleetflow reconcile``'s result: per environment, what it found and the steps it took."""
 
     main_commit: str
     environments: list[EnvironmentReconcile]
     hold: HoldOutcome | None = None  # --hold-until: how the run held the concurrency slot afterwards
+    # open PRs of environments main no longer defines, in the GitOps repos this run read (a run over every one)
+    stale_pulls: list[StalePull] = Field(default_factory=list)
 
     @computed_field  # type: ignore[prop-decorator]
     @property
@@ -208,7 +231,8 @@ class ReconcileOutcome(Result):
         scheduled = (s.result.schedule if isinstance(s.result, PromoteOutcome) else s.result
                      for e in self.environments for s in e.did
                      if isinstance(s.result, (PromoteOutcome, ScheduleOutcome)))
-        return [*named_warnings(scheduled), *(w for e in self.environments for w in e.warnings)]
+        return [*named_warnings(scheduled), *(w for e in self.environments for w in e.warnings),
+                *(p.problem(self.main_commit) for p in self.stale_pulls)]
 
     def report_watches(self) -> list[ReportWatch]:
         """The gates this run left waiting for reports, as it read them (what a hold watches)."""
@@ -237,6 +261,7 @@ class _Run:
         self.rechecks = frozenset(rechecks)  # heads whose checks changed (a status event): when-green records re-read
         self._statuses: dict[str, dict[str, CommitStatus]] = {}
         self.found: dict[str, Found] = {}  # each environment as last read in this run
+        self.gitops: dict[str, str] = {}  # the GitOps repos read: git URL -> repository
 
     def statuses(self, sha: str) -> dict[str, CommitStatus]:
         if sha not in self._statuses:
@@ -270,6 +295,7 @@ def _observe(run: _Run, name: str, envs: dict[str, Resource[EnvironmentSpec]]) -
     assert at is not None
     found.pin = at.main_sha
     found.gitops = f"{at.gitops_repo} {at.gitops_branch}"
+    run.gitops.setdefault(at.gitops_url, at.gitops_repo)
     heads = ctx.git.fetch(at.gitops_url, [at.gitops_branch, head_branch(name)])
     tip_state = ctx.render_state(at.gitops_url, heads[at.gitops_branch], at.gitops_path)
     head_state = ctx.render_state(at.gitops_url, heads[head_branch(name)], at.gitops_path)
@@ -655,7 +681,34 @@ def reconcile(ctx: Context, environment: str | None = None, *, verify_merges: bo
         ctx.environment(envs, environment)
     run = _Run(ctx, verify_merges, rechecks)
     results = [reconcile_environment(run, name, main_tip) for name in environments_to_reconcile(envs, environment)]
-    return ReconcileOutcome(main_commit=main_tip, environments=results)
+    stale = _stale_pulls(run, envs) if environment is None else []
+    return ReconcileOutcome(main_commit=main_tip, environments=results, stale_pulls=stale)
+
+
+def _stale_pulls(run: _Run, envs: dict[str, Resource[EnvironmentSpec]]) -> list[StalePull]:
+    """The open PRs from ``fleetflow/<name>`` head branches of the GitOps repos this run read, for names main does
+    not define: an environment removed from the chain, or renamed, leaves its last PR open, and until 2026-11-29
+    no run said so (a person could merge a render no gate follows, or, after a rename, have two PRs into one
+    GitOps branch). One ``ls-remote`` per GitOps repo (head branches and GitHub's ``refs/pull/<N>/head``, which
+    GitHub keeps for every PR: docs "Checking out pull requests locally"); the forge is asked only about a head
+    branch some PR was made from (a forge that keeps no pull refs: about every such branch)."""
+    ctx = run.ctx
+    stale: list[StalePull] = []
+    for url, repo in sorted(run.gitops.items()):
+        try:
+            refs = ctx.git.remote_refs(url, [f"refs/heads/{head_branch('*')}", PULL_HEADS])
+        except FleetflowError as error:
+            ctx.say(f"{repo}: could not list its fleetflow/* branches ({error}); PRs of removed environments unseen")
+            continue
+        pulls = pull_refs(refs)
+        prefix = f"refs/heads/{head_branch('')}"
+        for ref, sha in sorted(refs.items()):
+            name = ref[len(prefix):] if ref.startswith(prefix) else None
+            if not name or name in envs or (pulls and not heads_of(pulls, sha)):
+                continue
+            for pr in ctx.forge.pulls(repo, head_branch(name), "open", limit=5):
+                stale.append(StalePull(environment=name, repo=repo, number=pr.number, url=pr.url, base=pr.base))
+    return stale
 
 
 def reconcile_holding(ctx: Context, first: ReconcileOutcome, again: Callable[[], ReconcileOutcome], until: float,
