@@ -41,10 +41,12 @@ def promote(environment: str | None, commit: str, release: bool, forge: str | No
     \b
     The guarantee: COMMIT is promoted only if every environment the target comes `after` has
     fleetflow/<env> = success on COMMIT in the control-plane repo (re-checked here, whatever triggered it).
-    Promoting an older commit is a rollback: it passes the same check and holds the environment there
-    until `--release`. Re-running with the same arguments changes nothing, but for a PR a person closed
-    without merging: with --environment it is proposed again in a new PR (the output names the closed
-    one); without it (the workflows' promotion of a push) it stays closed: operation rejected.
+    Promoting an older commit with --environment is a rollback: it passes the same check and holds the
+    environment there until `--release`; without --environment an older commit is never a rollback
+    (the environment stays where it is). Re-running with the same arguments changes nothing, but for a
+    PR a person closed without merging: with --environment it is proposed again in a new PR (the output
+    names the closed one); without it (the workflows' promotion of a push) it stays closed: operation
+    rejected.
 
     \b
     Before the pin is pushed, COMMIT with the environment branch is rendered (the GitOps commit made,

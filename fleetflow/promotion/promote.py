@@ -166,6 +166,13 @@ def _promote(ctx: Context, environment: str, sha: str, tip: str, *, release: boo
     render = not env.spec.sharded_schedule
     pin = retry_races(lambda: _pin_once(ctx, environment, branch, sha, tip, release=release, skip_held=skip_held,
                                         render=render), 5)
+    if pin.newer is not None:  # an automatic promotion of an older commit: never a rollback
+        return PromoteOutcome(
+            environment=environment, commit=sha, pinned=False, held=pin.held, schedule=None,
+            message=f"{environment} runs main@{short(pin.newer)}, newer than main@{short(sha)}: not rolled back "
+            "(automatic promotions only move forward); to roll it back: fleetflow promote --environment "
+            f"{environment} --commit {short(sha)}",
+        )
     if pin.skipped:
         return PromoteOutcome(
             environment=environment, commit=sha, pinned=False, held=pin.held, schedule=None,
@@ -194,6 +201,7 @@ class PinResult:
     pinned: bool  # a pin commit was pushed now
     held: str | None
     skipped: bool = False  # held, and this promotion may not move it (skip_held)
+    newer: str | None = None  # the pinned commit, newer than the one an automatic promotion (skip_held) brought
     rendered: Rendered | None = None  # the render of the pin commit, made before it was pushed (not published)
 
 
@@ -216,6 +224,10 @@ def _pin_once(ctx: Context, environment: str, branch: str, sha: str, tip: str, *
     hold = None if release else current.hold
     if current.commit and current.commit != sha:
         older = ctx.git.is_ancestor(ctx.cp_url, sha, current.commit)
+        if older and skip_held and not release:
+            # an automatic promotion (a push's run that came late or was re-run, check-rollout's fan-out after an
+            # upstream's rollback) is never a rollback: until 2026-11-29 it rolled the environment back and held it
+            return PinResult(False, current.hold, newer=current.commit)
         if current.hold and not release and not older:
             if skip_held:
                 return PinResult(False, current.hold, skipped=True)
