@@ -263,19 +263,20 @@ def test_bad_duration() -> None:
 
 
 def test_pin_roundtrip_keeps_comments() -> None:
+    abc, dfe, ghi = (c * 40 for c in "abc")  # full shas: read_pin refuses any other commit
     text = "# pinned by fleetflow\napiVersion: scheduler.kalypso.io/v1alpha1\nkind: BaseRepo\nmetadata:\n" \
-           "  name: main\nspec:\n  repo: r  # the control plane\n  branch: main\n  path: .\n  commit: abc\n"
-    assert read_pin(text).commit == "abc"
-    new = write_pin(text, commit="def", repo="r", hold="rollback from abc")
+           "  name: main\nspec:\n  repo: r  # the control plane\n  branch: main\n  path: .\n  commit: " + abc + "\n"
+    assert read_pin(text).commit == abc
+    new = write_pin(text, commit=dfe, repo="r", hold="rollback from abc")
     assert "# pinned by fleetflow" in new and "# the control plane" in new
-    assert read_pin(new).commit == "def" and read_pin(new).hold == "rollback from abc"
-    released = write_pin(new, commit="ghi", repo="r", hold=None)
+    assert read_pin(new).commit == dfe and read_pin(new).hold == "rollback from abc"
+    released = write_pin(new, commit=ghi, repo="r", hold=None)
     assert read_pin(released).hold is None and "annotations" not in released
-    assert read_pin(write_pin(None, commit="x", repo="r", hold=None)).commit == "x"
+    assert read_pin(write_pin(None, commit=abc, repo="r", hold=None)).commit == abc
     # an annotation of the user's stays through a hold and its release (only the hold's own key comes and goes)
     mine = text.replace("  name: main\n", "  name: main\n  annotations:\n    team.example/owner: platform\n")
-    held = write_pin(mine, commit="def", repo="r", hold="rollback from abc")
-    again = write_pin(held, commit="ghi", repo="r", hold=None)
+    held = write_pin(mine, commit=dfe, repo="r", hold="rollback from abc")
+    again = write_pin(held, commit=ghi, repo="r", hold=None)
     assert "team.example/owner: platform" in held and "team.example/owner: platform" in again
     assert read_pin(held).hold == "rollback from abc" and read_pin(again).hold is None
 

@@ -450,6 +450,9 @@ BROKEN_PINS = {  # how an engineer's edit can leave base-repo.yaml unreadable: w
     "duplicate key": ("kind: BaseRepo\n", 3, "invalid YAML: "),
     "tab": ("spec:\n  commit:\t\"\"\n", 4, "invalid YAML: "),
     "spec not a mapping": ("spec: [commit]\n", 3, "BaseRepo spec must be a mapping"),
+    # a commit fleetflow cannot compare or read statuses on: status stopped (exit 3), schedule rendered it
+    "a short sha": ("spec:\n  commit: 3f2a9c1\n", 4, "BaseRepo spec.commit must be a full commit sha"),
+    "a branch name": ("spec:\n  commit: main\n", 4, "BaseRepo spec.commit must be a full commit sha"),
 }
 
 

@@ -5,14 +5,17 @@ ever move an environment forward. Real git repos, on the local forge and the rea
 from __future__ import annotations
 
 from datetime import timedelta
+from pathlib import Path
 
 import pytest
 
-from fleetflow.errors import GateError
+from fleetflow.errors import GateError, InputError
 from fleetflow.promotion.check_rollout import check_rollout
 from fleetflow.promotion.promote import promote, promote_many
-from tests.fleet import Fleet
-from tests.test_promotion import first_commit, roll_out
+from fleetflow.promotion.schedule import schedule_environment
+from tests.fleet import Fleet, git
+from tests.helpers import run_cli
+from tests.test_promotion import first_commit, make_local_fleet, roll_out
 
 
 def two_commits_everywhere_up_to_qa(fleet: Fleet) -> tuple[str, str]:
@@ -87,3 +90,29 @@ def roll_out_gate(fleet: Fleet, env: str) -> tuple[str, list[str], list[str]]:
         outcome = check_rollout(ctx, env)
     return outcome.state, [p.environment for p in outcome.promoted], outcome.skipped
 
+
+def test_a_pin_shortened_by_hand_is_named_at_its_line_and_status_still_reports(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A person edits ``base-repo.yaml`` and writes the pinned commit short (``commit: 3f2a9c1``, as ``git log
+    --oneline`` shows it). Until 2026-11-29 ``schedule`` took it, while ``fleetflow status`` stopped for the whole
+    fleet with "forge/git error: not a full commit sha" (exit 3: a forge failure, the wrong place to look): the
+    commit-status API takes a full sha ("ref: The SHA..."; fleetflow's forges refuse any other,
+    fleetflow/forge/base.py ``full_sha``). Now every command that acts on dev names the line, and ``status`` shows
+    dev with the reason (exit 0) and every other environment as before."""
+    fleet = make_local_fleet(tmp_path)
+    sha = first_commit(fleet)
+    with fleet.context() as ctx:
+        promote_many(ctx, None, sha)
+    text = git(fleet.root, "--git-dir", fleet.cp_url, "show", "dev:base-repo.yaml")
+    fleet.push_env("dev", {"base-repo.yaml": text.replace(sha, sha[:7])}, "pin: shorter")
+    with fleet.context() as ctx, pytest.raises(InputError) as refused:
+        schedule_environment(ctx, "dev")
+    [problem] = refused.value.problems()
+    assert str(problem.location) == "dev/base-repo.yaml:9:11"
+    assert problem.message == f"BaseRepo spec.commit must be a full commit sha (40 lower-case hex digits), not " \
+                              f"'{sha[:7]}'"
+    assert problem.hint and problem.hint.startswith(f"write the full sha: git rev-parse {sha[:7]}^{{commit}}")
+    monkeypatch.setenv("FLEETFLOW_CACHE_DIR", str(tmp_path / "cli-cache"))
+    shown = run_cli("status", "--forge", "local", "--control-plane", fleet.cp_id)
+    assert shown.exit_code == 0, shown.output
+    assert "warning: dev/base-repo.yaml:9:11: dev: no pin fleetflow can read: BaseRepo spec.commit" in shown.stderr

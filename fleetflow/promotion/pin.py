@@ -9,6 +9,7 @@ read as YAML is an :class:`InputError` naming its line and column (the wording o
 from __future__ import annotations
 
 import io
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,6 +21,7 @@ from fleetflow.model.documents import FLEETFLOW_API, ruamel_documents
 
 PIN_FILE = "base-repo.yaml"
 HOLD_ANNOTATION = "fleetflow.dev/hold"
+_FULL_SHA = re.compile(r"[0-9a-f]{40}")
 
 
 @dataclass(frozen=True)
@@ -86,7 +88,26 @@ def read_pin(text: str | bytes | None, display: str = PIN_FILE) -> Pin:
     assert isinstance(doc, CommentedMap)
     commit = _part(doc, ("spec", "commit"), str, display)
     hold = _part(doc, ("metadata", "annotations", HOLD_ANNOTATION), str, display)
+    if commit and not _FULL_SHA.fullmatch(commit):
+        raise InputError(_not_a_sha(doc["spec"], commit, display))
     return Pin(commit or None, hold, present=True)
+
+
+def _not_a_sha(spec: CommentedMap, commit: str, display: str) -> Problem:
+    """``spec.commit`` is not a full sha (an edit by hand: a short sha, a branch or tag name, upper case). Until
+    2026-11-29 ``schedule`` took a short sha (and said a name "is not on main"), while ``status`` stopped for every
+    environment with "forge/git error: not a full commit sha" (exit 3)."""
+    line, column = spec.lc.value("commit")
+    if _FULL_SHA.fullmatch(commit.lower()):
+        hint = "write it in lower case"
+    elif re.fullmatch("[0-9a-fA-F]+", commit):
+        hint = f"write the full sha: git rev-parse {commit}^{{commit}} prints it"
+    else:  # a branch or tag name would move with it, past the gate
+        hint = (f"a pin names one main commit by its full sha, not a branch or tag: restore it from the branch's "
+                f"history (git log -p {PIN_FILE}), then promote the commit you meant with fleetflow promote")
+    return Problem(f"BaseRepo spec.commit must be a full commit sha (40 lower-case hex digits), not {commit!r}",
+                   Location(display, line + 1, column + 1),
+                   f"{hint} (fleetflow compares the pin with the commits it promotes and reads statuses on it)")
 
 
 def _line_of(value: object) -> tuple[int | None, int | None]:
