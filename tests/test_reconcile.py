@@ -350,6 +350,7 @@ def test_held_environment_stays_and_failure_stops_the_chain(fleet: Fleet) -> Non
     outcome = run(fleet)
     [dev] = [e for e in outcome.environments if e.environment == "dev"]
     assert fleet.pin("dev") == first and "held" in dev.waiting and third[:12] in dev.waiting
+    assert f"to release: fleetflow promote --environment dev --commit {third[:12]} --release" in dev.waiting
 
 
 def test_auto_merge_merges_and_gates_in_one_run(fleet: Fleet) -> None:

@@ -470,7 +470,9 @@ def _next_step(run: _Run, name: str, envs: dict[str, Resource[EnvironmentSpec]],
         target = _promotion_due(run, name, envs, main_tip, f)
         if target is not None:
             if f.held:
-                result.wait(f"held ({f.held}); main@{short(target)} is due but not promoted")
+                # the workflows' run says how to end the hold (until 2026-11-29 only a promotion by hand said it)
+                result.wait(f"held ({f.held}); main@{short(target)} is due but not promoted; to release: fleetflow "
+                            f"promote --environment {name} --commit {short(target)} --release")
             else:
                 result.stopped_in = f"promote main@{short(target)}"
                 outcome = promote(ctx, name, target, skip_held=True)
