@@ -22,8 +22,8 @@ from tests.test_promotion import make_github_fleet, roll_out
 
 
 def scripted_history(fleet: Fleet, monkeypatch: pytest.MonkeyPatch) -> tuple[str, str]:
-    """A through the whole chain; B succeeds in dev and fails in qa; dev is rolled back to A (held). B lands on
-    main at the fleet clock's time."""
+    """A through the whole chain; B succeeds in dev and fails in qa; dev is rolled back to A (held), then qa by
+    hand (an automatic promotion never rolls back). B lands on main at the fleet clock's time."""
     a = fleet.branch_sha(fleet.cp_url, "main")
     with fleet.context() as ctx:
         promote_many(ctx, None, a)
@@ -43,6 +43,8 @@ def scripted_history(fleet: Fleet, monkeypatch: pytest.MonkeyPatch) -> tuple[str
         back = promote(ctx, "dev", a)
     assert back.held and "rollback" in back.held
     assert roll_out(fleet, "dev") == "success"
+    with fleet.context() as ctx:
+        assert promote(ctx, "qa", a).held
     return a, b
 
 
@@ -57,7 +59,7 @@ def test_history_of_promotions_pins_merges_and_gates(fleet: Fleet, monkeypatch: 
         (a, "success", False), (b, "success", False), (a, "success", True)]
     assert dev[2].hold == f"rollback from {b[:12]} to {a[:12]}"
     qa = history.promotions["qa"]
-    # dev's success on A promotes A onwards: older than qa's B, so qa is rolled back to A too (and held)
+    # qa rolled back to A by hand (and held): dev's success on A did not roll it back
     assert [(p.commit, p.outcome, p.rollback) for p in qa] == [
         (a, "success", False), (b, "failure", False), (a, "pending", True)]
     assert "failing: qa-2" in qa[1].description
