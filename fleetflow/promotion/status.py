@@ -5,6 +5,7 @@ from __future__ import annotations
 from pydantic import Field, computed_field
 
 from fleetflow.errors import FleetflowError, InputError, Problem
+from fleetflow.forge.base import PullRequest
 from fleetflow.model.controlplane import Resource
 from fleetflow.model.resources import GitOpsRepoSpec
 from fleetflow.promotion.context import Context, chain_order, gitops_repo_at, head_branch, short, status_context
@@ -124,12 +125,41 @@ def fleet_status(ctx: Context, history: int = 3, *, warn_pins: bool = False) -> 
                 ctx.warn(Problem(f"{name}: {gone}", gitops.location, "push it back at its last commit (the clusters "
                                  "reconcile it), or correct the GitOpsRepo's branch"))
         pr = ctx.forge.open_pull(gitops.spec.repo, head_branch(name), g_branch)
+        if pr is None and entry.gate_state == "pending" and entry.gitops_head is not None:
+            rejected = closed_by_hand(ctx, gitops, name, g_branch, pinned, entry.gitops_head)
+            if rejected is not None:
+                entry.gate_description += (f" (PR #{rejected.number} was closed without merging: nothing rolls "
+                                           "out; promote or push the environment branch to propose it again)")
+                if warn_pins:
+                    ctx.warn(Problem(f"{name}: PR #{rejected.number} proposed main@{short(pinned)} and was closed "
+                                     "without merging: the gate waits for a rollout that will not come", None,
+                                     f"fleetflow promote --environment {name} --commit {short(pinned)} proposes it "
+                                     f"again (so does a push to {branch}); or promote another commit"))
         if pr is not None:
             entry.pull_request = PullRequestLink.of(pr)
             url = ctx.forge.git_url(gitops.spec.repo)
             record = read_record(seen_records(ctx.git.remote_refs(url, record_refs(name)), name), name)
             entry.merge_record = record if record is not None and record.head == pr.head_sha else None
     return result
+
+
+def closed_by_hand(ctx: Context, gitops: Resource[GitOpsRepoSpec], name: str, g_branch: str, pinned: str,
+                   g_head: str) -> PullRequest | None:
+    """The PR that proposed the environment's pin and a person closed without merging, when its GitOps branch does
+    not carry the pin: nothing rolls out until the pin or the environment branch changes (reconcile waits, saying
+    so). Until 2026-11-29 ``status`` showed "pending: scheduled" and no PR, as for a rollout on its way. The newest
+    closed PR of the head into the branch, unmerged, whose head is the head branch's tip (the rule reconcile
+    uses; a head branch deleted since, by a person, is taken as that PR's). One request (the newest closed PRs of
+    the head) and one read of the GitOps tip's state, only for a pending environment with no open PR."""
+    carried = ctx.render_state(ctx.forge.git_url(gitops.spec.repo), g_head, gitops.spec.path)
+    if carried is not None and carried.main_commit == pinned:  # merged (or closed as already there): rolling out
+        return None
+    newest = next((p for p in ctx.forge.pulls(gitops.spec.repo, head_branch(name), "closed", limit=5)
+                   if p.base == g_branch), None)
+    if newest is None or newest.merged:
+        return None
+    head = ctx.git.fetch_branch(ctx.forge.git_url(gitops.spec.repo), head_branch(name))
+    return newest if head is None or head == newest.head_sha else None
 
 
 def missing_branch(ctx: Context, name: str, after: list[str], branch: str, *, warn: bool) -> EnvironmentStatus:

@@ -1,0 +1,66 @@
+"""What ``fleetflow status`` (and the status page, which shows the same lines) says about the fleet after the
+ordinary mistakes and mishaps of the people who run it: a PR closed instead of merged, a GitOps repo that moved,
+environment names that differ only in punctuation."""
+
+from __future__ import annotations
+
+import json
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+
+from fleetflow.promotion.check_rollout import check_rollout
+from fleetflow.promotion.promote import promote_many
+from fleetflow.promotion.status import fleet_status
+from tests.fleet import Fleet
+from tests.helpers import run_cli
+
+
+def roll_out(fleet: Fleet, env: str) -> str:
+    fleet.approve(env)
+    fleet.clock.advance(timedelta(minutes=0.5))
+    fleet.clusters_report(env)
+    fleet.clock.advance(timedelta(minutes=2))
+    with fleet.context() as ctx:
+        return check_rollout(ctx, env).state
+
+
+def test_a_pr_closed_without_merging_is_said_not_shown_as_a_rollout_on_its_way(
+        fleet: Fleet, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """dev rolled out; a person closes qa's PR instead of merging it (a reviewer rejecting the change). Nothing rolls
+    out to qa until the pin or the branch changes (reconcile waits and says "closed without merging"); until
+    2026-11-29 ``status`` showed qa as "pending: scheduled" with no PR, as for a rollout on its way, exit 0 and no
+    word. GitHub lists a head's closed PRs, merged or not, with ``state=closed`` and ``head=owner:branch``, an unmerged
+    one with ``merged_at: null`` (REST "List pull requests", https://docs.github.com/en/rest/pulls/pulls#list-pull-
+    requests). A merged PR (dev's) is not taken for a rejection."""
+    sha = fleet.branch_sha(fleet.cp_url, "main")
+    with fleet.context() as ctx:
+        promote_many(ctx, None, sha)
+    assert roll_out(fleet, "dev") == "success"
+    rejected = fleet.open_pr("qa")
+    assert rejected is not None
+    fleet.forge.update_pull(fleet.gitops_id, rejected.number, state="closed")
+    with fleet.context() as ctx:
+        entries = {e.name: e for e in fleet_status(ctx)}
+    said = (f"scheduled (PR #{rejected.number} was closed without merging: nothing rolls out; promote or push the "
+            "environment branch to propose it again)")
+    assert (entries["qa"].gate_state, entries["qa"].gate_description) == ("pending", said)
+    assert entries["dev"].gate_description == "rolled out: 2/2 clusters"
+    if fleet.forge.name == "local":  # the command line, once
+        monkeypatch.setenv("FLEETFLOW_CACHE_DIR", str(tmp_path / "cli-cache"))
+        shown = run_cli("status", "--forge", "local", "--control-plane", fleet.cp_id, "--format", "json")
+        assert shown.exit_code == 0, shown.output
+        envelope = json.loads(shown.stdout)
+        [qa] = [e for e in envelope["result"]["environments"] if e["environment"] == "qa"]
+        assert qa["gate"]["description"] == said and qa["pullRequest"] is None
+        [warning] = envelope["warnings"]
+        assert warning["message"] == (f"qa: PR #{rejected.number} proposed main@{sha[:12]} and was closed without "
+                                      "merging: the gate waits for a rollout that will not come")
+        assert f"fleetflow promote --environment qa --commit {sha[:12]}" in warning["hint"]
+    with fleet.context() as ctx:  # proposed again by hand: the new PR is what status shows
+        promote_many(ctx, "qa", sha)
+    with fleet.context() as ctx:
+        [qa_now] = [e for e in fleet_status(ctx) if e.name == "qa"]
+    assert qa_now.gate_description == "scheduled" and qa_now.pull_request is not None
+    assert qa_now.pull_request.number != rejected.number
