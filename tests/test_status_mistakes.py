@@ -64,3 +64,44 @@ def test_a_pr_closed_without_merging_is_said_not_shown_as_a_rollout_on_its_way(
         [qa_now] = [e for e in fleet_status(ctx) if e.name == "qa"]
     assert qa_now.gate_description == "scheduled" and qa_now.pull_request is not None
     assert qa_now.pull_request.number != rejected.number
+
+
+def test_a_gitops_repo_fleetflow_cannot_read_is_said_on_its_lines_and_the_rest_still_shows(
+        fleet: Fleet, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """dev rolled out and qa waits for its PR; then the GitOps repo cannot be read: deleted, moved without a
+    redirect, or out of the token's reach (a workflow's ``GITHUB_TOKEN`` "only reaches the repository its workflow
+    runs in", docs/setup.md step 1; git over HTTPS then fails with "remote: Repository not found", as in
+    https://github.com/actions/checkout/issues/1845, closed as "User error"). Until 2026-11-29 ``status``, the status
+    page and ``metrics`` all failed (exit 3) on the first such environment, so the one view that should show what is
+    wrong showed nothing. Now each line of an environment whose GitOps repo does not read says so (its pin and gate
+    still shown), with a warning at its GitOpsRepo; the others show as before, and ``metrics`` counts the promotions
+    without their merge times."""
+    sha = fleet.branch_sha(fleet.cp_url, "main")
+    with fleet.context() as ctx:
+        promote_many(ctx, None, sha)
+    assert roll_out(fleet, "dev") == "success"
+    Path(fleet.gitops_url).rename(fleet.gitops_url + ".moved")
+    with fleet.context() as ctx:
+        entries = {e.name: e for e in fleet_status(ctx, warn_pins=True)}
+    dev, qa = entries["dev"], entries["qa"]
+    assert (dev.gate_state, dev.pinned, dev.last_success) == ("success", sha, sha)
+    assert dev.gate_description.startswith(f"rolled out: 2/2 clusters (cannot read the GitOps repo {fleet.gitops_id}: ")
+    assert qa.gate_state == "pending" and f"cannot read the GitOps repo {fleet.gitops_id}" in qa.gate_description
+    assert entries["prod-eu"].gate_description == "not promoted yet"
+    if fleet.forge.name != "local":
+        return
+    monkeypatch.setenv("FLEETFLOW_CACHE_DIR", str(tmp_path / "cli-cache"))
+    shown = run_cli("status", "--forge", "local", "--control-plane", fleet.cp_id, "--format", "json")
+    assert shown.exit_code == 0, shown.output
+    warnings = json.loads(shown.stdout)["warnings"]
+    assert [(w["message"].split(":")[0], w["location"]["file"]) for w in warnings] == [
+        ("dev", "dev/gitops-repo.yaml"), ("qa", "qa/gitops-repo.yaml")]
+    assert all("GITHUB_TOKEN" in w["hint"] for w in warnings)
+    page = run_cli("status", "--forge", "local", "--control-plane", fleet.cp_id, "--format", "html", "--output",
+                   str(tmp_path / "site"))
+    assert page.exit_code == 0, page.output
+    assert f"cannot read the GitOps repo {fleet.gitops_id}" in (tmp_path / "site" / "index.html").read_text()
+    measured = run_cli("metrics", "--forge", "local", "--control-plane", fleet.cp_id, "--format", "json")
+    assert measured.exit_code == 0, measured.output
+    said = [w["message"] for w in json.loads(measured.stdout)["warnings"]]
+    assert len(said) == 2 and all(m.endswith("when its PRs were merged is not known") for m in said), said

@@ -29,6 +29,7 @@ from fleetflow.model.controlplane import Resource
 from fleetflow.model.resources import EnvironmentSpec
 from fleetflow.promotion.context import SCHEDULED, Context, chain_order, short, status_context
 from fleetflow.promotion.pin import PIN_FILE, Pin, past_pin
+from fleetflow.promotion.status import UNREADABLE_GITOPS_HINT
 
 DEFAULT_LIMIT = 50
 _MAIN_REF = re.compile(r"main@([0-9a-f]{7,40})\b")
@@ -168,7 +169,14 @@ def read_history(ctx: Context, limit: int = DEFAULT_LIMIT, *, warn_missing: bool
         repo, branch = target
         history.gitops[name] = target
         url = ctx.forge.git_url(repo)
-        tip = ctx.git.fetch_branch(url, branch)
+        try:
+            tip = ctx.git.fetch_branch(url, branch)
+        except GitError as exc:  # deleted, moved, out of the token's reach: no merge times (until 2026-11-29: exit 3)
+            why = exc.reason or str(exc).splitlines()[0]
+            if warn_missing:
+                ctx.warn(Problem(f"{name}: cannot read the GitOps repo {repo}: {why}: "
+                                 "when its PRs were merged is not known", None, UNREADABLE_GITOPS_HINT))
+            return []
         return [] if tip is None else ctx.git.commits(url, [tip], limit=limit * 4, first_parent=True)
 
     for name in order:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import Field, computed_field
 
-from fleetflow.errors import FleetflowError, InputError, Problem
+from fleetflow.errors import FleetflowError, GitError, InputError, Problem
 from fleetflow.forge.base import PullRequest
 from fleetflow.model.controlplane import Resource
 from fleetflow.model.resources import GitOpsRepoSpec
@@ -14,6 +14,10 @@ from fleetflow.promotion.pin import PIN_FILE, past_pin
 from fleetflow.promotion.schedule import PullRequestLink
 from fleetflow.report import render_report
 from fleetflow.results import Result
+
+UNREADABLE_GITOPS_HINT = ("check that the repo is at that address and that fleetflow's token may read it (a "
+                          "workflow's GITHUB_TOKEN reaches only its own repository: docs/setup.md, step 1), or "
+                          "correct the GitOpsRepo's repo")
 
 
 class GateRecord(Result):
@@ -117,7 +121,14 @@ def fleet_status(ctx: Context, history: int = 3, *, warn_pins: bool = False) -> 
         g_branch = gitops.spec.branch or name
         entry.gitops = f"{gitops.spec.repo} {g_branch}"
         entry.gitops_repo, entry.gitops_branch = gitops.spec.repo, g_branch
-        entry.gitops_head = ctx.git.fetch_branch(ctx.forge.git_url(gitops.spec.repo), g_branch)
+        try:
+            entry.gitops_head = ctx.git.fetch_branch(ctx.forge.git_url(gitops.spec.repo), g_branch)
+        except GitError as exc:  # deleted, moved, or out of the token's reach: this line says so, the others show
+            unreadable = f"cannot read the GitOps repo {gitops.spec.repo}: {exc.reason or str(exc).splitlines()[0]}"
+            entry.gate_description += f" ({unreadable})"  # (until 2026-11-29 the whole status failed, exit 3)
+            if warn_pins:
+                ctx.warn(Problem(f"{name}: {unreadable}", gitops.location, UNREADABLE_GITOPS_HINT))
+            continue
         if entry.gitops_head is None:  # deleted, or never made: the clusters have nothing to reconcile (until
             gone = f"the GitOps repo {gitops.spec.repo} has no branch {g_branch!r}"  # 2026-11-29 not a word)
             entry.gate_description += f" ({gone})"
