@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import json
 from datetime import timedelta
+from itertools import pairwise
 from pathlib import Path
 
 import pytest
 
 from fleetflow.promotion.check_rollout import check_rollout
 from fleetflow.promotion.promote import promote_many
-from fleetflow.promotion.status import fleet_status
+from fleetflow.promotion.status import EnvironmentStatus, as_markdown, fleet_status
 from tests.fleet import Fleet
 from tests.helpers import run_cli
 
@@ -105,3 +106,24 @@ def test_a_gitops_repo_fleetflow_cannot_read_is_said_on_its_lines_and_the_rest_s
     assert measured.exit_code == 0, measured.output
     said = [w["message"] for w in json.loads(measured.stdout)["warnings"]]
     assert len(said) == 2 and all(m.endswith("when its PRs were merged is not known") for m in said), said
+
+
+def test_environments_whose_names_differ_only_in_punctuation_are_separate_nodes_of_the_chain() -> None:
+    """``prod-eu``, ``prod.eu`` and ``prod_eu`` are three valid Environment names (DNS subdomain characters, as
+    Kubernetes names). In a Mermaid flowchart a node is its id: text set for an id "several times, it is the last
+    text found for the node that will be used", and edges name nodes by id (mermaid-js/mermaid
+    docs/syntax/flowchart.md, "Node with text"; https://mermaid.js.org/syntax/flowchart.html). Until 2026-11-29
+    all three got the id ``env_prod_eu``: the summary's chain showed one box with arrows to itself, coloured by the
+    last one's gate. Names of letters, digits and ``-`` keep their id (``env_prod_eu``), as before."""
+    names = ["prod-eu", "prod.eu", "prod_eu", "prod-2EXeu", "a-5", "a.5"]
+    entries = [EnvironmentStatus(name=n, after=names[i - 1:i], branch=n, pinned=None, held=None,
+                                 gate_state="failure" if n == "prod-eu" else "none")
+               for i, n in enumerate(names)]
+    graph = as_markdown(entries).split("```mermaid\n", 1)[1].split("```", 1)[0]
+    nodes = [line.split("[", 1)[0].strip() for line in graph.splitlines() if '["' in line]
+    assert len(set(nodes)) == len(names), nodes
+    assert nodes[0] == "env_prod_eu"
+    edges = [line.strip() for line in graph.splitlines() if "-->" in line]
+    assert edges == [f"{a} --> {b}" for a, b in pairwise(nodes)]
+    assert f"class {nodes[0]} failure" in graph and f"class {nodes[1]} none" in graph
+    assert all(node.replace("_", "").isalnum() and node.isascii() for node in nodes)

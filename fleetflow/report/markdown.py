@@ -91,5 +91,13 @@ def mermaid_label(value: object) -> Markup:
 
 
 def mermaid_id(value: object) -> Markup:
-    """A Mermaid node id from a name: letters, digits and ``_`` only."""
-    return Markup("env_" + "".join(ch if ch.isalnum() and ch.isascii() else "_" for ch in str(value)))
+    """A Mermaid node id from a name: letters, digits and ``_`` only, one id per name. Lowercase letters and digits
+    stay, ``-`` becomes ``_`` (``prod-eu``: ``env_prod_eu``), any other character ``_<hex code>X`` (``prod.eu``:
+    ``env_prod_2EXeu``), so that no two names share a node. Until 2026-11-29 every such character became ``_``:
+    Environments ``prod-eu``, ``prod.eu`` and ``prod_eu`` (all valid names) were one node of the summary's chain,
+    with arrows to itself and the colour of the last one."""
+    return Markup("env_" + "".join(ch if ch in _ID_KEEPS else "_" if ch == "-" else f"_{ord(ch):X}X"
+                                   for ch in str(value)))
+
+
+_ID_KEEPS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789")
