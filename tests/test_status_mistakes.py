@@ -13,8 +13,9 @@ import pytest
 
 from fleetflow.promotion.check_rollout import check_rollout
 from fleetflow.promotion.promote import promote_many
+from fleetflow.promotion.reconcile import reconcile
 from fleetflow.promotion.status import EnvironmentStatus, as_markdown, fleet_status
-from tests.fleet import Fleet
+from tests.fleet import Fleet, push_file
 from tests.helpers import run_cli
 
 
@@ -127,3 +128,28 @@ def test_environments_whose_names_differ_only_in_punctuation_are_separate_nodes_
     assert edges == [f"{a} --> {b}" for a, b in pairwise(nodes)]
     assert f"class {nodes[0]} failure" in graph and f"class {nodes[1]} none" in graph
     assert all(node.replace("_", "").isalnum() and node.isascii() for node in nodes)
+
+
+def test_a_pin_no_promote_wrote_is_not_shown_as_not_promoted_yet(fleet: Fleet) -> None:
+    """A team moving from Kalypso keeps its ``base-repo.yaml`` (the same file, docs/design.md section 2: "Kalypso
+    compatible"), whose ``commit`` Kalypso or a person wrote; or a person edits the pin by hand. There is no
+    ``fleetflow/dev`` status on that commit (promote posts "scheduled" when it pins); reconcile schedules the pin
+    and opens its PR. Until 2026-11-29 ``status`` said "not promoted yet" next to the pin and that open PR. Now the
+    line says the pin has no status yet and what posts one; once the PR is merged and the clusters report, the
+    gate's own words show."""
+    sha = fleet.branch_sha(fleet.cp_url, "main")
+    push_file(fleet.root, Path(fleet.cp_url), "dev", "base-repo.yaml",
+              lambda text: "\n".join(f"  commit: {sha}" if line.strip().startswith("commit:") else line
+                                     for line in text.splitlines()) + "\n")
+    with fleet.context() as ctx:
+        reconcile(ctx)
+    with fleet.context() as ctx:
+        [dev] = [e for e in fleet_status(ctx) if e.name == "dev"]
+    assert dev.pinned == sha and dev.pull_request is not None and dev.gate_state == "none"
+    assert dev.gate_description == (f"pinned; no fleetflow/dev status on main@{sha[:12]} yet (a pin written by hand "
+                                    "or by Kalypso, not by promote; or promote's post failed): check-rollout posts "
+                                    "it once the PR is merged")
+    assert roll_out(fleet, "dev") == "success"
+    with fleet.context() as ctx:
+        [dev] = [e for e in fleet_status(ctx) if e.name == "dev"]
+    assert (dev.gate_state, dev.gate_description) == ("success", "rolled out: 2/2 clusters")

@@ -96,7 +96,11 @@ def fleet_status(ctx: Context, history: int = 3, *, warn_pins: bool = False) -> 
             continue
         statuses = {s.context: s for s in ctx.forge.statuses(ctx.control_plane, pinned)}
         gate = statuses.get(status_context(name))
-        if gate is not None:
+        if gate is None:  # until 2026-11-29 "not promoted yet", next to the pin and, after reconcile, its open PR
+            entry.gate_description = (f"pinned; no {status_context(name)} status on main@{short(pinned)} yet (a pin "
+                                      "written by hand or by Kalypso, not by promote; or promote's post failed): "
+                                      "check-rollout posts it once the PR is merged")
+        else:
             entry.gate_state, entry.gate_description = gate.state, gate.description
             if gate.state == "success":
                 entry.last_success = pinned
