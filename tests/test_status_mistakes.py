@@ -153,3 +153,32 @@ def test_a_pin_no_promote_wrote_is_not_shown_as_not_promoted_yet(fleet: Fleet) -
     with fleet.context() as ctx:
         [dev] = [e for e in fleet_status(ctx) if e.name == "dev"]
     assert (dev.gate_state, dev.gate_description) == ("success", "rolled out: 2/2 clusters")
+
+
+def test_the_json_keys_of_status_are_the_documented_ones(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A script reads ``fleetflow status --format json`` with ``jq``; docs/status-page.md ("As JSON") lists each
+    environment's keys and the gate states. Until 2026-11-29 nothing said which keys there are (docs/design.md only
+    "``status``: ``environments``"). The keys of a real run (one environment rolled out, one with an open PR, the
+    rest not promoted) are exactly the documented ones, and so are the merge record kinds."""
+    from typing import get_args
+
+    from fleetflow.promotion.merge_records import RecordKind
+    from tests.fleet import local_fleet
+
+    fleet = local_fleet(tmp_path)
+    with fleet.context() as ctx:
+        promote_many(ctx, None, fleet.branch_sha(fleet.cp_url, "main"))
+    assert roll_out(fleet, "dev") == "success"
+    monkeypatch.setenv("FLEETFLOW_CACHE_DIR", str(tmp_path / "cli-cache"))
+    shown = run_cli("status", "--forge", "local", "--control-plane", fleet.cp_id, "--format", "json")
+    assert shown.exit_code == 0, shown.output
+    environments = json.loads(shown.stdout)["result"]["environments"]
+    doc = (Path(__file__).parents[1] / "docs" / "status-page.md").read_text().split("## As JSON", 1)[1]
+    rows = [line for line in doc.split("\n## ", 1)[0].splitlines() if line.startswith("| `")]
+    table = "\n".join(rows)
+    documented = [key.strip("`") for row in rows for key in row.split("|")[1].strip().split(", ")]
+    assert all(list(e) == documented for e in environments), (documented, [list(e) for e in environments])
+    assert {e["gate"]["state"] for e in environments} <= {"success", "failure", "error", "pending", "none"}
+    pr = next(e["pullRequest"] for e in environments if e["pullRequest"])
+    assert f"`{{{', '.join(pr)}}}`" in table
+    assert all(f"`{kind}`" in table for kind in get_args(RecordKind))
