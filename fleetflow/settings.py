@@ -23,9 +23,11 @@ stand-in server the tests run the workflows against).
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Annotated, Literal
+from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError
 from pydantic.alias_generators import to_camel
@@ -39,6 +41,11 @@ DEFAULT_CONFIG = ".fleetflow.yaml"
 ForgeName = Literal["github", "local"]
 DEFAULT_GITHUB_THROTTLE = (0.25, 1.0)  # PyGithub's seconds between requests, between writes
 KNOWN_KEYS = "forge, controlPlane, github (apiUrl, appId, privateKeyFile), cacheDir"
+DEFAULT_API_URL = "https://api.github.com"
+# GitHub's REST API: https://api.github.com; GitHub Enterprise Server's is http(s)://HOSTNAME/api/v3 (GitHub Docs, "REST
+# API endpoints for GitHub Enterprise administration", "Endpoint URLs").
+API_URL_HINT = (f"the API's address: {DEFAULT_API_URL} (the default), or https://HOSTNAME/api/v3 for GitHub "
+                "Enterprise Server")
 
 
 class _ConfigPart(BaseModel):
@@ -73,11 +80,15 @@ class Settings(BaseModel):
     forge: ForgeName = "local"
     control_plane: str = ""
     token: str | None = Field(default=None, repr=False)
-    api_url: str = "https://api.github.com"
+    api_url: str = DEFAULT_API_URL
     app_id: str | None = None
     app_private_key: str | None = Field(default=None, repr=False)
     cache_dir: Path = Path.home() / ".cache" / "fleetflow"
     github_throttle: tuple[float, float] = DEFAULT_GITHUB_THROTTLE
+    # where control_plane and forge came from, for a message about them (--control-plane, $FLEETFLOW_CONTROL_PLANE,
+    # controlPlane at file:line; the reason the forge was chosen)
+    control_plane_from: str = "--control-plane"
+    forge_from: str = "--forge"
 
     def describe(self) -> str:
         return f"forge {self.forge}, control plane {self.control_plane or '(not set)'}"
@@ -160,12 +171,14 @@ def load_settings(
                 where("github", "privateKeyFile"),
                 "point privateKeyFile at the GitHub App's PEM file, or set FLEETFLOW_APP_PRIVATE_KEY",
             )) from None
-    chosen_forge = forge or env.get("FLEETFLOW_FORGE") or file.forge or (
-        "github" if env.get("GITHUB_TOKEN") or env.get("FLEETFLOW_APP_ID") else "local"
-    )
+    token = (env.get("GITHUB_TOKEN") or "").strip() or None  # a secret or a file's line ends with a line break
+    chosen_forge, forge_from = _forge_choice(forge, env, file.forge, where, bool(token))
     if chosen_forge not in ("github", "local"):
         raise UsageError(f"unknown forge {chosen_forge!r}: use github or local")
-    cp = control_plane or env.get("FLEETFLOW_CONTROL_PLANE") or env.get("GITHUB_REPOSITORY") or file.control_plane
+    cp, cp_from = next(((value, source) for value, source in (
+        (control_plane, "--control-plane"), (env.get("FLEETFLOW_CONTROL_PLANE"), "$FLEETFLOW_CONTROL_PLANE"),
+        (env.get("GITHUB_REPOSITORY"), "$GITHUB_REPOSITORY"),
+        (file.control_plane, f"controlPlane (at {where('controlPlane')})")) if value), ("", ""))
     if not cp:
         raise UsageError(
             "no control-plane repo: pass --control-plane, set FLEETFLOW_CONTROL_PLANE (or GITHUB_REPOSITORY), "
@@ -175,11 +188,21 @@ def load_settings(
     xdg = env.get("XDG_CACHE_HOME")
     default_cache = Path(xdg) / "fleetflow" if xdg else Path.home() / ".cache" / "fleetflow"
     app_id = env.get("FLEETFLOW_APP_ID") or (str(github.app_id) if github.app_id not in (None, "") else None)
+    api_url = (env.get("GITHUB_API_URL", "").strip() or github.api_url or DEFAULT_API_URL).strip().rstrip("/")
+    if chosen_forge == "github":  # the local forge talks to no API, and uses no token
+        if token is not None and not (app_id or private_key):  # an App's credentials win: the token is not used
+            _check_token(token)
+        if env.get("GITHUB_API_URL", "").strip():
+            _check_api_url(env["GITHUB_API_URL"], "$GITHUB_API_URL", None)
+        elif github.api_url:
+            _check_api_url(github.api_url, "github.apiUrl", where("github", "apiUrl"))
     return Settings(
         forge=chosen_forge,
         control_plane=cp,
-        token=env.get("GITHUB_TOKEN") or None,
-        api_url=(env.get("GITHUB_API_URL") or github.api_url or "https://api.github.com").rstrip("/"),
+        control_plane_from=cp_from,
+        forge_from=forge_from,
+        token=token,
+        api_url=api_url,
         app_id=app_id,
         app_private_key=private_key or None,
         cache_dir=Path(os.path.expanduser(cache)) if cache else default_cache,
@@ -200,3 +223,72 @@ def _throttle(text: str) -> tuple[float, float]:
         raise UsageError(f"FLEETFLOW_GITHUB_THROTTLE={text!r} is not two numbers of seconds 'REQUESTS,WRITES' "
                          "(for example '0.25,1', the default); unset it to use the default")
     return values[0], values[1]
+
+
+def _forge_choice(flag: str | None, env: Mapping[str, str], written: str | None, where: Callable[..., Location],
+                  token: bool) -> tuple[str, str]:
+    """The forge and why it is the one: ``--forge github``, ``$FLEETFLOW_FORGE=local``, ``forge: local (at
+    file:line)``, or the default the credentials in the environment pick."""
+    if flag:
+        return flag, f"--forge {flag}"
+    if env.get("FLEETFLOW_FORGE"):
+        return env["FLEETFLOW_FORGE"], f"$FLEETFLOW_FORGE={env['FLEETFLOW_FORGE']}"
+    if written:
+        return written, f"forge: {written} (at {where('forge')})"
+    if token or env.get("FLEETFLOW_APP_ID"):
+        return "github", f"${'GITHUB_TOKEN' if token else 'FLEETFLOW_APP_ID'} is set (no --forge)"
+    return "local", "neither GITHUB_TOKEN nor FLEETFLOW_APP_ID is set (no --forge)"
+
+
+# A header value takes visible ASCII and spaces only: requests refuses a line break (and puts the whole value, token
+# included, in its error: requests/_internal_utils.py, utils.check_header_validity); GitHub's tokens are letters,
+# digits and _ (github.blog changelog 2021-03-31, "Authentication token format updates are generally available").
+_TOKEN_CHARACTERS = re.compile(r"[!-~]+")
+_AUTH_SCHEMES = ("bearer ", "token ")
+
+
+def _check_token(token: str) -> None:
+    """``GITHUB_TOKEN`` (stripped) as one word a header can carry; never shown in the message. Until 2026-11-29 a
+    line break inside it was "connection failed (InvalidHeader: ...)" with the token in the message, quotes or a
+    ``Bearer`` before it a 401 "Bad credentials" with a hint about permissions."""
+    if token.lower().startswith(_AUTH_SCHEMES):
+        scheme = token.split()[0]
+        raise UsageError(Problem(
+            f"$GITHUB_TOKEN starts with {scheme!r}, the scheme of an Authorization header", None,
+            f"set GITHUB_TOKEN to the token alone, without {scheme!r}: fleetflow writes the header itself"))
+    if token[0] in "\"'`" or token[-1] in "\"'`":
+        raise UsageError(Problem(
+            "$GITHUB_TOKEN is written in quote marks, which are not part of any token", None,
+            "remove the quotes around the value (docker --env-file, systemd's EnvironmentFile and a Kubernetes "
+            "env value keep them as written)"))
+    if not _TOKEN_CHARACTERS.fullmatch(token):
+        at = next(i for i, c in enumerate(token) if not _TOKEN_CHARACTERS.fullmatch(c))
+        raise UsageError(Problem(
+            f"$GITHUB_TOKEN holds {_character(token[at])} at character {at + 1} of {len(token)}, which no token has",
+            None, "copy the token again (a GitHub token is one word of letters, digits and _) and set it without "
+            "anything around it"))
+
+
+def _character(c: str) -> str:
+    """A character of a secret, named without showing the secret: ``a line break``, ``a space``, ``'…' (U+2026)``."""
+    names = {"\n": "a line break", "\r": "a carriage return", " ": "a space", "\t": "a tab"}
+    return names.get(c) or (f"{c!r} (U+{ord(c):04X})" if c.isprintable() else f"a control character (U+{ord(c):04X})")
+
+
+def _check_api_url(text: str, source: str, location: Location | None) -> None:
+    """``GITHUB_API_URL`` or ``github.apiUrl`` as PyGithub's ``base_url``: http(s) with a host, no trailing ``/``.
+    Until 2026-11-29 a URL without ``https://`` (or with a space) was a traceback in PyGithub, and GitHub's web
+    address (https://github.com) sent every request to the web site instead of the API."""
+    url = text.strip().rstrip("/")
+    parts = urlsplit(url)
+    try:
+        parts.port  # noqa: B018 - a port that is not a number raises
+        port_ok = True
+    except ValueError:
+        port_ok = False
+    if parts.scheme not in ("http", "https") or not parts.hostname or not port_ok or re.search(r"\s", url):
+        raise UsageError(Problem(f"{source} {text.strip()!r} is not an http(s) URL", location,
+                                 f"give {API_URL_HINT}"))
+    if parts.hostname in ("github.com", "www.github.com"):
+        raise UsageError(Problem(f"{source} {url} is GitHub's web address, not its REST API", location,
+                                 f"give {API_URL_HINT}"))

@@ -178,3 +178,92 @@ def test_fleetflow_config_with_a_tilde_is_in_the_home_folder(tmp_path: Path, mon
     (tmp_path / "fleetflow.yaml").write_text("controlPlane: contoso/cp\n")
     settings = load_settings(environ={"FLEETFLOW_CONFIG": "~/fleetflow.yaml"})
     assert settings.control_plane == "contoso/cp"
+
+
+# -- credentials and the API's address (a realistic-mistake hunt, 2026-11-29) ----------------------------------------
+
+GITHUB = {"GITHUB_REPOSITORY": "o/r", "FLEETFLOW_FORGE": "github"}
+
+
+@pytest.mark.parametrize("written", ["ghp_abc123\n", "  ghp_abc123\r\n", "\tghp_abc123 "])
+def test_a_token_with_a_line_break_around_it_is_the_token(written: str) -> None:
+    """``GITHUB_TOKEN`` read from a file or a secret saved with its final line break: requests refuses a header value
+    with a line break ("Invalid leading whitespace, reserved character(s), or return character(s) in header value",
+    requests/_internal_utils.py and utils.check_header_validity) and its message quoted the whole value. Until
+    2026-11-29 every command failed with "connection failed (InvalidHeader: ... 'token ghp_...\\n')": exit 3, the
+    token in the output. No token has whitespace around it (github.blog changelog 2021-03-31, "Authentication token
+    format updates are generally available"), so it is stripped."""
+    settings = load_settings(environ=GITHUB | {"GITHUB_TOKEN": written})
+    assert settings.token == "ghp_abc123"
+    assert load_settings(environ={"GITHUB_REPOSITORY": "o/r", "GITHUB_TOKEN": " \n"}).forge == "local"  # no token
+
+
+@pytest.mark.parametrize(("written", "message", "hint"), [
+    ('"ghp_abc123"', "$GITHUB_TOKEN is written in quote marks, which are not part of any token",
+     "remove the quotes around the value"),
+    ("'ghp_abc123'", "$GITHUB_TOKEN is written in quote marks", "remove the quotes"),
+    ("Bearer ghp_abc123", "$GITHUB_TOKEN starts with 'Bearer', the scheme of an Authorization header",
+     "set GITHUB_TOKEN to the token alone, without 'Bearer': fleetflow writes the header itself"),
+    ("token ghp_abc123", "$GITHUB_TOKEN starts with 'token', the scheme", "without 'token'"),
+    ("ghp_abc\n123", "$GITHUB_TOKEN holds a line break at character 8 of 11, which no token has",
+     "copy the token again"),
+    ("ghp_abc 123", "$GITHUB_TOKEN holds a space at character 8 of 11", "copy the token again"),
+    ("ghp_abc…", "$GITHUB_TOKEN holds '…' (U+2026) at character 8 of 8", "copy the token again"),
+])
+def test_a_token_no_header_can_carry_is_a_usage_error_that_never_shows_it(written: str, message: str,
+                                                                          hint: str) -> None:
+    """Quotes kept by an env file, the ``Bearer``/``token`` scheme pasted with the token, a token cut by a line
+    break or shortened with an ellipsis where it was copied from: GitHub answers 401 "Bad credentials" (or requests
+    refuses the header and quotes it), and the hint spoke of permissions (until 2026-11-29). Now exit 2 before any
+    request, the token's characters never in the message."""
+    with pytest.raises(UsageError) as caught:
+        load_settings(environ=GITHUB | {"GITHUB_TOKEN": written})
+    (problem,) = caught.value.problems()
+    assert problem.message.startswith(message), problem.message
+    assert problem.hint is not None and hint in problem.hint, problem.hint
+    assert "abc" not in str(problem)
+    # an App's credentials are what the github forge uses then: the token is not read, so not judged
+    key = {"FLEETFLOW_APP_ID": "1", "FLEETFLOW_APP_PRIVATE_KEY": "-----BEGIN RSA PRIVATE KEY-----"}
+    assert load_settings(environ=GITHUB | key | {"GITHUB_TOKEN": written}).app_id == "1"
+    assert load_settings(environ=GITHUB | {"FLEETFLOW_FORGE": "local", "GITHUB_TOKEN": written}).forge == "local"
+
+
+@pytest.mark.parametrize(("written", "url"), [
+    ("https://api.github.com/", "https://api.github.com"),
+    (" https://ghe.example.com/api/v3/\n", "https://ghe.example.com/api/v3"),
+    ("http://127.0.0.1:8080", "http://127.0.0.1:8080"),
+])
+def test_the_api_url_loses_its_trailing_slash_and_whitespace(written: str, url: str) -> None:
+    assert load_settings(environ=GITHUB | {"GITHUB_TOKEN": "t", "GITHUB_API_URL": written}).api_url == url
+
+
+@pytest.mark.parametrize(("written", "message"), [
+    # PyGithub's Requester: AttributeError ('NoneType' object has no attribute 'removeprefix') on a URL without a
+    # scheme, AssertionError "Unknown URL scheme" on ftp://, ValueError on a port that is not a number: tracebacks
+    # until 2026-11-29
+    ("ghe.example.com/api/v3", "$GITHUB_API_URL 'ghe.example.com/api/v3' is not an http(s) URL"),
+    ("ftp://ghe.example.com", "$GITHUB_API_URL 'ftp://ghe.example.com' is not an http(s) URL"),
+    ("https://ghe.example.com:44 3/api/v3", "$GITHUB_API_URL 'https://ghe.example.com:44 3/api/v3' is not an"),
+    ("https://ghe.example.com /api/v3", "$GITHUB_API_URL 'https://ghe.example.com /api/v3' is not an http(s) URL"),
+    # GitHub's web address, not its API (GitHub Docs: the REST API is at https://api.github.com, and GitHub
+    # Enterprise Server's at http(s)://HOSTNAME/api/v3, "REST API endpoints for GitHub Enterprise administration")
+    ("https://github.com/", "$GITHUB_API_URL https://github.com is GitHub's web address, not its REST API"),
+    ("https://www.github.com", "$GITHUB_API_URL https://www.github.com is GitHub's web address"),
+])
+def test_an_api_url_that_is_no_api_is_a_usage_error(written: str, message: str) -> None:
+    with pytest.raises(UsageError) as caught:
+        load_settings(environ=GITHUB | {"GITHUB_TOKEN": "t", "GITHUB_API_URL": written})
+    (problem,) = caught.value.problems()
+    assert problem.message == message or problem.message.startswith(message), problem.message
+    assert problem.hint == ("give the API's address: https://api.github.com (the default), or "
+                            "https://HOSTNAME/api/v3 for GitHub Enterprise Server")
+    # the local forge talks to no API: a runner's GITHUB_API_URL is not its business
+    assert load_settings(environ=GITHUB | {"FLEETFLOW_FORGE": "local", "GITHUB_API_URL": written}).forge == "local"
+
+
+def test_an_api_url_in_the_config_file_is_checked_at_its_line(tmp_path: Path) -> None:
+    config = tmp_path / "c.yaml"
+    config.write_text("forge: github\ncontrolPlane: o/r\ngithub:\n  apiUrl: ghe.example.com/api/v3\n")
+    with pytest.raises(UsageError, match=r"c.yaml:4:\d+: github.apiUrl 'ghe.example.com/api/v3' is not an http\(s\) "
+                                         r"URL \(hint: give the API's address"):
+        load_settings(config=config, environ={"GITHUB_TOKEN": "t"})
