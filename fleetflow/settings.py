@@ -227,17 +227,17 @@ def _throttle(text: str) -> tuple[float, float]:
 
 def _forge_choice(flag: str | None, env: Mapping[str, str], written: str | None, where: Callable[..., Location],
                   token: bool) -> tuple[str, str]:
-    """The forge and why it is the one: ``--forge github``, ``$FLEETFLOW_FORGE=local``, ``forge: local (at
-    file:line)``, or the default the credentials in the environment pick."""
+    """The forge and why it is the one, as a clause: ``--forge github was given``, ``$FLEETFLOW_FORGE is local``,
+    ``forge: local is written at file:line``, or the default the credentials in the environment pick."""
     if flag:
-        return flag, f"--forge {flag}"
+        return flag, f"--forge {flag} was given"
     if env.get("FLEETFLOW_FORGE"):
-        return env["FLEETFLOW_FORGE"], f"$FLEETFLOW_FORGE={env['FLEETFLOW_FORGE']}"
+        return env["FLEETFLOW_FORGE"], f"$FLEETFLOW_FORGE is {env['FLEETFLOW_FORGE']}"
     if written:
-        return written, f"forge: {written} (at {where('forge')})"
+        return written, f"forge: {written} is written at {where('forge')}"
     if token or env.get("FLEETFLOW_APP_ID"):
-        return "github", f"${'GITHUB_TOKEN' if token else 'FLEETFLOW_APP_ID'} is set (no --forge)"
-    return "local", "neither GITHUB_TOKEN nor FLEETFLOW_APP_ID is set (no --forge)"
+        return "github", f"${'GITHUB_TOKEN' if token else 'FLEETFLOW_APP_ID'} is set and no --forge was given"
+    return "local", "neither GITHUB_TOKEN nor FLEETFLOW_APP_ID is set and no --forge was given"
 
 
 # A header value takes visible ASCII and spaces only: requests refuses a line break (and puts the whole value, token

@@ -267,3 +267,65 @@ def test_an_api_url_in_the_config_file_is_checked_at_its_line(tmp_path: Path) ->
     with pytest.raises(UsageError, match=r"c.yaml:4:\d+: github.apiUrl 'ghe.example.com/api/v3' is not an http\(s\) "
                                          r"URL \(hint: give the API's address"):
         load_settings(config=config, environ={"GITHUB_TOKEN": "t"})
+
+
+@pytest.mark.parametrize(("given", "environ", "message", "hint"), [
+    # a browser's address, an https or ssh clone URL, the clone URL's .git: GitHub names no repository *.git (it
+    # takes the suffix off a new repository's name: github/docs#44518, line/centraldogma#956)
+    ("https://github.com/contoso/cp", {}, "--control-plane https://github.com/contoso/cp: GitHub repositories are "
+     "named owner/name here", "pass --control-plane contoso/cp"),
+    ("git@github.com:contoso/cp.git", {}, "--control-plane git@github.com:contoso/cp.git: GitHub repositories are "
+     "named owner/name here", "pass --control-plane contoso/cp"),
+    ("contoso/cp.git", {}, "--control-plane contoso/cp.git: GitHub repositories are named owner/name here",
+     "pass --control-plane contoso/cp"),
+    (None, {"FLEETFLOW_CONTROL_PLANE": "https://ghe.example.com/contoso/cp/"}, "$FLEETFLOW_CONTROL_PLANE "
+     "https://ghe.example.com/contoso/cp/: GitHub repositories are named owner/name here",
+     "set FLEETFLOW_CONTROL_PLANE=contoso/cp"),
+    ("contoso", {}, "--control-plane 'contoso' is not a GitHub repository's owner/name",
+     "pass --control-plane contoso/platform-control-plane"),
+    # GITHUB_TOKEN in the shell picks the github forge; a folder on this machine is the local forge's
+    ("{tmp}/cp.git", {}, "--control-plane {tmp}/cp.git is a path, and the github forge takes a GitHub repository's "
+     "owner/name", "for a repository on this machine pass --forge local; the github forge was chosen because "
+     "$GITHUB_TOKEN is set and no --forge was given"),
+])
+def test_the_github_forge_names_a_control_plane_it_cannot_use_and_what_to_give(
+        tmp_path: Path, given: str | None, environ: dict[str, str], message: str, hint: str) -> None:
+    """Until 2026-11-29 a URL was "forge/git error: invalid GitHub repository ...: expected owner/name" (exit 3, a
+    forge failure) in every command but init, ``owner/name.git`` a 404 "it does not exist, or the credentials cannot
+    see it", and a path "invalid GitHub repository". Now exit 2 before any request, with what to give, where it
+    was given."""
+    from fleetflow.forge.factory import make_forge
+
+    given = given.replace("{tmp}", str(tmp_path)) if given else None
+    settings = load_settings(control_plane=given, environ={"GITHUB_TOKEN": "t", **environ})
+    with pytest.raises(UsageError) as caught:
+        make_forge(settings)
+    (problem,) = caught.value.problems()
+    assert problem.message == message.replace("{tmp}", str(tmp_path))
+    assert problem.hint == hint
+
+
+def test_the_local_forge_says_an_owner_and_name_is_a_github_repository(tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """``FLEETFLOW_FORGE=local`` left in the shell (or ``forge: local`` in the config file, or no credentials) with a
+    GitHub owner/name: "git ls-remote failed for <cwd>/contoso/cp: fatal: ... does not appear to be a git
+    repository" (exit 3) until 2026-11-29, which says nothing of the forge. A folder of that name is still used."""
+    from fleetflow.forge.factory import make_forge
+
+    monkeypatch.chdir(tmp_path)
+    config = tmp_path / "c.yaml"
+    config.write_text("forge: local\n")
+    for environ, why in (({"FLEETFLOW_FORGE": "local"}, "$FLEETFLOW_FORGE is local"),
+                         ({"FLEETFLOW_CONFIG": str(config)}, f"forge: local is written at {config}:1:8"),
+                         ({}, "neither GITHUB_TOKEN nor FLEETFLOW_APP_ID is set and no --forge was given")):
+        settings = load_settings(control_plane="contoso/cp", environ=environ)
+        with pytest.raises(UsageError) as caught:
+            make_forge(settings)
+        (problem,) = caught.value.problems()
+        assert problem.message == ("--control-plane contoso/cp: no such folder, and the local forge takes the path "
+                                   "or git URL of a repository")
+        assert problem.hint == ("for the GitHub repository contoso/cp pass --forge github and set GITHUB_TOKEN (or the "
+                                "GitHub App's FLEETFLOW_APP_ID and FLEETFLOW_APP_PRIVATE_KEY); the local forge was "
+                                f"chosen because {why}")
+    (tmp_path / "contoso" / "cp").mkdir(parents=True)
+    make_forge(load_settings(control_plane="contoso/cp", environ={})).close()
