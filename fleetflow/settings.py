@@ -11,8 +11,10 @@ Config file (``--config FILE``, ``$FLEETFLOW_CONFIG``, or ``.fleetflow.yaml`` in
     cacheDir: ~/.cache/fleetflow
 
 Environment variables: ``FLEETFLOW_FORGE``, ``FLEETFLOW_CONTROL_PLANE`` (default ``$GITHUB_REPOSITORY``),
-``GITHUB_TOKEN``, ``GITHUB_API_URL``, ``FLEETFLOW_APP_ID``, ``FLEETFLOW_APP_PRIVATE_KEY`` (the PEM text),
-``FLEETFLOW_CACHE_DIR``. Tokens are never read from the config file (it is usually committed).
+``GITHUB_TOKEN``, ``GITHUB_API_URL``, ``FLEETFLOW_APP_ID``, ``FLEETFLOW_APP_PRIVATE_KEY`` (the PEM text, not a path;
+``\\n`` for its line breaks is read as them), ``FLEETFLOW_CACHE_DIR``. Tokens are never read from the config file (it
+is usually committed). App credentials win over ``GITHUB_TOKEN`` when both are set. On the github forge the token and
+the API's address are checked before any request (:func:`_check_token`, :func:`_check_api_url`).
 
 ``FLEETFLOW_GITHUB_THROTTLE`` (``REQUESTS,WRITES``: seconds between two API requests and between two writes;
 default ``0.25,1``, PyGithub's throttle, GitHub's guidance of at least one second between writes) changes the client

@@ -569,7 +569,9 @@ def test_unknown_repository_and_pull(stub: GitHubStub, forge: GitHubForge) -> No
         forge.merge_pull(REPO, 7)
 
 
-def test_bad_credentials_give_the_permissions_hint(tmp_path: Path) -> None:
+def test_bad_credentials_say_the_token_was_not_accepted(tmp_path: Path) -> None:
+    """401 is never a missing permission: until 2026-11-29 its hint went on with the permissions the token needs
+    (tests/test_githubauth.py has the App's 401s)."""
     with GitHubStub(root=tmp_path, token="secret") as stub:
         stub.create_repo(REPO)
         forge = GitHubForge(token="wrong", api_url=stub.url, **FAST)
@@ -577,8 +579,8 @@ def test_bad_credentials_give_the_permissions_hint(tmp_path: Path) -> None:
             forge.open_pull(REPO, HEAD, "main")
         assert failed.value.request is not None and failed.value.request.status == 401
         message = str(failed.value)
-        assert "Bad credentials" in message and "pull-requests: write" in message and "checks: read" in message
-        assert "wrong" not in message
+        assert "Bad credentials (hint: GitHub did not accept the token: it is mistyped, expired or revoked" in message
+        assert "pull-requests: write" not in message and "wrong" not in message
         forge.close()
         good = GitHubForge(token="secret", api_url=stub.url, **FAST)
         assert good.default_branch(REPO) == "main"
@@ -698,7 +700,7 @@ def test_github_app_with_the_wrong_key_is_a_clear_error(stub: GitHubStub, app_ke
     with pytest.raises(ForgeError) as failed:
         forge.default_branch(REPO)
     message = str(failed.value)
-    assert "A JSON web token could not be decoded" in message and "check its id and private key" in message
+    assert "A JSON web token could not be decoded" in message and "the ID and the private key are of two" in message
     assert failed.value.request is not None and failed.value.request.status == 401
     assert "PRIVATE KEY" not in message and not stub.installation_tokens
     forge.close()

@@ -48,12 +48,13 @@ from fleetflow.forge.base import (
     team_key,
 )
 from fleetflow.forge.githubauth import (
-    PERMISSIONS_HINT,
+    INTEGRATION_NOT_FOUND,
     RATE_LIMIT_HINT,
     Credential,
     Credentials,
     forbidden_hint,
     rate_limit_hint,
+    unauthorized_hint,
 )
 from fleetflow.forge.rulesets import BranchRule, Ruleset, ruleset_of
 from fleetflow.settings import Settings
@@ -614,7 +615,7 @@ class GitHubForge:
             if reraise is not None and reraise(exc):
                 raise
             raise _forge_error(operation, method, self.api_url + path, exc, hint,
-                               retried=bool(self._retry.total)) from exc
+                               retried=bool(self._retry.total), app=self._credentials.kind == "app") from exc
         except requests.RequestException as exc:  # carries the request (and its Authorization header): not chained
             raise _forge_error(operation, method, self.api_url + path, exc, hint,
                                retried=bool(self._retry.total)) from None
@@ -712,9 +713,10 @@ def _rate_limited(headers: Mapping[str, str]) -> bool:
 
 
 def _forge_error(operation: str, method: str, url: str, exc: Exception, hint: str | None = None, *,
-                 retried: bool = True) -> ForgeError:
+                 retried: bool = True, app: bool = False) -> ForgeError:
     """One line: what fleetflow tried, what GitHub said, a hint; the request (method, url, status) attached.
-    ``retried``: false inside ``tried_once``, where nothing was retried or waited for."""
+    ``retried``: false inside ``tried_once``, where nothing was retried or waited for; ``app``: the credentials are
+    a GitHub App's."""
     status: int | None = None
     if isinstance(exc, RateLimitExceededExceedsMaxWait):
         status = exc.status
@@ -728,8 +730,9 @@ def _forge_error(operation: str, method: str, url: str, exc: Exception, hint: st
         status = exc.status
         detail = _github_message(exc) or "no message"
         headers = _headers(exc)
-        if status == 401:
-            hint = f"the token is invalid or expired (a GitHub App: check its id and private key); {PERMISSIONS_HINT}"
+        jwt = app and (url.endswith("/installation") or "/app/" in url)  # the App's own requests, with its JWT
+        if status == 401 or INTEGRATION_NOT_FOUND in detail.lower():
+            hint = unauthorized_hint(detail, app=app, jwt=jwt)
         elif status in (403, 429) and _rate_limited(headers):
             hint = rate_limit_hint(detail)
         elif status == 403:

@@ -7,14 +7,19 @@ account), and turns a missing credential or a broken key into one clear error. T
 
 from __future__ import annotations
 
+import base64
+import binascii
+import os
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 import jwt
 from github import Auth, GithubIntegration
 from github.Installation import Installation
 
-from fleetflow.errors import UsageError
+from fleetflow.errors import Problem, UsageError
 from fleetflow.forge.base import CredentialKind
 
 # What fleetflow does with a token, as fine-grained permissions (also a GitHub App's permissions).
@@ -65,6 +70,37 @@ def forbidden_hint(message: str, accepted: str | None = None) -> str:
     if sets:
         return f"this request needs {' or '.join(sets)} (GitHub's X-Accepted-GitHub-Permissions); {PERMISSIONS_HINT}"
     return PERMISSIONS_HINT
+
+
+# GitHub's words for an App ID it knows no App by ("Integration not found": actions/create-github-app-token#76,
+# octokit/authentication-strategies.js#165), and its 401s to a JWT whose times it refuses (PyGithub signs with iat 60 s
+# back and exp 300 s ahead: github.Consts DEFAULT_JWT_ISSUED_AT, DEFAULT_JWT_EXPIRY; GitHub refuses an exp more than
+# 10 minutes ahead: GitHub Docs, "Generating a JSON Web Token (JWT) for a GitHub App").
+INTEGRATION_NOT_FOUND = "integration not found"
+APP_ID_HINT = ("FLEETFLOW_APP_ID (github.appId) must be the App ID (the number at the top of the App's settings page) "
+               "or its client ID, not an installation's ID or the App's name")
+
+
+def unauthorized_hint(message: str, *, app: bool, jwt: bool) -> str:
+    """What fixes GitHub's 401 (or its "Integration not found") that says ``message``. ``app``: fleetflow runs as a
+    GitHub App; ``jwt``: the request was the App's own (its JWT: the installation lookup, a token's minting), not
+    one with a token. Until 2026-11-29 every 401 said "the token is invalid or expired" and then the permissions
+    the token needs: no permission answers 401."""
+    said = message.lower()
+    if INTEGRATION_NOT_FOUND in said:
+        return f"GitHub knows no GitHub App by this ID: {APP_ID_HINT}"
+    if jwt and ("'exp'" in said or "'iat'" in said):
+        return ("GitHub refused the times in the App's JWT: this machine's clock is off by more than a minute; set "
+                "it right (NTP) and run again")
+    if jwt:
+        return ("GitHub could not verify the App's JWT with the App this ID names: the ID and the private key are "
+                f"of two different Apps, or the key was deleted on the App's settings page (generate a new one); "
+                f"{APP_ID_HINT}")
+    if app:
+        return ("GitHub refused the App's installation token: the App was uninstalled or suspended on this account "
+                "meanwhile; install it again (the App's settings page, Install App) and run again")
+    return ("GitHub did not accept the token: it is mistyped, expired or revoked (a fine-grained token's expiry date "
+            "is on its settings page); make a new one and set GITHUB_TOKEN to it")
 
 
 def _permission(given: str) -> str:
@@ -177,15 +213,71 @@ class Credentials:
 
 def _app_auth(app_id: str | None, private_key: str | None) -> Auth.AppAuth:
     """``Auth.AppAuth``, with the key checked now (PyGithub would only fail at the first request)."""
-    if not app_id or not private_key:
+    app_id, private_key = (app_id or "").strip(), _unescaped((private_key or "").strip())
+    if not app_id or not private_key:  # blank ("  ") was set: PyGithub's AssertionError until 2026-11-29
         missing = "FLEETFLOW_APP_PRIVATE_KEY (or github.privateKeyFile)" if app_id else "FLEETFLOW_APP_ID"
         raise UsageError(f"GitHub App credentials are incomplete: {missing} is not set")
-    auth = Auth.AppAuth(app_id.strip(), private_key)
+    if "-----BEGIN" in app_id:
+        raise UsageError(Problem(
+            "FLEETFLOW_APP_ID holds a PEM key, not the App's ID", None,
+            "FLEETFLOW_APP_ID takes the App ID (the number at the top of the App's settings page) or its client ID, "
+            "FLEETFLOW_APP_PRIVATE_KEY the key: were the two swapped?"))
+    auth = Auth.AppAuth(app_id, private_key)
     try:
         auth.create_jwt()
-    except (ValueError, TypeError, jwt.PyJWTError) as exc:  # what cryptography and PyJWT raise for a bad key
-        raise UsageError(
-            f"the GitHub App private key cannot sign a JWT ({type(exc).__name__}): give the app's PEM private key "
-            "(-----BEGIN RSA PRIVATE KEY----- ...) in FLEETFLOW_APP_PRIVATE_KEY or github.privateKeyFile"
-        ) from None
+    # what cryptography and PyJWT raise for a bad key; a real public key's PEM loads as one, which cannot sign:
+    # AttributeError ('RSAPublicKey' object has no attribute 'sign', jwt/algorithms.py), a traceback until 2026-11-29
+    except (ValueError, TypeError, AttributeError, jwt.PyJWTError) as exc:
+        said, hint = _unusable_key(private_key)
+        raise UsageError(Problem(
+            f"the GitHub App private key cannot sign a JWT ({type(exc).__name__}): {said}", None, hint)) from None
     return auth
+
+
+def _unescaped(key: str) -> str:
+    """A PEM key written on one line with ``\\n`` for its line breaks (a ``.env`` file, ``docker --env-file``, a
+    platform's one-line variable) as PEM: a PEM key holds no backslash, so nothing else can be meant. Probot reads
+    its ``PRIVATE_KEY`` the same way (@probot/get-private-key). Until 2026-11-29 "cannot sign a JWT
+    (InvalidKeyError)"."""
+    if "\n" not in key and "\\n" in key and key.lstrip("\"'").startswith("-----BEGIN"):
+        return key.replace("\\r\\n", "\n").replace("\\n", "\n")
+    return key
+
+
+_PEM_LABEL = re.compile(r"-----BEGIN ([A-Z0-9 ]+)-----")
+_KEY_HINT = ("give the App's private key, the whole .pem file GitHub made (Generate a private key on the App's "
+             "settings page) from -----BEGIN RSA PRIVATE KEY----- to its END line, in FLEETFLOW_APP_PRIVATE_KEY, or "
+             "name the file in the config file's github.privateKeyFile")
+
+
+def _unusable_key(key: str) -> tuple[str, str]:
+    """What ``key``, which no RSA key could be read from, is instead, and the fix. Names a path (not a secret), never
+    shows the key."""
+    label = _PEM_LABEL.search(key)
+    if label is not None and "PRIVATE KEY" not in label.group(1):  # a public key, a certificate
+        return f"it holds a {label.group(1)}, not a private key", _KEY_HINT
+    if label is not None and label.group(1) != "RSA PRIVATE KEY" and "ENCRYPTED" not in label.group(1) \
+            and label.group(1) != "PRIVATE KEY":  # OPENSSH, EC, DSA
+        return (f"it holds an {label.group(1)}, and a GitHub App's key is an RSA key in PEM "
+                "(-----BEGIN RSA PRIVATE KEY-----)"), _KEY_HINT
+    if label is not None:
+        return "its PEM text is cut or changed (a line lost or joined, a character missing)", _KEY_HINT
+    one_line = "\n" not in key
+    if one_line and (key.endswith(".pem") or key.startswith(("/", "~", "./")) or _is_file(key)):
+        return (f"it holds a path ({key}), not the key",
+                f"put the file's text in FLEETFLOW_APP_PRIVATE_KEY (FLEETFLOW_APP_PRIVATE_KEY=\"$(cat {key})\"), or "
+                f"name the file in the config file: github: privateKeyFile: {key}")
+    try:
+        decoded = base64.b64decode("".join(key.split()), validate=True)
+    except (binascii.Error, ValueError):
+        decoded = b""
+    if b"-----BEGIN" in decoded:
+        return ("it is base64-encoded", "give the PEM text itself (decode it: base64 -d), the -----BEGIN line first")
+    return "it holds no PEM key (no -----BEGIN line)", _KEY_HINT
+
+
+def _is_file(text: str) -> bool:
+    try:
+        return len(text) < 4096 and Path(os.path.expanduser(text)).is_file()
+    except (OSError, ValueError):
+        return False
