@@ -168,10 +168,16 @@ def load_settings(
             private_key = key_path.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as exc:
             reason = exc.strerror if isinstance(exc, OSError) else "not UTF-8 text"
+            hint = "point privateKeyFile at the GitHub App's PEM file, or set FLEETFLOW_APP_PRIVATE_KEY"
+            beside = path.parent / key_path
+            if not key_path.is_absolute() and not key_path.exists():  # read from the current folder, not the file's
+                hint = (f"a relative privateKeyFile is read from the current folder ({Path.cwd()}), not from the "
+                        f"config file's folder{f', where {beside} is' if beside.is_file() else ''}: write the "
+                        "path from the current folder, or an absolute one")
             raise UsageError(Problem(
                 f"cannot read github.privateKeyFile {key_path}: {reason}",
                 where("github", "privateKeyFile"),
-                "point privateKeyFile at the GitHub App's PEM file, or set FLEETFLOW_APP_PRIVATE_KEY",
+                hint,
             )) from None
     token = (env.get("GITHUB_TOKEN") or "").strip() or None  # a secret or a file's line ends with a line break
     chosen_forge, forge_from = _forge_choice(forge, env, file.forge, where, bool(token))

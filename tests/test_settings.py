@@ -122,6 +122,30 @@ def test_unreadable_private_key_file_is_a_usage_error_at_its_line(tmp_path: Path
         load_settings(config=config, environ={})
 
 
+def test_a_relative_private_key_file_says_where_it_was_looked_for(tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """``privateKeyFile: key.pem`` beside the config file, fleetflow run from elsewhere (``--config
+    ../platform/.fleetflow.yaml``): the path is read from the current folder, as every relative path fleetflow is
+    given. Until 2026-11-29 "No such file or directory" with the hint to point privateKeyFile at the PEM file, which
+    it seemed to be."""
+    (tmp_path / "platform").mkdir()
+    (tmp_path / "platform" / "key.pem").write_text("-----BEGIN RSA PRIVATE KEY-----\n")
+    config = tmp_path / "platform" / ".fleetflow.yaml"
+    config.write_text("controlPlane: o/r\ngithub:\n  appId: 42\n  privateKeyFile: key.pem\n")
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path / "elsewhere")
+    with pytest.raises(UsageError) as caught:
+        load_settings(config=config, environ={})
+    (problem,) = caught.value.problems()
+    assert str(problem) == (
+        f"{config}:4:19: cannot read github.privateKeyFile key.pem: No such file or directory (hint: a relative "
+        f"privateKeyFile is read from the current folder ({tmp_path / 'elsewhere'}), not from the config file's "
+        f"folder, where {tmp_path / 'platform' / 'key.pem'} is: write the path from the current folder, or an "
+        "absolute one)")
+    monkeypatch.chdir(tmp_path / "platform")
+    assert load_settings(config=config, environ={}).app_private_key == "-----BEGIN RSA PRIVATE KEY-----\n"
+
+
 def test_settings_are_a_model_that_keeps_secrets_out_of_its_repr() -> None:
     s = load_settings(environ={"GITHUB_REPOSITORY": "o/r", "GITHUB_TOKEN": "secret-token"})
     assert s.token == "secret-token" and "secret-token" not in repr(s)
