@@ -6,6 +6,9 @@ and what GitHub's 401s (and its "Integration not found") tell them to fix. Again
 from __future__ import annotations
 
 import base64
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -191,3 +194,83 @@ def test_github_answers_to_the_apps_jwt_name_their_cause(status: int, said: str,
                         "install the GitHub App on acme with access to acme/gitops", app=True)
     assert f"(hint: {hint}" in str(made), str(made)
     assert "install the GitHub App on acme" not in str(made) and PERMISSIONS not in str(made)
+
+
+# -- an API URL that is a web site's ----------------------------------------------------------------------------
+
+
+class _WebSite(BaseHTTPRequestHandler):
+    """A web site, not an API: GitHub Enterprise Server's web address (its REST API is at /api/v3) answers a sign-in
+    page (200 after its redirect) or its 404 page, both HTML."""
+
+    def do_GET(self) -> None:
+        status = 200 if self.path.startswith("/signin/") else 404
+        body = b"<!DOCTYPE html>\n<html><head><title>Sign in</title></head><body>...</body></html>\n"
+        self.send_response(status)
+        self.send_header("Content-Type", "text/html; charset=utf-8")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+@pytest.fixture
+def web_site() -> Iterator[str]:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _WebSite)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+    server.server_close()
+
+
+def test_an_api_url_that_answers_web_pages_says_to_give_the_apis(web_site: str) -> None:
+    """GITHUB_API_URL set to a GitHub Enterprise Server's web address, without /api/v3 (GitHub Docs, "REST API
+    endpoints for GitHub Enterprise administration": the endpoints are prefixed with http(s)://HOSTNAME/api/v3).
+    PyGithub reads a body that is no JSON as ``{"data": body}`` (github/Requester.py, __structuredFromJson). Until
+    2026-11-29 a 200 page was a traceback in git (the repository's clone URL None: "'NoneType' object has no
+    attribute 'encode'"), and a 404 page "cannot read the repository: no message (hint: it does not exist, or the
+    credentials cannot see it)"."""
+    hint = ("set GITHUB_API_URL (or github.apiUrl) to the API's address: https://api.github.com (the default), or "
+            "https://HOSTNAME/api/v3 for GitHub Enterprise Server")
+    forge = GitHubForge(token="ghp_abc", api_url=web_site + "/signin", **FAST)
+    for read in (forge.git_url, forge.default_branch):
+        with pytest.raises(ForgeError) as failed:
+            read(REPO)
+        assert str(failed.value) == (f"GitHub: cannot read the repository: {web_site}/signin answered, but not as "
+                                     f"GitHub's REST API (hint: {hint}) [GET {web_site}/signin/repos/{REPO} -> 200]")
+    forge.close()
+    forge = GitHubForge(token="ghp_abc", api_url=web_site, **FAST)
+    with pytest.raises(ForgeError) as failed:
+        forge.default_branch(REPO)
+    assert str(failed.value) == (f"GitHub: cannot read the repository: the answer is an HTML page, not GitHub's JSON "
+                                 f"(hint: {web_site} is not GitHub's REST API: {hint}) [GET {web_site}/repos/{REPO} "
+                                 "-> 404]")
+    forge.close()
+
+
+def test_a_repository_the_credentials_cannot_see_says_what_decides_it(stub: GitHubStub,
+                                                                      key: rsa.RSAPrivateKey) -> None:
+    """GitHub answers 404, not 403, for a private repository the credentials may not see (GitHub Docs,
+    "Troubleshooting the REST API": "404 error for an existing repository"): with an App, the installation's
+    repository selection; with a fine-grained token, its resource owner and Repository access. Until 2026-11-29
+    "it does not exist, or the credentials cannot see it" and nothing of what decides it."""
+    stub.create_repo("acme/private", private=True)
+    stub.store.apps.installations.clear()
+    stub.install_app(12345, [REPO])  # selected repositories: acme/gitops only
+    forge = GitHubForge(app_id="12345", app_private_key=pem(key), api_url=stub.url, **FAST)
+    assert forge.default_branch(REPO) == "main"
+    with pytest.raises(ForgeError) as hidden:
+        forge.default_branch("acme/private")
+    assert "Not Found (hint: it does not exist, or the credentials cannot see it: the GitHub App's installation on " \
+           "its account does not include it (add it to the installation's Repository access))" in str(hidden.value)
+    forge.close()
+    forge = GitHubForge(token="github_pat_abc", api_url=stub.url, **FAST)
+    with pytest.raises(ForgeError) as missing:
+        forge.default_branch("acme/nothing-here")
+    assert "Not Found (hint: it does not exist, or the credentials cannot see it: a fine-grained token sees only " \
+           "the repositories of its resource owner that its Repository access names; a classic token needs the " \
+           "repo scope for a private one)" in str(missing.value)
+    forge.close()

@@ -57,9 +57,16 @@ from fleetflow.forge.githubauth import (
     unauthorized_hint,
 )
 from fleetflow.forge.rulesets import BranchRule, Ruleset, ruleset_of
-from fleetflow.settings import Settings
+from fleetflow.settings import API_URL_HINT, Settings
 
 DEFAULT_API_URL = "https://api.github.com"
+NOT_THE_API_HINT = f"set GITHUB_API_URL (or github.apiUrl) to {API_URL_HINT}"
+# What hides a repository that exists (GitHub Docs, "Troubleshooting the REST API": "404 error for an existing
+# repository ... since we don't want to provide any information about private repositories, the API returns a 404")
+NOT_SEEN_APP = ("the GitHub App's installation on its account does not include it (add it to the installation's "
+                "Repository access)")
+NOT_SEEN_TOKEN = ("a fine-grained token sees only the repositories of its resource owner that its Repository access "
+                  "names; a classic token needs the repo scope for a private one")
 _REPO = re.compile(r"^[A-Za-z0-9-]+/[A-Za-z0-9._-]+$")
 _PER_PAGE = 100
 # Check run conclusions as commit states; anything not completed is pending, an unknown conclusion fails.
@@ -216,7 +223,7 @@ class GitHubForge:
         """The repository's ``clone_url``; an https URL carries the token (``x-access-token``) for git."""
         credential, remote = self._resolve(repo)
         with self._request("read the repository", "GET", f"/repos/{repo}"):
-            url = remote.clone_url
+            url = self._answered(repo, remote.clone_url)
         parts = urlsplit(url)
         if parts.scheme != "https" or not parts.hostname:
             return url
@@ -226,10 +233,19 @@ class GitHubForge:
         host = parts.hostname + (f":{parts.port}" if parts.port else "")
         return urlunsplit(parts._replace(netloc=f"x-access-token:{token}@{host}"))
 
+    def _answered(self, repo: str, value: str | None) -> str:
+        """A field of the repository GitHub described; None when the answer was no JSON (PyGithub reads a 200 whose
+        body is not JSON as ``{"data": body}``, Requester.__structuredFromJson): the API URL is a web site's (GitHub
+        Enterprise Server's web address without /api/v3). Until 2026-11-29 a traceback in git (a None clone URL)."""
+        if isinstance(value, str):
+            return value
+        raise ForgeError(f"GitHub: cannot read the repository: {self.api_url} answered, but not as GitHub's REST API "
+                         f"(hint: {NOT_THE_API_HINT})", ForgeRequest("GET", f"{self.api_url}/repos/{repo}", 200))
+
     def default_branch(self, repo: str) -> str:
         remote = self._remote(repo)
         with self._request("read the repository", "GET", f"/repos/{repo}"):
-            return remote.default_branch
+            return self._answered(repo, remote.default_branch)
 
     # -- commit statuses -----------------------------------------------------------------------------------
 
@@ -279,7 +295,7 @@ class GitHubForge:
         ``/commit/<sha>``."""
         remote = self._remote(repo)
         with self._request("read the repository", "GET", f"/repos/{repo}"):
-            return f"{remote.html_url}/commit/{full_sha(sha)}"
+            return f"{self._answered(repo, remote.html_url)}/commit/{full_sha(sha)}"
 
     def check_pages(self, repo: str, sha: str) -> Iterator[ReportPage]:
         """``GET /repos/{repo}/commits/{sha}/check-runs?filter=latest``, 100 a page (check runs are not in the
@@ -726,6 +742,13 @@ def _forge_error(operation: str, method: str, url: str, exc: Exception, hint: st
         status = exc.status
         detail = f"rate limit still exceeded after waiting and retrying: {_github_message(exc)}"
         hint = rate_limit_hint(_github_message(exc))
+    elif isinstance(exc, GithubException) and exc.status < 500 and isinstance(exc.data, dict) \
+            and set(exc.data) == {"data"}:  # a body that is no JSON (PyGithub's {"data": body}): not the API's
+        status = exc.status  # (a 5xx page may be GitHub's own, overloaded: not this branch)
+        page = str(exc.data["data"]).lstrip()[:200].lower()
+        kind = "an HTML page" if page.startswith(("<!doctype", "<html")) else "text"
+        detail = f"the answer is {kind}, not GitHub's JSON"
+        hint = f"{url.split('/repos/')[0]} is not GitHub's REST API: {NOT_THE_API_HINT}"
     elif isinstance(exc, GithubException):
         status = exc.status
         detail = _github_message(exc) or "no message"
@@ -737,8 +760,8 @@ def _forge_error(operation: str, method: str, url: str, exc: Exception, hint: st
             hint = rate_limit_hint(detail)
         elif status == 403:
             hint = forbidden_hint(detail, headers.get("x-accepted-github-permissions"))
-        elif status == 404 and hint is None:
-            hint = "it does not exist, or the credentials cannot see it"
+        elif status == 404 and hint is None:  # GitHub answers 404, not 403, for a private repository out of reach
+            hint = f"it does not exist, or the credentials cannot see it: {NOT_SEEN_APP if app else NOT_SEEN_TOKEN}"
     elif isinstance(exc, requests.exceptions.RetryError):
         found = re.search(r"too many (\d{3}) error responses", str(exc))
         status = int(found[1]) if found else None
