@@ -143,8 +143,9 @@ def test_a_jwt_github_cannot_verify_names_the_id_and_key_not_permissions(stub: G
 
 
 def test_bad_credentials_for_a_token_says_to_make_a_new_one(stub: GitHubStub) -> None:
-    """A mistyped, expired or revoked token: GitHub answers 401 ``{"message": "Bad credentials"}`` ("If the token is
-    invalid, the server will respond with a 401 status and a 'bad credentials' message", with GitHub's answer to
+    """A mistyped, expired or revoked token, or one of another GitHub (github.com's on a GitHub Enterprise
+    Server): GitHub answers 401 ``{"message": "Bad credentials"}`` ("If the token is invalid, the server will
+    respond with a 401 status and a 'bad credentials' message", with GitHub's answer to
     ``curl --header "Authorization: token invalid" https://api.github.com/notifications``:
     https://pinecone-forest.com/oauth2-v0.0.4/Handling-Errors.html). The hint spoke of permissions until
     2026-11-29."""
@@ -154,8 +155,9 @@ def test_bad_credentials_for_a_token_says_to_make_a_new_one(stub: GitHubStub) ->
         forge.default_branch(REPO)
     assert str(failed.value).startswith(
         "GitHub: cannot read the repository: Bad credentials (hint: GitHub did not accept the token: it is mistyped, "
-        "expired or revoked (a fine-grained token's expiry date is on its settings page); make a new one and set "
-        "GITHUB_TOKEN to it)")
+        "expired or revoked (a fine-grained token's expiry date is on its settings page), or it is of another GitHub "
+        f"than {stub.url.removeprefix('http://')}; make a new one "
+        "there and set GITHUB_TOKEN to it)")
     assert PERMISSIONS not in str(failed.value)
     forge.close()
 

@@ -755,7 +755,7 @@ def _forge_error(operation: str, method: str, url: str, exc: Exception, hint: st
         headers = _headers(exc)
         jwt = app and (url.endswith("/installation") or "/app/" in url)  # the App's own requests, with its JWT
         if status == 401 or INTEGRATION_NOT_FOUND in detail.lower():
-            hint = unauthorized_hint(detail, app=app, jwt=jwt)
+            hint = unauthorized_hint(detail, app=app, jwt=jwt, host=urlsplit(url).netloc)
         elif status in (403, 429) and _rate_limited(headers):
             hint = rate_limit_hint(detail)
         elif status == 403:

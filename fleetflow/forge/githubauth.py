@@ -81,11 +81,12 @@ APP_ID_HINT = ("FLEETFLOW_APP_ID (github.appId) must be the App ID (the number a
                "or its client ID, not an installation's ID or the App's name")
 
 
-def unauthorized_hint(message: str, *, app: bool, jwt: bool) -> str:
+def unauthorized_hint(message: str, *, app: bool, jwt: bool, host: str = "api.github.com") -> str:
     """What fixes GitHub's 401 (or its "Integration not found") that says ``message``. ``app``: fleetflow runs as a
     GitHub App; ``jwt``: the request was the App's own (its JWT: the installation lookup, a token's minting), not
-    one with a token. Until 2026-11-29 every 401 said "the token is invalid or expired" and then the permissions
-    the token needs: no permission answers 401."""
+    one with a token; ``host``: the API's, to which a token of another GitHub (github.com's on a GitHub Enterprise
+    Server, or the reverse) means nothing. Until 2026-11-29 every 401 said "the token is invalid or expired" and
+    then the permissions the token needs: no permission answers 401."""
     said = message.lower()
     if INTEGRATION_NOT_FOUND in said:
         return f"GitHub knows no GitHub App by this ID: {APP_ID_HINT}"
@@ -100,7 +101,8 @@ def unauthorized_hint(message: str, *, app: bool, jwt: bool) -> str:
         return ("GitHub refused the App's installation token: the App was uninstalled or suspended on this account "
                 "meanwhile; install it again (the App's settings page, Install App) and run again")
     return ("GitHub did not accept the token: it is mistyped, expired or revoked (a fine-grained token's expiry date "
-            "is on its settings page); make a new one and set GITHUB_TOKEN to it")
+            f"is on its settings page), or it is of another GitHub than {host}; make a new one there and set "
+            "GITHUB_TOKEN to it")
 
 
 def _permission(given: str) -> str:
