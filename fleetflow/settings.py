@@ -300,3 +300,6 @@ def _check_api_url(text: str, source: str, location: Location | None) -> None:
     if parts.hostname in ("github.com", "www.github.com"):
         raise UsageError(Problem(f"{source} {url} is GitHub's web address, not its REST API", location,
                                  f"give {API_URL_HINT}"))
+    if parts.hostname == "api.github.com" and parts.path:  # /api/v3 is GitHub Enterprise Server's, not github.com's
+        raise UsageError(Problem(f"{source} {url}: GitHub's API takes no path after api.github.com", location,
+                                 f"give {DEFAULT_API_URL} (HOSTNAME/api/v3 is GitHub Enterprise Server's form)"))

@@ -285,6 +285,17 @@ def test_an_api_url_that_is_no_api_is_a_usage_error(written: str, message: str) 
     assert load_settings(environ=GITHUB | {"FLEETFLOW_FORGE": "local", "GITHUB_API_URL": written}).forge == "local"
 
 
+def test_api_github_com_with_the_enterprise_path_is_a_usage_error() -> None:
+    """``https://api.github.com/api/v3``: GitHub Enterprise Server's path (``http(s)://HOSTNAME/api/v3``) on github.com,
+    where every request then answered 404 "Not Found" with a hint about what the credentials may see (until
+    2026-11-29)."""
+    with pytest.raises(UsageError) as caught:
+        load_settings(environ=GITHUB | {"GITHUB_TOKEN": "t", "GITHUB_API_URL": "https://api.github.com/api/v3/"})
+    assert str(caught.value.problems()[0]) == (
+        "$GITHUB_API_URL https://api.github.com/api/v3: GitHub's API takes no path after api.github.com (hint: give "
+        "https://api.github.com (HOSTNAME/api/v3 is GitHub Enterprise Server's form))")
+
+
 def test_an_api_url_in_the_config_file_is_checked_at_its_line(tmp_path: Path) -> None:
     config = tmp_path / "c.yaml"
     config.write_text("forge: github\ncontrolPlane: o/r\ngithub:\n  apiUrl: ghe.example.com/api/v3\n")
