@@ -343,6 +343,25 @@ def test_init_workflows_trigger_like_the_examples() -> None:
         assert mine["permissions"] == theirs["permissions"] == {}
 
 
+@pytest.mark.parametrize("branch", ["16.0", "1.10", "2024", "on", "null", "1e3", "0o17"])
+def test_init_workflows_list_a_branch_yaml_would_type_as_that_branch(branch: str) -> None:
+    """A branch named ``16.0`` (an environment named by a release line) is listed quoted, so every YAML reader (YAML
+    1.1's PyYAML, YAML 1.2's core schema in ruamel.yaml, check-jsonschema's) reads that very name: written plain it
+    was the number 16.0, the branch ``16`` (GitHub's runner: peter-evans/create-pull-request#3493), or a boolean
+    (``on``). Until 2026-11-29 init wrote every name plain; plain names stay plain (files init wrote stay the same)."""
+    import yaml
+    from ruamel.yaml import YAML
+
+    from fleetflow.promotion.bootstrap import control_plane_workflow, gitops_workflow
+
+    for text, listed in ((control_plane_workflow(["main", "dev", branch], "v0"), ["main", "dev", branch]),
+                         (gitops_workflow("contoso/platform-control-plane", ["dev", branch], "v0"), ["dev", branch])):
+        for loaded in (yaml.safe_load(text), YAML(typ="safe", pure=True).load(text)):
+            on = loaded.get("on", loaded.get(True))  # PyYAML reads the key `on` as True
+            assert on["pull_request"]["branches"] == listed, text
+    assert "branches: [main, dev, '" + branch + "']" in control_plane_workflow(["main", "dev", branch], "v0")
+
+
 def test_example_status_reporter_address_is_the_repository_web_address(tmp_path: Path) -> None:
     """Flux's github provider takes the host and ``<owner>/<repo>`` from the Provider's ``address`` (notification-
     controller ``internal/notifier/util.go``, ``parseGitAddress``), so the example template renders

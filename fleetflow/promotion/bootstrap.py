@@ -29,6 +29,9 @@ from pathlib import Path
 from typing import Literal, cast
 from urllib.parse import urlsplit
 
+import yaml
+from ruamel.yaml import YAML
+
 from fleetflow.clock import utc_now
 from fleetflow.errors import ForgeError, InputError, Problem, Problems, UsageError
 from fleetflow.forge.base import Forge
@@ -114,9 +117,25 @@ class InitPlan:
                            changes=len(self.todo), conflicts=len(self.conflicts), steps=self.steps)
 
 
+def flow_items(names: list[str]) -> str:
+    """``names`` as the items of a YAML flow sequence, each read back as the very string: a plain ``1.10``, ``16.0``,
+    ``2024``, ``null``, ``true`` or ``on`` is a number, null or boolean to a YAML reader, so a workflow listing the
+    branch that way watched ``1.1`` (GitHub's runner reads ``16.0`` as ``16``: peter-evans/create-pull-request#3493) or
+    failed to load. Those are single-quoted (a branch name here holds no quote: ``resources.BRANCH_NAME``); the others
+    stay plain, so the files init wrote before 2026-11-29 are still the ones it writes."""
+    return ", ".join(name if _plain_string(name) else f"'{name}'" for name in names)
+
+
+def _plain_string(name: str) -> bool:
+    """``name`` written plain in a flow sequence is read back as itself by YAML 1.1 (PyYAML: ``on``, ``yes``) and by
+    YAML 1.2's core schema (ruamel.yaml: ``1e3``, ``0o17``)."""
+    text = f"[{name}]"
+    return yaml.safe_load(text) == [name] and YAML(typ="safe", pure=True).load(text) == [name]
+
+
 def control_plane_workflow(branches: list[str], ref: str) -> str:
     """The control-plane caller (as in examples/workflows/control-plane.yml), listing ``branches`` under push."""
-    listed = ", ".join(branches)
+    listed = flow_items(branches)
     return f"""{MARKER}
 # On main (push to main; dispatches and the cron tick run the default branch's file) and on every environment
 # branch (a push runs the workflow file of the pushed commit): {EVENTS_DOC}
@@ -166,7 +185,7 @@ jobs:
 
 def gitops_workflow(control_plane: str, branches: list[str], ref: str) -> str:
     """The GitOps caller (as in examples/workflows/gitops.yml)."""
-    listed = ", ".join(branches)
+    listed = flow_items(branches)
     return f"""{MARKER}
 # On the default branch (status, schedule and workflow_dispatch run the default branch's file) and on every
 # environment branch (pull_request reads the file from the PR's merge ref): {EVENTS_DOC}
