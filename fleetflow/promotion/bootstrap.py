@@ -130,7 +130,7 @@ def _plain_string(name: str) -> bool:
     """``name`` written plain in a flow sequence is read back as itself by YAML 1.1 (PyYAML: ``on``, ``yes``) and by
     YAML 1.2's core schema (ruamel.yaml: ``1e3``, ``0o17``)."""
     text = f"[{name}]"
-    return yaml.safe_load(text) == [name] and YAML(typ="safe", pure=True).load(text) == [name]
+    return bool(yaml.safe_load(text) == [name] and YAML(typ="safe", pure=True).load(text) == [name])
 
 
 def control_plane_workflow(branches: list[str], ref: str) -> str:
