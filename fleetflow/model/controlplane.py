@@ -21,6 +21,8 @@ from fleetflow.errors import GitError, Location, Problems, validation_problems, 
 from fleetflow.model.documents import (
     ACCEPTED_APIS,
     FLEETFLOW_API,
+    KALYPSO_API,
+    KALYPSO_OUTPUT_KINDS,
     Document,
     GitFiles,
     ParseCache,
@@ -228,6 +230,10 @@ def build_resource(doc: Document, origin: str, problems: Problems) -> Resource[A
                 doc.where("apiVersion"),
                 f"use {FLEETFLOW_API} (or scheduler.kalypso.io/v1alpha1)",
             )
+    elif kind in KALYPSO_OUTPUT_KINDS and doc.api_version == KALYPSO_API:
+        problems.add(f"kind {kind!r} is made by Kalypso's controllers; fleetflow does not read one", doc.where("kind"),
+                     KALYPSO_OUTPUT_KINDS[kind])
+        return None
     else:
         problems.add(
             f"unknown kind {kind!r}",

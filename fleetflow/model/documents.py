@@ -61,6 +61,24 @@ from fleetflow.model.yaml_keys import AliasKeys, KeyProblem, KubernetesKeys
 FLEETFLOW_API = "fleetflow.dev/v1alpha1"
 KALYPSO_API = "scheduler.kalypso.io/v1alpha1"
 ACCEPTED_APIS = (FLEETFLOW_API, KALYPSO_API)
+# Kalypso's kinds that its controllers make from the others (kalypso-scheduler controllers/workload_controller.go
+# makes a DeploymentTarget per Workload deploymentTargets entry, named <workload>-<target>;
+# schedulingpolicy_controller.go an Assignment per target and cluster type a policy selects;
+# assignment_controller.go an AssignmentPackage of its rendered manifests): a copy of one (kubectl get -o yaml) is
+# no input here, and the "list it in .fleetflowignore" of an unknown kind left a hand-written DeploymentTarget out
+# without a word. Kind -> the hint.
+KALYPSO_OUTPUT_KINDS = {
+    "DeploymentTarget": (
+        "Kalypso makes a DeploymentTarget from each entry of a Workload's spec.deploymentTargets; fleetflow reads "
+        "those entries itself: write the target there (name, environment, manifests, labels), in its Workload, "
+        "and delete this document"),
+    "Assignment": (
+        "Kalypso makes an Assignment for each deployment target and cluster type a SchedulingPolicy selects; "
+        "fleetflow works the assignments out from the SchedulingPolicies on every render: delete this document"),
+    "AssignmentPackage": (
+        "Kalypso's AssignmentPackage holds an Assignment's rendered manifests; fleetflow renders them into the "
+        "GitOps repo on every render: delete this document"),
+}
 IGNORE_FILE = ".fleetflowignore"
 CACHE_FORMAT = f"fleetflow {__version__} documents 7"  # 3: a tab is read the careful way; 4: MAX_DEPTH; 5: keys
 # that are numbers or booleans are the text Kubernetes makes of them (yaml_keys.py), not Python's; 6: timestamps stay
