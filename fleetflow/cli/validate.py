@@ -70,7 +70,8 @@ def validate(main_dir: Path | None, env_dir: Path | None, into: str | None, repo
     that schedules nothing, a rollout gate that passes without a report or counts any context, a rollout
     timeout or soakTime under 5 minutes written without a unit (timeout: 30 is 30 seconds), a Cluster
     statusContext in Flux's default form with capitals (Flux posts it lowercased), a template manifest that
-    renders nothing for any assignment (an {% if %} never true).
+    renders nothing for any assignment (an {% if %} never true), a ConfigMap value holding a Kalypso Go
+    template such as {{ .Environment }} (Kalypso rendered it, fleetflow writes it as it is).
 
     With --main/--env and no --environment, the environment is taken from the env branch's GitOpsRepo (its
     name) or the branch checked out in --env when there is one, else every environment defined on main is

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from graphlib import CycleError, TopologicalSorter
 from typing import Any
 
 from fleetflow.errors import Location, Problems, closest
 from fleetflow.model.controlplane import ControlPlane, Resource
+from fleetflow.model.documents import KALYPSO_API
 from fleetflow.model.resources import TEMPLATE_ROLES, EnvironmentSpec
 
 
@@ -54,6 +56,8 @@ def check_references(
                    if types else "name a ClusterType defined on this environment branch (there is none)"),
             )
     _check_environments(plane, environment, problems, warnings if warnings is not None else Problems())
+    if warnings is not None:
+        _kalypso_config_templates(plane, warnings)
     singletons: list[tuple[str, list[Resource[Any]]]] = [
         ("GitOpsRepo", list(plane.gitops_repos.values())),
         ("BaseRepo", list(plane.base_repos.values())),
@@ -82,7 +86,42 @@ def check_environment_chain(envs: Mapping[str, Resource[EnvironmentSpec]], probl
                     env.where("spec", "after", i),
                     "known environments: " + ", ".join(sorted(envs)),
                 )
+    check_kalypso_order(envs, problems)
     return environment_order(envs, problems)  # reports a cycle
+
+
+def check_kalypso_order(envs: Mapping[str, Resource[EnvironmentSpec]], problems: Problems) -> None:
+    """Kalypso's Environments, copied as they are, with no order between them. Kalypso's Environment has no field
+    for the order (kalypso-scheduler api/v1alpha1/environment_types.go: ``EnvironmentSpec`` holds ``controlPlane``
+    only); its control-plane workflows kept it outside these files, in each GitHub environment's
+    ``NEXT_ENVIRONMENT`` secret (kalypso-control-plane .github/workflows/check-promote.yaml runs
+    ``gh workflow run cd.yaml -f environment=$NEXT_ENVIRONMENT`` once the rollout is done). Here an environment
+    without ``after`` comes first, so ``dev`` and ``stage`` as Kalypso's sample writes them were both promoted by
+    every push to main, ``stage`` without waiting for ``dev``'s rollout, and nothing said so. Two or more
+    environments that do not write ``after`` at all, one of them in Kalypso's apiVersion, are one problem; an
+    ``after: []`` written says "first" on purpose, as a fleetflow Environment without ``after`` does."""
+    unordered = [name for name, env in sorted(envs.items()) if not _writes_after(env)]
+    kalypso = [name for name in unordered if envs[name].doc.api_version == KALYPSO_API]
+    if len(unordered) < 2 or not kalypso:
+        return
+    first, then = unordered[0], unordered[1]
+    problems.add(
+        f"Environments {_and(unordered)} have no after: each comes first, so every push to main promotes to all "
+        f"of them at once, none waiting for another's rollout. Kalypso kept the order outside its Environments "
+        f"(each GitHub environment's NEXT_ENVIRONMENT secret); fleetflow reads it from spec.after",
+        envs[kalypso[0]].where("spec"),
+        f"write the environment each one follows, e.g. 'after: [{first}]' in {then}'s spec; write 'after: []' "
+        "in an environment that is meant to come first",
+    )
+
+
+def _writes_after(env: Resource[EnvironmentSpec]) -> bool:
+    spec = env.doc.body.get("spec")
+    return isinstance(spec, dict) and "after" in spec
+
+
+def _and(names: Sequence[str]) -> str:
+    return ", ".join(names[:-1]) + " and " + names[-1] if len(names) > 1 else "".join(names)
 
 
 def check_environment_branches(envs: Mapping[str, Resource[EnvironmentSpec]], problems: Problems,
@@ -185,6 +224,50 @@ def _check_environments(
                         (f"did you mean {close!r}? " if close else "")
                         + "known environments: " + ", ".join(sorted(envs)),
                     )
+
+
+# a Go template action that reads one of Kalypso's template variables (kalypso-scheduler scheduler/templater.go,
+# ``dataType``); ``.Labels`` is left out: Prometheus' and Alertmanager's templates read ``.Labels`` too
+_KALYPSO_ACTION = re.compile(
+    r"\{\{[^{}]*?(?<![\w\])])\.(?:DeploymentTargetName|Namespace|Environment|Workspace|Workload|Manifests|"
+    r"ClusterType|ConfigData)\b[^{}]*\}\}")
+
+
+def _kalypso_config_templates(plane: ControlPlane, warnings: Problems) -> None:
+    """A ConfigMap value holding a Go template action on one of Kalypso's variables (``{{ .Environment }}-db``).
+    Kalypso's templater renders its output again while it holds ``{{`` (``replaceTemplateVariables``: "handle
+    nested templates"), so such a value, written into a config template by ``toYaml``, came out as ``dev-db``;
+    fleetflow renders templates, not config values, and wrote ``{{ .Environment }}-db`` on every cluster without
+    a word. Valid (a value may hold another tool's template), so a warning at the value's line. Only values that
+    hold ``{{`` are searched."""
+    for name, cm in sorted(plane.config_maps.items()):
+        for key, value in cm.spec.data.items():
+            found = _kalypso_action(value)
+            if found is None:
+                continue
+            jinja = re.sub(r"(?<![\w\])])\.([A-Za-z])", r"\1", found)
+            warnings.add(
+                f"ConfigMap {name}: {key} holds the Go template {found}, which is written into the rendered "
+                "files as it is: Kalypso rendered a template's output again while it held '{{', fleetflow renders "
+                "templates only, never config values",
+                cm.where("data", key),
+                f"write the value itself in a ConfigMap labelled for where it applies, or build it in the Template "
+                f"that reads it ({jinja} there)",
+            )
+
+
+def _kalypso_action(value: Any) -> str | None:
+    if isinstance(value, str):
+        if "{{" not in value:
+            return None
+        match = _KALYPSO_ACTION.search(value)
+        return match.group(0) if match else None
+    items = value.values() if isinstance(value, dict) else value if isinstance(value, list) else ()
+    for item in items:
+        found = _kalypso_action(item)
+        if found is not None:
+            return found
+    return None
 
 
 UNITLESS_WARNED_BELOW = 300  # seconds: a bare number under 5 minutes reads more like minutes than a gate's time
