@@ -10,9 +10,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from fleetflow.errors import Problems
+import pytest
+
+from fleetflow.errors import InputError, Location, Problem, Problems
 from fleetflow.model.controlplane import load_control_plane
 from fleetflow.model.references import check_environment_chain
+from fleetflow.render.templates import TemplateEngine, TemplateSource
 from tests.helpers import build_file_tree, run_cli
 from tests.test_kalypso import K, kalypso_template
 
@@ -202,3 +205,29 @@ metadata:
     assert f"{env}/generated.yaml:13:7: kind 'AssignmentPackage' is made by Kalypso's controllers" in out
     assert f"{env}/generated.yaml:18:7: unknown kind 'DeploymentTarget'" in out
     assert "4 problems found." in out
+
+
+def compile_problem(text: str) -> Problem:
+    with pytest.raises(InputError) as caught:
+        TemplateEngine().compile(TemplateSource(name="t", type="config", content_type="yaml", manifests=(text,),
+                                                location=Location("t.yaml", 1),
+                                                manifest_locations=(Location("t.yaml", 9),)))
+    return caught.value.problems()[0]
+
+
+def test_go_forms_left_after_the_dots_are_dropped_get_their_jinja_form() -> None:
+    """The docs said a Kalypso Go template converts by dropping the leading dots; Kalypso's own config template
+    (kalypso-control-plane templates/scheduler_v1alpha1_template_configmap.yaml, ``{{ toYaml .ConfigData |
+    indent 2}}``) then read ``{{ toYaml ConfigData | indent 2}}``: "expected token 'end of print statement', got
+    'ConfigData'", no hint; ``{{ trunc 63 .X }}`` (sprig, which Kalypso's templater loads) was told to drop the dot,
+    and a ``range`` too. Each now gets the Jinja form of what is on its line."""
+    problem = compile_problem("kind: ConfigMap\ndata:\n{{ toYaml ConfigData | indent 2}}\n")
+    assert problem.message.endswith("expected token 'end of print statement', got 'ConfigData'"), problem
+    assert (problem.hint or "").startswith(
+        "templates are Jinja2, not Go templates: a function takes its value through a pipe and its other arguments "
+        "in parentheses, {{ ConfigData | toYaml | indent(2) }}"), problem
+    assert "a pipe" in (compile_problem("name: {{ trunc 63 .DeploymentTargetName }}\n").hint or "")
+    problem = compile_problem("data:\n{{- range $k, $v := .ConfigData }}\n  {{ $k }}: x\n{{- end }}\n")
+    assert (problem.hint or "").endswith("is {% for k, v in ConfigData.items() %} ... {% endfor %}"), problem
+    # not a Go form: no Go hint
+    assert compile_problem("name: {{ Namespace + }}\n").hint is None

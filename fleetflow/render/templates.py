@@ -56,6 +56,31 @@ larger than 100 MiB", docs.github.com, "About large files on GitHub"; we count t
 would render gigabytes stops here instead of filling memory: the output is counted as it is made."""
 _GO_SYNTAX = re.compile(r"\{\{-?\s*(?:\.|/\*|(?:if|range|with|end|include|template|define)\b|[^}]*\s\$?\.[A-Za-z])")
 _GO_HINT = "templates are Jinja2, not Go templates: write {{ Namespace }}, not {{ .Namespace }}"
+# Go's forms whose leading dots are gone (the conversion the docs give) and that Jinja still cannot parse, found on
+# the line the syntax error is at; only on the error path
+_GO_FORMS = (
+    (re.compile(r"\{\{-?\s*range\b"), "templates are Jinja2, not Go templates: {{ range $k, $v := .ConfigData }} "
+     "... {{ end }} is {% for k, v in ConfigData.items() %} ... {% endfor %}"),
+    (re.compile(r"\{\{-?\s*(?:if|else|end|with)\b"), "templates are Jinja2, not Go templates: {{ if .X }} ... "
+     "{{ else }} ... {{ end }} is {% if X %} ... {% else %} ... {% endif %}"),
+    (re.compile(r"\{\{-?\s*[A-Za-z_]\w*\s+(?!(?:and|or|not|in|is|if|else)\b)[\w.\"'$`]"),
+     "templates are Jinja2, not Go templates: a function takes its value through a pipe and its other arguments "
+     "in parentheses, {{ ConfigData | toYaml | indent(2) }}, not {{ toYaml ConfigData | indent 2 }} "
+     "(fleetflow.render.templates.convert_go_template converts Kalypso's templates)"),
+)
+
+
+def _go_syntax_hint(text: str, exc: TemplateSyntaxError) -> str | None:
+    """The hint for a manifest Jinja cannot parse: the Go form on the line of the error, else the general one when
+    the manifest looks like a Go template anywhere. Until 2026-11-29 ``{{ toYaml ConfigData | indent 2 }}`` (a
+    Kalypso template whose dots were dropped, as the docs said to) got "expected token 'end of print statement',
+    got 'ConfigData'" and no hint, and ``{{ trunc 63 .X }}`` the hint to drop the dot."""
+    lines = text.splitlines()
+    line = lines[exc.lineno - 1] if 0 < exc.lineno <= len(lines) else ""
+    for form, hint in _GO_FORMS:
+        if form.search(line):
+            return hint
+    return _GO_HINT if _GO_SYNTAX.search(text) else None
 # Where an alias may stand: libyaml's scanner reads a token at the start of the text, after white space, after a
 # flow indicator ([ { ,) or after the ':' of a JSON-like key in flow ({"a":*x}), and an alias is '*' and at least
 # one anchor character (yaml_parser_scan_anchor: ASCII letters, digits, '_' and '-'). A '*' anywhere else (in
@@ -655,7 +680,7 @@ class TemplateEngine:
                     _mark_indented_to_yaml(parsed)
                 code = env.compile(parsed, name=template.name, filename=filename)
             except TemplateSyntaxError as exc:
-                hint = _GO_HINT if _GO_SYNTAX.search(text) else None
+                hint = _go_syntax_hint(text, exc)
                 message = (
                     f"template {template.name!r}, manifest {index + 1}: syntax error: {exc.message or exc}"
                 )
