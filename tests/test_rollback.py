@@ -96,7 +96,8 @@ def test_a_pin_shortened_by_hand_is_named_at_its_line_and_status_still_reports(
     """A person edits ``base-repo.yaml`` and writes the pinned commit short (``commit: 3f2a9c1``, as ``git log
     --oneline`` shows it). Until 2026-11-29 ``schedule`` took it, while ``fleetflow status`` stopped for the whole
     fleet with "forge/git error: not a full commit sha" (exit 3: a forge failure, the wrong place to look):
-    fleetflow's forges post and read commit statuses on full shas only (fleetflow/forge/base.py ``full_sha``). Now every command that acts on dev names the line, and ``status`` shows
+    fleetflow's forges post and read commit statuses on full shas only (fleetflow/forge/base.py ``full_sha``).
+    Now every command that acts on dev names the line, and ``status`` shows
     dev with the reason (exit 0) and every other environment as before."""
     fleet = make_local_fleet(tmp_path)
     sha = first_commit(fleet)
