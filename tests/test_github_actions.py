@@ -225,6 +225,9 @@ def test_promote_sets_outputs_annotates_and_summarizes(step: Step) -> None:
     assert summary.startswith("## fleetflow promote\n")
     assert f"| `dev` | created | #{outputs['pull-request-number']} (open) |" in summary  # local:// URLs are no links
     assert "## fleetflow status" in summary and "```mermaid" in summary  # this run, then the fleet
+    # a short list starts open: the details element's ``open`` attribute (HTML Living Standard, "The details
+    # element"); until 2026-11-29 the Markdown escaping ate the blank before it and wrote ``<detailsopen>``
+    assert "<details open><summary>Added (1)</summary>" in summary and "<detailsopen>" not in summary
 
 
 def test_problems_become_located_annotations(step: Step) -> None:
@@ -421,3 +424,111 @@ def test_validate_as_a_step(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> 
     assert all(e["mainTree"] == "." for e in checked)
     summary = (tmp_path / "summary.md").read_text(encoding="utf-8")
     assert "| environment | assignments | main | environment branch |" in summary and "| `qa` | 1 | `.` |" in summary
+
+
+# --- GitHub's limits: 10 annotations of a kind per step, 1 MiB of summary per step ---
+
+def bad_clusters(count: int) -> dict[str, str]:
+    """An environment branch whose ``count`` clusters each name a ClusterType that does not exist: one problem
+    each (a renamed ClusterType does this to a whole fleet)."""
+    return {"clusters.yaml": "---\n".join(
+        f"apiVersion: fleetflow.dev/v1alpha1\nkind: Cluster\nmetadata:\n  name: dev-{i}\n"
+        f"spec:\n  clusterType: nowhere{i}\n  statusContext: flux/dev-{i}\n" for i in range(count))}
+
+
+def test_more_problems_than_github_annotates_say_how_many_more(step: Step) -> None:
+    """GitHub shows 10 error, 10 warning and 10 notice annotations per step and drops the rest without a word
+    (actions/toolkit docs/problem-matchers.md, "Limitations": "10 warning annotations, 10 error annotations, and 10
+    notice annotations per step"; actions/runner src/Runner.Worker/ExecutionContext.cs ``AddIssue`` counts them per
+    step). Until 2026-11-29 a schedule with 30 broken clusters printed 30 ``::error`` lines, GitHub showed 10, and
+    nothing said 20 more existed. Now the first 9 are annotations and the 10th says how many more and where: every
+    one is in the job summary's list and in the log."""
+    sha = step.fleet.branch_sha(step.fleet.cp_url, "main")
+    assert step.run("promote", "--commit", sha)[0] == 0
+    (step.tmp / "summary.md").unlink()
+    step.fleet.push_env("dev", bad_clusters(30))
+    code, log = step.run("schedule", "--environment", "dev")
+    assert code == 1, log
+    errors = [c for c in commands_in(log) if c[0] == "error"]
+    assert len(errors) == 10
+    assert [message.split(":")[0] for _n, _p, message in errors[:9]] == [f"Cluster dev-{i}" for i in range(9)]
+    assert errors[9] == ("error", {"title": "fleetflow schedule"},
+                         "… and 21 more errors, not shown as annotations (GitHub shows 10 errors per step): all 30 are "
+                         "in the job summary and the step's log")
+    summary = step.summary()
+    assert all(f"Cluster dev-{i}: unknown clusterType 'nowhere{i}'" in summary for i in range(30))
+    code, log = step.run("schedule", "--environment", "dev", "--no-job-summary")
+    assert commands_in(log)[9][2].endswith("all 30 are in the step's log")
+
+
+def test_the_summary_lists_at_most_200_problems_and_stays_under_1_mib(step: Step) -> None:
+    """GitHub drops a step summary over 1 MiB whole, with one error annotation of its own (actions/runner
+    src/Runner.Worker/FileCommandManager.cs, ``CreateStepSummaryCommand``: a file longer than
+    ``AttachmentSizeLimit = 1024 * 1024`` is not uploaded, "$GITHUB_STEP_SUMMARY upload aborted, supports content up
+    to a size of 1024k"). The list of problems stops at 200 (the rest: the log), and a run whose part would take the
+    step's file past 1 MiB (an earlier fleetflow run in the same step wrote most of it) writes what fits and says
+    so, instead of costing the step every summary it had."""
+    sha = step.fleet.branch_sha(step.fleet.cp_url, "main")
+    assert step.run("promote", "--commit", sha)[0] == 0
+    (step.tmp / "summary.md").unlink()
+    step.fleet.push_env("dev", bad_clusters(205))
+    code, log = step.run("schedule", "--environment", "dev")
+    assert code == 1, log
+    summary = step.summary()
+    assert "Cluster dev-199:" in summary and "Cluster dev-200:" not in summary
+    assert "- … and 5 more problems: every one is in the step's log\n" in summary
+    assert commands_in(log)[9][2].endswith("all 205 are in the step's log")  # not all of them in the summary
+
+    earlier = "x" * 60 + "\n"
+    (step.tmp / "summary.md").write_text(earlier * (1024 * 1024 // len(earlier) - 30), encoding="utf-8")
+    code, log = step.run("schedule", "--environment", "dev")
+    written = (step.tmp / "summary.md").read_bytes()
+    assert len(written) <= 1024 * 1024
+    assert written.decode().endswith("**… the summary stops here**: GitHub shows no step summary over 1024 KiB; "
+                                     "everything this run did is in the step's log.\n\n")
+    assert "## fleetflow schedule\n" in written.decode()
+
+    (step.tmp / "summary.md").write_text(earlier * (1024 * 1024 // len(earlier)), encoding="utf-8")
+    before = (step.tmp / "summary.md").read_bytes()
+    code, log = step.run("schedule", "--environment", "dev")
+    assert (step.tmp / "summary.md").read_bytes() == before  # no room: nothing written, and a warning says so
+    [(_n, _p, message)] = [c for c in commands_in(log) if c[0] == "warning"]
+    assert message.startswith("the job summary of this step is full")
+
+
+def test_warnings_reach_the_job_summary(step: Step) -> None:
+    """A warning was an annotation only (validate's summary aside), so past GitHub's 10 it was lost, and a failed
+    run's summary left its warnings out. Now every command's summary lists them: here the status page's delivery
+    metrics cannot count qa, whose branch is gone from the control plane."""
+    git(step.fleet.root, "--git-dir", step.fleet.cp_url, "update-ref", "-d", "refs/heads/qa")
+    code, log = step.run_plain("status", "--format", "html", "--output", str(step.tmp / "site"), "--github-actions")
+    assert code == 0, log
+    warnings = [message for name, _p, message in commands_in(log) if name == "warning"]
+    assert len(warnings) == 2 and all(m.startswith("qa: branch 'qa' does not exist") for m in warnings)
+    summary = step.summary()
+    assert summary.startswith("2 warnings:\n\n- qa: branch 'qa' does not exist in the control-plane repo ")
+    assert ": its promotions are not counted (hint: push it back at its last commit" in summary
+    assert summary.index("2 warnings:") < summary.index("## Delivery metrics")
+
+
+def test_a_failed_runs_summary_lists_its_warnings_too(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A pull request that breaks every environment (validate, as in :func:`test_validate_as_a_step`): until
+    2026-11-29 the failure's summary listed the problems only, and each branch's policy warning was an annotation
+    alone. Now the summary lists the warnings after the problems."""
+    cp, _gitops = build_bare_repos(tmp_path, "gitops", "control-plane")
+    checkout = tmp_path / "checkout"
+    git(tmp_path, "clone", "-q", str(cp), str(checkout))
+    workload = checkout / "workloads" / "app.yaml"
+    workload.write_text(workload.read_text().replace("purpose: app", "purpose: web"))
+    monkeypatch.chdir(checkout)
+    env = {"GITHUB_OUTPUT": str(tmp_path / "output"), "GITHUB_STEP_SUMMARY": str(tmp_path / "summary.md")}
+    result = CliRunner().invoke(cli_main, ["validate", "--into", "main", "--format", "json", "--github-actions"],
+                                env=env, catch_exceptions=False)
+    assert result.exit_code == 1
+    warnings = [(props, message) for name, props, message in commands_in(result.output) if name == "warning"]
+    assert len(warnings) == 10
+    summary = (tmp_path / "summary.md").read_text(encoding="utf-8")
+    failed, listed = summary.split("\n\n10 warnings:\n\n")
+    assert failed.startswith("## fleetflow validate\n\n**Failed** (exit code 1):")
+    for props, message in warnings:
+        assert f"- `{props['file']}:{props['line']}" in listed and message.split(" (hint")[0][:60] in listed

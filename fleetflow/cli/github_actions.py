@@ -11,8 +11,15 @@ What fleetflow's composite actions (``actions/*/action.yml``) need from a run, m
   delimiter, so a value cannot end early or set another output;
 * each problem of the run is an ``::error file=…,line=…,col=…::message`` annotation, each warning a ``::warning``;
   a run that ends with a result also gets its outputs and ``::notice`` lines;
-* the job summary (``$GITHUB_STEP_SUMMARY``) is the report template ``job_summary.md.j2``: this run, then the
-  fleet status as Markdown (tables and the Mermaid chain).
+* the job summary (``$GITHUB_STEP_SUMMARY``) is the report template ``job_summary.md.j2``: this run (with every
+  problem and warning, up to 200 of each), then the fleet status as Markdown (tables and the Mermaid chain).
+
+GitHub's limits, which would otherwise lose part of a run without a word: a step's annotations of each kind
+(error, warning, notice) beyond the 10th are not shown (actions/toolkit ``docs/problem-matchers.md``,
+"Limitations": "10 warning annotations, 10 error annotations, and 10 notice annotations per step"), so the 10th of a
+kind says how many more there are and where they are; a step summary over 1 MiB is dropped whole (actions/runner
+``src/Runner.Worker/FileCommandManager.cs``, ``CreateStepSummaryCommand``: "$GITHUB_STEP_SUMMARY upload aborted,
+supports content up to a size of 1024k"), so this run's part is cut to what fits, and says so.
 
 The rules are GitHub's, "Workflow commands for GitHub Actions"
 (https://docs.github.com/en/actions/reference/workflows-and-actions/workflow-commands): "Setting an output
@@ -56,6 +63,9 @@ if TYPE_CHECKING:
 
 Level = Literal["error", "warning", "notice"]
 F = TypeVar("F", bound=Callable[..., Any])
+ANNOTATIONS_PER_STEP = 10  # of each level: GitHub shows no more (the module's docstring)
+SUMMARY_LIMIT = 1024 * 1024  # bytes of one step's summary file: above it GitHub shows none of it
+PROBLEMS_IN_SUMMARY = 200  # the problems (and the warnings) the job summary lists: _changes.md.j2's problem_list
 
 
 # --- workflow commands ---
@@ -199,8 +209,26 @@ def status_page_report(path: str) -> Report:
     return Report({"path": path})
 
 
-def failure_summary(command_name: str, error: FleetflowError) -> str:
-    return _summary(command_name, problems=error.problems(), exit_code=int(error.exit_code))
+def failure_summary(command_name: str, error: FleetflowError, warnings: Sequence[Problem] = ()) -> str:
+    return _summary(command_name, problems=error.problems(), warnings=list(warnings),
+                    exit_code=int(error.exit_code))
+
+
+def warnings_summary(warnings: Sequence[Problem]) -> str:
+    """A finished run's warnings, under its own part of the summary (validate's summary has them already)."""
+    return render_report("job_summary_warnings.md.j2", warnings=list(warnings)) if warnings else ""
+
+
+def capped(level: Level, lines: Sequence[str], title: str, where: str) -> list[str]:
+    """The annotations of one level as GitHub shows them: all of them up to :data:`ANNOTATIONS_PER_STEP`; past that,
+    the first 9 and a 10th that says how many more there are and ``where`` to read them."""
+    if len(lines) <= ANNOTATIONS_PER_STEP:
+        return list(lines)
+    shown = ANNOTATIONS_PER_STEP - 1
+    kind = {"error": "errors", "warning": "warnings", "notice": "notices"}[level]
+    more = (f"… and {len(lines) - shown} more {kind}, not shown as annotations (GitHub shows {ANNOTATIONS_PER_STEP} "
+            f"{kind} per step): all {len(lines)} are in {where}")
+    return [*lines[:shown], command(level, more, title=title)]
 
 
 # --- the step ---
@@ -269,23 +297,53 @@ class ActionsStep:
             if path:
                 with open(path, "a", encoding="utf-8") as handle:
                     handle.write(output_lines(report.outputs))
-        for warning in self._warnings:
-            self.echo(problem_command(warning, self.title, "warning"))
-        for problem in self._problems:
-            self.echo(problem_command(problem, self.title))
-        if self._failure is not None:
-            self._write_summary(failure_summary(self.name, self._failure))
-        elif report is not None:
+        summary = self.job_summary and bool(self.environ.get("GITHUB_STEP_SUMMARY"))
+        annotations: dict[Level, list[str]] = {
+            "warning": [problem_command(w, self.title, "warning") for w in self._warnings],
+            "error": [problem_command(p, self.title) for p in self._problems],
+            "notice": [],
+        }
+        if self._failure is None and report is not None:
+            annotations["notice"] = [command(level, message, title=self.title)
+                                     for level, message in report.annotations if level == "notice"]
             for level, message in report.annotations:
-                self.echo(command(level, message, title=self.title))
-            self._write_summary(report.summary + (f"\n{self._extra}" if self._extra else ""))
+                if level != "notice":
+                    annotations[level].append(command(level, message, title=self.title))
+        for level in ("warning", "error", "notice"):
+            listed = summary and len(annotations[level]) <= PROBLEMS_IN_SUMMARY
+            where = "the job summary and the step's log" if listed else "the step's log"
+            for line in capped(level, annotations[level], self.title, where):
+                self.echo(line)
+        if self._failure is not None:
+            self._write_summary(failure_summary(self.name, self._failure, self._warnings))
+        elif report is not None:
+            warned = warnings_summary(self._warnings) if self.name != "validate" else ""
+            self._write_summary("\n".join(part for part in (report.summary, warned, self._extra) if part))
 
     def _write_summary(self, text: str) -> None:
+        """Append ``text`` to the step's summary, cut at a line to what keeps the file within GitHub's 1 MiB (an
+        earlier run in the same step may have written to it too)."""
         path = self.environ.get("GITHUB_STEP_SUMMARY")
         if not (self.job_summary and path and text.strip()):
             return
-        with open(path, "a", encoding="utf-8") as handle:
-            handle.write(text.strip("\n") + "\n\n")
+        data = (text.strip("\n") + "\n\n").encode()
+        try:
+            used = os.path.getsize(path)
+        except OSError:
+            used = 0
+        if used + len(data) > SUMMARY_LIMIT:
+            note = (f"\n**… the summary stops here**: GitHub shows no step summary over {SUMMARY_LIMIT // 1024} KiB; "
+                    "everything this run did is in the step's log.\n\n").encode()
+            room = SUMMARY_LIMIT - used - len(note)
+            if room <= 0:
+                self.echo(command("warning", f"the job summary of this step is full (GitHub shows none over "
+                                  f"{SUMMARY_LIMIT // 1024} KiB): this run's part was left out; it is in the log",
+                                  title=self.title))
+                return
+            cut = data[:room]
+            data = cut[:cut.rfind(b"\n") + 1] + note  # a whole line, so no UTF-8 character is split
+        with open(path, "ab") as handle:
+            handle.write(data)
 
 
 def actions_step(name: str, enabled: bool, job_summary: bool = True) -> ActionsStep | None:
