@@ -83,6 +83,13 @@ TITLES = {"status-page": "fleetflow status page"}
 # otherwise leave the real one at its default, e.g. promote's environment empty, every first environment.
 GIVEN_INPUTS = "FF_INPUTS"
 FOLDER_HINT = "letters, digits, '.', '_', '-', '/'; no '..', not absolute"
+# An expression naming a secret that is not set, or one GitHub withholds ("With the exception of GITHUB_TOKEN, secrets
+# are not passed to the runner when a workflow is triggered from a forked repository": "Events that trigger
+# workflows", https://docs.github.com/en/actions/reference/workflows-and-actions/events-that-trigger-workflows, pull
+# request events for forked repositories), gives the input an empty value: the caller did write the input.
+EMPTY_SECRET = ("an input given from a secret is empty when the secret is not set where the workflow runs (check its "
+                "name) or GitHub does not pass it (a pull request from a fork)")
+GITHUB_WEB_REPO = re.compile(r"^(?:https?://[^/\s]+/|git@[^:\s]+:)([A-Za-z0-9-]+/[A-Za-z0-9._-]+?)(?:\.git)?/?$")
 ENV_NAME_HINT = "lowercase letters, digits, '.', '_' and '-', starting with a letter or digit, at most 63 characters"
 
 
@@ -191,9 +198,7 @@ def validate(inputs: Inputs, environ: Mapping[str, str]) -> list[str]:
             problems.append(f"input event-name: {event!r} is not an event name (default: $GITHUB_EVENT_NAME)")
         if not path or not Path(path).is_file():
             problems.append(f"input event-path: {path!r} is not a file (default: $GITHUB_EVENT_PATH)")
-        for item in filter(None, (n.strip() for n in inputs["environments"].split(","))):
-            if not ENV_NAME.match(item):
-                problems.append(f"input environments: {item!r} is not an environment name ({ENV_NAME_HINT})")
+        problems += environments_problems(inputs["environments"])
     if name == "schedule":
         problems += shard_problems(inputs)
     if name == "reconcile":
@@ -208,6 +213,21 @@ def validate(inputs: Inputs, environ: Mapping[str, str]) -> list[str]:
     return problems
 
 
+def environments_problems(value: str) -> list[str]:
+    """route's ``environments``: names separated by commas. A JSON list (what route's own ``environments`` output
+    holds) is one problem that gives the value to write instead."""
+    if value.startswith("["):
+        try:
+            names = json.loads(value)
+        except ValueError:
+            names = None
+        if isinstance(names, list) and all(isinstance(n, str) for n in names):
+            return [f"input environments: {value!r} is a JSON list; give the names separated by commas: "
+                    f"{','.join(names)!r} (for a JSON output: ${{{{ join(fromJSON(...), ',') }}}})"]
+    return [f"input environments: {item!r} is not an environment name ({ENV_NAME_HINT})"
+            for item in filter(None, (n.strip() for n in value.split(","))) if not ENV_NAME.match(item)]
+
+
 def forge_problems(inputs: Inputs) -> list[str]:
     """The forge's address and credentials: control plane, API URL, App ID and key, token."""
     problems: list[str] = []
@@ -215,7 +235,9 @@ def forge_problems(inputs: Inputs) -> list[str]:
     control_plane = inputs["control-plane"]
     if control_plane:
         if forge == "github" and not GITHUB_REPO.match(control_plane):
-            problems.append(f"input control-plane: {control_plane!r} is not owner/name")
+            web = GITHUB_WEB_REPO.match(control_plane)
+            problems.append(f"input control-plane: {control_plane!r} is not owner/name"
+                            + (f": write {web[1]!r}" if web else ""))
         elif any(ch in control_plane for ch in "\r\n\0"):
             problems.append("input control-plane: contains a line break")
     if inputs["api-url"] and not URL.match(inputs["api-url"]):
@@ -223,9 +245,12 @@ def forge_problems(inputs: Inputs) -> list[str]:
     if inputs["app-id"] and not APP_ID.match(inputs["app-id"]):
         problems.append(f"input app-id: {inputs['app-id']!r} is not a GitHub App ID or client ID")
     if bool(inputs["app-id"]) != bool(inputs["app-private-key"].strip()):
-        problems.append("inputs app-id and app-private-key go together: set both or neither")
+        empty = "app-private-key" if inputs["app-id"] else "app-id"
+        problems.append(f"inputs app-id and app-private-key go together: set both or neither (input {empty} is "
+                        f"empty; {EMPTY_SECRET})")
     if forge == "github" and not (inputs["token"] or inputs["app-id"]):
-        problems.append("the github forge needs credentials: set input token, or app-id and app-private-key")
+        problems.append("the github forge needs credentials: set input token, or app-id and app-private-key (input "
+                        f"token is empty, though it defaults to the job's GITHUB_TOKEN: {EMPTY_SECRET})")
     return problems
 
 
