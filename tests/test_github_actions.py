@@ -532,3 +532,32 @@ def test_a_failed_runs_summary_lists_its_warnings_too(tmp_path: Path, monkeypatc
     assert failed.startswith("## fleetflow validate\n\n**Failed** (exit code 1):")
     for props, message in warnings:
         assert f"- `{props['file']}:{props['line']}" in listed and message.split(" (hint")[0][:60] in listed
+
+
+def test_output_files_that_cannot_be_written(step: Step) -> None:
+    """``$GITHUB_OUTPUT`` and ``$GITHUB_STEP_SUMMARY`` name files the runner makes for each step ("Workflow commands
+    for GitHub Actions", environment files); a step that runs fleetflow in a container of its own with ``docker run
+    -e GITHUB_OUTPUT`` and no volume hands it a path that is not there. Until 2026-11-29 that was a traceback after
+    the run, "crashed (a bug in fleetflow)". Now the outputs that could not be written are an error and the step
+    fails with exit 2 (the next steps would read them empty: route's ``action`` empty is "nothing to do"); a summary
+    that could not be written is a warning, and the run's own exit code stands."""
+    sha = step.fleet.branch_sha(step.fleet.cp_url, "main")
+    missing = step.tmp / "not-mounted"
+    env = {**step.env, "GITHUB_OUTPUT": str(missing / "output"), "GITHUB_STEP_SUMMARY": str(missing / "summary.md")}
+    base = ["--forge", "local", "--control-plane", step.fleet.cp_url, "--format", "json", "--github-actions"]
+    result = CliRunner().invoke(cli_main, ["promote", "--commit", sha, *base], env=env, catch_exceptions=False)
+    assert result.exit_code == 2, result.output
+    [(_n, _p, error)] = [c for c in commands_in(result.output) if c[0] == "error"]
+    assert error == (f"the step's outputs could not be written to $GITHUB_OUTPUT ({missing / 'output'}): No such file "
+                     "or directory (hint: GitHub's runner makes this file for each step; when fleetflow runs in a "
+                     "container the step starts, pass the file in with the variable (docker run -e GITHUB_OUTPUT -v "
+                     "\"$GITHUB_OUTPUT:$GITHUB_OUTPUT\"), or leave out --github-actions)")
+    [(_n, _p, warning)] = [c for c in commands_in(result.output) if c[0] == "warning"]
+    summary = missing / "summary.md"
+    assert warning.startswith(f"the job summary could not be written to $GITHUB_STEP_SUMMARY ({summary})")
+
+    env["GITHUB_OUTPUT"] = step.env["GITHUB_OUTPUT"]  # the outputs are there: the summary alone costs nothing
+    result = CliRunner().invoke(cli_main, ["check-rollout", "--environment", "dev", *base], env=env,
+                                catch_exceptions=False)
+    assert result.exit_code == 0 and step.outputs()["gate-state"] == "waiting-for-merge"
+    assert sorted(c[0] for c in commands_in(result.output)) == ["notice", "warning"]

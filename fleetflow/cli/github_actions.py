@@ -250,6 +250,7 @@ class ActionsStep:
     _problems: list[Problem] = field(default_factory=list)
     _warnings: list[Problem] = field(default_factory=list)
     _failure: FleetflowError | None = None
+    outputs_lost: bool = False  # $GITHUB_OUTPUT could not be written (end): the step must not pass
 
     @property
     def title(self) -> str:
@@ -295,8 +296,12 @@ class ActionsStep:
         if report is not None:
             path = self.environ.get("GITHUB_OUTPUT")
             if path:
-                with open(path, "a", encoding="utf-8") as handle:
-                    handle.write(output_lines(report.outputs))
+                try:
+                    with open(path, "a", encoding="utf-8") as handle:
+                        handle.write(output_lines(report.outputs))
+                except OSError as error:  # the next steps would read empty outputs: the step fails (reporting)
+                    self.outputs_lost = True
+                    self._problems.append(unwritable("GITHUB_OUTPUT", "the step's outputs", error))
         summary = self.job_summary and bool(self.environ.get("GITHUB_STEP_SUMMARY"))
         annotations: dict[Level, list[str]] = {
             "warning": [problem_command(w, self.title, "warning") for w in self._warnings],
@@ -342,8 +347,22 @@ class ActionsStep:
                 return
             cut = data[:room]
             data = cut[:cut.rfind(b"\n") + 1] + note  # a whole line, so no UTF-8 character is split
-        with open(path, "ab") as handle:
-            handle.write(data)
+        try:
+            with open(path, "ab") as handle:
+                handle.write(data)
+        except OSError as error:  # the summary is for people: the run stands, a warning says what is missing
+            self.echo(problem_command(unwritable("GITHUB_STEP_SUMMARY", "the job summary", error), self.title,
+                                      "warning"))
+
+
+def unwritable(variable: str, what: str, error: OSError) -> Problem:
+    """``$GITHUB_OUTPUT`` or ``$GITHUB_STEP_SUMMARY`` names a file that cannot be written: the runner makes both for
+    each step, so the variable came from elsewhere (a container the step started, a copied environment)."""
+    words = error.strerror or str(error)
+    return Problem(f"{what} could not be written to ${variable} ({os.fsdecode(error.filename or '')}): {words}",
+                   None, "GitHub's runner makes this file for each step; when fleetflow runs in a container the step "
+                   f"starts, pass the file in with the variable (docker run -e {variable} "
+                   f"-v \"${variable}:${variable}\"), or leave out --github-actions")
 
 
 def actions_step(name: str, enabled: bool, job_summary: bool = True) -> ActionsStep | None:
@@ -372,6 +391,8 @@ def reporting(step: ActionsStep | None) -> Iterator[None]:
             step.echo(command("error", f"{step.title} crashed (a bug in fleetflow; the traceback is in the log)",
                               title=step.title))
             sys.excepthook = protected_excepthook
+        elif step.outputs_lost and (in_flight is None or (isinstance(in_flight, SystemExit) and not in_flight.code)):
+            raise SystemExit(2)  # a usage error: the step's environment; a run that failed keeps its own code
 
 
 def protected_excepthook(kind: type[BaseException], error: BaseException, trace: TracebackType | None) -> None:
