@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import posixpath
+import re
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -15,8 +18,9 @@ from fleetflow.cli.paths import CommandPath
 from fleetflow.cli.terminal import TERMINAL
 from fleetflow.errors import InputError, Problem, Problems, UsageError, shown_path
 from fleetflow.forge.git import run_git
-from fleetflow.model.controlplane import ControlPlane
-from fleetflow.render.incremental import RenderState
+from fleetflow.model.controlplane import ControlPlane, Resource
+from fleetflow.model.resources import GitOpsRepoSpec
+from fleetflow.render.incremental import STATE_PATH, RenderState
 from fleetflow.render.output import apply_result, in_the_way, read_state, survey
 from fleetflow.render.pipeline import Meta, render_environment, trees_named
 from fleetflow.render.summary import RenderSummary, changes_text, headline
@@ -196,6 +200,8 @@ def check_output_branch(plane: ControlPlane, environment: str, output: Path) -> 
     gitops = plane.gitops_repo()
     expected = gitops.spec.branch if gitops is not None and gitops.spec.branch else environment
     if branch in (expected, environment) or branch not in plane.environments:
+        if gitops is not None:
+            check_output_path(gitops, environment, output, top)
         return
     said = "the default: the environment's name"
     if gitops is not None:
@@ -207,6 +213,48 @@ def check_output_branch(plane: ControlPlane, environment: str, output: Path) -> 
         f"switch that checkout to branch {expected} (git -C {top} switch {expected}), give --output a checkout of "
         f"branch {expected}, or pass --environment {branch}",
     ))
+
+
+def check_output_path(gitops: Resource[GitOpsRepoSpec], environment: str, output: Path, top: Path) -> None:
+    """``--output`` in a checkout of the GitOps repo, but not at its ``GitOpsRepo.spec.path``: a usage error before
+    anything is written. Flux reads a Kustomization's ``spec.path`` from the root of its source, the whole tree
+    below it (fluxcd/kustomize-controller ``api/v1/kustomization_types.go``, ``Path``), Argo CD an Application's
+    ``source.path`` "within the Git repository", and ``schedule`` writes the environment's files at the GitOpsRepo's
+    path: until 2026-11-29 ``render --output <checkout>`` with ``path: clusters/dev`` wrote the tree at the top of
+    the checkout (exit 0), for the user to commit where no reconciler reads it, beside the render ``schedule``
+    keeps (a bad-input hunt). The checkout is taken for the GitOps repo when one of its remotes names the
+    GitOpsRepo's repository, or when a fleetflow state stands at the GitOpsRepo's path in it; one ``git config``
+    call, only when --output is in a git checkout."""
+    folder = posixpath.normpath(gitops.spec.path.replace("\\", "/").strip("/") or ".")
+    wanted = top / folder if folder != "." else top
+    here = output.resolve()
+    if here == wanted.resolve():
+        return
+    remotes = run_git(["config", "--get-regexp", r"^remote\..*\.url$"], cwd=top, check=False)
+    urls = [line.split(" ", 1)[-1] for line in remotes.stdout.decode(errors="replace").splitlines()]
+    if _repo_name(gitops.spec.repo) not in {_repo_name(url) for url in urls} and \
+            not (wanted / STATE_PATH).is_file():
+        return
+    inside = here.relative_to(top.resolve()).as_posix() if top.resolve() in (here, *here.parents) else None
+    place = "the top" if inside == "." else f"folder {inside}" if inside else "a folder"
+    said = (f"in its folder {folder} ({gitops.where('spec', 'path')})" if folder != "." else
+            f"at the top of the repo (it has no spec.path: {gitops.where('metadata', 'name')})")
+    shown = wanted if output.is_absolute() else Path(os.path.relpath(wanted))
+    raise UsageError(Problem(
+        f"--output {output} is {place} of a checkout of the GitOps repo {gitops.spec.repo} ({top}), but GitOpsRepo "
+        f"{gitops.name} puts {environment}'s files {said}: Flux and Argo CD read them there, and schedule writes "
+        "them there",
+        None,
+        f"give --output {shown}",
+    ))
+
+
+def _repo_name(url: str) -> str:
+    """The repository's name in a git URL, an ``owner/name`` or a path (``https://host/o/gitops.git``,
+    ``git@host:o/gitops``, ``/srv/gitops.git/`` are all ``gitops``), for telling whether a checkout is a clone of
+    the GitOps repo."""
+    last = re.split(r"[/:\\]", url.strip().rstrip("/\\"))[-1]
+    return last.removesuffix(".git").lower()
 
 
 @contextmanager
