@@ -107,3 +107,51 @@ def test_a_checkout_without_the_remote_is_known_by_the_state_at_the_path(tmp_pat
     problem = one_problem([*line, out])
     assert problem["hint"] == f"give --output {out / 'clusters' / 'dev'}"
     assert tree_bytes(out / "cloud-eu") == rendered
+
+
+@pytest.mark.parametrize("command", ["render", "plan"])
+@pytest.mark.parametrize("link", ["cloud-eu/app-dev", "cloud-eu"])
+def test_a_symbolic_link_where_a_folder_goes_is_refused_before_anything_is_written(tmp_path: Path, command: str,
+                                                                                  link: str) -> None:
+    """A folder of the output replaced by a symbolic link to a folder kept elsewhere in it (a shared
+    ``cloud-eu/app-dev``, a cluster type's folder linked to another's). git commits the link itself, not what it
+    points at (git-config(1), core.symlinks: links are recorded as links, "checked out as small plain files that
+    contain the link text" where the file system has none), so the files would not reach the GitOps branch, and
+    ``schedule`` refuses the same link there ("a symbolic link stands where fleetflow writes the folder",
+    tests/test_promotion.py). Until 2026-11-29 ``plan`` listed the link
+    as a file it keeps and every assignment as added (exit 0); ``render`` stopped half-way with "refusing to write
+    through a symbolic link: cloud-eu/app-dev" and no hint."""
+    main_dir, env_dir = make_plane(tmp_path)
+    out = tmp_path / "out"
+    (out / "shared").mkdir(parents=True)
+    (out / link).parent.mkdir(parents=True, exist_ok=True)
+    (out / link).symlink_to(Path("../shared") if "/" in link else Path("shared"))
+    before = tree_bytes(out)
+    code, stdout, stderr = invoke(command, "--main", main_dir, "--env", env_dir, "--environment", "dev", "--output",
+                                  out, "--format", "json")
+    assert code == ExitCode.REFUSED, (stdout, stderr)
+    [problem] = json.loads(stdout)["problems"]
+    assert problem["message"] == f"a symbolic link stands where fleetflow writes the folder {link}/"
+    assert problem["location"]["file"] == str(out / link)
+    assert problem["hint"].endswith("move or rename it, then run again; nothing was written")
+    assert tree_bytes(out) == before and not any((out / "shared").iterdir())
+
+
+@pytest.mark.parametrize("command", ["render", "plan"])
+def test_a_cluster_type_folder_linked_outside_the_output_names_the_link(tmp_path: Path, command: str) -> None:
+    """``cloud-eu`` a symbolic link to a folder outside ``--output``: refused as before (fleetflow writes only
+    inside its output), now naming the link and where it leads, with a hint; until 2026-11-29 "refusing to write
+    outside the output directory: cloud-eu", which did not say there was a link."""
+    main_dir, env_dir = make_plane(tmp_path)
+    out, elsewhere = tmp_path / "out", tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    out.mkdir()
+    (out / "cloud-eu").symlink_to(elsewhere)
+    code, stdout, stderr = invoke(command, "--main", main_dir, "--env", env_dir, "--environment", "dev", "--output",
+                                  out, "--format", "json")
+    assert code == ExitCode.USAGE, (stdout, stderr)
+    [problem] = json.loads(stdout)["problems"]
+    assert problem["message"] == (f"{out / 'cloud-eu'} is a symbolic link to {elsewhere}, outside the output folder "
+                                  f"{out}: fleetflow writes only inside it")
+    assert problem["hint"] == "put the folder itself there (or move the link away), then run again; nothing was written"
+    assert not any(elsewhere.iterdir()) and [p.name for p in out.iterdir()] == ["cloud-eu"]

@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from fleetflow.errors import InputError, Location, Problems, UsageError
+from fleetflow.errors import InputError, Location, Problem, Problems, UsageError
 from fleetflow.render.incremental import PART_DIR, SHARD_DIR, STATE_PATH, NewerState, RenderState
 from fleetflow.render.ownership import FOLDER, Ownership, examined_folders, ownership, refuse_in_the_way
 from fleetflow.render.pipeline import RenderResult
@@ -29,11 +29,22 @@ class WriteReport:
 
 
 def safe_path(root: Path, relative: str) -> Path:
-    """``root / relative``, refusing anything that would land outside ``root``."""
+    """``root / relative``, refusing anything that would land outside ``root``: a symbolic link on the way (a
+    cluster type's folder linked to a folder elsewhere) is named, with where it leads."""
     target = (root / relative).resolve()
     base = root.resolve()
     if target != base and base not in target.parents:
-        raise UsageError(f"refusing to write outside the output directory: {relative}")
+        parts = Path(relative).parts
+        link = next((root.joinpath(*parts[:n]) for n in range(1, len(parts) + 1)
+                     if root.joinpath(*parts[:n]).is_symlink()), None)
+        if link is None:
+            raise UsageError(f"refusing to write outside the output directory: {relative}")
+        raise UsageError(Problem(
+            f"{link} is a symbolic link to {os.readlink(link)}, outside the output folder {root}: fleetflow writes "
+            "only inside it",
+            None,
+            "put the folder itself there (or move the link away), then run again; nothing was written",
+        ))
     return root / relative
 
 
@@ -88,16 +99,18 @@ def _write_if_changed(path: Path, data: bytes) -> bool:
 def in_the_way(root: Path, result: RenderResult, owned: Ownership) -> None:
     """:func:`fleetflow.render.ownership.refuse_in_the_way` in the output folder, before anything is written:
     writing would fail half-way (errno 20/21, the other files already written; a bad-input hunt found ``render``
-    doing so, 2026-11-28). A symbolic link to a folder is left to ``apply_result``, which refuses to write through
-    it; ``plan`` says the same as ``render``."""
+    doing so, 2026-11-28). A symbolic link where a cluster type's or an assignment's folder goes is in the way as
+    it is on the GitOps branch for ``schedule`` (git keeps it as a link, and fleetflow never writes through one):
+    until 2026-11-29 ``plan`` listed it as a file it keeps and showed the assignment added (exit 0), and ``render``
+    stopped half-way ("refusing to write through a symbolic link", no hint). ``plan`` says the same as ``render``.
+    """
 
     def standing(asked: list[str]) -> dict[str, str]:
         found: dict[str, str] = {}
         for path in asked:
             where = root / path
             if where.is_symlink():
-                if not where.is_dir():
-                    found[path] = "a file"
+                found[path] = "a symbolic link"
             elif where.is_dir():
                 found[path] = FOLDER
             elif where.is_file():
