@@ -4,7 +4,9 @@ one gets one clear problem and nothing written, or the tree the reconcilers read
 from __future__ import annotations
 
 import json
+import os
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -155,3 +157,21 @@ def test_a_cluster_type_folder_linked_outside_the_output_names_the_link(tmp_path
                                   f"{out}: fleetflow writes only inside it")
     assert problem["hint"] == "put the folder itself there (or move the link away), then run again; nothing was written"
     assert not any(elsewhere.iterdir()) and [p.name for p in out.iterdir()] == ["cloud-eu"]
+
+
+@pytest.mark.parametrize("fmt", ["text", "json"])
+def test_plan_into_a_reader_that_stops_early_exits_with_its_own_code(tmp_path: Path, fmt: str) -> None:
+    """``fleetflow plan ... | head``: the reader leaves before the plan is printed. Python ignores SIGPIPE and raises
+    BrokenPipeError on the write (docs.python.org, ``signal``, "Note on SIGPIPE"); until 2026-11-29 that was
+    "forge/git error: connection failed: [Errno 32] Broken pipe (hint: check the network and the forge's address,
+    then run the command again)", exit 3. Now the output nobody reads is dropped, quietly, as git does."""
+    main_dir, env_dir = make_plane(tmp_path)
+    command = [sys.executable, "-c", "from fleetflow.cli import run; run()", "plan", "--main", str(main_dir), "--env",
+               str(env_dir), "--environment", "dev", "--output", str(tmp_path / "out"), "--format", fmt]
+    child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[1])})
+    assert child.stdout is not None and child.stderr is not None
+    child.stdout.close()  # the reader is gone before anything is written
+    stderr = child.stderr.read().decode()
+    assert child.wait(timeout=120) == 0, stderr
+    assert stderr == ""

@@ -102,11 +102,12 @@ class Reply:
         self.result = result
         if self.step is not None:
             self.step.done(envelope(code, result, problems, self.warnings), problems, self.warnings)
-        if self.json:
-            print_envelope(envelope(code, result, problems, self.warnings))
-        else:
-            if text is not None:
+        with reader_may_leave():
+            if self.json:
+                print_envelope(envelope(code, result, problems, self.warnings))
+            elif text is not None:
                 text()
+        if not self.json:
             for problem in problems:
                 click.echo(f"{LABELS.get(code, 'error')}: {problem}", err=True)
         if code != ExitCode.DONE:
@@ -127,6 +128,22 @@ class Reply:
             if self.written:
                 click.echo(self.written, err=True)
         sys.exit(int(error.exit_code))
+
+
+@contextmanager
+def reader_may_leave() -> Iterator[None]:
+    """A command's output piped to a reader that stops reading (``fleetflow plan ... | head``, ``less`` quit early):
+    the rest of the output is dropped and the command exits with its own code (its work is done: render wrote the
+    tree before it printed what it wrote). Python ignores
+    SIGPIPE and raises BrokenPipeError on the next write instead (docs.python.org, ``signal``, "Note on SIGPIPE",
+    which points stdout at ``os.devnull`` so that the final flush does not raise again). Until 2026-11-29 the error
+    reached :func:`handled` as a ``ConnectionError``: "forge/git error: connection failed: [Errno 32] Broken pipe
+    (hint: check the network and the forge's address ...)", exit 3, after a render that had written everything."""
+    try:
+        yield
+    except BrokenPipeError:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
 
 
 @contextmanager
