@@ -15,7 +15,7 @@ from click.testing import CliRunner
 
 from fleetflow.cli import main
 from fleetflow.errors import ExitCode
-from tests.helpers import ENV_FILES, make_plane, tree_bytes
+from tests.helpers import ENV_FILES, MAIN_FILES, build_file_tree, make_plane, tree_bytes
 
 GITOPS_AT_A_PATH = ENV_FILES["gitops-repo.yaml"].rstrip() + "\n          path: clusters/dev\n"
 
@@ -175,3 +175,77 @@ def test_plan_into_a_reader_that_stops_early_exits_with_its_own_code(tmp_path: P
     stderr = child.stderr.read().decode()
     assert child.wait(timeout=120) == 0, stderr
     assert stderr == ""
+
+
+SECOND_TARGET = MAIN_FILES["workloads/app.yaml"].replace("""
+            - name: qa
+""", """
+            - name: dev2
+              environment: dev
+              labels:
+                purpose: test
+              manifests:
+                repo: https://example.invalid/app
+                branch: dev
+                path: ./dev2
+            - name: qa
+""")
+
+
+def test_a_kustomization_file_that_does_not_list_what_the_render_adds_is_warned(tmp_path: Path) -> None:
+    """A ``kustomization.yaml`` written by hand in a cluster-type folder (the path of each cluster's Flux
+    Kustomization, docs/reporting-status.md), as the Flux docs recommend ("It is recommended to generate the
+    kustomization.yaml on your own and store it in Git", kustomize-controller ``docs/spec/v1/kustomizations.md``).
+    Flux then builds the folder from that file as it is (fluxcd/pkg ``kustomize/kustomize_generator.go``,
+    ``generateKustomization``: an existing kustomization file is used unchanged; only without one is it generated
+    from every .yaml/.yml file), Argo CD too (argo-cd ``util/app/discovery/discovery.go``, ``AppType``). A
+    deployment target added later is rendered into ``cloud-eu/app-dev2/`` and applied by no cluster, while the
+    Kustomization reports ready. Until 2026-11-29 ``render`` and ``plan`` said nothing (exit 0)."""
+    main_dir, env_dir = make_plane(tmp_path)
+    out = tmp_path / "out"
+    line: list[str | Path] = ["--main", main_dir, "--env", env_dir, "--environment", "dev", "--output", out]
+    code, stdout, stderr = invoke("render", *line)
+    assert code == 0 and "warning" not in stderr, (stdout, stderr)
+    kustomization = out / "cloud-eu" / "kustomization.yaml"
+    kustomization.write_text("apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n"
+                             "  - app-dev/reconciler.yaml\n  - app-dev/namespace.yaml\n"
+                             "  - ./app-dev/platform-config.yaml\n")
+    build_file_tree(main_dir, {"workloads/app.yaml": SECOND_TARGET})
+    for command in ("plan", "render"):
+        code, stdout, _ = invoke(command, *line, "--format", "json")
+        assert code == 0, stdout
+        [warning] = json.loads(stdout)["warnings"]
+        assert warning["message"] == (
+            "kustomization.yaml in cloud-eu/ does not list 3 files this render writes there "
+            "(cloud-eu/app-dev2/namespace.yaml, cloud-eu/app-dev2/platform-config.yaml, "
+            "cloud-eu/app-dev2/reconciler.yaml): Flux and Argo CD build cloud-eu/ from the resources it lists, not "
+            "from every YAML file, so no cluster applies them, and the clusters report success without them"
+        )
+        assert warning["location"]["file"] == str(kustomization)
+        assert warning["hint"] == ("add them to its resources (- app-dev2/namespace.yaml, ...), or delete "
+                                   "kustomization.yaml so that Flux and Argo CD take every YAML file below cloud-eu/")
+    assert (out / "cloud-eu" / "app-dev2" / "reconciler.yaml").is_file()  # a warning: the render is written
+
+
+@pytest.mark.parametrize(("where", "text", "warned"), [
+    ("cloud-eu/kustomization.yaml", "resources: [app-dev, app-dev2]\n", False),  # folders: each has its own
+    ("kustomization.yml", "resources:\n  - cloud-eu\n  - edge-line1\n", False),
+    ("kustomization.yml", "resources:\n  - cloud-eu\n", True),  # edge-line1/ is left out
+    ("cloud-eu/app-dev2/Kustomization", "resources: [reconciler.yaml]\n", True),  # Flux takes app-dev2/ through it
+    ("cloud-eu/kustomization.yaml", "resources: [: not yaml\n", False),  # Flux fails the build and says so
+    ("cloud-eu/kustomization.yaml.bak", "resources: []\n", False),  # not a name kustomize reads
+])
+def test_which_kustomization_files_leave_rendered_files_out(tmp_path: Path, where: str, text: str,
+                                                             warned: bool) -> None:
+    """Kustomize reads ``kustomization.yaml``, ``kustomization.yml`` and ``Kustomization`` (kustomize
+    ``api/konfig`` RecognizedKustomizationFileNames), at the output root, in a cluster-type folder or in an
+    assignment's folder (Flux's ``scanManifests`` takes a sub-folder holding one through it alone); a folder it
+    lists is taken whole."""
+    main_dir, env_dir = make_plane(tmp_path, main={"workloads/app.yaml": SECOND_TARGET})
+    out = tmp_path / "out"
+    build_file_tree(out, {where: text})
+    code, stdout, _ = invoke("render", "--main", main_dir, "--env", env_dir, "--environment", "dev", "--output",
+                             out, "--format", "json")
+    assert code == 0, stdout
+    warnings = [w for w in json.loads(stdout)["warnings"] if "kustomization" in w["message"].lower()]
+    assert bool(warnings) == warned, warnings

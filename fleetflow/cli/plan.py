@@ -12,7 +12,7 @@ from fleetflow.cli.paths import CommandPath
 from fleetflow.cli.render import foreign_lines, render_start, trees_in_hints
 from fleetflow.cli.terminal import TERMINAL
 from fleetflow.render.diff import plan_diff
-from fleetflow.render.output import FolderTree, in_the_way, survey
+from fleetflow.render.output import FolderTree, in_the_way, kustomization_warnings, survey
 from fleetflow.render.pipeline import render_environment
 from fleetflow.render.summary import PlanSummary, changes_text, headline
 
@@ -63,10 +63,10 @@ def plan(
         with trees_in_hints(main_dir, env_dir):
             result = render_environment(plane, environment, previous=previous, meta=meta,
                                         progress=TERMINAL.progress(fmt))
-        for warning in result.warnings:
-            reply.warn(warning)
         owned = survey(output, result, previous)
         in_the_way(output, result, owned)
+        for warning in [*result.warnings, *kustomization_warnings(output, result, owned)]:
+            reply.warn(warning)
         text = plan_diff(FolderTree(output), result, owned, state=previous) if diff else ""
 
         def show() -> None:

@@ -21,7 +21,7 @@ from fleetflow.forge.git import run_git
 from fleetflow.model.controlplane import ControlPlane, Resource
 from fleetflow.model.resources import GitOpsRepoSpec
 from fleetflow.render.incremental import STATE_PATH, RenderState
-from fleetflow.render.output import apply_result, in_the_way, read_state, survey
+from fleetflow.render.output import apply_result, in_the_way, kustomization_warnings, read_state, survey
 from fleetflow.render.pipeline import Meta, render_environment, trees_named
 from fleetflow.render.summary import RenderSummary, changes_text, headline
 
@@ -104,6 +104,7 @@ def render(
             )
         owned = survey(output, result, previous, sweep=full or prune_foreign)
         in_the_way(output, result, owned)  # before the closing line below: nothing is written when it refuses
+        unlisted = kustomization_warnings(output, result, owned)
         if prune_foreign and owned.foreign and not yes:
             _confirm_prune(output, owned.foreign)
         reply.written = (
@@ -113,7 +114,7 @@ def render(
         report = apply_result(
             output, result, previous, sweep=full, prune_foreign=prune_foreign, owned=owned
         )
-        for item in result.warnings:
+        for item in [*result.warnings, *unlisted]:
             reply.warn(item)
 
         def text() -> None:

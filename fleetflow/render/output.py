@@ -11,12 +11,14 @@ no change writes nothing. Writes go through a temporary file and a rename, so a 
 from __future__ import annotations
 
 import os
+import posixpath
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from fleetflow.errors import InputError, Location, Problem, Problems, UsageError
 from fleetflow.render.incremental import PART_DIR, SHARD_DIR, STATE_PATH, NewerState, RenderState
+from fleetflow.render.kustomization_files import KUSTOMIZATION_NAMES, left_out
 from fleetflow.render.ownership import FOLDER, Ownership, examined_folders, ownership, refuse_in_the_way
 from fleetflow.render.pipeline import RenderResult
 
@@ -224,6 +226,41 @@ def _remove_empty_parents(root: Path, folder: Path) -> None:
     while folder.resolve() != base and folder.is_dir() and not folder.is_symlink() and not any(folder.iterdir()):
         folder.rmdir()
         folder = folder.parent
+
+
+def kustomization_warnings(root: Path, result: RenderResult, owned: Ownership) -> Problems:
+    """A warning for each kustomization file in ``root`` that leaves out files this render writes below it
+    (:mod:`fleetflow.render.kustomization_files`): at the output root, in a cluster-type folder the render writes
+    into (a Flux Kustomization's path, docs/reporting-status.md), or in an assignment's or status folder (a foreign
+    file the survey found there). Cost: three ``stat`` calls for the root and for each cluster type rendered, and
+    the survey's list (1 ms for 300 cluster types, against 1.8 s to render their 9,000 assignments); a file is
+    read only where one stands."""
+    written = [*result.files, *result.reporters]
+    folders = {""} | {path.split("/", 1)[0] for path in written}
+    base = os.fspath(root)
+    found = [f"{folder}/{name}" if folder else name for folder in sorted(folders) for name in KUSTOMIZATION_NAMES
+             if os.path.isfile(os.path.join(base, folder, name))]
+    found += [path for path in owned.foreign if path.count("/") >= 2 and path.rpartition("/")[2] in KUSTOMIZATION_NAMES]
+    warnings = Problems()
+    for path in sorted(set(found)):
+        folder, _, name = path.rpartition("/")
+        missing = left_out(folder, (root / path).read_bytes(), written)
+        if not missing:
+            continue
+        where = f"{folder}/" if folder else "the output folder"
+        first = posixpath.relpath(missing[0], folder or ".")
+        files = "file" if len(missing) == 1 else "files"
+        shown = ", ".join(missing[:3]) + (f" and {len(missing) - 3} more" if len(missing) > 3 else "")
+        warnings.add(
+            f"{name} in {where} does not list {len(missing)} {files} this render writes there ({shown}): Flux and "
+            f"Argo CD build {where} from the resources it lists, not from every YAML file, so no cluster applies "
+            f"{'it' if len(missing) == 1 else 'them'}, and the clusters report success without them",
+            Location(str(root / path)),
+            f"add {'it' if len(missing) == 1 else 'them'} to its resources (- {first}"
+            f"{', ...' if len(missing) > 1 else ''}), or delete {name} so that Flux and Argo CD take every YAML "
+            f"file below {where}",
+        )
+    return warnings
 
 
 @dataclass(frozen=True)
