@@ -249,3 +249,60 @@ def test_which_kustomization_files_leave_rendered_files_out(tmp_path: Path, wher
     assert code == 0, stdout
     warnings = [w for w in json.loads(stdout)["warnings"] if "kustomization" in w["message"].lower()]
     assert bool(warnings) == warned, warnings
+
+
+def committed_render(tmp_path: Path) -> tuple[list[str | Path], Path]:
+    """dev rendered into a checkout of the GitOps branch, and committed, as a person does by hand."""
+    main_dir, env_dir = make_plane(tmp_path)
+    out = gitops_clone(tmp_path)
+    line: list[str | Path] = ["--main", main_dir, "--env", env_dir, "--environment", "dev", "--output", out]
+    code, stdout, stderr = invoke("render", *line)
+    assert code == 0, (stdout, stderr)
+    git(out, "add", "-A")
+    git(out, "commit", "-q", "-m", "render dev")
+    return line, out
+
+
+@pytest.mark.parametrize("committed", [False, True])
+def test_files_fleetflow_wrote_changed_in_the_checkout_are_put_back(tmp_path: Path, committed: bool) -> None:
+    """A file fleetflow wrote edited by hand in the checkout (or in a hot-fix commit pulled from the GitOps branch)
+    and another deleted, their inputs unchanged. ``schedule`` renders such files again and puts them back
+    (docs/design.md §4, :func:`fleetflow.promotion.gitops.hand_edits`); until 2026-11-29 ``render`` said "0 changed,
+    Wrote 0 files" and left them as they were (the deleted Namespace stayed deleted), and ``plan`` said "no
+    rendered file changes", though ``render`` promises the tree a full render writes."""
+    line, out = committed_render(tmp_path)
+    before = tree_bytes(out / "cloud-eu") | tree_bytes(out / "edge-line1")
+    edited = out / "cloud-eu" / "app-dev" / "reconciler.yaml"
+    deleted = out / "edge-line1" / "app-dev" / "namespace.yaml"
+    edited.write_text(edited.read_text() + "# hot-fix\n")
+    deleted.unlink()
+    if committed:
+        git(out, "commit", "-q", "-a", "-m", "hot-fix")
+    code, stdout, _ = invoke("plan", *line, "--format", "json")
+    assert code == 0, stdout
+    planned = json.loads(stdout)
+    [warning] = planned["warnings"]
+    assert warning["message"].startswith(
+        f"2 files fleetflow wrote changed in {out} after commit ")
+    assert warning["message"].endswith(
+        "which wrote its state (cloud-eu/app-dev/reconciler.yaml, edge-line1/app-dev/namespace.yaml): rendered "
+        "again, render puts back what fleetflow renders")
+    diff = planned["result"]["diff"]
+    assert "-# hot-fix" in diff and "+++ b/edge-line1/app-dev/namespace.yaml" in diff
+    code, stdout, stderr = invoke("render", *line)
+    assert code == 0 and "2 files fleetflow wrote changed" in stderr, (stdout, stderr)
+    assert tree_bytes(out / "cloud-eu") | tree_bytes(out / "edge-line1") == before
+    code, stdout, stderr = invoke("render", *line)  # put back: nothing more to say
+    assert code == 0 and stderr == "" and "Wrote 0 files" in stdout, (stdout, stderr)
+
+
+def test_a_render_not_committed_yet_is_not_taken_for_hand_edits(tmp_path: Path) -> None:
+    """A render whose files and state are not committed yet differs from the commit in its own files: that is no
+    hand edit, and the next render says nothing about it."""
+    line, _ = committed_render(tmp_path)
+    configs = Path(str(line[3])) / "configs.yaml"
+    configs.write_text(configs.read_text().replace("LOG_LEVEL: info", "LOG_LEVEL: warn"))
+    code, stdout, stderr = invoke("render", *line)
+    assert code == 0 and "changed (" in stdout and stderr == "", (stdout, stderr)
+    code, stdout, stderr = invoke("render", *line)
+    assert code == 0 and stderr == "" and "Wrote 0 files" in stdout, (stdout, stderr)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 import posixpath
 import re
@@ -16,13 +17,13 @@ from fleetflow.cli.common import FORMAT, check_environment, head_branch_name, he
 from fleetflow.cli.errors import Reply, handled
 from fleetflow.cli.paths import CommandPath
 from fleetflow.cli.terminal import TERMINAL
-from fleetflow.errors import InputError, Problem, Problems, UsageError, shown_path
+from fleetflow.errors import InputError, Location, Problem, Problems, UsageError, shown_path
 from fleetflow.forge.git import run_git
 from fleetflow.model.controlplane import ControlPlane, Resource
 from fleetflow.model.resources import GitOpsRepoSpec
 from fleetflow.render.incremental import STATE_PATH, RenderState
 from fleetflow.render.output import apply_result, in_the_way, kustomization_warnings, read_state, survey
-from fleetflow.render.pipeline import Meta, render_environment, trees_named
+from fleetflow.render.pipeline import STATUS_DIR, Meta, render_environment, trees_named
 from fleetflow.render.summary import RenderSummary, changes_text, headline
 
 
@@ -180,11 +181,99 @@ def render_start(
         ))
     for warning in unreadable:
         reply.warn(warning)
+    if previous is not None:
+        edited = edited_in_checkout(output, previous)
+        if edited is not None:
+            reply.warn(edited)
     main_commit, env_commit = commits
     # the branch checked out in --env is evidence of whose tree it is, as for validate and explain: until
     # 2026-11-29 a checkout of qa's branch (its GitOpsRepo named after neither) rendered as dev's, exit 0
     return plane, previous, Meta(main_commit or head_commit(main_dir), env_commit or head_commit(env_dir),
                                  head_branch_name(env_dir))
+
+
+def edited_in_checkout(output: Path, previous: RenderState) -> Problem | None:
+    """In a git checkout, the files fleetflow wrote (``previous`` lists them) that differ from the commit that last
+    wrote the state index (``git log -1 -- <output>/.fleetflow/state.json``), in a later commit or in the working
+    tree: a hot-fix pulled from the GitOps branch, a file edited or deleted by hand. Their assignments (and status
+    folders) are rendered again, so the render puts back what fleetflow renders, as ``schedule`` does on the GitOps
+    branch (:func:`fleetflow.promotion.gitops.hand_edits`); the warning says which. Until 2026-11-29 ``render`` kept
+    them while their inputs did not change ("0 changed, wrote 0 files", a deleted ``namespace.yaml`` stayed
+    deleted) and ``plan`` said "no rendered file changes". Nothing is looked at when the state on disk is not the
+    committed one (a render not committed yet: its own files differ from the commit), nor outside a checkout.
+    Costs two git calls, the diff ``git diff <commit> -- <output>`` (what changed, from the index's stat data)."""
+    here = output.absolute()
+    top = next((folder for folder in (here, *here.parents) if (folder / ".git").exists()), None)
+    if top is None:
+        return None
+    inside = posixpath.normpath(os.path.relpath(output.resolve(), top.resolve()).replace(os.sep, "/"))
+    if inside.startswith(".."):
+        return None
+    prefix = "" if inside == "." else f"{inside}/"
+    wrote = run_git(["log", "-1", "--format=%H", "--", f"{prefix}{STATE_PATH}"], cwd=top, check=False)
+    since = wrote.stdout.decode().strip() if wrote.returncode == 0 else ""
+    if not since:
+        return None
+    diff = run_git(["diff", "--name-only", "--no-renames", "-z", since, "--", inside], cwd=top, check=False)
+    if diff.returncode != 0:
+        return None
+    changed = [path[len(prefix):] for path in diff.stdout.decode(errors="replace").split("\0") if path]
+    if any(path.startswith(".fleetflow/") for path in changed):
+        return None  # the state on disk is not the one committed: its render's own files differ from the commit
+    changed = _differ_from(top, since, prefix, changed) if changed else []
+    shards = previous.assignments.shards
+    paths: list[str] = []
+    assignments: set[str] = set()
+    reporters: set[str] = set()
+    for path in changed:
+        parts = path.split("/")
+        if len(parts) != 3 or parts[0] not in shards:
+            continue
+        if parts[1] == STATUS_DIR:
+            reporters.add(parts[0])
+            paths.append(path)
+            continue
+        entry = previous.assignments.get(f"{parts[0]}/{parts[1]}")
+        if entry is not None and parts[2] in entry.files:
+            assignments.add(f"{parts[0]}/{parts[1]}")
+            paths.append(path)
+    if not paths:
+        return None
+    previous.render_again(sorted(assignments), sorted(reporters))
+    shown = ", ".join(paths[:5]) + (f" and {len(paths) - 5} more" if len(paths) > 5 else "")
+    count = f"{len(paths)} file{'s' if len(paths) != 1 else ''}"
+    return Problem(
+        f"{count} fleetflow wrote changed in {output} after commit {since[:12]}, which wrote its state ({shown}): "
+        "rendered again, render puts back what fleetflow renders",
+        Location(str(output / paths[0])),
+        "a change made in the GitOps tree is undone by the next render or schedule; make it in the control plane "
+        "(main or the environment branch) to keep it",
+    )
+
+
+def _differ_from(top: Path, commit: str, prefix: str, paths: list[str]) -> list[str]:
+    """Those of ``paths`` (below ``prefix`` in the checkout at ``top``) whose file on disk is missing or not the
+    blob ``commit`` has: ``git diff <commit>`` also lists a file the index no longer has (deleted by a later
+    commit) that the disk has again, as a render put it back. One ``git ls-tree``; the blob ids of the files on
+    disk are computed here (git's object ids: the hash of ``blob <size>\\0`` and the bytes)."""
+    listed = run_git(["ls-tree", "-z", commit, "--", *(prefix + path for path in paths)], cwd=top, check=False)
+    blobs: dict[str, str] = {}
+    for line in listed.stdout.decode(errors="replace").split("\0"):
+        meta, _, full = line.partition("\t")
+        if full:
+            blobs[full[len(prefix):]] = meta.split()[-1]
+    differ: list[str] = []
+    for path in paths:
+        file = top / (prefix + path)
+        blob = blobs.get(path)
+        if blob is None or not file.is_file():
+            differ.append(path)
+            continue
+        data = file.read_bytes()
+        digest = hashlib.sha256 if len(blob) == 64 else hashlib.sha1
+        if digest(b"blob %d\0" % len(data) + data).hexdigest() != blob:
+            differ.append(path)
+    return differ
 
 
 def check_output_branch(plane: ControlPlane, environment: str, output: Path) -> None:
