@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from fleetflow.errors import GitError, Problem, UsageError, unknown_environment
+from fleetflow.errors import GitError, Problem, UsageError, some_of, unknown_environment
 from fleetflow.forge.git import BareRepo, run_git
 from fleetflow.model.documents import ParseCache, Tree
 from fleetflow.model.references import environment_branch
@@ -126,6 +126,15 @@ def plan_change(checkout: Path, into: str, *, environment: str | None = None,
                 ))
                 continue
             pairs.append(Pair(name, branch, work, side(branch, sha)))
+        if warnings and _is_shallow(repo):
+            paired = {p.environment for p in pairs}
+            missing = [environment_branch(env) for name, env in sorted(envs.items()) if name not in paired]
+            raise GitError(
+                f"{checkout} is a shallow clone, without the environment branch{'es' if len(missing) > 1 else ''} "
+                f"{some_of(missing, 5)}: nothing was checked (actions/checkout fetches a single commit unless "
+                "fetch-depth: 0); check the repo out with fetch-depth: 0, or run "
+                "git fetch --unshallow origin '+refs/heads/*:refs/remotes/origin/*'"
+            )
         return ChangePlan(into, pairs, warnings)
 
     main_sha = _pinned_main(repo, checkout, main_branch)
@@ -142,6 +151,15 @@ def plan_change(checkout: Path, into: str, *, environment: str | None = None,
     if environment is not None and environment != name:
         raise UsageError(f"--environment {environment}: branch {into} belongs to environment {name}")
     return ChangePlan(into, [Pair(name, into, main_side, work)], warnings)
+
+
+def _is_shallow(repo: BareRepo) -> bool:
+    """Whether the checkout is a shallow clone (``git rev-parse --is-shallow-repository``): what
+    ``actions/checkout`` leaves by default ("Only a single commit is fetched by default ... Set fetch-depth: 0 to
+    fetch all history for all branches and tags", https://github.com/actions/checkout#checkout-v4). An environment
+    branch missing there says nothing of the repository: until 2026-11-29 each was a warning to "create the branch
+    first", and without --strict the check passed with nothing checked."""
+    return repo.git("rev-parse", "--is-shallow-repository", check=False).stdout.strip() == b"true"
 
 
 def _pinned_main(repo: BareRepo, checkout: Path, main_branch: str) -> str:
