@@ -118,6 +118,14 @@ def _check_change(repo_dir: Path, into: str, environment: str | None, fmt: str) 
             found.problems.extend(exc.problems())
             continue
         trees = (pair.main.label or ".", pair.env.label or ".")
+        if plane.gitops_repo() is None:  # render does without one (--output); schedule and promote stop
+            found.problems.add(
+                f"environment {pair.environment}: no GitOpsRepo on branch {pair.branch} ({trees[1]}): schedule and "
+                f"promote stop for {pair.environment} without one (it says where its manifests go)",
+                None,
+                f"keep a GitOpsRepo (spec.repo, spec.branch, spec.path) on the {pair.branch} branch: "
+                "fleetflow init writes it as gitops-repo.yaml",
+            )
         _check_environment(plane, pair.environment, pair.branch, fmt, found, trees)
     return found
 
