@@ -65,7 +65,9 @@ def validate(main_dir: Path | None, env_dir: Path | None, into: str | None, repo
 
     \b
     Errors (exit 1): anything render or the gate would refuse later, an empty tree, an --env tree that
-    belongs to another environment. Warnings (exit 0 unless --strict): selectors or ConfigMaps that select
+    belongs to another environment; with --into, an environment branch without a GitOpsRepo (schedule needs
+    one). A shallow --repo without the environment branches is a git failure (exit 3: fetch-depth: 0).
+    Warnings (exit 0 unless --strict): selectors or ConfigMaps that select
     nothing (with the closest existing label), targets of environments main does not define, an environment
     that schedules nothing, a rollout gate that passes without a report or counts any context, a rollout
     timeout or soakTime under 5 minutes written without a unit (timeout: 30 is 30 seconds), a Cluster
