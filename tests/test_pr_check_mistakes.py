@@ -99,3 +99,24 @@ def test_a_change_into_main_paired_with_a_branch_without_gitops_repo_fails(clone
     assert [p["message"] for p in data["problems"]] == [
         f"environment qa: no GitOpsRepo on branch qa (qa@{sha}): schedule and promote stop for qa without one "
         "(it says where its manifests go)"]
+
+
+def test_renaming_an_environment_on_main_hints_at_keeping_its_branch(clone: Path) -> None:  # noqa: F811
+    """qa renamed to quality in a change into main: quality has no branch. The hint said only "create the quality
+    branch first", which starts the renamed environment from nothing while qa's clusters and configuration stay on
+    the qa branch; it now names the Environment the change removes whose branch is there, and spec.branch."""
+    edit_all = [(".environments/envs.yaml", "name: qa\n", "name: quality\n"),
+                (".environments/envs.yaml", "after: [qa]", "after: [quality]"),
+                ("workloads/app.yaml", "environment: qa\n", "environment: quality\n")]
+    for path, old, new in edit_all:
+        file = clone / path
+        file.write_text(file.read_text().replace(old, new))
+    code, data = validate(clone, "--into", "main")
+    assert code == 0, data
+    [warning] = [w for w in data["warnings"] if "no branch 'quality'" in w["message"]]
+    assert "if it is qa renamed" in warning["hint"] and "spec.branch: qa" in warning["hint"], warning
+    # the fix the hint gives: the renamed Environment keeps the qa branch, and the change is clean
+    envs = clone / ".environments/envs.yaml"
+    envs.write_text(envs.read_text().replace("name: quality\nspec:\n", "name: quality\nspec:\n  branch: qa\n"))
+    code, data = validate(clone, "--into", "main", "--strict")
+    assert code == 0, data

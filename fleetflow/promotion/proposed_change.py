@@ -14,13 +14,16 @@ Branches are read from ``refs/remotes/origin/<branch>`` (what a clone or ``actio
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from fleetflow.errors import GitError, Problem, UsageError, some_of, unknown_environment
+from fleetflow.errors import GitError, InputError, Problem, UsageError, some_of, unknown_environment
 from fleetflow.forge.git import BareRepo, run_git
+from fleetflow.model.controlplane import Resource
 from fleetflow.model.documents import ParseCache, Tree
 from fleetflow.model.references import environment_branch
+from fleetflow.model.resources import EnvironmentSpec
 from fleetflow.promotion.context import MAIN, CommitTree, read_environments, short
 from fleetflow.promotion.pin import PIN_FILE, read_pin
 
@@ -122,7 +125,8 @@ def plan_change(checkout: Path, into: str, *, environment: str | None = None,
                     f"environment {name}: no branch {branch!r} in {checkout}: its configuration was not checked",
                     env.where("metadata", "name"),
                     f"create the {branch} branch first (cluster types, clusters, configs, GitOpsRepo); in a "
-                    "workflow, check the repo out with fetch-depth: 0 so every branch is there",
+                    "workflow, check the repo out with fetch-depth: 0 so every branch is there"
+                    + _renamed_hint(repo, envs, main_branch, side, cache),
                 ))
                 continue
             pairs.append(Pair(name, branch, work, side(branch, sha)))
@@ -151,6 +155,27 @@ def plan_change(checkout: Path, into: str, *, environment: str | None = None,
     if environment is not None and environment != name:
         raise UsageError(f"--environment {environment}: branch {into} belongs to environment {name}")
     return ChangePlan(into, [Pair(name, into, main_side, work)], warnings)
+
+
+def _renamed_hint(repo: BareRepo, envs: dict[str, Resource[EnvironmentSpec]], main_branch: str,
+                  side: Callable[[str, str], Side], cache: ParseCache | None) -> str:
+    """When the change drops Environments whose branches exist (read from ``main_branch``'s tip, only once a
+    branch is missing): a rename, most likely, that left the old branch behind. Until 2026-11-29 the hint said only
+    to create the new branch, which would start the renamed environment from an empty configuration."""
+    sha = _branch_commit(repo, main_branch)
+    if sha is None:
+        return ""
+    try:
+        before = read_environments(side(main_branch, sha).tree(), cache, where=main_branch)
+    except InputError:
+        return ""
+    dropped = [(name, environment_branch(env)) for name, env in sorted(before.items())
+               if name not in envs and _branch_commit(repo, environment_branch(env)) is not None]
+    if not dropped:
+        return ""
+    name, branch = dropped[0]
+    return (f"; or, if it is {name} renamed, keep {name}'s configuration: spec.branch: {branch} on this Environment "
+            f"(the {branch} branch is there, and this change removes {name})")
 
 
 def _is_shallow(repo: BareRepo) -> bool:
