@@ -43,6 +43,9 @@ class RegistrationFetcher:
     progress: Progress = NO_PROGRESS
     _parsed: dict[tuple[str, str, str], _Read] = field(default_factory=dict)
     _repos: dict[str, BareRepo] = field(default_factory=dict)
+    # (the repo URL without credentials, the branch) -> the commit read: what a sharded schedule's jobs compare,
+    # each having fetched the branch on its own runner
+    commits: dict[tuple[str, str], str] = field(default_factory=dict)
 
     def __call__(self, reg: Resource[WorkloadRegistrationSpec], problems: Problems) -> list[Document]:
         src = reg.spec.workload
@@ -83,6 +86,7 @@ class RegistrationFetcher:
         commit = repo.resolve(f"{ref}^{{commit}}")
         if commit is None:
             raise GitError(f"no commit at {ref}", command="rev-parse", reason=f"branch {branch!r} has no commit")
+        self.commits[(split_credentials(url)[0], branch)] = commit
         return repo, commit
 
     @staticmethod

@@ -282,6 +282,11 @@ class Context:
         except UsageError:  # a path leaving the repo: it holds no state fleetflow wrote
             return None
 
+    def workload_commits(self) -> dict[tuple[str, str], str]:
+        """(repo URL without credentials, branch) -> the commit this run read, of every workload repository a
+        ``WorkloadRegistration`` of a plane it loaded names."""
+        return dict(self._fetcher.commits) if self._fetcher is not None else {}
+
     def plane(self, main_sha: str, env_branch: str, env_sha: str) -> ControlPlane:
         """main@main_sha + the environment branch at env_sha, loaded and structurally checked."""
         if self._fetcher is None:

@@ -27,7 +27,7 @@ from pathlib import Path
 
 from pydantic import Field
 
-from fleetflow.errors import InputError, Problem, Problems, UsageError, shown_path
+from fleetflow.errors import GitError, InputError, Problem, Problems, UsageError, shown_path
 from fleetflow.forge.git import BareRepo, TreeEdit, retry_races
 from fleetflow.model.durations import format_duration
 from fleetflow.promotion.context import (
@@ -106,6 +106,9 @@ class ShardManifest(Result):
     bundle: str | None  # file name of the git bundle beside the manifest (None: nothing changed)
     # files in the folders the shard wrote to that fleetflow did not write: kept (the PR lists them)
     foreign: list[str] = Field(default_factory=list)
+    # "<repo URL> branch <branch>" -> the commit of each registered workload repository the shard read (every job
+    # fetches the branch itself: a push there between the jobs gives each another input)
+    workloads: dict[str, str] = Field(default_factory=dict)
 
 
 def render_shard(ctx: Context, environment: str, spec: ShardSpec, folder: Path) -> ShardManifest:
@@ -139,11 +142,16 @@ def render_shard(ctx: Context, environment: str, spec: ShardSpec, folder: Path) 
         environment=environment, shard=str(spec), base_commit=base, main_commit=at.main_sha, env_commit=at.env_sha,
         rendered=len(result.rendered), folders=folders, states=states,
         changes=Changes(added=result.changes.added, removed=result.changes.removed, changed=result.changes.changed),
-        bundle=bundle, foreign=[shown_path(p) for p in written.owned.foreign],
+        bundle=bundle, foreign=[shown_path(p) for p in written.owned.foreign], workloads=workload_commits(ctx),
     )
     (folder / MANIFEST.format(index=spec.index, count=spec.count)).write_text(
         json.dumps(manifest.model_dump(by_alias=True), indent=2, sort_keys=True) + "\n", encoding="utf-8")
     return manifest
+
+
+def workload_commits(ctx: Context) -> dict[str, str]:
+    """The commit of each registered workload repository the run read (``<repo URL> branch <branch>`` -> sha)."""
+    return {f"{url} branch {branch}": sha for (url, branch), sha in sorted(ctx.workload_commits().items())}
 
 
 def _folders(repo: BareRepo, commit: str | None, root: str) -> dict[str, str]:
@@ -179,38 +187,65 @@ def _bundle(repo: BareRepo, commit: str, base: str | None, path: Path) -> None:
 
 
 def read_manifests(folder: Path, environment: str) -> list[tuple[ShardManifest, Path]]:
-    """Every shard's manifest found under ``folder`` (artifact downloads may nest them), checked to be one complete
-    set of this environment, rendered from one set of inputs; an InputError saying what to do otherwise. Whether
-    those inputs are still the current ones is :func:`moved_inputs`."""
+    """Every shard's manifest of ``environment`` found under ``folder`` (artifact downloads may nest them), checked
+    to be one complete set, rendered from one set of inputs, each with its bundle; an InputError saying what to do
+    otherwise. Whether those inputs are still the current ones is :func:`moved_inputs`.
+
+    Manifests of other environments are left aside: the shards workflow downloads the artifacts matching
+    ``fleetflow-shard-<environment>-*-of-N``, and in a run that schedules environments ``prod`` and ``prod-eu``
+    (two jobs of one caller) that pattern matches ``prod-eu``'s too."""
     found: list[tuple[ShardManifest, Path]] = []
+    others: dict[str, list[str]] = {}  # environment -> its shards found
+    problems: list[Problem] = []
     for path in sorted(folder.rglob("shard-*-of-*.json")):
         try:
-            found.append((ShardManifest.model_validate(json.loads(path.read_text(encoding="utf-8"))), path.parent))
+            manifest = ShardManifest.model_validate(json.loads(path.read_text(encoding="utf-8")))
         except (ValueError, OSError) as exc:
             raise InputError([Problem(f"{path} is not a shard manifest ({exc})", None,
                                       "give --stitch the folder the shard jobs wrote (their artifacts)")]) from exc
+        try:
+            ShardSpec.parse(manifest.shard)
+        except UsageError:
+            problems.append(Problem(f"{path}: shard {manifest.shard!r} is not K/N with 1 <= K <= N", None,
+                                    "give --stitch the manifests the shard jobs wrote, as they wrote them"))
+            continue
+        if manifest.environment != environment:
+            others.setdefault(manifest.environment, []).append(manifest.shard)
+            continue
+        if manifest.bundle is not None and not (path.parent / manifest.bundle).is_file():
+            problems.append(Problem(
+                f"shard {manifest.shard}: {path} names the bundle {manifest.bundle}, which is not beside it", None,
+                "download the whole artifact of each shard (the manifest and its bundle, one folder); the bundle "
+                "holds what the shard rendered"))
+        found.append((manifest, path.parent))
+    if problems:
+        raise InputError(problems)
     if not found:
-        raise InputError([Problem(f"no shard manifest (shard-K-of-N.json) under {folder}", None,
-                                  "run fleetflow schedule --shard K/N --artifact DIR for every K first")])
+        elsewhere = "; ".join(f"{env}: {', '.join(shards)}" for env, shards in sorted(others.items()))
+        raise InputError([Problem(
+            f"no shard manifest (shard-K-of-N.json) of environment {environment} under {folder}"
+            + (f" (only shards of other environments: {elsewhere})" if others else ""), None,
+            f"run fleetflow schedule --environment {environment} --shard K/N --artifact DIR for every K first")])
     counts = {ShardSpec.parse(m.shard).count for m, _ in found}
     indexes = sorted(ShardSpec.parse(m.shard).index for m, _ in found)
-    problems: list[Problem] = []
     if len(counts) != 1 or indexes != list(range(1, max(counts) + 1)):
         shards = ", ".join(m.shard for m, _ in found)
         problems.append(Problem(f"the shard manifests under {folder} are not one complete set: shards {shards}",
                                 None, "stitch exactly the N shards of one run (1/N .. N/N)"))
-    runs: dict[str, list[str]] = {}  # the inputs -> the shards rendered from them
+    runs: dict[tuple[str, str, str | None, tuple[tuple[str, str], ...]], list[str]] = {}  # inputs -> shards
     for m, _ in found:
-        if m.environment != environment:
-            problems.append(Problem(f"shard {m.shard} rendered environment {m.environment}, not {environment}", None,
-                                    "stitch the shards of this environment"))
-        runs.setdefault(_inputs_text(m.main_commit, m.env_commit, m.base_commit), []).append(m.shard)
+        runs.setdefault((m.main_commit, m.env_commit, m.base_commit, tuple(sorted(m.workloads.items()))),
+                        []).append(m.shard)
     if len(runs) > 1:
+        differ = _differing([dict(key[3]) for key in runs])
         problems.append(Problem(
             f"the shards under {folder} were rendered from different inputs: "
-            + "; ".join(f"{'shard' if len(shards) == 1 else 'shards'} {', '.join(shards)} from {inputs}"
-                        for inputs, shards in runs.items()),
-            None, "stitch the N shards of one run (their artifacts are named fleetflow-shard-<environment>-K-of-N)"))
+            + "; ".join(f"{'shard' if len(shards) == 1 else 'shards'} {', '.join(shards)} from "
+                        + _inputs_text(main, env, base) + _workloads_text(dict(workloads), differ)
+                        for (main, env, base, workloads), shards in runs.items()),
+            None, "stitch the N shards of one run (their artifacts are named fleetflow-shard-<environment>-K-of-N); "
+            "in GitHub Actions, a shard job run again alone (Re-run failed jobs) renders the inputs of its own time "
+            "while the others keep their artifacts: Re-run all jobs"))
     if problems:
         raise InputError(problems)
     return found
@@ -221,23 +256,53 @@ def _inputs_text(main_sha: str, env_sha: str, base: str | None, branch: str = "e
     return f"main@{short(main_sha)} + {branch}@{short(env_sha)} onto {onto}"
 
 
-def moved_inputs(manifest: ShardManifest, at: Pinned, base: str | None) -> str | None:
+def _differing(reads: list[dict[str, str]]) -> set[str]:
+    """The workload repositories (``<url> branch <branch>``) read at different commits, or not by every run."""
+    return {key for key in set().union(*reads) if len({read.get(key) for read in reads}) > 1}
+
+
+def _workloads_text(workloads: dict[str, str], differ: set[str]) -> str:
+    return "".join(f", workload repo {key} at {short(workloads[key]) if key in workloads else '(not read)'}"
+                   for key in sorted(differ))
+
+
+def moved_inputs(manifest: ShardManifest, at: Pinned, base: str | None,
+                 workloads: dict[str, str] | None = None) -> str | None:
     """None when the shards were rendered from the inputs the stitch job sees now (the GitOps branch tip, the
-    environment branch and its pin); otherwise what moved, and which run stitches instead, for the superseded
-    outcome's message."""
-    if (manifest.base_commit, manifest.main_commit, manifest.env_commit) == (base, at.main_sha, at.env_sha):
+    environment branch and its pin, the commits of the registered workload repositories: ``workloads``, as
+    :func:`workload_commits` gives them); otherwise what moved, and which run stitches instead, for the superseded
+    outcome's message. A workload repository that moved counts: the state index the stitch writes records the
+    workloads it read, so folders rendered from other commits would stay as they are until the next change."""
+    workloads = manifest.workloads if workloads is None else workloads
+    if (manifest.base_commit, manifest.main_commit, manifest.env_commit, manifest.workloads) == (
+            base, at.main_sha, at.env_sha, workloads):
         return None
-    then = _inputs_text(manifest.main_commit, manifest.env_commit, manifest.base_commit, at.branch)
-    now = _inputs_text(at.main_sha, at.env_sha, base, at.branch)
+    differ = _differing([manifest.workloads, workloads])
+    then = (_inputs_text(manifest.main_commit, manifest.env_commit, manifest.base_commit, at.branch)
+            + _workloads_text(manifest.workloads, differ))
+    now = _inputs_text(at.main_sha, at.env_sha, base, at.branch) + _workloads_text(workloads, differ)
     if manifest.env_commit != at.env_sha:
         # a push to the environment branch (a pin, a config commit) starts the schedule workflow again
         who = (f"the push that moved {at.branch} started a newer run, which renders and stitches the new inputs "
                f"(or the workflow's next scheduled run does)")
     else:
-        # the GitOps branch moved (a merged PR): no event of the control-plane repository follows
+        # the GitOps branch moved (a merged PR) or a workload repository did: no event of the control-plane
+        # repository follows
         who = ("the workflow's next scheduled run renders and stitches the new inputs; to do it now, run the shard "
                "jobs again (re-run the workflow)")
     return f"the shards were rendered from {then}; the inputs now are {now}. Nothing was written: {who}."
+
+
+def unbundle(repo: BareRepo, manifest: ShardManifest, bundle: Path) -> None:
+    """The objects of a shard's bundle into ``repo``; a bundle git cannot read (cut short by a failed download or
+    upload, or not the one the manifest was written with) is an InputError, not a git failure to retry."""
+    try:
+        repo.git("bundle", "unbundle", str(bundle))
+    except GitError as exc:
+        raise InputError([Problem(
+            f"shard {manifest.shard}: the bundle {bundle} does not read: {exc.reason or exc}", None,
+            "stitch the artifacts as the shard jobs uploaded them (download them again, or run the shard jobs "
+            "again: re-run the workflow); nothing was written")]) from exc
 
 
 def stitch_commit(ctx: Context, environment: str, folder: Path) -> Rendered | ScheduleOutcome:
@@ -248,14 +313,14 @@ def stitch_commit(ctx: Context, environment: str, folder: Path) -> Rendered | Sc
     at = pinned_to_render(ctx, environment)
     heads = at.fetch_gitops(ctx.git)
     base = heads[at.gitops_branch]
-    moved = moved_inputs(found[0][0], at, base)
+    moved = moved_inputs(found[0][0], at, base, workload_commits(ctx))
     if moved is not None:
         return ScheduleOutcome(environment=environment, operation="superseded", main_commit=at.main_sha,
                                env_commit=at.env_sha, message=moved)
     repo = ctx.git.mirror(at.gitops_url)
     for manifest, where in found:
         if manifest.bundle is not None:
-            repo.git("bundle", "unbundle", str(where / manifest.bundle))
+            unbundle(repo, manifest, where / manifest.bundle)
     tree = GitOpsTree(repo, base, clean_root(at.gitops_path))
     previous = tree.read_state()
     refuse_foreign_state(at, previous)
