@@ -62,8 +62,8 @@ def schedule(environment: str, shard: str | None, artifact: Path | None, stitch:
     dispatched (GITHUB_EVENT_NAME=workflow_dispatch). A run an event started in GitHub Actions (a cron tick,
     a push, a status), reconcile and check-rollout's promotions leave it closed (operation rejected).
     Operation printed: created, updated, unchanged, closed, none, queued, merged, rejected; and for --stitch,
-    superseded: the environment branch or the GitOps branch moved since the shards ran, so nothing is
-    written (exit 0) and a newer run stitches the new inputs.
+    superseded: the environment branch, the GitOps branch or a registered workload repository moved since
+    the shards ran, so nothing is written (exit 0) and a newer run stitches the new inputs.
 
     \b
     Across N runners: `--shard K/N --artifact DIR` on each (K = 1..N) renders that shard's cluster types as
