@@ -237,6 +237,19 @@ def test_pull_requests_to_the_control_plane_are_checked_with_every_branch() -> N
     assert on["pull_request"]["branches"] == on["push"]["branches"]
 
 
+def test_the_stitch_downloads_the_shards_into_the_jobs_own_temporary_folder() -> None:
+    """The stitch job downloads every shard of its environment and stitches exactly that folder, under
+    ``runner.temp``: GitHub's "Variables reference" says RUNNER_TEMP "is emptied at the beginning and end of each
+    job". Until 2026-11-29 it was ``.fleetflow-shards`` in the workspace, which a self-hosted runner keeps from run
+    to run (actions/checkout cleans only the folders it checks out): after a caller changed ``shards:`` every stitch
+    on that runner found an earlier run's ``*-of-3`` folders beside the new ``*-of-4`` ones."""
+    doc = load(ROOT / ".github" / "workflows" / "fleetflow-schedule-shards.yml")
+    steps = list(steps_of(doc))
+    [download] = [s for s in steps if str(s.get("uses", "")).startswith("actions/download-artifact@")]
+    [stitch] = [s for s in steps if s.get("uses") == "./.fleetflow/actions/schedule" and "stitch" in s["with"]]
+    assert download["with"]["path"] == stitch["with"]["stitch"] == "${{ runner.temp }}/fleetflow-shards"
+
+
 def test_pins_are_full_shas_and_own_refs_move_together() -> None:
     own_refs = set()
     for path in WORKFLOWS + ACTIONS:
