@@ -164,7 +164,10 @@ def test_a_change_into_an_environment_branch_renders_with_the_pinned_main_not_it
     git(clone, "commit", "-qam", "rename the label")
     git(clone, "push", "-q", "origin", "HEAD:main")
     git(clone, "checkout", "-q", "-b", "qa-change", "origin/qa")
-    edit(clone, "base-repo.yaml", 'commit: ""', f"commit: {first}")
+    edit(clone, "base-repo.yaml", 'commit: ""', f"commit: {first}")  # as promote pins it: on qa itself
+    git(clone, "commit", "-qam", "fleetflow: pin qa to main@first")
+    git(clone, "push", "-q", "origin", "HEAD:qa")
+    git(clone, "fetch", "-q", "origin")
     edit(clone, "configs.yaml", "LOG_LEVEL: info", "LOG_LEVEL: debug")
     code, data = validate(clone, "--into", "qa", "--strict")
     assert code == 0, data
@@ -177,6 +180,30 @@ def test_a_change_into_an_environment_branch_renders_with_the_pinned_main_not_it
     code, data = validate(clone, "--into", "qa")
     assert code == 1 and any("selects no deployment targets" in w["message"]
                              for w in data["warnings"]), data  # type: ignore[union-attr]
+
+
+def test_a_change_that_moves_the_pin_by_hand_is_a_warning_that_strict_fails(clone: Path) -> None:
+    """A pull request into qa that edits ``base-repo.yaml`` to a newer main commit (Kalypso's promotion PRs do
+    exactly that) would, merged, skip the gate: ``promote`` pins a commit only once every upstream environment
+    rolled it out. Until 2026-11-29 the check passed it, ``--strict`` too. Now a warning at the pin file, with the
+    promote to run instead; a change that leaves the pin alone says nothing of it."""
+    tip = git(clone, "rev-parse", "origin/main")
+    git(clone, "checkout", "-q", "-b", "qa-by-hand", "origin/qa")
+    edit(clone, "base-repo.yaml", 'commit: ""', f"commit: {tip}")
+    code, data = validate(clone, "--into", "qa", "--strict")
+    assert code == 1, data
+    [moved] = [w for w in data["warnings"] if "pin" in w["message"]]  # type: ignore[union-attr]
+    assert moved["message"] == (f"this change moves qa's pin from no commit to main@{tip[:12]} by hand: merged, it "
+                                "skips the gate (fleetflow promote pins a commit only once every environment qa "
+                                "comes after rolled it out), and the next schedule proposes it")
+    assert moved["location"] == {"file": str(clone / "base-repo.yaml"), "line": None, "column": None}, moved
+    assert f"fleetflow promote --environment qa --commit {tip[:12]}" in moved["hint"]
+    code, data = validate(clone, "--into", "qa")
+    assert code == 0, data  # a warning: a person may mean it (the pull request is the review)
+    git(clone, "checkout", "-q", "base-repo.yaml")
+    edit(clone, "configs.yaml", "LOG_LEVEL: info", "LOG_LEVEL: debug")
+    code, data = validate(clone, "--into", "qa", "--strict")
+    assert code == 0 and not [w for w in data["warnings"] if "pin" in w["message"]], data  # type: ignore[union-attr]
 
 
 def test_an_environment_change_that_breaks_the_gate_is_an_error_at_the_file_in_the_change(

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from fleetflow.errors import GitError, InputError, Problem, UsageError, some_of, unknown_environment
+from fleetflow.errors import GitError, InputError, Location, Problem, UsageError, some_of, unknown_environment
 from fleetflow.forge.git import BareRepo, run_git
 from fleetflow.model.controlplane import Resource
 from fleetflow.model.documents import ParseCache, Tree
@@ -154,7 +154,38 @@ def plan_change(checkout: Path, into: str, *, environment: str | None = None,
     name = by_branch[into]
     if environment is not None and environment != name:
         raise UsageError(f"--environment {environment}: branch {into} belongs to environment {name}")
+    moved = _pin_moved_by_hand(repo, checkout, work.label, into, name)
+    if moved is not None:
+        warnings.append(moved)
     return ChangePlan(into, [Pair(name, into, main_side, work)], warnings)
+
+
+def _pin_moved_by_hand(repo: BareRepo, checkout: Path, label: str, into: str, environment: str) -> Problem | None:
+    """The change moves the pin (``spec.commit`` of :data:`PIN_FILE`) away from what branch ``into`` pins: a
+    promotion made by hand in a pull request, as Kalypso's promotion PRs edit ``base-repo.yaml``. ``promote`` pins a
+    commit only once every upstream environment recorded a successful rollout of it; merged, this pin skips that
+    check (the next schedule proposes it). Until 2026-11-29 the check passed it green, ``--strict`` too. A warning,
+    not an error: a person may mean it (the pull request is the review); ``--strict`` fails on it."""
+    base = _branch_commit(repo, into)
+    pin_file = checkout / PIN_FILE
+    if base is None:
+        return None
+    try:
+        before = read_pin(repo.read_file(base, PIN_FILE), f"{into}@{short(base)}:{PIN_FILE}").commit
+    except InputError:  # the branch's own pin does not read: schedule says so for the branch
+        return None
+    after = read_pin(pin_file.read_text(encoding="utf-8") if pin_file.is_file() else None, str(pin_file)).commit
+    if after is None or after == before:
+        return None
+    was = f"main@{short(before)}" if before else "no commit"
+    return Problem(
+        f"this change moves {environment}'s pin from {was} to main@{short(after)} by hand: merged, it skips the "
+        f"gate (fleetflow promote pins a commit only once every environment {environment} comes after rolled it "
+        "out), and the next schedule proposes it",
+        Location(PIN_FILE if label in ("", ".") else f"{label}/{PIN_FILE}"),
+        f"leave {PIN_FILE} out of the change and promote instead: fleetflow promote --environment {environment} "
+        f"--commit {short(after)} (an older commit is a rollback, held until --release)",
+    )
 
 
 def _renamed_hint(repo: BareRepo, envs: dict[str, Resource[EnvironmentSpec]], main_branch: str,
