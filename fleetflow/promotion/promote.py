@@ -88,10 +88,10 @@ def resolve_main_commit(ctx: Context, commit: str) -> tuple[str, str]:
     return sha, main_tip
 
 
-def check_guarantee(ctx: Context, environment: str, sha: str, statuses: dict[str, CommitStatus], tip: str) -> None:
-    """Every upstream environment must have a recorded successful rollout of ``sha``."""
-    envs = ctx.environments(sha)
-    env = _defined_at(ctx, envs, environment, sha, tip)
+def check_guarantee(environment: str, env: Resource[EnvironmentSpec], sha: str,
+                    statuses: dict[str, CommitStatus]) -> None:
+    """Every upstream environment of ``env`` (as main@``sha`` defines it) must have a recorded successful rollout of
+    ``sha``."""
     if not env.spec.after:
         return
     missing = []
@@ -159,9 +159,9 @@ def _promote(ctx: Context, environment: str, sha: str, tip: str, *, release: boo
         # check-rollout's fan-out along the chain of an older commit: said among what it skipped, not an error
         return PromoteOutcome(environment=environment, commit=sha, pinned=False, held=None, schedule=None,
                               message=f"{removed.message}: not promoted")
-    statuses = {s.context: s for s in ctx.forge.statuses(ctx.control_plane, sha)}
-    check_guarantee(ctx, environment, sha, statuses, tip)
     env = _defined_at(ctx, ctx.environments(sha), environment, sha, tip)
+    statuses = {s.context: s for s in ctx.forge.statuses(ctx.control_plane, sha)}
+    check_guarantee(environment, env, sha, statuses)
     branch = ctx.env_branch(env)
     render = not env.spec.sharded_schedule
     pin = retry_races(lambda: _pin_once(ctx, environment, branch, sha, tip, release=release, skip_held=skip_held,
