@@ -23,7 +23,7 @@ from fleetflow.model.controlplane import ControlPlane, Resource
 from fleetflow.model.resources import GitOpsRepoSpec
 from fleetflow.render.incremental import STATE_PATH, RenderState
 from fleetflow.render.output import apply_result, in_the_way, kustomization_warnings, read_state, survey
-from fleetflow.render.pipeline import STATUS_DIR, Meta, render_environment, trees_named
+from fleetflow.render.pipeline import Meta, render_environment, trees_named
 from fleetflow.render.summary import RenderSummary, changes_text, headline
 
 
@@ -221,25 +221,10 @@ def edited_in_checkout(output: Path, previous: RenderState) -> Problem | None:
     if any(path.startswith(".fleetflow/") for path in changed):
         return None  # the state on disk is not the one committed: its render's own files differ from the commit
     changed = _differ_from(top, since, prefix, changed) if changed else []
-    shards = previous.assignments.shards
-    paths: list[str] = []
-    assignments: set[str] = set()
-    reporters: set[str] = set()
-    for path in changed:
-        parts = path.split("/")
-        if len(parts) != 3 or parts[0] not in shards:
-            continue
-        if parts[1] == STATUS_DIR:
-            reporters.add(parts[0])
-            paths.append(path)
-            continue
-        entry = previous.assignments.get(f"{parts[0]}/{parts[1]}")
-        if entry is not None and parts[2] in entry.files:
-            assignments.add(f"{parts[0]}/{parts[1]}")
-            paths.append(path)
+    paths, assignments, reporters = previous.written_among(changed)
     if not paths:
         return None
-    previous.render_again(sorted(assignments), sorted(reporters))
+    previous.render_again(assignments, reporters)
     shown = ", ".join(paths[:5]) + (f" and {len(paths) - 5} more" if len(paths) > 5 else "")
     count = f"{len(paths)} file{'s' if len(paths) != 1 else ''}"
     return Problem(

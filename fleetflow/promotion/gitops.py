@@ -201,27 +201,8 @@ def hand_edits(tree: GitOpsTree, previous: RenderState | None) -> HandEdits:
     if not wrote or wrote[0] == tree.commit:
         return HandEdits(wrote[0] if wrote else None)
     prefix = f"{tree.root}/" if tree.root else ""
-    shards = previous.assignments.shards
-    paths: list[str] = []
-    assignments: set[str] = set()
-    reporters: set[str] = set()
-    for full in tree.repo.changed_paths(wrote[0], tree.commit):
-        if not full.startswith(prefix):
-            continue
-        path = full[len(prefix):]
-        parts = path.split("/")
-        if len(parts) < 3 or parts[0] not in shards:
-            continue
-        if parts[1] == "_status":
-            reporters.add(parts[0])
-            paths.append(path)
-            continue
-        aid = f"{parts[0]}/{parts[1]}"
-        entry = previous.assignments.get(aid) if len(parts) == 3 else None
-        if entry is not None and parts[2] in entry.files:
-            assignments.add(aid)
-            paths.append(path)
-    return HandEdits(wrote[0], sorted(paths), sorted(assignments), sorted(reporters))
+    changed = (full[len(prefix):] for full in tree.repo.changed_paths(wrote[0], tree.commit) if full.startswith(prefix))
+    return HandEdits(wrote[0], *previous.written_among(changed))
 
 
 def _outermost(folders: set[str]) -> list[str]:

@@ -49,6 +49,7 @@ from fleetflow.render.scheduling import Target
 STATE_PATH = ".fleetflow/state.json"  # the index, relative to an environment's output root
 SHARD_DIR = ".fleetflow/state"  # one shard per cluster type, relative to an environment's output root
 PART_DIR = ".fleetflow/index"  # the index's parts, relative to an environment's output root
+STATUS_DIR = "_status"  # inside a cluster-type folder; assignment folders never start with "_"
 STATE_VERSION = 3
 WHOLE_INDEX_VERSION = 2  # the whole index in state.json, no parts: still read, converted by the next write
 LEGACY_VERSION = 1  # every assignment in state.json: still read, converted by the next write
@@ -380,6 +381,30 @@ class RenderState:
         which is taken over as before."""
         other = self.environment
         return other if other and other != environment and other in defined else None
+
+    def written_among(self, changed: Iterable[str]) -> tuple[list[str], list[str], list[str]]:
+        """Of ``changed`` (paths relative to the output root), the files this state says fleetflow wrote: a file an
+        assignment lists, or one in a cluster type's ``_status/`` folder; with the assignments and the cluster types
+        (their reporters) whose files they are, each sorted: what :meth:`render_again` takes. Reads the shards of
+        the cluster types the paths are in. Used for the files a later commit or a hand edit changed
+        (:func:`fleetflow.promotion.gitops.hand_edits` on the GitOps branch, ``fleetflow render`` in a checkout)."""
+        shards = self.assignments.shards
+        paths: list[str] = []
+        assignments: set[str] = set()
+        reporters: set[str] = set()
+        for path in changed:
+            parts = path.split("/")
+            if len(parts) != 3 or parts[0] not in shards:
+                continue
+            if parts[1] == STATUS_DIR:
+                reporters.add(parts[0])
+                paths.append(path)
+                continue
+            entry = self.assignments.get(f"{parts[0]}/{parts[1]}")
+            if entry is not None and parts[2] in entry.files:
+                assignments.add(f"{parts[0]}/{parts[1]}")
+                paths.append(path)
+        return sorted(paths), sorted(assignments), sorted(reporters)
 
     def render_again(self, assignments: Iterable[str], reporters: Iterable[str] = ()) -> None:
         """Make a render that starts from this state render ``assignments`` (ids this state has) and the

@@ -16,8 +16,7 @@ from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 
 from fleetflow.errors import Location, Problems
-from fleetflow.render.incremental import STATE_PATH, RenderState, removed_assignments
-from fleetflow.render.pipeline import STATUS_DIR
+from fleetflow.render.incremental import STATE_PATH, STATUS_DIR, RenderState, removed_assignments
 
 
 @dataclass

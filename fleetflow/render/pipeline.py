@@ -26,6 +26,7 @@ from fleetflow.render.canonical import canonical_json
 from fleetflow.render.composition import Composed, Composer, ConfigSource, Subject, applies
 from fleetflow.render.empty_manifests import empty_manifest_warnings
 from fleetflow.render.incremental import (
+    STATUS_DIR,
     Assignments,
     AssignmentState,
     ExpectedCluster,
@@ -605,7 +606,6 @@ def output_file(assignment_id: str, output: str, template: CompiledTemplate) -> 
     return f"{assignment_id}/{output}.{template.source.content_type}"
 
 
-STATUS_DIR = "_status"  # inside a cluster-type folder; assignment folders never start with "_"
 
 
 def _clusters_by_type(clusters: list[ExpectedCluster]) -> dict[str, list[dict[str, str]]]:
