@@ -12,9 +12,10 @@ from fleetflow.errors import Problem, UsageError
 from fleetflow.forge.base import Forge
 from fleetflow.settings import Settings
 
-# What the github forge takes (forge/github.py's _REPO); a URL of a repository (the browser's address, an https or
-# ssh clone URL) and the owner/name inside it. GitHub names no repository ``*.git``: it takes the suffix off a new
-# repository's name (github/docs#44518, line/centraldogma#956), and git's URLs add it.
+# What the github forge takes as a repository (forge/github.py, promotion/bootstrap.py use it too); a URL of a
+# repository (the browser's address, an https or ssh clone URL) and the owner/name inside it. GitHub names no
+# repository ``*.git``: it takes the suffix off a new repository's name (github/docs#44518, line/centraldogma#956),
+# and git's URLs add it.
 GITHUB_NAME = re.compile(r"^[A-Za-z0-9-]+/[A-Za-z0-9._-]+$")
 GITHUB_URL = re.compile(
     r"^(?:https?://[^/]+/|ssh://git@[^/]+/|git@[^:/]+:)?([A-Za-z0-9-]+/[A-Za-z0-9._-]+?)(?:\.git)?/?$"

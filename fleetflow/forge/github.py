@@ -47,6 +47,7 @@ from fleetflow.forge.base import (
     reviewer_key,
     team_key,
 )
+from fleetflow.forge.factory import GITHUB_NAME
 from fleetflow.forge.githubauth import (
     INTEGRATION_NOT_FOUND,
     RATE_LIMIT_HINT,
@@ -67,7 +68,6 @@ NOT_SEEN_APP = ("the GitHub App's installation on its account does not include i
                 "Repository access)")
 NOT_SEEN_TOKEN = ("a fine-grained token sees only the repositories of its resource owner that its Repository access "
                   "names; a classic token needs the repo scope for a private one")
-_REPO = re.compile(r"^[A-Za-z0-9-]+/[A-Za-z0-9._-]+$")
 _PER_PAGE = 100
 # Check run conclusions as commit states; anything not completed is pending, an unknown conclusion fails.
 _SUCCESS_CONCLUSIONS = frozenset({"success", "neutral", "skipped"})
@@ -185,7 +185,7 @@ class GitHubForge:
         """A lazy ``Repository`` (no request) and its credential, cached per repository."""
         key = repo.lower()
         if key not in self._repos:
-            if not _REPO.match(repo):
+            if not GITHUB_NAME.match(repo):
                 raise ForgeError(f"invalid GitHub repository {repo!r}: expected owner/name")
             owner, name = repo.split("/")
             hint = f"install the GitHub App on {owner} with access to {repo}"
