@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import os
 import posixpath
 import re
@@ -21,6 +20,7 @@ from fleetflow.errors import InputError, Location, Problem, Problems, UsageError
 from fleetflow.forge.git import run_git
 from fleetflow.model.controlplane import ControlPlane, Resource
 from fleetflow.model.resources import GitOpsRepoSpec
+from fleetflow.render.diff import git_blob_id
 from fleetflow.render.incremental import STATE_PATH, RenderState
 from fleetflow.render.output import apply_result, in_the_way, kustomization_warnings, read_state, survey
 from fleetflow.render.pipeline import Meta, render_environment, trees_named
@@ -202,8 +202,7 @@ def edited_in_checkout(output: Path, previous: RenderState) -> Problem | None:
     deleted) and ``plan`` said "no rendered file changes". Nothing is looked at when the state on disk is not the
     committed one (a render not committed yet: its own files differ from the commit), nor outside a checkout.
     Costs two git calls, the diff ``git diff <commit> -- <output>`` (what changed, from the index's stat data)."""
-    here = output.absolute()
-    top = next((folder for folder in (here, *here.parents) if (folder / ".git").exists()), None)
+    top = checkout_top(output)
     if top is None:
         return None
     inside = posixpath.normpath(os.path.relpath(output.resolve(), top.resolve()).replace(os.sep, "/"))
@@ -240,7 +239,7 @@ def _differ_from(top: Path, commit: str, prefix: str, paths: list[str]) -> list[
     """Those of ``paths`` (below ``prefix`` in the checkout at ``top``) whose file on disk is missing or not the
     blob ``commit`` has: ``git diff <commit>`` also lists a file the index no longer has (deleted by a later
     commit) that the disk has again, as a render put it back. One ``git ls-tree``; the blob ids of the files on
-    disk are computed here (git's object ids: the hash of ``blob <size>\\0`` and the bytes)."""
+    disk are computed here (:func:`fleetflow.render.diff.git_blob_id`)."""
     listed = run_git(["ls-tree", "-z", commit, "--", *(prefix + path for path in paths)], cwd=top, check=False)
     blobs: dict[str, str] = {}
     for line in listed.stdout.decode(errors="replace").split("\0"):
@@ -254,11 +253,16 @@ def _differ_from(top: Path, commit: str, prefix: str, paths: list[str]) -> list[
         if blob is None or not file.is_file():
             differ.append(path)
             continue
-        data = file.read_bytes()
-        digest = hashlib.sha256 if len(blob) == 64 else hashlib.sha1
-        if digest(b"blob %d\0" % len(data) + data).hexdigest() != blob:
+        if git_blob_id(file.read_bytes(), "sha256" if len(blob) == 64 else "sha1") != blob:
             differ.append(path)
     return differ
+
+
+def checkout_top(output: Path) -> Path | None:
+    """The top folder of the git checkout ``output`` is in (the nearest folder above it, or itself, with a
+    ``.git``), or None outside any."""
+    here = output.absolute()
+    return next((folder for folder in (here, *here.parents) if (folder / ".git").exists()), None)
 
 
 def check_output_branch(plane: ControlPlane, environment: str, output: Path) -> None:
@@ -266,8 +270,7 @@ def check_output_branch(plane: ControlPlane, environment: str, output: Path) -> 
     branch a GitOpsRepo takes by default): a usage error before anything is written. The state check above catches
     a checkout that holds another environment's render; until 2026-11-29 a fresh checkout of qa's branch took
     dev's render, exit 0, for the user to commit to qa's branch. Reads no git when no ``.git`` is above --output."""
-    top = next((folder for folder in (output.absolute(), *output.absolute().parents)
-                if (folder / ".git").exists()), None)
+    top = checkout_top(output)
     if top is None:
         return
     head = run_git(["symbolic-ref", "--quiet", "--short", "HEAD"], cwd=top, check=False)

@@ -71,9 +71,10 @@ class PreviousTree(Protocol):
         ...
 
 
-def git_blob_id(data: bytes) -> str:
-    """The id git gives a blob of ``data``."""
-    return hashlib.sha1(b"blob %d\0" % len(data) + data, usedforsecurity=False).hexdigest()
+def git_blob_id(data: bytes, object_format: str = "sha1") -> str:
+    """The id git gives a blob of ``data`` in a repository of ``object_format`` (``sha1``, or ``sha256``)."""
+    digest = hashlib.sha1 if object_format == "sha1" else hashlib.sha256
+    return digest(b"blob %d\0" % len(data) + data, usedforsecurity=False).hexdigest()
 
 
 BATCH = 256  # old files read at a time, so that a diff cut at ``limit`` reads little more than it shows
