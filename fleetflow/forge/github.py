@@ -58,9 +58,8 @@ from fleetflow.forge.githubauth import (
     unauthorized_hint,
 )
 from fleetflow.forge.rulesets import BranchRule, Ruleset, ruleset_of
-from fleetflow.settings import API_URL_HINT, Settings
+from fleetflow.settings import API_URL_HINT, DEFAULT_API_URL, Settings
 
-DEFAULT_API_URL = "https://api.github.com"
 NOT_THE_API_HINT = f"set GITHUB_API_URL (or github.apiUrl) to {API_URL_HINT}"
 # What hides a repository that exists (GitHub Docs, "Troubleshooting the REST API": "404 error for an existing
 # repository ... since we don't want to provide any information about private repositories, the API returns a 404")
