@@ -172,6 +172,11 @@ def shown_path(path: str) -> str:
     return path.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
 
 
+def and_list(names: Sequence[str]) -> str:
+    """``["a", "b", "c"]`` -> ``"a, b and c"``: names a message lists in a sentence."""
+    return ", ".join(names[:-1]) + " and " + names[-1] if len(names) > 1 else "".join(names)
+
+
 def some_of(names: Sequence[str], shown: int) -> str:
     """The first ``shown`` of ``names``, comma-separated, and ", ..." when there are more: what a problem that
     stands for many names lists of them."""

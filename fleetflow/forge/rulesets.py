@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, Literal
 
+from fleetflow.errors import and_list
 from fleetflow.linear_regex import RegexError, compile_linear
 
 Write = Literal["create", "move", "delete"]  # what fleetflow does to a ref: point it first, repoint it, remove it
@@ -236,5 +237,4 @@ _NAMING: tuple[Write, ...] = ("create", "move")  # the writes that give a ref it
 
 def writes_text(writes: list[Write]) -> str:
     """``["create", "delete"]`` -> ``"creating and deleting"``."""
-    words = [WRITE_TEXT[w] for w in WRITES if w in writes]
-    return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " and " + words[-1]
+    return and_list([WRITE_TEXT[w] for w in WRITES if w in writes])

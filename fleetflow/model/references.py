@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from graphlib import CycleError, TopologicalSorter
 from typing import Any
 
-from fleetflow.errors import Location, Problems, closest
+from fleetflow.errors import Location, Problems, and_list, closest
 from fleetflow.model.controlplane import ControlPlane, Resource
 from fleetflow.model.documents import KALYPSO_API
 from fleetflow.model.resources import TEMPLATE_ROLES, EnvironmentSpec
@@ -106,7 +106,7 @@ def check_kalypso_order(envs: Mapping[str, Resource[EnvironmentSpec]], problems:
         return
     first, then = unordered[0], unordered[1]
     problems.add(
-        f"Environments {_and(unordered)} have no after: each comes first, so every push to main promotes to all "
+        f"Environments {and_list(unordered)} have no after: each comes first, so every push to main promotes to all "
         f"of them at once, none waiting for another's rollout. Kalypso kept the order outside its Environments "
         f"(each GitHub environment's NEXT_ENVIRONMENT secret); fleetflow reads it from spec.after",
         envs[kalypso[0]].where("spec"),
@@ -118,10 +118,6 @@ def check_kalypso_order(envs: Mapping[str, Resource[EnvironmentSpec]], problems:
 def _writes_after(env: Resource[EnvironmentSpec]) -> bool:
     spec = env.doc.body.get("spec")
     return isinstance(spec, dict) and "after" in spec
-
-
-def _and(names: Sequence[str]) -> str:
-    return ", ".join(names[:-1]) + " and " + names[-1] if len(names) > 1 else "".join(names)
 
 
 def check_environment_branches(envs: Mapping[str, Resource[EnvironmentSpec]], problems: Problems,
