@@ -308,12 +308,8 @@ class ActionsStep:
             "error": [problem_command(p, self.title) for p in self._problems],
             "notice": [],
         }
-        if self._failure is None and report is not None:
-            annotations["notice"] = [command(level, message, title=self.title)
-                                     for level, message in report.annotations if level == "notice"]
-            for level, message in report.annotations:
-                if level != "notice":
-                    annotations[level].append(command(level, message, title=self.title))
+        for level, message in report.annotations if report is not None else ():
+            annotations[level].append(command(level, message, title=self.title))
         for level in ("warning", "error", "notice"):
             listed = summary and len(annotations[level]) <= PROBLEMS_IN_SUMMARY
             where = "the job summary and the step's log" if listed else "the step's log"
