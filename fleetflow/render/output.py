@@ -236,15 +236,18 @@ def kustomization_warnings(root: Path, result: RenderResult, owned: Ownership) -
     the survey's list (1 ms for 300 cluster types, against 1.8 s to render their 9,000 assignments); a file is
     read only where one stands."""
     written = [*result.files, *result.reporters]
-    folders = {""} | {path.split("/", 1)[0] for path in written}
+    below: dict[str, list[str]] = {}  # cluster-type folder -> the files written in it: what its files can leave out
+    for path in written:
+        below.setdefault(path.split("/", 1)[0], []).append(path)
     base = os.fspath(root)
-    found = [f"{folder}/{name}" if folder else name for folder in sorted(folders) for name in KUSTOMIZATION_NAMES
+    found = [f"{folder}/{name}" if folder else name for folder in sorted({"", *below}) for name in KUSTOMIZATION_NAMES
              if os.path.isfile(os.path.join(base, folder, name))]
     found += [path for path in owned.foreign if path.count("/") >= 2 and path.rpartition("/")[2] in KUSTOMIZATION_NAMES]
     warnings = Problems()
     for path in sorted(set(found)):
         folder, _, name = path.rpartition("/")
-        missing = left_out(folder, (root / path).read_bytes(), written)
+        missing = left_out(folder, (root / path).read_bytes(), below.get(folder.split("/", 1)[0], [])
+                           if folder else written)
         if not missing:
             continue
         where = f"{folder}/" if folder else "the output folder"
