@@ -702,6 +702,17 @@ def test_a_closed_pr_whose_head_branch_was_deleted_is_not_reopened(fleet: Fleet)
     assert [p.number for p in fleet.forge.pulls(fleet.gitops_id, "fleetflow/dev")] == [pr.number]
 
 
+def qa_proposed_first_commit(tmp_path: Path) -> tuple[Fleet, str]:
+    """A local fleet whose first main commit X rolled out in dev, reconcile promoted it to qa: qa's PR is open."""
+    fleet = make_local_fleet(tmp_path)
+    x = fleet.branch_sha(fleet.cp_url, "main")
+    run(fleet)
+    fleet.approve("dev")
+    report(fleet, "dev")
+    run(fleet)
+    return fleet, x
+
+
 def test_an_environment_inserted_into_the_chain_starts_with_the_commit_that_defines_it(tmp_path: Path) -> None:
     """``staging`` inserted between dev and qa while qa's PR for X is open: X (whose chain has no staging) finishes
     its way (qa's PR, then the prods), and staging gets the first commit that defines it once dev rolled that out.
@@ -711,12 +722,7 @@ def test_an_environment_inserted_into_the_chain_starts_with_the_commit_that_defi
     from tests.fleet import env_files, main_files
     from tests.helpers import build_file_tree
 
-    fleet = make_local_fleet(tmp_path)
-    x = fleet.branch_sha(fleet.cp_url, "main")
-    run(fleet)
-    fleet.approve("dev")
-    report(fleet, "dev")
-    run(fleet)
+    fleet, x = qa_proposed_first_commit(tmp_path)
     assert fleet.pin("qa") == x and fleet.open_pr("qa") is not None
     chain = {"dev": [], "staging": ["dev"], "qa": ["staging"], "prod-eu": ["qa"], "prod-us": ["qa"],
              "dr": ["prod-eu", "prod-us"]}
@@ -759,12 +765,7 @@ def test_an_environment_renamed_with_its_pr_open_waits_and_names_the_pr_of_its_o
     "unknown environment 'qa2' (hint: environments defined on main: dev, dr, prod-eu, prod-us, qa)"."""
     from tests.fleet import main_files
 
-    fleet = make_local_fleet(tmp_path)
-    x = fleet.branch_sha(fleet.cp_url, "main")
-    run(fleet)
-    fleet.approve("dev")
-    report(fleet, "dev")
-    run(fleet)
+    fleet, x = qa_proposed_first_commit(tmp_path)
     old_pr = fleet.open_pr("qa")
     assert fleet.pin("qa") == x and old_pr is not None
     chain = {"dev": [], "qa2": ["dev"], "prod-eu": ["qa2"], "prod-us": ["qa2"], "dr": ["prod-eu", "prod-us"]}
