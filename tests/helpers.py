@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
+import sys
 import textwrap
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 from click.testing import CliRunner, Result
@@ -266,3 +269,14 @@ def searched_seeds(variable: str) -> list[int]:
                                     "(write 10-39, 3,8,11 or 3,10-19)")
         seeds.extend(range(int(first), int(last or first) + 1))
     return list(dict.fromkeys(seeds))
+
+
+def action_run_module() -> ModuleType:
+    """``actions/_shared/run.py`` (the composite actions' entry point, not part of the package) as a module."""
+    path = Path(__file__).resolve().parent.parent / "actions" / "_shared" / "run.py"
+    spec = importlib.util.spec_from_file_location("fleetflow_action_run", path)
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module

@@ -4,27 +4,14 @@ write. The checks themselves (names, shas, flags) are in tests/test_workflow_fil
 
 from __future__ import annotations
 
-import importlib.util
 import os
-import sys
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+from tests.helpers import action_run_module
 
-
-def _run_module() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("fleetflow_action_run", ROOT / "actions" / "_shared" / "run.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up there
-    spec.loader.exec_module(module)
-    return module
-
-
-run = _run_module()
+run = action_run_module()
 
 
 def refused(tmp_path: Path, capsys: pytest.CaptureFixture[str], command: str, **inputs: str) -> list[str]:

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
+from click.testing import CliRunner, Result
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -389,10 +389,9 @@ def test_the_status_page_as_a_step(step: Step) -> None:
     assert commands_in(log) == []
 
 
-def test_validate_as_a_step(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """``validate --into --github-actions`` (the pull request check): each problem an ``::error`` at its file and
-    line (paths in the repository: it runs inside the checkout), each warning a ``::warning``; the summary lists
-    the warnings and what was checked; on success an ``environments`` output."""
+def validate_a_change_that_breaks_every_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Result:
+    """``validate --into main --github-actions`` in a clone whose workload's label no policy selects any more (every
+    environment breaks), with the step's output and summary files at ``tmp_path``/output and /summary.md."""
     cp, _gitops = build_bare_repos(tmp_path, "gitops", "control-plane")
     checkout = tmp_path / "checkout"
     git(tmp_path, "clone", "-q", str(cp), str(checkout))
@@ -400,8 +399,15 @@ def test_validate_as_a_step(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> 
     workload.write_text(workload.read_text().replace("purpose: app", "purpose: web"))
     monkeypatch.chdir(checkout)
     env = {"GITHUB_OUTPUT": str(tmp_path / "output"), "GITHUB_STEP_SUMMARY": str(tmp_path / "summary.md")}
-    result = CliRunner().invoke(cli_main, ["validate", "--into", "main", "--format", "json", "--github-actions"],
-                                env=env, catch_exceptions=False)
+    return CliRunner().invoke(cli_main, ["validate", "--into", "main", "--format", "json", "--github-actions"],
+                              env=env, catch_exceptions=False)
+
+
+def test_validate_as_a_step(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``validate --into --github-actions`` (the pull request check): each problem an ``::error`` at its file and
+    line (paths in the repository: it runs inside the checkout), each warning a ``::warning``; the summary lists
+    the warnings and what was checked; on success an ``environments`` output."""
+    result = validate_a_change_that_breaks_every_environment(tmp_path, monkeypatch)
     assert result.exit_code == 1
     commands = commands_in(result.output)
     errors = [(props, message) for name, props, message in commands if name == "error"]
@@ -413,8 +419,10 @@ def test_validate_as_a_step(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> 
     summary = (tmp_path / "summary.md").read_text(encoding="utf-8")
     assert summary.startswith("## fleetflow validate\n\n**Failed** (exit code 1):")
 
+    workload = tmp_path / "checkout" / "workloads" / "app.yaml"
     workload.write_text(workload.read_text().replace("purpose: web", "purpose: app"))
     (tmp_path / "summary.md").unlink()
+    env = {"GITHUB_OUTPUT": str(tmp_path / "output"), "GITHUB_STEP_SUMMARY": str(tmp_path / "summary.md")}
     result = CliRunner().invoke(cli_main, ["validate", "--into", "main", "--strict", "--format", "json",
                                            "--github-actions"], env=env, catch_exceptions=False)
     assert result.exit_code == 0, result.output
@@ -515,15 +523,7 @@ def test_a_failed_runs_summary_lists_its_warnings_too(tmp_path: Path, monkeypatc
     """A pull request that breaks every environment (validate, as in :func:`test_validate_as_a_step`): until
     2026-11-29 the failure's summary listed the problems only, and each branch's policy warning was an annotation
     alone. Now the summary lists the warnings after the problems."""
-    cp, _gitops = build_bare_repos(tmp_path, "gitops", "control-plane")
-    checkout = tmp_path / "checkout"
-    git(tmp_path, "clone", "-q", str(cp), str(checkout))
-    workload = checkout / "workloads" / "app.yaml"
-    workload.write_text(workload.read_text().replace("purpose: app", "purpose: web"))
-    monkeypatch.chdir(checkout)
-    env = {"GITHUB_OUTPUT": str(tmp_path / "output"), "GITHUB_STEP_SUMMARY": str(tmp_path / "summary.md")}
-    result = CliRunner().invoke(cli_main, ["validate", "--into", "main", "--format", "json", "--github-actions"],
-                                env=env, catch_exceptions=False)
+    result = validate_a_change_that_breaks_every_environment(tmp_path, monkeypatch)
     assert result.exit_code == 1
     warnings = [(props, message) for name, props, message in commands_in(result.output) if name == "warning"]
     assert len(warnings) == 10

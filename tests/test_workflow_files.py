@@ -6,7 +6,6 @@ summaries and annotations as documented."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import re
@@ -18,13 +17,13 @@ import time
 import tomllib
 from collections.abc import Iterator
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
 from ruamel.yaml import YAML
 
 from tests.fleet import build_bare_repos, git
+from tests.helpers import action_run_module
 
 ROOT = Path(__file__).resolve().parent.parent
 WORKFLOWS = sorted((ROOT / ".github" / "workflows").glob("*.yml")) + sorted(
@@ -326,16 +325,7 @@ def test_requirements_cover_fleetflows_dependencies() -> None:
 
 # --- actions/_shared/run.py ---
 
-def _run_module() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("fleetflow_action_run", ROOT / "actions" / "_shared" / "run.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up there
-    spec.loader.exec_module(module)
-    return module
-
-
-run = _run_module()
+run = action_run_module()
 
 
 def fake_venv(tmp_path: Path, script: str | None = None) -> Path:
