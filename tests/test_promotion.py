@@ -913,12 +913,7 @@ def test_commits_a_person_pushed_to_the_pr_head_are_named_when_a_render_replaces
     sha = first_commit(fleet)
     with fleet.context() as ctx:
         promote(ctx, "dev", sha)
-    work = fleet.root / "gitops-by-hand"
-    git(fleet.root, "clone", "-q", "-b", "fleetflow/dev", fleet.gitops_url, str(work))
-    (work / "tweak.yaml").write_text("replicas: 3\n")
-    git(work, "add", "-A")
-    git(work, "commit", "-q", "-m", "tweak replicas by hand")
-    git(work, "push", "-q", "origin", "HEAD:fleetflow/dev")
+    push_a_commit_by_hand_to_devs_pr(fleet)
     second = fleet.push_main({"templates/extra.yaml": "# second\n"}, "second")
     with fleet.context() as ctx:
         outcome = promote(ctx, "dev", second)
@@ -935,6 +930,16 @@ def test_commits_a_person_pushed_to_the_pr_head_are_named_when_a_render_replaces
     assert not [w for w in again.schedule.warnings if "fleetflow did not write" in w.message]
 
 
+def push_a_commit_by_hand_to_devs_pr(fleet: Fleet) -> None:
+    """A person's commit "tweak replicas by hand" on ``fleetflow/dev``, the head of dev's PR."""
+    work = fleet.root / "gitops-by-hand"
+    git(fleet.root, "clone", "-q", "-b", "fleetflow/dev", fleet.gitops_url, str(work))
+    (work / "tweak.yaml").write_text("replicas: 3\n")
+    git(work, "add", "-A")
+    git(work, "commit", "-q", "-m", "tweak replicas by hand")
+    git(work, "push", "-q", "origin", "HEAD:fleetflow/dev")
+
+
 def test_commits_a_person_pushed_to_the_pr_head_are_named_when_schedule_closes_the_pr(fleet: Fleet) -> None:
     """dev runs main@first; its PR proposes main@second, and a person pushes a commit to that PR's head. The pin goes
     back to main@first (a rollback by hand): nothing is left to propose, so schedule closes the PR. Until 2026-11-29
@@ -948,12 +953,7 @@ def test_commits_a_person_pushed_to_the_pr_head_are_named_when_schedule_closes_t
     with fleet.context() as ctx:
         promote(ctx, "dev", second)
     pr = fleet.open_pr("dev")
-    work = fleet.root / "gitops-by-hand"
-    git(fleet.root, "clone", "-q", "-b", "fleetflow/dev", fleet.gitops_url, str(work))
-    (work / "tweak.yaml").write_text("replicas: 3\n")
-    git(work, "add", "-A")
-    git(work, "commit", "-q", "-m", "tweak replicas by hand")
-    git(work, "push", "-q", "origin", "HEAD:fleetflow/dev")
+    push_a_commit_by_hand_to_devs_pr(fleet)
     fleet.push_env("dev", {"base-repo.yaml": write_pin(
         git(fleet.root, "--git-dir", fleet.cp_url, "show", "refs/heads/dev:base-repo.yaml"), commit=first,
         repo="r", hold=None)}, "back to main@first")
