@@ -111,13 +111,18 @@ def test_stitched_shards_give_the_single_job_commit(tmp_path: Path) -> None:
     assert committed == fresh_render(fleet, "dev", tmp_path / "fresh")
 
 
+
+def promote_with_more_types(fleet: Fleet) -> None:
+    """Eight more cluster types on dev's branch (:data:`TYPES`), then main's tip promoted to dev (its PR opened)."""
+    fleet.push_env("dev", {"cluster-types-lines.yaml": cluster_types(TYPES)}, "eight more cluster types")
+    with fleet.context() as ctx:
+        promote_many(ctx, None, fleet.branch_sha(fleet.cp_url, "main"))
+
 def test_stitch_refuses_an_incomplete_or_mixed_set_and_pushes_nothing(tmp_path: Path) -> None:
     """A set with a shard missing, or shards of two runs (rendered from different inputs), is an input error (exit
     1): nothing fetched into the GitOps repository, nothing pushed."""
     fleet = make_local_fleet(tmp_path)
-    fleet.push_env("dev", {"cluster-types-lines.yaml": cluster_types(TYPES)}, "eight more cluster types")
-    with fleet.context() as ctx:
-        promote_many(ctx, None, fleet.branch_sha(fleet.cp_url, "main"))
+    promote_with_more_types(fleet)
     fleet.approve("dev")
     fleet.push_env("dev", {"cluster-types-lines.yaml": cluster_types(TYPES[:-1])}, "one type fewer")
     heads = BareRepo(Path(fleet.gitops_url)).refs("refs/heads/")
@@ -140,9 +145,7 @@ def test_a_stitch_whose_environment_branch_moved_is_superseded_and_writes_nothin
     never uses it: https://docs.github.com/en/actions/using-workflows/triggering-a-workflow#triggering-a-workflow-from-a-workflow).
     The newer run's shards and stitch then propose the new inputs."""
     fleet = make_local_fleet(tmp_path)
-    fleet.push_env("dev", {"cluster-types-lines.yaml": cluster_types(TYPES)}, "eight more cluster types")
-    with fleet.context() as ctx:
-        promote_many(ctx, None, fleet.branch_sha(fleet.cp_url, "main"))
+    promote_with_more_types(fleet)
     fleet.approve("dev")
     run_shards(fleet, 2, tmp_path / "older")
     old_env = fleet.branch_sha(fleet.cp_url, "dev")
@@ -166,9 +169,7 @@ def test_a_stitch_whose_gitops_branch_moved_is_superseded_and_says_to_run_the_sh
     event of the control-plane repository follows a merge in the GitOps repository, so the message names the
     workflow's next scheduled run and how to stitch now (run the shard jobs again)."""
     fleet = make_local_fleet(tmp_path)
-    fleet.push_env("dev", {"cluster-types-lines.yaml": cluster_types(TYPES)}, "eight more cluster types")
-    with fleet.context() as ctx:
-        promote_many(ctx, None, fleet.branch_sha(fleet.cp_url, "main"))
+    promote_with_more_types(fleet)
     run_shards(fleet, 2, tmp_path / "older")  # onto the GitOps branch before the PR below is merged
     fleet.approve("dev")
     heads = BareRepo(Path(fleet.gitops_url)).refs("refs/heads/")

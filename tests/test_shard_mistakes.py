@@ -28,7 +28,7 @@ from fleetflow.promotion.schedule import render_commit
 from fleetflow.promotion.shards import ShardSpec, render_shard, stitch_environment
 from tests.fleet import Fleet, git
 from tests.test_promotion import make_local_fleet, roll_out
-from tests.test_schedule_shards import TYPES, cluster_types, run_shards, runner
+from tests.test_schedule_shards import TYPES, cluster_types, promote_with_more_types, run_shards, runner
 
 
 def _workload(path: str) -> str:
@@ -50,9 +50,7 @@ def _registered_fleet(tmp_path: Path) -> tuple[Fleet, Path]:
     fleet.push_main({"registrations/shop.yaml": (
         "apiVersion: fleetflow.dev/v1alpha1\nkind: WorkloadRegistration\nmetadata:\n  name: shop\nspec:\n"
         f"  workload: {{repo: {json.dumps(app.as_uri())}, branch: main, path: .}}\n  workspace: team\n")})
-    fleet.push_env("dev", {"cluster-types-lines.yaml": cluster_types(TYPES)}, "eight more cluster types")
-    with fleet.context() as ctx:
-        promote_many(ctx, None, fleet.branch_sha(fleet.cp_url, "main"))
+    promote_with_more_types(fleet)
     fleet.approve("dev")
     return fleet, app
 
@@ -116,9 +114,7 @@ def test_shards_of_another_environment_in_the_folder_are_left_aside(tmp_path: Pa
     stitch failed (exit 1, "rendered environment qa, not dev" and "not one complete set") on every such run; now
     it stitches its own shards, and a folder with none of its own says whose it holds."""
     fleet = make_local_fleet(tmp_path)
-    fleet.push_env("dev", {"cluster-types-lines.yaml": cluster_types(TYPES)}, "eight more cluster types")
-    with fleet.context() as ctx:
-        promote_many(ctx, None, fleet.branch_sha(fleet.cp_url, "main"))
+    promote_with_more_types(fleet)
     roll_out(fleet, "dev")  # pins qa
     fleet.push_env("dev", {"cluster-types-lines.yaml": cluster_types(TYPES[:-1])}, "one type fewer")
     downloads = tmp_path / "downloads"
@@ -143,9 +139,7 @@ def test_a_bundle_missing_or_cut_short_is_an_input_error(tmp_path: Path, damage:
     Until 2026-11-29: exit 3, "git bundle failed: error: could not open ..." and "running the same command again is
     safe", which it never fixes; now exit 1 naming the shard, the file and what to do, nothing written."""
     fleet = make_local_fleet(tmp_path)
-    fleet.push_env("dev", {"cluster-types-lines.yaml": cluster_types(TYPES)}, "eight more cluster types")
-    with fleet.context() as ctx:
-        promote_many(ctx, None, fleet.branch_sha(fleet.cp_url, "main"))
+    promote_with_more_types(fleet)
     fleet.approve("dev")
     fleet.push_env("dev", {"cluster-types-lines.yaml": cluster_types(TYPES[:-1])}, "one type fewer")
     run_shards(fleet, 2, tmp_path / "set")
