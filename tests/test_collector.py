@@ -13,12 +13,19 @@ import gc
 import json
 import subprocess
 import sys
+import weakref
+from collections.abc import Callable
 from importlib.metadata import entry_points
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from fleetflow import collector
-from fleetflow.errors import Problems
+from fleetflow.errors import ForgeError, Problems
+from fleetflow.forge.localstore import record_json
 from fleetflow.model.controlplane import load_control_plane
+from fleetflow.render.incremental import Shard
 from fleetflow.render.output import read_state
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -134,3 +141,63 @@ print(json.dumps({"inside": inside, "frozen": after - before, "enabled": gc.isen
     assert found["inside"] == 0
     assert found["frozen"] >= 200_000
     assert found["enabled"] is True
+
+
+def _take_shard(data: bytes) -> None:
+    shard = Shard("aks-westeurope", count=1, members="x")
+    shard.take(data)
+    assert shard.unreadable == "JSON nested too deeply to read"
+
+
+def _read_record(data: bytes) -> None:
+    with pytest.raises(ForgeError, match="JSON nested too deeply"):
+        record_json(data, "statuses/x/flux.json")
+
+
+def _stack_depth() -> int:
+    frame, depth = sys._getframe(1), 0
+    while frame is not None:
+        depth, frame = depth + 1, frame.f_back
+    return depth
+
+
+class _Garbage:
+    """A reference cycle with a finalizer that needs 60 frames of stack (a temporary directory's clean-up needs
+    more): only a collection frees it, and the finalizer then runs wherever that collection started."""
+
+    def __init__(self) -> None:
+        self.itself = self
+        weakref.finalize(self, _sixty_frames)
+
+
+def _sixty_frames(n: int = 60) -> int:
+    return _sixty_frames(n - 1) if n else 0
+
+
+@pytest.mark.parametrize("parse", [_read_record, _take_shard], ids=["forge-record", "state-shard"])
+def test_no_collection_runs_down_in_a_parse_of_text_nested_thousands_deep(parse: Callable[[bytes], None]) -> None:
+    """``[`` 100,000 times takes a parser to Python's recursion limit (``sys.getrecursionlimit``), where it gives
+    up with a RecursionError its caller turns into a message. A collection that started down there ran the
+    finalizers of whatever cyclic garbage was waiting (``weakref.finalize``,
+    https://docs.python.org/3/library/weakref.html#weakref.finalize) with no stack left; they failed, and Python
+    said so through ``sys.unraisablehook`` (https://docs.python.org/3/library/sys.html#sys.unraisablehook): CI
+    failed once on it (2026-11-28). Here collections are made to start at every depth near the limit
+    (``gc.set_threshold``: a collection starts once the new containers outnumber the threshold, and the parsers
+    make one per level); before ``collector.paused``, several of them ran the finalizer down there."""
+    failed: list[Any] = []
+    hook, thresholds = sys.unraisablehook, gc.get_threshold()
+    sys.unraisablehook = failed.append
+    try:
+        room = sys.getrecursionlimit() - _stack_depth()
+        for threshold in range(max(room - 150, 1), room, 5):
+            gc.collect()
+            _Garbage()
+            gc.set_threshold(threshold)
+            try:
+                parse(b"[" * 100_000)
+            finally:
+                gc.set_threshold(*thresholds)
+        gc.collect()
+    finally:
+        sys.unraisablehook = hook
+    assert [f"{f.exc_type.__name__} in {f.object!r}" for f in failed] == []

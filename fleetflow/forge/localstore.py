@@ -20,6 +20,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
+from fleetflow.collector import paused
 from fleetflow.errors import ForgeError, ForgeRequest, GitError
 from fleetflow.forge.git import BareRepo, MergeConflict, PushRejected, TreeEdit, retry_races
 
@@ -48,7 +49,8 @@ def record_json(data: bytes, path: str) -> Any:
     repository (``refs/fleetflow/forge``) that any clone may push to: a record written by hand stopped the commands
     with json's ValueError or RecursionError until 2026-11-28 (a bad-input hunt)."""
     try:
-        return json.loads(data)
+        with paused():  # no collection down in the parse of a record nested thousands deep
+            return json.loads(data)
     except (ValueError, RecursionError) as exc:
         raise bad_record(path, "it is not JSON" if isinstance(exc, ValueError) else "JSON nested too deeply") from None
 

@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from fleetflow import __version__
-from fleetflow.collector import kept
+from fleetflow.collector import kept, paused
 from fleetflow.errors import Location, Problem
 from fleetflow.render.composition import Fact, cluster_side_wanted, requirement_facts, target_side_wanted
 from fleetflow.render.scheduling import Target
@@ -758,7 +758,8 @@ def _json(text: str | bytes) -> Any:
     """``json.loads``, with JSON nested too deeply for it (``[`` 100,000 times: a RecursionError, a traceback in
     every command that read the state until 2026-11-28) a ValueError like any other state that does not read."""
     try:
-        return json.loads(text)
+        with paused():  # no collection down in the parse of a state nested thousands deep
+            return json.loads(text)
     except RecursionError:
         raise ValueError("JSON nested too deeply to read") from None
 
