@@ -14,7 +14,7 @@ import pytest
 from fleetflow.promotion.check_rollout import check_rollout
 from fleetflow.promotion.promote import promote_many
 from fleetflow.promotion.reconcile import reconcile
-from fleetflow.promotion.status import EnvironmentStatus, as_markdown, fleet_status
+from fleetflow.promotion.status import EnvironmentStatus, as_markdown, as_text, fleet_status
 from tests.fleet import Fleet, push_file
 from tests.helpers import run_cli
 
@@ -182,3 +182,25 @@ def test_the_json_keys_of_status_are_the_documented_ones(tmp_path: Path, monkeyp
     pr = next(e["pullRequest"] for e in environments if e["pullRequest"])
     assert f"`{{{', '.join(pr)}}}`" in table
     assert all(f"`{kind}`" in table for kind in get_args(RecordKind))
+
+
+def test_every_format_of_status_says_how_to_release_a_held_environment() -> None:
+    """A rollback holds the environment until ``--release``; the HTML page said how, the text and Markdown
+    (``status`` in a terminal, the job summary) only said "held" until 2026-11-29, and a person had to find the
+    command in ``promote --help``."""
+    entries = [EnvironmentStatus(name="dev", after=[], branch="dev", pinned="a" * 40, held=None),
+               EnvironmentStatus(name="qa", after=["dev"], branch="qa", pinned="b" * 40,
+                                 held="rollback from cccccccccccc to bbbbbbbbbbbb")]
+    command = "fleetflow promote --environment qa --commit SHA --release"
+    text = as_text(entries)
+    assert text.splitlines()[-1] == f"qa is held: release it with: {command}"
+    assert text.count("--release") == 1
+    markdown = as_markdown(entries)
+    assert markdown.rstrip().splitlines()[-1] == (
+        f"- `qa` is held (rollback from cccccccccccc to bbbbbbbbbbbb): release it with `{command}`")
+    assert markdown.count("--release") == 1
+    table = [line for line in markdown.splitlines() if line.startswith("|")]
+    assert markdown.index(table[-1]) < markdown.index("- `qa` is held")  # after the table, not in it
+    assert "\n\n- `qa`" in markdown  # a list of its own, a blank line after the table
+    assert as_text(entries[:1]).count("release") == 0
+    assert "held" not in as_markdown(entries[:1]).split("```", 2)[2]

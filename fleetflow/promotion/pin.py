@@ -199,3 +199,8 @@ def write_pin(text: str | None, *, commit: str, repo: str, hold: str | None) -> 
     else:
         yaml.dump_all(docs, out)
     return out.getvalue()
+
+
+def release_command(environment: str, commit: str = "SHA") -> str:
+    """The command that ends a rollback's hold on ``environment`` (and moves it to ``commit``)."""
+    return f"fleetflow promote --environment {environment} --commit {commit} --release"

@@ -30,7 +30,7 @@ from fleetflow.promotion.context import (
     short,
     status_context,
 )
-from fleetflow.promotion.pin import PIN_FILE, pin_text, read_pin, write_pin
+from fleetflow.promotion.pin import PIN_FILE, pin_text, read_pin, release_command, write_pin
 from fleetflow.promotion.schedule import (
     Rendered,
     ScheduleOutcome,
@@ -177,7 +177,7 @@ def _promote(ctx: Context, environment: str, sha: str, tip: str, *, release: boo
         return PromoteOutcome(
             environment=environment, commit=sha, pinned=False, held=pin.held, schedule=None,
             message=f"{environment} is held ({pin.held}); main@{short(sha)} not promoted; "
-            f"release it with: fleetflow promote --environment {environment} --commit SHA --release",
+            f"release it with: {release_command(environment)}",
         )
     if pin.pinned or status_context(environment) not in statuses:
         # a re-run of an earlier promotion keeps the gate's record (it may already say success)

@@ -10,7 +10,7 @@ from fleetflow.model.controlplane import Resource
 from fleetflow.model.resources import GitOpsRepoSpec
 from fleetflow.promotion.context import Context, chain_order, gitops_repo_at, head_branch, short, status_context
 from fleetflow.promotion.merge_records import MergeRecord, read_record, record_refs, seen_records
-from fleetflow.promotion.pin import PIN_FILE, past_pin
+from fleetflow.promotion.pin import PIN_FILE, past_pin, release_command
 from fleetflow.promotion.schedule import PullRequestLink
 from fleetflow.report import render_report
 from fleetflow.results import Result
@@ -48,6 +48,11 @@ class EnvironmentStatus(Result):
     @property
     def gate(self) -> GateRecord:
         return GateRecord(state=self.gate_state, description=self.gate_description)
+
+    @property
+    def release_command(self) -> str | None:
+        """What ends the environment's hold, when it is held (every format of ``status`` shows it)."""
+        return release_command(self.name) if self.held else None
 
 
 class FleetStatus(Result):
@@ -239,6 +244,7 @@ def as_text(entries: list[EnvironmentStatus]) -> str:
         held = f" [held: {e.held}]" if e.held else ""
         lines.append(f"{e.name:<{width}}{_at(e.pinned):<19} {e.gate_state:<9} {pr:<14} {_at(e.last_success):<19} "
                      f"{e.gate_description}{held}")
+    lines.extend(f"{e.name} is held: release it with: {e.release_command}" for e in entries if e.held)
     return "\n".join(lines)
 
 
