@@ -162,8 +162,8 @@ def page_context(ctx: Context, entries: Sequence[EnvironmentStatus], history: Hi
         cards.append({
             "name": e.name, "after": e.after, "branch": e.branch, "x": node.x, "y": node.y,
             "width": node.width, "height": node.height, "state": e.gate_state if e.gate_state in STATES else "none",
-            "pinned": _commit(ctx, e.pinned, infos), "held": e.held, "gate_state": e.gate_state,
-            "gate_description": e.gate_description, "gitops": e.gitops,
+            "pinned": _commit(ctx, e.pinned, infos), "held": e.held, "release_command": e.release_command,
+            "gate_state": e.gate_state, "gate_description": e.gate_description, "gitops": e.gitops,
             "pull_request": {"number": pr.number, "title": pr.title, "url": web(pr.url)} if pr else None,
             "last_success": _commit(ctx, e.last_success, infos),
             "gate": {"expected": gate.expected, "succeeded": gate.succeeded, "by_type": gate.by_type} if gate else None,
