@@ -1143,3 +1143,30 @@ def test_reconcile_names_the_open_prs_of_environments_main_no_longer_defines(fle
     with fleet.context() as ctx:
         again = reconcile(ctx)
     assert [p.environment for p in again.stale_pulls] == ["prod-us"]
+
+
+def test_release_with_an_older_commit_is_refused_not_a_rollback_without_a_hold(fleet: Fleet) -> None:
+    """``--release`` ends a rollback's hold. With a commit older than the pin it rolled the environment back with
+    no hold until 2026-11-29: the pin commit said "pin", metrics did not count a rollback
+    (``history.is_rollback`` reads the hold), and the next push to main moved it forward again. Now it is refused
+    (exit 1), nothing is written, and the error gives the rollback command; with the pinned commit it drops the
+    hold only."""
+    first = first_commit(fleet)
+    with fleet.context() as ctx:
+        promote_many(ctx, None, first)
+    assert roll_out(fleet, "dev") == "success"
+    second = fleet.push_main({"templates/extra.yaml": "# second\n"}, "second")
+    with fleet.context() as ctx:
+        promote_many(ctx, None, second)
+    before = fleet.branch_sha(fleet.cp_url, "dev")
+    with fleet.context() as ctx, pytest.raises(GateError, match=(
+            rf"main@{first[:12]} is older than dev's pin main@{second[:12]}: --release .* to roll back \(held "
+            rf"until released\): fleetflow promote --environment dev --commit {first[:12]}$")):
+        promote(ctx, "dev", first, release=True)
+    assert fleet.branch_sha(fleet.cp_url, "dev") == before and fleet.pin("dev") == second
+    with fleet.context() as ctx:
+        back = promote(ctx, "dev", first)
+    assert back.held and fleet.pin("dev") == first
+    with fleet.context() as ctx:
+        released = promote(ctx, "dev", first, release=True)  # the pinned commit: the hold dropped, nothing else
+    assert released.held is None and fleet.pin("dev") == first

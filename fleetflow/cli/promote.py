@@ -17,7 +17,8 @@ from fleetflow.promotion.promote import PromoteResult, promote_many
 @click.option("--environment", help="Environment to promote to (default: every first environment, as on a push "
               "to main).")
 @click.option("--commit", required=True, help="The main commit (full or abbreviated sha).")
-@click.option("--release", is_flag=True, help="Release a held environment (after a rollback) and move it to --commit.")
+@click.option("--release", is_flag=True, help="Release a held environment (after a rollback) and move it to --commit "
+              "(its pin or a newer commit; an older one is refused).")
 @fleet_options
 @FORMAT
 @github_actions_options
@@ -43,10 +44,11 @@ def promote(environment: str | None, commit: str, release: bool, forge: str | No
     fleetflow/<env> = success on COMMIT in the control-plane repo (re-checked here, whatever triggered it).
     Promoting an older commit with --environment is a rollback: it passes the same check and holds the
     environment there until `--release`; without --environment an older commit is never a rollback
-    (the environment stays where it is). Re-running with the same arguments changes nothing, but for a
-    PR a person closed without merging: with --environment it is proposed again in a new PR (the output
-    names the closed one); without it (the workflows' promotion of a push) it stays closed: operation
-    rejected.
+    (the environment stays where it is). `--release` moves to the pinned commit (the hold dropped) or a
+    newer one; with an older commit it is refused (a rollback holds). Re-running with the same arguments
+    changes nothing, but for a PR a person closed without merging: with --environment it is proposed again
+    in a new PR (the output names the closed one); without it (the workflows' promotion of a push) it
+    stays closed: operation rejected.
 
     \b
     Before the pin is pushed, COMMIT with the environment branch is rendered (the GitOps commit made,

@@ -228,6 +228,14 @@ def _pin_once(ctx: Context, environment: str, branch: str, sha: str, tip: str, *
             # an automatic promotion (a push's run that came late or was re-run, check-rollout's fan-out after an
             # upstream's rollback) is never a rollback: until 2026-11-29 it rolled the environment back and held it
             return PinResult(False, current.hold, newer=current.commit)
+        if older and release:
+            # until 2026-11-29 this rolled the environment back with no hold: the next push moved it forward again,
+            # the pin said "pin", and metrics did not count it as a rollback
+            raise GateError(
+                f"main@{short(sha)} is older than {environment}'s pin main@{short(current.commit)}: --release "
+                "ends a hold and moves the environment forward, it does not roll back; to roll back (held until "
+                f"released): fleetflow promote --environment {environment} --commit {short(sha)}"
+            )
         if current.hold and not release and not older:
             if skip_held:
                 return PinResult(False, current.hold, skipped=True)
