@@ -11,14 +11,13 @@ no change writes nothing. Writes go through a temporary file and a rename, so a 
 from __future__ import annotations
 
 import os
-import posixpath
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from fleetflow.errors import InputError, Location, Problem, Problems, UsageError
 from fleetflow.render.incremental import PART_DIR, SHARD_DIR, STATE_PATH, NewerState, RenderState
-from fleetflow.render.kustomization_files import KUSTOMIZATION_NAMES, left_out
+from fleetflow.render.kustomization_files import KUSTOMIZATION_NAMES, unlisted_warnings, where_to_look
 from fleetflow.render.ownership import FOLDER, Ownership, examined_folders, ownership, refuse_in_the_way
 from fleetflow.render.pipeline import RenderResult
 
@@ -236,34 +235,12 @@ def kustomization_warnings(root: Path, result: RenderResult, owned: Ownership) -
     the survey's list (1 ms for 300 cluster types, against 1.8 s to render their 9,000 assignments); a file is
     read only where one stands."""
     written = [*result.files, *result.reporters]
-    below: dict[str, list[str]] = {}  # cluster-type folder -> the files written in it: what its files can leave out
-    for path in written:
-        below.setdefault(path.split("/", 1)[0], []).append(path)
+    folders, deeper = where_to_look(written, owned.foreign)
     base = os.fspath(root)
-    found = [f"{folder}/{name}" if folder else name for folder in sorted({"", *below}) for name in KUSTOMIZATION_NAMES
+    found = [f"{folder}/{name}" if folder else name for folder in folders for name in KUSTOMIZATION_NAMES
              if os.path.isfile(os.path.join(base, folder, name))]
-    found += [path for path in owned.foreign if path.count("/") >= 2 and path.rpartition("/")[2] in KUSTOMIZATION_NAMES]
-    warnings = Problems()
-    for path in sorted(set(found)):
-        folder, _, name = path.rpartition("/")
-        missing = left_out(folder, (root / path).read_bytes(), below.get(folder.split("/", 1)[0], [])
-                           if folder else written)
-        if not missing:
-            continue
-        where = f"{folder}/" if folder else "the output folder"
-        first = posixpath.relpath(missing[0], folder or ".")
-        files = "file" if len(missing) == 1 else "files"
-        shown = ", ".join(missing[:3]) + (f" and {len(missing) - 3} more" if len(missing) > 3 else "")
-        warnings.add(
-            f"{name} in {where} does not list {len(missing)} {files} this render writes there ({shown}): Flux and "
-            f"Argo CD build {where} from the resources it lists, not from every YAML file, so no cluster applies "
-            f"{'it' if len(missing) == 1 else 'them'}, and the clusters report success without them",
-            Location(str(root / path)),
-            f"add {'it' if len(missing) == 1 else 'them'} to its resources (- {first}"
-            f"{', ...' if len(missing) > 1 else ''}), or delete {name} so that Flux and Argo CD take every YAML "
-            f"file below {where}",
-        )
-    return warnings
+    texts = {path: (root / path).read_bytes() for path in sorted({*found, *deeper})}
+    return unlisted_warnings(texts, written, lambda path: Location(str(root / path)))
 
 
 @dataclass(frozen=True)
