@@ -68,6 +68,7 @@ STEPS: list[tuple[str, str]] = [  # module, function (or Class.method): the step
     ("fleetflow.promotion.gitops", "survey"),
     ("fleetflow.forge.git", "BareRepo.listings"),
     ("fleetflow.forge.git", "BareRepo.fast_commit"),
+    ("fleetflow.promotion.schedule", "kustomization_warnings"),
     ("fleetflow.promotion.schedule", "publish"),
     ("fleetflow.promotion.schedule", "_first"),
     ("fleetflow.forge.git", "BareRepo.push"),

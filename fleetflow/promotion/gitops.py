@@ -20,10 +20,11 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import PurePosixPath
 
-from fleetflow.errors import InputError, Location, Problem, UsageError
+from fleetflow.errors import InputError, Location, Problem, Problems, UsageError
 from fleetflow.forge.git import SYMLINK_MODE, BareRepo, TreeEdit, TreeEntry
 from fleetflow.render.diff import git_blob_id
 from fleetflow.render.incremental import PART_DIR, SHARD_DIR, STATE_PATH, NewerState, RenderState
+from fleetflow.render.kustomization_files import KUSTOMIZATION_NAMES, unlisted_warnings, where_to_look
 from fleetflow.render.ownership import (
     FOLDER,
     Ownership,
@@ -284,6 +285,29 @@ def in_the_way(tree: GitOpsTree, paths: Iterable[str], owned: Ownership) -> None
                 for entries in listed.values() for e in entries or []}
 
     refuse_in_the_way(paths, standing, owned, tree.path, "(on the GitOps branch)")
+
+
+def kustomization_warnings(tree: GitOpsTree, result: RenderResult, owned: Ownership) -> Problems:
+    """``render``'s warning (:func:`fleetflow.render.output.kustomization_warnings`) on the GitOps branch: each
+    kustomization file a person committed at the output root, in a cluster-type folder the render writes into, or
+    in an assignment's or status folder (a foreign file the survey found) that leaves out files the render writes
+    below it. Until 2026-11-29 a schedule did not look: the commit went out, Flux and Argo CD applied the files
+    the hand-written file lists, and the gate passed on a commit whose new assignment no cluster applied. The files
+    fleetflow writes never include a kustomization file, so ``tree.commit`` holds the same ones as the commit the
+    render makes. Cost: one listing of the root and of the cluster-type folders written into
+    (:meth:`GitOpsTree.listings`, kept: the survey lists some of them already), and one batch read of the
+    kustomization files that stand there; no blob is read where none stands. A symbolic link is left aside (its
+    blob is the link's target, not a file)."""
+    written = [*result.files, *result.reporters]
+    folders, deeper = where_to_look(written, owned.foreign)
+    if tree.commit is None or not written:
+        return Problems()
+    listed = tree.listings(folders)
+    found = [entry.path for folder in folders for entry in listed[folder] or []
+             if entry.kind == "blob" and entry.mode != SYMLINK_MODE
+             and entry.path.rpartition("/")[2] in KUSTOMIZATION_NAMES]
+    texts = {path: data for path, data in tree.read_files(sorted({*found, *deeper})).items() if data is not None}
+    return unlisted_warnings(texts, written, lambda path: Location(tree.path(path)))
 
 
 def commit_edits(tree: GitOpsTree, edits: Iterable[TreeEdit], message: str, identity: tuple[str, str], when: int,

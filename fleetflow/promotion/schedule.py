@@ -36,6 +36,7 @@ from fleetflow.promotion.gitops import (
     WrittenCommit,
     clean_root,
     hand_edits,
+    kustomization_warnings,
     unreadable_state,
     write_commit,
 )
@@ -163,7 +164,8 @@ def render_commit(ctx: Context, environment: str, env_sha: str | None = None, ti
     restored = edited.put_back(written.changed)
     return Rendered(at, heads, previous, written, result.changes, result.state.clusters,
                     lambda: diff_chunks(tree, result, written.owned, previous, written.index),
-                    [*unreadable_state(tree), *edited.warning(tree, restored), *result.warnings],
+                    [*unreadable_state(tree), *edited.warning(tree, restored), *result.warnings,
+                     *kustomization_warnings(tree, result, written.owned)],
                     [shown_path(p) for p in restored])
 
 
