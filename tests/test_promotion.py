@@ -205,7 +205,8 @@ def test_promote_refuses_commit_not_rolled_out_upstream(fleet: Fleet) -> None:
         promote(ctx, "qa", sha)
 
 
-def test_rollback_holds_until_released(fleet: Fleet) -> None:
+def _first_then_second_in_dev(fleet: Fleet) -> tuple[str, str]:
+    """main's first commit promoted to dev and rolled out there, then a second commit of main promoted to dev."""
     first = first_commit(fleet)
     with fleet.context() as ctx:
         promote_many(ctx, None, first)
@@ -213,6 +214,11 @@ def test_rollback_holds_until_released(fleet: Fleet) -> None:
     second = fleet.push_main({"templates/extra.yaml": "# second\n"}, "second")
     with fleet.context() as ctx:
         promote_many(ctx, None, second)
+    return first, second
+
+
+def test_rollback_holds_until_released(fleet: Fleet) -> None:
+    first, _ = _first_then_second_in_dev(fleet)
     assert roll_out(fleet, "dev") == "success"
     with fleet.context() as ctx:
         back = promote(ctx, "dev", first)
@@ -1151,13 +1157,7 @@ def test_release_with_an_older_commit_is_refused_not_a_rollback_without_a_hold(f
     (``history.is_rollback`` reads the hold), and the next push to main moved it forward again. Now it is refused
     (exit 1), nothing is written, and the error gives the rollback command; with the pinned commit it drops the
     hold only."""
-    first = first_commit(fleet)
-    with fleet.context() as ctx:
-        promote_many(ctx, None, first)
-    assert roll_out(fleet, "dev") == "success"
-    second = fleet.push_main({"templates/extra.yaml": "# second\n"}, "second")
-    with fleet.context() as ctx:
-        promote_many(ctx, None, second)
+    first, second = _first_then_second_in_dev(fleet)
     before = fleet.branch_sha(fleet.cp_url, "dev")
     with fleet.context() as ctx, pytest.raises(GateError, match=(
             rf"main@{first[:12]} is older than dev's pin main@{second[:12]}: --release .* to roll back \(held "
