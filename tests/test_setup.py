@@ -34,6 +34,7 @@ from fleetflow.promotion.doctor import diagnose
 from fleetflow.promotion.promote import promote
 from tests.fleet import ENVIRONMENTS, Fleet, environments_file, git
 from tests.ghstub.fixtures import github_stub  # noqa: F401
+from tests.ghstub.pushrefusals import protected, refuse_pushes
 from tests.ghstub.server import GitHubStub
 from tests.ghstub.state import Ruleset
 from tests.test_promotion import FORGES, first_commit, make_github_fleet, make_local_fleet
@@ -595,6 +596,46 @@ def test_doctor_checks_the_rules_of_the_branches_fleetflow_pushes_to(fleet: Flee
         "request before merging), but the credentials this doctor ran with bypass it (always); unless they are "
         "fleetflow's GitHub App's, the App must be on its bypass list too (run doctor with FLEETFLOW_APP_ID and "
         "FLEETFLOW_APP_PRIVATE_KEY to check as the App)" for env in ("dev", "qa")]
+
+
+def test_github_doctor_reads_the_classic_branch_protection_of_the_environment_branches(
+        tmp_path: Path, request: pytest.FixtureRequest) -> None:
+    """A classic branch protection rule (Settings → Branches) on a control-plane environment branch is not a ruleset:
+    "Get rules for a branch" does not list it ("Returns all active rules that apply to the specified branch", the
+    rules of rulesets, https://docs.github.com/en/rest/repos/rules). "Get a branch" shows anyone with read access
+    ``protected`` and ``protection.required_status_checks`` (https://docs.github.com/en/rest/branches/branches
+    #get-a-branch), and a required check declines a push of a commit that has not passed it ("You won't be able to
+    push local changes to a protected branch until all required status checks pass", GitHub Docs, "Troubleshooting
+    required status checks"; GitHub's answer "GH006: Protected branch update failed ... Required status check
+    \"Build\" is expected", supportpal/github-gh-cli#47). So promote's pin push is declined while doctor, reading
+    rulesets only, found such a branch healthy. A rule without required checks may require a pull request, which
+    only admins can see: a "skipped" line says what to check."""
+    fleet = make_github_fleet(tmp_path, request)
+    stub: GitHubStub = fleet.stub  # type: ignore[attr-defined]
+    init_fleet(fleet)
+    cp = fleet.cp_id
+    repo = stub.repo(cp)
+    repo.protection["dev"] = ["fleetflow / Check the change"]
+    repo.protection["qa"] = []  # protected, no required check
+    with fleet.context() as ctx:
+        diagnosis = diagnose(ctx)
+    assert [(f.check, f.where) for f in diagnosis.findings] == [("push-rules", f"{cp}@dev branch protection")]
+    [found] = diagnosis.findings
+    assert found.problem == (
+        "its rule requires the status checks 'fleetflow / Check the change', and GitHub declines a push of a commit "
+        "that has not passed them (GH006 \"Required status check ... is expected\"): promote's push of the pin "
+        "commit (base-repo.yaml) is declined, so dev is never promoted")
+    assert found.fix.startswith("move dev's protection to a ruleset with the same rules and fleetflow's GitHub App "
+                                "on its bypass list")
+    [qa] = [s for s in diagnosis.skipped if s.startswith(f"{cp}@qa: ")]
+    assert "a branch protection rule applies" in qa and "Allow specified actors to bypass required pull" in qa
+    assert not [s for s in diagnosis.skipped if s.startswith(f"{cp}@prod-eu: ")]  # no rule there
+
+    # what promote meets on GitHub: the push of the pin declined with GH006
+    refuse_pushes(repo.path, protected("refs/heads/dev"))
+    with fleet.context() as ctx, pytest.raises(GitError) as refused:
+        promote(ctx, "dev", first_commit(fleet))
+    assert "GH006: Protected branch update failed for refs/heads/dev." in str(refused.value)
 
 
 def test_github_a_ruleset_on_every_head_branch_is_read_once(tmp_path: Path, request: pytest.FixtureRequest) -> None:

@@ -30,15 +30,16 @@ def doctor_command(forge: str | None, control_plane: str | None, config: Path | 
       fleetflow doctor --forge local --control-plane control-plane.git
 
     \b
-    Exit 0 when healthy, 1 when any problem was found (each printed with its fix), 3 when the forge or git
-    failed. Checks: the caller workflow on every branch GitHub reads it from (the branches its push and
-    pull_request filters run for, secrets passed by name and not inherited), the default branches, the GitHub
-    App's permissions, autoMerge vs the repository's auto-merge setting, statuses on the GitOps branch tips
-    whose contexts match no Cluster of the inventory, the checks the GitOps branches require, merge records of
-    environments a GitOps repository no longer serves, rulesets that would decline fleetflow's own pushes (the
-    pin, the PR head branches) or its merge records, the shards workflow of sharded environments, the
-    GitHub Environments the jobs use, and whether GitHub lets a workflow's GITHUB_TOKEN open the GitOps PRs when
-    fleetflow runs with one (docs/setup.md lists each check with what it reads).
+    Exit 0 when healthy, 1 when any problem was found (each printed with its fix), 3 when the forge or git failed.
+    Checks: the caller workflow on every branch GitHub reads it from (the branches its push and pull_request filters
+    run for, secrets passed by name and not inherited), the default branches, the GitHub App's permissions,
+    autoMerge vs the repository's auto-merge setting, statuses on the GitOps branch tips whose contexts match no
+    Cluster of the inventory, the checks the GitOps branches require, merge records of environments a GitOps
+    repository no longer serves, rulesets that would decline fleetflow's own pushes (the pin, the PR head branches)
+    or its merge records, branch protection rules that require checks of the environment branches (the pin), the
+    shards workflow of sharded environments, the GitHub Environments the jobs use, and whether GitHub lets a
+    workflow's GITHUB_TOKEN open the GitOps PRs when fleetflow runs with one (docs/setup.md lists each check with
+    what it reads).
     """
     with handled(fmt) as reply, make_context(forge, control_plane, config, fmt, warn=reply.warn) as ctx:
         found = diagnose(ctx)

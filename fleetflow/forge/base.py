@@ -166,6 +166,16 @@ class MergeRules:
 
 
 @dataclass(frozen=True)
+class BranchProtection:
+    """A classic branch protection rule (Settings → Branches) as "Get a branch" shows it to anyone with read access:
+    whether one applies to the branch, and the status check contexts it requires. Its other settings (a pull request
+    required, who may bypass it) are shown only to admins ("Get branch protection")."""
+
+    protected: bool = False
+    required: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class DeploymentEnvironment:
     """A GitHub Environment (Settings → Environments) as its deployment protection rules describe it: the jobs that
     name it wait for one of ``reviewers`` (when any) and ``wait_timer`` minutes."""
@@ -318,6 +328,11 @@ class Forge(Protocol):
     def branch_rules(self, repo: str, branch: str) -> list[BranchRule] | None:
         """The active rules that apply to ``branch`` (which need not exist), each with its ruleset's id; None when
         the forge has no rulesets (the local forge)."""
+        ...
+
+    def branch_protection(self, repo: str, branch: str) -> BranchProtection | None:
+        """The classic branch protection of the existing ``branch`` (not its rulesets: :meth:`branch_rules`); None
+        when the forge has no such rules that decline a push (the local forge)."""
         ...
 
     def ruleset(self, repo: str, ident: int) -> Ruleset:

@@ -32,6 +32,7 @@ from urllib3 import Retry
 
 from fleetflow.errors import ForgeError, ForgeRequest
 from fleetflow.forge.base import (
+    BranchProtection,
     CommitStatus,
     CredentialKind,
     DeploymentEnvironment,
@@ -591,6 +592,19 @@ class GitHubForge:
                                   "read the rules for the branch")
         return [BranchRule(str(r.get("type", "")), int(r.get("ruleset_id") or 0), dict(r.get("parameters") or {}))
                 for r in rules if isinstance(r, dict)]
+
+    def branch_protection(self, repo: str, branch: str) -> BranchProtection | None:
+        """"Get a branch" (``GET /repos/{owner}/{repo}/branches/{branch}``, readable with pull access): ``protected``
+        and ``protection.required_status_checks`` (``contexts`` and ``checks``; none while its
+        ``enforcement_level`` is ``off``). One request."""
+        data = self._requester_json(repo, "GET", f"/repos/{repo}/branches/{quote(branch, safe='')}",
+                                    "read the branch")
+        checks = ((data.get("protection") or {}).get("required_status_checks") or {})
+        required: list[str] = []
+        if checks.get("enforcement_level") != "off":
+            required = [str(c) for c in checks.get("contexts") or []]
+            required += [str(c["context"]) for c in checks.get("checks") or [] if c.get("context")]
+        return BranchProtection(bool(data.get("protected")), tuple(dict.fromkeys(required)))
 
     def ruleset(self, repo: str, ident: int) -> Ruleset:
         """"Get a repository ruleset" with ``includes_parents`` (an organization's too): conditions, rules and

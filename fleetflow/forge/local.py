@@ -42,6 +42,7 @@ from fleetflow.clock import utc_now
 from fleetflow.errors import ForgeError, ForgeRequest
 from fleetflow.forge.base import (
     STATUS_STATES,
+    BranchProtection,
     CommitStatus,
     CredentialKind,
     DeploymentEnvironment,
@@ -536,6 +537,10 @@ class LocalForge:
 
     def branch_rules(self, repo: str, branch: str) -> list[BranchRule] | None:
         """The local forge has no rulesets."""
+        return None
+
+    def branch_protection(self, repo: str, branch: str) -> BranchProtection | None:
+        """The local forge declines no push (its required checks, :meth:`protect_branch`, are asked before a merge)."""
         return None
 
     def ruleset(self, repo: str, ident: int) -> Ruleset:

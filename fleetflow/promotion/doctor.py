@@ -228,6 +228,7 @@ def diagnose(ctx: Context) -> Diagnosis:
                           f"promote's push of the pin commit ({PIN_FILE}), so {env.name} is never promoted",
                           f"add fleetflow's GitHub App to its bypass list (docs/setup.md, section 4: {env.branch} "
                           "keeps its rules for people; the App pushes the pin)")
+        _check_branch_protection(ctx, found, cp, env)
     gitops_repos = sorted({e.gitops.repo for e in setups if e.gitops is not None})
     for env in setups:
         if env.tip is not None and env.gitops is None:
@@ -613,6 +614,46 @@ def _check_push_rules(ctx: Context, found: Diagnosis, read_ruleset: Callable[[st
             f"its rules ({', '.join(names)}) decline {consequence}", fix))
     if not declined:
         found.ok(f"{where}: no ruleset declines fleetflow's pushes")
+
+
+TROUBLESHOOTING_CHECKS = ("https://docs.github.com/en/pull-requests/collaborating-with-pull-requests/"
+                          "collaborating-on-repositories-with-code-quality-features/troubleshooting-required-status-"
+                          "checks")
+
+
+def _check_branch_protection(ctx: Context, found: Diagnosis, cp: str, env: EnvSetup) -> None:
+    """The classic branch protection rule (Settings → Branches) of a control-plane environment branch, which "Get
+    rules for a branch" does not list (rulesets only), against promote's push of the pin commit. "Get a branch"
+    shows anyone with read access whether a rule applies and the status checks it requires; a required check
+    declines the push of a commit that has not passed it ("You won't be able to push local changes to a protected
+    branch until all required status checks pass", GitHub Docs, "Troubleshooting required status checks"), and the
+    pin commit never has (fleetflow makes it and pushes it at once). A rule without required checks may still
+    require a pull request, which only admins can see ("Get branch protection"): said in a "skipped" line. Until
+    2026-11-29 doctor read rulesets only, and found a prod branch under a classic rule healthy while every
+    promotion of prod ended with GH006."""
+    where = f"{cp}@{env.branch}"
+    try:
+        got = ctx.forge.branch_protection(cp, env.branch)
+    except ForgeError as exc:
+        found.skipped.append(f"{where}: branch protection could not be read ({str(exc).splitlines()[0]})")
+        return
+    if got is None or not got.protected:
+        return
+    if got.required:
+        found.findings.append(finding(
+            "push-rules", f"{where} branch protection",
+            f"its rule requires the status checks {', '.join(repr(c) for c in got.required)}, and GitHub declines "
+            "a push of a commit that has not passed them (GH006 \"Required status check ... is expected\"): "
+            f"promote's push of the pin commit ({PIN_FILE}) is declined, so {env.name} is never promoted",
+            f"move {env.branch}'s protection to a ruleset with the same rules and fleetflow's GitHub App on its "
+            f"bypass list (Settings → Rules → Rulesets; docs/setup.md, section 4), and delete the branch protection "
+            f"rule (Settings → Branches); {TROUBLESHOOTING_CHECKS}"))
+        return
+    found.skipped.append(
+        f"{where}: a branch protection rule applies (Settings → Branches); whether it requires a pull request is "
+        "shown only to admins: if it does, fleetflow's GitHub App must be under \"Allow specified actors to bypass "
+        "required pull requests\", else promote's push of the pin commit is declined (GH006); a ruleset with the "
+        "App on its bypass list is what docs/setup.md, section 4, asks for")
 
 
 def _read_rules(ctx: Context, found: Diagnosis, what: str, read: Callable[[], R | None]) -> R | None:
