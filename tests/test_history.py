@@ -17,6 +17,7 @@ import pytest
 
 from fleetflow.promotion.history import read_history
 from fleetflow.promotion.promote import promote, promote_many
+from fleetflow.promotion.schedule import schedule_environment
 from tests.fleet import Fleet, git
 from tests.test_promotion import make_github_fleet, roll_out
 
@@ -145,3 +146,46 @@ def test_status_page_on_github_links_commits_and_pull_requests(tmp_path: Path, r
     assert 'href="local://' not in html
     print(f"\nstatus page of 5 environments (7 promotions of 2 commits): {made} GitHub requests")
     assert made <= 60
+
+
+def test_a_pin_reverted_by_hand_is_a_rollback_that_restores(fleet: Fleet, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A realistic-mistake hunt (2026-11-29): B fails its gate in dev and a person ``git revert``s B's pin commit on
+    the dev branch (no ``promote``, so no "scheduled" post; the gate passed A before, so it posts nothing new:
+    check_rollout's "gate success (recorded)"). The history took A's first run for the revert (its success at
+    the old time), called A's first promotion "superseded", and left dev's outage open. Now the revert is a
+    rollback pinned when the person committed it, rolled out when its PR merged, and it ends the outage.
+    ``git revert`` commits the inverse of a commit with the message 'Revert "<subject>"'
+    (https://git-scm.com/docs/git-revert)."""
+    from fleetflow.delivery.metrics import compute
+
+    a = fleet.branch_sha(fleet.cp_url, "main")
+    with fleet.context() as ctx:
+        promote(ctx, "dev", a)
+    assert roll_out(fleet, "dev") == "success"
+    fleet.clock.advance(timedelta(hours=1))
+    b = fleet.push_main({"workloads/n.yaml": "# n\n"}, "b breaks dev")
+    with fleet.context() as ctx:
+        promote(ctx, "dev", b)
+    assert roll_out(fleet, "dev", {2: "failure"}) == "failure"
+    fleet.clock.advance(timedelta(hours=1))
+    reverted_at = fleet.clock.now
+    monkeypatch.setenv("GIT_COMMITTER_DATE", f"{int(reverted_at.timestamp())} +0000")
+    work = fleet.root / "revert"
+    git(fleet.root, "clone", "-q", "-b", "dev", fleet.cp_url, str(work))
+    git(work, "-c", "user.name=Ops", "-c", "user.email=ops@example.com", "revert", "--no-edit", "HEAD")
+    git(work, "push", "-q", "origin", "HEAD:dev")
+    monkeypatch.delenv("GIT_COMMITTER_DATE")
+    with fleet.context() as ctx:
+        schedule_environment(ctx, "dev")  # what the push to dev runs
+    assert fleet.pin("dev") == a and roll_out(fleet, "dev") == "success"
+    with fleet.context() as ctx:
+        history = read_history(ctx)
+        report = compute(history.all(), history.after, ctx.clock())
+    dev = history.promotions["dev"]
+    assert [(p.commit, p.outcome, p.rollback) for p in dev] == [
+        (a, "success", False), (b, "failure", False), (a, "success", True)]
+    assert dev[0].pinned_at is not None and dev[0].pinned_at < reverted_at
+    assert dev[2].pinned_at == reverted_at and dev[2].decided_at is not None and dev[2].decided_at >= reverted_at
+    [metrics] = [m for m in report.environments if m.environment == "dev"]
+    assert metrics.open_outage_since is None and metrics.time_to_restore.count == 1
+    assert (metrics.failed, metrics.decided) == (2, 3)  # B's gate failure and the rollback

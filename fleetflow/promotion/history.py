@@ -28,7 +28,7 @@ from fleetflow.forge.git import CommitInfo
 from fleetflow.model.controlplane import Resource
 from fleetflow.model.resources import EnvironmentSpec
 from fleetflow.promotion.context import SCHEDULED, Context, chain_order, short, status_context
-from fleetflow.promotion.pin import PIN_FILE, Pin, past_pin
+from fleetflow.promotion.pin import PIN_FILE, PIN_MESSAGE, Pin, past_pin
 from fleetflow.promotion.status import UNREADABLE_GITOPS_HINT
 
 DEFAULT_LIMIT = 50
@@ -113,24 +113,26 @@ def environment_history(ctx: Context, name: str, env: Resource[EnvironmentSpec],
                          f"{', ...' if len(gone) > 1 else ''}): their promotions are not counted", None,
                          f"{ctx.main_branch} was rewritten since they were promoted"))
     pinned = [(sha, pin) for sha, pin in pinned if pin.commit in infos]  # a placeholder pin is no promotion
-    # the k-th last pin of a commit is its k-th last promotion (older ones may be past ``limit``)
-    remaining: dict[str, list[list[CommitStatus]]] = {}
-    for _, pin in pinned:
-        assert pin.commit is not None
-        if pin.commit not in remaining:
-            remaining[pin.commit] = episodes(statuses(pin.commit), status_context(name))
+    written = {c.sha: c for c in ctx.git.commits(ctx.cp_url, [sha for sha, _ in pinned], no_walk=True)}
+    by_hand = {sha for sha, _ in pinned if sha in written and not PIN_MESSAGE.match(written[sha].message)}
+    runs_of: dict[str, dict[str, list[CommitStatus]]] = {}
+    for main_sha in dict.fromkeys(pin.commit for _, pin in pinned if pin.commit):
+        runs_of[main_sha] = pair_episodes([sha for sha, pin in pinned if pin.commit == main_sha], by_hand,
+                                          episodes(statuses(main_sha), status_context(name)))
     merges = [(c, _MAIN_REF.search(c.message)) for c in reversed(gitops(name))]  # oldest first
     result: list[Promotion] = []
     for index in range(len(pinned) - 1, -1, -1):
         pin_sha, pin = pinned[index]
         assert pin.commit is not None
-        runs = remaining[pin.commit]
-        episode = runs.pop() if runs else []
+        episode = runs_of[pin.commit].get(pin_sha, [])
         outcome, decided, restored, description = decide(episode)
-        if outcome == "pending" and index < len(pinned) - 1:
-            outcome = "superseded"
         info = infos.get(pin.commit)
         pinned_at = episode[0].updated_at if episode else None
+        rollback = is_rollback(pin)
+        if pin_sha in by_hand and not episode:  # a person's pin (``git revert``, an edit): no post of its own
+            pinned_at = _at(written[pin_sha].committed)
+            previous = pinned[index - 1][1].commit if index else None
+            rollback = rollback or (previous is not None and ctx.git.is_ancestor(ctx.cp_url, pin.commit, previous))
         merged = None
         for commit, match in merges:
             if match is None or not pin.commit.startswith(match.group(1)):
@@ -138,14 +140,47 @@ def environment_history(ctx: Context, name: str, env: Resource[EnvironmentSpec],
             if pinned_at is None or _at(commit.committed) >= pinned_at.replace(microsecond=0) - timedelta(seconds=1):
                 merged = commit
                 break
+        if pin_sha in by_hand and not episode and succeeded_before(statuses(pin.commit), status_context(name)):
+            # the gate posts nothing for a commit it passed once ("gate success (recorded)"): it rolled out when merged
+            outcome, decided = "success", _at(merged.committed) if merged else pinned_at
+            description = "rolled out again (pinned by hand; the gate had passed this commit before)"
+        if outcome == "pending" and index < len(pinned) - 1:
+            outcome = "superseded"
         result.append(Promotion(
             environment=name, commit=pin.commit, subject=info.subject if info else "",
             author=info.author if info else "", landed_at=_at(info.committed) if info else pinned_at or ctx.clock(),
             pin_commit=pin_sha, pinned_at=pinned_at, merged_at=_at(merged.committed) if merged else None,
             gitops_commit=merged.sha if merged else None, decided_at=decided, outcome=outcome,
-            restored_at=restored, description=description, rollback=is_rollback(pin), hold=pin.hold,
+            restored_at=restored, description=description, rollback=rollback, hold=pin.hold,
         ))
     return result[::-1]
+
+
+def pair_episodes(pin_shas: list[str], by_hand: set[str], runs: list[list[CommitStatus]]
+                  ) -> dict[str, list[CommitStatus]]:
+    """Which gate run (``episodes``) belongs to which pin of one commit (``pin_shas`` oldest first). ``promote``
+    opens each of its pins with a "scheduled" post: the k-th last pin it wrote gets the k-th last run so opened
+    (older ones may be past ``limit``). A pin a person wrote (a ``git revert`` of a pin commit, an edited
+    ``base-repo.yaml``) has none: it gets the run the gate opened without one, if that run is the commit's first,
+    else none. Until 2026-11-29 every pin took the next run from the end, so a ``git revert`` back to a commit
+    promoted before took that commit's first run (its success shown at the old time, the original promotion
+    "superseded", the outage the revert ended left open)."""
+    if not by_hand.intersection(pin_shas):
+        return dict(zip(reversed(pin_shas), reversed(runs), strict=False))
+    opened = [run for run in runs if run[0].state == "pending" and run[0].description == SCHEDULED]
+    unopened = runs[0] if runs and runs[0] is not (opened[0] if opened else None) else None
+    mine = [sha for sha in pin_shas if sha not in by_hand]
+    paired = dict(zip(reversed(mine), reversed(opened), strict=False))
+    hand = [sha for sha in pin_shas if sha in by_hand]
+    if unopened is not None and hand:
+        paired[hand[0]] = unopened
+    return paired
+
+
+def succeeded_before(posts: list[CommitStatus], context: str) -> bool:
+    """Whether the gate's last post of ``context`` on the commit is a success (it then does not judge it again)."""
+    last = next((p for p in reversed(posts) if p.context == context), None)
+    return last is not None and last.state == "success"
 
 
 def read_history(ctx: Context, limit: int = DEFAULT_LIMIT, *, warn_missing: bool = True) -> History:

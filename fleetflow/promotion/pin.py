@@ -20,6 +20,9 @@ from fleetflow.errors import InputError, Location, Problem, Problems
 from fleetflow.model.documents import FLEETFLOW_API, ruamel_documents
 
 PIN_FILE = "base-repo.yaml"
+PIN_MESSAGE = re.compile(r"fleetflow: (pin|roll back) \S+ to main@[0-9a-f]+")
+"""The message of a pin commit ``promote`` writes (``promote._pin_once``); a pin commit with another message was
+written by a person or another tool (the delivery history reads it as such)."""
 HOLD_ANNOTATION = "fleetflow.dev/hold"
 _FULL_SHA = re.compile(r"[0-9a-f]{40}")
 
