@@ -142,6 +142,8 @@ def test_since_further_back_than_dates_go_is_a_usage_error(since: str) -> None:
     ("2027-01-01", "'2027-01-01' is after now (2026-11-28 00:00 UTC)"),
     ("2026-11-28T00:00:01", "is after now"),
     ("2026-13-01", "'2026-13-01' is not a date: month must be in 1..12"),
+    ("0d", "'0d' is now: the window would hold no promotion"),
+    ("0h", "'0h' is now"),
 ])
 def test_since_that_would_measure_an_empty_window_is_a_usage_error(since: str, said: str) -> None:
     """A realistic-mistake hunt (2026-11-29): ``--since 30`` (days meant) was read as 30 seconds and
@@ -157,6 +159,7 @@ def test_since_still_reads_dates_times_and_durations() -> None:
     now = datetime(2026, 11, 28, 12, tzinfo=UTC)
     assert parse_since("30d", now) == now - 30 * D
     assert parse_since("12h", now) == now - 12 * H
+    assert parse_since("2w", now) == now - 14 * D  # weeks: until 2026-11-29 "invalid duration '2w'"
     assert parse_since("2026-01-31", now) == datetime(2026, 1, 31, tzinfo=UTC)  # no zone: UTC
     assert parse_since("2026-01-31T12:00:00+02:00", now) == datetime(2026, 1, 31, 10, tzinfo=UTC)
     assert parse_since("2026-11-28T12:00:00Z", now) == now  # now itself is no future

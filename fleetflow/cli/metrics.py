@@ -20,7 +20,7 @@ from fleetflow.report import render_report
 
 
 def parse_since(text: str | None, now: datetime) -> datetime | None:
-    """``--since``: a date (2026-01-31), a UTC time (2026-01-31T12:00:00) or a duration back from now (30d, 12h).
+    """``--since``: a date (2026-01-31), a UTC time (2026-01-31T12:00:00) or a duration back from now (30d, 2w, 12h).
 
     A bare number is refused (until 2026-11-29 ``--since 30`` meant 30 seconds and ``--since 2026`` 2026 seconds:
     an empty window, exit 0), and so is a start after ``now`` (a mistyped year gave "since 2027-01-01 until
@@ -40,8 +40,13 @@ def parse_since(text: str | None, now: datetime) -> datetime | None:
                              ) from None
     if when is None:
         try:
-            days = re.fullmatch(r"(\d+)d", stripped)
-            when = now - (timedelta(days=int(days.group(1))) if days else parse_duration(stripped))
+            days = re.fullmatch(r"(\d+)([dw])", stripped)  # weeks too: "2w" was "invalid duration" (2026-11-29)
+            back = (timedelta(days=int(days.group(1)) * (7 if days.group(2) == "w" else 1)) if days
+                    else parse_duration(stripped))
+            if not back:  # "0d" measured an empty window, exit 0 (until 2026-11-29)
+                raise UsageError(f"--since {text!r} is now: the window would hold no promotion; give a duration "
+                                 "back from now (30d, 2w, 12h) or a date (2026-01-31)")
+            when = now - back
         except OverflowError:  # a timedelta past 999,999,999 days, or a date before year 1
             raise UsageError(f"--since {text!r} goes back further than dates go: give a later date or a shorter "
                              "duration (30d, 12h)") from None
@@ -58,7 +63,7 @@ def parse_since(text: str | None, now: datetime) -> datetime | None:
 @click.command()
 @fleet_options
 @click.option("--since", help="Only promotions pinned since: a date (2026-01-31), a UTC time, or a duration back "
-              "from now with its unit (30d, 12h); no zone means UTC. Default: the whole history read (--limit "
+              "from now with its unit (30d, 2w, 12h); no zone means UTC. Default: the whole history read (--limit "
               "promotions per environment).")
 @click.option("--limit", type=click.IntRange(1, 1000), default=DEFAULT_LIMIT, show_default=True,
               help="Promotions read per environment (newest first).")
