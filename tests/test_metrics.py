@@ -212,3 +212,15 @@ def test_metrics_command_leaves_out_lead_times_a_clock_skew_made_negative(tmp_pa
     assert all(m["leadTimes"] == [] for m in [*metrics["environments"], metrics["chain"]])
     text = run_cli("metrics", "--forge", "local", "--control-plane", cp).output
     assert " -" not in text and "dev: 2 lead times left out: success dated up to 23h" in text
+
+
+def test_a_promotion_superseded_before_its_gate_decided_is_not_a_decided_one() -> None:
+    """A realistic-mistake hunt (2026-11-29): main moves faster than dev's gate, so c2 is pinned while c1's gate is
+    still pending (the history calls c1 "superseded"), and c2 fails. The change failure rate of dev counted c1
+    as decided: 50 % (1 of 2) for a dev whose every decided promotion failed. DORA's change failure rate is the
+    share of deployments that fail (https://dora.dev/guides/dora-metrics-four-keys/); c1 was never judged."""
+    superseded = promo("dev", "c1", 0 * M, None, "superseded")
+    failed = promo("dev", "c2", D + 5 * M, D + 35 * M, "failure")
+    dev = compute([superseded, failed], {"dev": []}, NOW).environments[0]
+    assert (dev.promotions, dev.decided, dev.failed, dev.change_failure_rate) == (2, 1, 1, 1.0)
+    assert compute([superseded], {"dev": []}, NOW).environments[0].change_failure_rate is None

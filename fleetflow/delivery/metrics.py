@@ -16,7 +16,8 @@ Definitions (docs/status-page.md says the same for readers):
 - **Deployment frequency**: successful promotions, rollbacks included (chain: commits through the whole chain,
   rollbacks not) per day of the window.
 - **Change failure rate**: promotions that failed (the gate said ``failure``) or were rollbacks, over the
-  promotions that are decided (pending ones are left out until they are). Chain: summed over environments.
+  promotions that are decided (pending ones are left out until they are, superseded ones for good). Chain: summed
+  over environments.
 - **Time to restore**: from the first failure of an outage (a gate failure when decided, a rollback when pinned)
   to the next success in that environment; an outage with no success yet is ``open`` and not averaged. Chain:
   every environment's outages together.
@@ -165,7 +166,9 @@ def lead_time_points(successes: Mapping[str, datetime], landed: Mapping[str, dat
 def environment_metrics(name: str, promotions: Sequence[Promotion], days: float) -> EnvironmentMetrics:
     landed = {p.commit: p.landed_at for p in promotions}
     points, skewed = lead_time_points(_first_successes(promotions), landed)
-    decided = [p for p in promotions if p.outcome != "pending" or p.rollback]
+    # a promotion superseded before its gate decided never will be: not decided (until 2026-11-29 it was, and every
+    # commit a busy main replaced in dev lowered the change failure rate)
+    decided = [p for p in promotions if p.outcome in ("success", "failure") or p.rollback]
     failed = [p for p in decided if p.failed]
     found = outages(promotions)
     restored = [o.seconds for o in found if o.seconds is not None]
