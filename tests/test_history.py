@@ -189,3 +189,32 @@ def test_a_pin_reverted_by_hand_is_a_rollback_that_restores(fleet: Fleet, monkey
     [metrics] = [m for m in report.environments if m.environment == "dev"]
     assert metrics.open_outage_since is None and metrics.time_to_restore.count == 1
     assert (metrics.failed, metrics.decided) == (2, 3)  # B's gate failure and the rollback
+
+
+def test_the_chain_metrics_count_a_commit_through_the_chain_of_its_day(fleet: Fleet) -> None:
+    """A realistic-mistake hunt (2026-11-29): A went through the whole chain; then a new last environment, dr2 after
+    prod-eu, is added on main (its branch not made yet). The chain's lead time and frequency counted only commits
+    that succeeded in dr and dr2 too, so A, delivered through the chain of its day, vanished from them. The
+    history now reads the chain at each commit (``History.sinks_at``)."""
+    from fleetflow.delivery.metrics import compute
+    from tests.fleet import _environment
+
+    a = fleet.branch_sha(fleet.cp_url, "main")
+    with fleet.context() as ctx:
+        promote_many(ctx, None, a)
+    for env in ("dev", "qa", "prod-eu", "prod-us", "dr"):
+        assert roll_out(fleet, env) == "success"
+    envs = git(fleet.root, "--git-dir", fleet.cp_url, "show", "main:.environments/envs.yaml")
+    fleet.push_main({".environments/envs.yaml": envs + "\n---\n" + _environment("dr2", ["prod-eu"])}, "add dr2")
+    warned: list[object] = []
+    with fleet.context() as ctx:
+        ctx.warn = warned.append  # type: ignore[method-assign]
+        history = read_history(ctx, warn_missing=False)
+        report = compute(history.all(), history.after, ctx.clock(), sinks_at=history.sinks_at)
+    assert history.after.get("dr2") == ["prod-eu"], warned
+    assert history.sinks_at == {a: ["dr"]}
+    # the fixture's commits are dated by the machine's clock, the gate's successes by the fleet's (earlier): A's lead
+    # time is one left out for that skew, and it still counts as a delivery through the chain
+    [through] = [*report.chain.lead_times, *report.chain.lead_times_left_out]
+    assert through.commit == a and through.at == history.promotions["dr"][0].decided_at
+    assert report.chain.successes == 1

@@ -224,3 +224,23 @@ def test_a_promotion_superseded_before_its_gate_decided_is_not_a_decided_one() -
     dev = compute([superseded, failed], {"dev": []}, NOW).environments[0]
     assert (dev.promotions, dev.decided, dev.failed, dev.change_failure_rate) == (2, 1, 1, 1.0)
     assert compute([superseded], {"dev": []}, NOW).environments[0].change_failure_rate is None
+
+
+def test_an_environment_added_to_the_chain_does_not_hold_back_the_commits_before_it() -> None:
+    """A realistic-mistake hunt (2026-11-29): a second region, prod2 after qa, is added to the chain on main with c3.
+    c1 went through the chain of its day (dev → qa → prod); now's chain has two last environments, prod and prod2,
+    and c1 never went to prod2, so the chain's lead time and frequency counted c3 alone: one commit in 3 days.
+    With the last environments of each commit's own chain (``sinks_at``, read by the history) c1 counts too."""
+    history = [
+        promo("dev", "c1", 0 * M, 30 * M), promo("qa", "c1", 30 * M, 2 * H), promo("prod", "c1", 2 * H, 5 * H),
+        promo("dev", "c3", D + 3 * H + 5 * M, D + 3 * H + 20 * M),
+        promo("qa", "c3", D + 3 * H + 20 * M, D + 5 * H + 20 * M),
+        promo("prod", "c3", D + 5 * H + 20 * M, D + 6 * H), promo("prod2", "c3", D + 5 * H + 20 * M, D + 7 * H),
+    ]
+    chain = {**CHAIN, "prod2": ["qa"]}
+    before = compute(history, chain, NOW).chain
+    assert [p.commit for p in before.lead_times] == ["c3"]  # what the old reading gave
+    report = compute(history, chain, NOW, sinks_at={"c1": ["prod"]})
+    # c1: 5h10m = 18600 s to prod; c3: landed +1d3h, through prod2 at +1d7h: 4h = 14400 s
+    assert [(p.commit, p.seconds) for p in report.chain.lead_times] == [("c1", 18600), ("c3", 14400)]
+    assert report.chain.deployments_per_day == pytest.approx(2 / 3, abs=1e-4)

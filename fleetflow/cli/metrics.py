@@ -88,7 +88,7 @@ def metrics(forge: str | None, control_plane: str | None, config: Path | None, s
         now = ctx.clock()
         start = parse_since(since, now)
         history = read_history(ctx, limit)
-        report = compute(history.all(), history.after, now, start)
+        report = compute(history.all(), history.after, now, start, history.sinks_at)
         reply.done({"metrics": report.model_dump(by_alias=True, mode="json"), "statusReads": history.status_reads},
                    lambda: click.echo(render_metrics(report, "md" if fmt == "markdown" else "txt"), nl=False))
 
@@ -96,7 +96,7 @@ def metrics(forge: str | None, control_plane: str | None, config: Path | None, s
 def metrics_markdown(ctx: Context, limit: int = DEFAULT_LIMIT) -> str:
     """The delivery metrics over the whole history read, as Markdown (the status-page action's job summary)."""
     history = read_history(ctx, limit)
-    return render_metrics(compute(history.all(), history.after, ctx.clock(), None), "md")
+    return render_metrics(compute(history.all(), history.after, ctx.clock(), None, history.sinks_at), "md")
 
 
 def window_text(report: MetricsReport) -> str:

@@ -8,7 +8,8 @@ Definitions (docs/status-page.md says the same for readers):
 - **Lead time** of an environment: for every ``main`` commit that succeeded there in the window, its first
   success (``decided_at``) minus when it landed on ``main`` (``landed_at``); a rollback delivers no change and
   is left out. Of the **chain**: a commit counts once
-  it succeeded in every last environment (those no environment comes after), at the latest of those successes.
+  it succeeded in every last environment (those no environment comes after) of the chain as it was at that
+  commit, at the latest of those successes.
   Median and p90 (nearest rank: the smallest value with at least 90 % of the values at or below it).
   A success dated before its commit landed (the forge's clock behind the committer's) measures no delivery: it
   is left out of the median and p90 and listed apart (``lead_times_left_out``), not reported as a negative
@@ -199,17 +200,24 @@ def last_environments(chain: Mapping[str, Sequence[str]]) -> list[str]:
 
 
 def chain_metrics(chain: Mapping[str, Sequence[str]], per_env: Mapping[str, Sequence[Promotion]],
-                  results: Sequence[EnvironmentMetrics], days: float) -> EnvironmentMetrics:
+                  results: Sequence[EnvironmentMetrics], days: float,
+                  sinks_at: Mapping[str, Sequence[str]] | None = None) -> EnvironmentMetrics:
+    """``sinks_at``: commit → the last environments of the chain as it was at that commit (those of ``chain``
+    when not given): an environment added later does not hold back the commits before it. Until 2026-11-29 a
+    region added mid-window left every earlier commit out of the chain's lead time and frequency."""
     sinks = last_environments(chain)
     landed: dict[str, datetime] = {}
     for promotions in per_env.values():
         for p in promotions:
             landed[p.commit] = p.landed_at
-    firsts = [_first_successes(per_env.get(name, [])) for name in sinks]
-    through = set(firsts[0]) if firsts else set()
-    for f in firsts[1:]:
-        through &= set(f)
-    points, skewed = lead_time_points({c: max(f[c] for f in firsts) for c in through}, landed)
+    needed = set(sinks).union(*(sinks_at or {}).values())
+    firsts = {name: _first_successes(per_env.get(name, [])) for name in sorted(needed)}
+    through: dict[str, datetime] = {}
+    for commit in sorted(set().union(*firsts.values())):
+        required = list((sinks_at or {}).get(commit) or sinks)
+        if required and all(commit in firsts[name] for name in required):
+            through[commit] = max(firsts[name][commit] for name in required)
+    points, skewed = lead_time_points(through, landed)
     all_outages = sorted((o for r in results for o in r.outages), key=lambda o: o.started)
     restored = [o.seconds for o in all_outages if o.seconds is not None]
     decided, failed = sum(r.decided for r in results), sum(r.failed for r in results)
@@ -252,8 +260,9 @@ def daily_counts(promotions: Iterable[Promotion], start: datetime, end: datetime
 
 
 def compute(promotions: Sequence[Promotion], chain: Mapping[str, Sequence[str]], now: datetime,
-            since: datetime | None = None) -> MetricsReport:
-    """The metrics of every environment of ``chain`` (promotion order kept) and of the chain as a whole."""
+            since: datetime | None = None, sinks_at: Mapping[str, Sequence[str]] | None = None) -> MetricsReport:
+    """The metrics of every environment of ``chain`` (promotion order kept) and of the chain as a whole
+    (``sinks_at``: see :func:`chain_metrics`)."""
     window = [p for p in promotions if since is None or _event_time(p) >= since]
     start = since or min((_event_time(p) for p in window), default=now)
     days = max(0.0, (now - start).total_seconds() / 86400)
@@ -263,7 +272,7 @@ def compute(promotions: Sequence[Promotion], chain: Mapping[str, Sequence[str]],
     results = [environment_metrics(name, per_env[name], days) for name in per_env]
     return MetricsReport(
         since=since, until=now, days=round(days, 4), environments=results,
-        chain=chain_metrics(chain, per_env, results, days), daily=daily_counts(window, start, now),
+        chain=chain_metrics(chain, per_env, results, days, sinks_at), daily=daily_counts(window, start, now),
     )
 
 

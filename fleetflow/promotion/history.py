@@ -21,6 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
+from fleetflow.delivery.metrics import last_environments
 from fleetflow.delivery.records import Outcome, Promotion
 from fleetflow.errors import GitError, InputError, Problem
 from fleetflow.forge.base import CommitStatus
@@ -42,6 +43,8 @@ class History:
     promotions: dict[str, list[Promotion]]  # per environment, oldest first, at most ``limit``
     status_reads: int = 0  # forge reads of a commit's status history
     gitops: dict[str, tuple[str, str]] = field(default_factory=dict)  # environment → (GitOps repo, branch)
+    # main commit → the last environments of the chain at that commit (of those read), where they differ from now's
+    sinks_at: dict[str, list[str]] = field(default_factory=dict)
 
     def all(self) -> list[Promotion]:
         return [p for name in self.order for p in self.promotions.get(name, [])]
@@ -217,7 +220,25 @@ def read_history(ctx: Context, limit: int = DEFAULT_LIMIT, *, warn_missing: bool
     for name in order:
         history.promotions[name] = environment_history(ctx, name, envs[name], limit, statuses, gitops,
                                                          warn_missing=warn_missing)
+    history.sinks_at = chains_then(ctx, history)
     return history
+
+
+def chains_then(ctx: Context, history: History) -> dict[str, list[str]]:
+    """The last environments of the chain at each commit that succeeded in one of them (of the environments read),
+    where they differ from those of now's chain: the chain's metrics count a commit through the chain it went
+    through. One read of the Environments per such commit (cached by the context)."""
+    now = last_environments(history.after)
+    found: dict[str, list[str]] = {}
+    for commit in dict.fromkeys(p.commit for name in now for p in history.promotions.get(name, [])):
+        try:
+            then = ctx.environments(commit)
+        except (InputError, GitError):  # a commit whose Environments do not read: measured against now's chain
+            continue
+        sinks = [s for s in last_environments({n: list(e.spec.after) for n, e in then.items()}) if s in history.after]
+        if sinks and sinks != now:
+            found[commit] = sinks
+    return found
 
 
 def _gitops_target(ctx: Context, env: Resource[EnvironmentSpec]) -> tuple[str, str] | None:

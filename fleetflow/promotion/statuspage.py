@@ -189,7 +189,7 @@ def write_status_page(ctx: Context, output: Path, limit: int = DEFAULT_LIMIT) ->
     now = ctx.clock()
     entries = fleet_status(ctx, warn_pins=True)
     history = read_history(ctx, limit, warn_missing=False)  # the status lines warn of a missing branch
-    report = compute(history.all(), history.after, now)
+    report = compute(history.all(), history.after, now, sinks_at=history.sinks_at)
     html = render_report("status.html.j2", **page_context(ctx, entries, history, report, now))
     output.mkdir(parents=True, exist_ok=True)
     path = output / PAGE
