@@ -218,3 +218,26 @@ def test_the_chain_metrics_count_a_commit_through_the_chain_of_its_day(fleet: Fl
     [through] = [*report.chain.lead_times, *report.chain.lead_times_left_out]
     assert through.commit == a and through.at == history.promotions["dr"][0].decided_at
     assert report.chain.successes == 1
+
+
+def test_pairing_gate_runs_with_pins_written_by_hand() -> None:
+    """``pair_episodes`` on plain data: a branch whose pin commits were squashed into one by a person keeps that pin's
+    run (a guard for the rule above, which the old reading also met); a ``git revert`` back to a commit promote
+    pinned before gets no run of its own; a run past the history's limit, older than promote's pin, is no hand
+    pin's; a pin written by Kalypso or by hand gets the run the gate opened without a "scheduled" post."""
+    from datetime import UTC, datetime
+
+    from fleetflow.forge.base import CommitStatus
+    from fleetflow.promotion.history import pair_episodes
+
+    def run(first: str, day: int) -> list[CommitStatus]:
+        when = datetime(2026, 3, day, tzinfo=UTC)
+        return [CommitStatus("fleetflow/dev", "pending", first, updated_at=when),
+                CommitStatus("fleetflow/dev", "success", "rolled out", updated_at=when)]
+
+    e0, e1, gate = run("scheduled", 1), run("scheduled", 2), run("waiting for the merge", 3)
+    assert pair_episodes(["squashed"], {"squashed"}, [e1]) == {"squashed": e1}
+    assert pair_episodes(["p1", "revert"], {"revert"}, [e1]) == {"p1": e1}
+    assert pair_episodes(["p1", "revert"], {"revert"}, [e0, e1]) == {"p1": e1}
+    assert pair_episodes(["kalypso"], {"kalypso"}, [gate]) == {"kalypso": gate}
+    assert pair_episodes(["kalypso", "p2"], {"kalypso"}, [gate, e1]) == {"kalypso": gate, "p2": e1}

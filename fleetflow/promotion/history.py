@@ -161,23 +161,31 @@ def environment_history(ctx: Context, name: str, env: Resource[EnvironmentSpec],
 
 def pair_episodes(pin_shas: list[str], by_hand: set[str], runs: list[list[CommitStatus]]
                   ) -> dict[str, list[CommitStatus]]:
-    """Which gate run (``episodes``) belongs to which pin of one commit (``pin_shas`` oldest first). ``promote``
-    opens each of its pins with a "scheduled" post: the k-th last pin it wrote gets the k-th last run so opened
-    (older ones may be past ``limit``). A pin a person wrote (a ``git revert`` of a pin commit, an edited
-    ``base-repo.yaml``) has none: it gets the run the gate opened without one, if that run is the commit's first,
-    else none. Until 2026-11-29 every pin took the next run from the end, so a ``git revert`` back to a commit
-    promoted before took that commit's first run (its success shown at the old time, the original promotion
-    "superseded", the outage the revert ended left open)."""
+    """Which gate run (``episodes``, oldest first) belongs to which pin of one commit (``pin_shas`` oldest first).
+    ``promote`` opens each of its pins with a "scheduled" post: the k-th last pin it wrote gets the k-th last run
+    so opened (older ones may be past ``limit``). A pin a person wrote (a ``git revert`` of a pin commit, an
+    edited ``base-repo.yaml``, a squash of the branch's pin commits) has no such post of its own: it gets the
+    newest run left between the runs of promote's pins around it, if any. Until 2026-11-29 every pin took the
+    next run from the end, so a ``git revert`` back to a commit promoted before took that commit's first run (its
+    success shown at the old time, the original promotion "superseded", the outage the revert ended left open)."""
     if not by_hand.intersection(pin_shas):
         return dict(zip(reversed(pin_shas), reversed(runs), strict=False))
-    opened = [run for run in runs if run[0].state == "pending" and run[0].description == SCHEDULED]
-    unopened = runs[0] if runs and runs[0] is not (opened[0] if opened else None) else None
+    opened = [i for i, run in enumerate(runs) if run[0].state == "pending" and run[0].description == SCHEDULED]
     mine = [sha for sha in pin_shas if sha not in by_hand]
-    paired = dict(zip(reversed(mine), reversed(opened), strict=False))
-    hand = [sha for sha in pin_shas if sha in by_hand]
-    if unopened is not None and hand:
-        paired[hand[0]] = unopened
-    return paired
+    index = dict(zip(reversed(mine), reversed(opened), strict=False))  # pin → its run's index
+    taken = set(index.values())
+    upper = len(runs)
+    for position in range(len(pin_shas) - 1, -1, -1):
+        sha = pin_shas[position]
+        if sha not in by_hand:
+            upper = index.get(sha, upper)
+            continue
+        lower = next((index[s] for s in reversed(pin_shas[:position]) if s in index and s not in by_hand), -1)
+        free = [i for i in range(lower + 1, upper) if i not in taken]
+        if free:
+            index[sha] = upper = free[-1]
+            taken.add(upper)
+    return {sha: runs[i] for sha, i in index.items()}
 
 
 def succeeded_before(posts: list[CommitStatus], context: str) -> bool:
