@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from fleetflow.promotion.check_rollout import check_rollout
 from fleetflow.promotion.history import read_history
 from fleetflow.promotion.promote import promote, promote_many
 from fleetflow.promotion.schedule import schedule_environment
@@ -241,3 +242,33 @@ def test_pairing_gate_runs_with_pins_written_by_hand() -> None:
     assert pair_episodes(["p1", "revert"], {"revert"}, [e0, e1]) == {"p1": e1}
     assert pair_episodes(["kalypso"], {"kalypso"}, [gate]) == {"kalypso": gate}
     assert pair_episodes(["kalypso", "p2"], {"kalypso"}, [gate, e1]) == {"kalypso": gate, "p2": e1}
+
+
+@pytest.mark.parametrize("method", ["merge", "squash"])
+def test_merge_time_of_a_pr_a_person_retitled_before_merging(tmp_path: Path, request: pytest.FixtureRequest,
+                                                              method: str) -> None:
+    """A realistic-mistake hunt (2026-11-29): a person renames fleetflow's PR to their change ticket ("Deploy to dev
+    (CHG-1234)") and merges it. GitHub's merge commit is "Merge pull request #N from owner/branch" followed by the
+    PR title (https://docs.github.com/en/pull-requests/collaborating-with-pull-requests/incorporating-changes-from-a-pull-request/about-pull-request-merges),
+    so no ``main@`` is left in it and the page showed no merge time. Now the merge of fleetflow's head branch
+    after the pin counts. A squash commit with an edited title carries nothing of fleetflow's: still no time
+    (the stand-in's squash message is the title alone)."""
+    gh = make_github_fleet(tmp_path, request)
+    repo = gh.stub.repo("contoso/gitops")  # type: ignore[attr-defined]
+    a = gh.branch_sha(gh.cp_url, "main")
+    with gh.context() as ctx:
+        promote(ctx, "dev", a)
+    pr = gh.open_pr("dev")
+    gh.clock.advance(timedelta(minutes=3))
+    repo.update_pull(pr.number, title="Deploy to dev (CHG-1234)")
+    merge_sha = repo.merge_pull(pr.number, method)
+    gh.clock.advance(timedelta(minutes=0.5))
+    gh.clusters_report("dev")
+    gh.clock.advance(timedelta(minutes=2))
+    with gh.context() as ctx:
+        assert check_rollout(ctx, "dev").state == "success"
+        [dev] = read_history(ctx).promotions["dev"]
+    if method == "merge":
+        assert dev.gitops_commit == merge_sha and dev.merged_at == gh.clock.now - timedelta(minutes=2.5)
+    else:
+        assert dev.gitops_commit is None and dev.merged_at is None

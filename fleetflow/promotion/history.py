@@ -28,7 +28,7 @@ from fleetflow.forge.base import CommitStatus
 from fleetflow.forge.git import CommitInfo
 from fleetflow.model.controlplane import Resource
 from fleetflow.model.resources import EnvironmentSpec
-from fleetflow.promotion.context import SCHEDULED, Context, chain_order, short, status_context
+from fleetflow.promotion.context import SCHEDULED, Context, chain_order, head_branch, short, status_context
 from fleetflow.promotion.pin import PIN_FILE, PIN_MESSAGE, Pin, past_pin
 from fleetflow.promotion.status import UNREADABLE_GITOPS_HINT
 
@@ -124,6 +124,7 @@ def environment_history(ctx: Context, name: str, env: Resource[EnvironmentSpec],
                                           episodes(statuses(main_sha), status_context(name)))
     merges = [(c, _MAIN_REF.search(c.message)) for c in reversed(gitops(name))]  # oldest first
     result: list[Promotion] = []
+    next_pinned_at: datetime | None = None  # of the pin after this one
     for index in range(len(pinned) - 1, -1, -1):
         pin_sha, pin = pinned[index]
         assert pin.commit is not None
@@ -143,6 +144,9 @@ def environment_history(ctx: Context, name: str, env: Resource[EnvironmentSpec],
             if pinned_at is None or _at(commit.committed) >= pinned_at.replace(microsecond=0) - timedelta(seconds=1):
                 merged = commit
                 break
+        if merged is None and pinned_at is not None:  # a PR whose title a person edited before merging it
+            merged = merge_of_retitled_pr(merges, head_branch(name), pinned_at, next_pinned_at)
+        next_pinned_at = pinned_at
         if pin_sha in by_hand and not episode and succeeded_before(statuses(pin.commit), status_context(name)):
             # the gate posts nothing for a commit it passed once ("gate success (recorded)"): it rolled out when merged
             outcome, decided = "success", _at(merged.committed) if merged else pinned_at
@@ -186,6 +190,25 @@ def pair_episodes(pin_shas: list[str], by_hand: set[str], runs: list[list[Commit
             index[sha] = upper = free[-1]
             taken.add(upper)
     return {sha: runs[i] for sha, i in index.items()}
+
+
+def merge_of_retitled_pr(merges: list[tuple[CommitInfo, re.Match[str] | None]], head: str, pinned_at: datetime,
+                         until: datetime | None) -> CommitInfo | None:
+    """The first merge commit of fleetflow's PR (GitHub's default message "Merge pull request #N from
+    owner/fleetflow/<env>", then the PR title) after ``pinned_at`` and before the next pin (``until``), when its
+    message names no ``main@``: a person edited the title ("Deploy to prod (CHG-1234)"). Until 2026-11-29 such a
+    promotion had no merge time on the page. A squash commit with an edited title carries nothing to match."""
+    suffix = f"/{head}"
+    for commit, match in merges:
+        words = commit.subject.split()
+        if match is not None or len(words) != 6 or words[:3] != ["Merge", "pull", "request"] or words[4] != "from":
+            continue
+        if not words[5].endswith(suffix) or words[5].count("/") != head.count("/") + 1:
+            continue
+        when = _at(commit.committed)
+        if when >= pinned_at.replace(microsecond=0) - timedelta(seconds=1) and (until is None or when < until):
+            return commit
+    return None
 
 
 def succeeded_before(posts: list[CommitStatus], context: str) -> bool:
