@@ -244,3 +244,13 @@ def test_an_environment_added_to_the_chain_does_not_hold_back_the_commits_before
     # c1: 5h10m = 18600 s to prod; c3: landed +1d3h, through prod2 at +1d7h: 4h = 14400 s
     assert [(p.commit, p.seconds) for p in report.chain.lead_times] == [("c1", 18600), ("c3", 14400)]
     assert report.chain.deployments_per_day == pytest.approx(2 / 3, abs=1e-4)
+
+
+@pytest.mark.parametrize("since", ["30 days", "-5d", "1mo", "2026/01/01"])
+def test_since_that_is_no_duration_names_the_units_it_takes(since: str) -> None:
+    """A realistic-mistake hunt (2026-11-29): ``--since '30 days'`` or ``-5d`` ended in "invalid duration: use e.g.
+    90s, 15m, 1h30m", the durations of a RolloutPolicy, which have no days: the hint led away from ``30d``."""
+    with pytest.raises(UsageError) as refused:
+        parse_since(since, datetime(2026, 11, 28, tzinfo=UTC))
+    said = str(refused.value)
+    assert "90s, 15m" not in said and "one unit: d, w, h, m or s (30d, 2w, 12h, 1h30m)" in said, said

@@ -50,9 +50,12 @@ def parse_since(text: str | None, now: datetime) -> datetime | None:
         except OverflowError:  # a timedelta past 999,999,999 days, or a date before year 1
             raise UsageError(f"--since {text!r} goes back further than dates go: give a later date or a shorter "
                              "duration (30d, 12h)") from None
-        except (ValueError, TypeError) as exc:
+        except (ValueError, TypeError) as exc:  # the durations of YAML's "e.g. 90s, 15m, 1h30m" have no days:
+            # until 2026-11-29 "30 days" and "-5d" were told to use them; a duration too long still says so
+            why = f": {exc}" if "too long" in str(exc) else ""
             raise UsageError(f"--since {text!r}: give a date (2026-01-31), a time (2026-01-31T12:00:00Z) or a "
-                             f"duration back from now (30d, 12h): {exc}") from None
+                             f"duration back from now, digits then one unit: d, w, h, m or s (30d, 2w, 12h, "
+                             f"1h30m){why}") from None
     when = when if when.tzinfo else when.replace(tzinfo=UTC)
     if when > now:
         raise UsageError(f"--since {text!r} is after now ({now:%Y-%m-%d %H:%M} UTC): the window would hold no "
