@@ -11,7 +11,7 @@ import click
 
 from fleetflow.cli.errors import handled
 from fleetflow.cli.fleet import fleet_options, make_context
-from fleetflow.delivery.metrics import MetricsReport, compute, rows
+from fleetflow.delivery.metrics import MetricsReport, rows
 from fleetflow.errors import UsageError
 from fleetflow.model.durations import parse_duration
 from fleetflow.promotion.context import Context
@@ -91,7 +91,7 @@ def metrics(forge: str | None, control_plane: str | None, config: Path | None, s
         now = ctx.clock()
         start = parse_since(since, now)
         history = read_history(ctx, limit)
-        report = compute(history.all(), history.after, now, start, history.sinks_at)
+        report = history.metrics(now, start)
         reply.done({"metrics": report.model_dump(by_alias=True, mode="json"), "statusReads": history.status_reads},
                    lambda: click.echo(render_metrics(report, "md" if fmt == "markdown" else "txt"), nl=False))
 
@@ -99,7 +99,7 @@ def metrics(forge: str | None, control_plane: str | None, config: Path | None, s
 def metrics_markdown(ctx: Context, limit: int = DEFAULT_LIMIT) -> str:
     """The delivery metrics over the whole history read, as Markdown (the status-page action's job summary)."""
     history = read_history(ctx, limit)
-    return render_metrics(compute(history.all(), history.after, ctx.clock(), None, history.sinks_at), "md")
+    return render_metrics(history.metrics(ctx.clock()), "md")
 
 
 def window_text(report: MetricsReport) -> str:

@@ -21,7 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
-from fleetflow.delivery.metrics import last_environments
+from fleetflow.delivery.metrics import MetricsReport, compute, last_environments
 from fleetflow.delivery.records import Outcome, Promotion
 from fleetflow.errors import GitError, InputError, Problem
 from fleetflow.forge.base import CommitStatus
@@ -48,6 +48,11 @@ class History:
 
     def all(self) -> list[Promotion]:
         return [p for name in self.order for p in self.promotions.get(name, [])]
+
+    def metrics(self, now: datetime, since: datetime | None = None) -> MetricsReport:
+        """The delivery metrics of this history (:func:`fleetflow.delivery.metrics.compute`), each commit counted
+        through the chain as it was at that commit (``sinks_at``)."""
+        return compute(self.all(), self.after, now, since, self.sinks_at)
 
 
 def _at(epoch: int) -> datetime:

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from fleetflow.delivery.chain import layout
-from fleetflow.delivery.metrics import MetricsReport, compute, human_duration, rows
+from fleetflow.delivery.metrics import MetricsReport, human_duration, rows
 from fleetflow.delivery.records import Promotion
 from fleetflow.errors import GitError, InputError, Problems
 from fleetflow.forge.base import context_key
@@ -189,7 +189,7 @@ def write_status_page(ctx: Context, output: Path, limit: int = DEFAULT_LIMIT) ->
     now = ctx.clock()
     entries = fleet_status(ctx, warn_pins=True)
     history = read_history(ctx, limit, warn_missing=False)  # the status lines warn of a missing branch
-    report = compute(history.all(), history.after, now, sinks_at=history.sinks_at)
+    report = history.metrics(now)
     html = render_report("status.html.j2", **page_context(ctx, entries, history, report, now))
     output.mkdir(parents=True, exist_ok=True)
     path = output / PAGE
