@@ -27,7 +27,7 @@ from fleetflow.model.references import (
 )
 from fleetflow.model.resources import EnvironmentSpec, GitOpsRepoSpec
 from fleetflow.promotion.gitops import GitOpsTree, clean_root
-from fleetflow.promotion.pin import PIN_FILE, Pin, read_pin
+from fleetflow.promotion.pin import PIN_FILE, Pin, promote_command, read_pin
 from fleetflow.render.incremental import RenderState
 from fleetflow.render.pipeline import checked_inputs
 
@@ -459,7 +459,7 @@ def pinned(ctx: Context, environment: str, *, required: bool, to_render: bool = 
             misplaced_pin(ctx, environment, branch, env_sha)
         raise InputError([Problem(
             f"environment {environment} has no pinned main commit ({PIN_FILE} on {branch})",
-            None, f"promote a commit first: fleetflow promote --environment {environment} --commit SHA",
+            None, f"promote a commit first: {promote_command(environment)}",
         )])
     # on main, not merely in the mirror: a commit of another branch's history (any clone can push one) would
     # render what no one merged to main (until 2026-11-28 only its existence was checked)
@@ -468,8 +468,7 @@ def pinned(ctx: Context, environment: str, *, required: bool, to_render: bool = 
         raise InputError([Problem(
             f"environment {environment} is pinned to {pin.commit}, which is not on {ctx.main_branch}",
             Location(f"{branch}/{PIN_FILE}"),
-            f"promote a commit of {ctx.main_branch}: fleetflow promote --environment {environment} --commit SHA "
-            "(it writes the pin)",
+            f"promote a commit of {ctx.main_branch}: {promote_command(environment)} (it writes the pin)",
         )])
     envs_at_pin = ctx.environments(main_sha)
     if to_render:  # the plane first: its problems are the render's, before anything is fetched, said or written

@@ -204,6 +204,7 @@ def write_pin(text: str | None, *, commit: str, repo: str, hold: str | None) -> 
     return out.getvalue()
 
 
-def release_command(environment: str, commit: str = "SHA") -> str:
-    """The command that ends a rollback's hold on ``environment`` (and moves it to ``commit``)."""
-    return f"fleetflow promote --environment {environment} --commit {commit} --release"
+def promote_command(environment: str, commit: str = "SHA", *, release: bool = False) -> str:
+    """The command a message gives to promote ``commit`` to ``environment`` (an older one: a rollback, held), or
+    with ``release`` to end a rollback's hold and move the environment to ``commit``."""
+    return f"fleetflow promote --environment {environment} --commit {commit}" + (" --release" if release else "")

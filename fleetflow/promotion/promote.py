@@ -30,7 +30,7 @@ from fleetflow.promotion.context import (
     short,
     status_context,
 )
-from fleetflow.promotion.pin import PIN_FILE, pin_text, read_pin, release_command, write_pin
+from fleetflow.promotion.pin import PIN_FILE, pin_text, promote_command, read_pin, write_pin
 from fleetflow.promotion.schedule import (
     Rendered,
     ScheduleOutcome,
@@ -170,14 +170,13 @@ def _promote(ctx: Context, environment: str, sha: str, tip: str, *, release: boo
         return PromoteOutcome(
             environment=environment, commit=sha, pinned=False, held=pin.held, schedule=None,
             message=f"{environment} runs main@{short(pin.newer)}, newer than main@{short(sha)}: not rolled back "
-            "(automatic promotions only move forward); to roll it back: fleetflow promote --environment "
-            f"{environment} --commit {short(sha)}",
+            f"(automatic promotions only move forward); to roll it back: {promote_command(environment, short(sha))}",
         )
     if pin.skipped:
         return PromoteOutcome(
             environment=environment, commit=sha, pinned=False, held=pin.held, schedule=None,
             message=f"{environment} is held ({pin.held}); main@{short(sha)} not promoted; "
-            f"release it with: {release_command(environment)}",
+            f"release it with: {promote_command(environment, release=True)}",
         )
     if pin.pinned or status_context(environment) not in statuses:
         # a re-run of an earlier promotion keeps the gate's record (it may already say success)
@@ -234,7 +233,7 @@ def _pin_once(ctx: Context, environment: str, branch: str, sha: str, tip: str, *
             raise GateError(
                 f"main@{short(sha)} is older than {environment}'s pin main@{short(current.commit)}: --release "
                 "ends a hold and moves the environment forward, it does not roll back; to roll back (held until "
-                f"released): fleetflow promote --environment {environment} --commit {short(sha)}"
+                f"released): {promote_command(environment, short(sha))}"
             )
         if current.hold and not release and not older:
             if skip_held:

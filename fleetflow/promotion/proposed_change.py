@@ -25,7 +25,7 @@ from fleetflow.model.documents import ParseCache, Tree
 from fleetflow.model.references import environment_branch
 from fleetflow.model.resources import EnvironmentSpec
 from fleetflow.promotion.context import MAIN, CommitTree, read_environments, short
-from fleetflow.promotion.pin import PIN_FILE, read_pin
+from fleetflow.promotion.pin import PIN_FILE, promote_command, read_pin
 
 
 @dataclass(frozen=True)
@@ -183,8 +183,8 @@ def _pin_moved_by_hand(repo: BareRepo, checkout: Path, label: str, into: str, en
         f"gate (fleetflow promote pins a commit only once every environment {environment} comes after rolled it "
         "out), and the next schedule proposes it",
         Location(PIN_FILE if label in ("", ".") else f"{label}/{PIN_FILE}"),
-        f"leave {PIN_FILE} out of the change and promote instead: fleetflow promote --environment {environment} "
-        f"--commit {short(after)} (an older commit is a rollback, held until --release)",
+        f"leave {PIN_FILE} out of the change and promote instead: {promote_command(environment, short(after))} (an "
+        "older commit is a rollback, held until --release)",
     )
 
 

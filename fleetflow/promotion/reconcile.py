@@ -49,7 +49,7 @@ from fleetflow.promotion.merge_records import (
     write_record,
 )
 from fleetflow.promotion.merging import MergeOutcome, merge_if_due, merge_when_green
-from fleetflow.promotion.pin import PIN_FILE, past_pin, release_command
+from fleetflow.promotion.pin import PIN_FILE, past_pin, promote_command
 from fleetflow.promotion.promote import SHARDED_SCHEDULE, PromoteOutcome, promote
 from fleetflow.promotion.reports import ReportWatch
 from fleetflow.promotion.schedule import (
@@ -472,7 +472,7 @@ def _next_step(run: _Run, name: str, envs: dict[str, Resource[EnvironmentSpec]],
             if f.held:
                 # the workflows' run says how to end the hold (until 2026-11-29 only a promotion by hand said it)
                 result.wait(f"held ({f.held}); main@{short(target)} is due but not promoted; to release: "
-                            f"{release_command(name, short(target))}")
+                            f"{promote_command(name, short(target), release=True)}")
             else:
                 result.stopped_in = f"promote main@{short(target)}"
                 outcome = promote(ctx, name, target, skip_held=True)

@@ -10,7 +10,7 @@ from fleetflow.model.controlplane import Resource
 from fleetflow.model.resources import GitOpsRepoSpec
 from fleetflow.promotion.context import Context, chain_order, gitops_repo_at, head_branch, short, status_context
 from fleetflow.promotion.merge_records import MergeRecord, read_record, record_refs, seen_records
-from fleetflow.promotion.pin import PIN_FILE, past_pin, release_command
+from fleetflow.promotion.pin import PIN_FILE, past_pin, promote_command
 from fleetflow.promotion.schedule import PullRequestLink
 from fleetflow.report import render_report
 from fleetflow.results import Result
@@ -52,7 +52,7 @@ class EnvironmentStatus(Result):
     @property
     def release_command(self) -> str | None:
         """What ends the environment's hold, when it is held (every format of ``status`` shows it)."""
-        return release_command(self.name) if self.held else None
+        return promote_command(self.name, release=True) if self.held else None
 
 
 class FleetStatus(Result):
@@ -153,7 +153,7 @@ def fleet_status(ctx: Context, history: int = 3, *, warn_pins: bool = False) -> 
                 if warn_pins:
                     ctx.warn(Problem(f"{name}: PR #{rejected.number} proposed main@{short(pinned)} and was closed "
                                      "without merging: the gate waits for a rollout that will not come", None,
-                                     f"fleetflow promote --environment {name} --commit {short(pinned)} proposes it "
+                                     f"{promote_command(name, short(pinned))} proposes it "
                                      f"again (so does a push to {branch}); or promote another commit"))
         if pr is not None:
             entry.pull_request = PullRequestLink.of(pr)
