@@ -19,7 +19,6 @@ run finds nothing to do, and ``--dry-run`` prints the same plan without writing.
 from __future__ import annotations
 
 import os
-import re
 import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -35,7 +34,7 @@ from ruamel.yaml import YAML
 from fleetflow.clock import utc_now
 from fleetflow.errors import ForgeError, InputError, Problem, Problems, UsageError
 from fleetflow.forge.base import Forge
-from fleetflow.forge.factory import GITHUB_NAME
+from fleetflow.forge.factory import GITHUB_NAME, GITHUB_URL
 from fleetflow.forge.git import GitRepos
 from fleetflow.model.controlplane import Resource, build_resource
 from fleetflow.model.documents import Tree, read_tree
@@ -54,7 +53,6 @@ GITOPS_REUSABLE = "fleetflow-gitops.yml"
 CONFIG_FILE = ".fleetflow.yaml"
 MARKER = "# Written by fleetflow init: it updates this file while this line is here (delete the line to own it)."
 STARTER_CHAIN: tuple[tuple[str, tuple[str, ...]], ...] = (("dev", ()), ("qa", ("dev",)), ("prod", ("qa",)))
-GITHUB_URL = re.compile(r"^(?:https?://[^/]+/|git@[^:]+:)([A-Za-z0-9-]+/[A-Za-z0-9._-]+?)(?:\.git)?/?$")
 EVENTS_DOC = (
     "https://docs.github.com/en/actions/writing-workflows/choosing-when-your-workflow-runs/events-that-trigger-workflows"
 )
