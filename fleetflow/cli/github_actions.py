@@ -50,7 +50,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 import click
 
 from fleetflow.errors import FleetflowError, Problem
-from fleetflow.report import render_report
+from fleetflow.report import PROBLEMS_IN_SUMMARY, render_report
 
 if TYPE_CHECKING:
     from fleetflow.promotion.check_rollout import RolloutOutcome
@@ -65,7 +65,6 @@ Level = Literal["error", "warning", "notice"]
 F = TypeVar("F", bound=Callable[..., Any])
 ANNOTATIONS_PER_STEP = 10  # of each level: GitHub shows no more (the module's docstring)
 SUMMARY_LIMIT = 1024 * 1024  # bytes of one step's summary file: above it GitHub shows none of it
-PROBLEMS_IN_SUMMARY = 200  # the problems (and the warnings) the job summary lists: _changes.md.j2's problem_list
 
 
 # --- workflow commands ---

@@ -22,6 +22,10 @@ from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescap
 
 from fleetflow.report import markdown
 
+PROBLEMS_IN_SUMMARY = 200
+"""The problems (and the warnings) a job summary lists (``_changes.md.j2``'s ``problem_list``; the rest: the step's
+log); fleetflow.cli.github_actions says so in the annotations."""
+
 
 def short(sha: object) -> str:
     """A commit as people read it: its first 12 hex digits ('-' when there is none)."""
@@ -58,6 +62,7 @@ def _environment(kind: str) -> Environment:
         mermaid_label=markdown.mermaid_label,
         mermaid_id=markdown.mermaid_id,
     )
+    env.globals["problems_in_summary"] = PROBLEMS_IN_SUMMARY
     return env
 
 
