@@ -444,6 +444,18 @@ def bad_clusters(count: int) -> dict[str, str]:
         f"spec:\n  clusterType: nowhere{i}\n  statusContext: flux/dev-{i}\n" for i in range(count))}
 
 
+def schedule_broken_clusters(step: Step, count: int) -> str:
+    """dev promoted, then ``count`` broken clusters (:func:`bad_clusters`) pushed to its branch and scheduled as a
+    step with a fresh summary file: the schedule fails (exit 1); its log."""
+    sha = step.fleet.branch_sha(step.fleet.cp_url, "main")
+    assert step.run("promote", "--commit", sha)[0] == 0
+    (step.tmp / "summary.md").unlink()
+    step.fleet.push_env("dev", bad_clusters(count))
+    code, log = step.run("schedule", "--environment", "dev")
+    assert code == 1, log
+    return log
+
+
 def test_more_problems_than_github_annotates_say_how_many_more(step: Step) -> None:
     """GitHub shows 10 error, 10 warning and 10 notice annotations per step and drops the rest without a word
     (actions/toolkit docs/problem-matchers.md, "Limitations": "10 warning annotations, 10 error annotations, and 10
@@ -451,12 +463,7 @@ def test_more_problems_than_github_annotates_say_how_many_more(step: Step) -> No
     step). Until 2026-11-29 a schedule with 30 broken clusters printed 30 ``::error`` lines, GitHub showed 10, and
     nothing said 20 more existed. Now the first 9 are annotations and the 10th says how many more and where: every
     one is in the job summary's list and in the log."""
-    sha = step.fleet.branch_sha(step.fleet.cp_url, "main")
-    assert step.run("promote", "--commit", sha)[0] == 0
-    (step.tmp / "summary.md").unlink()
-    step.fleet.push_env("dev", bad_clusters(30))
-    code, log = step.run("schedule", "--environment", "dev")
-    assert code == 1, log
+    log = schedule_broken_clusters(step, 30)
     errors = [c for c in commands_in(log) if c[0] == "error"]
     assert len(errors) == 10
     assert [message.split(":")[0] for _n, _p, message in errors[:9]] == [f"Cluster dev-{i}" for i in range(9)]
@@ -466,6 +473,7 @@ def test_more_problems_than_github_annotates_say_how_many_more(step: Step) -> No
     summary = step.summary()
     assert all(f"Cluster dev-{i}: unknown clusterType 'nowhere{i}'" in summary for i in range(30))
     code, log = step.run("schedule", "--environment", "dev", "--no-job-summary")
+    assert code == 1, log
     assert commands_in(log)[9][2].endswith("all 30 are in the step's log")
 
 
@@ -476,12 +484,7 @@ def test_the_summary_lists_at_most_200_problems_and_stays_under_1_mib(step: Step
     to a size of 1024k"). The list of problems stops at 200 (the rest: the log), and a run whose part would take the
     step's file past 1 MiB (an earlier fleetflow run in the same step wrote most of it) writes what fits and says
     so, instead of costing the step every summary it had."""
-    sha = step.fleet.branch_sha(step.fleet.cp_url, "main")
-    assert step.run("promote", "--commit", sha)[0] == 0
-    (step.tmp / "summary.md").unlink()
-    step.fleet.push_env("dev", bad_clusters(205))
-    code, log = step.run("schedule", "--environment", "dev")
-    assert code == 1, log
+    log = schedule_broken_clusters(step, 205)
     summary = step.summary()
     assert "Cluster dev-199:" in summary and "Cluster dev-200:" not in summary
     assert "- … and 5 more problems: every one is in the step's log\n" in summary
@@ -499,6 +502,7 @@ def test_the_summary_lists_at_most_200_problems_and_stays_under_1_mib(step: Step
     (step.tmp / "summary.md").write_text(earlier * (1024 * 1024 // len(earlier)), encoding="utf-8")
     before = (step.tmp / "summary.md").read_bytes()
     code, log = step.run("schedule", "--environment", "dev")
+    assert code == 1, log
     assert (step.tmp / "summary.md").read_bytes() == before  # no room: nothing written, and a warning says so
     [(_n, _p, message)] = [c for c in commands_in(log) if c[0] == "warning"]
     assert message.startswith("the job summary of this step is full")
